@@ -1,0 +1,242 @@
+//! The baseline: a lock-free chaining hash like seed 000's comparison (Memcached's
+//! structure made lock-free). A fixed array of buckets, each an unordered chain; new
+//! items are CAS-inserted at the chain's head; no hotspot awareness. It shares the
+//! index's hash function, item layout and update protocol (in place up to 8 bytes,
+//! RCU above) so a comparison measures the ring and the head, nothing else.
+
+use std::sync::atomic::{AtomicIsize, Ordering as StdOrdering};
+
+use crossbeam_epoch::{self as epoch, Guard};
+
+use crate::hash::hash64;
+use crate::item::{Item, ItemPtr};
+use crate::link::Link;
+use crate::stats::Counters;
+use crate::sync::{AtomicPtr, Ordering};
+
+pub struct ChainingHash {
+    buckets: Box<[AtomicPtr<Item>]>,
+    depth: u32,
+    counters: Counters,
+    bytes: std::sync::Arc<AtomicIsize>,
+    sample_period: u32,
+}
+
+// SAFETY: shared state is atomics and epoch-protected items.
+unsafe impl Send for ChainingHash {}
+// SAFETY: as above.
+unsafe impl Sync for ChainingHash {}
+
+std::thread_local! {
+    static TICK: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+impl ChainingHash {
+    /// A table with `buckets` buckets (rounded up to a power of two).
+    pub fn new(buckets: usize) -> ChainingHash {
+        let n = buckets.max(1).next_power_of_two();
+        ChainingHash {
+            buckets: (0..n).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+            depth: n.trailing_zeros(),
+            counters: Counters::new(),
+            bytes: Default::default(),
+            sample_period: 5,
+        }
+    }
+
+    /// Sized for `keys` keys at `ratio` keys per bucket, matching `Config::fixed`.
+    pub fn for_keys(keys: usize, ratio: usize) -> ChainingHash {
+        Self::new((keys / ratio.max(1)).max(1))
+    }
+
+    #[inline]
+    fn bucket(&self, hash: u64) -> &AtomicPtr<Item> {
+        let i = if self.depth == 0 { 0 } else { hash >> (64 - self.depth) };
+        &self.buckets[i as usize]
+    }
+
+    #[inline]
+    fn item(&self, p: *mut Item, _guard: &Guard) -> Option<ItemPtr> {
+        // SAFETY: chain words hold null or items retired only through the collector
+        // after they were unlinked, so they outlive `_guard`.
+        unsafe { ItemPtr::from_raw(p) }
+    }
+
+    fn record(&self, visits: u32) {
+        let tick = TICK.with(|t| {
+            t.set(t.get().wrapping_add(1));
+            t.get()
+        });
+        if tick % self.sample_period == 0 {
+            let s = self.counters.mine();
+            s.accesses.fetch_add(1, StdOrdering::Relaxed);
+            s.visits.fetch_add(visits as u64, StdOrdering::Relaxed);
+            if visits == 1 {
+                s.head_hits.fetch_add(1, StdOrdering::Relaxed);
+            }
+        }
+    }
+
+    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let hash = hash64(key);
+        let guard = epoch::pin();
+        let mut cur = self.item(self.bucket(hash).load(Ordering::Acquire), &guard);
+        let mut visits = 0;
+        while let Some(item) = cur {
+            visits += 1;
+            let link = item.load_next();
+            if item.hash() == hash && !link.has(Link::OCCUPIED) && item.key() == key {
+                self.record(visits);
+                return Some(item.with_value(f));
+            }
+            cur = self.item(link.target(), &guard);
+        }
+        self.record(visits.max(1));
+        None
+    }
+
+    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.get_with(key, <[u8]>::to_vec)
+    }
+
+    /// Inserts or replaces. Returns true if the key was new.
+    pub fn upsert(&self, key: &[u8], value: &[u8]) -> bool {
+        let hash = hash64(key);
+        let guard = epoch::pin();
+        let bucket = self.bucket(hash);
+        let fresh = ItemPtr::alloc(hash, key, value, Link::to(std::ptr::null_mut(), 0));
+        'restart: loop {
+            let first = Link(bucket.load(Ordering::Acquire));
+            let (mut pred, mut pred_link) = (bucket, first);
+            let mut visits = 0;
+            while let Some(cur) = self.item(pred_link.target(), &guard) {
+                visits += 1;
+                let link = cur.load_next();
+                if link.has(Link::OCCUPIED) {
+                    let unlinked = pred_link.retarget(link.target());
+                    if pred.compare_exchange(pred_link.0, unlinked.0, Ordering::AcqRel, Ordering::Acquire).is_err() {
+                        continue 'restart;
+                    }
+                    self.retire(cur, &guard);
+                    continue 'restart;
+                }
+                if cur.hash() == hash && cur.key() == key {
+                    self.record(visits);
+                    if cur.is_inline() && cur.value_len() == value.len() {
+                        if !cur.write_in_place(value) {
+                            continue 'restart;
+                        }
+                        self.free_unpublished(fresh);
+                        return false;
+                    }
+                    if link.has(Link::WRITING) {
+                        continue 'restart;
+                    }
+                    fresh.next().store(Link::to(link.target(), 0).0, Ordering::Relaxed);
+                    let marked = Link::to(fresh.as_raw(), Link::OCCUPIED);
+                    if cur.next().compare_exchange(link.0, marked.0, Ordering::AcqRel, Ordering::Acquire).is_err() {
+                        continue 'restart;
+                    }
+                    self.bytes.fetch_add(fresh.footprint() as isize, StdOrdering::Relaxed);
+                    let unlinked = pred_link.retarget(fresh.as_raw());
+                    if pred.compare_exchange(pred_link.0, unlinked.0, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                        self.retire(cur, &guard);
+                    }
+                    // Otherwise the next walk over this chain unlinks it.
+                    return false;
+                }
+                (pred, pred_link) = (cur.next_in(&guard), link);
+            }
+            fresh.next().store(Link::to(first.target(), 0).0, Ordering::Relaxed);
+            let linked = Link::to(fresh.as_raw(), 0);
+            if bucket.compare_exchange(first.0, linked.0, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                self.bytes.fetch_add(fresh.footprint() as isize, StdOrdering::Relaxed);
+                self.counters.mine().len.fetch_add(1, StdOrdering::Relaxed);
+                return true;
+            }
+        }
+    }
+
+    fn free_unpublished(&self, item: ItemPtr) {
+        // SAFETY: never linked, so no other thread has seen it.
+        unsafe { item.free() }
+    }
+
+    fn retire(&self, item: ItemPtr, guard: &Guard) {
+        let bytes = self.bytes.clone();
+        // SAFETY: unlinked by our CAS (exactly one thread succeeds), so unreachable for
+        // threads pinning later; earlier ones are covered by the grace period.
+        unsafe {
+            guard.defer_unchecked(move || {
+                bytes.fetch_sub(item.footprint() as isize, StdOrdering::Relaxed);
+                item.free();
+            })
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.counters.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Items visited per access and the share found first in their chain, over the
+    /// accesses sampled since the last reset.
+    pub fn access_stats(&self) -> (f64, f64) {
+        let c = &self.counters;
+        let n = c.sum(|s| s.accesses.load(StdOrdering::Relaxed)).max(1) as f64;
+        (
+            c.sum(|s| s.visits.load(StdOrdering::Relaxed)) as f64 / n,
+            c.sum(|s| s.head_hits.load(StdOrdering::Relaxed)) as f64 / n,
+        )
+    }
+
+    pub fn reset_access_stats(&self) {
+        self.counters.reset_access_stats();
+    }
+
+    /// Bytes held by the bucket array and the items.
+    pub fn bytes(&self) -> usize {
+        self.buckets.len() * std::mem::size_of::<AtomicPtr<Item>>()
+            + self.bytes.load(StdOrdering::Relaxed).max(0) as usize
+    }
+}
+
+impl Drop for ChainingHash {
+    fn drop(&mut self) {
+        let guard = epoch::pin();
+        for b in self.buckets.iter() {
+            let mut cur = self.item(b.load(Ordering::Relaxed), &guard);
+            while let Some(item) = cur {
+                cur = self.item(item.load_next().target(), &guard);
+                // SAFETY: `&mut self`: nothing else can reach the chain. A marked item
+                // still linked here was never retired (its unlink never succeeded).
+                unsafe { item.free() };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upsert_get_inline_and_rcu() {
+        let t = ChainingHash::new(4);
+        for i in 0u32..1000 {
+            assert!(t.upsert(&i.to_le_bytes(), &i.to_le_bytes()));
+        }
+        for i in 0u32..1000 {
+            assert!(!t.upsert(&i.to_le_bytes(), &[i as u8; 20]));
+            assert!(!t.upsert(&i.to_le_bytes(), &[i as u8; 21]));
+        }
+        assert_eq!(t.len(), 1000);
+        for i in 0u32..1000 {
+            assert_eq!(t.get(&i.to_le_bytes()), Some(vec![i as u8; 21]));
+        }
+        assert_eq!(t.get(b"absent"), None);
+    }
+}

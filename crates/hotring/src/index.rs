@@ -1,0 +1,636 @@
+//! The index: lookups, inserts, updates and deletes over the ordered rings.
+//!
+//! Removal follows Harris and Michael: an item is first marked `OCCUPIED` (its `next`
+//! is frozen, so nothing can be linked after it), then unlinked by whichever thread
+//! gets there first. An RCU update marks the old version and links the new one in the
+//! same CAS (`old.next = new | OCCUPIED`, `new.next = successor`), so the update is
+//! atomic and any thread can finish it by unlinking the old version. This is seed 000's
+//! Occupied-bit protocol with the unlink made helpable, which is what makes it
+//! lock-free: no operation waits for another to finish a multi-step change.
+
+use std::cmp::Ordering as CmpOrdering;
+use std::sync::atomic::{AtomicIsize, Ordering as StdOrdering};
+use std::sync::{Arc, Mutex};
+
+use crossbeam_epoch::{self as epoch, Guard};
+
+use crate::directory::{first_hash, Directory, Ring};
+use crate::hash::hash64;
+use crate::item::ItemPtr;
+use crate::link::{Head, Link};
+use crate::stats::{Counters, Stats};
+use crate::sync::{AtomicPtr, Ordering};
+
+/// How a ring's head pointer follows the hot items (seed 000 section 3.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HotspotStrategy {
+    /// Statistical sampling: after a cold R-th access, sample as many accesses as the
+    /// ring has items and move the head to the item that minimises the expected items
+    /// visited per access (`W_t`).
+    Sampling,
+    /// Random movement: after a cold R-th access, move the head to the item accessed.
+    Random,
+    /// The head never moves from the ring's rehash item. An ablation baseline only.
+    FixedHead,
+}
+
+/// Index settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub strategy: HotspotStrategy,
+    /// The index starts with `2^initial_depth` rings.
+    pub initial_depth: u32,
+    /// Split a ring when it holds more than this many items. `None` keeps the number of
+    /// rings fixed (benchmarks at a chosen keys-per-ring ratio use that).
+    pub max_ring_len: Option<u32>,
+    /// Split a ring of at least `max_ring_len / 2` items when sampling finds that even
+    /// the best head costs more than this many items visited per access: several hot
+    /// items share the ring, and only a split can serve them all from a head.
+    pub split_cost: Option<f64>,
+    /// R: every R-th access of a thread checks whether the hotspot moved. Seed 000 uses 5.
+    pub sample_period: u32,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            strategy: HotspotStrategy::Sampling,
+            initial_depth: 4,
+            max_ring_len: Some(16),
+            split_cost: Some(2.0),
+            sample_period: 5,
+        }
+    }
+}
+
+impl Config {
+    /// A fixed-size index for `keys` keys at `ratio` keys per ring, as in seed 000's
+    /// evaluation, which varies the key/bucket ratio from 2 to 16.
+    pub fn fixed(strategy: HotspotStrategy, keys: usize, ratio: usize) -> Config {
+        let rings = (keys / ratio.max(1)).max(1).next_power_of_two();
+        Config {
+            strategy,
+            initial_depth: rings.trailing_zeros(),
+            max_ring_len: None,
+            split_cost: None,
+            sample_period: 5,
+        }
+    }
+}
+
+pub(crate) struct Live {
+    pub(crate) items: AtomicIsize,
+    pub(crate) bytes: AtomicIsize,
+}
+
+impl Live {
+    pub(crate) fn add(&self, item: ItemPtr, sign: isize) {
+        if !item.is_sentinel() {
+            self.items.fetch_add(sign, StdOrdering::Relaxed);
+        }
+        self.bytes.fetch_add(sign * item.footprint() as isize, StdOrdering::Relaxed);
+    }
+}
+
+/// A concurrent, hotspot-aware hash index from byte strings to byte strings.
+pub struct HotRing {
+    pub(crate) dir: AtomicPtr<Directory>,
+    /// The first rehash item (hash 0): the start of the item list.
+    pub(crate) root: ItemPtr,
+    pub(crate) config: Config,
+    /// Held by the one thread splitting a ring; operations never wait for it.
+    pub(crate) split_lock: Mutex<()>,
+    pub(crate) counters: Counters,
+    pub(crate) live: Arc<Live>,
+    pub(crate) splits: std::sync::atomic::AtomicU64,
+}
+
+/// Where a key belongs: `pred` (unmarked when read) links to `cur`, and
+/// `pred < key <= cur` in ring order. `cur_link` is `cur`'s unmarked `next` as read.
+pub(crate) struct Position {
+    pub(crate) pred: ItemPtr,
+    pub(crate) pred_link: Link,
+    pub(crate) cur: Option<(ItemPtr, Link)>,
+    pub(crate) visits: u32,
+}
+
+/// What a write may do.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum WriteMode {
+    Insert,
+    Update,
+    Upsert,
+}
+
+/// What a write did.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Written {
+    Inserted,
+    Updated,
+    Nothing,
+}
+
+// SAFETY: all shared state is atomics, epoch-protected pointers and a Mutex.
+unsafe impl Send for HotRing {}
+// SAFETY: as above.
+unsafe impl Sync for HotRing {}
+
+impl Default for HotRing {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl HotRing {
+    /// An index with the default configuration: statistical sampling, growing by splits.
+    pub fn new() -> HotRing {
+        Self::with_config(Config::default())
+    }
+
+    pub fn with_config(config: Config) -> HotRing {
+        assert!(config.initial_depth <= 24, "initial_depth {} is above 24", config.initial_depth);
+        assert!(config.sample_period >= 1, "sample_period must be at least 1");
+        let live = Arc::new(Live { items: AtomicIsize::new(0), bytes: AtomicIsize::new(0) });
+        let depth = config.initial_depth;
+        let n = 1usize << depth;
+        // Rehash items for every initial ring, linked in order, built back to front.
+        let mut sentinels = Vec::with_capacity(n);
+        let mut next = std::ptr::null_mut();
+        for prefix in (0..n as u64).rev() {
+            let s = ItemPtr::alloc_sentinel(first_hash(prefix, depth), next);
+            live.add(s, 1);
+            next = s.as_raw();
+            sentinels.push(s);
+        }
+        sentinels.reverse();
+        let root = sentinels[0];
+        let dir = Directory::new(depth, |i| {
+            let s = sentinels[i];
+            Box::into_raw(Box::new(Ring::new(s, i as u64, depth, s.as_raw(), 0)))
+        });
+        HotRing {
+            dir: AtomicPtr::new(Box::into_raw(Box::new(dir))),
+            root,
+            config,
+            split_lock: Mutex::new(()),
+            counters: Counters::new(),
+            live,
+            splits: Default::default(),
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    #[inline]
+    pub(crate) fn directory<'g>(&self, _guard: &'g Guard) -> &'g Directory {
+        // SAFETY: the directory pointer is never null; a replaced directory is retired
+        // through the epoch collector, so it outlives every guard pinned before that.
+        unsafe { &*self.dir.load(Ordering::Acquire) }
+    }
+
+    #[inline]
+    pub(crate) fn ring_for<'g>(&self, hash: u64, guard: &'g Guard) -> &'g Ring {
+        // SAFETY: slots always hold a valid descriptor; replaced descriptors are retired
+        // through the epoch collector (see `split.rs`).
+        unsafe { &*self.directory(guard).ring_ptr(hash) }
+    }
+
+    /// An item pointer read from the index under `_guard`.
+    #[inline]
+    pub(crate) fn item(&self, p: *mut crate::item::Item, _guard: &Guard) -> Option<ItemPtr> {
+        // SAFETY: pointers in the index's words are null or point to items that are
+        // reclaimed only after a grace period covering every guard pinned when they
+        // were still reachable, which includes `_guard` (see `head.rs` for the head).
+        unsafe { ItemPtr::from_raw(p) }
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.counters.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Calls `f` with the value stored under `key`.
+    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let hash = hash64(key);
+        let guard = epoch::pin();
+        let ring = self.ring_for(hash, &guard);
+        let head = ring.load_head();
+        let (found, visits, hot) = self.search(ring, head, hash, key, &guard);
+        self.after_access(ring, head, found, hot, visits, &guard);
+        found.map(|item| item.with_value(f))
+    }
+
+    /// The value stored under `key`.
+    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.get_with(key, <[u8]>::to_vec)
+    }
+
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.get_with(key, |_| ()).is_some()
+    }
+
+    /// Walks from the head to `key`. Returns the live item holding it, the items
+    /// visited, and whether the head item itself was the answer.
+    fn search(
+        &self,
+        ring: &Ring,
+        head: Head,
+        hash: u64,
+        key: &[u8],
+        guard: &Guard,
+    ) -> (Option<ItemPtr>, u32, bool) {
+        let first = self.item(head.target(), guard).expect("a ring head is never null");
+        let mut visits = 1;
+        // The head may only start the walk if it is still in the list (unmarked) and not
+        // past the key; otherwise start at the ring's rehash item, which always is.
+        let mut cur = first;
+        let mut order = first.cmp_to(hash, Some(key));
+        if order == CmpOrdering::Greater || first.load_next().has(Link::OCCUPIED) {
+            cur = ring.sentinel;
+            visits += 1;
+            order = cur.cmp_to(hash, Some(key));
+        }
+        loop {
+            match order {
+                CmpOrdering::Greater => return (None, visits, false),
+                CmpOrdering::Equal if !cur.load_next().has(Link::OCCUPIED) => {
+                    return (Some(cur), visits, visits == 1);
+                }
+                // Less, or a version being replaced: its successor may be the new version.
+                _ => {}
+            }
+            match self.item(cur.load_next().target(), guard) {
+                None => return (None, visits, false),
+                Some(next) => {
+                    cur = next;
+                    visits += 1;
+                    order = cur.cmp_to(hash, Some(key));
+                }
+            }
+        }
+    }
+
+    /// Finds where `(hash, key)` belongs, unlinking removed items on the way.
+    pub(crate) fn find(&self, ring: &Ring, hash: u64, key: Option<&[u8]>, guard: &Guard) -> Position {
+        'restart: loop {
+            let head = self.item(ring.load_head().target(), guard).expect("a ring head is never null");
+            let mut pred = ring.sentinel;
+            let mut pred_link = pred.load_next();
+            if head != ring.sentinel && head.cmp_to(hash, key) == CmpOrdering::Less {
+                let l = head.load_next();
+                if !l.has(Link::OCCUPIED) {
+                    (pred, pred_link) = (head, l);
+                }
+            }
+            let mut visits = 1;
+            loop {
+                let Some(cur) = self.item(pred_link.target(), guard) else {
+                    return Position { pred, pred_link, cur: None, visits };
+                };
+                let cur_link = cur.load_next();
+                if cur_link.has(Link::OCCUPIED) {
+                    let unlinked = pred_link.retarget(cur_link.target());
+                    match pred.next().compare_exchange(
+                        pred_link.0,
+                        unlinked.0,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    ) {
+                        Ok(_) => {
+                            self.reclaim_unlinked(cur, guard);
+                            pred_link = unlinked;
+                        }
+                        Err(actual) => {
+                            let actual = Link(actual);
+                            if actual.has(Link::OCCUPIED) {
+                                continue 'restart;
+                            }
+                            pred_link = actual;
+                        }
+                    }
+                    continue;
+                }
+                visits += 1;
+                if cur.cmp_to(hash, key) == CmpOrdering::Less {
+                    (pred, pred_link) = (cur, cur_link);
+                } else {
+                    return Position { pred, pred_link, cur: Some((cur, cur_link)), visits };
+                }
+            }
+        }
+    }
+
+    /// Inserts `key` if it is absent. Returns whether it was inserted.
+    pub fn insert(&self, key: &[u8], value: &[u8]) -> bool {
+        self.write(key, value, WriteMode::Insert) == Written::Inserted
+    }
+
+    /// Replaces the value of `key` if it is present. Returns whether it was.
+    pub fn update(&self, key: &[u8], value: &[u8]) -> bool {
+        self.write(key, value, WriteMode::Update) == Written::Updated
+    }
+
+    /// Inserts or replaces. Returns true if the key was new.
+    pub fn upsert(&self, key: &[u8], value: &[u8]) -> bool {
+        self.write(key, value, WriteMode::Upsert) == Written::Inserted
+    }
+
+    fn write(&self, key: &[u8], value: &[u8], mode: WriteMode) -> Written {
+        let hash = hash64(key);
+        let guard = epoch::pin();
+        // Allocated once and reused across retries; owned by us until a CAS publishes it.
+        let mut fresh: Option<ItemPtr> = None;
+        let outcome = loop {
+            let ring = self.ring_for(hash, &guard);
+            let head = ring.load_head();
+            let pos = self.find(ring, hash, Some(key), &guard);
+            match pos.cur {
+                Some((cur, cur_link)) if cur.cmp_to(hash, Some(key)) == CmpOrdering::Equal => {
+                    if mode == WriteMode::Insert {
+                        break Written::Nothing;
+                    }
+                    if cur.is_inline() && cur.value_len() == value.len() {
+                        if cur.write_in_place(value) {
+                            let hot = head.target() == cur.as_raw();
+                            self.after_access(ring, head, Some(cur), hot, pos.visits, &guard);
+                            break Written::Updated;
+                        }
+                        continue;
+                    }
+                    let new = *fresh.get_or_insert_with(|| self.alloc(hash, key, value));
+                    if self.replace(&pos, cur, cur_link, new, &guard) {
+                        fresh = None;
+                        // An RCU update is an access to the predecessor, whose `next` it
+                        // rewrites: that is what makes a write-hot item's predecessor the head.
+                        let hot = head.target() == pos.pred.as_raw();
+                        self.after_access(ring, head, Some(pos.pred), hot, pos.visits, &guard);
+                        break Written::Updated;
+                    }
+                }
+                cur => {
+                    if mode == WriteMode::Update {
+                        break Written::Nothing;
+                    }
+                    let new = *fresh.get_or_insert_with(|| self.alloc(hash, key, value));
+                    let succ = cur.map_or(std::ptr::null_mut(), |(c, _)| c.as_raw());
+                    new.next().store(Link::to(succ, 0).0, Ordering::Relaxed);
+                    let linked = pos.pred_link.retarget(new.as_raw());
+                    if pos
+                        .pred
+                        .next()
+                        .compare_exchange(pos.pred_link.0, linked.0, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+                    {
+                        fresh = None;
+                        self.counters.mine().len.fetch_add(1, StdOrdering::Relaxed);
+                        let items = ring.items.fetch_add(1, Ordering::Relaxed) + 1;
+                        if self.config.max_ring_len.is_some_and(|max| items > max) {
+                            self.split(ring, &guard);
+                        }
+                        break Written::Inserted;
+                    }
+                }
+            }
+        };
+        if let Some(unused) = fresh {
+            self.live.add(unused, -1);
+            // SAFETY: never published: no other thread has seen it.
+            unsafe { unused.free() };
+        }
+        outcome
+    }
+
+    fn alloc(&self, hash: u64, key: &[u8], value: &[u8]) -> ItemPtr {
+        let item = ItemPtr::alloc(hash, key, value, Link::to(std::ptr::null_mut(), 0));
+        self.live.add(item, 1);
+        item
+    }
+
+    /// RCU: replaces `cur` (whose `next` was `cur_link`) by `new`. Returns false if
+    /// `cur` changed first; the caller finds again.
+    fn replace(&self, pos: &Position, cur: ItemPtr, cur_link: Link, new: ItemPtr, guard: &Guard) -> bool {
+        debug_assert!(!cur_link.has(Link::OCCUPIED));
+        if cur_link.has(Link::WRITING) {
+            crate::sync::spin();
+            return false;
+        }
+        new.next().store(Link::to(cur_link.target(), 0).0, Ordering::Relaxed);
+        // Keep a head-move pin: its owner still has to release it (see `head.rs`).
+        let marked = Link::to(new.as_raw(), Link::OCCUPIED | (cur_link.bits() & Link::PINNED));
+        if cur
+            .next()
+            .compare_exchange(cur_link.0, marked.0, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return false;
+        }
+        self.unlink(pos, cur, new.as_raw(), guard);
+        true
+    }
+
+    /// Unlinks the marked `cur` from `pos.pred`, or leaves it to a `find` that helps.
+    fn unlink(&self, pos: &Position, cur: ItemPtr, succ: *mut crate::item::Item, guard: &Guard) {
+        let unlinked = pos.pred_link.retarget(succ);
+        if pos
+            .pred
+            .next()
+            .compare_exchange(pos.pred_link.0, unlinked.0, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            self.reclaim_unlinked(cur, guard);
+        } else {
+            let ring = self.ring_for(cur.hash(), guard);
+            let key = cur.key().to_vec();
+            self.find(ring, cur.hash(), Some(&key), guard);
+        }
+    }
+
+    /// Removes `key`. Returns whether it was present.
+    pub fn remove(&self, key: &[u8]) -> bool {
+        self.remove_if(key, |_| true)
+    }
+
+    /// Removes `key` if `pred` accepts its current value. Returns whether it removed.
+    pub fn remove_if(&self, key: &[u8], pred: impl Fn(&[u8]) -> bool) -> bool {
+        let hash = hash64(key);
+        let guard = epoch::pin();
+        loop {
+            let ring = self.ring_for(hash, &guard);
+            let pos = self.find(ring, hash, Some(key), &guard);
+            let Some((cur, _)) = pos.cur.filter(|(c, _)| c.cmp_to(hash, Some(key)) == CmpOrdering::Equal)
+            else {
+                return false;
+            };
+            // An inline value can change under us; hold the write slot while checking.
+            let checked = if cur.is_inline() {
+                if !cur.begin_write() {
+                    continue;
+                }
+                let ok = cur.with_value(&pred);
+                if !ok {
+                    cur.end_write();
+                    return false;
+                }
+                let marked = cur.update_next(|l| Some(l.without(Link::WRITING).with(Link::OCCUPIED)));
+                marked.ok().map(|l| l.without(Link::WRITING).with(Link::OCCUPIED))
+            } else {
+                if !cur.with_value(&pred) {
+                    return false;
+                }
+                cur.mark_removed()
+            };
+            let Some(frozen) = checked else { continue };
+            self.counters.mine().len.fetch_sub(1, StdOrdering::Relaxed);
+            ring.items.fetch_sub(1, Ordering::Relaxed);
+            self.unlink(&pos, cur, frozen.target(), &guard);
+            return true;
+        }
+    }
+
+    /// Replaces the value of `key` with `new` if it is currently `expected`.
+    pub fn compare_and_set(&self, key: &[u8], expected: &[u8], new: &[u8]) -> bool {
+        let hash = hash64(key);
+        let guard = epoch::pin();
+        loop {
+            let ring = self.ring_for(hash, &guard);
+            let pos = self.find(ring, hash, Some(key), &guard);
+            let Some((cur, cur_link)) =
+                pos.cur.filter(|(c, _)| c.cmp_to(hash, Some(key)) == CmpOrdering::Equal)
+            else {
+                return false;
+            };
+            if !cur.is_inline() {
+                // A long value never changes in place: comparing it and then replacing the
+                // version we compared (the CAS fails if it was replaced) is atomic.
+                if !cur.with_value(|v| v == expected) {
+                    return false;
+                }
+                let fresh = self.alloc(hash, key, new);
+                if self.replace(&pos, cur, cur_link, fresh, &guard) {
+                    return true;
+                }
+                self.live.add(fresh, -1);
+                // SAFETY: the replace failed, so `fresh` was never published.
+                unsafe { fresh.free() };
+                continue;
+            }
+            if !cur.begin_write() {
+                continue;
+            }
+            if !cur.with_value(|v| v == expected) {
+                cur.end_write();
+                return false;
+            }
+            if new.len() == cur.value_len() {
+                cur.header().value_word.store(crate::item::pack_inline(new), Ordering::Release);
+                cur.end_write();
+                return true;
+            }
+            // Different length: replace the version while holding its write slot, so no
+            // in-place write can slip between the comparison and the replacement.
+            let fresh = self.alloc(hash, key, new);
+            let old = cur.update_next(|l| {
+                fresh.next().store(Link::to(l.target(), 0).0, Ordering::Relaxed);
+                Some(Link::to(fresh.as_raw(), Link::OCCUPIED | (l.bits() & Link::PINNED)))
+            });
+            debug_assert!(old.is_ok());
+            self.unlink(&pos, cur, fresh.as_raw(), &guard);
+            return true;
+        }
+    }
+
+    /// A snapshot of sizes and behaviour. Walks the whole index: not for hot paths.
+    pub fn stats(&self) -> Stats {
+        let guard = epoch::pin();
+        let dir = self.directory(&guard);
+        let mut lengths = std::collections::BTreeMap::<usize, usize>::new();
+        let mut cur = Some(self.root);
+        let mut run = 0usize;
+        let mut rings = 0usize;
+        while let Some(item) = cur {
+            if item.is_sentinel() {
+                if item != self.root {
+                    *lengths.entry(run).or_default() += 1;
+                }
+                rings += 1;
+                run = 0;
+            } else if !item.load_next().has(Link::OCCUPIED) {
+                run += 1;
+            }
+            cur = self.item(item.load_next().target(), &guard);
+        }
+        *lengths.entry(run).or_default() += 1;
+        let bytes = self.live.bytes.load(StdOrdering::Relaxed).max(0) as usize
+            + dir.bytes()
+            + rings * std::mem::size_of::<Ring>();
+        let len = self.len();
+        let c = &self.counters;
+        let accesses = c.sum(|s| s.accesses.load(StdOrdering::Relaxed));
+        let ratio = |n: u64| if accesses == 0 { 0.0 } else { n as f64 / accesses as f64 };
+        Stats {
+            len,
+            rings,
+            directory_slots: dir.slots.len(),
+            head_hit_rate: ratio(c.sum(|s| s.head_hits.load(StdOrdering::Relaxed))),
+            items_per_access: ratio(c.sum(|s| s.visits.load(StdOrdering::Relaxed))),
+            head_moves: c.sum(|s| s.head_moves.load(StdOrdering::Relaxed)),
+            sample_rounds: c.sum(|s| s.sample_rounds.load(StdOrdering::Relaxed)),
+            splits: self.splits.load(StdOrdering::Relaxed),
+            ring_lengths: lengths.into_iter().collect(),
+            bytes,
+            bytes_per_key: if len == 0 { 0.0 } else { bytes as f64 / len as f64 },
+            live_items: self.live.items.load(StdOrdering::Relaxed).max(0) as usize,
+        }
+    }
+
+    /// Zeroes the access statistics (head-hit rate, items per access), e.g. after a
+    /// benchmark's load phase.
+    pub fn reset_access_stats(&self) {
+        self.counters.reset_access_stats();
+    }
+
+    /// A handle whose count of live data items can be read after the index is dropped.
+    pub fn live_items_probe(&self) -> LiveItems {
+        LiveItems(self.live.clone())
+    }
+}
+
+/// Counts data items still allocated (for leak checks).
+#[derive(Clone)]
+pub struct LiveItems(Arc<Live>);
+
+impl LiveItems {
+    pub fn count(&self) -> isize {
+        self.0.items.load(StdOrdering::Relaxed)
+    }
+}
+
+impl Drop for HotRing {
+    fn drop(&mut self) {
+        let guard = epoch::pin();
+        let dir = self.dir.load(Ordering::Acquire);
+        // SAFETY: `&mut self`: no operation is in flight, so everything reachable from the
+        // root and the directory belongs to us alone. Unlinked items are not reachable;
+        // they were retired to the collector, which frees them on its own.
+        unsafe {
+            let mut rings: Vec<*mut Ring> = (*dir).slots.iter().map(|s| s.load(Ordering::Relaxed)).collect();
+            rings.dedup();
+            for r in rings {
+                drop(Box::from_raw(r));
+            }
+            drop(Box::from_raw(dir));
+            let mut cur = Some(self.root);
+            while let Some(item) = cur {
+                cur = self.item(item.load_next().target(), &guard);
+                self.live.add(item, -1);
+                item.free();
+            }
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! Items: one allocation holding the header, the key bytes and, for values longer
+//! than 8 bytes, the value bytes. Values of at most 8 bytes live in `value_word`
+//! and are rewritten in place; longer values are immutable and replaced by RCU.
+
+use std::alloc::{self, Layout};
+use std::cmp::Ordering as CmpOrdering;
+use std::ptr::NonNull;
+
+use crate::link::{Link, ADDRESS_BITS};
+use crate::sync::{AtomicPtr, AtomicU64, Ordering};
+
+/// Values of this many bytes or fewer are stored inline and updated in place.
+pub const INLINE_VALUE_MAX: usize = 8;
+
+#[repr(C)]
+pub(crate) struct Item {
+    pub(crate) next: AtomicPtr<Item>,
+    pub(crate) hash: u64,
+    /// Inline value bytes (little-endian packed) when `value_len <= 8`.
+    pub(crate) value_word: AtomicU64,
+    key_len: u32,
+    value_len: u32,
+}
+
+const HEADER: usize = std::mem::size_of::<Item>();
+
+/// A pointer to a live item. It carries the provenance of the whole allocation, so the
+/// trailing key and value bytes may be read through it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct ItemPtr(NonNull<Item>);
+
+fn layout(key_len: usize, value_len: usize) -> Layout {
+    let trailing = key_len + if value_len > INLINE_VALUE_MAX { value_len } else { 0 };
+    Layout::from_size_align(HEADER + trailing, std::mem::align_of::<Item>())
+        .expect("item layout overflows isize")
+}
+
+pub(crate) fn pack_inline(value: &[u8]) -> u64 {
+    debug_assert!(value.len() <= INLINE_VALUE_MAX);
+    let mut b = [0u8; 8];
+    b[..value.len()].copy_from_slice(value);
+    u64::from_le_bytes(b)
+}
+
+impl ItemPtr {
+    /// Allocates an item whose `next` is `next`. The caller owns it until it is published.
+    pub(crate) fn alloc(hash: u64, key: &[u8], value: &[u8], next: Link) -> ItemPtr {
+        let key_len = u32::try_from(key.len()).expect("key longer than 4 GiB");
+        let value_len = u32::try_from(value.len()).expect("value longer than 4 GiB");
+        let layout = layout(key.len(), value.len());
+        // SAFETY: the layout has non-zero size (the header alone is 32 bytes).
+        let raw = unsafe { alloc::alloc(layout) } as *mut Item;
+        let Some(ptr) = NonNull::new(raw) else { alloc::handle_alloc_error(layout) };
+        assert!(
+            raw.addr() >> ADDRESS_BITS == 0,
+            "allocator returned an address above 2^48; the packed pointers cannot hold it"
+        );
+        let inline = if value.len() <= INLINE_VALUE_MAX { pack_inline(value) } else { 0 };
+        // SAFETY: `raw` is a fresh allocation of `layout`, which holds the header followed
+        // by `key.len()` bytes and, for long values, `value.len()` bytes. Nothing else can
+        // see it yet, so plain writes are race-free.
+        unsafe {
+            raw.write(Item {
+                next: AtomicPtr::new(next.0),
+                hash,
+                value_word: AtomicU64::new(inline),
+                key_len,
+                value_len,
+            });
+            let bytes = (raw as *mut u8).add(HEADER);
+            std::ptr::copy_nonoverlapping(key.as_ptr(), bytes, key.len());
+            if value.len() > INLINE_VALUE_MAX {
+                std::ptr::copy_nonoverlapping(value.as_ptr(), bytes.add(key.len()), value.len());
+            }
+        }
+        ItemPtr(ptr)
+    }
+
+    /// A rehash item (ring sentinel): no key, no value, `REHASH` set for life.
+    pub(crate) fn alloc_sentinel(hash: u64, next: *mut Item) -> ItemPtr {
+        Self::alloc(hash, &[], &[], Link::to(next, Link::REHASH))
+    }
+
+    /// Frees the item.
+    ///
+    /// # Safety
+    /// The item must be unreachable by every thread: unpublished, or retired through the
+    /// epoch collector whose grace period has passed, or the index is being dropped.
+    pub(crate) unsafe fn free(self) {
+        // SAFETY: the caller guarantees exclusive access; the header is initialised and
+        // its lengths give back the layout it was allocated with.
+        unsafe {
+            let it = self.0.as_ptr();
+            let layout = layout((*it).key_len as usize, (*it).value_len as usize);
+            std::ptr::drop_in_place(it);
+            alloc::dealloc(it as *mut u8, layout);
+        }
+    }
+
+    /// # Safety
+    /// `p` must be null or point to an item that stays allocated for the caller's use
+    /// (it was read from the index while the caller's epoch guard is pinned).
+    #[inline]
+    pub(crate) unsafe fn from_raw(p: *mut Item) -> Option<ItemPtr> {
+        NonNull::new(p).map(ItemPtr)
+    }
+
+    #[inline]
+    pub(crate) fn as_raw(self) -> *mut Item {
+        self.0.as_ptr()
+    }
+
+    #[inline]
+    pub(crate) fn header(&self) -> &Item {
+        // SAFETY: an `ItemPtr` is only made from a live allocation (fresh, or read under a
+        // pinned epoch guard that keeps it from being freed), and the header is never
+        // mutated except through its atomics.
+        unsafe { self.0.as_ref() }
+    }
+
+    #[inline]
+    pub(crate) fn next(&self) -> &AtomicPtr<Item> {
+        &self.header().next
+    }
+
+    /// The `next` word, borrowed for as long as the epoch guard that protects the item.
+    #[inline]
+    pub(crate) fn next_in<'g>(self, _guard: &'g crossbeam_epoch::Guard) -> &'g AtomicPtr<Item> {
+        // SAFETY: the item was read under `_guard` (or is owned by the caller), so it is
+        // not freed before the guard unpins.
+        unsafe { &(*self.0.as_ptr()).next }
+    }
+
+    #[inline]
+    pub(crate) fn load_next(&self) -> Link {
+        Link(self.next().load(Ordering::Acquire))
+    }
+
+    #[inline]
+    pub(crate) fn hash(&self) -> u64 {
+        self.header().hash
+    }
+
+    #[inline]
+    pub(crate) fn is_sentinel(&self) -> bool {
+        self.load_next().has(Link::REHASH)
+    }
+
+    #[inline]
+    pub(crate) fn key(&self) -> &[u8] {
+        let len = self.header().key_len as usize;
+        // SAFETY: the allocation holds `key_len` initialised bytes right after the header,
+        // written before publication and never changed; the pointer's provenance covers
+        // the whole allocation (it came from `alloc` and was only ever re-addressed).
+        unsafe { std::slice::from_raw_parts((self.0.as_ptr() as *const u8).add(HEADER), len) }
+    }
+
+    #[inline]
+    pub(crate) fn value_len(&self) -> usize {
+        self.header().value_len as usize
+    }
+
+    #[inline]
+    pub(crate) fn is_inline(&self) -> bool {
+        self.value_len() <= INLINE_VALUE_MAX
+    }
+
+    /// Calls `f` with the current value.
+    #[inline]
+    pub(crate) fn with_value<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        let len = self.value_len();
+        if len <= INLINE_VALUE_MAX {
+            let bytes = self.header().value_word.load(Ordering::Acquire).to_le_bytes();
+            f(&bytes[..len])
+        } else {
+            let key_len = self.header().key_len as usize;
+            // SAFETY: long values are written once before publication right after the
+            // key and never change; provenance as in `key`.
+            let v = unsafe {
+                std::slice::from_raw_parts(
+                    (self.0.as_ptr() as *const u8).add(HEADER + key_len),
+                    len,
+                )
+            };
+            f(v)
+        }
+    }
+
+    /// Ring order: by hash, a rehash item before the data items of its hash, then key.
+    /// `key: None` stands for the rehash item of `hash`.
+    #[inline]
+    pub(crate) fn cmp_to(&self, hash: u64, key: Option<&[u8]>) -> CmpOrdering {
+        match self.hash().cmp(&hash) {
+            CmpOrdering::Equal => match (self.is_sentinel(), key) {
+                (true, None) => CmpOrdering::Equal,
+                (true, Some(_)) => CmpOrdering::Less,
+                (false, None) => CmpOrdering::Greater,
+                (false, Some(k)) => self.key().cmp(k),
+            },
+            o => o,
+        }
+    }
+
+    /// Atomically replaces the `next` word with `f(current)` until it sticks or `f`
+    /// declines; returns the word that was replaced, or the one `f` declined.
+    #[inline]
+    pub(crate) fn update_next(&self, mut f: impl FnMut(Link) -> Option<Link>) -> Result<Link, Link> {
+        let mut cur = self.load_next();
+        loop {
+            let Some(new) = f(cur) else { return Err(cur) };
+            match self.next().compare_exchange_weak(cur.0, new.0, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Ok(cur),
+                Err(actual) => cur = Link(actual),
+            }
+        }
+    }
+
+    /// Takes the item's write slot (`WRITING`) so no one can remove it until
+    /// `end_write`. Fails if the item is already being removed. A competing writer holds
+    /// the slot for a single store, so the wait is bounded.
+    pub(crate) fn begin_write(&self) -> bool {
+        loop {
+            let l = self.load_next();
+            if l.has(Link::OCCUPIED) {
+                return false;
+            }
+            if l.has(Link::WRITING) {
+                crate::sync::spin();
+                continue;
+            }
+            if self
+                .next()
+                .compare_exchange_weak(l.0, l.with(Link::WRITING).0, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return true;
+            }
+        }
+    }
+
+    pub(crate) fn end_write(&self) {
+        let released = self.update_next(|l| Some(l.without(Link::WRITING)));
+        debug_assert!(released.is_ok_and(|l| l.has(Link::WRITING)));
+    }
+
+    /// Rewrites an inline value of the same length in place. Fails if the item is being
+    /// removed, in which case the caller retries on whatever replaced it.
+    pub(crate) fn write_in_place(&self, value: &[u8]) -> bool {
+        debug_assert!(self.is_inline() && value.len() == self.value_len());
+        if !self.begin_write() {
+            return false;
+        }
+        self.header().value_word.store(pack_inline(value), Ordering::Release);
+        self.end_write();
+        true
+    }
+
+    /// Sets `OCCUPIED`, freezing `next`: the item is logically gone from this moment.
+    /// Waits out an in-flight in-place write. Returns the frozen word, or `None` if
+    /// another thread removed or replaced the item first.
+    pub(crate) fn mark_removed(&self) -> Option<Link> {
+        loop {
+            let l = self.load_next();
+            if l.has(Link::OCCUPIED) {
+                return None;
+            }
+            if l.has(Link::WRITING) {
+                crate::sync::spin();
+                continue;
+            }
+            let marked = l.with(Link::OCCUPIED);
+            if self
+                .next()
+                .compare_exchange_weak(l.0, marked.0, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return Some(marked);
+            }
+        }
+    }
+
+    /// Bytes this item's allocation takes (before allocator rounding).
+    pub(crate) fn footprint(&self) -> usize {
+        layout(self.header().key_len as usize, self.value_len()).size()
+    }
+}
+
+// SAFETY: an ItemPtr is a shared reference to an item whose mutable state is atomics
+// only; reclamation is governed by the epoch protocol, not by ownership of the pointer.
+unsafe impl Send for ItemPtr {}
+// SAFETY: as above.
+unsafe impl Sync for ItemPtr {}

@@ -1,0 +1,74 @@
+//! A weakly consistent iterator over all entries.
+//!
+//! Items of every ring form one list sorted by (hash, key), and splits only insert
+//! rehash items into it, so walking the list in order visits every key present for
+//! the whole iteration exactly once, however the rings split meanwhile. The iterator
+//! pins the epoch only while it fills a batch, then resumes from the last key it
+//! returned, so holding an iterator never holds back memory reclamation.
+
+use std::cmp::Ordering as CmpOrdering;
+use std::collections::VecDeque;
+
+use crossbeam_epoch as epoch;
+
+use crate::index::HotRing;
+use crate::link::Link;
+
+const BATCH: usize = 64;
+
+/// Iterator over `(key, value)` pairs, in hash order.
+pub struct Iter<'a> {
+    index: &'a HotRing,
+    /// Order of the last item returned: (hash, key).
+    last: Option<(u64, Vec<u8>)>,
+    batch: VecDeque<(Vec<u8>, Vec<u8>)>,
+    done: bool,
+}
+
+impl HotRing {
+    /// Iterates over the entries. Keys present for the whole iteration are returned
+    /// exactly once; keys inserted or removed meanwhile may or may not be.
+    pub fn iter(&self) -> Iter<'_> {
+        Iter { index: self, last: None, batch: VecDeque::new(), done: false }
+    }
+}
+
+impl Iter<'_> {
+    fn fill(&mut self) {
+        let guard = epoch::pin();
+        let index = self.index;
+        let start = match &self.last {
+            None => index.root,
+            Some((hash, _)) => index.ring_for(*hash, &guard).sentinel,
+        };
+        let mut cur = Some(start);
+        while let Some(item) = cur {
+            let link = item.load_next();
+            let after_last = match &self.last {
+                None => true,
+                Some((hash, key)) => item.cmp_to(*hash, Some(key)) == CmpOrdering::Greater,
+            };
+            if after_last && !item.is_sentinel() && !link.has(Link::OCCUPIED) {
+                let entry = (item.key().to_vec(), item.with_value(<[u8]>::to_vec));
+                self.last = Some((item.hash(), entry.0.clone()));
+                self.batch.push_back(entry);
+                if self.batch.len() == BATCH {
+                    return;
+                }
+            }
+            cur = index.item(link.target(), &guard);
+        }
+        self.done = true;
+    }
+}
+
+impl Iterator for Iter<'_> {
+    type Item = (Vec<u8>, Vec<u8>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.batch.is_empty() && !self.done {
+            self.fill();
+        }
+        self.batch.pop_front()
+    }
+}

@@ -1,0 +1,94 @@
+//! Statistics: counters striped per thread so recording never contends, and the
+//! snapshot type users read.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+
+use crossbeam_utils::CachePadded;
+
+const STRIPES: usize = 64;
+
+#[derive(Default)]
+pub(crate) struct Stripe {
+    pub(crate) len: AtomicI64,
+    /// Accesses recorded (one in every `sample_period` per thread).
+    pub(crate) accesses: AtomicU64,
+    pub(crate) head_hits: AtomicU64,
+    pub(crate) visits: AtomicU64,
+    pub(crate) head_moves: AtomicU64,
+    pub(crate) sample_rounds: AtomicU64,
+}
+
+pub(crate) struct Counters {
+    stripes: Box<[CachePadded<Stripe>]>,
+}
+
+thread_local! {
+    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
+
+impl Counters {
+    pub(crate) fn new() -> Counters {
+        Counters { stripes: (0..STRIPES).map(|_| CachePadded::new(Stripe::default())).collect() }
+    }
+
+    /// This thread's stripe.
+    #[inline]
+    pub(crate) fn mine(&self) -> &Stripe {
+        let i = STRIPE.with(|s| {
+            if s.get() == usize::MAX {
+                s.set(NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES);
+            }
+            s.get()
+        });
+        &self.stripes[i]
+    }
+
+    pub(crate) fn sum(&self, field: impl Fn(&Stripe) -> u64) -> u64 {
+        self.stripes.iter().map(|s| field(s)).sum()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        let n: i64 = self.stripes.iter().map(|s| s.len.load(Ordering::Relaxed)).sum();
+        n.max(0) as usize
+    }
+
+    pub(crate) fn reset_access_stats(&self) {
+        for s in self.stripes.iter() {
+            s.accesses.store(0, Ordering::Relaxed);
+            s.head_hits.store(0, Ordering::Relaxed);
+            s.visits.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A snapshot of the index's state and behaviour.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stats {
+    /// Keys stored.
+    pub len: usize,
+    /// Rings (buckets) in the directory.
+    pub rings: usize,
+    /// Directory slots (2^global depth).
+    pub directory_slots: usize,
+    /// Share of accesses answered by the item the ring's head points at.
+    pub head_hit_rate: f64,
+    /// Items (including rehash items) visited per access.
+    pub items_per_access: f64,
+    /// Head pointer moves made by hotspot detection.
+    pub head_moves: u64,
+    /// Completed statistical-sampling rounds.
+    pub sample_rounds: u64,
+    /// Ring splits.
+    pub splits: u64,
+    /// `(ring length, number of rings of that length)`, by length.
+    pub ring_lengths: Vec<(usize, usize)>,
+    /// Bytes held by items, rehash items, ring descriptors and the directory.
+    pub bytes: usize,
+    /// `bytes / len`.
+    pub bytes_per_key: f64,
+    /// Data items allocated and not yet reclaimed, including retired ones awaiting
+    /// their grace period.
+    pub live_items: usize,
+}

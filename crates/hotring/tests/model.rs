@@ -1,0 +1,196 @@
+//! Model-based tests: random operation sequences, replayed against `BTreeMap`, on
+//! indexes configured to split often so that sequences cross many splits.
+
+use std::collections::BTreeMap;
+
+use hotring::{Config, HotRing, HotspotStrategy};
+use proptest::prelude::*;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Insert(u16, Vec<u8>),
+    Upsert(u16, Vec<u8>),
+    Update(u16, Vec<u8>),
+    Remove(u16),
+    Get(u16),
+    CompareAndSet(u16, Vec<u8>, Vec<u8>),
+    Iterate,
+}
+
+fn key(k: u16) -> Vec<u8> {
+    // Varied lengths, including empty-ish and longer than a word.
+    let mut v = format!("k{k}").into_bytes();
+    v.resize(1 + (k as usize % 13), b'#');
+    v.extend_from_slice(&k.to_le_bytes());
+    v
+}
+
+fn value() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..=8),
+        prop::collection::vec(any::<u8>(), 9..40),
+    ]
+}
+
+fn op(keys: u16) -> impl Strategy<Value = Op> {
+    let k = 0..keys;
+    prop_oneof![
+        3 => (k.clone(), value()).prop_map(|(k, v)| Op::Insert(k, v)),
+        3 => (k.clone(), value()).prop_map(|(k, v)| Op::Upsert(k, v)),
+        2 => (k.clone(), value()).prop_map(|(k, v)| Op::Update(k, v)),
+        2 => k.clone().prop_map(Op::Remove),
+        4 => k.clone().prop_map(Op::Get),
+        1 => (k, value(), value()).prop_map(|(k, a, b)| Op::CompareAndSet(k, a, b)),
+        1 => Just(Op::Iterate),
+    ]
+}
+
+fn config() -> impl Strategy<Value = Config> {
+    (
+        prop_oneof![
+            Just(HotspotStrategy::Sampling),
+            Just(HotspotStrategy::Random),
+            Just(HotspotStrategy::FixedHead)
+        ],
+        0u32..3,
+        prop_oneof![Just(None), (1u32..6).prop_map(Some)],
+        1u32..6,
+    )
+        .prop_map(|(strategy, initial_depth, max_ring_len, sample_period)| Config {
+            strategy,
+            initial_depth,
+            max_ring_len,
+            split_cost: Some(1.2),
+            sample_period,
+        })
+}
+
+fn check(index: &HotRing, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    assert_eq!(index.len(), model.len());
+    let mut seen: Vec<_> = index.iter().collect();
+    seen.sort();
+    let expected: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(seen, expected);
+}
+
+fn run(config: Config, ops: Vec<Op>) {
+    let index = HotRing::with_config(config);
+    let mut model = BTreeMap::new();
+    for op in ops {
+        match op {
+            Op::Insert(k, v) => {
+                let fresh = !model.contains_key(&key(k));
+                assert_eq!(index.insert(&key(k), &v), fresh);
+                model.entry(key(k)).or_insert(v);
+            }
+            Op::Upsert(k, v) => assert_eq!(index.upsert(&key(k), &v), model.insert(key(k), v).is_none()),
+            Op::Update(k, v) => {
+                let present = model.contains_key(&key(k));
+                assert_eq!(index.update(&key(k), &v), present);
+                if present {
+                    model.insert(key(k), v);
+                }
+            }
+            Op::Remove(k) => assert_eq!(index.remove(&key(k)), model.remove(&key(k)).is_some()),
+            Op::Get(k) => assert_eq!(index.get(&key(k)), model.get(&key(k)).cloned()),
+            Op::CompareAndSet(k, expected, new) => {
+                // Half the time compare against the real value, so the CAS can succeed.
+                let expected = match model.get(&key(k)) {
+                    Some(cur) if expected.len() % 2 == 0 => cur.clone(),
+                    _ => expected,
+                };
+                let matches = model.get(&key(k)) == Some(&expected);
+                assert_eq!(index.compare_and_set(&key(k), &expected, &new), matches);
+                if matches {
+                    model.insert(key(k), new);
+                }
+            }
+            Op::Iterate => check(&index, &model),
+        }
+    }
+    check(&index, &model);
+    let stats = index.stats();
+    assert_eq!(stats.len, model.len());
+    let ring_items: usize = stats.ring_lengths.iter().map(|(len, n)| len * n).sum();
+    assert_eq!(ring_items, model.len(), "ring lengths {:?}", stats.ring_lengths);
+    assert_eq!(stats.rings, stats.ring_lengths.iter().map(|(_, n)| n).sum::<usize>());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(128)
+    ))]
+
+    #[test]
+    fn matches_btreemap(config in config(), ops in prop::collection::vec(op(200), 1..600)) {
+        run(config, ops);
+    }
+}
+
+#[test]
+fn grows_through_many_splits() {
+    let index = HotRing::with_config(Config { initial_depth: 0, max_ring_len: Some(4), ..Config::default() });
+    let mut model = BTreeMap::new();
+    for i in 0u32..20_000 {
+        let k = i.wrapping_mul(2_654_435_761).to_be_bytes().to_vec();
+        index.insert(&k, &i.to_le_bytes());
+        model.insert(k, i.to_le_bytes().to_vec());
+    }
+    let stats = index.stats();
+    assert!(stats.splits > 2000, "only {} splits", stats.splits);
+    assert!(stats.ring_lengths.iter().all(|(len, _)| *len <= 8), "{:?}", stats.ring_lengths);
+    check(&index, &model);
+    for (k, v) in &model {
+        assert_eq!(index.get(k).as_ref(), Some(v));
+    }
+}
+
+#[test]
+fn sampling_moves_the_head_to_the_hot_key() {
+    // One ring of 16 keys; one key drawn almost always: the head must move to it and
+    // nearly every read must then hit the head.
+    let index = HotRing::with_config(Config::fixed(HotspotStrategy::Sampling, 16, 16));
+    for i in 0u8..16 {
+        index.insert(&[i], &[i]);
+    }
+    for round in 0..2000u32 {
+        let k = if round % 50 == 0 { (round / 50 % 16) as u8 } else { 11 };
+        assert_eq!(index.get(&[k]), Some(vec![k]));
+    }
+    index.reset_access_stats();
+    for _ in 0..5000 {
+        index.get(&[11]);
+    }
+    let stats = index.stats();
+    assert!(stats.head_moves >= 1);
+    assert!(stats.head_hit_rate > 0.95, "head hit rate {}", stats.head_hit_rate);
+    assert!(stats.items_per_access < 1.1, "items per access {}", stats.items_per_access);
+}
+
+#[test]
+fn fixed_head_never_moves() {
+    let index = HotRing::with_config(Config::fixed(HotspotStrategy::FixedHead, 16, 16));
+    for i in 0u8..16 {
+        index.insert(&[i], &[i]);
+    }
+    for _ in 0..1000 {
+        index.get(&[15]);
+    }
+    assert_eq!(index.stats().head_moves, 0);
+}
+
+#[test]
+fn random_movement_follows_a_single_hotspot() {
+    let index = HotRing::with_config(Config::fixed(HotspotStrategy::Random, 16, 16));
+    for i in 0u8..16 {
+        index.insert(&[i], &[i]);
+    }
+    for _ in 0..100 {
+        index.get(&[7]);
+    }
+    index.reset_access_stats();
+    for _ in 0..1000 {
+        index.get(&[7]);
+    }
+    assert!(index.stats().head_hit_rate > 0.99);
+}

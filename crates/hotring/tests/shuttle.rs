@@ -1,0 +1,176 @@
+//! Systematic concurrency tests of the pointer protocols with shuttle: small rings,
+//! head moves on every cold access, and splits, with insert, RCU update, in-place
+//! update, delete and head movement racing. Each scenario's outcome is fixed whatever
+//! the interleaving, so any schedule that loses or resurrects a write fails.
+//!
+//! Run with `cargo test -p hotring --features shuttle --test shuttle`; the number of
+//! schedules per scenario is `SHUTTLE_ITERATIONS` (default 2000).
+#![cfg(feature = "shuttle")]
+
+use std::sync::Arc;
+
+use hotring::{Config, HotRing, HotspotStrategy};
+use shuttle::thread;
+
+fn iterations() -> usize {
+    std::env::var("SHUTTLE_ITERATIONS").ok().and_then(|s| s.parse().ok()).unwrap_or(2000)
+}
+
+fn tiny(strategy: HotspotStrategy, max_ring_len: Option<u32>) -> Config {
+    Config { strategy, initial_depth: 0, max_ring_len, split_cost: None, sample_period: 1 }
+}
+
+fn explore(f: impl Fn() + Send + Sync + 'static) {
+    shuttle::check_random(f, iterations());
+}
+
+#[test]
+fn insert_update_delete_and_head_moves_on_one_ring() {
+    explore(|| {
+        let index = Arc::new(HotRing::with_config(tiny(HotspotStrategy::Random, None)));
+        for k in [b"a", b"b", b"c"] {
+            index.insert(k, b"old-value-longer-than-8");
+        }
+        let t1 = {
+            let index = index.clone();
+            // RCU update (long value) of b, then in-place of the new version's length class.
+            thread::spawn(move || {
+                assert!(index.update(b"b", b"new-value-longer-than-8!"));
+                assert!(index.upsert(b"e", b"8bytes!!"));
+                assert!(!index.upsert(b"e", b"8bytes??"));
+            })
+        };
+        let t2 = {
+            let index = index.clone();
+            thread::spawn(move || {
+                assert!(index.remove(b"a"));
+                assert!(index.insert(b"d", b"d"));
+            })
+        };
+        let t3 = {
+            let index = index.clone();
+            // Reads move the head to every cold item they touch (R = 1).
+            thread::spawn(move || {
+                for k in [b"c", b"b", b"a", b"c", b"b"] {
+                    if let Some(v) = index.get(k) {
+                        assert!(v.starts_with(b"old-value") || v.starts_with(b"new-value"));
+                    }
+                }
+            })
+        };
+        for t in [t1, t2, t3] {
+            t.join().unwrap();
+        }
+        assert_eq!(index.get(b"a"), None);
+        assert_eq!(index.get(b"b").as_deref(), Some(&b"new-value-longer-than-8!"[..]));
+        assert_eq!(index.get(b"c").as_deref(), Some(&b"old-value-longer-than-8"[..]));
+        assert_eq!(index.get(b"d").as_deref(), Some(&b"d"[..]));
+        assert_eq!(index.get(b"e").as_deref(), Some(&b"8bytes??"[..]));
+        assert_eq!(index.len(), 4);
+        assert_eq!(index.iter().count(), 4);
+    });
+}
+
+#[test]
+fn deleting_and_replacing_neighbours_loses_nothing() {
+    // The classic bug: an insert linked after an item that a concurrent delete or RCU
+    // update is unlinking. Adjacent keys in one ring make that the common case.
+    explore(|| {
+        let index = Arc::new(HotRing::with_config(tiny(HotspotStrategy::Sampling, None)));
+        for k in 0u8..4 {
+            index.insert(&[k * 2], &[k; 16]);
+        }
+        let handles: Vec<_> = (0u8..3)
+            .map(|t| {
+                let index = index.clone();
+                thread::spawn(move || match t {
+                    0 => assert!(index.remove(&[2])),
+                    1 => assert!(index.update(&[4], &[9; 20])),
+                    _ => {
+                        assert!(index.insert(&[3], &[3]));
+                        assert!(index.insert(&[5], &[5]));
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        let mut keys: Vec<_> = index.iter().map(|(k, _)| k[0]).collect();
+        keys.sort();
+        assert_eq!(keys, vec![0, 3, 4, 5, 6]);
+        assert_eq!(index.get(&[4]), Some(vec![9; 20]));
+    });
+}
+
+#[test]
+fn splits_race_with_writes_and_reads() {
+    explore(|| {
+        let index = Arc::new(HotRing::with_config(tiny(HotspotStrategy::Random, Some(2))));
+        for k in 0u8..3 {
+            index.insert(&[k], &[k; 12]);
+        }
+        let handles: Vec<_> = (0u8..3)
+            .map(|t| {
+                let index = index.clone();
+                thread::spawn(move || {
+                    for k in 0u8..3 {
+                        let key = [10 + t * 3 + k];
+                        assert!(index.insert(&key, &key));
+                        assert_eq!(index.get(&key), Some(key.to_vec()));
+                    }
+                    assert!(index.update(&[t], &[t; 30]));
+                    if t == 0 {
+                        assert!(index.remove(&[10]));
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert!(index.stats().splits >= 1);
+        assert_eq!(index.len(), 3 + 9 - 1);
+        for t in 0u8..3 {
+            assert_eq!(index.get(&[t]), Some(vec![t; 30]));
+        }
+        assert_eq!(index.get(&[10]), None);
+        assert_eq!(index.iter().count(), 11);
+    });
+}
+
+#[test]
+fn compare_and_set_increments_are_not_lost() {
+    explore(|| {
+        let index = Arc::new(HotRing::with_config(tiny(HotspotStrategy::Sampling, None)));
+        index.insert(b"n", &[0]);
+        index.insert(b"m", b"counter:0");
+        let handles: Vec<_> = (0..3)
+            .map(|_| {
+                let index = index.clone();
+                thread::spawn(move || {
+                    loop {
+                        let cur = index.get(b"n").unwrap();
+                        if index.compare_and_set(b"n", &cur, &[cur[0] + 1]) {
+                            break;
+                        }
+                    }
+                    loop {
+                        // Grows past 8 bytes on the way: switches from in place to RCU.
+                        let cur = index.get(b"m").unwrap();
+                        let mut next = cur.clone();
+                        next.push(b'+');
+                        if index.compare_and_set(b"m", &cur, &next) {
+                            break;
+                        }
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(index.get(b"n"), Some(vec![3]));
+        assert_eq!(index.get(b"m").as_deref(), Some(&b"counter:0+++"[..]));
+    });
+}

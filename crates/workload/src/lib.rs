@@ -8,5 +8,5 @@ pub mod ycsb;
 pub mod zipf;
 
 pub use distribution::{Distribution, KeyChooser};
-pub use ycsb::{key_bytes, Generator, Mix, Op, Shared, Spec, Workload};
+pub use ycsb::{key_bytes, shift_offset, Generator, Mix, Op, Shared, Spec, Workload};
 pub use zipf::{top_share, Zipf};

@@ -116,6 +116,14 @@ impl Shared {
     }
 }
 
+/// How far the key space is rotated after `shifts` hotspot shifts over `n` keys:
+/// far enough that the new hot keys were cold before, and not a divisor of `n`, so
+/// repeated shifts keep moving. Key `k` drawn before any shift is key
+/// `(k + shift_offset(s, n)) % n` after `s` shifts.
+pub fn shift_offset(shifts: u64, n: u64) -> u64 {
+    shifts.wrapping_mul(n / 2 + 1) % n.max(1)
+}
+
 /// What to generate.
 #[derive(Clone, Debug)]
 pub struct Spec {
@@ -156,11 +164,8 @@ impl Generator {
         Generator { spec, mix, chooser, shared, rng, issued: 0 }
     }
 
-    /// How far a shift rotates the key space: far enough that the new hot keys were
-    /// cold before, and not a divisor of the key count so repeated shifts keep moving.
     fn offset(&self) -> u64 {
-        let n = self.chooser.n();
-        self.shared.shifts().wrapping_mul(n / 2 + 1) % n
+        shift_offset(self.shared.shifts(), self.chooser.n())
     }
 
     fn key(&mut self) -> u64 {

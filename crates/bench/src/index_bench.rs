@@ -1,0 +1,342 @@
+//! `hotkv-bench index`: in-process load on the hash indexes, alternating rounds.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::CachePadded;
+use serde::Serialize;
+use workload::{key_bytes, shift_offset, Distribution, Generator, Op, Shared, Spec, Workload};
+
+use crate::counting_alloc;
+use crate::targets::{self, Target};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct IndexArgs {
+    /// Implementations to compare, comma-separated:
+    /// hotring-s, hotring-r, hotring-fixed, chain, dashmap, papaya.
+    #[arg(long = "impl", value_delimiter = ',', default_value = "hotring-s,hotring-r,chain,dashmap,papaya")]
+    pub impls: Vec<String>,
+    /// YCSB workload: a, b, c, d or f (e needs scans, which a hash index has not).
+    #[arg(long, default_value = "b")]
+    pub workload: Workload,
+    /// Key distribution: zipf:THETA, zipf-ordered:THETA, uniform, latest or
+    /// hotspot:HOT_FRACTION:HOT_OP_FRACTION. Default: the workload's own.
+    #[arg(long)]
+    pub dist: Option<Distribution>,
+    /// Keys loaded before the run.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub keys: u64,
+    /// Keys per bucket for the fixed-size hash indexes (hotring, chain).
+    #[arg(long, default_value_t = 8)]
+    pub ratio: usize,
+    /// Let hotring grow by splitting rings instead of fixing the ring count by --ratio.
+    #[arg(long)]
+    pub grow: bool,
+    /// Value size in bytes (<= 8 updates in place, larger by RCU).
+    #[arg(long, default_value_t = 8)]
+    pub value_size: usize,
+    /// Worker threads.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Seconds per measured run.
+    #[arg(long, default_value_t = 2.0)]
+    pub seconds: f64,
+    /// Rounds; each round runs every implementation once, in rotating order.
+    #[arg(long, default_value_t = 5)]
+    pub rounds: usize,
+    /// Seed for the key popularity and the operation streams.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Move the hotspot this many seconds into each run and record throughput every
+    /// 100 ms to measure the reaction delay.
+    #[arg(long)]
+    pub shift_at: Option<f64>,
+    /// Write the results as JSON here.
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
+}
+
+#[derive(Serialize, Debug, Clone)]
+pub struct ImplResult {
+    #[serde(rename = "impl")]
+    pub name: String,
+    /// Median over rounds.
+    pub ops_per_sec: f64,
+    pub rounds_ops_per_sec: Vec<f64>,
+    /// Median over rounds of this impl's throughput divided by chain's in the same round.
+    pub ratio_vs_chain: Option<f64>,
+    pub items_per_read: Option<f64>,
+    pub head_hit_rate: Option<f64>,
+    pub bytes_per_key: f64,
+    /// Median over rounds, when --shift-at is given.
+    pub reaction_delay_ms: Option<f64>,
+    /// Throughput every 100 ms in the last round, when --shift-at is given.
+    pub timeline_ops_per_sec: Option<Vec<f64>>,
+    pub workload: String,
+    pub dist: String,
+    pub keys: u64,
+    pub ratio: usize,
+    pub value_size: usize,
+    pub threads: usize,
+    pub seconds: f64,
+}
+
+/// Operations per thread generated ahead of the run and replayed in a loop, so the
+/// generator's cost (a zipf draw takes a few logarithms) stays out of the measurement,
+/// as in seed 000's evaluation, which counts the benchmark's own cost separately.
+const STREAM_LEN: usize = 1 << 20;
+
+struct Loaded {
+    name: String,
+    target: Box<dyn Target>,
+    shared: Arc<Shared>,
+    /// One pre-generated stream per thread, drawn before any shift.
+    streams: Vec<Vec<Op>>,
+    bytes_per_key: f64,
+    runs: Vec<Run>,
+}
+
+struct Run {
+    ops_per_sec: f64,
+    reaction_delay_ms: Option<f64>,
+    timeline: Vec<f64>,
+}
+
+fn value(size: usize, key: u64, salt: u64) -> Vec<u8> {
+    let mut v = vec![0u8; size];
+    let word = (key ^ salt.rotate_left(32)).to_le_bytes();
+    for (i, b) in v.iter_mut().enumerate() {
+        *b = word[i % 8];
+    }
+    v
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    if s.is_empty() {
+        return f64::NAN;
+    }
+    let m = s.len() / 2;
+    if s.len() % 2 == 1 {
+        s[m]
+    } else {
+        (s[m - 1] + s[m]) / 2.0
+    }
+}
+
+pub fn run(args: IndexArgs) -> Result<Vec<ImplResult>, String> {
+    if args.workload == Workload::E {
+        return Err("workload e is 95% scans; hash indexes have no ordered scan".into());
+    }
+    if args.keys == 0 || args.threads == 0 || args.rounds == 0 || args.seconds <= 0.0 {
+        return Err("--keys, --threads, --rounds and --seconds must be positive".into());
+    }
+    if let Some(s) = args.shift_at {
+        if s <= 0.0 || s >= args.seconds {
+            return Err(format!("--shift-at {s} must fall inside the run (--seconds {})", args.seconds));
+        }
+    }
+    let dist = args.dist.clone().unwrap_or_else(|| args.workload.default_distribution());
+    let mut loaded = Vec::new();
+    for name in &args.impls {
+        let shared = Shared::new(args.keys);
+        let (target, bytes) = counting_alloc::measure(|| {
+            let t = targets::build(name, args.keys as usize, args.ratio, args.grow)?;
+            load(t.as_ref(), args.keys, args.value_size, args.threads);
+            Ok::<_, String>(t)
+        });
+        let target = target?;
+        eprintln!("loaded {name}: {} keys, {:.1} bytes/key", args.keys, bytes as f64 / args.keys as f64);
+        let spec = Spec::new(args.workload, dist.clone(), args.keys);
+        let streams = (0..args.threads)
+            .map(|t| Generator::new(spec.clone(), shared.clone(), args.seed, t as u64).take(STREAM_LEN).collect())
+            .collect();
+        loaded.push(Loaded {
+            name: name.clone(),
+            target,
+            shared,
+            streams,
+            bytes_per_key: bytes as f64 / args.keys as f64,
+            runs: Vec::new(),
+        });
+    }
+    // Warm up: let hotspot detection settle and caches fill, unmeasured.
+    for l in &loaded {
+        measure_run(l, &args, 0.5_f64.min(args.seconds), None);
+        l.target.reset_access_stats();
+    }
+    for round in 0..args.rounds {
+        let n = loaded.len();
+        for i in 0..n {
+            let l = &loaded[(i + round) % n];
+            let r = measure_run(l, &args, args.seconds, args.shift_at);
+            eprintln!("round {round} {:<14} {:>14.0} ops/s", l.name, r.ops_per_sec);
+            loaded[(i + round) % n].runs.push(r);
+        }
+    }
+    let chain_runs: Option<Vec<f64>> =
+        loaded.iter().find(|l| l.name == "chain").map(|l| l.runs.iter().map(|r| r.ops_per_sec).collect());
+    let results = loaded
+        .iter()
+        .map(|l| {
+            let ops: Vec<f64> = l.runs.iter().map(|r| r.ops_per_sec).collect();
+            let (items_per_read, head_hit_rate) = l.target.access_stats();
+            let delays: Vec<f64> = l.runs.iter().filter_map(|r| r.reaction_delay_ms).collect();
+            let d = l.target.describe();
+            if !d.is_empty() {
+                eprintln!("{}: {d}", l.name);
+            }
+            ImplResult {
+                name: l.name.clone(),
+                ops_per_sec: median(&ops),
+                ratio_vs_chain: chain_runs.as_ref().map(|c| {
+                    median(&ops.iter().zip(c).map(|(a, b)| a / b).collect::<Vec<_>>())
+                }),
+                rounds_ops_per_sec: ops,
+                items_per_read,
+                head_hit_rate,
+                bytes_per_key: l.bytes_per_key,
+                reaction_delay_ms: args.shift_at.map(|_| median(&delays)),
+                timeline_ops_per_sec: args.shift_at.and_then(|_| l.runs.last().map(|r| r.timeline.clone())),
+                workload: format!("{:?}", args.workload).to_lowercase(),
+                dist: dist.to_string(),
+                keys: args.keys,
+                ratio: args.ratio,
+                value_size: args.value_size,
+                threads: args.threads,
+                seconds: args.seconds,
+            }
+        })
+        .collect();
+    Ok(results)
+}
+
+fn load(target: &dyn Target, keys: u64, value_size: usize, threads: usize) {
+    let next = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let start = next.fetch_add(4096, Ordering::Relaxed);
+                if start >= keys {
+                    break;
+                }
+                for k in start..(start + 4096).min(keys) {
+                    target.put(&key_bytes(k), &value(value_size, k, 0));
+                }
+            });
+        }
+    });
+}
+
+fn measure_run(l: &Loaded, args: &IndexArgs, seconds: f64, shift_at: Option<f64>) -> Run {
+    let stop = AtomicBool::new(false);
+    let counters: Vec<CachePadded<AtomicU64>> = (0..args.threads).map(|_| Default::default()).collect();
+    let duration = Duration::from_secs_f64(seconds);
+    let mut timeline = Vec::new();
+    let start = Instant::now();
+    let total = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..args.threads)
+            .map(|t| {
+                let (stop, counter) = (&stop, &counters[t]);
+                let (target, stream, shared) = (l.target.as_ref(), &l.streams[t], &*l.shared);
+                s.spawn(move || drive(target, stream, shared, args, stop, counter))
+            })
+            .collect();
+        // The collector (seed 001): sample throughput every 100 ms.
+        let tick = Duration::from_millis(100);
+        let mut last = 0u64;
+        let mut shifted = false;
+        while start.elapsed() < duration {
+            std::thread::sleep(tick.min(duration.saturating_sub(start.elapsed())));
+            if let Some(at) = shift_at {
+                if !shifted && start.elapsed().as_secs_f64() >= at {
+                    l.shared.shift_hotspot();
+                    shifted = true;
+                }
+            }
+            let now: u64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+            timeline.push((now - last) as f64 / tick.as_secs_f64());
+            last = now;
+        }
+        stop.store(true, Ordering::Relaxed);
+        workers.into_iter().map(|w| w.join().expect("worker panicked")).sum::<u64>()
+    });
+    let elapsed = start.elapsed().as_secs_f64();
+    let reaction_delay_ms = shift_at.map(|at| reaction_delay(&timeline, at));
+    Run { ops_per_sec: total as f64 / elapsed, reaction_delay_ms, timeline }
+}
+
+/// Milliseconds after the shift until a 100 ms sample is back to 90% of the mean
+/// throughput of the second before the shift.
+fn reaction_delay(timeline: &[f64], shift_at: f64) -> f64 {
+    let shift = (shift_at * 10.0).round() as usize;
+    let before = &timeline[shift.saturating_sub(10)..shift.min(timeline.len())];
+    let steady = before.iter().sum::<f64>() / before.len().max(1) as f64;
+    timeline[shift.min(timeline.len())..]
+        .iter()
+        .position(|&x| x >= 0.9 * steady)
+        .map_or(f64::INFINITY, |i| i as f64 * 100.0)
+}
+
+fn drive(
+    target: &dyn Target,
+    stream: &[Op],
+    shared: &Shared,
+    args: &IndexArgs,
+    stop: &AtomicBool,
+    counter: &AtomicU64,
+) -> u64 {
+    let mut done = 0u64;
+    let mut buf = value(args.value_size, 0, 1);
+    let mut offset = shift_offset(shared.shifts(), args.keys);
+    // Keys past the loaded ones (inserts) are not rotated by a shift.
+    let key = |k: u64, offset: u64| key_bytes(if k < args.keys { (k + offset) % args.keys } else { k });
+    for op in stream.iter().cycle() {
+        match *op {
+            Op::Read(k) => {
+                target.get(&key(k, offset));
+            }
+            Op::Update(k) | Op::Insert(k) => {
+                buf[0] = buf[0].wrapping_add(1);
+                target.put(&key(k, offset), &buf);
+            }
+            Op::ReadModifyWrite(k) => {
+                target.get(&key(k, offset));
+                buf[0] = buf[0].wrapping_add(1);
+                target.put(&key(k, offset), &buf);
+            }
+            Op::Scan(..) => unreachable!("rejected before the run"),
+        }
+        done += 1;
+        if done % 1024 == 0 {
+            counter.store(done, Ordering::Relaxed);
+            offset = shift_offset(shared.shifts(), args.keys);
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+    }
+    done
+}
+
+pub fn print_table(results: &[ImplResult]) {
+    let opt = |x: Option<f64>, p: usize| x.map_or("-".to_string(), |v| format!("{v:.p$}"));
+    println!(
+        "{:<14} {:>14} {:>9} {:>11} {:>9} {:>11} {:>10}",
+        "impl", "ops/s", "vs chain", "items/read", "head hit", "bytes/key", "delay ms"
+    );
+    for r in results {
+        println!(
+            "{:<14} {:>14.0} {:>9} {:>11} {:>9} {:>11.1} {:>10}",
+            r.name,
+            r.ops_per_sec,
+            opt(r.ratio_vs_chain, 2),
+            opt(r.items_per_read, 2),
+            opt(r.head_hit_rate, 3),
+            r.bytes_per_key,
+            opt(r.reaction_delay_ms, 0),
+        );
+    }
+}

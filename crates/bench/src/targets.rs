@@ -1,0 +1,93 @@
+//! The maps `hotkv-bench index` can measure, behind one interface.
+
+use hotring::chain::ChainingHash;
+use hotring::{Config, HotRing, HotspotStrategy};
+
+pub trait Target: Send + Sync {
+    fn get(&self, key: &[u8]) -> bool;
+    fn put(&self, key: &[u8], value: &[u8]);
+    /// (items visited per read, head-hit rate), where the structure knows them.
+    fn access_stats(&self) -> (Option<f64>, Option<f64>) {
+        (None, None)
+    }
+    fn reset_access_stats(&self) {}
+    /// Anything worth printing about the structure after a run.
+    fn describe(&self) -> String {
+        String::new()
+    }
+}
+
+/// The implementations, by `--impl` name.
+pub const NAMES: &[&str] = &["hotring-s", "hotring-r", "hotring-fixed", "chain", "dashmap", "papaya"];
+
+/// Builds an empty target sized for `keys` at `ratio` keys per bucket (hash indexes)
+/// or at its own default sizing (dashmap, papaya).
+pub fn build(name: &str, keys: usize, ratio: usize, grow: bool) -> Result<Box<dyn Target>, String> {
+    let ring = |strategy| -> Box<dyn Target> {
+        let config = if grow { Config { strategy, ..Config::default() } } else { Config::fixed(strategy, keys, ratio) };
+        Box::new(HotRing::with_config(config))
+    };
+    Ok(match name {
+        "hotring-s" => ring(HotspotStrategy::Sampling),
+        "hotring-r" => ring(HotspotStrategy::Random),
+        "hotring-fixed" => ring(HotspotStrategy::FixedHead),
+        "chain" => Box::new(ChainingHash::for_keys(keys, ratio)),
+        "dashmap" => Box::new(dashmap::DashMap::<Box<[u8]>, Box<[u8]>>::new()),
+        "papaya" => Box::new(papaya::HashMap::<Box<[u8]>, Box<[u8]>>::new()),
+        other => return Err(format!("unknown implementation '{other}': expected one of {}", NAMES.join(", "))),
+    })
+}
+
+impl Target for HotRing {
+    fn get(&self, key: &[u8]) -> bool {
+        self.get_with(key, |v| std::hint::black_box(v.first().copied())).is_some()
+    }
+    fn put(&self, key: &[u8], value: &[u8]) {
+        self.upsert(key, value);
+    }
+    fn access_stats(&self) -> (Option<f64>, Option<f64>) {
+        let s = self.stats();
+        (Some(s.items_per_access), Some(s.head_hit_rate))
+    }
+    fn reset_access_stats(&self) {
+        HotRing::reset_access_stats(self)
+    }
+    fn describe(&self) -> String {
+        let s = self.stats();
+        format!("rings {} splits {} head moves {} sample rounds {}", s.rings, s.splits, s.head_moves, s.sample_rounds)
+    }
+}
+
+impl Target for ChainingHash {
+    fn get(&self, key: &[u8]) -> bool {
+        self.get_with(key, |v| std::hint::black_box(v.first().copied())).is_some()
+    }
+    fn put(&self, key: &[u8], value: &[u8]) {
+        self.upsert(key, value);
+    }
+    fn access_stats(&self) -> (Option<f64>, Option<f64>) {
+        let (items, hits) = ChainingHash::access_stats(self);
+        (Some(items), Some(hits))
+    }
+    fn reset_access_stats(&self) {
+        ChainingHash::reset_access_stats(self)
+    }
+}
+
+impl Target for dashmap::DashMap<Box<[u8]>, Box<[u8]>> {
+    fn get(&self, key: &[u8]) -> bool {
+        self.get(key).map(|v| std::hint::black_box(v.first().copied())).is_some()
+    }
+    fn put(&self, key: &[u8], value: &[u8]) {
+        self.insert(key.into(), value.into());
+    }
+}
+
+impl Target for papaya::HashMap<Box<[u8]>, Box<[u8]>> {
+    fn get(&self, key: &[u8]) -> bool {
+        self.pin().get(key).map(|v| std::hint::black_box(v.first().copied())).is_some()
+    }
+    fn put(&self, key: &[u8], value: &[u8]) {
+        self.pin().insert(key.into(), value.into());
+    }
+}

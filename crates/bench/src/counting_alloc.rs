@@ -30,7 +30,10 @@ unsafe impl GlobalAlloc for CountingAlloc {
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if ON.load(Ordering::Relaxed) {
-            IN_USE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+            IN_USE.fetch_add(
+                new_size as isize - layout.size() as isize,
+                Ordering::Relaxed,
+            );
         }
         // SAFETY: same contract as ours.
         unsafe { System.realloc(ptr, layout, new_size) }

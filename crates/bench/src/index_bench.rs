@@ -15,7 +15,11 @@ use crate::targets::{self, Target};
 pub struct IndexArgs {
     /// Implementations to compare, comma-separated:
     /// hotring-s, hotring-r, hotring-fixed, chain, dashmap, papaya.
-    #[arg(long = "impl", value_delimiter = ',', default_value = "hotring-s,hotring-r,chain,dashmap,papaya")]
+    #[arg(
+        long = "impl",
+        value_delimiter = ',',
+        default_value = "hotring-s,hotring-r,chain,dashmap,papaya"
+    )]
     pub impls: Vec<String>,
     /// YCSB workload: a, b, c, d or f (e needs scans, which a hash index has not).
     #[arg(long, default_value = "b")]
@@ -135,10 +139,16 @@ pub fn run(args: IndexArgs) -> Result<Vec<ImplResult>, String> {
     }
     if let Some(s) = args.shift_at {
         if s <= 0.0 || s >= args.seconds {
-            return Err(format!("--shift-at {s} must fall inside the run (--seconds {})", args.seconds));
+            return Err(format!(
+                "--shift-at {s} must fall inside the run (--seconds {})",
+                args.seconds
+            ));
         }
     }
-    let dist = args.dist.clone().unwrap_or_else(|| args.workload.default_distribution());
+    let dist = args
+        .dist
+        .clone()
+        .unwrap_or_else(|| args.workload.default_distribution());
     let mut loaded = Vec::new();
     for name in &args.impls {
         let shared = Shared::new(args.keys);
@@ -148,10 +158,18 @@ pub fn run(args: IndexArgs) -> Result<Vec<ImplResult>, String> {
             Ok::<_, String>(t)
         });
         let target = target?;
-        eprintln!("loaded {name}: {} keys, {:.1} bytes/key", args.keys, bytes as f64 / args.keys as f64);
+        eprintln!(
+            "loaded {name}: {} keys, {:.1} bytes/key",
+            args.keys,
+            bytes as f64 / args.keys as f64
+        );
         let spec = Spec::new(args.workload, dist.clone(), args.keys);
         let streams = (0..args.threads)
-            .map(|t| Generator::new(spec.clone(), shared.clone(), args.seed, t as u64).take(STREAM_LEN).collect())
+            .map(|t| {
+                Generator::new(spec.clone(), shared.clone(), args.seed, t as u64)
+                    .take(STREAM_LEN)
+                    .collect()
+            })
             .collect();
         loaded.push(Loaded {
             name: name.clone(),
@@ -176,8 +194,10 @@ pub fn run(args: IndexArgs) -> Result<Vec<ImplResult>, String> {
             loaded[(i + round) % n].runs.push(r);
         }
     }
-    let chain_runs: Option<Vec<f64>> =
-        loaded.iter().find(|l| l.name == "chain").map(|l| l.runs.iter().map(|r| r.ops_per_sec).collect());
+    let chain_runs: Option<Vec<f64>> = loaded
+        .iter()
+        .find(|l| l.name == "chain")
+        .map(|l| l.runs.iter().map(|r| r.ops_per_sec).collect());
     let results = loaded
         .iter()
         .map(|l| {
@@ -191,15 +211,17 @@ pub fn run(args: IndexArgs) -> Result<Vec<ImplResult>, String> {
             ImplResult {
                 name: l.name.clone(),
                 ops_per_sec: median(&ops),
-                ratio_vs_chain: chain_runs.as_ref().map(|c| {
-                    median(&ops.iter().zip(c).map(|(a, b)| a / b).collect::<Vec<_>>())
-                }),
+                ratio_vs_chain: chain_runs
+                    .as_ref()
+                    .map(|c| median(&ops.iter().zip(c).map(|(a, b)| a / b).collect::<Vec<_>>())),
                 rounds_ops_per_sec: ops,
                 items_per_read,
                 head_hit_rate,
                 bytes_per_key: l.bytes_per_key,
                 reaction_delay_ms: args.shift_at.map(|_| median(&delays)),
-                timeline_ops_per_sec: args.shift_at.and_then(|_| l.runs.last().map(|r| r.timeline.clone())),
+                timeline_ops_per_sec: args
+                    .shift_at
+                    .and_then(|_| l.runs.last().map(|r| r.timeline.clone())),
                 workload: format!("{:?}", args.workload).to_lowercase(),
                 dist: dist.to_string(),
                 keys: args.keys,
@@ -232,7 +254,8 @@ fn load(target: &dyn Target, keys: u64, value_size: usize, threads: usize) {
 
 fn measure_run(l: &Loaded, args: &IndexArgs, seconds: f64, shift_at: Option<f64>) -> Run {
     let stop = AtomicBool::new(false);
-    let counters: Vec<CachePadded<AtomicU64>> = (0..args.threads).map(|_| Default::default()).collect();
+    let counters: Vec<CachePadded<AtomicU64>> =
+        (0..args.threads).map(|_| Default::default()).collect();
     let duration = Duration::from_secs_f64(seconds);
     let mut timeline = Vec::new();
     let start = Instant::now();
@@ -261,11 +284,18 @@ fn measure_run(l: &Loaded, args: &IndexArgs, seconds: f64, shift_at: Option<f64>
             last = now;
         }
         stop.store(true, Ordering::Relaxed);
-        workers.into_iter().map(|w| w.join().expect("worker panicked")).sum::<u64>()
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("worker panicked"))
+            .sum::<u64>()
     });
     let elapsed = start.elapsed().as_secs_f64();
     let reaction_delay_ms = shift_at.map(|at| reaction_delay(&timeline, at));
-    Run { ops_per_sec: total as f64 / elapsed, reaction_delay_ms, timeline }
+    Run {
+        ops_per_sec: total as f64 / elapsed,
+        reaction_delay_ms,
+        timeline,
+    }
 }
 
 /// Milliseconds after the shift until a 100 ms sample is back to 90% of the mean
@@ -292,7 +322,13 @@ fn drive(
     let mut buf = value(args.value_size, 0, 1);
     let mut offset = shift_offset(shared.shifts(), args.keys);
     // Keys past the loaded ones (inserts) are not rotated by a shift.
-    let key = |k: u64, offset: u64| key_bytes(if k < args.keys { (k + offset) % args.keys } else { k });
+    let key = |k: u64, offset: u64| {
+        key_bytes(if k < args.keys {
+            (k + offset) % args.keys
+        } else {
+            k
+        })
+    };
     for op in stream.iter().cycle() {
         match *op {
             Op::Read(k) => {
@@ -310,7 +346,7 @@ fn drive(
             Op::Scan(..) => unreachable!("rejected before the run"),
         }
         done += 1;
-        if done % 1024 == 0 {
+        if done.is_multiple_of(1024) {
             counter.store(done, Ordering::Relaxed);
             offset = shift_offset(shared.shifts(), args.keys);
             if stop.load(Ordering::Relaxed) {

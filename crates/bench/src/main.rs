@@ -10,7 +10,10 @@ use clap::{Parser, Subcommand};
 static ALLOC: counting_alloc::CountingAlloc = counting_alloc::CountingAlloc;
 
 #[derive(Parser)]
-#[command(name = "hotkv-bench", about = "Side-by-side benchmarks of hotkv against baselines")]
+#[command(
+    name = "hotkv-bench",
+    about = "Side-by-side benchmarks of hotkv against baselines"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -30,8 +33,11 @@ fn main() {
             index_bench::run(args).and_then(|results| {
                 index_bench::print_table(&results);
                 match json {
-                    Some(path) => std::fs::write(&path, serde_json::to_string_pretty(&results).expect("serialisable"))
-                        .map_err(|e| format!("cannot write {}: {e}", path.display())),
+                    Some(path) => std::fs::write(
+                        &path,
+                        serde_json::to_string_pretty(&results).expect("serialisable"),
+                    )
+                    .map_err(|e| format!("cannot write {}: {e}", path.display())),
                     None => Ok(()),
                 }
             })

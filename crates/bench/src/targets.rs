@@ -18,13 +18,27 @@ pub trait Target: Send + Sync {
 }
 
 /// The implementations, by `--impl` name.
-pub const NAMES: &[&str] = &["hotring-s", "hotring-r", "hotring-fixed", "chain", "dashmap", "papaya"];
+pub const NAMES: &[&str] = &[
+    "hotring-s",
+    "hotring-r",
+    "hotring-fixed",
+    "chain",
+    "dashmap",
+    "papaya",
+];
 
 /// Builds an empty target sized for `keys` at `ratio` keys per bucket (hash indexes)
 /// or at its own default sizing (dashmap, papaya).
 pub fn build(name: &str, keys: usize, ratio: usize, grow: bool) -> Result<Box<dyn Target>, String> {
     let ring = |strategy| -> Box<dyn Target> {
-        let config = if grow { Config { strategy, ..Config::default() } } else { Config::fixed(strategy, keys, ratio) };
+        let config = if grow {
+            Config {
+                strategy,
+                ..Config::default()
+            }
+        } else {
+            Config::fixed(strategy, keys, ratio)
+        };
         Box::new(HotRing::with_config(config))
     };
     Ok(match name {
@@ -34,13 +48,19 @@ pub fn build(name: &str, keys: usize, ratio: usize, grow: bool) -> Result<Box<dy
         "chain" => Box::new(ChainingHash::for_keys(keys, ratio)),
         "dashmap" => Box::new(dashmap::DashMap::<Box<[u8]>, Box<[u8]>>::new()),
         "papaya" => Box::new(papaya::HashMap::<Box<[u8]>, Box<[u8]>>::new()),
-        other => return Err(format!("unknown implementation '{other}': expected one of {}", NAMES.join(", "))),
+        other => {
+            return Err(format!(
+                "unknown implementation '{other}': expected one of {}",
+                NAMES.join(", ")
+            ))
+        }
     })
 }
 
 impl Target for HotRing {
     fn get(&self, key: &[u8]) -> bool {
-        self.get_with(key, |v| std::hint::black_box(v.first().copied())).is_some()
+        self.get_with(key, |v| std::hint::black_box(v.first().copied()))
+            .is_some()
     }
     fn put(&self, key: &[u8], value: &[u8]) {
         self.upsert(key, value);
@@ -54,13 +74,17 @@ impl Target for HotRing {
     }
     fn describe(&self) -> String {
         let s = self.stats();
-        format!("rings {} splits {} head moves {} sample rounds {}", s.rings, s.splits, s.head_moves, s.sample_rounds)
+        format!(
+            "rings {} splits {} head moves {} sample rounds {}",
+            s.rings, s.splits, s.head_moves, s.sample_rounds
+        )
     }
 }
 
 impl Target for ChainingHash {
     fn get(&self, key: &[u8]) -> bool {
-        self.get_with(key, |v| std::hint::black_box(v.first().copied())).is_some()
+        self.get_with(key, |v| std::hint::black_box(v.first().copied()))
+            .is_some()
     }
     fn put(&self, key: &[u8], value: &[u8]) {
         self.upsert(key, value);
@@ -76,7 +100,9 @@ impl Target for ChainingHash {
 
 impl Target for dashmap::DashMap<Box<[u8]>, Box<[u8]>> {
     fn get(&self, key: &[u8]) -> bool {
-        self.get(key).map(|v| std::hint::black_box(v.first().copied())).is_some()
+        self.get(key)
+            .map(|v| std::hint::black_box(v.first().copied()))
+            .is_some()
     }
     fn put(&self, key: &[u8], value: &[u8]) {
         self.insert(key.into(), value.into());
@@ -85,7 +111,10 @@ impl Target for dashmap::DashMap<Box<[u8]>, Box<[u8]>> {
 
 impl Target for papaya::HashMap<Box<[u8]>, Box<[u8]>> {
     fn get(&self, key: &[u8]) -> bool {
-        self.pin().get(key).map(|v| std::hint::black_box(v.first().copied())).is_some()
+        self.pin()
+            .get(key)
+            .map(|v| std::hint::black_box(v.first().copied()))
+            .is_some()
     }
     fn put(&self, key: &[u8], value: &[u8]) {
         self.pin().insert(key.into(), value.into());

@@ -36,7 +36,9 @@ impl ChainingHash {
     pub fn new(buckets: usize) -> ChainingHash {
         let n = buckets.max(1).next_power_of_two();
         ChainingHash {
-            buckets: (0..n).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+            buckets: (0..n)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
             depth: n.trailing_zeros(),
             counters: Counters::new(),
             bytes: Default::default(),
@@ -51,7 +53,11 @@ impl ChainingHash {
 
     #[inline]
     fn bucket(&self, hash: u64) -> &AtomicPtr<Item> {
-        let i = if self.depth == 0 { 0 } else { hash >> (64 - self.depth) };
+        let i = if self.depth == 0 {
+            0
+        } else {
+            hash >> (64 - self.depth)
+        };
         &self.buckets[i as usize]
     }
 
@@ -67,7 +73,7 @@ impl ChainingHash {
             t.set(t.get().wrapping_add(1));
             t.get()
         });
-        if tick % self.sample_period == 0 {
+        if tick.is_multiple_of(self.sample_period) {
             let s = self.counters.mine();
             s.accesses.fetch_add(1, StdOrdering::Relaxed);
             s.visits.fetch_add(visits as u64, StdOrdering::Relaxed);
@@ -114,7 +120,15 @@ impl ChainingHash {
                 let link = cur.load_next();
                 if link.has(Link::OCCUPIED) {
                     let unlinked = pred_link.retarget(link.target());
-                    if pred.compare_exchange(pred_link.0, unlinked.0, Ordering::AcqRel, Ordering::Acquire).is_err() {
+                    if pred
+                        .compare_exchange(
+                            pred_link.0,
+                            unlinked.0,
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        )
+                        .is_err()
+                    {
                         continue 'restart;
                     }
                     self.retire(cur, &guard);
@@ -132,14 +146,29 @@ impl ChainingHash {
                     if link.has(Link::WRITING) {
                         continue 'restart;
                     }
-                    fresh.next().store(Link::to(link.target(), 0).0, Ordering::Relaxed);
+                    fresh
+                        .next()
+                        .store(Link::to(link.target(), 0).0, Ordering::Relaxed);
                     let marked = Link::to(fresh.as_raw(), Link::OCCUPIED);
-                    if cur.next().compare_exchange(link.0, marked.0, Ordering::AcqRel, Ordering::Acquire).is_err() {
+                    if cur
+                        .next()
+                        .compare_exchange(link.0, marked.0, Ordering::AcqRel, Ordering::Acquire)
+                        .is_err()
+                    {
                         continue 'restart;
                     }
-                    self.bytes.fetch_add(fresh.footprint() as isize, StdOrdering::Relaxed);
+                    self.bytes
+                        .fetch_add(fresh.footprint() as isize, StdOrdering::Relaxed);
                     let unlinked = pred_link.retarget(fresh.as_raw());
-                    if pred.compare_exchange(pred_link.0, unlinked.0, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                    if pred
+                        .compare_exchange(
+                            pred_link.0,
+                            unlinked.0,
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        )
+                        .is_ok()
+                    {
                         self.retire(cur, &guard);
                     }
                     // Otherwise the next walk over this chain unlinks it.
@@ -147,10 +176,16 @@ impl ChainingHash {
                 }
                 (pred, pred_link) = (cur.next_in(&guard), link);
             }
-            fresh.next().store(Link::to(first.target(), 0).0, Ordering::Relaxed);
+            fresh
+                .next()
+                .store(Link::to(first.target(), 0).0, Ordering::Relaxed);
             let linked = Link::to(fresh.as_raw(), 0);
-            if bucket.compare_exchange(first.0, linked.0, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-                self.bytes.fetch_add(fresh.footprint() as isize, StdOrdering::Relaxed);
+            if bucket
+                .compare_exchange(first.0, linked.0, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                self.bytes
+                    .fetch_add(fresh.footprint() as isize, StdOrdering::Relaxed);
                 self.counters.mine().len.fetch_add(1, StdOrdering::Relaxed);
                 return true;
             }

@@ -2,44 +2,32 @@
 //!
 //! All items form one list sorted by (hash, rehash-item-first, key). A ring with
 //! prefix `p` at local depth `d` is the run of that list from its rehash item (hash
-//! `p << (64 - d)`) up to the next rehash item. Directory slot `i` at global depth `G`
-//! covers the hashes whose top `G` bits are `i`; the `2^(G-d)` slots under a ring's
-//! prefix all point at that ring's descriptor. Splitting a ring inserts one rehash item
-//! in the middle of its run and publishes two new descriptors; no item moves and every
-//! other ring keeps its head.
+//! `p << (64 - d)`) up to the next rehash item. The directory has `2^G` slots; slot `i`
+//! covers the hashes whose top `G` bits are `i`, and the `2^(G-d)` slots under a ring's
+//! prefix share that ring.
+//!
+//! Each slot holds its own head pointer, always at an item of the slot's own hash range
+//! (or at a rehash item), so a lookup costs one load in the slot array and then the
+//! items: the same as a chaining hash's bucket array, with no descriptor in between.
+//! Splitting a ring inserts one rehash item in the middle of its run and points the
+//! upper half's slots at it; every head stays where it is.
 
 use crate::item::{Item, ItemPtr};
 use crate::link::Head;
 use crate::sync::{AtomicPtr, AtomicU32, Ordering};
 
-pub(crate) struct Ring {
-    /// The ring's rehash item; never removed while the index lives.
-    pub(crate) sentinel: ItemPtr,
-    pub(crate) prefix: u64,
-    pub(crate) depth: u32,
+pub(crate) struct Slot {
     pub(crate) head: AtomicPtr<Item>,
-    /// Items in the ring, kept approximately (operations through a descriptor that a
-    /// split just replaced land on the old one). Drives sample sizes and splits only.
+    /// The rehash item that starts this slot's ring; never reclaimed while the index lives.
+    sentinel: AtomicPtr<Item>,
+    /// The ring's local depth `d`.
+    pub(crate) ring_depth: AtomicU32,
+    /// Items in this slot's hash range, kept approximately (a write through a directory
+    /// that a doubling just replaced counts in the old one). For sampling and splits.
     pub(crate) items: AtomicU32,
-    /// Items visited per access under the best head, from the last sampling round, in
-    /// 1/256ths (0: not sampled yet).
-    pub(crate) cost_x256: AtomicU32,
 }
 
-impl Ring {
-    pub(crate) fn new(sentinel: ItemPtr, prefix: u64, depth: u32, head: *mut Item, items: u32) -> Ring {
-        debug_assert!(depth <= MAX_DEPTH);
-        debug_assert_eq!(sentinel.hash(), first_hash(prefix, depth));
-        Ring {
-            sentinel,
-            prefix,
-            depth,
-            head: AtomicPtr::new(head),
-            items: AtomicU32::new(items),
-            cost_x256: AtomicU32::new(0),
-        }
-    }
-
+impl Slot {
     #[inline]
     pub(crate) fn load_head(&self) -> Head {
         Head(self.head.load(Ordering::Acquire))
@@ -54,14 +42,38 @@ impl Ring {
     }
 
     #[inline]
-    pub(crate) fn contains(&self, hash: u64) -> bool {
-        prefix_of(hash, self.depth) == self.prefix
+    pub(crate) fn sentinel(&self) -> ItemPtr {
+        // SAFETY: rehash items are freed only when the index is dropped.
+        unsafe { ItemPtr::from_raw(self.sentinel.load(Ordering::Acquire)) }
+            .expect("every slot has a rehash item")
+    }
+
+    pub(crate) fn set_sentinel(&self, s: ItemPtr) {
+        self.sentinel.store(s.as_raw(), Ordering::Release);
+    }
+
+    /// Counts an insert; returns the new estimate.
+    #[inline]
+    pub(crate) fn count_insert(&self) -> u32 {
+        self.items.fetch_add(1, Ordering::Relaxed).saturating_add(1)
+    }
+
+    /// Counts a removal. The count is an estimate (see `items`) and stops at zero.
+    #[inline]
+    pub(crate) fn count_remove(&self) {
+        let _ = self
+            .items
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+    }
+
+    pub(crate) fn ring_depth(&self) -> u32 {
+        self.ring_depth.load(Ordering::Acquire)
     }
 }
 
 /// Rings never get deeper than this: the hash has 64 bits, and a ring at this depth
-/// already holds only keys whose hashes agree in 48 bits.
-pub(crate) const MAX_DEPTH: u32 = 48;
+/// already holds only keys whose hashes agree in 40 bits.
+pub(crate) const MAX_DEPTH: u32 = 40;
 
 #[inline]
 pub(crate) fn prefix_of(hash: u64, depth: u32) -> u64 {
@@ -84,21 +96,42 @@ pub(crate) fn first_hash(prefix: u64, depth: u32) -> u64 {
 
 pub(crate) struct Directory {
     pub(crate) depth: u32,
-    pub(crate) slots: Box<[AtomicPtr<Ring>]>,
+    pub(crate) slots: Box<[Slot]>,
 }
 
 impl Directory {
-    pub(crate) fn new(depth: u32, slot: impl Fn(usize) -> *mut Ring) -> Directory {
-        let slots = (0..1usize << depth).map(|i| AtomicPtr::new(slot(i))).collect();
+    /// `2^depth` slots; `init(i)` gives slot `i`'s (rehash item, ring depth, head).
+    pub(crate) fn new(
+        depth: u32,
+        init: impl Fn(usize) -> (ItemPtr, u32, *mut Item, u32),
+    ) -> Directory {
+        let slots = (0..1usize << depth)
+            .map(|i| {
+                let (sentinel, ring_depth, head, items) = init(i);
+                debug_assert!(ring_depth <= depth);
+                Slot {
+                    head: AtomicPtr::new(head),
+                    sentinel: AtomicPtr::new(sentinel.as_raw()),
+                    ring_depth: AtomicU32::new(ring_depth),
+                    items: AtomicU32::new(items),
+                }
+            })
+            .collect();
         Directory { depth, slots }
     }
 
     #[inline]
-    pub(crate) fn ring_ptr(&self, hash: u64) -> *mut Ring {
-        self.slots[prefix_of(hash, self.depth) as usize].load(Ordering::Acquire)
+    pub(crate) fn index_of(&self, hash: u64) -> usize {
+        prefix_of(hash, self.depth) as usize
     }
 
-    /// The slots a ring with `prefix` at `depth` owns.
+    /// Whether `hash` falls in slot `index`'s range.
+    #[inline]
+    pub(crate) fn covers(&self, index: usize, hash: u64) -> bool {
+        self.index_of(hash) == index
+    }
+
+    /// The slots a ring with `prefix` at `depth` spans.
     pub(crate) fn slots_of(&self, prefix: u64, depth: u32) -> std::ops::Range<usize> {
         debug_assert!(depth <= self.depth);
         let width = self.depth - depth;
@@ -107,6 +140,29 @@ impl Directory {
     }
 
     pub(crate) fn bytes(&self) -> usize {
-        std::mem::size_of::<Directory>() + self.slots.len() * std::mem::size_of::<AtomicPtr<Ring>>()
+        std::mem::size_of::<Directory>() + self.slots.len() * std::mem::size_of::<Slot>()
+    }
+}
+
+/// A slot together with the directory it belongs to, which gives its hash range.
+#[derive(Clone, Copy)]
+pub(crate) struct SlotRef<'g> {
+    pub(crate) dir: &'g Directory,
+    pub(crate) index: usize,
+}
+
+impl<'g> SlotRef<'g> {
+    /// Whether `hash` falls in this slot's range; heads stay inside it.
+    #[inline]
+    pub(crate) fn covers(&self, hash: u64) -> bool {
+        self.dir.covers(self.index, hash)
+    }
+}
+
+impl std::ops::Deref for SlotRef<'_> {
+    type Target = Slot;
+    #[inline]
+    fn deref(&self) -> &Slot {
+        &self.dir.slots[self.index]
     }
 }

@@ -2,7 +2,7 @@
 //! inheritance, and the reclamation handshake that keeps a head from ever pointing at
 //! a freed item.
 //!
-//! The hazard: a head move reads item X, then stores X into a ring's head. If X is
+//! The hazard: a head move reads item X, then stores X into a slot's head. If X is
 //! removed and reclaimed between the read and the store, the head would dangle for
 //! every reader that pins afterwards, which the epoch collector does not protect. So
 //! every store of a data item into a head follows this protocol:
@@ -13,17 +13,20 @@
 //!    first take it out of the head, then clear `PINNED`; if its unlinker already set
 //!    `UNLINKED`, the unlinker left the reclamation to us, so we retire X.
 //!
-//! The thread that unlinks X (exactly one CAS succeeds) moves the current ring's head
-//! off X, then sets `UNLINKED`; if it finds `PINNED`, the pinner retires X instead.
-//! A pin fails once X is marked, so no head can take X after its unlinker checked the
-//! head. Rehash items are never reclaimed and need no pin.
+//! The thread that unlinks X (exactly one CAS succeeds) moves the head of the slot
+//! covering X off X, then sets `UNLINKED`; if it finds `PINNED`, the pinner retires X
+//! instead. A pin fails once X is marked, so no head can take X after its unlinker
+//! checked the head. A head only ever points into its own slot's hash range, so one
+//! slot of the current directory is the only place to check; the slots of a directory
+//! that a doubling replaced are read only by threads pinned before the replacement,
+//! which the grace period covers. Rehash items are never reclaimed and need no pin.
 
 use std::cell::Cell;
 use std::sync::atomic::Ordering as StdOrdering;
 
 use crossbeam_epoch::Guard;
 
-use crate::directory::Ring;
+use crate::directory::SlotRef;
 use crate::index::{HotRing, HotspotStrategy};
 use crate::item::ItemPtr;
 use crate::link::{Head, Link};
@@ -45,7 +48,7 @@ impl HotRing {
     #[inline]
     pub(crate) fn after_access(
         &self,
-        ring: &Ring,
+        slot: SlotRef<'_>,
         head: Head,
         counted: Option<ItemPtr>,
         hot: bool,
@@ -59,10 +62,10 @@ impl HotRing {
         });
         if head.active() {
             if let Some(item) = counted {
-                self.sample(ring, item, guard);
+                self.sample(slot, item, guard);
             }
         }
-        if tick % self.config.sample_period != 0 {
+        if !tick.is_multiple_of(self.config.sample_period) {
             return;
         }
         let stripe = self.counters.mine();
@@ -79,29 +82,35 @@ impl HotRing {
         match self.config.strategy {
             HotspotStrategy::FixedHead => {}
             HotspotStrategy::Random => {
-                if item.as_raw() != head.target() && self.try_install_head(ring, head, item, guard) {
+                if item.as_raw() != head.target() && self.try_install_head(slot, head, item, guard)
+                {
                     stripe.head_moves.fetch_add(1, StdOrdering::Relaxed);
                 }
             }
             HotspotStrategy::Sampling => {
-                if ring.items.load(crate::sync::Ordering::Relaxed) >= 2 {
-                    let _ = ring.cas_head(head, head.with_sampling(true, 0));
+                if slot.items.load(crate::sync::Ordering::Relaxed) >= 2 {
+                    let _ = slot.cas_head(head, head.with_sampling(true, 0));
                 }
             }
         }
     }
 
     /// Counts one sampled access; the access that completes the round adjusts the head.
-    fn sample(&self, ring: &Ring, item: ItemPtr, guard: &Guard) {
-        let _ = item.update_next(|l| (l.counter() < Link::COUNTER_MAX).then(|| l.with_counter(l.counter() + 1)));
-        let target = ring.items.load(crate::sync::Ordering::Relaxed).clamp(MIN_SAMPLES, Head::TOTAL_MAX as u32);
-        let mut head = ring.load_head();
+    fn sample(&self, slot: SlotRef<'_>, item: ItemPtr, guard: &Guard) {
+        let _ = item.update_next(|l| {
+            (l.counter() < Link::COUNTER_MAX).then(|| l.with_counter(l.counter() + 1))
+        });
+        let target = slot
+            .items
+            .load(crate::sync::Ordering::Relaxed)
+            .clamp(MIN_SAMPLES, Head::TOTAL_MAX as u32);
+        let mut head = slot.load_head();
         while head.active() {
             let total = head.total() + 1;
-            match ring.cas_head(head, head.with_sampling(true, total)) {
+            match slot.cas_head(head, head.with_sampling(true, total)) {
                 Ok(_) => {
                     if total as u32 >= target {
-                        self.adjust(ring, guard);
+                        self.adjust(slot, guard);
                     }
                     return;
                 }
@@ -113,32 +122,34 @@ impl HotRing {
     /// Ends a sampling round: computes, for every candidate head t, the expected number
     /// of items an access walks past, `W_t = sum_i n_i/N * ((i - t) mod k)`, and moves the
     /// head to the minimum. Runs in the one thread whose CAS turned `Active` off.
-    fn adjust(&self, ring: &Ring, guard: &Guard) {
-        let mut head = ring.load_head();
+    fn adjust(&self, slot: SlotRef<'_>, guard: &Guard) {
+        let mut head = slot.load_head();
         loop {
             if !head.active() {
                 return;
             }
-            match ring.cas_head(head, head.with_sampling(false, 0)) {
+            match slot.cas_head(head, head.with_sampling(false, 0)) {
                 Ok(_) => break,
                 Err(now) => head = now,
             }
         }
         let stripe = self.counters.mine();
         stripe.sample_rounds.fetch_add(1, StdOrdering::Relaxed);
-        // The ring in order, starting at its rehash item (a head candidate too: RCU
-        // updates of the first item charge it).
+        // The slot's items in ring order. The ring's rehash item is a candidate too when
+        // it starts this slot's range (RCU updates of the first item charge it).
         let mut ring_items: Vec<(ItemPtr, u64)> = Vec::new();
-        let mut cur = Some(ring.sentinel);
+        let sentinel = slot.sentinel();
+        let mut cur = Some(sentinel);
         while let Some(item) = cur {
-            if item != ring.sentinel && item.is_sentinel() {
+            if item != sentinel && item.is_sentinel() {
                 break;
             }
+            let candidate = slot.covers(item.hash());
             if let Ok(old) = item.update_next(|l| (l.counter() != 0).then(|| l.with_counter(0))) {
-                if !old.has(Link::OCCUPIED) {
+                if candidate && !old.has(Link::OCCUPIED) {
                     ring_items.push((item, old.counter() as u64));
                 }
-            } else if !item.load_next().has(Link::OCCUPIED) {
+            } else if candidate && !item.load_next().has(Link::OCCUPIED) {
                 ring_items.push((item, 0));
             }
             cur = self.item(item.load_next().target(), guard);
@@ -150,7 +161,11 @@ impl HotRing {
         }
         // W_0 = sum i*n_i; moving the head from t to t+1 brings every other item one
         // step closer and sends item t to the far end: W_{t+1} = W_t - (N - n_t) + n_t (k-1).
-        let mut w: u64 = ring_items.iter().enumerate().map(|(i, (_, n))| i as u64 * n).sum();
+        let mut w: u64 = ring_items
+            .iter()
+            .enumerate()
+            .map(|(i, (_, n))| i as u64 * n)
+            .sum();
         let (mut best, mut best_w) = (0usize, w);
         for (t, (_, n)) in ring_items.iter().enumerate().take(ring_items.len() - 1) {
             w = w + n * (k - 1) - (total - n);
@@ -159,42 +174,58 @@ impl HotRing {
             }
         }
         let cost = 1.0 + best_w as f64 / total as f64;
-        ring.cost_x256.store((cost * 256.0) as u32, crate::sync::Ordering::Relaxed);
         let chosen = ring_items[best].0;
-        let head = ring.load_head();
-        if chosen.as_raw() != head.target() && self.try_install_head(ring, head, chosen, guard) {
+        let head = slot.load_head();
+        if chosen.as_raw() != head.target() && self.try_install_head(slot, head, chosen, guard) {
             stripe.head_moves.fetch_add(1, StdOrdering::Relaxed);
         }
         if let (Some(limit), Some(max)) = (self.config.split_cost, self.config.max_ring_len) {
-            if cost > limit && k > (max as u64 / 2).max(2) {
-                self.split(ring, guard);
+            let min_len = (max / 2).max(2) + 1;
+            if cost > limit && k >= min_len as u64 {
+                self.split(slot, min_len, guard);
             }
         }
     }
 
-    /// Moves `ring`'s head from `expected` to `to`. Fails if the head changed or `to`
+    /// Moves `slot`'s head from `expected` to `to`. Fails if the head changed or `to`
     /// is being removed.
-    pub(crate) fn try_install_head(&self, ring: &Ring, expected: Head, to: ItemPtr, guard: &Guard) -> bool {
+    pub(crate) fn try_install_head(
+        &self,
+        slot: SlotRef<'_>,
+        expected: Head,
+        to: ItemPtr,
+        guard: &Guard,
+    ) -> bool {
         if to.is_sentinel() {
-            return ring.cas_head(expected, expected.retarget(to.as_raw())).is_ok();
+            return slot
+                .cas_head(expected, expected.retarget(to.as_raw()))
+                .is_ok();
+        }
+        // Reclamation relies on a head never leaving its slot's range (see the top of
+        // this file); an RCU update charges a predecessor that may lie outside it.
+        if !slot.covers(to.hash()) {
+            return false;
         }
         if !pin(to) {
             return false;
         }
-        let moved = ring.cas_head(expected, expected.retarget(to.as_raw())).is_ok();
-        self.unpin(ring, to, guard);
+        let moved = slot
+            .cas_head(expected, expected.retarget(to.as_raw()))
+            .is_ok();
+        self.unpin(slot, to, guard);
         moved
     }
 
-    /// Releases a pin taken by `pin`; `ring` is the one whose head the pinner may have
+    /// Releases a pin taken by `pin`; `slot` is the one whose head the pinner may have
     /// set to `item`.
-    pub(crate) fn unpin(&self, ring: &Ring, item: ItemPtr, guard: &Guard) {
-        let released = item.update_next(|l| (!l.has(Link::OCCUPIED)).then(|| l.without(Link::PINNED)));
+    pub(crate) fn unpin(&self, slot: SlotRef<'_>, item: ItemPtr, guard: &Guard) {
+        let released =
+            item.update_next(|l| (!l.has(Link::OCCUPIED)).then(|| l.without(Link::PINNED)));
         if released.is_ok() {
             return;
         }
         // Removed while pinned: our head store may have come after its unlinker looked.
-        self.move_head_off(ring, item, false, guard);
+        self.move_head_off(slot, item, false, guard);
         let old = item
             .update_next(|l| Some(l.without(Link::PINNED)))
             .expect("an unconditional update always applies");
@@ -206,8 +237,10 @@ impl HotRing {
 
     /// Called by the one thread whose CAS unlinked the marked `item`.
     pub(crate) fn reclaim_unlinked(&self, item: ItemPtr, guard: &Guard) {
-        let ring = self.ring_for(item.hash(), guard);
-        self.move_head_off(ring, item, true, guard);
+        // A head only ever points into its own slot's range, so this is the one slot of
+        // the current directory that can hold the item.
+        let slot = self.slot_for(item.hash(), guard);
+        self.move_head_off(slot, item, true, guard);
         let old = item
             .update_next(|l| Some(l.with(Link::UNLINKED)))
             .expect("an unconditional update always applies");
@@ -217,25 +250,25 @@ impl HotRing {
         }
     }
 
-    /// Makes sure `ring`'s head no longer points at the removed `item`. With `inherit`,
+    /// Makes sure `slot`'s head no longer points at the removed `item`. With `inherit`,
     /// the head goes to the item's successor, which for an RCU update is the new
     /// version and for a delete the next item (hotspot inheritance, seed 000 section
     /// 3.2.3); otherwise, and whenever that fails, to the ring's rehash item.
-    fn move_head_off(&self, ring: &Ring, item: ItemPtr, inherit: bool, guard: &Guard) {
+    fn move_head_off(&self, slot: SlotRef<'_>, item: ItemPtr, inherit: bool, guard: &Guard) {
         loop {
-            let head = ring.load_head();
+            let head = slot.load_head();
             if head.target() != item.as_raw() {
                 return;
             }
             let successor = self
                 .item(item.load_next().target(), guard)
-                .filter(|s| inherit && !s.is_sentinel() && ring.contains(s.hash()));
+                .filter(|s| inherit && !s.is_sentinel() && slot.covers(s.hash()));
             if let Some(s) = successor {
-                if self.try_install_head(ring, head, s, guard) {
+                if self.try_install_head(slot, head, s, guard) {
                     return;
                 }
             }
-            let _ = ring.cas_head(head, head.retarget(ring.sentinel.as_raw()));
+            let _ = slot.cas_head(head, head.retarget(slot.sentinel().as_raw()));
         }
     }
 
@@ -250,7 +283,8 @@ impl HotRing {
         unsafe {
             guard.defer_unchecked(move || {
                 live.items.fetch_sub(1, StdOrdering::Relaxed);
-                live.bytes.fetch_sub(item.footprint() as isize, StdOrdering::Relaxed);
+                live.bytes
+                    .fetch_sub(item.footprint() as isize, StdOrdering::Relaxed);
                 item.free();
             });
         }
@@ -259,6 +293,8 @@ impl HotRing {
 
 /// Takes the head-move pin on `item` unless it is being removed or already pinned.
 pub(crate) fn pin(item: ItemPtr) -> bool {
-    item.update_next(|l| (!l.has(Link::OCCUPIED) && !l.has(Link::PINNED)).then(|| l.with(Link::PINNED)))
-        .is_ok()
+    item.update_next(|l| {
+        (!l.has(Link::OCCUPIED) && !l.has(Link::PINNED)).then(|| l.with(Link::PINNED))
+    })
+    .is_ok()
 }

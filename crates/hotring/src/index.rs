@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use crossbeam_epoch::{self as epoch, Guard};
 
-use crate::directory::{first_hash, Directory, Ring};
+use crate::directory::{first_hash, Directory, SlotRef};
 use crate::hash::hash64;
 use crate::item::ItemPtr;
 use crate::link::{Head, Link};
@@ -88,7 +88,8 @@ impl Live {
         if !item.is_sentinel() {
             self.items.fetch_add(sign, StdOrdering::Relaxed);
         }
-        self.bytes.fetch_add(sign * item.footprint() as isize, StdOrdering::Relaxed);
+        self.bytes
+            .fetch_add(sign * item.footprint() as isize, StdOrdering::Relaxed);
     }
 }
 
@@ -148,9 +149,19 @@ impl HotRing {
     }
 
     pub fn with_config(config: Config) -> HotRing {
-        assert!(config.initial_depth <= 24, "initial_depth {} is above 24", config.initial_depth);
-        assert!(config.sample_period >= 1, "sample_period must be at least 1");
-        let live = Arc::new(Live { items: AtomicIsize::new(0), bytes: AtomicIsize::new(0) });
+        assert!(
+            config.initial_depth <= 24,
+            "initial_depth {} is above 24",
+            config.initial_depth
+        );
+        assert!(
+            config.sample_period >= 1,
+            "sample_period must be at least 1"
+        );
+        let live = Arc::new(Live {
+            items: AtomicIsize::new(0),
+            bytes: AtomicIsize::new(0),
+        });
         let depth = config.initial_depth;
         let n = 1usize << depth;
         // Rehash items for every initial ring, linked in order, built back to front.
@@ -164,10 +175,7 @@ impl HotRing {
         }
         sentinels.reverse();
         let root = sentinels[0];
-        let dir = Directory::new(depth, |i| {
-            let s = sentinels[i];
-            Box::into_raw(Box::new(Ring::new(s, i as u64, depth, s.as_raw(), 0)))
-        });
+        let dir = Directory::new(depth, |i| (sentinels[i], depth, sentinels[i].as_raw(), 0));
         HotRing {
             dir: AtomicPtr::new(Box::into_raw(Box::new(dir))),
             root,
@@ -190,11 +198,14 @@ impl HotRing {
         unsafe { &*self.dir.load(Ordering::Acquire) }
     }
 
+    /// The directory slot for `hash`.
     #[inline]
-    pub(crate) fn ring_for<'g>(&self, hash: u64, guard: &'g Guard) -> &'g Ring {
-        // SAFETY: slots always hold a valid descriptor; replaced descriptors are retired
-        // through the epoch collector (see `split.rs`).
-        unsafe { &*self.directory(guard).ring_ptr(hash) }
+    pub(crate) fn slot_for<'g>(&self, hash: u64, guard: &'g Guard) -> SlotRef<'g> {
+        let dir = self.directory(guard);
+        SlotRef {
+            dir,
+            index: dir.index_of(hash),
+        }
     }
 
     /// An item pointer read from the index under `_guard`.
@@ -219,10 +230,10 @@ impl HotRing {
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         let hash = hash64(key);
         let guard = epoch::pin();
-        let ring = self.ring_for(hash, &guard);
-        let head = ring.load_head();
-        let (found, visits, hot) = self.search(ring, head, hash, key, &guard);
-        self.after_access(ring, head, found, hot, visits, &guard);
+        let slot = self.slot_for(hash, &guard);
+        let head = slot.load_head();
+        let (found, visits, hot) = self.search(slot, head, hash, key, &guard);
+        self.after_access(slot, head, found, hot, visits, &guard);
         found.map(|item| item.with_value(f))
     }
 
@@ -239,20 +250,22 @@ impl HotRing {
     /// visited, and whether the head item itself was the answer.
     fn search(
         &self,
-        ring: &Ring,
+        slot: SlotRef<'_>,
         head: Head,
         hash: u64,
         key: &[u8],
         guard: &Guard,
     ) -> (Option<ItemPtr>, u32, bool) {
-        let first = self.item(head.target(), guard).expect("a ring head is never null");
+        let first = self
+            .item(head.target(), guard)
+            .expect("a ring head is never null");
         let mut visits = 1;
         // The head may only start the walk if it is still in the list (unmarked) and not
         // past the key; otherwise start at the ring's rehash item, which always is.
         let mut cur = first;
         let mut order = first.cmp_to(hash, Some(key));
         if order == CmpOrdering::Greater || first.load_next().has(Link::OCCUPIED) {
-            cur = ring.sentinel;
+            cur = slot.sentinel();
             visits += 1;
             order = cur.cmp_to(hash, Some(key));
         }
@@ -277,12 +290,20 @@ impl HotRing {
     }
 
     /// Finds where `(hash, key)` belongs, unlinking removed items on the way.
-    pub(crate) fn find(&self, ring: &Ring, hash: u64, key: Option<&[u8]>, guard: &Guard) -> Position {
+    pub(crate) fn find(
+        &self,
+        slot: SlotRef<'_>,
+        hash: u64,
+        key: Option<&[u8]>,
+        guard: &Guard,
+    ) -> Position {
         'restart: loop {
-            let head = self.item(ring.load_head().target(), guard).expect("a ring head is never null");
-            let mut pred = ring.sentinel;
+            let head = self
+                .item(slot.load_head().target(), guard)
+                .expect("a ring head is never null");
+            let mut pred = slot.sentinel();
             let mut pred_link = pred.load_next();
-            if head != ring.sentinel && head.cmp_to(hash, key) == CmpOrdering::Less {
+            if head != pred && head.cmp_to(hash, key) == CmpOrdering::Less {
                 let l = head.load_next();
                 if !l.has(Link::OCCUPIED) {
                     (pred, pred_link) = (head, l);
@@ -291,7 +312,12 @@ impl HotRing {
             let mut visits = 1;
             loop {
                 let Some(cur) = self.item(pred_link.target(), guard) else {
-                    return Position { pred, pred_link, cur: None, visits };
+                    return Position {
+                        pred,
+                        pred_link,
+                        cur: None,
+                        visits,
+                    };
                 };
                 let cur_link = cur.load_next();
                 if cur_link.has(Link::OCCUPIED) {
@@ -320,7 +346,12 @@ impl HotRing {
                 if cur.cmp_to(hash, key) == CmpOrdering::Less {
                     (pred, pred_link) = (cur, cur_link);
                 } else {
-                    return Position { pred, pred_link, cur: Some((cur, cur_link)), visits };
+                    return Position {
+                        pred,
+                        pred_link,
+                        cur: Some((cur, cur_link)),
+                        visits,
+                    };
                 }
             }
         }
@@ -347,9 +378,9 @@ impl HotRing {
         // Allocated once and reused across retries; owned by us until a CAS publishes it.
         let mut fresh: Option<ItemPtr> = None;
         let outcome = loop {
-            let ring = self.ring_for(hash, &guard);
-            let head = ring.load_head();
-            let pos = self.find(ring, hash, Some(key), &guard);
+            let slot = self.slot_for(hash, &guard);
+            let head = slot.load_head();
+            let pos = self.find(slot, hash, Some(key), &guard);
             match pos.cur {
                 Some((cur, cur_link)) if cur.cmp_to(hash, Some(key)) == CmpOrdering::Equal => {
                     if mode == WriteMode::Insert {
@@ -358,7 +389,7 @@ impl HotRing {
                     if cur.is_inline() && cur.value_len() == value.len() {
                         if cur.write_in_place(value) {
                             let hot = head.target() == cur.as_raw();
-                            self.after_access(ring, head, Some(cur), hot, pos.visits, &guard);
+                            self.after_access(slot, head, Some(cur), hot, pos.visits, &guard);
                             break Written::Updated;
                         }
                         continue;
@@ -369,7 +400,7 @@ impl HotRing {
                         // An RCU update is an access to the predecessor, whose `next` it
                         // rewrites: that is what makes a write-hot item's predecessor the head.
                         let hot = head.target() == pos.pred.as_raw();
-                        self.after_access(ring, head, Some(pos.pred), hot, pos.visits, &guard);
+                        self.after_access(slot, head, Some(pos.pred), hot, pos.visits, &guard);
                         break Written::Updated;
                     }
                 }
@@ -384,14 +415,25 @@ impl HotRing {
                     if pos
                         .pred
                         .next()
-                        .compare_exchange(pos.pred_link.0, linked.0, Ordering::AcqRel, Ordering::Acquire)
+                        .compare_exchange(
+                            pos.pred_link.0,
+                            linked.0,
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        )
                         .is_ok()
                     {
                         fresh = None;
                         self.counters.mine().len.fetch_add(1, StdOrdering::Relaxed);
-                        let items = ring.items.fetch_add(1, Ordering::Relaxed) + 1;
-                        if self.config.max_ring_len.is_some_and(|max| items > max) {
-                            self.split(ring, &guard);
+                        let items = slot.count_insert();
+                        // Slots share their ring evenly on average: estimate its length.
+                        let ring_len = (items as u64) << (slot.dir.depth - slot.ring_depth());
+                        if let Some(max) = self
+                            .config
+                            .max_ring_len
+                            .filter(|max| ring_len > *max as u64)
+                        {
+                            self.split(slot, max + 1, &guard);
                         }
                         break Written::Inserted;
                     }
@@ -414,15 +456,26 @@ impl HotRing {
 
     /// RCU: replaces `cur` (whose `next` was `cur_link`) by `new`. Returns false if
     /// `cur` changed first; the caller finds again.
-    fn replace(&self, pos: &Position, cur: ItemPtr, cur_link: Link, new: ItemPtr, guard: &Guard) -> bool {
+    fn replace(
+        &self,
+        pos: &Position,
+        cur: ItemPtr,
+        cur_link: Link,
+        new: ItemPtr,
+        guard: &Guard,
+    ) -> bool {
         debug_assert!(!cur_link.has(Link::OCCUPIED));
         if cur_link.has(Link::WRITING) {
             crate::sync::spin();
             return false;
         }
-        new.next().store(Link::to(cur_link.target(), 0).0, Ordering::Relaxed);
+        new.next()
+            .store(Link::to(cur_link.target(), 0).0, Ordering::Relaxed);
         // Keep a head-move pin: its owner still has to release it (see `head.rs`).
-        let marked = Link::to(new.as_raw(), Link::OCCUPIED | (cur_link.bits() & Link::PINNED));
+        let marked = Link::to(
+            new.as_raw(),
+            Link::OCCUPIED | (cur_link.bits() & Link::PINNED),
+        );
         if cur
             .next()
             .compare_exchange(cur_link.0, marked.0, Ordering::AcqRel, Ordering::Acquire)
@@ -440,14 +493,19 @@ impl HotRing {
         if pos
             .pred
             .next()
-            .compare_exchange(pos.pred_link.0, unlinked.0, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(
+                pos.pred_link.0,
+                unlinked.0,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
             .is_ok()
         {
             self.reclaim_unlinked(cur, guard);
         } else {
-            let ring = self.ring_for(cur.hash(), guard);
+            let slot = self.slot_for(cur.hash(), guard);
             let key = cur.key().to_vec();
-            self.find(ring, cur.hash(), Some(&key), guard);
+            self.find(slot, cur.hash(), Some(&key), guard);
         }
     }
 
@@ -461,9 +519,11 @@ impl HotRing {
         let hash = hash64(key);
         let guard = epoch::pin();
         loop {
-            let ring = self.ring_for(hash, &guard);
-            let pos = self.find(ring, hash, Some(key), &guard);
-            let Some((cur, _)) = pos.cur.filter(|(c, _)| c.cmp_to(hash, Some(key)) == CmpOrdering::Equal)
+            let slot = self.slot_for(hash, &guard);
+            let pos = self.find(slot, hash, Some(key), &guard);
+            let Some((cur, _)) = pos
+                .cur
+                .filter(|(c, _)| c.cmp_to(hash, Some(key)) == CmpOrdering::Equal)
             else {
                 return false;
             };
@@ -477,8 +537,11 @@ impl HotRing {
                     cur.end_write();
                     return false;
                 }
-                let marked = cur.update_next(|l| Some(l.without(Link::WRITING).with(Link::OCCUPIED)));
-                marked.ok().map(|l| l.without(Link::WRITING).with(Link::OCCUPIED))
+                let marked =
+                    cur.update_next(|l| Some(l.without(Link::WRITING).with(Link::OCCUPIED)));
+                marked
+                    .ok()
+                    .map(|l| l.without(Link::WRITING).with(Link::OCCUPIED))
             } else {
                 if !cur.with_value(&pred) {
                     return false;
@@ -487,7 +550,7 @@ impl HotRing {
             };
             let Some(frozen) = checked else { continue };
             self.counters.mine().len.fetch_sub(1, StdOrdering::Relaxed);
-            ring.items.fetch_sub(1, Ordering::Relaxed);
+            slot.count_remove();
             self.unlink(&pos, cur, frozen.target(), &guard);
             return true;
         }
@@ -498,10 +561,11 @@ impl HotRing {
         let hash = hash64(key);
         let guard = epoch::pin();
         loop {
-            let ring = self.ring_for(hash, &guard);
-            let pos = self.find(ring, hash, Some(key), &guard);
-            let Some((cur, cur_link)) =
-                pos.cur.filter(|(c, _)| c.cmp_to(hash, Some(key)) == CmpOrdering::Equal)
+            let slot = self.slot_for(hash, &guard);
+            let pos = self.find(slot, hash, Some(key), &guard);
+            let Some((cur, cur_link)) = pos
+                .cur
+                .filter(|(c, _)| c.cmp_to(hash, Some(key)) == CmpOrdering::Equal)
             else {
                 return false;
             };
@@ -528,7 +592,9 @@ impl HotRing {
                 return false;
             }
             if new.len() == cur.value_len() {
-                cur.header().value_word.store(crate::item::pack_inline(new), Ordering::Release);
+                cur.header()
+                    .value_word
+                    .store(crate::item::pack_inline(new), Ordering::Release);
                 cur.end_write();
                 return true;
             }
@@ -536,8 +602,13 @@ impl HotRing {
             // in-place write can slip between the comparison and the replacement.
             let fresh = self.alloc(hash, key, new);
             let old = cur.update_next(|l| {
-                fresh.next().store(Link::to(l.target(), 0).0, Ordering::Relaxed);
-                Some(Link::to(fresh.as_raw(), Link::OCCUPIED | (l.bits() & Link::PINNED)))
+                fresh
+                    .next()
+                    .store(Link::to(l.target(), 0).0, Ordering::Relaxed);
+                Some(Link::to(
+                    fresh.as_raw(),
+                    Link::OCCUPIED | (l.bits() & Link::PINNED),
+                ))
             });
             debug_assert!(old.is_ok());
             self.unlink(&pos, cur, fresh.as_raw(), &guard);
@@ -566,13 +637,17 @@ impl HotRing {
             cur = self.item(item.load_next().target(), &guard);
         }
         *lengths.entry(run).or_default() += 1;
-        let bytes = self.live.bytes.load(StdOrdering::Relaxed).max(0) as usize
-            + dir.bytes()
-            + rings * std::mem::size_of::<Ring>();
+        let bytes = self.live.bytes.load(StdOrdering::Relaxed).max(0) as usize + dir.bytes();
         let len = self.len();
         let c = &self.counters;
         let accesses = c.sum(|s| s.accesses.load(StdOrdering::Relaxed));
-        let ratio = |n: u64| if accesses == 0 { 0.0 } else { n as f64 / accesses as f64 };
+        let ratio = |n: u64| {
+            if accesses == 0 {
+                0.0
+            } else {
+                n as f64 / accesses as f64
+            }
+        };
         Stats {
             len,
             rings,
@@ -584,7 +659,11 @@ impl HotRing {
             splits: self.splits.load(StdOrdering::Relaxed),
             ring_lengths: lengths.into_iter().collect(),
             bytes,
-            bytes_per_key: if len == 0 { 0.0 } else { bytes as f64 / len as f64 },
+            bytes_per_key: if len == 0 {
+                0.0
+            } else {
+                bytes as f64 / len as f64
+            },
             live_items: self.live.items.load(StdOrdering::Relaxed).max(0) as usize,
         }
     }
@@ -619,11 +698,6 @@ impl Drop for HotRing {
         // root and the directory belongs to us alone. Unlinked items are not reachable;
         // they were retired to the collector, which frees them on its own.
         unsafe {
-            let mut rings: Vec<*mut Ring> = (*dir).slots.iter().map(|s| s.load(Ordering::Relaxed)).collect();
-            rings.dedup();
-            for r in rings {
-                drop(Box::from_raw(r));
-            }
             drop(Box::from_raw(dir));
             let mut cur = Some(self.root);
             while let Some(item) = cur {

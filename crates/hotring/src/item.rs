@@ -30,7 +30,12 @@ const HEADER: usize = std::mem::size_of::<Item>();
 pub(crate) struct ItemPtr(NonNull<Item>);
 
 fn layout(key_len: usize, value_len: usize) -> Layout {
-    let trailing = key_len + if value_len > INLINE_VALUE_MAX { value_len } else { 0 };
+    let trailing = key_len
+        + if value_len > INLINE_VALUE_MAX {
+            value_len
+        } else {
+            0
+        };
     Layout::from_size_align(HEADER + trailing, std::mem::align_of::<Item>())
         .expect("item layout overflows isize")
 }
@@ -50,12 +55,18 @@ impl ItemPtr {
         let layout = layout(key.len(), value.len());
         // SAFETY: the layout has non-zero size (the header alone is 32 bytes).
         let raw = unsafe { alloc::alloc(layout) } as *mut Item;
-        let Some(ptr) = NonNull::new(raw) else { alloc::handle_alloc_error(layout) };
+        let Some(ptr) = NonNull::new(raw) else {
+            alloc::handle_alloc_error(layout)
+        };
         assert!(
             raw.addr() >> ADDRESS_BITS == 0,
             "allocator returned an address above 2^48; the packed pointers cannot hold it"
         );
-        let inline = if value.len() <= INLINE_VALUE_MAX { pack_inline(value) } else { 0 };
+        let inline = if value.len() <= INLINE_VALUE_MAX {
+            pack_inline(value)
+        } else {
+            0
+        };
         // SAFETY: `raw` is a fresh allocation of `layout`, which holds the header followed
         // by `key.len()` bytes and, for long values, `value.len()` bytes. Nothing else can
         // see it yet, so plain writes are race-free.
@@ -125,7 +136,7 @@ impl ItemPtr {
 
     /// The `next` word, borrowed for as long as the epoch guard that protects the item.
     #[inline]
-    pub(crate) fn next_in<'g>(self, _guard: &'g crossbeam_epoch::Guard) -> &'g AtomicPtr<Item> {
+    pub(crate) fn next_in(self, _guard: &crossbeam_epoch::Guard) -> &AtomicPtr<Item> {
         // SAFETY: the item was read under `_guard` (or is owned by the caller), so it is
         // not freed before the guard unpins.
         unsafe { &(*self.0.as_ptr()).next }
@@ -170,7 +181,11 @@ impl ItemPtr {
     pub(crate) fn with_value<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         let len = self.value_len();
         if len <= INLINE_VALUE_MAX {
-            let bytes = self.header().value_word.load(Ordering::Acquire).to_le_bytes();
+            let bytes = self
+                .header()
+                .value_word
+                .load(Ordering::Acquire)
+                .to_le_bytes();
             f(&bytes[..len])
         } else {
             let key_len = self.header().key_len as usize;
@@ -204,11 +219,19 @@ impl ItemPtr {
     /// Atomically replaces the `next` word with `f(current)` until it sticks or `f`
     /// declines; returns the word that was replaced, or the one `f` declined.
     #[inline]
-    pub(crate) fn update_next(&self, mut f: impl FnMut(Link) -> Option<Link>) -> Result<Link, Link> {
+    pub(crate) fn update_next(
+        &self,
+        mut f: impl FnMut(Link) -> Option<Link>,
+    ) -> Result<Link, Link> {
         let mut cur = self.load_next();
         loop {
             let Some(new) = f(cur) else { return Err(cur) };
-            match self.next().compare_exchange_weak(cur.0, new.0, Ordering::AcqRel, Ordering::Acquire) {
+            match self.next().compare_exchange_weak(
+                cur.0,
+                new.0,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => return Ok(cur),
                 Err(actual) => cur = Link(actual),
             }
@@ -230,7 +253,12 @@ impl ItemPtr {
             }
             if self
                 .next()
-                .compare_exchange_weak(l.0, l.with(Link::WRITING).0, Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange_weak(
+                    l.0,
+                    l.with(Link::WRITING).0,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
                 .is_ok()
             {
                 return true;
@@ -250,7 +278,9 @@ impl ItemPtr {
         if !self.begin_write() {
             return false;
         }
-        self.header().value_word.store(pack_inline(value), Ordering::Release);
+        self.header()
+            .value_word
+            .store(pack_inline(value), Ordering::Release);
         self.end_write();
         true
     }

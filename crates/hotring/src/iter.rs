@@ -29,7 +29,12 @@ impl HotRing {
     /// Iterates over the entries. Keys present for the whole iteration are returned
     /// exactly once; keys inserted or removed meanwhile may or may not be.
     pub fn iter(&self) -> Iter<'_> {
-        Iter { index: self, last: None, batch: VecDeque::new(), done: false }
+        Iter {
+            index: self,
+            last: None,
+            batch: VecDeque::new(),
+            done: false,
+        }
     }
 }
 
@@ -39,7 +44,7 @@ impl Iter<'_> {
         let index = self.index;
         let start = match &self.last {
             None => index.root,
-            Some((hash, _)) => index.ring_for(*hash, &guard).sentinel,
+            Some((hash, _)) => index.slot_for(*hash, &guard).sentinel(),
         };
         let mut cur = Some(start);
         while let Some(item) = cur {

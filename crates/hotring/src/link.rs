@@ -71,7 +71,10 @@ impl Link {
     #[inline]
     pub(crate) fn with_counter(self, n: u16) -> Link {
         let n = n.min(Self::COUNTER_MAX) as usize;
-        Link(self.0.map_addr(|a| (a & !Self::COUNTER_MASK) | (n << Self::COUNTER_SHIFT)))
+        Link(
+            self.0
+                .map_addr(|a| (a & !Self::COUNTER_MASK) | (n << Self::COUNTER_SHIFT)),
+        )
     }
 }
 
@@ -108,7 +111,10 @@ impl Head {
     pub(crate) fn with_sampling(self, active: bool, total: u16) -> Head {
         let total = total.min(Self::TOTAL_MAX) as usize;
         let flag = if active { Self::ACTIVE } else { 0 };
-        Head(self.0.map_addr(|a| (a & ADDRESS_MASK) | flag | (total << Self::TOTAL_SHIFT)))
+        Head(
+            self.0
+                .map_addr(|a| (a & ADDRESS_MASK) | flag | (total << Self::TOTAL_SHIFT)),
+        )
     }
     /// Same sampling state; new address.
     #[inline]
@@ -144,17 +150,26 @@ mod tests {
         let r = l.retarget(b);
         assert_eq!((r.target(), r.counter()), (b, 3));
         assert!(r.has(Link::REHASH) && r.has(Link::WRITING));
-        assert_eq!(Link::to(a, 0).with_counter(u16::MAX).counter(), Link::COUNTER_MAX);
+        assert_eq!(
+            Link::to(a, 0).with_counter(u16::MAX).counter(),
+            Link::COUNTER_MAX
+        );
     }
 
     #[test]
     fn head_fields_do_not_overlap() {
         let a = fake(0x7fff_ffff_fff8);
         let h = Head::to(a).with_sampling(true, Head::TOTAL_MAX);
-        assert_eq!((h.target(), h.active(), h.total()), (a, true, Head::TOTAL_MAX));
+        assert_eq!(
+            (h.target(), h.active(), h.total()),
+            (a, true, Head::TOTAL_MAX)
+        );
         let b = fake(0x40);
         let h2 = h.retarget(b);
-        assert_eq!((h2.target(), h2.active(), h2.total()), (b, true, Head::TOTAL_MAX));
+        assert_eq!(
+            (h2.target(), h2.active(), h2.total()),
+            (b, true, Head::TOTAL_MAX)
+        );
         let h3 = h2.with_sampling(false, 7);
         assert_eq!((h3.target(), h3.active(), h3.total()), (b, false, 7));
     }

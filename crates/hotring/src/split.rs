@@ -3,131 +3,152 @@
 //! Seed 000's rehash has three phases: initialise (rehash items for the two halves),
 //! split (insert them, publish the new table), delete (after a grace period, remove the
 //! rehash items). Here the items of all rings form one sorted list, so the half-rings
-//! are already contiguous runs of it and the rehash item that begins the upper half is
-//! the boundary itself: it stays, as that ring's permanent start, and the delete phase
-//! reduces to retiring the old ring descriptor after the grace period. Readers never
-//! wait: a thread still holding the old descriptor walks the same list and finds every
-//! key, just possibly from a farther start.
+//! are already contiguous runs of it, and the rehash item that begins the upper half is
+//! the boundary itself: it stays, as that ring's permanent start, and what the grace
+//! period protects is the replaced directory after a doubling. Readers never wait: a
+//! thread that still starts from the old rehash item walks the same list and finds
+//! every key. Heads live in the slots, inside their slot's range, so a split leaves
+//! every head where it is (seed 000 loses its hotspots for a while at a rehash).
 
 use crossbeam_epoch::Guard;
 
-use crate::directory::{first_hash, Directory, Ring, MAX_DEPTH};
+use crate::directory::{first_hash, prefix_of, Directory, SlotRef, MAX_DEPTH};
 use crate::head::pin;
 use crate::index::HotRing;
 use crate::item::ItemPtr;
-use crate::link::Link;
+use crate::link::{Head, Link};
 use crate::sync::Ordering;
 
 impl HotRing {
-    /// Splits `ring` in two if it is still current and no other split is running.
-    pub(crate) fn split(&self, ring: &Ring, guard: &Guard) {
-        let Ok(_one_splitter) = self.split_lock.try_lock() else { return };
+    /// Splits the ring of `slot` in two if it still holds at least `min_len` items and
+    /// no other split is running.
+    pub(crate) fn split(&self, slot: SlotRef<'_>, min_len: u32, guard: &Guard) {
+        let Ok(_one_splitter) = self.split_lock.try_lock() else {
+            return;
+        };
         let mut dir = self.directory(guard);
-        if !std::ptr::eq(dir.ring_ptr(ring.sentinel.hash()), ring) || ring.depth >= MAX_DEPTH {
+        if !std::ptr::eq(dir, slot.dir) {
+            return; // a doubling replaced the directory; the caller's view is stale
+        }
+        let sentinel = slot.sentinel();
+        let depth = slot.ring_depth();
+        if depth >= MAX_DEPTH || self.ring_len(sentinel, guard) < min_len {
             return;
         }
-        if ring.depth == dir.depth {
+        if depth == dir.depth {
             dir = self.double_directory(dir, guard);
         }
-        let depth = ring.depth + 1;
-        let (low, high) = (ring.prefix << 1, (ring.prefix << 1) | 1);
-        let boundary_hash = first_hash(high, depth);
-
-        // Split phase, part one: link the upper half's rehash item into the list.
+        let ring = prefix_of(sentinel.hash(), depth);
+        let boundary_hash = first_hash(ring * 2 + 1, depth + 1);
         let boundary = ItemPtr::alloc_sentinel(boundary_hash, std::ptr::null_mut());
         self.live.add(boundary, 1);
+        let lower = SlotRef {
+            dir,
+            index: dir.index_of(sentinel.hash()),
+        };
         loop {
-            let pos = self.find(ring, boundary_hash, None, guard);
+            let pos = self.find(lower, boundary_hash, None, guard);
             let succ = pos.cur.map_or(std::ptr::null_mut(), |(c, _)| c.as_raw());
-            boundary.next().store(Link::to(succ, Link::REHASH).0, Ordering::Relaxed);
+            boundary
+                .next()
+                .store(Link::to(succ, Link::REHASH).0, Ordering::Relaxed);
             let linked = pos.pred_link.retarget(boundary.as_raw());
             if pos
                 .pred
                 .next()
-                .compare_exchange(pos.pred_link.0, linked.0, Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange(
+                    pos.pred_link.0,
+                    linked.0,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
                 .is_ok()
             {
                 break;
             }
         }
+        let slots = dir.slots_of(ring, depth);
+        let mid = slots.start + slots.len() / 2;
+        for i in slots {
+            let s = &dir.slots[i];
+            if i >= mid {
+                s.set_sentinel(boundary);
+                // A head parked on the old rehash item would make every lookup walk the
+                // lower half first.
+                let head = s.load_head();
+                if head.target() == sentinel.as_raw() {
+                    let _ = s.cas_head(head, head.retarget(boundary.as_raw()));
+                }
+            }
+            s.ring_depth.store(depth + 1, Ordering::Release);
+        }
+        self.splits
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
 
-        // Count the halves and pick each one's head from the sampled counters, so the
-        // new rings start hotspot-aware instead of relearning (seed 000 loses this for a
-        // while after a rehash).
-        let old_head = ring.load_head().target();
-        let mut halves = [Half::new(ring.sentinel), Half::new(boundary)];
-        let mut cur = self.item(ring.sentinel.load_next().target(), guard);
+    /// Items in the ring starting at `sentinel`, counted exactly (slots only estimate it).
+    fn ring_len(&self, sentinel: ItemPtr, guard: &Guard) -> u32 {
+        let mut n = 0u32;
+        let mut cur = self.item(sentinel.load_next().target(), guard);
         while let Some(item) = cur {
-            if item.is_sentinel() && item != boundary {
+            let link = item.load_next();
+            if item.is_sentinel() {
                 break;
             }
-            let link = item.load_next();
-            if !item.is_sentinel() && !link.has(Link::OCCUPIED) {
-                let half = &mut halves[usize::from(item.hash() >= boundary_hash)];
-                half.items += 1;
-                if item.as_raw() == old_head {
-                    half.keep = Some(item);
-                }
-                if link.counter() > half.best_count {
-                    (half.best, half.best_count) = (Some(item), link.counter());
-                }
-            }
+            n += u32::from(!link.has(Link::OCCUPIED));
             cur = self.item(link.target(), guard);
         }
-
-        let mut new_rings = [std::ptr::null_mut::<Ring>(); 2];
-        let mut pinned = [None, None];
-        for (i, half) in halves.iter().enumerate() {
-            // Hold the pin on each chosen head until the rings are published: see `head.rs`.
-            let head = [half.keep, half.best].into_iter().flatten().find(|h| pin(*h));
-            pinned[i] = head;
-            let start = head.map_or(half.sentinel.as_raw(), |h| h.as_raw());
-            let prefix = if i == 0 { low } else { high };
-            new_rings[i] = Box::into_raw(Box::new(Ring::new(half.sentinel, prefix, depth, start, half.items)));
-        }
-        let slots = dir.slots_of(ring.prefix, ring.depth);
-        let mid = slots.start + slots.len() / 2;
-        for s in slots {
-            dir.slots[s].store(new_rings[usize::from(s >= mid)], Ordering::Release);
-        }
-        for (i, head) in pinned.into_iter().enumerate() {
-            if let Some(h) = head {
-                // SAFETY: just published; descriptors are freed only via the collector.
-                self.unpin(unsafe { &*new_rings[i] }, h, guard);
-            }
-        }
-        let old = ring as *const Ring as *mut Ring;
-        // SAFETY: the old descriptor is no longer in the directory; threads that loaded it
-        // are pinned, and the collector frees it after they unpin.
-        unsafe { guard.defer_unchecked(move || drop(Box::from_raw(old))) };
-        self.splits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        n
     }
 
-    /// Doubles the directory: slot `j` of the new one is slot `j / 2` of the old.
+    /// Doubles the directory: slots `2j` and `2j + 1` of the new one take slot `j`'s
+    /// ring, and its head goes to whichever of the two covers it.
     fn double_directory<'g>(&self, old: &'g Directory, guard: &'g Guard) -> &'g Directory {
-        let doubled =
-            Directory::new(old.depth + 1, |j| old.slots[j >> 1].load(Ordering::Acquire));
-        let new = Box::into_raw(Box::new(doubled));
+        // Heads copied into the new directory stay pinned until it is published: a head
+        // item removed meanwhile is then taken out of the new slot by `unpin`.
+        let pinned: Vec<Option<ItemPtr>> = old
+            .slots
+            .iter()
+            .map(|s| {
+                self.item(s.load_head().target(), guard)
+                    .filter(|h| !h.is_sentinel() && pin(*h))
+            })
+            .collect();
+        let new = Directory::new(old.depth + 1, |j| {
+            let parent = &old.slots[j >> 1];
+            let sentinel = parent.sentinel();
+            let head = match pinned[j >> 1] {
+                Some(h) if prefix_of(h.hash(), old.depth + 1) == j as u64 => h.as_raw(),
+                // The other half starts from the ring's rehash item until sampling moves it.
+                _ => {
+                    let h = parent.load_head().target();
+                    // SAFETY: read under `guard`; only rehash items are kept unpinned.
+                    let keep = unsafe { ItemPtr::from_raw(h) }.is_some_and(|h| h.is_sentinel());
+                    if keep {
+                        h
+                    } else {
+                        sentinel.as_raw()
+                    }
+                }
+            };
+            let items = parent.items.load(Ordering::Relaxed) / 2;
+            (sentinel, parent.ring_depth(), Head::to(head).0, items)
+        });
+        let new = Box::into_raw(Box::new(new));
         let old_ptr = self.dir.swap(new, Ordering::AcqRel);
-        // SAFETY: unpublished by the swap; the collector frees it after current readers.
-        unsafe { guard.defer_unchecked(move || drop(Box::from_raw(old_ptr))) };
         // SAFETY: just published by us; it is retired only by a later doubling, through
         // the collector, which cannot free it while `guard` is pinned.
-        unsafe { &*new }
-    }
-}
-
-struct Half {
-    sentinel: ItemPtr,
-    items: u32,
-    /// The old ring's head, if it lies in this half.
-    keep: Option<ItemPtr>,
-    best: Option<ItemPtr>,
-    best_count: u16,
-}
-
-impl Half {
-    fn new(sentinel: ItemPtr) -> Half {
-        Half { sentinel, items: 0, keep: None, best: None, best_count: 0 }
+        let published: &'g Directory = unsafe { &*new };
+        for h in pinned.into_iter().flatten() {
+            let slot = SlotRef {
+                dir: published,
+                index: published.index_of(h.hash()),
+            };
+            self.unpin(slot, h, guard);
+        }
+        // SAFETY: unpublished by the swap; threads that loaded it are pinned, and the
+        // collector frees it after they unpin.
+        unsafe { guard.defer_unchecked(move || drop(Box::from_raw(old_ptr))) };
+        published
     }
 }

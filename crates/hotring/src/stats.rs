@@ -30,7 +30,11 @@ static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
 
 impl Counters {
     pub(crate) fn new() -> Counters {
-        Counters { stripes: (0..STRIPES).map(|_| CachePadded::new(Stripe::default())).collect() }
+        Counters {
+            stripes: (0..STRIPES)
+                .map(|_| CachePadded::new(Stripe::default()))
+                .collect(),
+        }
     }
 
     /// This thread's stripe.
@@ -50,7 +54,11 @@ impl Counters {
     }
 
     pub(crate) fn len(&self) -> usize {
-        let n: i64 = self.stripes.iter().map(|s| s.len.load(Ordering::Relaxed)).sum();
+        let n: i64 = self
+            .stripes
+            .iter()
+            .map(|s| s.len.load(Ordering::Relaxed))
+            .sum();
         n.max(0) as usize
     }
 

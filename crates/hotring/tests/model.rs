@@ -56,13 +56,15 @@ fn config() -> impl Strategy<Value = Config> {
         prop_oneof![Just(None), (1u32..6).prop_map(Some)],
         1u32..6,
     )
-        .prop_map(|(strategy, initial_depth, max_ring_len, sample_period)| Config {
-            strategy,
-            initial_depth,
-            max_ring_len,
-            split_cost: Some(1.2),
-            sample_period,
-        })
+        .prop_map(
+            |(strategy, initial_depth, max_ring_len, sample_period)| Config {
+                strategy,
+                initial_depth,
+                max_ring_len,
+                split_cost: Some(1.2),
+                sample_period,
+            },
+        )
 }
 
 fn check(index: &HotRing, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
@@ -83,7 +85,9 @@ fn run(config: Config, ops: Vec<Op>) {
                 assert_eq!(index.insert(&key(k), &v), fresh);
                 model.entry(key(k)).or_insert(v);
             }
-            Op::Upsert(k, v) => assert_eq!(index.upsert(&key(k), &v), model.insert(key(k), v).is_none()),
+            Op::Upsert(k, v) => {
+                assert_eq!(index.upsert(&key(k), &v), model.insert(key(k), v).is_none())
+            }
             Op::Update(k, v) => {
                 let present = model.contains_key(&key(k));
                 assert_eq!(index.update(&key(k), &v), present);
@@ -112,8 +116,16 @@ fn run(config: Config, ops: Vec<Op>) {
     let stats = index.stats();
     assert_eq!(stats.len, model.len());
     let ring_items: usize = stats.ring_lengths.iter().map(|(len, n)| len * n).sum();
-    assert_eq!(ring_items, model.len(), "ring lengths {:?}", stats.ring_lengths);
-    assert_eq!(stats.rings, stats.ring_lengths.iter().map(|(_, n)| n).sum::<usize>());
+    assert_eq!(
+        ring_items,
+        model.len(),
+        "ring lengths {:?}",
+        stats.ring_lengths
+    );
+    assert_eq!(
+        stats.rings,
+        stats.ring_lengths.iter().map(|(_, n)| n).sum::<usize>()
+    );
 }
 
 proptest! {
@@ -129,7 +141,11 @@ proptest! {
 
 #[test]
 fn grows_through_many_splits() {
-    let index = HotRing::with_config(Config { initial_depth: 0, max_ring_len: Some(4), ..Config::default() });
+    let index = HotRing::with_config(Config {
+        initial_depth: 0,
+        max_ring_len: Some(4),
+        ..Config::default()
+    });
     let mut model = BTreeMap::new();
     for i in 0u32..20_000 {
         let k = i.wrapping_mul(2_654_435_761).to_be_bytes().to_vec();
@@ -138,7 +154,11 @@ fn grows_through_many_splits() {
     }
     let stats = index.stats();
     assert!(stats.splits > 2000, "only {} splits", stats.splits);
-    assert!(stats.ring_lengths.iter().all(|(len, _)| *len <= 8), "{:?}", stats.ring_lengths);
+    assert!(
+        stats.ring_lengths.iter().all(|(len, _)| *len <= 8),
+        "{:?}",
+        stats.ring_lengths
+    );
     check(&index, &model);
     for (k, v) in &model {
         assert_eq!(index.get(k).as_ref(), Some(v));
@@ -154,7 +174,11 @@ fn sampling_moves_the_head_to_the_hot_key() {
         index.insert(&[i], &[i]);
     }
     for round in 0..2000u32 {
-        let k = if round % 50 == 0 { (round / 50 % 16) as u8 } else { 11 };
+        let k = if round % 50 == 0 {
+            (round / 50 % 16) as u8
+        } else {
+            11
+        };
         assert_eq!(index.get(&[k]), Some(vec![k]));
     }
     index.reset_access_stats();
@@ -163,8 +187,16 @@ fn sampling_moves_the_head_to_the_hot_key() {
     }
     let stats = index.stats();
     assert!(stats.head_moves >= 1);
-    assert!(stats.head_hit_rate > 0.95, "head hit rate {}", stats.head_hit_rate);
-    assert!(stats.items_per_access < 1.1, "items per access {}", stats.items_per_access);
+    assert!(
+        stats.head_hit_rate > 0.95,
+        "head hit rate {}",
+        stats.head_hit_rate
+    );
+    assert!(
+        stats.items_per_access < 1.1,
+        "items per access {}",
+        stats.items_per_access
+    );
 }
 
 #[test]

@@ -11,7 +11,13 @@ const THREADS: usize = 16;
 
 #[test]
 fn every_item_is_reclaimed_after_drop() {
-    let index = Arc::new(HotRing::with_config(Config { strategy: HotspotStrategy::Random, initial_depth: 0, max_ring_len: Some(4), split_cost: Some(1.5), sample_period: 2 }));
+    let index = Arc::new(HotRing::with_config(Config {
+        strategy: HotspotStrategy::Random,
+        initial_depth: 0,
+        max_ring_len: Some(4),
+        split_cost: Some(1.5),
+        sample_period: 2,
+    }));
     let probe = index.live_items_probe();
     let handles: Vec<_> = (0..THREADS as u32)
         .map(|t| {

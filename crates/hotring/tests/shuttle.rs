@@ -13,11 +13,20 @@ use hotring::{Config, HotRing, HotspotStrategy};
 use shuttle::thread;
 
 fn iterations() -> usize {
-    std::env::var("SHUTTLE_ITERATIONS").ok().and_then(|s| s.parse().ok()).unwrap_or(2000)
+    std::env::var("SHUTTLE_ITERATIONS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000)
 }
 
 fn tiny(strategy: HotspotStrategy, max_ring_len: Option<u32>) -> Config {
-    Config { strategy, initial_depth: 0, max_ring_len, split_cost: None, sample_period: 1 }
+    Config {
+        strategy,
+        initial_depth: 0,
+        max_ring_len,
+        split_cost: None,
+        sample_period: 1,
+    }
 }
 
 fn explore(f: impl Fn() + Send + Sync + 'static) {
@@ -62,8 +71,14 @@ fn insert_update_delete_and_head_moves_on_one_ring() {
             t.join().unwrap();
         }
         assert_eq!(index.get(b"a"), None);
-        assert_eq!(index.get(b"b").as_deref(), Some(&b"new-value-longer-than-8!"[..]));
-        assert_eq!(index.get(b"c").as_deref(), Some(&b"old-value-longer-than-8"[..]));
+        assert_eq!(
+            index.get(b"b").as_deref(),
+            Some(&b"new-value-longer-than-8!"[..])
+        );
+        assert_eq!(
+            index.get(b"c").as_deref(),
+            Some(&b"old-value-longer-than-8"[..])
+        );
         assert_eq!(index.get(b"d").as_deref(), Some(&b"d"[..]));
         assert_eq!(index.get(b"e").as_deref(), Some(&b"8bytes??"[..]));
         assert_eq!(index.len(), 4);

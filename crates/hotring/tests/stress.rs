@@ -12,7 +12,13 @@ use rand::{Rng, SeedableRng};
 const THREADS: usize = 16;
 
 fn small_rings(strategy: HotspotStrategy) -> Config {
-    Config { strategy, initial_depth: 0, max_ring_len: Some(4), split_cost: Some(1.5), sample_period: 2 }
+    Config {
+        strategy,
+        initial_depth: 0,
+        max_ring_len: Some(4),
+        split_cost: Some(1.5),
+        sample_period: 2,
+    }
 }
 
 /// A value that names its key, and whose length picks the in-place or RCU path.
@@ -28,8 +34,16 @@ fn value_for(key: u32, writer: u32, seq: u32, long: bool) -> Vec<u8> {
 }
 
 fn assert_written_for(key: u32, v: &[u8]) {
-    assert!(v.len() == 8 || v.len() == 36, "torn length {} for key {key}", v.len());
-    assert_eq!(&v[..4], &key.to_le_bytes(), "value of another key under key {key}");
+    assert!(
+        v.len() == 8 || v.len() == 36,
+        "torn length {} for key {key}",
+        v.len()
+    );
+    assert_eq!(
+        &v[..4],
+        &key.to_le_bytes(),
+        "value of another key under key {key}"
+    );
     if v.len() == 36 {
         assert_eq!(&v[32..], &key.to_le_bytes());
         assert!(v[8..32].iter().all(|b| *b == v[8]), "torn long value");
@@ -37,11 +51,17 @@ fn assert_written_for(key: u32, v: &[u8]) {
 }
 
 fn seed() -> u64 {
-    std::env::var("HOTRING_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed)
+    std::env::var("HOTRING_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed)
 }
 
 fn rounds() -> u32 {
-    std::env::var("HOTRING_STRESS_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(20_000)
+    std::env::var("HOTRING_STRESS_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20_000)
 }
 
 #[test]
@@ -75,16 +95,26 @@ fn no_lost_writes_and_reads_see_written_values() {
                             let key = k.to_le_bytes();
                             match roll {
                                 40..=64 => {
-                                    let fresh = index.insert(&key, &value_for(k, t, seq, rng.gen()));
+                                    let fresh =
+                                        index.insert(&key, &value_for(k, t, seq, rng.gen()));
                                     assert_eq!(fresh, present.insert(k), "insert of own key {k}");
                                 }
                                 65..=74 => {
-                                    let updated = index.update(&key, &value_for(k, t, seq, rng.gen()));
+                                    let updated =
+                                        index.update(&key, &value_for(k, t, seq, rng.gen()));
                                     assert_eq!(updated, present.contains(&k));
                                 }
                                 75..=84 => {
-                                    assert_eq!(index.remove(&key), present.remove(&k), "remove of own key {k}");
-                                    assert_eq!(index.get(&key), None, "delete of {k} did not stick");
+                                    assert_eq!(
+                                        index.remove(&key),
+                                        present.remove(&k),
+                                        "remove of own key {k}"
+                                    );
+                                    assert_eq!(
+                                        index.get(&key),
+                                        None,
+                                        "delete of {k} did not stick"
+                                    );
                                 }
                                 _ => match index.get(&key) {
                                     Some(v) => {
@@ -102,13 +132,28 @@ fn no_lost_writes_and_reads_see_written_values() {
             .collect();
         let mut expected: HashSet<Vec<u8>> = HashSet::new();
         for h in handles {
-            expected.extend(h.join().unwrap().into_iter().map(|k| k.to_le_bytes().to_vec()));
+            expected.extend(
+                h.join()
+                    .unwrap()
+                    .into_iter()
+                    .map(|k| k.to_le_bytes().to_vec()),
+            );
         }
-        let found: HashSet<Vec<u8>> = index.iter().map(|(k, _)| k).filter(|k| u32::from_le_bytes(k[..4].try_into().unwrap()) >= 1000).collect();
+        let found: HashSet<Vec<u8>> = index
+            .iter()
+            .map(|(k, _)| k)
+            .filter(|k| u32::from_le_bytes(k[..4].try_into().unwrap()) >= 1000)
+            .collect();
         assert_eq!(found, expected);
         let stats = index.stats();
         assert!(stats.splits > 100, "{strategy:?}: {} splits", stats.splits);
-        assert_eq!(stats.len, expected.len() + (0..hot_keys).filter(|k| index.get(&k.to_le_bytes()).is_some()).count());
+        assert_eq!(
+            stats.len,
+            expected.len()
+                + (0..hot_keys)
+                    .filter(|k| index.get(&k.to_le_bytes()).is_some())
+                    .count()
+        );
     }
 }
 
@@ -196,7 +241,10 @@ fn iterator_sees_every_stable_key_exactly_once_across_splits() {
             }
         }
         for k in &stable {
-            assert!(seen.contains(&k.to_le_bytes().to_vec()), "stable key {k} missed");
+            assert!(
+                seen.contains(k.to_le_bytes().as_slice()),
+                "stable key {k} missed"
+            );
         }
     }
     stop.store(true, Ordering::Relaxed);

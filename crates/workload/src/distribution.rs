@@ -22,7 +22,10 @@ pub enum Distribution {
     /// A hot set of `hot_fraction` of the keys draws `hot_op_fraction` of the
     /// operations, uniformly within each set: `hotspot:HOT_FRACTION:HOT_OP_FRACTION`.
     /// Seed 001's workload is 50,000 keys with `hotspot:X:0.8`.
-    Hotspot { hot_fraction: f64, hot_op_fraction: f64 },
+    Hotspot {
+        hot_fraction: f64,
+        hot_op_fraction: f64,
+    },
 }
 
 impl FromStr for Distribution {
@@ -31,7 +34,8 @@ impl FromStr for Distribution {
     fn from_str(s: &str) -> Result<Distribution, String> {
         let parts: Vec<&str> = s.split(':').collect();
         let num = |p: &str, what: &str| -> Result<f64, String> {
-            p.parse::<f64>().map_err(|_| format!("{what} in '{s}' is not a number: '{p}'"))
+            p.parse::<f64>()
+                .map_err(|_| format!("{what} in '{s}' is not a number: '{p}'"))
         };
         let fraction = |p: &str, what: &str| -> Result<f64, String> {
             let f = num(p, what)?;
@@ -73,7 +77,10 @@ impl std::fmt::Display for Distribution {
             Distribution::Latest => write!(f, "latest"),
             Distribution::Zipf { theta } => write!(f, "zipf:{theta}"),
             Distribution::ZipfOrdered { theta } => write!(f, "zipf-ordered:{theta}"),
-            Distribution::Hotspot { hot_fraction, hot_op_fraction } => {
+            Distribution::Hotspot {
+                hot_fraction,
+                hot_op_fraction,
+            } => {
                 write!(f, "hotspot:{hot_fraction}:{hot_op_fraction}")
             }
         }
@@ -105,12 +112,19 @@ impl KeyChooser {
             Distribution::Zipf { theta } => Kind::Zipf(Zipf::new(n, theta), true),
             Distribution::ZipfOrdered { theta } => Kind::Zipf(Zipf::new(n, theta), false),
             Distribution::Latest => Kind::Latest(Zipf::new(n, 0.99)),
-            Distribution::Hotspot { hot_fraction, hot_op_fraction } => Kind::Hotspot {
+            Distribution::Hotspot {
+                hot_fraction,
+                hot_op_fraction,
+            } => Kind::Hotspot {
                 hot: ((n as f64 * hot_fraction).round() as u64).clamp(1, n),
                 hot_op_fraction,
             },
         };
-        KeyChooser { n, kind, scramble: Permutation::new(n, seed) }
+        KeyChooser {
+            n,
+            kind,
+            scramble: Permutation::new(n, seed),
+        }
     }
 
     pub fn n(&self) -> u64 {
@@ -135,9 +149,16 @@ impl KeyChooser {
                 // The newest key is rank 1; older keys follow.
                 let newest = newest.clamp(1, self.n);
                 let back = z.sample(rng) - 1;
-                return if back < newest { newest - 1 - back } else { rng.gen_range(0..newest) };
+                return if back < newest {
+                    newest - 1 - back
+                } else {
+                    rng.gen_range(0..newest)
+                };
             }
-            Kind::Hotspot { hot, hot_op_fraction } => {
+            Kind::Hotspot {
+                hot,
+                hot_op_fraction,
+            } => {
                 let i = if *hot == self.n || rng.gen::<f64>() < *hot_op_fraction {
                     rng.gen_range(0..*hot)
                 } else {
@@ -158,13 +179,30 @@ mod tests {
 
     #[test]
     fn parses_and_prints_every_form() {
-        for s in ["uniform", "latest", "zipf:0.99", "zipf:1.22", "zipf-ordered:0.5", "hotspot:0.01:0.8"] {
+        for s in [
+            "uniform",
+            "latest",
+            "zipf:0.99",
+            "zipf:1.22",
+            "zipf-ordered:0.5",
+            "hotspot:0.01:0.8",
+        ] {
             let d: Distribution = s.parse().unwrap();
             assert_eq!(d.to_string(), s);
         }
-        for bad in ["zipf", "zipf:-1", "zipf:x", "hotspot:2:0.5", "hotspot:0.1", "gauss"] {
+        for bad in [
+            "zipf",
+            "zipf:-1",
+            "zipf:x",
+            "hotspot:2:0.5",
+            "hotspot:0.1",
+            "gauss",
+        ] {
             let err = bad.parse::<Distribution>().unwrap_err();
-            assert!(err.contains(bad.split(':').next().unwrap()) || err.contains("must"), "{err}");
+            assert!(
+                err.contains(bad.split(':').next().unwrap()) || err.contains("must"),
+                "{err}"
+            );
         }
     }
 
@@ -172,12 +210,18 @@ mod tests {
     fn hotspot_sends_the_hot_share_to_the_hot_set() {
         // Seed 001's workload: 50,000 keys, 20% hot, drawn 80% of the time.
         let n = 50_000;
-        let d = Distribution::Hotspot { hot_fraction: 0.2, hot_op_fraction: 0.8 };
+        let d = Distribution::Hotspot {
+            hot_fraction: 0.2,
+            hot_op_fraction: 0.8,
+        };
         let c = KeyChooser::new(&d, n, 7);
-        let hot: std::collections::HashSet<u64> = (0..10_000).map(|i| c.scramble.apply(i)).collect();
+        let hot: std::collections::HashSet<u64> =
+            (0..10_000).map(|i| c.scramble.apply(i)).collect();
         let mut rng = SmallRng::seed_from_u64(3);
         let draws = 200_000;
-        let hits = (0..draws).filter(|_| hot.contains(&c.choose(&mut rng, n, 0))).count();
+        let hits = (0..draws)
+            .filter(|_| hot.contains(&c.choose(&mut rng, n, 0)))
+            .count();
         assert!((hits as f64 / draws as f64 - 0.8).abs() < 0.01, "{hits}");
     }
 
@@ -189,7 +233,10 @@ mod tests {
         for _ in 0..100_000 {
             counts[c.choose(&mut rng, 100, 0) as usize] += 1;
         }
-        assert!(counts.iter().all(|&x| (850..1150).contains(&x)), "{counts:?}");
+        assert!(
+            counts.iter().all(|&x| (850..1150).contains(&x)),
+            "{counts:?}"
+        );
     }
 
     #[test]
@@ -204,7 +251,10 @@ mod tests {
         });
         // The 50 newest keys are zipf ranks 1..=50.
         let want = crate::zipf::top_share(10_000, 50, 0.99);
-        assert!((recent.count() as f64 / 10_000.0 - want).abs() < 0.03, "want {want}");
+        assert!(
+            (recent.count() as f64 / 10_000.0 - want).abs() < 0.03,
+            "want {want}"
+        );
     }
 
     #[test]

@@ -26,7 +26,11 @@ impl Permutation {
         for (i, k) in round_keys.iter_mut().enumerate() {
             *k = mix(seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         }
-        Permutation { n, half_bits, round_keys }
+        Permutation {
+            n,
+            half_bits,
+            round_keys,
+        }
     }
 
     fn feistel(&self, x: u64) -> u64 {

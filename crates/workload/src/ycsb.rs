@@ -38,7 +38,13 @@ pub struct Mix {
 
 impl Workload {
     pub fn mix(self) -> Mix {
-        let m = |read, update, insert, scan, read_modify_write| Mix { read, update, insert, scan, read_modify_write };
+        let m = |read, update, insert, scan, read_modify_write| Mix {
+            read,
+            update,
+            insert,
+            scan,
+            read_modify_write,
+        };
         match self {
             Workload::A => m(0.5, 0.5, 0.0, 0.0, 0.0),
             Workload::B => m(0.95, 0.05, 0.0, 0.0, 0.0),
@@ -68,7 +74,9 @@ impl FromStr for Workload {
             "d" => Ok(Workload::D),
             "e" => Ok(Workload::E),
             "f" => Ok(Workload::F),
-            _ => Err(format!("unknown workload '{s}': expected one of a, b, c, d, e, f")),
+            _ => Err(format!(
+                "unknown workload '{s}': expected one of a, b, c, d, e, f"
+            )),
         }
     }
 }
@@ -99,7 +107,10 @@ pub struct Shared {
 
 impl Shared {
     pub fn new(loaded: u64) -> Arc<Shared> {
-        Arc::new(Shared { records: AtomicU64::new(loaded), shifts: AtomicU64::new(0) })
+        Arc::new(Shared {
+            records: AtomicU64::new(loaded),
+            shifts: AtomicU64::new(0),
+        })
     }
 
     pub fn records(&self) -> u64 {
@@ -139,7 +150,13 @@ pub struct Spec {
 
 impl Spec {
     pub fn new(workload: Workload, distribution: Distribution, keys: u64) -> Spec {
-        Spec { workload, distribution, keys, max_scan: 100, shift_after_ops: None }
+        Spec {
+            workload,
+            distribution,
+            keys,
+            max_scan: 100,
+            shift_after_ops: None,
+        }
     }
 }
 
@@ -160,8 +177,17 @@ impl Generator {
     pub fn new(spec: Spec, shared: Arc<Shared>, seed: u64, stream: u64) -> Generator {
         let chooser = KeyChooser::new(&spec.distribution, spec.keys.max(1), seed);
         let mix = spec.workload.mix();
-        let rng = SmallRng::seed_from_u64(seed ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17));
-        Generator { spec, mix, chooser, shared, rng, issued: 0 }
+        let rng = SmallRng::seed_from_u64(
+            seed ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17),
+        );
+        Generator {
+            spec,
+            mix,
+            chooser,
+            shared,
+            rng,
+            issued: 0,
+        }
     }
 
     fn offset(&self) -> u64 {
@@ -184,23 +210,15 @@ impl Iterator for Generator {
             self.shared.shift_hotspot();
         }
         let m = self.mix;
-        let mut roll = self.rng.gen::<f64>();
+        let roll = self.rng.gen::<f64>();
+        // Cumulative thresholds in the order read, update, insert, scan, rmw.
         let op = if roll < m.read {
             Op::Read(self.key())
-        } else if {
-            roll -= m.read;
-            roll < m.update
-        } {
+        } else if roll < m.read + m.update {
             Op::Update(self.key())
-        } else if {
-            roll -= m.update;
-            roll < m.insert
-        } {
+        } else if roll < m.read + m.update + m.insert {
             Op::Insert(self.shared.records.fetch_add(1, Ordering::Relaxed))
-        } else if {
-            roll -= m.insert;
-            roll < m.scan
-        } {
+        } else if roll < m.read + m.update + m.insert + m.scan {
             let len = self.rng.gen_range(1..=self.spec.max_scan.max(1));
             Op::Scan(self.key(), len)
         } else {
@@ -237,13 +255,23 @@ mod tests {
 
     #[test]
     fn proportions_match_each_workload() {
-        for w in [Workload::A, Workload::B, Workload::C, Workload::D, Workload::E, Workload::F] {
+        for w in [
+            Workload::A,
+            Workload::B,
+            Workload::C,
+            Workload::D,
+            Workload::E,
+            Workload::F,
+        ] {
             let m = w.mix();
             let want = [m.read, m.update, m.insert, m.scan, m.read_modify_write];
             assert!((want.iter().sum::<f64>() - 1.0).abs() < 1e-9);
             let got = count(w);
             for i in 0..5 {
-                assert!((got[i] - want[i]).abs() < 0.01, "{w:?}: {got:?} vs {want:?}");
+                assert!(
+                    (got[i] - want[i]).abs() < 0.01,
+                    "{w:?}: {got:?} vs {want:?}"
+                );
             }
         }
     }
@@ -251,9 +279,15 @@ mod tests {
     #[test]
     fn same_seed_same_stream() {
         let spec = Spec::new(Workload::A, Distribution::Zipf { theta: 1.22 }, 10_000);
-        let a: Vec<Op> = Generator::new(spec.clone(), Shared::new(10_000), 5, 1).take(1000).collect();
-        let b: Vec<Op> = Generator::new(spec.clone(), Shared::new(10_000), 5, 1).take(1000).collect();
-        let c: Vec<Op> = Generator::new(spec, Shared::new(10_000), 5, 2).take(1000).collect();
+        let a: Vec<Op> = Generator::new(spec.clone(), Shared::new(10_000), 5, 1)
+            .take(1000)
+            .collect();
+        let b: Vec<Op> = Generator::new(spec.clone(), Shared::new(10_000), 5, 1)
+            .take(1000)
+            .collect();
+        let c: Vec<Op> = Generator::new(spec, Shared::new(10_000), 5, 2)
+            .take(1000)
+            .collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
     }
@@ -264,21 +298,43 @@ mod tests {
         let shared = Shared::new(100);
         let inserted: Vec<u64> = Generator::new(spec, shared.clone(), 1, 0)
             .take(10_000)
-            .filter_map(|op| if let Op::Insert(k) = op { Some(k) } else { None })
+            .filter_map(|op| {
+                if let Op::Insert(k) = op {
+                    Some(k)
+                } else {
+                    None
+                }
+            })
             .collect();
         assert!(!inserted.is_empty());
-        assert_eq!(inserted, (100..100 + inserted.len() as u64).collect::<Vec<_>>());
+        assert_eq!(
+            inserted,
+            (100..100 + inserted.len() as u64).collect::<Vec<_>>()
+        );
         assert_eq!(shared.records(), 100 + inserted.len() as u64);
     }
 
     #[test]
     fn a_shift_after_n_ops_moves_the_hot_set() {
-        let mut spec = Spec::new(Workload::C, Distribution::Hotspot { hot_fraction: 0.01, hot_op_fraction: 0.9 }, 10_000);
+        let mut spec = Spec::new(
+            Workload::C,
+            Distribution::Hotspot {
+                hot_fraction: 0.01,
+                hot_op_fraction: 0.9,
+            },
+            10_000,
+        );
         spec.shift_after_ops = Some(50_000);
         let shared = Shared::new(10_000);
         let keys: Vec<u64> = Generator::new(spec, shared.clone(), 3, 0)
             .take(100_000)
-            .map(|op| if let Op::Read(k) = op { k } else { unreachable!() })
+            .map(|op| {
+                if let Op::Read(k) = op {
+                    k
+                } else {
+                    unreachable!()
+                }
+            })
             .collect();
         assert_eq!(shared.shifts(), 1);
         let hot = |ks: &[u64]| {
@@ -288,7 +344,10 @@ mod tests {
             }
             let mut v: Vec<_> = c.into_iter().collect();
             v.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
-            v.iter().take(100).map(|(k, _)| *k).collect::<std::collections::HashSet<_>>()
+            v.iter()
+                .take(100)
+                .map(|(k, _)| *k)
+                .collect::<std::collections::HashSet<_>>()
         };
         let (before, after) = (hot(&keys[..50_000]), hot(&keys[50_000..]));
         assert!(before.intersection(&after).count() < 5);

@@ -39,8 +39,17 @@ impl Zipf {
     /// Ranks 1..=n with `P(k)` proportional to `k^-theta`.
     pub fn new(n: u64, theta: f64) -> Zipf {
         assert!(n >= 1, "zipf over zero items");
-        assert!(theta > 0.0 && theta.is_finite(), "zipf theta must be positive, got {theta}");
-        let mut z = Zipf { n, theta, h_x1: 0.0, h_n: 0.0, squeeze: 0.0 };
+        assert!(
+            theta > 0.0 && theta.is_finite(),
+            "zipf theta must be positive, got {theta}"
+        );
+        let mut z = Zipf {
+            n,
+            theta,
+            h_x1: 0.0,
+            h_n: 0.0,
+            squeeze: 0.0,
+        };
         z.h_x1 = z.big_h(1.5) - 1.0;
         z.h_n = z.big_h(n as f64 + 0.5);
         z.squeeze = 2.0 - z.big_h_inv(z.big_h(2.5) - z.h(2.0));
@@ -131,10 +140,26 @@ mod tests {
             let (first, top1, top10) = shares(n, theta, draws);
             // Binomial standard deviation is below 0.0008 here; allow 5 sigma.
             let tol = 0.004;
-            let want = (top_share(n, 1, theta), top_share(n, n / 100, theta), top_share(n, n / 10, theta));
-            assert!((first - want.0).abs() < tol, "theta {theta}: rank-1 share {first} vs {}", want.0);
-            assert!((top1 - want.1).abs() < tol, "theta {theta}: top-1% share {top1} vs {}", want.1);
-            assert!((top10 - want.2).abs() < tol, "theta {theta}: top-10% share {top10} vs {}", want.2);
+            let want = (
+                top_share(n, 1, theta),
+                top_share(n, n / 100, theta),
+                top_share(n, n / 10, theta),
+            );
+            assert!(
+                (first - want.0).abs() < tol,
+                "theta {theta}: rank-1 share {first} vs {}",
+                want.0
+            );
+            assert!(
+                (top1 - want.1).abs() < tol,
+                "theta {theta}: top-1% share {top1} vs {}",
+                want.1
+            );
+            assert!(
+                (top10 - want.2).abs() < tol,
+                "theta {theta}: top-10% share {top10} vs {}",
+                want.2
+            );
         }
     }
 

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting, lints, unit/property/stress tests in release and
+# debug builds (debug keeps overflow checks and debug assertions), and the shuttle
+# exploration of the index's pointer protocols.
+#
+# Longer runs: PROPTEST_CASES (default 128), HOTRING_STRESS_ROUNDS (20000),
+# SHUTTLE_ITERATIONS (2000), HOTRING_SEED (stress seed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+run() {
+    echo "+ $*"
+    "$@" 2>&1 | tee -a "$log"
+}
+
+run cargo fmt --all --check
+run cargo clippy --workspace --all-targets --release -- -D warnings
+run cargo clippy -p hotring --all-targets --release --features shuttle -- -D warnings
+run cargo test --workspace --release
+run cargo test -p hotring -p workload
+run cargo test -p hotring --release --features shuttle --test shuttle
+
+counts=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } } END { print p + 0, f + 0 }' "$log")
+read -r passed failed <<<"$counts"
+echo "total: $passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -12,20 +12,49 @@ fn index_writes_the_documented_json() {
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("out.json");
     let out = bench()
-        .args(["index", "--impl", "hotring-s,hotring-r,chain,dashmap,papaya", "--workload", "b"])
-        .args(["--dist", "zipf:1.22", "--keys", "20000", "--ratio", "8", "--threads", "2"])
+        .args([
+            "index",
+            "--impl",
+            "hotring-s,hotring-r,chain,dashmap,papaya",
+            "--workload",
+            "b",
+        ])
+        .args([
+            "--dist",
+            "zipf:1.22",
+            "--keys",
+            "20000",
+            "--ratio",
+            "8",
+            "--threads",
+            "2",
+        ])
         .args(["--seconds", "0.2", "--rounds", "2", "--json"])
         .arg(&json)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let table = String::from_utf8(out.stdout).unwrap();
-    assert!(table.contains("hotring-s") && table.contains("papaya"), "{table}");
+    assert!(
+        table.contains("hotring-s") && table.contains("papaya"),
+        "{table}"
+    );
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let rows = v.as_array().unwrap();
     assert_eq!(rows.len(), 5);
     for row in rows {
-        for field in ["impl", "ops_per_sec", "items_per_read", "head_hit_rate", "bytes_per_key", "ratio_vs_chain"] {
+        for field in [
+            "impl",
+            "ops_per_sec",
+            "items_per_read",
+            "head_hit_rate",
+            "bytes_per_key",
+            "ratio_vs_chain",
+        ] {
             assert!(row.get(field).is_some(), "missing {field} in {row}");
         }
         assert!(row["ops_per_sec"].as_f64().unwrap() > 0.0);
@@ -46,16 +75,42 @@ fn shift_at_reports_a_timeline_and_a_reaction_delay() {
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("out.json");
     let out = bench()
-        .args(["index", "--impl", "hotring-s,chain", "--workload", "c", "--dist", "zipf:1.22"])
-        .args(["--keys", "20000", "--seconds", "1", "--rounds", "1", "--shift-at", "0.5", "--json"])
+        .args([
+            "index",
+            "--impl",
+            "hotring-s,chain",
+            "--workload",
+            "c",
+            "--dist",
+            "zipf:1.22",
+        ])
+        .args([
+            "--keys",
+            "20000",
+            "--seconds",
+            "1",
+            "--rounds",
+            "1",
+            "--shift-at",
+            "0.5",
+            "--json",
+        ])
         .arg(&json)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     for row in v.as_array().unwrap() {
         let timeline = row["timeline_ops_per_sec"].as_array().unwrap();
-        assert!((9..=11).contains(&timeline.len()), "{} samples", timeline.len());
+        assert!(
+            (9..=11).contains(&timeline.len()),
+            "{} samples",
+            timeline.len()
+        );
         assert!(row.get("reaction_delay_ms").is_some());
     }
     std::fs::remove_dir_all(&dir).unwrap();
@@ -64,11 +119,17 @@ fn shift_at_reports_a_timeline_and_a_reaction_delay() {
 #[test]
 fn bad_arguments_get_a_clear_error() {
     for (args, expect) in [
-        (vec!["index", "--impl", "btree"], "unknown implementation 'btree'"),
+        (
+            vec!["index", "--impl", "btree"],
+            "unknown implementation 'btree'",
+        ),
         (vec!["index", "--dist", "zipf:-2"], "theta"),
         (vec!["index", "--workload", "e"], "scans"),
         (vec!["index", "--workload", "q"], "unknown workload 'q'"),
-        (vec!["index", "--seconds", "1", "--shift-at", "3"], "--shift-at"),
+        (
+            vec!["index", "--seconds", "1", "--shift-at", "3"],
+            "--shift-at",
+        ),
     ] {
         let out = bench().args(&args).output().unwrap();
         assert!(!out.status.success(), "{args:?} succeeded");

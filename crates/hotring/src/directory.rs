@@ -7,8 +7,9 @@
 //! prefix share that ring.
 //!
 //! Each slot holds its own head pointer, always at an item of the slot's own hash range
-//! (or at a rehash item), so a lookup costs one load in the slot array and then the
-//! items: the same as a chaining hash's bucket array, with no descriptor in between.
+//! (or at a rehash item). The heads form an array of bare pointers, like a chaining
+//! hash's bucket array, so a lookup costs one load there and then the items; what
+//! only restarts, inserts and splits need lives in a parallel array.
 //! Splitting a ring inserts one rehash item in the middle of its run and points the
 //! upper half's slots at it; every head stays where it is.
 
@@ -16,8 +17,8 @@ use crate::item::{Item, ItemPtr};
 use crate::link::Head;
 use crate::sync::{AtomicPtr, AtomicU32, Ordering};
 
-pub(crate) struct Slot {
-    pub(crate) head: AtomicPtr<Item>,
+/// What a slot knows besides its head.
+pub(crate) struct SlotMeta {
     /// The rehash item that starts this slot's ring; never reclaimed while the index lives.
     sentinel: AtomicPtr<Item>,
     /// The ring's local depth `d`.
@@ -27,20 +28,7 @@ pub(crate) struct Slot {
     pub(crate) items: AtomicU32,
 }
 
-impl Slot {
-    #[inline]
-    pub(crate) fn load_head(&self) -> Head {
-        Head(self.head.load(Ordering::Acquire))
-    }
-
-    #[inline]
-    pub(crate) fn cas_head(&self, current: Head, new: Head) -> Result<Head, Head> {
-        self.head
-            .compare_exchange(current.0, new.0, Ordering::AcqRel, Ordering::Acquire)
-            .map(Head)
-            .map_err(Head)
-    }
-
+impl SlotMeta {
     #[inline]
     pub(crate) fn sentinel(&self) -> ItemPtr {
         // SAFETY: rehash items are freed only when the index is dropped.
@@ -96,28 +84,30 @@ pub(crate) fn first_hash(prefix: u64, depth: u32) -> u64 {
 
 pub(crate) struct Directory {
     pub(crate) depth: u32,
-    pub(crate) slots: Box<[Slot]>,
+    heads: Box<[AtomicPtr<Item>]>,
+    meta: Box<[SlotMeta]>,
 }
 
 impl Directory {
-    /// `2^depth` slots; `init(i)` gives slot `i`'s (rehash item, ring depth, head).
-    pub(crate) fn new(
-        depth: u32,
-        init: impl Fn(usize) -> (ItemPtr, u32, *mut Item, u32),
-    ) -> Directory {
-        let slots = (0..1usize << depth)
+    /// `2^depth` slots; `init(i)` gives slot `i`'s (rehash item, ring depth, head, items).
+    pub(crate) fn new(depth: u32, init: impl Fn(usize) -> (ItemPtr, u32, *mut Item, u32)) -> Directory {
+        let (heads, meta): (Vec<_>, Vec<_>) = (0..1usize << depth)
             .map(|i| {
                 let (sentinel, ring_depth, head, items) = init(i);
                 debug_assert!(ring_depth <= depth);
-                Slot {
-                    head: AtomicPtr::new(head),
+                let meta = SlotMeta {
                     sentinel: AtomicPtr::new(sentinel.as_raw()),
                     ring_depth: AtomicU32::new(ring_depth),
                     items: AtomicU32::new(items),
-                }
+                };
+                (AtomicPtr::new(head), meta)
             })
-            .collect();
-        Directory { depth, slots }
+            .unzip();
+        Directory { depth, heads: heads.into_boxed_slice(), meta: meta.into_boxed_slice() }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.heads.len()
     }
 
     #[inline]
@@ -140,7 +130,8 @@ impl Directory {
     }
 
     pub(crate) fn bytes(&self) -> usize {
-        std::mem::size_of::<Directory>() + self.slots.len() * std::mem::size_of::<Slot>()
+        std::mem::size_of::<Directory>()
+            + self.len() * (std::mem::size_of::<AtomicPtr<Item>>() + std::mem::size_of::<SlotMeta>())
     }
 }
 
@@ -152,6 +143,19 @@ pub(crate) struct SlotRef<'g> {
 }
 
 impl<'g> SlotRef<'g> {
+    #[inline]
+    pub(crate) fn load_head(&self) -> Head {
+        Head(self.dir.heads[self.index].load(Ordering::Acquire))
+    }
+
+    #[inline]
+    pub(crate) fn cas_head(&self, current: Head, new: Head) -> Result<Head, Head> {
+        self.dir.heads[self.index]
+            .compare_exchange(current.0, new.0, Ordering::AcqRel, Ordering::Acquire)
+            .map(Head)
+            .map_err(Head)
+    }
+
     /// Whether `hash` falls in this slot's range; heads stay inside it.
     #[inline]
     pub(crate) fn covers(&self, hash: u64) -> bool {
@@ -160,9 +164,9 @@ impl<'g> SlotRef<'g> {
 }
 
 impl std::ops::Deref for SlotRef<'_> {
-    type Target = Slot;
+    type Target = SlotMeta;
     #[inline]
-    fn deref(&self) -> &Slot {
-        &self.dir.slots[self.index]
+    fn deref(&self) -> &SlotMeta {
+        &self.dir.meta[self.index]
     }
 }

@@ -651,7 +651,7 @@ impl HotRing {
         Stats {
             len,
             rings,
-            directory_slots: dir.slots.len(),
+            directory_slots: dir.len(),
             head_hit_rate: ratio(c.sum(|s| s.head_hits.load(StdOrdering::Relaxed))),
             items_per_access: ratio(c.sum(|s| s.visits.load(StdOrdering::Relaxed))),
             head_moves: c.sum(|s| s.head_moves.load(StdOrdering::Relaxed)),

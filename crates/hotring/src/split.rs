@@ -70,7 +70,7 @@ impl HotRing {
         let slots = dir.slots_of(ring, depth);
         let mid = slots.start + slots.len() / 2;
         for i in slots {
-            let s = &dir.slots[i];
+            let s = SlotRef { dir, index: i };
             if i >= mid {
                 s.set_sentinel(boundary);
                 // A head parked on the old rehash item would make every lookup walk the
@@ -106,16 +106,12 @@ impl HotRing {
     fn double_directory<'g>(&self, old: &'g Directory, guard: &'g Guard) -> &'g Directory {
         // Heads copied into the new directory stay pinned until it is published: a head
         // item removed meanwhile is then taken out of the new slot by `unpin`.
-        let pinned: Vec<Option<ItemPtr>> = old
-            .slots
-            .iter()
-            .map(|s| {
-                self.item(s.load_head().target(), guard)
-                    .filter(|h| !h.is_sentinel() && pin(*h))
-            })
+        let pinned: Vec<Option<ItemPtr>> = (0..old.len())
+            .map(|i| SlotRef { dir: old, index: i })
+            .map(|s| self.item(s.load_head().target(), guard).filter(|h| !h.is_sentinel() && pin(*h)))
             .collect();
         let new = Directory::new(old.depth + 1, |j| {
-            let parent = &old.slots[j >> 1];
+            let parent = SlotRef { dir: old, index: j >> 1 };
             let sentinel = parent.sentinel();
             let head = match pinned[j >> 1] {
                 Some(h) if prefix_of(h.hash(), old.depth + 1) == j as u64 => h.as_raw(),

@@ -18,7 +18,7 @@ pub struct ChainingHash {
     buckets: Box<[AtomicPtr<Item>]>,
     depth: u32,
     counters: Counters,
-    bytes: std::sync::Arc<AtomicIsize>,
+    bytes: AtomicIsize,
     sample_period: u32,
 }
 
@@ -198,15 +198,11 @@ impl ChainingHash {
     }
 
     fn retire(&self, item: ItemPtr, guard: &Guard) {
-        let bytes = self.bytes.clone();
+        self.bytes
+            .fetch_sub(item.footprint() as isize, StdOrdering::Relaxed);
         // SAFETY: unlinked by our CAS (exactly one thread succeeds), so unreachable for
         // threads pinning later; earlier ones are covered by the grace period.
-        unsafe {
-            guard.defer_unchecked(move || {
-                bytes.fetch_sub(item.footprint() as isize, StdOrdering::Relaxed);
-                item.free();
-            })
-        }
+        unsafe { guard.defer_unchecked(move || item.free()) }
     }
 
     pub fn len(&self) -> usize {

@@ -90,7 +90,10 @@ pub(crate) struct Directory {
 
 impl Directory {
     /// `2^depth` slots; `init(i)` gives slot `i`'s (rehash item, ring depth, head, items).
-    pub(crate) fn new(depth: u32, init: impl Fn(usize) -> (ItemPtr, u32, *mut Item, u32)) -> Directory {
+    pub(crate) fn new(
+        depth: u32,
+        init: impl Fn(usize) -> (ItemPtr, u32, *mut Item, u32),
+    ) -> Directory {
         let (heads, meta): (Vec<_>, Vec<_>) = (0..1usize << depth)
             .map(|i| {
                 let (sentinel, ring_depth, head, items) = init(i);
@@ -103,7 +106,11 @@ impl Directory {
                 (AtomicPtr::new(head), meta)
             })
             .unzip();
-        Directory { depth, heads: heads.into_boxed_slice(), meta: meta.into_boxed_slice() }
+        Directory {
+            depth,
+            heads: heads.into_boxed_slice(),
+            meta: meta.into_boxed_slice(),
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -131,7 +138,8 @@ impl Directory {
 
     pub(crate) fn bytes(&self) -> usize {
         std::mem::size_of::<Directory>()
-            + self.len() * (std::mem::size_of::<AtomicPtr<Item>>() + std::mem::size_of::<SlotMeta>())
+            + self.len()
+                * (std::mem::size_of::<AtomicPtr<Item>>() + std::mem::size_of::<SlotMeta>())
     }
 }
 

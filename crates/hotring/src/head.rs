@@ -274,20 +274,12 @@ impl HotRing {
 
     /// Hands an unlinked, unpinned item to the epoch collector.
     pub(crate) fn retire(&self, item: ItemPtr, guard: &Guard) {
-        let live = self.live.clone();
         // SAFETY: the item is unlinked (no list word points at it), no head points at it
         // (the handshake above), and no head can take it again (it is marked, so pins
         // fail). Threads that read it earlier are pinned, and the collector frees it
         // only after they unpin. It is retired exactly once: by its unlinker, or by the
         // pinner that cleared `PINNED` after `UNLINKED` was set.
-        unsafe {
-            guard.defer_unchecked(move || {
-                live.items.fetch_sub(1, StdOrdering::Relaxed);
-                live.bytes
-                    .fetch_sub(item.footprint() as isize, StdOrdering::Relaxed);
-                item.free();
-            });
-        }
+        unsafe { guard.defer_unchecked(move || item.free()) };
     }
 }
 

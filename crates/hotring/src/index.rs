@@ -9,8 +9,8 @@
 //! lock-free: no operation waits for another to finish a multi-step change.
 
 use std::cmp::Ordering as CmpOrdering;
-use std::sync::atomic::{AtomicIsize, Ordering as StdOrdering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering as StdOrdering;
+use std::sync::Mutex;
 
 use crossbeam_epoch::{self as epoch, Guard};
 
@@ -78,21 +78,6 @@ impl Config {
     }
 }
 
-pub(crate) struct Live {
-    pub(crate) items: AtomicIsize,
-    pub(crate) bytes: AtomicIsize,
-}
-
-impl Live {
-    pub(crate) fn add(&self, item: ItemPtr, sign: isize) {
-        if !item.is_sentinel() {
-            self.items.fetch_add(sign, StdOrdering::Relaxed);
-        }
-        self.bytes
-            .fetch_add(sign * item.footprint() as isize, StdOrdering::Relaxed);
-    }
-}
-
 /// A concurrent, hotspot-aware hash index from byte strings to byte strings.
 pub struct HotRing {
     pub(crate) dir: AtomicPtr<Directory>,
@@ -102,7 +87,6 @@ pub struct HotRing {
     /// Held by the one thread splitting a ring; operations never wait for it.
     pub(crate) split_lock: Mutex<()>,
     pub(crate) counters: Counters,
-    pub(crate) live: Arc<Live>,
     pub(crate) splits: std::sync::atomic::AtomicU64,
 }
 
@@ -158,10 +142,6 @@ impl HotRing {
             config.sample_period >= 1,
             "sample_period must be at least 1"
         );
-        let live = Arc::new(Live {
-            items: AtomicIsize::new(0),
-            bytes: AtomicIsize::new(0),
-        });
         let depth = config.initial_depth;
         let n = 1usize << depth;
         // Rehash items for every initial ring, linked in order, built back to front.
@@ -169,7 +149,6 @@ impl HotRing {
         let mut next = std::ptr::null_mut();
         for prefix in (0..n as u64).rev() {
             let s = ItemPtr::alloc_sentinel(first_hash(prefix, depth), next);
-            live.add(s, 1);
             next = s.as_raw();
             sentinels.push(s);
         }
@@ -182,7 +161,6 @@ impl HotRing {
             config,
             split_lock: Mutex::new(()),
             counters: Counters::new(),
-            live,
             splits: Default::default(),
         }
     }
@@ -441,7 +419,6 @@ impl HotRing {
             }
         };
         if let Some(unused) = fresh {
-            self.live.add(unused, -1);
             // SAFETY: never published: no other thread has seen it.
             unsafe { unused.free() };
         }
@@ -449,9 +426,7 @@ impl HotRing {
     }
 
     fn alloc(&self, hash: u64, key: &[u8], value: &[u8]) -> ItemPtr {
-        let item = ItemPtr::alloc(hash, key, value, Link::to(std::ptr::null_mut(), 0));
-        self.live.add(item, 1);
-        item
+        ItemPtr::alloc(hash, key, value, Link::to(std::ptr::null_mut(), 0))
     }
 
     /// RCU: replaces `cur` (whose `next` was `cur_link`) by `new`. Returns false if
@@ -579,7 +554,6 @@ impl HotRing {
                 if self.replace(&pos, cur, cur_link, fresh, &guard) {
                     return true;
                 }
-                self.live.add(fresh, -1);
                 // SAFETY: the replace failed, so `fresh` was never published.
                 unsafe { fresh.free() };
                 continue;
@@ -624,7 +598,9 @@ impl HotRing {
         let mut cur = Some(self.root);
         let mut run = 0usize;
         let mut rings = 0usize;
+        let mut bytes = dir.bytes();
         while let Some(item) = cur {
+            bytes += item.footprint();
             if item.is_sentinel() {
                 if item != self.root {
                     *lengths.entry(run).or_default() += 1;
@@ -637,7 +613,6 @@ impl HotRing {
             cur = self.item(item.load_next().target(), &guard);
         }
         *lengths.entry(run).or_default() += 1;
-        let bytes = self.live.bytes.load(StdOrdering::Relaxed).max(0) as usize + dir.bytes();
         let len = self.len();
         let c = &self.counters;
         let accesses = c.sum(|s| s.accesses.load(StdOrdering::Relaxed));
@@ -664,7 +639,6 @@ impl HotRing {
             } else {
                 bytes as f64 / len as f64
             },
-            live_items: self.live.items.load(StdOrdering::Relaxed).max(0) as usize,
         }
     }
 
@@ -672,21 +646,6 @@ impl HotRing {
     /// benchmark's load phase.
     pub fn reset_access_stats(&self) {
         self.counters.reset_access_stats();
-    }
-
-    /// A handle whose count of live data items can be read after the index is dropped.
-    pub fn live_items_probe(&self) -> LiveItems {
-        LiveItems(self.live.clone())
-    }
-}
-
-/// Counts data items still allocated (for leak checks).
-#[derive(Clone)]
-pub struct LiveItems(Arc<Live>);
-
-impl LiveItems {
-    pub fn count(&self) -> isize {
-        self.0.items.load(StdOrdering::Relaxed)
     }
 }
 
@@ -702,7 +661,6 @@ impl Drop for HotRing {
             let mut cur = Some(self.root);
             while let Some(item) = cur {
                 cur = self.item(item.load_next().target(), &guard);
-                self.live.add(item, -1);
                 item.free();
             }
         }

@@ -62,6 +62,7 @@ impl ItemPtr {
             raw.addr() >> ADDRESS_BITS == 0,
             "allocator returned an address above 2^48; the packed pointers cannot hold it"
         );
+        crate::stats::count_allocation(1);
         let inline = if value.len() <= INLINE_VALUE_MAX {
             pack_inline(value)
         } else {
@@ -106,6 +107,7 @@ impl ItemPtr {
             std::ptr::drop_in_place(it);
             alloc::dealloc(it as *mut u8, layout);
         }
+        crate::stats::count_allocation(-1);
     }
 
     /// # Safety

@@ -29,7 +29,7 @@ mod split;
 mod stats;
 mod sync;
 
-pub use index::{Config, HotRing, HotspotStrategy, LiveItems};
+pub use index::{Config, HotRing, HotspotStrategy};
 pub use item::INLINE_VALUE_MAX;
 pub use iter::Iter;
-pub use stats::Stats;
+pub use stats::{allocated_items, Stats};

@@ -41,7 +41,6 @@ impl HotRing {
         let ring = prefix_of(sentinel.hash(), depth);
         let boundary_hash = first_hash(ring * 2 + 1, depth + 1);
         let boundary = ItemPtr::alloc_sentinel(boundary_hash, std::ptr::null_mut());
-        self.live.add(boundary, 1);
         let lower = SlotRef {
             dir,
             index: dir.index_of(sentinel.hash()),
@@ -108,10 +107,16 @@ impl HotRing {
         // item removed meanwhile is then taken out of the new slot by `unpin`.
         let pinned: Vec<Option<ItemPtr>> = (0..old.len())
             .map(|i| SlotRef { dir: old, index: i })
-            .map(|s| self.item(s.load_head().target(), guard).filter(|h| !h.is_sentinel() && pin(*h)))
+            .map(|s| {
+                self.item(s.load_head().target(), guard)
+                    .filter(|h| !h.is_sentinel() && pin(*h))
+            })
             .collect();
         let new = Directory::new(old.depth + 1, |j| {
-            let parent = SlotRef { dir: old, index: j >> 1 };
+            let parent = SlotRef {
+                dir: old,
+                index: j >> 1,
+            };
             let sentinel = parent.sentinel();
             let head = match pinned[j >> 1] {
                 Some(h) if prefix_of(h.hash(), old.depth + 1) == j as u64 => h.as_raw(),

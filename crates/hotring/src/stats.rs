@@ -28,6 +28,34 @@ thread_local! {
 }
 static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
 
+/// The stripe this thread records into.
+#[inline]
+fn stripe_index() -> usize {
+    STRIPE.with(|s| {
+        if s.get() == usize::MAX {
+            s.set(NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES);
+        }
+        s.get()
+    })
+}
+
+/// Items allocated and not yet freed, in this process, striped like the counters. Kept
+/// process-wide so freeing a retired item (in whatever thread the epoch collector runs
+/// it) needs no handle back to its index.
+static ALLOCATED: [CachePadded<AtomicI64>; STRIPES] =
+    [const { CachePadded::new(AtomicI64::new(0)) }; STRIPES];
+
+#[inline]
+pub(crate) fn count_allocation(delta: i64) {
+    ALLOCATED[stripe_index()].fetch_add(delta, Ordering::Relaxed);
+}
+
+/// Items (of every index and chaining table in this process) allocated and not yet
+/// freed, including removed ones still waiting for their grace period. For leak checks.
+pub fn allocated_items() -> i64 {
+    ALLOCATED.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+}
+
 impl Counters {
     pub(crate) fn new() -> Counters {
         Counters {
@@ -40,13 +68,7 @@ impl Counters {
     /// This thread's stripe.
     #[inline]
     pub(crate) fn mine(&self) -> &Stripe {
-        let i = STRIPE.with(|s| {
-            if s.get() == usize::MAX {
-                s.set(NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES);
-            }
-            s.get()
-        });
-        &self.stripes[i]
+        &self.stripes[stripe_index()]
     }
 
     pub(crate) fn sum(&self, field: impl Fn(&Stripe) -> u64) -> u64 {
@@ -92,11 +114,9 @@ pub struct Stats {
     pub splits: u64,
     /// `(ring length, number of rings of that length)`, by length.
     pub ring_lengths: Vec<(usize, usize)>,
-    /// Bytes held by items, rehash items, ring descriptors and the directory.
+    /// Bytes held by the items in the index (as requested from the allocator) and the
+    /// directory.
     pub bytes: usize,
     /// `bytes / len`.
     pub bytes_per_key: f64,
-    /// Data items allocated and not yet reclaimed, including retired ones awaiting
-    /// their grace period.
-    pub live_items: usize,
 }

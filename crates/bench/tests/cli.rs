@@ -6,30 +6,15 @@ fn bench() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hotkv-bench"))
 }
 
-#[test]
-fn index_writes_the_documented_json() {
-    let dir = std::env::temp_dir().join(format!("hotkv-bench-cli-{}", std::process::id()));
+/// Runs `hotkv-bench` with `args` plus `--json FILE` and returns the parsed report
+/// rows and the printed table.
+fn run_json(name: &str, args: &[&str]) -> (Vec<serde_json::Value>, String) {
+    let dir = std::env::temp_dir().join(format!("hotkv-bench-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("out.json");
     let out = bench()
-        .args([
-            "index",
-            "--impl",
-            "hotring-s,hotring-r,chain,dashmap,papaya",
-            "--workload",
-            "b",
-        ])
-        .args([
-            "--dist",
-            "zipf:1.22",
-            "--keys",
-            "20000",
-            "--ratio",
-            "8",
-            "--threads",
-            "2",
-        ])
-        .args(["--seconds", "0.2", "--rounds", "2", "--json"])
+        .args(args)
+        .arg("--json")
         .arg(&json)
         .output()
         .unwrap();
@@ -38,15 +23,44 @@ fn index_writes_the_documented_json() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let table = String::from_utf8(out.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    (
+        v.as_array().unwrap().clone(),
+        String::from_utf8(out.stdout).unwrap(),
+    )
+}
+
+#[test]
+fn index_writes_the_documented_json() {
+    let (rows, table) = run_json(
+        "cli",
+        &[
+            "index",
+            "--impl",
+            "hotring-s,hotring-r,chain,dashmap,papaya",
+            "--workload",
+            "b",
+            "--dist",
+            "zipf:1.22",
+            "--keys",
+            "20000",
+            "--ratio",
+            "8",
+            "--threads",
+            "2",
+            "--seconds",
+            "0.2",
+            "--rounds",
+            "2",
+        ],
+    );
     assert!(
         table.contains("hotring-s") && table.contains("papaya"),
         "{table}"
     );
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let rows = v.as_array().unwrap();
     assert_eq!(rows.len(), 5);
-    for row in rows {
+    for row in &rows {
         for field in [
             "impl",
             "ops_per_sec",
@@ -66,16 +80,13 @@ fn index_writes_the_documented_json() {
     let ring = rows.iter().find(|r| r["impl"] == "hotring-s").unwrap();
     // Zipf 1.22 at 8 keys per ring: the head finds most reads in one step.
     assert!(ring["items_per_read"].as_f64().unwrap() < chain["items_per_read"].as_f64().unwrap());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn shift_at_reports_a_timeline_and_a_reaction_delay() {
-    let dir = std::env::temp_dir().join(format!("hotkv-bench-shift-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("out.json");
-    let out = bench()
-        .args([
+    let (rows, _) = run_json(
+        "shift",
+        &[
             "index",
             "--impl",
             "hotring-s,chain",
@@ -83,8 +94,6 @@ fn shift_at_reports_a_timeline_and_a_reaction_delay() {
             "c",
             "--dist",
             "zipf:1.22",
-        ])
-        .args([
             "--keys",
             "20000",
             "--seconds",
@@ -93,18 +102,9 @@ fn shift_at_reports_a_timeline_and_a_reaction_delay() {
             "1",
             "--shift-at",
             "0.5",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    for row in v.as_array().unwrap() {
+    for row in &rows {
         let timeline = row["timeline_ops_per_sec"].as_array().unwrap();
         assert!(
             (9..=11).contains(&timeline.len()),
@@ -113,7 +113,6 @@ fn shift_at_reports_a_timeline_and_a_reaction_delay() {
         );
         assert!(row.get("reaction_delay_ms").is_some());
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -382,25 +382,12 @@ impl HotRing {
                         break Written::Updated;
                     }
                 }
-                cur => {
+                _ => {
                     if mode == WriteMode::Update {
                         break Written::Nothing;
                     }
                     let new = *fresh.get_or_insert_with(|| self.alloc(hash, key, value));
-                    let succ = cur.map_or(std::ptr::null_mut(), |(c, _)| c.as_raw());
-                    new.next().store(Link::to(succ, 0).0, Ordering::Relaxed);
-                    let linked = pos.pred_link.retarget(new.as_raw());
-                    if pos
-                        .pred
-                        .next()
-                        .compare_exchange(
-                            pos.pred_link.0,
-                            linked.0,
-                            Ordering::AcqRel,
-                            Ordering::Acquire,
-                        )
-                        .is_ok()
-                    {
+                    if Self::link_new(&pos, new, 0) {
                         fresh = None;
                         self.counters.mine().len.fetch_add(1, StdOrdering::Relaxed);
                         let items = slot.count_insert();
@@ -423,6 +410,23 @@ impl HotRing {
             unsafe { unused.free() };
         }
         outcome
+    }
+
+    /// Links the unpublished `new` between `pos.pred` and `pos.cur`; `flags` are its
+    /// own constant bits. Fails if `pos.pred` changed since `find`.
+    pub(crate) fn link_new(pos: &Position, new: ItemPtr, flags: usize) -> bool {
+        let succ = pos.cur.map_or(std::ptr::null_mut(), |(c, _)| c.as_raw());
+        new.next().store(Link::to(succ, flags).0, Ordering::Relaxed);
+        let linked = pos.pred_link.retarget(new.as_raw());
+        pos.pred
+            .next()
+            .compare_exchange(
+                pos.pred_link.0,
+                linked.0,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
     }
 
     fn alloc(&self, hash: u64, key: &[u8], value: &[u8]) -> ItemPtr {

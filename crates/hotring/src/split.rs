@@ -47,22 +47,7 @@ impl HotRing {
         };
         loop {
             let pos = self.find(lower, boundary_hash, None, guard);
-            let succ = pos.cur.map_or(std::ptr::null_mut(), |(c, _)| c.as_raw());
-            boundary
-                .next()
-                .store(Link::to(succ, Link::REHASH).0, Ordering::Relaxed);
-            let linked = pos.pred_link.retarget(boundary.as_raw());
-            if pos
-                .pred
-                .next()
-                .compare_exchange(
-                    pos.pred_link.0,
-                    linked.0,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                )
-                .is_ok()
-            {
+            if Self::link_new(&pos, boundary, Link::REHASH) {
                 break;
             }
         }

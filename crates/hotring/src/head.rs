@@ -104,7 +104,20 @@ impl HotRing {
                 if calm && !(tick / self.config.sample_period).is_multiple_of(CALM_ODDS) {
                     return;
                 }
-                if slot.items.load(crate::sync::Ordering::Relaxed) >= 2 {
+                if slot.items.load(crate::sync::Ordering::Relaxed) <= 1 {
+                    // One item: nothing to weigh, it is the head.
+                    if self.try_install_head(slot, head, item, guard) {
+                        stripe.head_moves.fetch_add(1, StdOrdering::Relaxed);
+                    }
+                } else {
+                    // Guess as random movement would, so a shifted hotspot is served at
+                    // once; the round then settles where the samples say.
+                    let head = if self.try_install_head(slot, head, item, guard) {
+                        stripe.head_moves.fetch_add(1, StdOrdering::Relaxed);
+                        head.retarget(item.as_raw())
+                    } else {
+                        head
+                    };
                     let _ = slot.cas_head(head, head.with_sampling(true, 0));
                 }
             }

@@ -37,6 +37,9 @@ pub struct IndexArgs {
     /// Let hotring grow by splitting rings instead of fixing the ring count by --ratio.
     #[arg(long)]
     pub grow: bool,
+    /// With --grow: split a ring past this many items (default: the index's default).
+    #[arg(long, requires = "grow")]
+    pub max_ring_len: Option<u32>,
     /// Value size in bytes (<= 8 updates in place, larger by RCU).
     #[arg(long, default_value_t = 8)]
     pub value_size: usize,
@@ -153,7 +156,12 @@ pub fn run(args: IndexArgs) -> Result<Vec<ImplResult>, String> {
     for name in &args.impls {
         let shared = Shared::new(args.keys);
         let (target, bytes) = counting_alloc::measure(|| {
-            let t = targets::build(name, args.keys as usize, args.ratio, args.grow)?;
+            let t = targets::build(
+                name,
+                args.keys as usize,
+                args.ratio,
+                args.grow.then_some(args.max_ring_len),
+            )?;
             load(t.as_ref(), args.keys, args.value_size, args.threads);
             Ok::<_, String>(t)
         });

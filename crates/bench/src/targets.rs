@@ -28,16 +28,25 @@ pub const NAMES: &[&str] = &[
 ];
 
 /// Builds an empty target sized for `keys` at `ratio` keys per bucket (hash indexes)
-/// or at its own default sizing (dashmap, papaya).
-pub fn build(name: &str, keys: usize, ratio: usize, grow: bool) -> Result<Box<dyn Target>, String> {
+/// or at its own default sizing (dashmap, papaya). `grow: Some(max_ring_len)` lets
+/// hotring grow by splits instead (`None` inside: its default limit).
+pub fn build(
+    name: &str,
+    keys: usize,
+    ratio: usize,
+    grow: Option<Option<u32>>,
+) -> Result<Box<dyn Target>, String> {
     let ring = |strategy| -> Box<dyn Target> {
-        let config = if grow {
-            Config {
-                strategy,
-                ..Config::default()
+        let config = match grow {
+            Some(max) => {
+                let default = Config::default();
+                Config {
+                    strategy,
+                    max_ring_len: max.or(default.max_ring_len),
+                    ..default
+                }
             }
-        } else {
-            Config::fixed(strategy, keys, ratio)
+            None => Config::fixed(strategy, keys, ratio),
         };
         Box::new(HotRing::with_config(config))
     };

@@ -25,4 +25,4 @@ for t in 1 2; do
     bench "a-zipf1.22-v100-r8-t$t" --workload a --dist zipf:1.22 --ratio 8 --value-size 100 --threads "$t" --impl hotring-s,hotring-r,chain
     bench "c-zipf1.22-grow-t$t" --workload c --dist zipf:1.22 --grow --threads "$t" --impl hotring-s,chain,dashmap,papaya
 done
-ROUNDS=3 SECONDS_PER_RUN=4 bench "c-zipf1.22-shift-t1" --workload c --dist zipf:1.22 --ratio 8 --threads 1 --shift-at 2 --impl hotring-s,hotring-r,chain
+ROUNDS=5 SECONDS_PER_RUN=6 bench "c-zipf1.22-shift-t1" --workload c --dist zipf:1.22 --ratio 8 --threads 1 --shift-at 3 --impl hotring-s,hotring-r,chain

@@ -76,7 +76,8 @@ pub struct ImplResult {
     pub items_per_read: Option<f64>,
     pub head_hit_rate: Option<f64>,
     pub bytes_per_key: f64,
-    /// Median over rounds, when --shift-at is given.
+    /// Median over rounds, when --shift-at is given; null if the median round did not
+    /// recover before the run ended.
     pub reaction_delay_ms: Option<f64>,
     /// Throughput every 100 ms in the last round, when --shift-at is given.
     pub timeline_ops_per_sec: Option<Vec<f64>>,
@@ -306,15 +307,17 @@ fn measure_run(l: &Loaded, args: &IndexArgs, seconds: f64, shift_at: Option<f64>
     }
 }
 
-/// Milliseconds after the shift until a 100 ms sample is back to 90% of the mean
-/// throughput of the second before the shift.
+/// Milliseconds after the shift until throughput is back to 90% of the mean of the
+/// second before it: the start of the first 300 ms window (three samples) whose mean
+/// reaches that, so one noisy sample neither ends nor prolongs the dip. Infinite (null
+/// in JSON) if the run ends first.
 fn reaction_delay(timeline: &[f64], shift_at: f64) -> f64 {
-    let shift = (shift_at * 10.0).round() as usize;
-    let before = &timeline[shift.saturating_sub(10)..shift.min(timeline.len())];
+    let shift = ((shift_at * 10.0).round() as usize).min(timeline.len());
+    let before = &timeline[shift.saturating_sub(10)..shift];
     let steady = before.iter().sum::<f64>() / before.len().max(1) as f64;
-    timeline[shift.min(timeline.len())..]
-        .iter()
-        .position(|&x| x >= 0.9 * steady)
+    timeline[shift..]
+        .windows(3)
+        .position(|w| w.iter().sum::<f64>() / 3.0 >= 0.9 * steady)
         .map_or(f64::INFINITY, |i| i as f64 * 100.0)
 }
 

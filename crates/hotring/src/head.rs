@@ -41,16 +41,13 @@ thread_local! {
 /// two or three accesses, so we take at least this many.
 const MIN_SAMPLES: u32 = 8;
 
-/// A slot whose last sampling round found no hotspot to move to is *calm*: a cold R-th
-/// access starts a new round there with odds of one in this many, not always. Without
-/// it, a ring with no hot item (a uniform workload, or the cold tail of a skewed one)
-/// is sampled over and over for nothing; a real hotspot still draws enough cold
-/// accesses to be found within a few dozen.
-const CALM_ODDS: u32 = 16;
-
-/// A round finds a hotspot only if its best item drew at least this share of the
-/// samples; below it the ring has no hot item and the slot turns calm.
-const HOTSPOT_SHARE: f64 = 0.3;
+/// A slot that has finished a sampling round is *calm*: its head reflects the recent
+/// distribution, so a cold R-th access there only counts toward the item it reached,
+/// and starts a new round once one item has drawn this many. Without it, a ring whose
+/// head is already right but whose other items still draw accesses (any ring of a
+/// uniform workload, and most rings of a skewed one) is sampled over and over for
+/// nothing; an item that has become hot repeats within a few R-th accesses.
+const CALM_TRIGGER: u16 = 3;
 
 impl HotRing {
     /// Records an access for hotspot detection. `counted` is the item whose counter
@@ -101,8 +98,13 @@ impl HotRing {
             HotspotStrategy::Sampling => {
                 // When not sampling, the head's counter field says whether the slot is calm.
                 let calm = head.total() > 0;
-                if calm && !(tick / self.config.sample_period).is_multiple_of(CALM_ODDS) {
-                    return;
+                if calm {
+                    let counted = item.update_next(|l| {
+                        (l.counter() < Link::COUNTER_MAX).then(|| l.with_counter(l.counter() + 1))
+                    });
+                    if counted.is_ok_and(|l| l.counter() + 1 < CALM_TRIGGER) {
+                        return;
+                    }
                 }
                 if slot.items.load(crate::sync::Ordering::Relaxed) <= 1 {
                     // One item: nothing to weigh, it is the head.
@@ -205,17 +207,12 @@ impl HotRing {
         let cost = 1.0 + best_w as f64 / total as f64;
         let chosen = ring_items[best].0;
         let head = slot.load_head();
-        let moved =
-            chosen.as_raw() != head.target() && self.try_install_head(slot, head, chosen, guard);
-        if moved {
+        if chosen.as_raw() != head.target() && self.try_install_head(slot, head, chosen, guard) {
             stripe.head_moves.fetch_add(1, StdOrdering::Relaxed);
         }
-        let top = ring_items.iter().map(|(_, n)| *n).max().unwrap_or(0);
-        if !moved || (top as f64) < HOTSPOT_SHARE * total as f64 {
-            let head = slot.load_head();
-            if !head.active() {
-                let _ = slot.cas_head(head, head.with_sampling(false, 1));
-            }
+        let head = slot.load_head();
+        if !head.active() {
+            let _ = slot.cas_head(head, head.with_sampling(false, 1));
         }
         if let (Some(limit), Some(max)) = (self.config.split_cost, self.config.max_ring_len) {
             let min_len = (max / 2).max(2) + 1;

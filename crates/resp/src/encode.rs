@@ -1,0 +1,178 @@
+//! Writing frames, with Redis's RESP2 downgrades of RESP3-only types.
+
+use crate::frame::{Frame, Protocol};
+
+/// Simple strings and errors are one line: Redis turns CR and LF inside them into spaces.
+fn push_line(out: &mut Vec<u8>, prefix: u8, text: &[u8]) {
+    out.push(prefix);
+    out.extend(
+        text.iter()
+            .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+    );
+    out.extend_from_slice(b"\r\n");
+}
+
+fn push_header(out: &mut Vec<u8>, prefix: u8, n: usize) {
+    out.push(prefix);
+    out.extend_from_slice(n.to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+fn push_bulk(out: &mut Vec<u8>, data: &[u8]) {
+    push_header(out, b'$', data.len());
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// A double as Redis writes it: `inf`, `-inf`, `nan`, else the shortest text that
+/// reads back to the same value, with an exponent outside 1e-5..1e17.
+pub(crate) fn format_double(x: f64) -> String {
+    if x.is_nan() {
+        "nan".into()
+    } else if x.is_infinite() {
+        if x > 0.0 { "inf" } else { "-inf" }.into()
+    } else if x == 0.0 || (1e-5..1e17).contains(&x.abs()) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    }
+}
+
+impl Frame {
+    /// Appends the wire form of this frame for a client speaking `proto`.
+    pub fn encode(&self, proto: Protocol, out: &mut Vec<u8>) {
+        let v3 = proto == Protocol::Resp3;
+        match self {
+            Frame::Simple(s) => push_line(out, b'+', s.as_bytes()),
+            Frame::Error(s) => push_line(out, b'-', s.as_bytes()),
+            Frame::Integer(n) => {
+                out.push(b':');
+                out.extend_from_slice(n.to_string().as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+            Frame::Bulk(b) => push_bulk(out, b),
+            Frame::Array(items) => {
+                push_header(out, b'*', items.len());
+                for f in items {
+                    f.encode(proto, out);
+                }
+            }
+            Frame::Null if v3 => out.extend_from_slice(b"_\r\n"),
+            Frame::Null => out.extend_from_slice(b"$-1\r\n"),
+            Frame::NullArray if v3 => out.extend_from_slice(b"_\r\n"),
+            Frame::NullArray => out.extend_from_slice(b"*-1\r\n"),
+            Frame::Boolean(b) if v3 => {
+                out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" })
+            }
+            Frame::Boolean(b) => out.extend_from_slice(if *b { b":1\r\n" } else { b":0\r\n" }),
+            Frame::Double(x) if v3 => push_line(out, b',', format_double(*x).as_bytes()),
+            Frame::Double(x) => push_bulk(out, format_double(*x).as_bytes()),
+            Frame::BigNumber(s) if v3 => push_line(out, b'(', s.as_bytes()),
+            Frame::BigNumber(s) => push_bulk(out, s.as_bytes()),
+            Frame::BulkError(b) if v3 => {
+                push_header(out, b'!', b.len());
+                out.extend_from_slice(b);
+                out.extend_from_slice(b"\r\n");
+            }
+            Frame::BulkError(b) => push_line(out, b'-', b),
+            Frame::Verbatim { format, text } if v3 => {
+                push_header(out, b'=', text.len() + 4);
+                out.extend_from_slice(format);
+                out.push(b':');
+                out.extend_from_slice(text);
+                out.extend_from_slice(b"\r\n");
+            }
+            Frame::Verbatim { text, .. } => push_bulk(out, text),
+            Frame::Map(pairs) => {
+                if v3 {
+                    push_header(out, b'%', pairs.len());
+                } else {
+                    push_header(out, b'*', pairs.len() * 2);
+                }
+                for (k, v) in pairs {
+                    k.encode(proto, out);
+                    v.encode(proto, out);
+                }
+            }
+            Frame::Set(items) | Frame::Push(items) => {
+                let prefix = match (v3, self) {
+                    (false, _) => b'*',
+                    (true, Frame::Set(_)) => b'~',
+                    _ => b'>',
+                };
+                push_header(out, prefix, items.len());
+                for f in items {
+                    f.encode(proto, out);
+                }
+            }
+        }
+    }
+
+    /// The wire form of this frame for `proto`.
+    pub fn to_bytes(&self, proto: Protocol) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.encode(proto, &mut out);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resp2_downgrades_like_redis() {
+        let cases: Vec<(Frame, &[u8], &[u8])> = vec![
+            (Frame::Null, b"$-1\r\n", b"_\r\n"),
+            (Frame::NullArray, b"*-1\r\n", b"_\r\n"),
+            (Frame::Boolean(true), b":1\r\n", b"#t\r\n"),
+            (Frame::Double(1.5), b"$3\r\n1.5\r\n", b",1.5\r\n"),
+            (Frame::Double(f64::INFINITY), b"$3\r\ninf\r\n", b",inf\r\n"),
+            (
+                Frame::Map(vec![(Frame::bulk("a"), Frame::Integer(1))]),
+                b"*2\r\n$1\r\na\r\n:1\r\n",
+                b"%1\r\n$1\r\na\r\n:1\r\n",
+            ),
+            (
+                Frame::Set(vec![Frame::Integer(7)]),
+                b"*1\r\n:7\r\n",
+                b"~1\r\n:7\r\n",
+            ),
+            (Frame::Push(vec![]), b"*0\r\n", b">0\r\n"),
+            (
+                Frame::Verbatim {
+                    format: *b"txt",
+                    text: b"hi".to_vec(),
+                },
+                b"$2\r\nhi\r\n",
+                b"=6\r\ntxt:hi\r\n",
+            ),
+            (
+                Frame::BulkError(b"ERR x".to_vec()),
+                b"-ERR x\r\n",
+                b"!5\r\nERR x\r\n",
+            ),
+        ];
+        for (frame, v2, v3) in cases {
+            assert_eq!(frame.to_bytes(Protocol::Resp2), v2, "{frame:?}");
+            assert_eq!(frame.to_bytes(Protocol::Resp3), v3, "{frame:?}");
+        }
+    }
+
+    #[test]
+    fn line_frames_cannot_break_the_stream() {
+        assert_eq!(
+            Frame::error("ERR bad\r\nthing").to_bytes(Protocol::Resp2),
+            b"-ERR bad  thing\r\n"
+        );
+    }
+
+    #[test]
+    fn doubles() {
+        assert_eq!(format_double(3.0), "3");
+        assert_eq!(format_double(-0.5), "-0.5");
+        assert_eq!(format_double(1e300), "1e300");
+        assert_eq!(format_double(f64::NEG_INFINITY), "-inf");
+        assert_eq!(format_double(0.1), "0.1");
+    }
+}

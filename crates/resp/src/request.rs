@@ -1,0 +1,343 @@
+//! The server's request parser: what Redis's `processMultibulkBuffer` and
+//! `processInlineBuffer` accept, with their error texts.
+
+use std::fmt;
+
+/// Redis's `PROTO_INLINE_MAX_SIZE`: the longest inline request, and the longest
+/// `*N` or `$N` line, before the peer is cut off.
+const INLINE_MAX: usize = 64 * 1024;
+
+/// A request the server must refuse. The connection is closed after replying
+/// `-ERR <message>`, as Redis does, because the stream can no longer be trusted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProtocolError(pub String);
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
+/// A request's arguments and the bytes it took, `None` while incomplete.
+pub type Parsed = Result<Option<(Vec<Vec<u8>>, usize)>, ProtocolError>;
+
+fn err(what: &str) -> ProtocolError {
+    ProtocolError(format!("Protocol error: {what}"))
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct RequestLimits {
+    /// Longest argument (Redis's `proto-max-bulk-len`, 512 MB by default).
+    pub max_bulk_len: usize,
+    /// Most arguments in one request (Redis: up to 2^31 - 1).
+    pub max_args: usize,
+}
+
+impl Default for RequestLimits {
+    fn default() -> Self {
+        RequestLimits {
+            max_bulk_len: 512 * 1024 * 1024,
+            max_args: i32::MAX as usize,
+        }
+    }
+}
+
+/// Parses one request from the front of `buf`. Returns the arguments and the bytes
+/// consumed, or `None` until the request is complete. An empty argument list (`*0`,
+/// an empty line) is a request to skip.
+pub fn parse_request(buf: &[u8], limits: &RequestLimits) -> Parsed {
+    match buf.first() {
+        None => Ok(None),
+        Some(b'*') => multibulk(buf, limits),
+        Some(_) => inline(buf),
+    }
+}
+
+/// The number on a `*N` or `$N` line starting at `at`, and where the next line starts.
+fn count_line(
+    buf: &[u8],
+    at: usize,
+    too_big: &str,
+) -> Result<Option<(Option<i64>, usize)>, ProtocolError> {
+    let Some(cr) = buf[at..].iter().position(|&b| b == b'\r') else {
+        return if buf.len() - at > INLINE_MAX {
+            Err(err(too_big))
+        } else {
+            Ok(None)
+        };
+    };
+    if cr > INLINE_MAX {
+        return Err(err(too_big));
+    }
+    // The line ends with "\r\n": wait for the "\n".
+    if at + cr + 1 >= buf.len() {
+        return Ok(None);
+    }
+    let digits = &buf[at + 1..at + cr];
+    let n = std::str::from_utf8(digits).ok().and_then(parse_strict_i64);
+    Ok(Some((n, at + cr + 2)))
+}
+
+/// Redis's `string2ll`: optional minus, digits, no leading zeros or plus, no spaces.
+fn parse_strict_i64(s: &str) -> Option<i64> {
+    let body = s.strip_prefix('-').unwrap_or(s);
+    if body.is_empty()
+        || !body.bytes().all(|b| b.is_ascii_digit())
+        || (body.len() > 1 && body.starts_with('0'))
+    {
+        return None;
+    }
+    if s == "-0" {
+        return None;
+    }
+    s.parse().ok()
+}
+
+fn multibulk(buf: &[u8], limits: &RequestLimits) -> Parsed {
+    let Some((count, mut at)) = count_line(buf, 0, "too big mbulk count string")? else {
+        return Ok(None);
+    };
+    let count = match count {
+        Some(n) if n <= i32::MAX as i64 => n,
+        _ => return Err(err("invalid multibulk length")),
+    };
+    if count <= 0 {
+        return Ok(Some((Vec::new(), at)));
+    }
+    if count as usize > limits.max_args {
+        return Err(err("invalid multibulk length"));
+    }
+    // Allocate for what has arrived, not for what the peer claims.
+    let mut args = Vec::with_capacity((count as usize).min(1024));
+    for _ in 0..count {
+        match buf.get(at) {
+            None => return Ok(None),
+            Some(b'$') => {}
+            Some(&other) => return Err(err(&format!("expected '$', got '{}'", other as char))),
+        }
+        let Some((len, data)) = count_line(buf, at, "too big bulk count string")? else {
+            return Ok(None);
+        };
+        let len = match len {
+            Some(n) if n >= 0 && n as u64 <= limits.max_bulk_len as u64 => n as usize,
+            _ => return Err(err("invalid bulk length")),
+        };
+        // Like Redis, skip the two bytes after the data without checking them.
+        if buf.len() < data + len + 2 {
+            return Ok(None);
+        }
+        args.push(buf[data..data + len].to_vec());
+        at = data + len + 2;
+    }
+    Ok(Some((args, at)))
+}
+
+fn inline(buf: &[u8]) -> Parsed {
+    let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
+        return if buf.len() > INLINE_MAX {
+            Err(err("too big inline request"))
+        } else {
+            Ok(None)
+        };
+    };
+    if nl > INLINE_MAX {
+        return Err(err("too big inline request"));
+    }
+    let line = &buf[..nl];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let args = split_args(line).ok_or_else(|| err("unbalanced quotes in request"))?;
+    Ok(Some((args, nl + 1)))
+}
+
+fn hex(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+/// Redis's `sdssplitargs`: words separated by spaces; "double quotes" with \n \r \t
+/// \b \a \\ \" and \xHH escapes; 'single quotes' with \' only. A closing quote must
+/// be followed by a space or the end. `None` for unbalanced quotes.
+fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut args = Vec::new();
+    let mut i = 0;
+    loop {
+        while i < line.len() && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i == line.len() {
+            return Some(args);
+        }
+        let mut word = Vec::new();
+        let (mut in_double, mut in_single) = (false, false);
+        loop {
+            let c = line.get(i).copied();
+            if in_double {
+                match c {
+                    None => return None,
+                    Some(b'\\') if line.get(i + 1) == Some(&b'x') => {
+                        match (
+                            line.get(i + 2).and_then(|&b| hex(b)),
+                            line.get(i + 3).and_then(|&b| hex(b)),
+                        ) {
+                            (Some(h), Some(l)) => {
+                                word.push(h * 16 + l);
+                                i += 3;
+                            }
+                            _ => {
+                                word.push(b'\\');
+                            }
+                        }
+                    }
+                    Some(b'\\') if i + 1 < line.len() => {
+                        i += 1;
+                        word.push(match line[i] {
+                            b'n' => b'\n',
+                            b'r' => b'\r',
+                            b't' => b'\t',
+                            b'b' => 8,
+                            b'a' => 7,
+                            other => other,
+                        });
+                    }
+                    Some(b'"') => {
+                        if line.get(i + 1).is_some_and(|b| !b.is_ascii_whitespace()) {
+                            return None;
+                        }
+                        in_double = false;
+                        i += 1;
+                        break;
+                    }
+                    Some(other) => word.push(other),
+                }
+            } else if in_single {
+                match c {
+                    None => return None,
+                    Some(b'\\') if line.get(i + 1) == Some(&b'\'') => {
+                        i += 1;
+                        word.push(b'\'');
+                    }
+                    Some(b'\'') => {
+                        if line.get(i + 1).is_some_and(|b| !b.is_ascii_whitespace()) {
+                            return None;
+                        }
+                        in_single = false;
+                        i += 1;
+                        break;
+                    }
+                    Some(other) => word.push(other),
+                }
+            } else {
+                match c {
+                    None => break,
+                    Some(b) if b.is_ascii_whitespace() => break,
+                    Some(b'"') => in_double = true,
+                    Some(b'\'') => in_single = true,
+                    Some(other) => word.push(other),
+                }
+            }
+            i += 1;
+        }
+        debug_assert!(!in_double && !in_single);
+        args.push(word);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(b: &[u8]) -> Parsed {
+        parse_request(b, &RequestLimits::default())
+    }
+
+    fn args(v: &[&str]) -> Vec<Vec<u8>> {
+        v.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn multibulk_and_partial_input() {
+        let req = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+        assert_eq!(parse(req).unwrap(), Some((args(&["GET", "k"]), req.len())));
+        for cut in 0..req.len() {
+            assert_eq!(parse(&req[..cut]).unwrap(), None, "cut at {cut}");
+        }
+        let mut two = req.to_vec();
+        two.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");
+        assert_eq!(parse(&two).unwrap().unwrap().1, req.len());
+    }
+
+    #[test]
+    fn binary_safe_arguments() {
+        let req = b"*2\r\n$3\r\nSET\r\n$4\r\n\r\n\0x\r\n";
+        assert_eq!(parse(req).unwrap().unwrap().0[1], b"\r\n\0x");
+    }
+
+    #[test]
+    fn redis_error_texts() {
+        let cases: &[(&[u8], &str)] = &[
+            (b"*abc\r\n", "Protocol error: invalid multibulk length"),
+            (
+                b"*3000000000\r\n",
+                "Protocol error: invalid multibulk length",
+            ),
+            (b"*1\r\n+OK\r\n", "Protocol error: expected '$', got '+'"),
+            (b"*1\r\n$-5\r\n", "Protocol error: invalid bulk length"),
+            (
+                b"*1\r\n$600000000\r\n",
+                "Protocol error: invalid bulk length",
+            ),
+            (
+                b"SET \"a b\r\n",
+                "Protocol error: unbalanced quotes in request",
+            ),
+        ];
+        for (input, want) in cases {
+            assert_eq!(
+                parse(input).unwrap_err().0,
+                *want,
+                "{:?}",
+                String::from_utf8_lossy(input)
+            );
+        }
+        let long = vec![b'a'; INLINE_MAX + 1];
+        assert_eq!(
+            parse(&long).unwrap_err().0,
+            "Protocol error: too big inline request"
+        );
+        let mut long_count = b"*".to_vec();
+        long_count.extend(vec![b'1'; INLINE_MAX + 1]);
+        assert_eq!(
+            parse(&long_count).unwrap_err().0,
+            "Protocol error: too big mbulk count string"
+        );
+    }
+
+    #[test]
+    fn empty_requests_are_skipped() {
+        assert_eq!(parse(b"*0\r\n").unwrap(), Some((vec![], 4)));
+        assert_eq!(parse(b"*-1\r\n").unwrap(), Some((vec![], 5)));
+        assert_eq!(parse(b"\r\n").unwrap(), Some((vec![], 2)));
+    }
+
+    #[test]
+    fn inline_commands_split_like_redis() {
+        assert_eq!(
+            parse(b"set k v\r\n").unwrap().unwrap().0,
+            args(&["set", "k", "v"])
+        );
+        assert_eq!(parse(b"  ping  \n").unwrap().unwrap().0, args(&["ping"]));
+        assert_eq!(
+            parse(b"set \"a\\x41\\n\" 'it\\'s'\r\n").unwrap().unwrap().0,
+            vec![b"set".to_vec(), b"aA\n".to_vec(), b"it's".to_vec()]
+        );
+        assert!(parse(b"set \"a\"b\r\n").is_err());
+        assert_eq!(parse(b"set k").unwrap(), None);
+    }
+
+    #[test]
+    fn a_huge_declared_count_allocates_nothing_up_front() {
+        // Two billion arguments declared, none sent: incomplete, not an allocation.
+        assert_eq!(parse(b"*2000000000\r\n$1\r\na\r\n").unwrap(), None);
+    }
+}

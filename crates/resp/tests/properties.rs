@@ -1,0 +1,109 @@
+//! Property tests: encode/parse round trips over arbitrary frames, every split of the
+//! byte stream, and arbitrary or mutated bytes that must never panic either parser.
+//! `PROPTEST_CASES` raises the count for longer fuzzing runs.
+
+use proptest::prelude::*;
+use resp::{parse_frame, parse_request, Frame, FrameLimits, Protocol, RequestLimits};
+
+fn line_text() -> impl Strategy<Value = String> {
+    "[^\r\n]{0,20}"
+}
+
+fn frame() -> impl Strategy<Value = Frame> {
+    let leaf = prop_oneof![
+        line_text().prop_map(Frame::Simple),
+        line_text().prop_map(Frame::Error),
+        any::<i64>().prop_map(Frame::Integer),
+        prop::collection::vec(any::<u8>(), 0..40).prop_map(Frame::Bulk),
+        Just(Frame::Null),
+        any::<bool>().prop_map(Frame::Boolean),
+        any::<f64>()
+            .prop_filter("NaN never equals itself", |x| !x.is_nan())
+            .prop_map(Frame::Double),
+        "-?[1-9][0-9]{0,40}".prop_map(Frame::BigNumber),
+        prop::collection::vec(any::<u8>(), 0..20).prop_map(Frame::BulkError),
+        prop::collection::vec(any::<u8>(), 0..20).prop_map(|text| Frame::Verbatim {
+            format: *b"txt",
+            text
+        }),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Frame::Array),
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Frame::Set),
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Frame::Push),
+            prop::collection::vec((inner.clone(), inner), 0..4).prop_map(Frame::Map),
+        ]
+    })
+}
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(512)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    #[test]
+    fn resp3_round_trips_through_any_split(f in frame()) {
+        let bytes = f.to_bytes(Protocol::Resp3);
+        let limits = FrameLimits::default();
+        prop_assert_eq!(parse_frame(&bytes, &limits).unwrap(), Some((f.clone(), bytes.len())));
+        for cut in 0..bytes.len() {
+            prop_assert_eq!(parse_frame(&bytes[..cut], &limits).unwrap(), None, "cut at {}", cut);
+        }
+        let mut two = bytes.clone();
+        two.extend_from_slice(&bytes);
+        prop_assert_eq!(parse_frame(&two, &limits).unwrap().unwrap().1, bytes.len());
+    }
+
+    #[test]
+    fn resp2_output_is_valid_resp2(f in frame()) {
+        let bytes = f.to_bytes(Protocol::Resp2);
+        let (parsed, n) = parse_frame(&bytes, &FrameLimits::default()).unwrap().unwrap();
+        prop_assert_eq!(n, bytes.len());
+        // Only RESP2 types come back.
+        fn resp2_only(f: &Frame) -> bool {
+            match f {
+                Frame::Simple(_) | Frame::Error(_) | Frame::Integer(_) | Frame::Bulk(_) | Frame::Null | Frame::NullArray => true,
+                Frame::Array(v) => v.iter().all(resp2_only),
+                _ => false,
+            }
+        }
+        prop_assert!(resp2_only(&parsed), "{:?}", parsed);
+    }
+
+    #[test]
+    fn commands_parse_back_from_any_split(args in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..30), 1..8)) {
+        let bytes = Frame::command(&args).to_bytes(Protocol::Resp2);
+        let limits = RequestLimits::default();
+        prop_assert_eq!(parse_request(&bytes, &limits).unwrap(), Some((args.clone(), bytes.len())));
+        for cut in 0..bytes.len() {
+            prop_assert_eq!(parse_request(&bytes[..cut], &limits).unwrap(), None);
+        }
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+        if let Ok(Some((_, n))) = parse_frame(&bytes, &FrameLimits::default()) {
+            prop_assert!(n <= bytes.len());
+        }
+        if let Ok(Some((_, n))) = parse_request(&bytes, &RequestLimits::default()) {
+            prop_assert!(n <= bytes.len() && n > 0);
+        }
+    }
+
+    #[test]
+    fn mutated_frames_never_panic(f in frame(), flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4)) {
+        let mut bytes = f.to_bytes(Protocol::Resp3);
+        for (i, b) in flips {
+            let at = i.index(bytes.len());
+            bytes[at] = b;
+        }
+        let _ = parse_frame(&bytes, &FrameLimits::default());
+        let _ = parse_request(&bytes, &RequestLimits::default());
+    }
+}

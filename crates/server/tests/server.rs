@@ -1,0 +1,325 @@
+//! Starts the real `hotkv-server` binary on a free port and drives it with the
+//! `redis` crate and with raw sockets.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    /// Starts a server on a port the OS picks, learnt from its "ready" log line, so
+    /// parallel tests never race for a port.
+    fn start() -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
+            .args(["--port", "0", "--engine", "memory"])
+            .env("RUST_LOG", "info")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let port = loop {
+            let line = lines
+                .next()
+                .expect("hotkv-server exited before it was ready")
+                .unwrap();
+            if let Some(addr) = line
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("addr="))
+            {
+                break addr.rsplit(':').next().unwrap().parse().unwrap();
+            }
+        };
+        // Keep draining the log so the server never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        Server { child, port }
+    }
+
+    fn client(&self) -> redis::Connection {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
+    fn raw(&self) -> TcpStream {
+        let s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s
+    }
+
+    fn alive(&self) {
+        let mut c = self.client();
+        let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+        assert_eq!(pong, "PONG");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends `request` and reads until the server closes or `want` bytes arrived.
+fn exchange(s: &mut TcpStream, request: &[u8], want: usize) -> Vec<u8> {
+    s.write_all(request).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while got.len() < want {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("read failed after {:?}: {e}", String::from_utf8_lossy(&got)),
+        }
+    }
+    got
+}
+
+#[test]
+fn strings_and_keys() {
+    let server = Server::start();
+    let mut c = server.client();
+    let binary: &[u8] = b"v\r\n\0\xff value";
+    let () = redis::cmd("SET")
+        .arg(b"k\r\n\0".as_slice())
+        .arg(binary)
+        .query(&mut c)
+        .unwrap();
+    let got: Vec<u8> = redis::cmd("GET")
+        .arg(b"k\r\n\0".as_slice())
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(got, binary);
+    let missing: Option<Vec<u8>> = redis::cmd("GET").arg("nope").query(&mut c).unwrap();
+    assert_eq!(missing, None);
+    let nx: Option<String> = redis::cmd("SET")
+        .arg("k2")
+        .arg("a")
+        .arg("NX")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(nx.as_deref(), Some("OK"));
+    let nx_again: Option<String> = redis::cmd("SET")
+        .arg("k2")
+        .arg("b")
+        .arg("nx")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(nx_again, None);
+    let xx: Option<String> = redis::cmd("SET")
+        .arg("absent")
+        .arg("b")
+        .arg("XX")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(xx, None);
+    let n: i64 = redis::cmd("EXISTS")
+        .arg("k2")
+        .arg("k2")
+        .arg("absent")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 2);
+    let n: i64 = redis::cmd("INCR").arg("counter").query(&mut c).unwrap();
+    assert_eq!(n, 1);
+    let n: i64 = redis::cmd("INCRBY")
+        .arg("counter")
+        .arg(41)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 42);
+    let n: i64 = redis::cmd("DECRBY")
+        .arg("counter")
+        .arg(50)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, -8);
+    let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 3);
+    let n: i64 = redis::cmd("DEL")
+        .arg("k2")
+        .arg("counter")
+        .arg("absent")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 2);
+    let n: i64 = redis::cmd("SETNX")
+        .arg("k2")
+        .arg("x")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 1);
+}
+
+#[test]
+fn errors_are_worded_as_redis_words_them() {
+    let server = Server::start();
+    let mut s = server.raw();
+    let cases: &[(&[u8], &[u8])] = &[
+        (
+            b"*2\r\n$3\r\nFOO\r\n$1\r\na\r\n",
+            b"-ERR unknown command 'FOO', with args beginning with: 'a' \r\n",
+        ),
+        (
+            b"*1\r\n$3\r\nGET\r\n",
+            b"-ERR wrong number of arguments for 'get' command\r\n",
+        ),
+        (b"SET n abc\r\n", b"+OK\r\n"),
+        (
+            b"INCR n\r\n",
+            b"-ERR value is not an integer or out of range\r\n",
+        ),
+        (
+            b"SET big 9223372036854775807\r\nINCR big\r\n",
+            b"+OK\r\n-ERR increment or decrement would overflow\r\n",
+        ),
+        (b"SET k v FOO\r\n", b"-ERR syntax error\r\n"),
+        (b"SELECT 1\r\n", b"-ERR DB index is out of range\r\n"),
+        (b"HELLO 4\r\n", b"-NOPROTO unsupported protocol version\r\n"),
+    ];
+    for (request, reply) in cases {
+        assert_eq!(
+            exchange(&mut s, request, reply.len()),
+            *reply,
+            "{}",
+            String::from_utf8_lossy(request)
+        );
+    }
+}
+
+#[test]
+fn resp3_after_hello_3() {
+    let server = Server::start();
+    let mut s = server.raw();
+    let reply = exchange(&mut s, b"HELLO 3\r\n", 1);
+    assert_eq!(reply[0], b'%', "{}", String::from_utf8_lossy(&reply));
+    let mut s = server.raw();
+    exchange(&mut s, b"HELLO 3\r\n", 100);
+    assert_eq!(exchange(&mut s, b"GET missing\r\n", 3), b"_\r\n");
+}
+
+#[test]
+fn ten_thousand_pipelined_commands() {
+    let server = Server::start();
+    let mut c = server.client();
+    let mut pipe = redis::pipe();
+    for i in 0..10_000 {
+        pipe.cmd("SET").arg(format!("key:{i}")).arg(i).ignore();
+    }
+    for i in (0..10_000).step_by(7) {
+        pipe.cmd("GET").arg(format!("key:{i}"));
+    }
+    let got: Vec<i64> = pipe.query(&mut c).unwrap();
+    assert_eq!(got, (0..10_000).step_by(7).collect::<Vec<_>>());
+}
+
+#[test]
+fn malformed_input_closes_only_that_connection() {
+    let server = Server::start();
+    let mut c = server.client();
+    let () = redis::cmd("SET")
+        .arg("kept")
+        .arg("yes")
+        .query(&mut c)
+        .unwrap();
+    let bad: &[(&[u8], &[u8])] = &[
+        (
+            b"*1\r\n$-5\r\n",
+            b"-ERR Protocol error: invalid bulk length\r\n",
+        ),
+        (
+            b"*1\r\n$536870913\r\n",
+            b"-ERR Protocol error: invalid bulk length\r\n",
+        ),
+        (
+            b"*x\r\n",
+            b"-ERR Protocol error: invalid multibulk length\r\n",
+        ),
+        (
+            b"*1\r\n:1\r\n",
+            b"-ERR Protocol error: expected '$', got ':'\r\n",
+        ),
+        (
+            b"GET \"unbalanced\r\n",
+            b"-ERR Protocol error: unbalanced quotes in request\r\n",
+        ),
+    ];
+    for (request, reply) in bad {
+        let mut s = server.raw();
+        // Read to the end: the server must reply and then close.
+        let got = exchange(&mut s, request, usize::MAX);
+        assert_eq!(got, *reply, "{}", String::from_utf8_lossy(request));
+    }
+    // A declared 512 MB argument that never arrives, then a truncated frame.
+    let mut s = server.raw();
+    s.write_all(b"*2\r\n$3\r\nSET\r\n$536870912\r\nabc")
+        .unwrap();
+    drop(s);
+    server.alive();
+    let v: String = redis::cmd("GET")
+        .arg("kept")
+        .query(&mut server.client())
+        .unwrap();
+    assert_eq!(v, "yes");
+}
+
+#[test]
+fn a_client_that_never_reads_does_not_stall_others() {
+    let server = Server::start();
+    let mut hog = server.raw();
+    hog.set_write_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let request = b"*2\r\n$4\r\nECHO\r\n$1024\r\n"
+        .iter()
+        .copied()
+        .chain(std::iter::repeat_n(b'x', 1024))
+        .chain(*b"\r\n")
+        .collect::<Vec<u8>>();
+    // Write until the socket buffers fill (the server stops reading once its replies
+    // back up); never read.
+    for _ in 0..100_000 {
+        if hog.write_all(&request).is_err() {
+            break;
+        }
+    }
+    server.alive();
+    let mut c = server.client();
+    let () = redis::cmd("SET").arg("a").arg("b").query(&mut c).unwrap();
+    drop(hog);
+    server.alive();
+}
+
+#[test]
+fn sigterm_shuts_down_cleanly() {
+    let mut server = Server::start();
+    server.alive();
+    let status = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for _ in 0..500 {
+        if let Some(code) = server.child.try_wait().unwrap() {
+            assert!(code.success(), "exit status {code}");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("hotkv-server did not exit after SIGTERM");
+}
+
+#[test]
+fn refuses_a_public_address_without_protection_turned_off() {
+    let out = Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
+        .args(["--bind", "0.0.0.0", "--port", "0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--protected-mode no"));
+}

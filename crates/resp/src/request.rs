@@ -75,21 +75,20 @@ fn count_line(
     if at + cr + 1 >= buf.len() {
         return Ok(None);
     }
-    let digits = &buf[at + 1..at + cr];
-    let n = std::str::from_utf8(digits).ok().and_then(parse_strict_i64);
+    let n = parse_integer(&buf[at + 1..at + cr]);
     Ok(Some((n, at + cr + 2)))
 }
 
-/// Redis's `string2ll`: optional minus, digits, no leading zeros or plus, no spaces.
-fn parse_strict_i64(s: &str) -> Option<i64> {
-    let body = s.strip_prefix('-').unwrap_or(s);
-    if body.is_empty()
-        || !body.bytes().all(|b| b.is_ascii_digit())
-        || (body.len() > 1 && body.starts_with('0'))
-    {
+/// Redis's `string2ll`: an optional minus, then digits with no leading zero, no
+/// plus sign and no spaces, within `i64`. Lengths in requests and integer arguments
+/// of commands are read this way.
+pub fn parse_integer(b: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(b).ok()?;
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
         return None;
     }
-    if s == "-0" {
+    if (digits.len() > 1 && digits.starts_with('0')) || s == "-0" {
         return None;
     }
     s.parse().ok()
@@ -311,6 +310,30 @@ mod tests {
             parse(&long_count).unwrap_err().0,
             "Protocol error: too big mbulk count string"
         );
+    }
+
+    #[test]
+    fn integers_as_redis_reads_them() {
+        for (text, want) in [
+            ("0", Some(0)),
+            ("-12", Some(-12)),
+            ("9223372036854775807", Some(i64::MAX)),
+        ] {
+            assert_eq!(parse_integer(text.as_bytes()), want);
+        }
+        for bad in [
+            "",
+            "-",
+            "+1",
+            "01",
+            "-0",
+            " 1",
+            "1 ",
+            "9223372036854775808",
+            "1.0",
+        ] {
+            assert_eq!(parse_integer(bad.as_bytes()), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -179,15 +179,4 @@ pub(crate) fn error(text: &str) -> Action {
 pub(crate) const NOT_AN_INTEGER: &str = "ERR value is not an integer or out of range";
 pub(crate) const SYNTAX_ERROR: &str = "ERR syntax error";
 
-/// Redis's `string2ll`: what it accepts as an integer argument or value.
-pub(crate) fn parse_i64(b: &[u8]) -> Option<i64> {
-    let s = std::str::from_utf8(b).ok()?;
-    let digits = s.strip_prefix('-').unwrap_or(s);
-    if digits.is_empty() || digits.len() > 20 || !digits.bytes().all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    if (digits.len() > 1 && digits.starts_with('0')) || s == "-0" {
-        return None;
-    }
-    s.parse().ok()
-}
+pub(crate) use resp::parse_integer as parse_i64;

@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, unit/property/stress tests in release and
-# debug builds (debug keeps overflow checks and debug assertions), and the shuttle
-# exploration of the index's pointer protocols.
+# debug builds (debug keeps overflow checks and debug assertions), the shuttle
+# exploration of the index's pointer protocols, and the server driven by redis-py and
+# redis-cli.
 #
 # Longer runs: PROPTEST_CASES (default 128), HOTRING_STRESS_ROUNDS (20000),
 # SHUTTLE_ITERATIONS (2000), HOTRING_SEED (stress seed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# What a fresh machine lacks for the client tests: redis-cli (Debian's redis-tools),
+# redis-py and pytest.
+if ! command -v redis-cli >/dev/null; then
+    apt-get update -qq
+    apt-get install -y -qq redis-tools
+fi
+python3 -c "import redis, pytest" 2>/dev/null || python3 -m pip install -q redis pytest
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -21,8 +30,12 @@ run cargo clippy -p hotring --all-targets --release --features shuttle -- -D war
 run cargo test --workspace --release
 run cargo test -p hotring -p workload
 run cargo test -p hotring --release --features shuttle --test shuttle
+# The clients people use, against the real server: redis-py and redis-cli.
+run cargo build --release --bin hotkv-server
+run python3 -m pytest -q tests/clients
 
-counts=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } } END { print p + 0, f + 0 }' "$log")
+# cargo's "test result: ok. N passed; M failed; ..." and pytest's "N passed, M failed in ..."
+counts=$(awk '/^test result:/ || /^[0-9]+ (passed|failed)/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } } END { print p + 0, f + 0 }' "$log")
 read -r passed failed <<<"$counts"
 echo "total: $passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -81,6 +81,10 @@ async fn serve(args: Args) -> std::io::Result<()> {
     tracing::info!(addr = %listener.local_addr()?, engine = %args.engine, "ready to accept connections");
     let shutdown = tokio::sync::watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
+    // One listener for the whole life of the server: a signal that arrives while the
+    // loop is busy elsewhere is kept for the next poll, not lost.
+    let stop_signal = signal();
+    tokio::pin!(stop_signal);
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -99,7 +103,7 @@ async fn serve(args: Args) -> std::io::Result<()> {
                     }
                 });
             }
-            _ = signal() => break,
+            _ = &mut stop_signal => break,
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
         }
     }

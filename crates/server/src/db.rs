@@ -41,6 +41,11 @@ impl Db {
         self.index.remove(key)
     }
 
+    /// Removes `key` only if it still holds `value`; returns whether it did.
+    pub fn remove_if_value(&self, key: &[u8], value: &[u8]) -> bool {
+        self.index.remove_if(key, |v| v == value)
+    }
+
     pub fn contains(&self, key: &[u8]) -> bool {
         self.index.contains_key(key)
     }

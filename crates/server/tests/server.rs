@@ -155,6 +155,76 @@ fn strings_and_keys() {
         .query(&mut c)
         .unwrap();
     assert_eq!(n, 1);
+    let () = redis::cmd("MSET")
+        .arg("m1")
+        .arg("a")
+        .arg("m2")
+        .arg("bb")
+        .query(&mut c)
+        .unwrap();
+    let got: Vec<Option<String>> = redis::cmd("MGET")
+        .arg("m1")
+        .arg("nope")
+        .arg("m2")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(got, vec![Some("a".into()), None, Some("bb".into())]);
+    let n: i64 = redis::cmd("STRLEN").arg("m2").query(&mut c).unwrap();
+    assert_eq!(n, 2);
+    let n: i64 = redis::cmd("APPEND")
+        .arg("m2")
+        .arg(" and more text")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 16);
+    let n: i64 = redis::cmd("APPEND")
+        .arg("fresh")
+        .arg("x")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 1);
+    let old: Option<String> = redis::cmd("GETSET")
+        .arg("m1")
+        .arg("z")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(old.as_deref(), Some("a"));
+    let old: Option<String> = redis::cmd("GETDEL").arg("m1").query(&mut c).unwrap();
+    assert_eq!(old.as_deref(), Some("z"));
+    let old: Option<String> = redis::cmd("GETDEL").arg("m1").query(&mut c).unwrap();
+    assert_eq!(old, None);
+    let t: String = redis::cmd("TYPE").arg("m2").query(&mut c).unwrap();
+    assert_eq!(t, "string");
+    let t: String = redis::cmd("TYPE").arg("m1").query(&mut c).unwrap();
+    assert_eq!(t, "none");
+}
+
+#[test]
+fn concurrent_appends_and_increments_lose_nothing() {
+    let server = Server::start();
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let mut c = server.client();
+            std::thread::spawn(move || {
+                for _ in 0..200 {
+                    let _: i64 = redis::cmd("INCR").arg("shared").query(&mut c).unwrap();
+                    let _: i64 = redis::cmd("APPEND")
+                        .arg("log")
+                        .arg("x")
+                        .query(&mut c)
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut c = server.client();
+    let n: i64 = redis::cmd("GET").arg("shared").query(&mut c).unwrap();
+    assert_eq!(n, 1600);
+    let n: i64 = redis::cmd("STRLEN").arg("log").query(&mut c).unwrap();
+    assert_eq!(n, 1600);
 }
 
 #[test]
@@ -180,6 +250,10 @@ fn errors_are_worded_as_redis_words_them() {
             b"+OK\r\n-ERR increment or decrement would overflow\r\n",
         ),
         (b"SET k v FOO\r\n", b"-ERR syntax error\r\n"),
+        (
+            b"MSET a 1 b\r\n",
+            b"-ERR wrong number of arguments for 'mset' command\r\n",
+        ),
         (b"SELECT 1\r\n", b"-ERR DB index is out of range\r\n"),
         (b"HELLO 4\r\n", b"-NOPROTO unsupported protocol version\r\n"),
     ];

@@ -8,6 +8,7 @@ mod get;
 mod incr;
 mod keyspace;
 mod set;
+mod strings;
 
 use resp::{Frame, Protocol};
 
@@ -119,6 +120,41 @@ const TABLE: &[Command] = &[
         name: "dbsize",
         arity: 1,
         run: keyspace::dbsize,
+    },
+    Command {
+        name: "type",
+        arity: 2,
+        run: keyspace::type_of,
+    },
+    Command {
+        name: "mget",
+        arity: -2,
+        run: strings::mget,
+    },
+    Command {
+        name: "mset",
+        arity: -3,
+        run: strings::mset,
+    },
+    Command {
+        name: "strlen",
+        arity: 2,
+        run: strings::strlen,
+    },
+    Command {
+        name: "append",
+        arity: 3,
+        run: strings::append,
+    },
+    Command {
+        name: "getset",
+        arity: 3,
+        run: strings::getset,
+    },
+    Command {
+        name: "getdel",
+        arity: 2,
+        run: strings::getdel,
     },
 ];
 

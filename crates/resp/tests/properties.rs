@@ -103,7 +103,11 @@ proptest! {
             let at = i.index(bytes.len());
             bytes[at] = b;
         }
-        let _ = parse_frame(&bytes, &FrameLimits::default());
-        let _ = parse_request(&bytes, &RequestLimits::default());
+        if let Ok(Some((_, n))) = parse_frame(&bytes, &FrameLimits::default()) {
+            prop_assert!(n <= bytes.len());
+        }
+        if let Ok(Some((_, n))) = parse_request(&bytes, &RequestLimits::default()) {
+            prop_assert!(n <= bytes.len() && n > 0);
+        }
     }
 }

@@ -153,16 +153,18 @@ pub fn run(args: IndexArgs) -> Result<Vec<ImplResult>, String> {
         .dist
         .clone()
         .unwrap_or_else(|| args.workload.default_distribution());
+    let sizing = if args.grow {
+        targets::Sizing::Grow {
+            max_ring_len: args.max_ring_len,
+        }
+    } else {
+        targets::Sizing::Fixed { ratio: args.ratio }
+    };
     let mut loaded = Vec::new();
     for name in &args.impls {
         let shared = Shared::new(args.keys);
         let (target, bytes) = counting_alloc::measure(|| {
-            let t = targets::build(
-                name,
-                args.keys as usize,
-                args.ratio,
-                args.grow.then_some(args.max_ring_len),
-            )?;
+            let t = targets::build(name, args.keys as usize, args.ratio, &sizing)?;
             load(t.as_ref(), args.keys, args.value_size, args.threads);
             Ok::<_, String>(t)
         });

@@ -27,26 +27,33 @@ pub const NAMES: &[&str] = &[
     "papaya",
 ];
 
-/// Builds an empty target sized for `keys` at `ratio` keys per bucket (hash indexes)
-/// or at its own default sizing (dashmap, papaya). `grow: Some(max_ring_len)` lets
-/// hotring grow by splits instead (`None` inside: its default limit).
+/// How hotring is sized.
+pub enum Sizing {
+    /// A fixed number of rings: `keys / ratio`, like the chaining hash's buckets.
+    Fixed { ratio: usize },
+    /// Growing by splits, past `max_ring_len` items per ring (default: the index's).
+    Grow { max_ring_len: Option<u32> },
+}
+
+/// Builds an empty target for `keys` keys. The chaining hash has `keys / ratio`
+/// buckets; dashmap and papaya take their own default sizing.
 pub fn build(
     name: &str,
     keys: usize,
     ratio: usize,
-    grow: Option<Option<u32>>,
+    sizing: &Sizing,
 ) -> Result<Box<dyn Target>, String> {
     let ring = |strategy| -> Box<dyn Target> {
-        let config = match grow {
-            Some(max) => {
+        let config = match *sizing {
+            Sizing::Grow { max_ring_len } => {
                 let default = Config::default();
                 Config {
                     strategy,
-                    max_ring_len: max.or(default.max_ring_len),
+                    max_ring_len: max_ring_len.or(default.max_ring_len),
                     ..default
                 }
             }
-            None => Config::fixed(strategy, keys, ratio),
+            Sizing::Fixed { ratio } => Config::fixed(strategy, keys, ratio),
         };
         Box::new(HotRing::with_config(config))
     };

@@ -516,11 +516,7 @@ impl HotRing {
                     cur.end_write();
                     return false;
                 }
-                let marked =
-                    cur.update_next(|l| Some(l.without(Link::WRITING).with(Link::OCCUPIED)));
-                marked
-                    .ok()
-                    .map(|l| l.without(Link::WRITING).with(Link::OCCUPIED))
+                Some(cur.remove_while_writing())
             } else {
                 if !cur.with_value(&pred) {
                     return false;

@@ -287,6 +287,17 @@ impl ItemPtr {
         true
     }
 
+    /// Ends a write slot taken with `begin_write` by marking the item removed, so no
+    /// write can come between what the holder checked and the removal. Returns the
+    /// frozen word.
+    pub(crate) fn remove_while_writing(&self) -> Link {
+        let old = self
+            .update_next(|l| Some(l.without(Link::WRITING).with(Link::OCCUPIED)))
+            .expect("an unconditional update always applies");
+        debug_assert!(old.has(Link::WRITING) && !old.has(Link::OCCUPIED));
+        old.without(Link::WRITING).with(Link::OCCUPIED)
+    }
+
     /// Sets `OCCUPIED`, freezing `next`: the item is logically gone from this moment.
     /// Waits out an in-flight in-place write. Returns the frozen word, or `None` if
     /// another thread removed or replaced the item first.

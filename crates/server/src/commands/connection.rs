@@ -2,7 +2,7 @@
 
 use resp::{Frame, Protocol};
 
-use super::{error, ok, parse_i64, reply, Action, Session, NOT_AN_INTEGER};
+use super::{error, ok, parse_integer, reply, Action, Session, NOT_AN_INTEGER};
 use crate::db::Db;
 
 pub fn ping(_: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
@@ -26,7 +26,7 @@ pub fn quit(_: &Db, _: &mut Session, _: &[Vec<u8>]) -> Action {
 /// AUTH and CLIENT work.
 pub fn hello(_: &Db, session: &mut Session, args: &[Vec<u8>]) -> Action {
     if let Some(v) = args.get(1) {
-        match parse_i64(v) {
+        match parse_integer(v) {
             Some(2) => session.proto = Protocol::Resp2,
             Some(3) => session.proto = Protocol::Resp3,
             Some(_) => return error("NOPROTO unsupported protocol version"),
@@ -58,7 +58,7 @@ pub fn hello(_: &Db, session: &mut Session, args: &[Vec<u8>]) -> Action {
 
 /// hotkv has one database: SELECT 0 works, any other index is out of range.
 pub fn select(_: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
-    match parse_i64(&args[1]) {
+    match parse_integer(&args[1]) {
         Some(0) => ok(),
         Some(_) => error("ERR DB index is out of range"),
         None => error(NOT_AN_INTEGER),

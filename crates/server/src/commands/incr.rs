@@ -2,7 +2,7 @@
 
 use resp::Frame;
 
-use super::{error, parse_i64, reply, Action, Session, NOT_AN_INTEGER};
+use super::{error, parse_integer, reply, Action, Session, NOT_AN_INTEGER};
 use crate::db::Db;
 
 fn add(db: &Db, key: &[u8], delta: i64) -> Action {
@@ -13,7 +13,7 @@ fn add(db: &Db, key: &[u8], delta: i64) -> Action {
             }
             continue;
         };
-        let Some(n) = parse_i64(&current) else {
+        let Some(n) = parse_integer(&current) else {
             return error(NOT_AN_INTEGER);
         };
         let Some(sum) = n.checked_add(delta) else {
@@ -34,14 +34,14 @@ pub fn decr(db: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
 }
 
 pub fn incrby(db: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
-    match parse_i64(&args[2]) {
+    match parse_integer(&args[2]) {
         Some(d) => add(db, &args[1], d),
         None => error(NOT_AN_INTEGER),
     }
 }
 
 pub fn decrby(db: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
-    match parse_i64(&args[2]).and_then(i64::checked_neg) {
+    match parse_integer(&args[2]).and_then(i64::checked_neg) {
         Some(d) => add(db, &args[1], d),
         None => error(NOT_AN_INTEGER),
     }

@@ -215,4 +215,4 @@ pub(crate) fn error(text: &str) -> Action {
 pub(crate) const NOT_AN_INTEGER: &str = "ERR value is not an integer or out of range";
 pub(crate) const SYNTAX_ERROR: &str = "ERR syntax error";
 
-pub(crate) use resp::parse_integer as parse_i64;
+pub(crate) use resp::parse_integer;

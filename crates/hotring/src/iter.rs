@@ -77,3 +77,40 @@ impl Iterator for Iter<'_> {
         self.batch.pop_front()
     }
 }
+
+impl HotRing {
+    /// A resumable scan for cursors that must fit in a number (Redis's SCAN): calls `f`
+    /// on live entries whose key hash is at least `from`, in hash order, until at least
+    /// `count` have been seen and the next entry's hash differs from the last one's (so
+    /// a resumed scan never splits keys that share a hash). Returns the `from` of the
+    /// next call, or `None` at the end. Keys present for a whole sequence of calls are
+    /// seen exactly once, across any splits, as with [`HotRing::iter`].
+    ///
+    /// `f` also gets the entry's *heat*: the accesses hotspot detection has counted on
+    /// it lately (in the current sampling round, or cold accesses since the ring's last
+    /// round); most entries have 0. It ranks keys for eviction and HOTKEYS.
+    pub fn scan(
+        &self,
+        from: u64,
+        count: usize,
+        mut f: impl FnMut(&[u8], &[u8], u16),
+    ) -> Option<u64> {
+        let guard = epoch::pin();
+        let mut cur = Some(self.slot_for(from, &guard).sentinel());
+        let mut seen = 0usize;
+        let mut last_hash = None;
+        while let Some(item) = cur {
+            let link = item.load_next();
+            if !item.is_sentinel() && !link.has(Link::OCCUPIED) && item.hash() >= from {
+                if seen >= count && last_hash != Some(item.hash()) {
+                    return Some(item.hash());
+                }
+                item.with_value(|v| f(item.key(), v, link.counter()));
+                seen += 1;
+                last_hash = Some(item.hash());
+            }
+            cur = self.item(link.target(), &guard);
+        }
+        None
+    }
+}

@@ -19,4 +19,4 @@ mod request;
 
 pub use frame::{Frame, Protocol};
 pub use parse::{parse_frame, FrameLimits};
-pub use request::{parse_integer, parse_request, Parsed, ProtocolError, RequestLimits};
+pub use request::{parse_integer, parse_request, split_args, Parsed, ProtocolError, RequestLimits};

@@ -157,7 +157,7 @@ fn hex(b: u8) -> Option<u8> {
 /// Redis's `sdssplitargs`: words separated by spaces; "double quotes" with \n \r \t
 /// \b \a \\ \" and \xHH escapes; 'single quotes' with \' only. A closing quote must
 /// be followed by a space or the end. `None` for unbalanced quotes.
-fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
     let mut args = Vec::new();
     let mut i = 0;
     loop {

@@ -4,49 +4,97 @@
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
-use resp::{parse_request, Frame, Protocol, RequestLimits};
+use resp::{parse_request, Frame, RequestLimits};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::watch;
 
+use crate::clients::Client;
 use crate::commands::{self, Action, Session};
-use crate::db::Db;
+use crate::server::Server;
 
 /// Replies are written out once this much has piled up, even mid-pipeline, so a long
-/// pipeline does not buffer all its replies.
+/// pipeline does not buffer all its replies: a client that stops reading stalls only
+/// its own connection, with at most this much (plus one reply) held for it.
 const OUTPUT_FLUSH: usize = 64 * 1024;
 
 static NEXT_CLIENT_ID: AtomicU64 = AtomicU64::new(1);
 
 pub struct Connection {
     stream: TcpStream,
-    db: Arc<Db>,
+    server: Arc<Server>,
     input: Vec<u8>,
     output: Vec<u8>,
     session: Session,
 }
 
-impl Connection {
-    pub fn new(stream: TcpStream, db: Arc<Db>) -> Connection {
-        let id = NEXT_CLIENT_ID.fetch_add(1, Ordering::Relaxed);
-        Connection {
-            stream,
-            db,
-            input: Vec::new(),
-            output: Vec::new(),
-            session: Session {
-                id,
-                proto: Protocol::Resp2,
-            },
+/// Why a connection ended, when it was not the client's doing.
+pub enum Ended {
+    Io(io::Error),
+    IdleTimeout,
+    Killed,
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ended::Io(e) => write!(f, "{e}"),
+            Ended::IdleTimeout => write!(f, "idle longer than the timeout"),
+            Ended::Killed => write!(f, "killed by CLIENT KILL"),
         }
     }
+}
 
-    /// Serves the client until it disconnects, sends QUIT or a malformed request, or
-    /// `stop` turns true (requests already read are answered first).
-    pub async fn run(mut self, mut stop: watch::Receiver<bool>) -> io::Result<()> {
-        let limits = RequestLimits::default();
+impl From<io::Error> for Ended {
+    fn from(e: io::Error) -> Self {
+        Ended::Io(e)
+    }
+}
+
+impl Connection {
+    /// Registers the client; `None` (after telling the client why) if maxclients are
+    /// connected already.
+    pub async fn accept(mut stream: TcpStream, server: Arc<Server>) -> Option<Connection> {
+        let id = NEXT_CLIENT_ID.fetch_add(1, Ordering::Relaxed);
+        let (addr, laddr) = (stream.peer_addr().ok()?, stream.local_addr().ok()?);
+        let client = Arc::new(Client::new(id, addr, laddr));
+        if !server
+            .clients
+            .admit(client.clone(), server.config.maxclients())
+        {
+            let _ = stream
+                .write_all(b"-ERR max number of clients reached\r\n")
+                .await;
+            return None;
+        }
+        Some(Connection {
+            stream,
+            server,
+            input: Vec::new(),
+            output: Vec::new(),
+            session: Session::new(client),
+        })
+    }
+
+    /// Serves the client until it disconnects, sends QUIT or a malformed request, is
+    /// killed or idle too long, or the server shuts down (requests already read are
+    /// answered first).
+    pub async fn run(mut self) -> Result<(), Ended> {
+        let result = self.serve().await;
+        self.session.unwatch(&self.server.db);
+        self.server.clients.leave(self.session.client.id);
+        result
+    }
+
+    async fn serve(&mut self) -> Result<(), Ended> {
+        let mut stop = self.server.shutdown_signal();
+        let client = self.session.client.clone();
         loop {
+            let limits = RequestLimits {
+                max_bulk_len: self.server.config.proto_max_bulk_len(),
+                ..RequestLimits::default()
+            };
             let mut consumed = 0;
             let mut close = false;
             loop {
@@ -56,12 +104,17 @@ impl Connection {
                         if args.is_empty() {
                             continue;
                         }
-                        match commands::execute(&self.db, &mut self.session, &args) {
+                        let proto = self.session.proto;
+                        match commands::execute(&self.server, &mut self.session, &args) {
+                            // Encoded in the protocol the command ran under: HELLO's
+                            // reply already speaks the protocol it switched to.
                             Action::Reply(frame) => {
                                 frame.encode(self.session.proto, &mut self.output)
                             }
                             Action::Close(frame) => {
-                                frame.encode(self.session.proto, &mut self.output);
+                                if let Some(frame) = frame {
+                                    frame.encode(proto, &mut self.output);
+                                }
                                 close = true;
                                 break;
                             }
@@ -70,6 +123,7 @@ impl Connection {
                     Ok(None) => break,
                     Err(e) => {
                         // As Redis: reply, then close; the stream cannot be resynchronised.
+                        tracing::info!(client = client.id, addr = %client.addr, error = %e, "protocol error");
                         Frame::error(format!("ERR {e}"))
                             .encode(self.session.proto, &mut self.output);
                         close = true;
@@ -80,16 +134,35 @@ impl Connection {
                     self.stream.write_all(&self.output).await?;
                     self.output.clear();
                 }
+                if client.is_killed() {
+                    break;
+                }
             }
             self.input.drain(..consumed);
             if !self.output.is_empty() {
                 self.stream.write_all(&self.output).await?;
                 self.output.clear();
             }
+            if client.is_killed() {
+                return Err(Ended::Killed);
+            }
             if close || *stop.borrow() {
                 return Ok(());
             }
+            // A fresh buffer's capacity, reused across reads; a big request grows it
+            // and, once served, it shrinks back so idle clients hold little.
+            if self.input.is_empty() && self.input.capacity() > 1 << 20 {
+                self.input = Vec::new();
+            }
             self.input.reserve(16 * 1024);
+            let timeout = self.server.config.timeout();
+            let idle = async {
+                if timeout == 0 {
+                    std::future::pending::<()>().await
+                } else {
+                    tokio::time::sleep(Duration::from_secs(timeout)).await
+                }
+            };
             tokio::select! {
                 read = self.stream.read_buf(&mut self.input) => {
                     if read? == 0 {
@@ -97,6 +170,8 @@ impl Connection {
                     }
                 }
                 _ = stop.changed() => return Ok(()),
+                _ = client.killed() => return Err(Ended::Killed),
+                _ = idle => return Err(Ended::IdleTimeout),
             }
         }
     }

@@ -1,32 +1,69 @@
 //! hotkv-server: serves a hotkv store over the Redis protocol.
 
+mod clients;
 mod commands;
+mod config;
 mod connection;
 mod db;
+mod entry;
+mod gate;
+mod glob;
+mod memory;
+mod server;
 
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use clap::Parser;
 use tokio::net::TcpListener;
 
+use crate::config::Config;
+use crate::server::Server;
+
+/// The Redis version hotkv answers as (HELLO, INFO): the command set it follows.
+pub const REDIS_VERSION: &str = "7.0.0";
+
 /// A Redis-protocol key-value server built on the HotRing index.
+///
+/// Settings come from the defaults, then CONFIG_FILE, then these flags; every
+/// setting but bind, port, protected-mode and engine can be changed later with
+/// CONFIG SET.
 #[derive(Parser, Debug)]
 #[command(name = "hotkv-server", version)]
 struct Args {
-    /// Address to listen on. Anything but loopback needs --protected-mode no until
-    /// AUTH lands.
-    #[arg(long, default_value = "127.0.0.1")]
-    bind: IpAddr,
-    /// TCP port (0: any free port; the log's "ready" line names it).
-    #[arg(long, default_value_t = 6379)]
-    port: u16,
-    /// Storage engine. Only `memory` (the HotRing index) exists so far.
-    #[arg(long, default_value = "memory")]
-    engine: String,
-    /// `no` allows listening on a non-loopback address without a password.
-    #[arg(long, default_value = "yes")]
-    protected_mode: String,
+    /// A config file in redis.conf syntax: `name value` per line, `#` comments, with
+    /// the names of these flags (and CONFIG GET).
+    config_file: Option<std::path::PathBuf>,
+    /// Address to listen on [default: 127.0.0.1]. Anything but loopback needs a
+    /// requirepass or --protected-mode no.
+    #[arg(long)]
+    bind: Option<String>,
+    /// TCP port [default: 6379] (0: any free port; the log's "ready" line names it).
+    #[arg(long)]
+    port: Option<String>,
+    /// Storage engine [default: memory]. Only `memory` (the HotRing index) exists so far.
+    #[arg(long)]
+    engine: Option<String>,
+    /// `no` allows listening on a non-loopback address without a password
+    /// [default: yes].
+    #[arg(long)]
+    protected_mode: Option<String>,
+    /// Password clients must give with AUTH (or HELLO ... AUTH) [default: none].
+    #[arg(long)]
+    requirepass: Option<String>,
+    /// Most clients connected at once; more are refused [default: 10000].
+    #[arg(long)]
+    maxclients: Option<String>,
+    /// Memory limit, with a unit as in Redis (100mb, 2gb) [default: 0, no limit].
+    #[arg(long)]
+    maxmemory: Option<String>,
+    /// What to do over maxmemory: noeviction (writes fail), allkeys-lru, allkeys-lfu
+    /// (both evict the coldest of sampled keys by the index's access counters) or
+    /// allkeys-random [default: noeviction].
+    #[arg(long)]
+    maxmemory_policy: Option<String>,
+    /// Close clients idle this many seconds [default: 0, never].
+    #[arg(long)]
+    timeout: Option<String>,
 }
 
 fn main() {
@@ -39,52 +76,78 @@ fn main() {
         .with_ansi(std::io::stderr().is_terminal())
         .init();
     let args = Args::parse();
-    if let Err(e) = check(&args) {
-        eprintln!("hotkv-server: {e}");
-        std::process::exit(2);
-    }
+    let config = match configure(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("hotkv-server: {e}");
+            std::process::exit(2);
+        }
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
-    if let Err(e) = runtime.block_on(serve(args)) {
+    if let Err(e) = runtime.block_on(serve(config)) {
         eprintln!("hotkv-server: {e}");
         std::process::exit(1);
     }
 }
 
-fn check(args: &Args) -> Result<(), String> {
-    if args.engine != "memory" {
+fn configure(args: &Args) -> Result<Config, String> {
+    let mut config = Config::default();
+    if let Some(path) = &args.config_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        config.load_file(&text, &path.display().to_string())?;
+    }
+    let flags = [
+        ("bind", &args.bind),
+        ("port", &args.port),
+        ("engine", &args.engine),
+        ("protected-mode", &args.protected_mode),
+        ("requirepass", &args.requirepass),
+        ("maxclients", &args.maxclients),
+        ("maxmemory", &args.maxmemory),
+        ("maxmemory-policy", &args.maxmemory_policy),
+        ("timeout", &args.timeout),
+    ];
+    for (name, value) in flags {
+        if let Some(value) = value {
+            config
+                .set_at_startup(name, value)
+                .map_err(|e| format!("--{name}: {e}"))?;
+        }
+    }
+    if config.engine != "memory" {
         return Err(format!(
             "engine '{}' is not available yet: use --engine memory",
-            args.engine
+            config.engine
         ));
     }
-    if !matches!(args.protected_mode.as_str(), "yes" | "no") {
+    if !config.bind.is_loopback() && config.protected_mode && config.requirepass().is_none() {
         return Err(format!(
-            "--protected-mode takes yes or no, not '{}'",
-            args.protected_mode
+            "refusing to listen on {} without a password; set requirepass, or pass --protected-mode no",
+            config.bind
         ));
     }
-    if !args.bind.is_loopback() && args.protected_mode == "yes" {
-        return Err(format!(
-            "refusing to listen on {} without a password; pass --protected-mode no to allow it",
-            args.bind
-        ));
-    }
-    Ok(())
+    Ok(config)
 }
 
-async fn serve(args: Args) -> std::io::Result<()> {
-    let listener = TcpListener::bind((args.bind, args.port)).await?;
-    let db = Arc::new(db::Db::new());
-    tracing::info!(addr = %listener.local_addr()?, engine = %args.engine, "ready to accept connections");
-    let shutdown = tokio::sync::watch::channel(false);
+async fn serve(config: Config) -> std::io::Result<()> {
+    let listener = TcpListener::bind((config.bind, config.port)).await?;
+    let server = Arc::new(Server::new(config));
+    server.refresh_memory();
+    tracing::info!(addr = %listener.local_addr()?, engine = %server.config.engine, "ready to accept connections");
+    let background = tokio::spawn({
+        let server = server.clone();
+        async move { server.background().await }
+    });
     let mut tasks = tokio::task::JoinSet::new();
     // One listener for the whole life of the server: a signal that arrives while the
     // loop is busy elsewhere is kept for the next poll, not lost.
     let stop_signal = signal();
     tokio::pin!(stop_signal);
+    let mut shutdown = server.shutdown_signal();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -96,22 +159,28 @@ async fn serve(args: Args) -> std::io::Result<()> {
                     }
                 };
                 let _ = socket.set_nodelay(true);
-                let (db, stop) = (db.clone(), shutdown.1.clone());
+                let server = server.clone();
                 tasks.spawn(async move {
-                    if let Err(e) = connection::Connection::new(socket, db).run(stop).await {
-                        tracing::info!(%peer, error = %e, "connection closed");
+                    let Some(conn) = connection::Connection::accept(socket, server).await else {
+                        tracing::warn!(%peer, "refused: maxclients reached");
+                        return;
+                    };
+                    if let Err(e) = conn.run().await {
+                        tracing::info!(%peer, reason = %e, "connection closed");
                     }
                 });
             }
             _ = &mut stop_signal => break,
+            _ = shutdown.changed() => break,
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
         }
     }
     // Stop accepting; let connections finish the requests they already read.
     tracing::info!("shutting down");
     drop(listener);
-    let _ = shutdown.0.send(true);
+    server.request_shutdown();
     while tasks.join_next().await.is_some() {}
+    background.abort();
     Ok(())
 }
 

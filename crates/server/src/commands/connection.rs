@@ -1,11 +1,12 @@
-//! PING, ECHO, QUIT, HELLO, SELECT, COMMAND.
+//! PING, ECHO, QUIT, RESET, HELLO, AUTH, SELECT, COMMAND.
+
+use std::sync::atomic::Ordering;
 
 use resp::{Frame, Protocol};
 
-use super::{error, ok, parse_integer, reply, Action, Session, NOT_AN_INTEGER};
-use crate::db::Db;
+use super::{error, int, ok, parse_integer, reply, upper, Action, Ctx, NOT_AN_INTEGER, TABLE};
 
-pub fn ping(_: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
+pub fn ping(_: &mut Ctx, args: &[Vec<u8>]) -> Action {
     match args {
         [_] => reply(Frame::Simple("PONG".into())),
         [_, msg] => reply(Frame::bulk(msg)),
@@ -13,43 +14,137 @@ pub fn ping(_: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
     }
 }
 
-pub fn echo(_: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
+pub fn echo(_: &mut Ctx, args: &[Vec<u8>]) -> Action {
     reply(Frame::bulk(&args[1]))
 }
 
-pub fn quit(_: &Db, _: &mut Session, _: &[Vec<u8>]) -> Action {
-    Action::Close(Frame::Simple("OK".into()))
+pub fn quit(_: &mut Ctx, _: &[Vec<u8>]) -> Action {
+    Action::Close(Some(Frame::Simple("OK".into())))
 }
 
-/// `HELLO [protover]`: switches RESP2/RESP3 and describes the server with the
-/// fields clients check. AUTH and SETNAME options come with the server issue's
-/// AUTH and CLIENT work.
-pub fn hello(_: &Db, session: &mut Session, args: &[Vec<u8>]) -> Action {
+/// Back to a fresh connection's state: no transaction, no watches, RESP2, and
+/// not authenticated if a password is set.
+pub fn reset(ctx: &mut Ctx, _: &[Vec<u8>]) -> Action {
+    let s = &mut *ctx.session;
+    s.multi = None;
+    s.multi_failed = false;
+    s.client.in_multi.store(false, Ordering::Relaxed);
+    s.unwatch(&ctx.server.db);
+    set_protocol(s, Protocol::Resp2);
+    s.authenticated = false;
+    s.client.no_evict.store(false, Ordering::Relaxed);
+    reply(Frame::Simple("RESET".into()))
+}
+
+fn set_protocol(s: &mut super::Session, proto: Protocol) {
+    s.proto = proto;
+    let n = if proto == Protocol::Resp3 { 3 } else { 2 };
+    s.client.resp.store(n, Ordering::Relaxed);
+}
+
+/// Compares a password without leaking, through timing, how much of it matched:
+/// every byte of the longer input is read whatever the differences.
+fn same_password(given: &[u8], expected: &[u8]) -> bool {
+    let n = given.len().max(expected.len());
+    let mut diff = (given.len() ^ expected.len()) as u64;
+    for i in 0..n {
+        let a = given.get(i).copied().unwrap_or(0);
+        let b = expected.get(i).copied().unwrap_or(0);
+        diff |= (a ^ b) as u64;
+    }
+    std::hint::black_box(diff) == 0
+}
+
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+/// Checks `user` (only `default` exists) and `password`; `None` if they pass.
+fn authenticate(ctx: &mut Ctx, user: &[u8], password: &[u8]) -> Option<&'static str> {
+    let passes = user == b"default"
+        && match ctx.server.config.requirepass() {
+            // The default user without a password takes any.
+            None => true,
+            Some(expected) => same_password(password, &expected),
+        };
+    if passes {
+        ctx.session.authenticated = true;
+        None
+    } else {
+        Some(WRONGPASS)
+    }
+}
+
+/// `AUTH password` or `AUTH username password`.
+pub fn auth(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    let failed = match args {
+        [_, password] => {
+            if ctx.server.config.requirepass().is_none() {
+                return error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+            }
+            authenticate(ctx, b"default", password)
+        }
+        [_, user, password] => authenticate(ctx, user, password),
+        _ => return error(super::SYNTAX_ERROR),
+    };
+    match failed {
+        None => ok(),
+        Some(e) => error(e),
+    }
+}
+
+/// `HELLO [protover [AUTH username password] [SETNAME clientname]]`: switches
+/// RESP2/RESP3 and describes the server with the fields clients check.
+pub fn hello(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    let mut proto = ctx.session.proto;
     if let Some(v) = args.get(1) {
-        match parse_integer(v) {
-            Some(2) => session.proto = Protocol::Resp2,
-            Some(3) => session.proto = Protocol::Resp3,
+        proto = match parse_integer(v) {
+            Some(2) => Protocol::Resp2,
+            Some(3) => Protocol::Resp3,
             Some(_) => return error("NOPROTO unsupported protocol version"),
             None => return error("ERR Protocol version is not an integer or out of range"),
-        }
-        if args.len() > 2 {
-            return error(&format!(
-                "ERR Syntax error in HELLO option '{}'",
-                String::from_utf8_lossy(&args[2])
-            ));
+        };
+    }
+    let mut auth = None;
+    let mut name = None;
+    let mut i = 2;
+    while i < args.len() {
+        match upper(&args[i]).as_slice() {
+            b"AUTH" if i + 2 < args.len() => {
+                auth = Some((&args[i + 1], &args[i + 2]));
+                i += 3;
+            }
+            b"SETNAME" if i + 1 < args.len() => {
+                name = Some(&args[i + 1]);
+                i += 2;
+            }
+            _ => {
+                return error(&format!(
+                    "ERR Syntax error in HELLO option '{}'",
+                    String::from_utf8_lossy(&args[i])
+                ))
+            }
         }
     }
+    if let Some((user, password)) = auth {
+        if let Some(e) = authenticate(ctx, user, password) {
+            return error(e);
+        }
+    }
+    if !ctx.session.authenticated && ctx.server.config.requirepass().is_some() {
+        return error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+    }
+    if let Some(name) = name {
+        if let Err(e) = super::client::set_name(ctx, name) {
+            return error(e);
+        }
+    }
+    set_protocol(ctx.session, proto);
     let s = |t: &str| Frame::bulk(t);
-    let proto = if session.proto == Protocol::Resp3 {
-        3
-    } else {
-        2
-    };
+    let proto = if proto == Protocol::Resp3 { 3 } else { 2 };
     reply(Frame::Map(vec![
         (s("server"), s("redis")),
-        (s("version"), s("7.0.0")),
+        (s("version"), s(crate::REDIS_VERSION)),
         (s("proto"), Frame::Integer(proto)),
-        (s("id"), Frame::Integer(session.id as i64)),
+        (s("id"), Frame::Integer(ctx.session.client.id as i64)),
         (s("mode"), s("standalone")),
         (s("role"), s("master")),
         (s("modules"), Frame::Array(vec![])),
@@ -57,7 +152,7 @@ pub fn hello(_: &Db, session: &mut Session, args: &[Vec<u8>]) -> Action {
 }
 
 /// hotkv has one database: SELECT 0 works, any other index is out of range.
-pub fn select(_: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
+pub fn select(_: &mut Ctx, args: &[Vec<u8>]) -> Action {
     match parse_integer(&args[1]) {
         Some(0) => ok(),
         Some(_) => error("ERR DB index is out of range"),
@@ -65,20 +160,68 @@ pub fn select(_: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
     }
 }
 
-/// Enough of COMMAND for redis-cli's start-up: COUNT, and empty DOCS / INFO / list.
-pub fn command(_: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
-    let sub = args
-        .get(1)
-        .map(|s| String::from_utf8_lossy(s).to_ascii_lowercase());
+/// COMMAND [COUNT | INFO name... | DOCS name... | LIST].
+pub fn command(_: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    let sub = args.get(1).map(|s| upper(s));
     match sub.as_deref() {
-        None => reply(Frame::Array(vec![])),
-        Some("count") => reply(Frame::Integer(super::count() as i64)),
-        Some("docs") => reply(Frame::Map(vec![])),
-        Some("info") => reply(Frame::Array(
-            args[2..].iter().map(|_| Frame::NullArray).collect(),
+        None => reply(Frame::Array(TABLE.iter().map(info).collect())),
+        Some(b"COUNT") => int(TABLE.len() as i64),
+        Some(b"LIST") => reply(Frame::Array(
+            TABLE.iter().map(|c| Frame::bulk(c.name)).collect(),
         )),
-        Some(other) => error(&format!(
-            "ERR unknown subcommand '{other}'. Try COMMAND HELP."
+        Some(b"INFO") => reply(Frame::Array(
+            args[2..]
+                .iter()
+                .map(|name| super::lookup(name).map_or(Frame::NullArray, |(_, c)| info(c)))
+                .collect(),
         )),
+        // Documentation text is not kept; redis-cli reads an empty map as "no hints".
+        Some(b"DOCS") => reply(Frame::Map(vec![])),
+        Some(_) => error(&format!(
+            "ERR unknown subcommand '{}'. Try COMMAND HELP.",
+            String::from_utf8_lossy(&args[1])
+        )),
+    }
+}
+
+/// One command's COMMAND INFO entry, in Redis 7's shape.
+fn info(c: &super::Command) -> Frame {
+    use super::{ADMIN, DENYOOM, NO_AUTH, READONLY, WRITE};
+    let flags = [
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (NO_AUTH, "no_auth"),
+    ]
+    .iter()
+    .filter(|(bit, _)| c.flags & bit != 0)
+    .map(|(_, name)| Frame::Simple(name.to_string()))
+    .collect();
+    Frame::Array(vec![
+        Frame::bulk(c.name),
+        Frame::Integer(c.arity as i64),
+        Frame::Set(flags),
+        Frame::Integer(c.keys.0 as i64),
+        Frame::Integer(c.keys.1 as i64),
+        Frame::Integer(c.keys.2 as i64),
+        Frame::Set(vec![]),
+        Frame::Set(vec![]),
+        Frame::Array(vec![]),
+        Frame::Array(vec![]),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_password;
+
+    #[test]
+    fn password_comparison() {
+        assert!(same_password(b"secret", b"secret"));
+        assert!(same_password(b"", b""));
+        assert!(!same_password(b"secret", b"secreT"));
+        assert!(!same_password(b"secret", b"secret\0"));
+        assert!(!same_password(b"", b"x"));
     }
 }

@@ -1,12 +1,7 @@
 //! DEL and UNLINK (the same here: removal never blocks on freeing memory).
 
-use resp::Frame;
+use super::{int, Action, Ctx};
 
-use super::{reply, Action, Session};
-use crate::db::Db;
-
-pub fn del(db: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
-    reply(Frame::Integer(
-        args[1..].iter().filter(|k| db.remove(k)).count() as i64,
-    ))
+pub fn del(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    int(args[1..].iter().filter(|k| ctx.db().remove(k)).count() as i64)
 }

@@ -1,12 +1,7 @@
-//! EXISTS: a key named twice counts twice, as in Redis.
+//! EXISTS and TOUCH: a key named twice counts twice, as in Redis.
 
-use resp::Frame;
+use super::{int, Action, Ctx};
 
-use super::{reply, Action, Session};
-use crate::db::Db;
-
-pub fn exists(db: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
-    reply(Frame::Integer(
-        args[1..].iter().filter(|k| db.contains(k)).count() as i64,
-    ))
+pub fn exists(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    int(args[1..].iter().filter(|k| ctx.db().contains(k)).count() as i64)
 }

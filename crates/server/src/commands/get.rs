@@ -1,10 +1,46 @@
-//! GET.
+//! GET, GETDEL, GETEX.
 
 use resp::Frame;
 
-use super::{reply, Action, Session};
-use crate::db::Db;
+use super::expire::{parse_expiry, Expiry};
+use super::{error, reply, upper, Action, Ctx, SYNTAX_ERROR};
+use crate::db::Change;
 
-pub fn get(db: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
-    reply(db.get(&args[1]).map_or(Frame::Null, Frame::Bulk))
+pub fn get(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    let found = ctx.db().get(&args[1]);
+    ctx.session.hit(found.is_some());
+    reply(found.map_or(Frame::Null, |e| Frame::Bulk(e.value)))
+}
+
+pub fn getdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    let old = ctx
+        .db()
+        .update(&args[1], |e| (Change::Delete, e.map(|e| e.value.clone())));
+    ctx.session.hit(old.is_some());
+    reply(old.map_or(Frame::Null, Frame::Bulk))
+}
+
+/// `GETEX key [EX s | PX ms | EXAT t | PXAT t | PERSIST]`: GET that also sets or
+/// clears the expiry.
+pub fn getex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    let expiry = match &args[2..] {
+        [] => None,
+        [opt] if upper(opt) == b"PERSIST" => Some(None),
+        [opt, n] => match parse_expiry(opt, n, "getex") {
+            Ok(Some(Expiry::At(at))) => Some(Some(at)),
+            Ok(_) => return error(SYNTAX_ERROR),
+            Err(e) => return reply(e),
+        },
+        _ => return error(SYNTAX_ERROR),
+    };
+    let value = ctx.db().update(&args[1], |e| match (e, expiry) {
+        (None, _) => (Change::Keep, None),
+        (Some(e), None) => (Change::Keep, Some(e.value.clone())),
+        (Some(e), Some(deadline)) => (
+            Change::Put(e.value.clone(), deadline),
+            Some(e.value.clone()),
+        ),
+    });
+    ctx.session.hit(value.is_some());
+    reply(value.map_or(Frame::Null, Frame::Bulk))
 }

@@ -1,181 +1,306 @@
-//! The command table: one file per command (or per family of one command's
-//! variants), each a function from arguments to a reply.
+//! The command table: one file per command or family of commands, each a function
+//! from arguments to a reply, and [`execute`], which checks arity, authentication,
+//! transactions and memory before running one.
 
+mod client;
+mod config;
 mod connection;
 mod del;
 mod exists;
+mod expire;
 mod get;
+mod hotkeys;
 mod incr;
+mod info;
 mod keyspace;
+mod scan;
+mod server;
 mod set;
 mod strings;
+mod transaction;
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 
 use resp::{Frame, Protocol};
 
+use crate::clients::Client;
 use crate::db::Db;
+use crate::server::Server;
 
 /// Per-connection state commands may read or change.
 pub struct Session {
-    pub id: u64,
+    pub client: Arc<Client>,
     pub proto: Protocol,
+    pub authenticated: bool,
+    /// Commands queued since MULTI.
+    pub multi: Option<Vec<Vec<Vec<u8>>>>,
+    /// A command was refused while queueing: EXEC must abort.
+    pub multi_failed: bool,
+    /// WATCHed keys and the versions they had.
+    pub watching: Vec<(Vec<u8>, u32)>,
+}
+
+impl Session {
+    pub fn new(client: Arc<Client>) -> Session {
+        Session {
+            client,
+            proto: Protocol::Resp2,
+            authenticated: false,
+            multi: None,
+            multi_failed: false,
+            watching: Vec::new(),
+        }
+    }
+
+    /// Forgets WATCHed keys, releasing the database's watch count.
+    pub fn unwatch(&mut self, db: &Db) {
+        if !self.watching.is_empty() {
+            db.unwatch(self.watching.len());
+            self.watching.clear();
+        }
+    }
+
+    fn hit(&self, found: bool) {
+        let counter = if found {
+            &self.client.hits
+        } else {
+            &self.client.misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// What a command sees.
+pub struct Ctx<'a> {
+    pub server: &'a Server,
+    pub session: &'a mut Session,
+}
+
+impl Ctx<'_> {
+    fn db(&self) -> &Db {
+        &self.server.db
+    }
 }
 
 pub enum Action {
     Reply(Frame),
-    /// Reply, then close the connection (QUIT).
-    Close(Frame),
+    /// Reply (if anything), then close the connection (QUIT, SHUTDOWN).
+    Close(Option<Frame>),
 }
 
-type Run = fn(&Db, &mut Session, &[Vec<u8>]) -> Action;
+type Run = fn(&mut Ctx, &[Vec<u8>]) -> Action;
 
-struct Command {
+/// Modifies the keyspace.
+const WRITE: u8 = 1;
+/// May grow memory: refused (or evicts first) over maxmemory.
+const DENYOOM: u8 = 2;
+/// Allowed before AUTH.
+const NO_AUTH: u8 = 4;
+/// Runs at once inside MULTI instead of being queued.
+const NO_QUEUE: u8 = 8;
+/// Reads keys.
+const READONLY: u8 = 16;
+/// Administrative.
+const ADMIN: u8 = 32;
+/// Touches several keys at once: runs alone (the gate held exclusively), so no other
+/// command sees it half done, as in Redis.
+const ALONE: u8 = 64;
+
+pub struct Command {
     name: &'static str,
     /// Redis's convention: n > 0 exactly n arguments (with the name), n < 0 at least -n.
     arity: i32,
+    flags: u8,
+    /// Key positions for COMMAND INFO: first, last (-1: the last argument), step.
+    keys: (i32, i32, i32),
     run: Run,
 }
 
-const TABLE: &[Command] = &[
+const fn cmd(
+    name: &'static str,
+    arity: i32,
+    flags: u8,
+    keys: (i32, i32, i32),
+    run: Run,
+) -> Command {
     Command {
-        name: "ping",
-        arity: -1,
-        run: connection::ping,
-    },
-    Command {
-        name: "echo",
-        arity: 2,
-        run: connection::echo,
-    },
-    Command {
-        name: "quit",
-        arity: -1,
-        run: connection::quit,
-    },
-    Command {
-        name: "hello",
-        arity: -1,
-        run: connection::hello,
-    },
-    Command {
-        name: "select",
-        arity: 2,
-        run: connection::select,
-    },
-    Command {
-        name: "command",
-        arity: -1,
-        run: connection::command,
-    },
-    Command {
-        name: "get",
-        arity: 2,
-        run: get::get,
-    },
-    Command {
-        name: "set",
-        arity: -3,
-        run: set::set,
-    },
-    Command {
-        name: "setnx",
-        arity: 3,
-        run: set::setnx,
-    },
-    Command {
-        name: "del",
-        arity: -2,
-        run: del::del,
-    },
-    Command {
-        name: "unlink",
-        arity: -2,
-        run: del::del,
-    },
-    Command {
-        name: "exists",
-        arity: -2,
-        run: exists::exists,
-    },
-    Command {
-        name: "incr",
-        arity: 2,
-        run: incr::incr,
-    },
-    Command {
-        name: "decr",
-        arity: 2,
-        run: incr::decr,
-    },
-    Command {
-        name: "incrby",
-        arity: 3,
-        run: incr::incrby,
-    },
-    Command {
-        name: "decrby",
-        arity: 3,
-        run: incr::decrby,
-    },
-    Command {
-        name: "dbsize",
-        arity: 1,
-        run: keyspace::dbsize,
-    },
-    Command {
-        name: "type",
-        arity: 2,
-        run: keyspace::type_of,
-    },
-    Command {
-        name: "mget",
-        arity: -2,
-        run: strings::mget,
-    },
-    Command {
-        name: "mset",
-        arity: -3,
-        run: strings::mset,
-    },
-    Command {
-        name: "strlen",
-        arity: 2,
-        run: strings::strlen,
-    },
-    Command {
-        name: "append",
-        arity: 3,
-        run: strings::append,
-    },
-    Command {
-        name: "getset",
-        arity: 3,
-        run: strings::getset,
-    },
-    Command {
-        name: "getdel",
-        arity: 2,
-        run: strings::getdel,
-    },
-];
-
-pub fn count() -> usize {
-    TABLE.len()
+        name,
+        arity,
+        flags,
+        keys,
+        run,
+    }
 }
 
-/// Runs one request. `args` is not empty.
-pub fn execute(db: &Db, session: &mut Session, args: &[Vec<u8>]) -> Action {
-    let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
-    let Some(cmd) = TABLE.iter().find(|c| c.name == name) else {
-        return Action::Reply(unknown(args));
+const NO_KEYS: (i32, i32, i32) = (0, 0, 0);
+const ONE_KEY: (i32, i32, i32) = (1, 1, 1);
+const ALL_KEYS: (i32, i32, i32) = (1, -1, 1);
+const W: u8 = WRITE | DENYOOM;
+const R: u8 = READONLY;
+
+#[rustfmt::skip]
+const TABLE: &[Command] = &[
+    // Connection.
+    cmd("ping", -1, 0, NO_KEYS, connection::ping),
+    cmd("echo", 2, 0, NO_KEYS, connection::echo),
+    cmd("quit", -1, NO_AUTH | NO_QUEUE, NO_KEYS, connection::quit),
+    cmd("reset", 1, NO_AUTH | NO_QUEUE, NO_KEYS, connection::reset),
+    cmd("hello", -1, NO_AUTH, NO_KEYS, connection::hello),
+    cmd("auth", -2, NO_AUTH, NO_KEYS, connection::auth),
+    cmd("select", 2, 0, NO_KEYS, connection::select),
+    cmd("client", -2, 0, NO_KEYS, client::client),
+    // Strings.
+    cmd("get", 2, R, ONE_KEY, get::get),
+    cmd("getdel", 2, WRITE, ONE_KEY, get::getdel),
+    cmd("getex", -2, WRITE, ONE_KEY, get::getex),
+    cmd("getset", 3, W, ONE_KEY, set::getset),
+    cmd("set", -3, W, ONE_KEY, set::set),
+    cmd("setnx", 3, W, ONE_KEY, set::setnx),
+    cmd("setex", 4, W, ONE_KEY, set::setex),
+    cmd("psetex", 4, W, ONE_KEY, set::psetex),
+    cmd("mget", -2, R, ALL_KEYS, strings::mget),
+    cmd("mset", -3, W | ALONE, (1, -1, 2), set::mset),
+    cmd("msetnx", -3, W | ALONE, (1, -1, 2), set::msetnx),
+    cmd("strlen", 2, R, ONE_KEY, strings::strlen),
+    cmd("append", 3, W, ONE_KEY, strings::append),
+    cmd("getrange", 4, R, ONE_KEY, strings::getrange),
+    cmd("substr", 4, R, ONE_KEY, strings::getrange),
+    cmd("setrange", 4, W, ONE_KEY, strings::setrange),
+    cmd("incr", 2, W, ONE_KEY, incr::incr),
+    cmd("decr", 2, W, ONE_KEY, incr::decr),
+    cmd("incrby", 3, W, ONE_KEY, incr::incrby),
+    cmd("decrby", 3, W, ONE_KEY, incr::decrby),
+    cmd("incrbyfloat", 3, W, ONE_KEY, incr::incrbyfloat),
+    // Keyspace.
+    cmd("del", -2, WRITE, ALL_KEYS, del::del),
+    cmd("unlink", -2, WRITE, ALL_KEYS, del::del),
+    cmd("exists", -2, R, ALL_KEYS, exists::exists),
+    cmd("touch", -2, R, ALL_KEYS, exists::exists),
+    cmd("type", 2, R, ONE_KEY, keyspace::type_of),
+    cmd("rename", 3, WRITE | ALONE, (1, 2, 1), keyspace::rename),
+    cmd("renamenx", 3, WRITE | ALONE, (1, 2, 1), keyspace::renamenx),
+    cmd("randomkey", 1, R, NO_KEYS, keyspace::randomkey),
+    cmd("keys", 2, R, NO_KEYS, scan::keys),
+    cmd("scan", -2, R, NO_KEYS, scan::scan),
+    cmd("dbsize", 1, R, NO_KEYS, server::dbsize),
+    cmd("flushdb", -1, WRITE | ALONE, NO_KEYS, server::flush),
+    cmd("flushall", -1, WRITE | ALONE, NO_KEYS, server::flush),
+    cmd("expire", -3, WRITE, ONE_KEY, expire::expire),
+    cmd("pexpire", -3, WRITE, ONE_KEY, expire::pexpire),
+    cmd("expireat", -3, WRITE, ONE_KEY, expire::expireat),
+    cmd("pexpireat", -3, WRITE, ONE_KEY, expire::pexpireat),
+    cmd("ttl", 2, R, ONE_KEY, expire::ttl),
+    cmd("pttl", 2, R, ONE_KEY, expire::pttl),
+    cmd("expiretime", 2, R, ONE_KEY, expire::expiretime),
+    cmd("pexpiretime", 2, R, ONE_KEY, expire::pexpiretime),
+    cmd("persist", 2, WRITE, ONE_KEY, expire::persist),
+    // Transactions.
+    cmd("multi", 1, NO_QUEUE, NO_KEYS, transaction::multi),
+    cmd("exec", 1, NO_QUEUE, NO_KEYS, transaction::exec),
+    cmd("discard", 1, NO_QUEUE, NO_KEYS, transaction::discard),
+    cmd("watch", -2, NO_QUEUE, ALL_KEYS, transaction::watch),
+    cmd("unwatch", 1, 0, NO_KEYS, transaction::unwatch),
+    // Server.
+    cmd("command", -1, 0, NO_KEYS, connection::command),
+    cmd("config", -2, ADMIN, NO_KEYS, config::config),
+    cmd("info", -1, 0, NO_KEYS, info::info),
+    cmd("time", 1, 0, NO_KEYS, server::time),
+    cmd("shutdown", -1, ADMIN | NO_QUEUE, NO_KEYS, server::shutdown),
+    cmd("hotkeys", -1, READONLY, NO_KEYS, hotkeys::hotkeys),
+];
+
+/// The command named `name` (any case) and its index in the table.
+fn lookup(name: &[u8]) -> Option<(usize, &'static Command)> {
+    static BY_NAME: OnceLock<HashMap<&'static [u8], usize>> = OnceLock::new();
+    let map = BY_NAME.get_or_init(|| {
+        TABLE
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.name.as_bytes(), i))
+            .collect()
+    });
+    let mut lower = [0u8; 16];
+    let lower = lower.get_mut(..name.len())?;
+    for (l, c) in lower.iter_mut().zip(name) {
+        *l = c.to_ascii_lowercase();
+    }
+    map.get(&*lower).map(|&i| (i, &TABLE[i]))
+}
+
+/// Runs one request from a client. `args` is not empty.
+pub fn execute(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
+    let Some((index, cmd)) = lookup(&args[0]) else {
+        return refuse(session, unknown(args));
     };
+    if let Err(e) = check_arity(cmd, args) {
+        return refuse(session, e);
+    }
+    if !session.authenticated && cmd.flags & NO_AUTH == 0 && server.config.requirepass().is_some() {
+        return refuse(session, Frame::error("NOAUTH Authentication required."));
+    }
+    if cmd.flags & NO_QUEUE == 0 {
+        if let Some(queue) = session.multi.as_mut() {
+            queue.push(args.to_vec());
+            return Action::Reply(Frame::Simple("QUEUED".into()));
+        }
+    }
+    let client = &session.client;
+    client.commands.fetch_add(1, Ordering::Relaxed);
+    client
+        .last_command
+        .store(index as u64 + 1, Ordering::Relaxed);
+    client.touch();
+    if cmd.name == "exec" {
+        // Takes the gate itself, exclusively.
+        return transaction::exec(&mut Ctx { server, session }, args);
+    }
+    if cmd.flags & DENYOOM != 0 {
+        if let Err(e) = server.make_room() {
+            return Action::Reply(Frame::error(e));
+        }
+    }
+    if cmd.flags & ALONE != 0 {
+        let _exclusive = server.gate.exclusive();
+        (cmd.run)(&mut Ctx { server, session }, args)
+    } else {
+        let _shared = server.gate.shared();
+        (cmd.run)(&mut Ctx { server, session }, args)
+    }
+}
+
+/// Runs a command queued by MULTI; the caller holds the gate exclusively.
+fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Frame {
+    let (_, cmd) = lookup(&args[0]).expect("queued commands were looked up");
+    if cmd.flags & DENYOOM != 0 {
+        if let Err(e) = server.make_room() {
+            return Frame::error(e);
+        }
+    }
+    match (cmd.run)(&mut Ctx { server, session }, args) {
+        Action::Reply(f) | Action::Close(Some(f)) => f,
+        Action::Close(None) => Frame::Null,
+    }
+}
+
+fn check_arity(cmd: &Command, args: &[Vec<u8>]) -> Result<(), Frame> {
     let n = args.len() as i32;
     if (cmd.arity > 0 && n != cmd.arity) || (cmd.arity < 0 && n < -cmd.arity) {
-        return Action::Reply(Frame::error(format!(
+        return Err(Frame::error(format!(
             "ERR wrong number of arguments for '{}' command",
             cmd.name
         )));
     }
-    (cmd.run)(db, session, args)
+    Ok(())
+}
+
+/// A command refused before it ran; inside MULTI it also dooms the transaction.
+fn refuse(session: &mut Session, error: Frame) -> Action {
+    if session.multi.is_some() {
+        session.multi_failed = true;
+    }
+    Action::Reply(error)
 }
 
 /// Redis's wording, which clients match on: the name as typed, then up to 128
@@ -200,6 +325,15 @@ fn unknown(args: &[Vec<u8>]) -> Frame {
     ))
 }
 
+/// The name of the command at `index` in the table (CLIENT LIST's `cmd`), from a
+/// client's `last_command`.
+pub fn name_of(last_command: u64) -> &'static str {
+    match last_command {
+        0 => "NULL",
+        n => TABLE.get(n as usize - 1).map_or("NULL", |c| c.name),
+    }
+}
+
 pub(crate) fn ok() -> Action {
     Action::Reply(Frame::Simple("OK".into()))
 }
@@ -210,6 +344,15 @@ pub(crate) fn reply(f: Frame) -> Action {
 
 pub(crate) fn error(text: &str) -> Action {
     Action::Reply(Frame::error(text))
+}
+
+pub(crate) fn int(n: i64) -> Action {
+    Action::Reply(Frame::Integer(n))
+}
+
+/// Upper-cased option word, for matching Redis's case-insensitive options.
+pub(crate) fn upper(arg: &[u8]) -> Vec<u8> {
+    arg.to_ascii_uppercase()
 }
 
 pub(crate) const NOT_AN_INTEGER: &str = "ERR value is not an integer or out of range";

@@ -1,42 +1,128 @@
-//! SET and SETNX.
+//! SET, SETNX, SETEX, PSETEX, GETSET, MSET, MSETNX.
 
 use resp::Frame;
 
-use super::{error, ok, reply, Action, Session, SYNTAX_ERROR};
-use crate::db::Db;
+use super::expire::{parse_expiry, Expiry};
+use super::{
+    error, int, ok, parse_integer, reply, upper, Action, Ctx, NOT_AN_INTEGER, SYNTAX_ERROR,
+};
+use crate::db::Change;
+use crate::entry::now_ms;
 
-/// `SET key value [NX | XX]`. Expiry and GET options arrive with key expiry.
-pub fn set(db: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
+/// `SET key value [NX | XX] [GET] [EX s | PX ms | EXAT t | PXAT t | KEEPTTL]`.
+pub fn set(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
     let (key, value) = (&args[1], &args[2]);
-    let (mut nx, mut xx) = (false, false);
-    for opt in &args[3..] {
-        match opt.to_ascii_uppercase().as_slice() {
+    if args.len() == 3 {
+        ctx.db().set(key, value, None);
+        return ok();
+    }
+    let (mut nx, mut xx, mut get) = (false, false, false);
+    let mut expiry: Option<Expiry> = None;
+    let mut i = 3;
+    while i < args.len() {
+        let opt = upper(&args[i]);
+        match opt.as_slice() {
             b"NX" if !xx => nx = true,
             b"XX" if !nx => xx = true,
-            b"EX" | b"PX" | b"EXAT" | b"PXAT" | b"KEEPTTL" | b"GET" => {
-                return error(&format!(
-                    "ERR SET option '{}' is not supported yet by hotkv",
-                    String::from_utf8_lossy(opt)
-                ))
+            b"GET" => get = true,
+            b"KEEPTTL" if expiry.is_none() => expiry = Some(Expiry::Keep),
+            b"EX" | b"PX" | b"EXAT" | b"PXAT" if expiry.is_none() && i + 1 < args.len() => {
+                match parse_expiry(&opt, &args[i + 1], "set") {
+                    Ok(e) => expiry = e,
+                    Err(e) => return reply(e),
+                }
+                i += 1;
             }
             _ => return error(SYNTAX_ERROR),
         }
+        i += 1;
     }
-    let done = if nx {
-        db.set_new(key, value)
-    } else if xx {
-        db.set_existing(key, value)
-    } else {
-        db.set(key, value);
-        true
-    };
-    if done {
+    let (done, old) = ctx.db().update(key, |e| {
+        let old = e.map(|e| e.value.clone());
+        if (nx && e.is_some()) || (xx && e.is_none()) {
+            return (Change::Keep, (false, old));
+        }
+        let deadline = match expiry {
+            None => None,
+            Some(Expiry::At(at)) => Some(at),
+            Some(Expiry::Keep) => e.and_then(|e| e.deadline),
+        };
+        (Change::Put(value.clone(), deadline), (true, old))
+    });
+    if get {
+        reply(old.map_or(Frame::Null, Frame::Bulk))
+    } else if done {
         ok()
     } else {
         reply(Frame::Null)
     }
 }
 
-pub fn setnx(db: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
-    reply(Frame::Integer(db.set_new(&args[1], &args[2]) as i64))
+pub fn setnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    let value = &args[2];
+    let done = ctx.db().update(&args[1], |e| match e {
+        Some(_) => (Change::Keep, false),
+        None => (Change::Put(value.clone(), None), true),
+    });
+    int(done as i64)
+}
+
+fn set_with_ttl(ctx: &mut Ctx, args: &[Vec<u8>], unit: i64, command: &str) -> Action {
+    let Some(n) = parse_integer(&args[2]) else {
+        return error(NOT_AN_INTEGER);
+    };
+    let deadline = n
+        .checked_mul(unit)
+        .filter(|_| n > 0)
+        .and_then(|ms| ms.checked_add(now_ms() as i64));
+    let Some(deadline) = deadline else {
+        return error(&format!("ERR invalid expire time in '{command}' command"));
+    };
+    ctx.db().set(&args[1], &args[3], Some(deadline as u64));
+    ok()
+}
+
+/// `SETEX key seconds value`.
+pub fn setex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    set_with_ttl(ctx, args, 1000, "setex")
+}
+
+/// `PSETEX key milliseconds value`.
+pub fn psetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    set_with_ttl(ctx, args, 1, "psetex")
+}
+
+pub fn getset(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    let value = &args[2];
+    let old = ctx.db().update(&args[1], |e| {
+        (Change::Put(value.clone(), None), e.map(|e| e.value.clone()))
+    });
+    reply(old.map_or(Frame::Null, Frame::Bulk))
+}
+
+/// Runs alone (the command table says so), so no reader sees some keys set and
+/// others not.
+pub fn mset(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    if args.len().is_multiple_of(2) {
+        return error("ERR wrong number of arguments for 'mset' command");
+    }
+    for pair in args[1..].chunks_exact(2) {
+        ctx.db().set(&pair[0], &pair[1], None);
+    }
+    ok()
+}
+
+/// Sets every pair, or none if any key exists. Runs alone, like MSET.
+pub fn msetnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    if args.len().is_multiple_of(2) {
+        return error("ERR wrong number of arguments for 'msetnx' command");
+    }
+    let pairs = args[1..].chunks_exact(2);
+    if pairs.clone().any(|p| ctx.db().contains(&p[0])) {
+        return int(0);
+    }
+    for pair in pairs {
+        ctx.db().set(&pair[0], &pair[1], None);
+    }
+    int(1)
 }

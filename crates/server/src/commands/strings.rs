@@ -1,84 +1,108 @@
-//! MGET, MSET, STRLEN, APPEND, GETSET, GETDEL.
+//! MGET, STRLEN, APPEND, GETRANGE (SUBSTR), SETRANGE.
 
 use resp::Frame;
 
-use super::{error, ok, reply, Action, Session};
-use crate::db::Db;
+use super::{error, int, parse_integer, reply, Action, Ctx, NOT_AN_INTEGER};
+use crate::db::Change;
 
-pub fn mget(db: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
-    reply(Frame::Array(
-        args[1..]
-            .iter()
-            .map(|k| db.get(k).map_or(Frame::Null, Frame::Bulk))
-            .collect(),
-    ))
+pub fn mget(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    let values = args[1..]
+        .iter()
+        .map(|k| {
+            let found = ctx.db().get(k);
+            ctx.session.hit(found.is_some());
+            found.map_or(Frame::Null, |e| Frame::Bulk(e.value))
+        })
+        .collect();
+    reply(Frame::Array(values))
 }
 
-/// Each key is set atomically; readers may see some of the keys set before others
-/// (Redis sets them all at once). Multi-key atomicity comes with transactions.
-pub fn mset(db: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
-    if args.len().is_multiple_of(2) {
-        return error("ERR wrong number of arguments for 'mset' command");
+pub fn strlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    int(ctx.db().get(&args[1]).map_or(0, |e| e.value.len()) as i64)
+}
+
+/// The longest string SETRANGE and APPEND may build: Redis's default
+/// `proto-max-bulk-len`.
+fn check_size(ctx: &Ctx, len: u64) -> Result<(), &'static str> {
+    if len > ctx.server.config.proto_max_bulk_len() as u64 {
+        Err("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+    } else {
+        Ok(())
     }
-    for pair in args[1..].chunks_exact(2) {
-        db.set(&pair[0], &pair[1]);
+}
+
+pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    let tail = &args[2];
+    let max = ctx.server.config.proto_max_bulk_len();
+    let result = ctx.db().update(&args[1], |e| {
+        let (mut value, deadline) = e.map_or((Vec::new(), None), |e| (e.value.clone(), e.deadline));
+        if value.len() + tail.len() > max {
+            return (Change::Keep, Err(()));
+        }
+        value.extend_from_slice(tail);
+        let len = value.len();
+        (Change::Put(value, deadline), Ok(len))
+    });
+    match result {
+        Ok(len) => int(len as i64),
+        Err(()) => error("ERR string exceeds maximum allowed size (proto-max-bulk-len)"),
     }
-    ok()
 }
 
-pub fn strlen(db: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
-    reply(Frame::Integer(
-        db.get(&args[1]).map_or(0, |v| v.len()) as i64
-    ))
+/// `GETRANGE key start end`, both inclusive, negative from the end, as Redis clamps.
+pub fn getrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    let (Some(mut start), Some(mut end)) = (parse_integer(&args[2]), parse_integer(&args[3]))
+    else {
+        return error(NOT_AN_INTEGER);
+    };
+    let value = ctx.db().get(&args[1]).map(|e| e.value).unwrap_or_default();
+    let len = value.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        return reply(Frame::Bulk(Vec::new()));
+    }
+    if start < 0 {
+        start += len;
+    }
+    if end < 0 {
+        end += len;
+    }
+    start = start.max(0);
+    end = end.max(0).min(len - 1);
+    if len == 0 || start > end {
+        return reply(Frame::Bulk(Vec::new()));
+    }
+    reply(Frame::Bulk(value[start as usize..=end as usize].to_vec()))
 }
 
-/// Atomic by compare-and-set: a concurrent write makes it retry on the new value.
-pub fn append(db: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
-    let (key, tail) = (&args[1], &args[2]);
-    loop {
-        match db.get(key) {
-            None => {
-                if db.set_new(key, tail) {
-                    return reply(Frame::Integer(tail.len() as i64));
-                }
-            }
-            Some(current) => {
-                let mut joined = current.clone();
-                joined.extend_from_slice(tail);
-                if db.replace(key, &current, &joined) {
-                    return reply(Frame::Integer(joined.len() as i64));
-                }
-            }
+/// `SETRANGE key offset value`: overwrites from `offset`, zero-padding a short or
+/// missing value; keeps the expiry.
+pub fn setrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    let Some(offset) = parse_integer(&args[2]) else {
+        return error(NOT_AN_INTEGER);
+    };
+    if offset < 0 {
+        return error("ERR offset is out of range");
+    }
+    let patch = &args[3];
+    let offset = offset as usize;
+    if !patch.is_empty() {
+        if let Err(e) = check_size(ctx, offset as u64 + patch.len() as u64) {
+            return error(e);
         }
     }
-}
-
-pub fn getset(db: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
-    let (key, value) = (&args[1], &args[2]);
-    loop {
-        match db.get(key) {
-            None => {
-                if db.set_new(key, value) {
-                    return reply(Frame::Null);
-                }
+    let len = ctx.db().update(&args[1], |e| match e {
+        None if patch.is_empty() => (Change::Keep, 0),
+        Some(e) if patch.is_empty() => (Change::Keep, e.value.len()),
+        e => {
+            let (mut value, deadline) =
+                e.map_or((Vec::new(), None), |e| (e.value.clone(), e.deadline));
+            if value.len() < offset + patch.len() {
+                value.resize(offset + patch.len(), 0);
             }
-            Some(current) => {
-                if db.replace(key, &current, value) {
-                    return reply(Frame::Bulk(current));
-                }
-            }
+            value[offset..offset + patch.len()].copy_from_slice(patch);
+            let len = value.len();
+            (Change::Put(value, deadline), len)
         }
-    }
-}
-
-pub fn getdel(db: &Db, _: &mut Session, args: &[Vec<u8>]) -> Action {
-    let key = &args[1];
-    loop {
-        let Some(current) = db.get(key) else {
-            return reply(Frame::Null);
-        };
-        if db.remove_if_value(key, &current) {
-            return reply(Frame::Bulk(current));
-        }
-    }
+    });
+    int(len as i64)
 }

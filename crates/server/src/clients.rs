@@ -1,0 +1,154 @@
+//! The connected clients, for CLIENT LIST / KILL / INFO, maxclients and INFO's
+//! counters. A client's own counters live in its `Client`, written only by its own
+//! task, so commands never contend on shared counters; INFO sums them.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tokio::sync::Notify;
+
+pub struct Client {
+    pub id: u64,
+    pub addr: SocketAddr,
+    pub laddr: SocketAddr,
+    pub created: Instant,
+    /// Milliseconds after `created` of the last command.
+    last_active: AtomicU64,
+    pub name: Mutex<Vec<u8>>,
+    pub lib: Mutex<(String, String)>,
+    /// Index in the command table of the last command, +1 (0: none yet).
+    pub last_command: AtomicU64,
+    pub commands: AtomicU64,
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+    pub resp: AtomicU8,
+    pub in_multi: AtomicBool,
+    pub no_evict: AtomicBool,
+    killed: AtomicBool,
+    kill: Notify,
+}
+
+impl Client {
+    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr) -> Client {
+        Client {
+            id,
+            addr,
+            laddr,
+            created: Instant::now(),
+            last_active: AtomicU64::new(0),
+            name: Mutex::new(Vec::new()),
+            lib: Mutex::new(Default::default()),
+            last_command: AtomicU64::new(0),
+            commands: AtomicU64::new(0),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            resp: AtomicU8::new(2),
+            in_multi: AtomicBool::new(false),
+            no_evict: AtomicBool::new(false),
+            killed: AtomicBool::new(false),
+            kill: Notify::new(),
+        }
+    }
+
+    pub fn touch(&self) {
+        self.last_active
+            .store(self.created.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    pub fn idle_secs(&self) -> u64 {
+        (self.created.elapsed().as_millis() as u64)
+            .saturating_sub(self.last_active.load(Ordering::Relaxed))
+            / 1000
+    }
+
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::SeqCst);
+        self.kill.notify_one();
+    }
+
+    pub fn is_killed(&self) -> bool {
+        self.killed.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once the client is killed (immediately if it already is).
+    pub async fn killed(&self) {
+        if !self.is_killed() {
+            self.kill.notified().await;
+        }
+    }
+}
+
+/// Totals of clients that have disconnected, so INFO's counters never go backwards.
+#[derive(Default)]
+pub struct Departed {
+    pub commands: AtomicU64,
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+}
+
+#[derive(Default)]
+pub struct Clients {
+    live: Mutex<BTreeMap<u64, Arc<Client>>>,
+    pub departed: Departed,
+    pub received: AtomicU64,
+    pub rejected: AtomicU64,
+}
+
+impl Clients {
+    /// Registers a client unless `max` are connected already.
+    pub fn admit(&self, client: Arc<Client>, max: u64) -> bool {
+        self.received.fetch_add(1, Ordering::Relaxed);
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        if live.len() as u64 >= max {
+            self.rejected.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        live.insert(client.id, client);
+        true
+    }
+
+    /// Unregisters a client, folding its counters into the departed totals under the
+    /// same lock `total` reads them with, so no sum ever counts it twice or not at all.
+    pub fn leave(&self, id: u64) {
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = live.remove(&id) {
+            let d = &self.departed;
+            d.commands
+                .fetch_add(c.commands.load(Ordering::Relaxed), Ordering::Relaxed);
+            d.hits
+                .fetch_add(c.hits.load(Ordering::Relaxed), Ordering::Relaxed);
+            d.misses
+                .fetch_add(c.misses.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+    }
+
+    pub fn snapshot(&self) -> Vec<Arc<Client>> {
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.live.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// A counter summed over live and departed clients.
+    pub fn total(
+        &self,
+        field: impl Fn(&Client) -> &AtomicU64,
+        departed: impl Fn(&Departed) -> &AtomicU64,
+    ) -> u64 {
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        departed(&self.departed).load(Ordering::Relaxed)
+            + live
+                .values()
+                .map(|c| field(c).load(Ordering::Relaxed))
+                .sum::<u64>()
+    }
+}

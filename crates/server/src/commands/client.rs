@@ -1,0 +1,238 @@
+//! CLIENT ID, GETNAME, SETNAME, LIST, INFO, KILL, SETINFO, NO-EVICT.
+
+use std::fmt::Write;
+use std::sync::atomic::Ordering;
+
+use resp::Frame;
+
+use super::{error, int, ok, parse_integer, reply, upper, Action, Ctx, SYNTAX_ERROR};
+use crate::clients::Client;
+
+pub fn client(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    let sub = upper(&args[1]);
+    let rest = &args[2..];
+    match (sub.as_slice(), rest) {
+        (b"ID", []) => int(ctx.session.client.id as i64),
+        (b"GETNAME", []) => {
+            let name = ctx
+                .session
+                .client
+                .name
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            reply(if name.is_empty() {
+                Frame::Null
+            } else {
+                Frame::Bulk(name)
+            })
+        }
+        (b"SETNAME", [name]) => match set_name(ctx, name) {
+            Ok(()) => ok(),
+            Err(e) => error(e),
+        },
+        (b"INFO", []) => reply(Frame::Verbatim {
+            format: *b"txt",
+            text: line(&ctx.session.client).into_bytes(),
+        }),
+        (b"LIST", filters) => list(ctx, filters),
+        (b"KILL", filters) => kill(ctx, filters),
+        (b"SETINFO", [attr, value]) => {
+            let value = String::from_utf8_lossy(value).into_owned();
+            if value.contains(|c: char| c == ' ' || c == '\n' || !c.is_ascii_graphic()) {
+                return error(&format!(
+                    "ERR {} cannot contain spaces, newlines or special characters.",
+                    String::from_utf8_lossy(attr)
+                ));
+            }
+            let mut lib = ctx
+                .session
+                .client
+                .lib
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            match upper(attr).as_slice() {
+                b"LIB-NAME" => lib.0 = value,
+                b"LIB-VER" => lib.1 = value,
+                _ => {
+                    return error(&format!(
+                        "ERR Unrecognized option '{}'",
+                        String::from_utf8_lossy(attr)
+                    ))
+                }
+            }
+            ok()
+        }
+        (b"NO-EVICT", [flag]) => match upper(flag).as_slice() {
+            b"ON" => {
+                ctx.session.client.no_evict.store(true, Ordering::Relaxed);
+                ok()
+            }
+            b"OFF" => {
+                ctx.session.client.no_evict.store(false, Ordering::Relaxed);
+                ok()
+            }
+            _ => error(SYNTAX_ERROR),
+        },
+        _ => error(&format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+            String::from_utf8_lossy(&args[1])
+        )),
+    }
+}
+
+/// CLIENT SETNAME's rule: printable ASCII, no spaces; empty clears the name.
+pub fn set_name(ctx: &mut Ctx, name: &[u8]) -> Result<(), &'static str> {
+    if name.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
+        return Err("ERR Client names cannot contain spaces, newlines or special characters.");
+    }
+    *ctx.session
+        .client
+        .name
+        .lock()
+        .unwrap_or_else(|e| e.into_inner()) = name.to_vec();
+    Ok(())
+}
+
+/// One client as CLIENT LIST describes it, with Redis's field names. Fields hotkv
+/// has no counterpart for (pub/sub, tracking) read as Redis reports an idle client.
+fn line(c: &Client) -> String {
+    let name =
+        String::from_utf8_lossy(&c.name.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
+    let (lib_name, lib_ver) = c.lib.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let multi = c.in_multi.load(Ordering::Relaxed);
+    let mut flags = String::new();
+    if multi {
+        flags.push('x');
+    }
+    if c.no_evict.load(Ordering::Relaxed) {
+        flags.push('e');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub=0 psub=0 ssub=0 multi={} \
+         qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r \
+         cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        c.id,
+        c.addr,
+        c.laddr,
+        name,
+        c.created.elapsed().as_secs(),
+        c.idle_secs(),
+        flags,
+        if multi { 0 } else { -1 },
+        super::name_of(c.last_command.load(Ordering::Relaxed)),
+        c.resp.load(Ordering::Relaxed),
+        lib_name,
+        lib_ver,
+    );
+    s
+}
+
+/// `CLIENT LIST [TYPE normal] [ID id...]`.
+fn list(ctx: &mut Ctx, filters: &[Vec<u8>]) -> Action {
+    let mut ids: Option<Vec<u64>> = None;
+    match filters {
+        [] => {}
+        [t, kind] if upper(t) == b"TYPE" => {
+            if !matches!(
+                upper(kind).as_slice(),
+                b"NORMAL" | b"MASTER" | b"REPLICA" | b"PUBSUB"
+            ) {
+                return error(&format!(
+                    "ERR Unknown client type '{}'",
+                    String::from_utf8_lossy(kind)
+                ));
+            }
+            if upper(kind) != b"NORMAL" {
+                ids = Some(Vec::new());
+            }
+        }
+        [t, rest @ ..] if upper(t) == b"ID" && !rest.is_empty() => {
+            let mut v = Vec::new();
+            for id in rest {
+                match parse_integer(id).filter(|n| *n > 0) {
+                    Some(n) => v.push(n as u64),
+                    None => return error("ERR Invalid client ID"),
+                }
+            }
+            ids = Some(v);
+        }
+        _ => return error(SYNTAX_ERROR),
+    }
+    let text: String = ctx
+        .server
+        .clients
+        .snapshot()
+        .iter()
+        .filter(|c| ids.as_ref().is_none_or(|ids| ids.contains(&c.id)))
+        .map(|c| line(c))
+        .collect();
+    reply(Frame::Verbatim {
+        format: *b"txt",
+        text: text.into_bytes(),
+    })
+}
+
+/// `CLIENT KILL addr` (replies OK) or `CLIENT KILL [ID id] [ADDR a] [LADDR a]
+/// [SKIPME yes|no]...` (replies with the number killed).
+fn kill(ctx: &mut Ctx, filters: &[Vec<u8>]) -> Action {
+    let me = ctx.session.client.id;
+    if let [addr] = filters {
+        let addr = String::from_utf8_lossy(addr);
+        let victim = ctx
+            .server
+            .clients
+            .snapshot()
+            .into_iter()
+            .find(|c| c.addr.to_string() == addr);
+        return match victim {
+            Some(c) => {
+                c.kill();
+                ok()
+            }
+            None => error("ERR No such client"),
+        };
+    }
+    if filters.is_empty() || !filters.len().is_multiple_of(2) {
+        return error(SYNTAX_ERROR);
+    }
+    let mut id = None;
+    let mut addr = None;
+    let mut laddr = None;
+    let mut skipme = true;
+    for pair in filters.chunks_exact(2) {
+        let value = String::from_utf8_lossy(&pair[1]).into_owned();
+        match upper(&pair[0]).as_slice() {
+            b"ID" => match parse_integer(&pair[1]).filter(|n| *n > 0) {
+                Some(n) => id = Some(n as u64),
+                None => return error("ERR client-id should be greater than 0"),
+            },
+            b"ADDR" => addr = Some(value),
+            b"LADDR" => laddr = Some(value),
+            b"SKIPME" => match value.to_ascii_lowercase().as_str() {
+                "yes" => skipme = true,
+                "no" => skipme = false,
+                _ => return error(SYNTAX_ERROR),
+            },
+            b"TYPE" | b"USER" | b"MAXAGE" => {}
+            _ => return error(SYNTAX_ERROR),
+        }
+    }
+    let mut killed = 0;
+    for c in ctx.server.clients.snapshot() {
+        let chosen = id.is_none_or(|id| id == c.id)
+            && addr.as_ref().is_none_or(|a| *a == c.addr.to_string())
+            && laddr.as_ref().is_none_or(|a| *a == c.laddr.to_string())
+            && !(skipme && c.id == me);
+        if chosen {
+            c.kill();
+            killed += 1;
+        }
+    }
+    int(killed)
+}

@@ -1,0 +1,60 @@
+//! CONFIG GET, SET, RESETSTAT.
+
+use resp::Frame;
+
+use super::{error, ok, reply, upper, Action, Ctx};
+use crate::config::SetError;
+
+pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    let sub = upper(&args[1]);
+    match sub.as_slice() {
+        b"GET" if args.len() >= 3 => {
+            let mut pairs: Vec<(String, String)> = Vec::new();
+            for pattern in &args[2..] {
+                for pair in ctx.server.config.get(pattern) {
+                    if !pairs.iter().any(|(n, _)| *n == pair.0) {
+                        pairs.push(pair);
+                    }
+                }
+            }
+            reply(Frame::Map(
+                pairs
+                    .into_iter()
+                    .map(|(n, v)| (Frame::Bulk(n.into_bytes()), Frame::Bulk(v.into_bytes())))
+                    .collect(),
+            ))
+        }
+        b"SET" if args.len() >= 4 && args.len().is_multiple_of(2) => {
+            // Check every name first, so an unknown one changes nothing.
+            for pair in args[2..].chunks_exact(2) {
+                let name = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
+                if ctx.server.config.get(name.as_bytes()).len() != 1 {
+                    return error(&format!(
+                        "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
+                    ));
+                }
+            }
+            for pair in args[2..].chunks_exact(2) {
+                let name = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
+                let failed = match ctx.server.config.set(&name, &pair[1]) {
+                    Ok(()) => continue,
+                    Err(SetError::Immutable) => "can't set immutable config".to_string(),
+                    Err(SetError::Invalid(why)) => why,
+                    Err(SetError::Unknown) => "unknown option".to_string(),
+                };
+                return error(&format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{name}') - {failed}"
+                ));
+            }
+            ok()
+        }
+        b"RESETSTAT" if args.len() == 2 => {
+            ctx.server.reset_stats();
+            ok()
+        }
+        _ => error(&format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try CONFIG HELP.",
+            String::from_utf8_lossy(&args[1])
+        )),
+    }
+}

@@ -1,0 +1,150 @@
+//! EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, TTL, PTTL, EXPIRETIME, PEXPIRETIME, PERSIST,
+//! and the parsing of expiry options that SET and GETEX share.
+
+use resp::Frame;
+
+use super::{error, int, parse_integer, upper, Action, Ctx, NOT_AN_INTEGER};
+use crate::db::Change;
+use crate::entry::now_ms;
+
+pub enum Expiry {
+    /// An absolute deadline in ms since the epoch.
+    At(u64),
+    /// KEEPTTL.
+    Keep,
+}
+
+/// One expiry option (`EX`, `PX`, `EXAT`, `PXAT`) and its argument, as Redis checks
+/// them: an integer, positive, and not overflowing as milliseconds. `Ok(None)` if
+/// `opt` is not an expiry option.
+pub fn parse_expiry(opt: &[u8], arg: &[u8], command: &str) -> Result<Option<Expiry>, Frame> {
+    let (unit, absolute) = match upper(opt).as_slice() {
+        b"EX" => (1000, false),
+        b"PX" => (1, false),
+        b"EXAT" => (1000, true),
+        b"PXAT" => (1, true),
+        _ => return Ok(None),
+    };
+    let n = parse_integer(arg).ok_or_else(|| Frame::error(NOT_AN_INTEGER))?;
+    let invalid = || Frame::error(format!("ERR invalid expire time in '{command}' command"));
+    if n <= 0 {
+        return Err(invalid());
+    }
+    let ms = n.checked_mul(unit).ok_or_else(invalid)?;
+    let at = if absolute {
+        ms
+    } else {
+        ms.checked_add(now_ms() as i64).ok_or_else(invalid)?
+    };
+    Ok(Some(Expiry::At(at as u64)))
+}
+
+/// The four EXPIRE commands: `key n [NX | XX | GT | LT]`, `n` in `unit` ms, relative
+/// or absolute.
+fn set_expiry(ctx: &mut Ctx, args: &[Vec<u8>], unit: i64, absolute: bool, command: &str) -> Action {
+    let Some(n) = parse_integer(&args[2]) else {
+        return error(NOT_AN_INTEGER);
+    };
+    let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
+    for opt in &args[3..] {
+        match upper(opt).as_slice() {
+            b"NX" => nx = true,
+            b"XX" => xx = true,
+            b"GT" => gt = true,
+            b"LT" => lt = true,
+            _ => {
+                return error(&format!(
+                    "ERR Unsupported option {}",
+                    String::from_utf8_lossy(opt)
+                ))
+            }
+        }
+    }
+    if nx && (xx || gt || lt) {
+        return error("ERR NX and XX, GT or LT options at the same time are not compatible");
+    }
+    if gt && lt {
+        return error("ERR GT and LT options at the same time are not compatible");
+    }
+    let invalid = format!("ERR invalid expire time in '{command}' command");
+    let Some(ms) = n.checked_mul(unit) else {
+        return error(&invalid);
+    };
+    let at = if absolute {
+        Some(ms)
+    } else {
+        ms.checked_add(now_ms() as i64)
+    };
+    let Some(at) = at else {
+        return error(&invalid);
+    };
+    let done = ctx.db().update(&args[1], |e| {
+        let Some(e) = e else {
+            return (Change::Keep, false);
+        };
+        // No deadline counts as an infinite one for GT and LT.
+        let allowed = match e.deadline {
+            None => !xx && !gt,
+            Some(d) => !nx && (!gt || at > d as i64) && (!lt || at < d as i64),
+        };
+        if !allowed {
+            (Change::Keep, false)
+        } else if at <= now_ms() as i64 {
+            (Change::Delete, true)
+        } else {
+            (Change::Put(e.value.clone(), Some(at as u64)), true)
+        }
+    });
+    int(done as i64)
+}
+
+pub fn expire(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    set_expiry(ctx, args, 1000, false, "expire")
+}
+
+pub fn pexpire(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    set_expiry(ctx, args, 1, false, "pexpire")
+}
+
+pub fn expireat(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    set_expiry(ctx, args, 1000, true, "expireat")
+}
+
+pub fn pexpireat(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    set_expiry(ctx, args, 1, true, "pexpireat")
+}
+
+/// -2 for a missing key, -1 for one without a deadline, else `f(deadline)`.
+fn deadline_reply(ctx: &mut Ctx, key: &[u8], f: impl Fn(u64) -> i64) -> Action {
+    match ctx.db().get(key) {
+        None => int(-2),
+        Some(e) => int(e.deadline.map_or(-1, f)),
+    }
+}
+
+pub fn ttl(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    // Rounded to the nearest second, as Redis rounds.
+    deadline_reply(ctx, &args[1], |d| {
+        (d.saturating_sub(now_ms()) as i64 + 500) / 1000
+    })
+}
+
+pub fn pttl(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    deadline_reply(ctx, &args[1], |d| d.saturating_sub(now_ms()) as i64)
+}
+
+pub fn expiretime(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    deadline_reply(ctx, &args[1], |d| (d / 1000) as i64)
+}
+
+pub fn pexpiretime(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    deadline_reply(ctx, &args[1], |d| d as i64)
+}
+
+pub fn persist(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    let done = ctx.db().update(&args[1], |e| match e {
+        Some(e) if e.deadline.is_some() => (Change::Put(e.value.clone(), None), true),
+        _ => (Change::Keep, false),
+    });
+    int(done as i64)
+}

@@ -1,0 +1,145 @@
+//! INFO [section...]: Redis's sections (server, clients, memory, stats, keyspace) with
+//! its field names, so monitoring tools read them, and a `hotring` section.
+
+use std::fmt::Write;
+use std::sync::atomic::Ordering;
+
+use resp::Frame;
+
+use super::{reply, Action, Ctx};
+use crate::server::Server;
+
+const SECTIONS: &[&str] = &[
+    "server", "clients", "memory", "stats", "keyspace", "hotring",
+];
+
+pub fn info(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    let asked: Vec<String> = args[1..]
+        .iter()
+        .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+        .collect();
+    let all = asked.is_empty()
+        || asked
+            .iter()
+            .any(|a| matches!(a.as_str(), "all" | "everything" | "default"));
+    let mut text = String::new();
+    for section in SECTIONS {
+        if all || asked.iter().any(|a| a == section) {
+            if !text.is_empty() {
+                text.push_str("\r\n");
+            }
+            write_section(ctx.server, section, &mut text);
+        }
+    }
+    reply(Frame::Verbatim {
+        format: *b"txt",
+        text: text.into_bytes(),
+    })
+}
+
+fn human(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "K", "M", "G", "T"];
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes}B")
+    } else {
+        format!("{v:.2}{}", UNITS[unit])
+    }
+}
+
+fn write_section(server: &Server, section: &str, out: &mut String) {
+    let mut title = section.to_string();
+    title[..1].make_ascii_uppercase();
+    let _ = write!(out, "# {title}\r\n");
+    let mut field = |name: &str, value: &dyn std::fmt::Display| {
+        let _ = write!(out, "{name}:{value}\r\n");
+    };
+    match section {
+        "server" => {
+            let uptime = server.started.elapsed().as_secs();
+            field("redis_version", &crate::REDIS_VERSION);
+            field("hotkv_version", &env!("CARGO_PKG_VERSION"));
+            field("redis_mode", &"standalone");
+            field("os", &std::env::consts::OS);
+            field("arch_bits", &(usize::BITS));
+            field("process_id", &std::process::id());
+            field("run_id", &server.run_id);
+            field("tcp_port", &server.config.port);
+            field("uptime_in_seconds", &uptime);
+            field("uptime_in_days", &(uptime / 86_400));
+            field("hz", &10);
+            field("engine", &server.config.engine);
+        }
+        "clients" => {
+            field("connected_clients", &server.clients.len());
+            field("maxclients", &server.config.maxclients());
+            field("blocked_clients", &0);
+        }
+        "memory" => {
+            let used = server.used_memory();
+            field("used_memory", &used);
+            field("used_memory_human", &human(used));
+            field("used_memory_peak", &server.peak_memory());
+            field("used_memory_peak_human", &human(server.peak_memory()));
+            field("maxmemory", &server.config.maxmemory());
+            field("maxmemory_human", &human(server.config.maxmemory()));
+            field(
+                "maxmemory_policy",
+                &server.config.get(b"maxmemory-policy")[0].1,
+            );
+            field("mem_allocator", &"jemalloc");
+        }
+        "stats" => {
+            let c = &server.clients;
+            field(
+                "total_connections_received",
+                &c.received.load(Ordering::Relaxed),
+            );
+            field(
+                "total_commands_processed",
+                &c.total(|c| &c.commands, |d| &d.commands),
+            );
+            field("rejected_connections", &c.rejected.load(Ordering::Relaxed));
+            field("expired_keys", &server.db.expired_count());
+            field("evicted_keys", &server.evicted.load(Ordering::Relaxed));
+            field("keyspace_hits", &c.total(|c| &c.hits, |d| &d.hits));
+            field("keyspace_misses", &c.total(|c| &c.misses, |d| &d.misses));
+        }
+        "keyspace" => {
+            let keys = server.db.len();
+            if keys > 0 {
+                let expires = server.db.volatile_len().min(keys);
+                field("db0", &format!("keys={keys},expires={expires},avg_ttl=0"));
+            }
+        }
+        "hotring" => {
+            let s = server.db.index_stats();
+            field("hotring_keys", &s.len);
+            field("hotring_rings", &s.rings);
+            field("hotring_directory_slots", &s.directory_slots);
+            field("hotring_head_hit_rate", &format!("{:.4}", s.head_hit_rate));
+            field(
+                "hotring_items_per_access",
+                &format!("{:.3}", s.items_per_access),
+            );
+            field("hotring_head_moves", &s.head_moves);
+            field("hotring_sample_rounds", &s.sample_rounds);
+            field("hotring_splits", &s.splits);
+            let longest = s.ring_lengths.last().map_or(0, |(len, _)| *len);
+            field("hotring_ring_length_max", &longest);
+            let lengths: Vec<String> = s
+                .ring_lengths
+                .iter()
+                .map(|(len, n)| format!("{len}={n}"))
+                .collect();
+            field("hotring_ring_lengths", &lengths.join(","));
+            field("hotring_bytes_per_key", &format!("{:.1}", s.bytes_per_key));
+        }
+        _ => unreachable!("SECTIONS lists the sections"),
+    }
+}

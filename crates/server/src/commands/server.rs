@@ -1,0 +1,47 @@
+//! DBSIZE, FLUSHDB, FLUSHALL, TIME, SHUTDOWN.
+
+use resp::Frame;
+
+use super::{error, int, ok, reply, upper, Action, Ctx, SYNTAX_ERROR};
+
+pub fn dbsize(ctx: &mut Ctx, _: &[Vec<u8>]) -> Action {
+    int(ctx.db().len() as i64)
+}
+
+/// `FLUSHDB | FLUSHALL [ASYNC | SYNC]`: the same with one database. Runs alone, so
+/// it is atomic as in Redis; ASYNC is accepted and done synchronously.
+pub fn flush(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    match &args[1..] {
+        [] => {}
+        [mode] if matches!(upper(mode).as_slice(), b"ASYNC" | b"SYNC") => {}
+        _ => return error(SYNTAX_ERROR),
+    }
+    ctx.db().clear();
+    ok()
+}
+
+pub fn time(_: &mut Ctx, _: &[Vec<u8>]) -> Action {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    reply(Frame::Array(vec![
+        Frame::Bulk(now.as_secs().to_string().into_bytes()),
+        Frame::Bulk(now.subsec_micros().to_string().into_bytes()),
+    ]))
+}
+
+/// `SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE]`: stops accepting, lets every connection
+/// finish the requests it has read, exits 0. Nothing is persisted in memory mode, so
+/// SAVE has nothing to write.
+pub fn shutdown(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    for opt in &args[1..] {
+        match upper(opt).as_slice() {
+            b"NOSAVE" | b"SAVE" | b"NOW" | b"FORCE" => {}
+            b"ABORT" => return error("ERR No shutdown in progress."),
+            _ => return error(SYNTAX_ERROR),
+        }
+    }
+    tracing::info!(client = ctx.session.client.id, "SHUTDOWN requested");
+    ctx.server.request_shutdown();
+    Action::Close(None)
+}

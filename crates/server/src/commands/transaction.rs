@@ -1,0 +1,77 @@
+//! MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+//!
+//! EXEC holds the gate exclusively while it checks the WATCHed keys and runs the
+//! queue, so no other command runs in between, as in Redis. WATCH records a version
+//! per key (see `Db::watch`); EXEC aborts if any changed.
+
+use std::sync::atomic::Ordering;
+
+use resp::Frame;
+
+use super::{error, execute_queued, ok, reply, Action, Ctx};
+
+pub fn multi(ctx: &mut Ctx, _: &[Vec<u8>]) -> Action {
+    if ctx.session.multi.is_some() {
+        return error("ERR MULTI calls can not be nested");
+    }
+    ctx.session.multi = Some(Vec::new());
+    ctx.session.multi_failed = false;
+    ctx.session.client.in_multi.store(true, Ordering::Relaxed);
+    ok()
+}
+
+pub fn exec(ctx: &mut Ctx, _: &[Vec<u8>]) -> Action {
+    let Some(queue) = ctx.session.multi.take() else {
+        return error("ERR EXEC without MULTI");
+    };
+    ctx.session.client.in_multi.store(false, Ordering::Relaxed);
+    let server = ctx.server;
+    if std::mem::take(&mut ctx.session.multi_failed) {
+        ctx.session.unwatch(&server.db);
+        return error("EXECABORT Transaction discarded because of previous errors.");
+    }
+    let _exclusive = server.gate.exclusive();
+    let changed = ctx
+        .session
+        .watching
+        .iter()
+        .any(|(key, version)| server.db.watched_version(key) != *version);
+    ctx.session.unwatch(&server.db);
+    if changed {
+        return reply(Frame::NullArray);
+    }
+    let replies = queue
+        .iter()
+        .map(|args| execute_queued(server, ctx.session, args))
+        .collect();
+    reply(Frame::Array(replies))
+}
+
+pub fn discard(ctx: &mut Ctx, _: &[Vec<u8>]) -> Action {
+    if ctx.session.multi.take().is_none() {
+        return error("ERR DISCARD without MULTI");
+    }
+    ctx.session.multi_failed = false;
+    ctx.session.client.in_multi.store(false, Ordering::Relaxed);
+    ctx.session.unwatch(&ctx.server.db);
+    ok()
+}
+
+pub fn watch(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    if ctx.session.multi.is_some() {
+        return error("ERR WATCH inside MULTI is not allowed");
+    }
+    for key in &args[1..] {
+        if ctx.session.watching.iter().any(|(k, _)| k == key) {
+            continue;
+        }
+        let version = ctx.server.db.watch(key);
+        ctx.session.watching.push((key.clone(), version));
+    }
+    ok()
+}
+
+pub fn unwatch(ctx: &mut Ctx, _: &[Vec<u8>]) -> Action {
+    ctx.session.unwatch(&ctx.server.db);
+    ok()
+}

@@ -1,0 +1,115 @@
+//! How a key's value is stored in the index.
+//!
+//! ```text
+//! stored = payload | deadline (8 bytes, little-endian, ms since the Unix epoch) | tag
+//! tag    = 0: no deadline (and no deadline bytes); 1: deadline present
+//! ```
+//!
+//! The tag sits at the end so decoding only truncates the vector it reads: no copy
+//! of the payload. Every value is a Redis string; a type byte joins the tag when
+//! other types arrive.
+
+const NO_DEADLINE: u8 = 0;
+const HAS_DEADLINE: u8 = 1;
+
+/// A live value and its expiry deadline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub value: Vec<u8>,
+    /// Milliseconds since the Unix epoch after which the key no longer exists.
+    pub deadline: Option<u64>,
+}
+
+impl Entry {
+    pub fn encode(value: &[u8], deadline: Option<u64>) -> Vec<u8> {
+        let mut out = Vec::with_capacity(value.len() + 9);
+        out.extend_from_slice(value);
+        match deadline {
+            None => out.push(NO_DEADLINE),
+            Some(d) => {
+                out.extend_from_slice(&d.to_le_bytes());
+                out.push(HAS_DEADLINE);
+            }
+        }
+        out
+    }
+
+    /// Decodes what [`Entry::encode`] wrote. Anything else in the index is a bug.
+    pub fn decode(mut stored: Vec<u8>) -> Entry {
+        let deadline = match stored.pop() {
+            Some(NO_DEADLINE) => None,
+            Some(HAS_DEADLINE) => {
+                let at = stored.len() - 8;
+                let d = u64::from_le_bytes(stored[at..].try_into().expect("8 bytes"));
+                stored.truncate(at);
+                Some(d)
+            }
+            other => panic!("corrupt stored value: tag {other:?}"),
+        };
+        Entry {
+            value: stored,
+            deadline,
+        }
+    }
+
+    /// The deadline of a stored value, without decoding the payload.
+    pub fn stored_deadline(stored: &[u8]) -> Option<u64> {
+        match stored.split_last() {
+            Some((&HAS_DEADLINE, rest)) => Some(u64::from_le_bytes(
+                rest[rest.len() - 8..].try_into().expect("8 bytes"),
+            )),
+            Some((&NO_DEADLINE, _)) => None,
+            other => panic!("corrupt stored value: {other:?}"),
+        }
+    }
+
+    /// As Redis: a key lives through its deadline millisecond.
+    pub fn expired_at(&self, now_ms: u64) -> bool {
+        self.deadline.is_some_and(|d| d < now_ms)
+    }
+}
+
+/// Wall-clock milliseconds since the Unix epoch: the clock Redis expires keys by.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_with_and_without_deadline() {
+        for value in [
+            &b""[..],
+            b"x",
+            b"12345678",
+            b"a value with \r\n and \0 bytes",
+        ] {
+            for deadline in [None, Some(0), Some(1_700_000_000_000), Some(u64::MAX)] {
+                let stored = Entry::encode(value, deadline);
+                assert_eq!(Entry::stored_deadline(&stored), deadline);
+                let e = Entry::decode(stored);
+                assert_eq!(e.value, value);
+                assert_eq!(e.deadline, deadline);
+            }
+        }
+    }
+
+    #[test]
+    fn a_key_lives_through_its_deadline_millisecond() {
+        let e = Entry {
+            value: vec![],
+            deadline: Some(100),
+        };
+        assert!(!e.expired_at(100));
+        assert!(e.expired_at(101));
+        assert!(!Entry {
+            value: vec![],
+            deadline: None
+        }
+        .expired_at(u64::MAX));
+    }
+}

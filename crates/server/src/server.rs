@@ -1,0 +1,161 @@
+//! What all connections share: the keyspace, the transaction gate, settings, the
+//! client registry, memory accounting and the shutdown signal.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use crate::clients::Clients;
+use crate::config::{Config, Policy};
+use crate::db::Db;
+use crate::gate::Gate;
+
+pub struct Server {
+    pub db: Db,
+    pub gate: Gate,
+    pub config: Config,
+    pub clients: Clients,
+    pub started: Instant,
+    pub run_id: String,
+    pub evicted: AtomicU64,
+    used_memory: AtomicU64,
+    peak_memory: AtomicU64,
+    shutdown: watch::Sender<bool>,
+}
+
+/// Why a write was refused.
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+impl Server {
+    pub fn new(config: Config) -> Server {
+        Server {
+            db: Db::default(),
+            gate: Gate::default(),
+            config,
+            clients: Clients::default(),
+            started: Instant::now(),
+            run_id: (0..40)
+                .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).expect("hex digit"))
+                .collect(),
+            evicted: AtomicU64::new(0),
+            used_memory: AtomicU64::new(0),
+            peak_memory: AtomicU64::new(0),
+            shutdown: watch::channel(false).0,
+        }
+    }
+
+    pub fn request_shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+
+    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    /// Bytes the process has allocated, as of the last refresh (at most 10 ms old).
+    pub fn used_memory(&self) -> u64 {
+        self.used_memory.load(Ordering::Relaxed)
+    }
+
+    pub fn peak_memory(&self) -> u64 {
+        self.peak_memory.load(Ordering::Relaxed)
+    }
+
+    pub fn refresh_memory(&self) {
+        let used = crate::memory::allocated();
+        self.used_memory.store(used, Ordering::Relaxed);
+        self.peak_memory.fetch_max(used, Ordering::Relaxed);
+    }
+
+    /// CONFIG RESETSTAT: zeroes INFO's counters and the index's access statistics.
+    pub fn reset_stats(&self) {
+        let c = &self.clients;
+        for counter in [
+            &c.received,
+            &c.rejected,
+            &c.departed.commands,
+            &c.departed.hits,
+            &c.departed.misses,
+            &self.evicted,
+        ] {
+            counter.store(0, Ordering::Relaxed);
+        }
+        for client in c.snapshot() {
+            for counter in [&client.commands, &client.hits, &client.misses] {
+                counter.store(0, Ordering::Relaxed);
+            }
+        }
+        self.db.reset_stats();
+    }
+
+    /// Called before a command that may grow memory: under `maxmemory` it does
+    /// nothing; over it, evicts by the policy or refuses with [`OOM`].
+    pub fn make_room(&self) -> Result<(), &'static str> {
+        let max = self.config.maxmemory();
+        let used = self.used_memory();
+        if max == 0 || used <= max {
+            return Ok(());
+        }
+        let policy = self.config.policy();
+        if policy == Policy::NoEviction {
+            return Err(OOM);
+        }
+        // Frees reach the allocator's statistics late (epoch reclamation defers them),
+        // so evict by an estimate of the bytes each key holds, then let the next
+        // refresh measure.
+        let mut freed = 0u64;
+        let excess = used - max;
+        let mut rounds = 0;
+        while freed < excess && rounds < 64 {
+            rounds += 1;
+            let sample = self.db.sample(self.config.maxmemory_samples());
+            let victim = match policy {
+                Policy::AllKeysRandom => sample.first(),
+                _ => sample.iter().min_by_key(|s| s.heat),
+            };
+            let Some(victim) = victim else {
+                break;
+            };
+            if self.db.remove(&victim.key) {
+                self.evicted.fetch_add(1, Ordering::Relaxed);
+                freed += victim.bytes as u64;
+            }
+        }
+        self.used_memory
+            .fetch_sub(freed.min(used), Ordering::Relaxed);
+        if freed == 0 {
+            return Err(OOM);
+        }
+        Ok(())
+    }
+
+    /// The periodic work: memory accounting every 10 ms, active expiry every 100 ms
+    /// (Redis's default `hz 10`), each expiry cycle bounded to 25 ms as Redis bounds it.
+    pub async fn background(&self) {
+        let mut tick = tokio::time::interval(Duration::from_millis(10));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut n = 0u64;
+        loop {
+            tick.tick().await;
+            self.refresh_memory();
+            n += 1;
+            if n.is_multiple_of(10) {
+                let start = Instant::now();
+                loop {
+                    let (examined, deleted) = {
+                        let _shared = self.gate.shared();
+                        self.db.expire_cycle(64)
+                    };
+                    // Go on while a tenth or more of what was examined had expired.
+                    if examined == 0
+                        || deleted * 10 < examined
+                        || start.elapsed() > Duration::from_millis(25)
+                    {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}

@@ -30,6 +30,7 @@ use crate::directory::SlotRef;
 use crate::index::{HotRing, HotspotStrategy};
 use crate::item::ItemPtr;
 use crate::link::{Head, Link};
+use crate::stats::HOT_SAMPLE_PERIOD;
 
 thread_local! {
     /// Accesses made by this thread: every R-th one checks for a hotspot shift.
@@ -52,8 +53,10 @@ const CALM_TRIGGER: u16 = 3;
 impl HotRing {
     /// Records an access for hotspot detection. `counted` is the item whose counter
     /// the access charges: the item read or written in place, or the predecessor of an
-    /// item updated by RCU. `hot` says the walk started on it.
+    /// item updated by RCU. `hot` says the walk started on it. `hash` is the key's, for
+    /// the hot-key tables.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn after_access(
         &self,
         slot: SlotRef<'_>,
@@ -61,6 +64,7 @@ impl HotRing {
         counted: Option<ItemPtr>,
         hot: bool,
         visits: u32,
+        hash: u64,
         guard: &Guard,
     ) {
         let tick = TICK.with(|t| {
@@ -68,6 +72,9 @@ impl HotRing {
             t.set(n);
             n
         });
+        if counted.is_some() && tick.is_multiple_of(HOT_SAMPLE_PERIOD) {
+            self.counters.mine().hot.record(hash);
+        }
         if head.active() {
             if let Some(item) = counted {
                 self.sample(slot, item, guard);

@@ -211,7 +211,7 @@ impl HotRing {
         let slot = self.slot_for(hash, &guard);
         let head = slot.load_head();
         let (found, visits, hot) = self.search(slot, head, hash, key, &guard);
-        self.after_access(slot, head, found, hot, visits, &guard);
+        self.after_access(slot, head, found, hot, visits, hash, &guard);
         found.map(|item| item.with_value(f))
     }
 
@@ -367,7 +367,7 @@ impl HotRing {
                     if cur.is_inline() && cur.value_len() == value.len() {
                         if cur.write_in_place(value) {
                             let hot = head.target() == cur.as_raw();
-                            self.after_access(slot, head, Some(cur), hot, pos.visits, &guard);
+                            self.after_access(slot, head, Some(cur), hot, pos.visits, hash, &guard);
                             break Written::Updated;
                         }
                         continue;
@@ -378,7 +378,15 @@ impl HotRing {
                         // An RCU update is an access to the predecessor, whose `next` it
                         // rewrites: that is what makes a write-hot item's predecessor the head.
                         let hot = head.target() == pos.pred.as_raw();
-                        self.after_access(slot, head, Some(pos.pred), hot, pos.visits, &guard);
+                        self.after_access(
+                            slot,
+                            head,
+                            Some(pos.pred),
+                            hot,
+                            pos.visits,
+                            hash,
+                            &guard,
+                        );
                         break Written::Updated;
                     }
                 }

@@ -86,9 +86,10 @@ impl HotRing {
     /// next call, or `None` at the end. Keys present for a whole sequence of calls are
     /// seen exactly once, across any splits, as with [`HotRing::iter`].
     ///
-    /// `f` also gets the entry's *heat*: the accesses hotspot detection has counted on
-    /// it lately (in the current sampling round, or cold accesses since the ring's last
-    /// round); most entries have 0. It ranks keys for eviction and HOTKEYS.
+    /// `f` also gets the entry's *heat*, for ranking keys to evict: `u16::MAX` for an
+    /// item a head points at (the hottest of its ring), else the accesses hotspot
+    /// detection has counted on it lately (in the current sampling round, or cold
+    /// accesses since the ring's last round); most entries have 0.
     pub fn scan(
         &self,
         from: u64,
@@ -105,7 +106,10 @@ impl HotRing {
                 if seen >= count && last_hash != Some(item.hash()) {
                     return Some(item.hash());
                 }
-                item.with_value(|v| f(item.key(), v, link.counter()));
+                let is_head =
+                    self.slot_for(item.hash(), &guard).load_head().target() == item.as_raw();
+                let heat = if is_head { u16::MAX } else { link.counter() };
+                item.with_value(|v| f(item.key(), v, heat));
                 seen += 1;
                 last_hash = Some(item.hash());
             }

@@ -21,6 +21,7 @@ pub mod chain;
 mod directory;
 pub mod hash;
 mod head;
+mod hot_keys;
 mod index;
 mod item;
 mod iter;

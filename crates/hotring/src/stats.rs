@@ -17,6 +17,87 @@ pub(crate) struct Stripe {
     pub(crate) visits: AtomicU64,
     pub(crate) head_moves: AtomicU64,
     pub(crate) sample_rounds: AtomicU64,
+    pub(crate) hot: HotTable,
+}
+
+/// How often a thread's access is offered to its stripe's [`HotTable`]: one in this many.
+pub(crate) const HOT_SAMPLE_PERIOD: u32 = 64;
+const HOT_ENTRIES: usize = 16;
+/// Counts halve every this many milliseconds, so the tables follow the current
+/// hotspot, and a stripe no thread records into any more fades away.
+const HOT_HALF_LIFE_MS: u64 = 1000;
+
+/// Milliseconds since the first call in this process.
+fn now_ms() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_millis() as u64
+}
+
+/// The most frequent key hashes among sampled accesses, by the Space-Saving algorithm
+/// (Metwally et al.): a sample of a tracked hash counts on it; an untracked one takes
+/// the entry with the smallest count and that count plus one. Updated with relaxed
+/// atomics by whichever threads share the stripe, so concurrent samples may now and
+/// then be lost or misattributed: the table is an estimate, and never unsafe.
+#[derive(Default)]
+pub(crate) struct HotTable {
+    hashes: [AtomicU64; HOT_ENTRIES],
+    counts: [AtomicU64; HOT_ENTRIES],
+    /// Samples taken, decayed with the counts.
+    total: AtomicU64,
+    /// When the counts last halved ([`now_ms`]).
+    decayed_at: AtomicU64,
+}
+
+impl HotTable {
+    pub(crate) fn record(&self, hash: u64) {
+        let now = now_ms();
+        let last = self.decayed_at.load(Ordering::Relaxed);
+        if now.saturating_sub(last) >= HOT_HALF_LIFE_MS
+            && self
+                .decayed_at
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            let halvings = ((now - last) / HOT_HALF_LIFE_MS).min(63);
+            for c in self.counts.iter().chain([&self.total]) {
+                c.store(c.load(Ordering::Relaxed) >> halvings, Ordering::Relaxed);
+            }
+        }
+        self.total.fetch_add(1, Ordering::Relaxed);
+        let (mut min_i, mut min_c) = (0, u64::MAX);
+        for i in 0..HOT_ENTRIES {
+            if self.hashes[i].load(Ordering::Relaxed) == hash {
+                self.counts[i].fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            let c = self.counts[i].load(Ordering::Relaxed);
+            if c < min_c {
+                (min_i, min_c) = (i, c);
+            }
+        }
+        self.hashes[min_i].store(hash, Ordering::Relaxed);
+        self.counts[min_i].store(min_c + 1, Ordering::Relaxed);
+    }
+
+    /// `(hash, count)` of the tracked entries and the samples taken, decayed to now
+    /// (a stripe not recorded into lately counts for less).
+    pub(crate) fn read(&self) -> (Vec<(u64, f64)>, f64) {
+        let idle = now_ms().saturating_sub(self.decayed_at.load(Ordering::Relaxed));
+        let weight = 0.5f64.powf(idle as f64 / HOT_HALF_LIFE_MS as f64);
+        let entries = (0..HOT_ENTRIES)
+            .map(|i| {
+                (
+                    self.hashes[i].load(Ordering::Relaxed),
+                    self.counts[i].load(Ordering::Relaxed) as f64 * weight,
+                )
+            })
+            .filter(|&(_, c)| c > 0.0)
+            .collect();
+        (entries, self.total.load(Ordering::Relaxed) as f64 * weight)
+    }
 }
 
 pub(crate) struct Counters {
@@ -69,6 +150,10 @@ impl Counters {
     #[inline]
     pub(crate) fn mine(&self) -> &Stripe {
         &self.stripes[stripe_index()]
+    }
+
+    pub(crate) fn stripes(&self) -> impl Iterator<Item = &Stripe> {
+        self.stripes.iter().map(|s| &**s)
     }
 
     pub(crate) fn sum(&self, field: impl Fn(&Stripe) -> u64) -> u64 {

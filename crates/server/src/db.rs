@@ -363,19 +363,9 @@ impl Db {
         None
     }
 
-    /// Every key with a nonzero heat, and the total heat of the keyspace.
-    pub fn heats(&self) -> (Vec<(Vec<u8>, u16)>, u64) {
-        let (mut hot, mut total) = (Vec::new(), 0u64);
-        let mut cursor = Some(0);
-        while let Some(from) = cursor {
-            cursor = self.index.scan(from, 4096, |k, _, heat| {
-                if heat > 0 {
-                    total += heat as u64;
-                    hot.push((k.to_vec(), heat));
-                }
-            });
-        }
-        (hot, total)
+    /// The hottest keys and their shares of recent accesses (see `HotRing::hot_keys`).
+    pub fn hot_keys(&self, n: usize) -> Vec<(Vec<u8>, f64)> {
+        self.index.hot_keys(n)
     }
 
     pub fn reset_stats(&self) {

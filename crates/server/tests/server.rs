@@ -1,85 +1,13 @@
-//! Starts the real `hotkv-server` binary on a free port and drives it with the
-//! `redis` crate and with raw sockets.
+//! Drives the real `hotkv-server` binary with the `redis` crate and raw sockets:
+//! strings, protocol errors, pipelining, malformed input, shutdown.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+mod support;
+
+use std::io::Write;
+use std::process::Command;
 use std::time::Duration;
 
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Server {
-    /// Starts a server on a port the OS picks, learnt from its "ready" log line, so
-    /// parallel tests never race for a port.
-    fn start() -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
-            .args(["--port", "0", "--engine", "memory"])
-            .env("RUST_LOG", "info")
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let port = loop {
-            let line = lines
-                .next()
-                .expect("hotkv-server exited before it was ready")
-                .unwrap();
-            if let Some(addr) = line
-                .split_whitespace()
-                .find_map(|w| w.strip_prefix("addr="))
-            {
-                break addr.rsplit(':').next().unwrap().parse().unwrap();
-            }
-        };
-        // Keep draining the log so the server never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        Server { child, port }
-    }
-
-    fn client(&self) -> redis::Connection {
-        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
-            .unwrap()
-            .get_connection()
-            .unwrap()
-    }
-
-    fn raw(&self) -> TcpStream {
-        let s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s
-    }
-
-    fn alive(&self) {
-        let mut c = self.client();
-        let pong: String = redis::cmd("PING").query(&mut c).unwrap();
-        assert_eq!(pong, "PONG");
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Sends `request` and reads until the server closes or `want` bytes arrived.
-fn exchange(s: &mut TcpStream, request: &[u8], want: usize) -> Vec<u8> {
-    s.write_all(request).unwrap();
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    while got.len() < want {
-        match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-            Err(e) => panic!("read failed after {:?}: {e}", String::from_utf8_lossy(&got)),
-        }
-    }
-    got
-}
+use support::{exchange, Server};
 
 #[test]
 fn strings_and_keys() {

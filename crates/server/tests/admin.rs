@@ -1,0 +1,285 @@
+//! Server administration through the real binary: AUTH, CLIENT, CONFIG, INFO,
+//! HOTKEYS, maxmemory, maxclients, idle timeout, SHUTDOWN and the config file.
+
+mod support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use support::{eventually, exchange, info_field, run, run_err, Server};
+
+#[test]
+fn auth_guards_every_command_until_given() {
+    let server = Server::start_with(&["--requirepass", "s3cret"]);
+    let mut s = server.raw();
+    let script: &[(&[u8], &[u8])] = &[
+        (b"GET k\r\n", b"-NOAUTH Authentication required.\r\n"),
+        (b"AUTH wrong\r\n", b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"),
+        (b"AUTH other s3cret\r\n", b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"),
+        (b"HELLO 3\r\n", b"-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time\r\n"),
+    ];
+    for (request, reply) in script {
+        let got = exchange(&mut s, request, reply.len());
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(reply)
+        );
+    }
+    let got = exchange(&mut s, b"AUTH s3cret\r\nSET k v\r\n", 10);
+    assert_eq!(got, b"+OK\r\n+OK\r\n");
+    let got = exchange(&mut s, b"RESET\r\nGET k\r\n", 42);
+    assert_eq!(got, b"+RESET\r\n-NOAUTH Authentication required.\r\n");
+    // The redis crate authenticates from the URL (AUTH) and with HELLO AUTH.
+    let mut c = redis::Client::open(format!("redis://:s3cret@127.0.0.1:{}/", server.port))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    assert_eq!(run::<String>(&mut c, &["GET", "k"]), "v");
+    let mut s = server.raw();
+    let got = exchange(&mut s, b"HELLO 2 AUTH default s3cret\r\nGET k\r\n", 1);
+    assert!(
+        got.starts_with(b"*14\r\n"),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+    // Without a password configured, AUTH says so.
+    let open = Server::start();
+    let mut c = open.client();
+    assert!(run_err(&mut c, &["AUTH", "x"])
+        .starts_with("ERR AUTH <password> called without any password configured"));
+    assert_eq!(
+        run::<String>(&mut c, &["AUTH", "default", "anything"]),
+        "OK"
+    );
+}
+
+#[test]
+fn client_names_lists_and_kills() {
+    let server = Server::start();
+    let (mut a, mut b) = (server.client(), server.client());
+    assert_eq!(run::<Option<String>>(&mut a, &["CLIENT", "GETNAME"]), None);
+    run::<()>(&mut a, &["CLIENT", "SETNAME", "alpha"]);
+    assert_eq!(run::<String>(&mut a, &["CLIENT", "GETNAME"]), "alpha");
+    assert_eq!(
+        run_err(&mut a, &["CLIENT", "SETNAME", "has space"]),
+        "ERR Client names cannot contain spaces, newlines or special characters."
+    );
+    run::<()>(&mut b, &["CLIENT", "SETINFO", "LIB-NAME", "tests"]);
+    let list: String = run(&mut b, &["CLIENT", "LIST"]);
+    assert_eq!(list.lines().count(), 2, "{list}");
+    assert!(list.contains("name=alpha"), "{list}");
+    assert!(
+        list.contains("lib-name=tests") && list.contains("cmd=client"),
+        "{list}"
+    );
+    let a_id: i64 = run(&mut a, &["CLIENT", "ID"]);
+    let info: String = run(&mut a, &["CLIENT", "INFO"]);
+    assert!(info.starts_with(&format!("id={a_id} ")), "{info}");
+    assert_eq!(
+        run::<i64>(&mut b, &["CLIENT", "KILL", "ID", &a_id.to_string()]),
+        1
+    );
+    assert!(
+        eventually(5, || redis::cmd("PING").query::<String>(&mut a).is_err()),
+        "killed client still served"
+    );
+    assert_eq!(run::<i64>(&mut b, &["CLIENT", "KILL", "ID", "999999"]), 0);
+    assert_eq!(
+        run_err(&mut b, &["CLIENT", "KILL", "1.2.3.4:5"]),
+        "ERR No such client"
+    );
+    assert!(eventually(5, || run::<String>(&mut b, &["CLIENT", "LIST"])
+        .lines()
+        .count()
+        == 1));
+}
+
+#[test]
+fn config_get_set_and_limits() {
+    let server = Server::start();
+    let mut c = server.client();
+    let got: Vec<String> = run(&mut c, &["CONFIG", "GET", "maxmemory*"]);
+    assert_eq!(
+        got,
+        [
+            "maxmemory",
+            "0",
+            "maxmemory-policy",
+            "noeviction",
+            "maxmemory-samples",
+            "5"
+        ]
+    );
+    let save: Vec<String> = run(&mut c, &["CONFIG", "GET", "save"]);
+    assert_eq!(save, ["save", ""]);
+    run::<()>(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory", "10mb", "timeout", "30"],
+    );
+    let got: Vec<String> = run(&mut c, &["CONFIG", "GET", "maxmemory", "timeout"]);
+    assert_eq!(got, ["maxmemory", "10485760", "timeout", "30"]);
+    assert_eq!(
+        run_err(&mut c, &["CONFIG", "SET", "nosuch", "1"]),
+        "ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'"
+    );
+    assert_eq!(
+        run_err(&mut c, &["CONFIG", "SET", "maxmemory", "lots"]),
+        "ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value"
+    );
+    assert_eq!(
+        run_err(&mut c, &["CONFIG", "SET", "port", "1"]),
+        "ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config"
+    );
+    run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "0"]);
+
+    // maxclients: the next connection is told and closed.
+    run::<()>(&mut c, &["CONFIG", "SET", "maxclients", "1"]);
+    let mut s = server.raw();
+    let got = exchange(&mut s, b"", 64);
+    assert_eq!(got, b"-ERR max number of clients reached\r\n");
+    assert_eq!(info_field(&mut c, "rejected_connections"), "1");
+    run::<()>(&mut c, &["CONFIG", "SET", "maxclients", "100"]);
+
+    // timeout: an idle client is closed, an active one is not.
+    run::<()>(&mut c, &["CONFIG", "SET", "timeout", "1"]);
+    let mut idle = server.raw();
+    for _ in 0..5 {
+        std::thread::sleep(Duration::from_millis(500));
+        assert_eq!(run::<String>(&mut c, &["PING"]), "PONG");
+    }
+    let got = exchange(&mut idle, b"PING\r\n", 7);
+    assert!(got.is_empty(), "idle client still served: {got:?}");
+    run::<()>(&mut c, &["CONFIG", "SET", "timeout", "0"]);
+}
+
+#[test]
+fn maxmemory_refuses_or_evicts() {
+    let server = Server::start();
+    let mut c = server.client();
+    for i in 0..2000 {
+        run::<()>(&mut c, &["SET", &format!("key:{i}"), &"x".repeat(100)]);
+    }
+    // A limit below what is already used: with noeviction, writes fail and reads work.
+    run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "1000"]);
+    assert!(eventually(5, || redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .query::<()>(&mut c)
+        .is_err()));
+    assert_eq!(
+        run_err(&mut c, &["SET", "k", "v"]),
+        "OOM command not allowed when used memory > 'maxmemory'."
+    );
+    assert_eq!(run::<String>(&mut c, &["GET", "key:7"]).len(), 100);
+    assert_eq!(
+        run::<i64>(&mut c, &["DEL", "key:7"]),
+        1,
+        "DEL frees memory, so it is allowed"
+    );
+    // With an eviction policy, writes succeed and keys are evicted.
+    run::<()>(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+    );
+    assert_eq!(run::<String>(&mut c, &["SET", "k", "v"]), "OK");
+    let evicted: u64 = info_field(&mut c, "evicted_keys").parse().unwrap();
+    assert!(evicted > 0);
+    assert!(run::<i64>(&mut c, &["DBSIZE"]) < 2000);
+}
+
+#[test]
+fn info_sections_and_hotkeys() {
+    let server = Server::start();
+    let mut c = server.client();
+    for i in 0..200 {
+        run::<()>(&mut c, &["SET", &format!("k{i}"), "v"]);
+    }
+    for _ in 0..3000 {
+        run::<String>(&mut c, &["GET", "k7"]);
+    }
+    run::<Option<String>>(&mut c, &["GET", "missing"]);
+    let info: String = run(&mut c, &["INFO"]);
+    for section in [
+        "# Server",
+        "# Clients",
+        "# Memory",
+        "# Stats",
+        "# Keyspace",
+        "# Hotring",
+    ] {
+        assert!(info.contains(section), "INFO lacks {section}");
+    }
+    assert!(info.contains("db0:keys=200,expires=0"));
+    assert_eq!(info_field(&mut c, "keyspace_hits"), "3000");
+    assert_eq!(info_field(&mut c, "keyspace_misses"), "1");
+    assert_eq!(info_field(&mut c, "connected_clients"), "1");
+    assert!(info_field(&mut c, "used_memory").parse::<u64>().unwrap() > 0);
+    let only: String = run(&mut c, &["INFO", "memory"]);
+    assert!(only.starts_with("# Memory") && !only.contains("# Server"));
+    // The key read 3000 times is the hottest the index knows.
+    let hot: Vec<(String, f64)> = run(&mut c, &["HOTKEYS", "COUNT", "3"]);
+    assert!(!hot.is_empty() && hot.len() <= 3, "{hot:?}");
+    assert_eq!(hot[0].0, "k7", "{hot:?}");
+    assert!(hot[0].1 > 0.7 && hot[0].1 <= 1.0, "{hot:?}");
+    assert_eq!(
+        run_err(&mut c, &["HOTKEYS", "COUNT", "0"]),
+        "ERR COUNT must be a positive integer"
+    );
+    run::<()>(&mut c, &["CONFIG", "RESETSTAT"]);
+    assert_eq!(info_field(&mut c, "keyspace_hits"), "0");
+}
+
+#[test]
+fn shutdown_command_exits_cleanly() {
+    let mut server = Server::start();
+    let mut c = server.client();
+    run::<()>(&mut c, &["SET", "k", "v"]);
+    let _ = redis::cmd("SHUTDOWN").arg("NOSAVE").query::<()>(&mut c);
+    assert!(eventually(10, || server
+        .child
+        .try_wait()
+        .unwrap()
+        .is_some()));
+    assert!(server.child.wait().unwrap().success());
+}
+
+#[test]
+fn config_file_then_flags() {
+    let dir = std::env::temp_dir().join(format!("hotkv-conf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("hotkv.conf");
+    std::fs::write(
+        &path,
+        "# test\nmaxmemory 5mb\nmaxmemory-policy allkeys-random\ntimeout 99\n",
+    )
+    .unwrap();
+    let server = Server::start_with(&[path.to_str().unwrap(), "--timeout", "7"]);
+    let mut c = server.client();
+    let got: Vec<String> = run(
+        &mut c,
+        &["CONFIG", "GET", "maxmemory", "maxmemory-policy", "timeout"],
+    );
+    assert_eq!(
+        got,
+        [
+            "maxmemory",
+            "5242880",
+            "maxmemory-policy",
+            "allkeys-random",
+            "timeout",
+            "7"
+        ]
+    );
+    std::fs::write(&path, "maxmemory lots\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
+        .args([path.to_str().unwrap(), "--port", "0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("hotkv.conf:1: bad value 'lots' for 'maxmemory'"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,174 @@
+//! Keyspace and string commands through the real server: SCAN's guarantee under
+//! concurrent writes, KEYS, RENAME, RANDOMKEY, FLUSHALL, ranges and float increments.
+
+mod support;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use support::{run, run_err, Server};
+
+#[test]
+fn scan_returns_every_stable_key_once_while_others_churn() {
+    let server = Server::start();
+    let mut c = server.client();
+    let stable: Vec<String> = (0..3000).map(|i| format!("stable:{i}")).collect();
+    for chunk in stable.chunks(500) {
+        let mut mset = redis::cmd("MSET");
+        for k in chunk {
+            mset.arg(k).arg("v");
+        }
+        mset.query::<()>(&mut c).unwrap();
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let churn = {
+        let (stop, mut c) = (stop.clone(), server.client());
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                // Inserts force ring splits under the scan; deletes drop half again.
+                run::<()>(&mut c, &["SET", &format!("churn:{i}"), "x"]);
+                if i.is_multiple_of(2) {
+                    run::<i64>(&mut c, &["DEL", &format!("churn:{}", i / 2)]);
+                }
+                i += 1;
+            }
+        })
+    };
+    for count in ["1", "7", "100"] {
+        let mut seen = HashSet::new();
+        let mut cursor = "0".to_string();
+        loop {
+            let (next, keys): (String, Vec<String>) = run(
+                &mut c,
+                &["SCAN", &cursor, "MATCH", "stable:*", "COUNT", count],
+            );
+            for k in keys {
+                assert!(k.starts_with("stable:"), "MATCH let {k} through");
+                assert!(seen.insert(k.clone()), "{k} returned twice");
+            }
+            if next == "0" {
+                break;
+            }
+            cursor = next;
+        }
+        assert_eq!(seen.len(), stable.len(), "COUNT {count}");
+    }
+    stop.store(true, Ordering::Relaxed);
+    churn.join().unwrap();
+    let (_, keys): (String, Vec<String>) =
+        run(&mut c, &["SCAN", "0", "TYPE", "hash", "COUNT", "10000"]);
+    assert!(keys.is_empty());
+    assert_eq!(run_err(&mut c, &["SCAN", "x"]), "ERR invalid cursor");
+    assert_eq!(
+        run_err(&mut c, &["SCAN", "0", "COUNT", "0"]),
+        "ERR syntax error"
+    );
+    assert_eq!(run_err(&mut c, &["SCAN", "0", "MATCH"]), "ERR syntax error");
+}
+
+#[test]
+fn keys_rename_randomkey_flush() {
+    let server = Server::start();
+    let mut c = server.client();
+    assert_eq!(run::<Option<String>>(&mut c, &["RANDOMKEY"]), None);
+    for k in ["hello", "hallo", "hxllo", "world"] {
+        run::<()>(&mut c, &["SET", k, k]);
+    }
+    let mut keys: Vec<String> = run(&mut c, &["KEYS", "h[ae]llo"]);
+    keys.sort();
+    assert_eq!(keys, ["hallo", "hello"]);
+    assert_eq!(run::<Vec<String>>(&mut c, &["KEYS", "*"]).len(), 4);
+    let random: String = run(&mut c, &["RANDOMKEY"]);
+    assert!(["hello", "hallo", "hxllo", "world"].contains(&random.as_str()));
+
+    run::<()>(&mut c, &["EXPIRE", "hello", "100"]);
+    run::<()>(&mut c, &["RENAME", "hello", "moved"]);
+    assert_eq!(run::<String>(&mut c, &["GET", "moved"]), "hello");
+    assert!(
+        run::<i64>(&mut c, &["TTL", "moved"]) > 0,
+        "RENAME keeps the TTL"
+    );
+    assert_eq!(run::<i64>(&mut c, &["EXISTS", "hello"]), 0);
+    assert_eq!(run::<i64>(&mut c, &["RENAMENX", "moved", "world"]), 0);
+    assert_eq!(run::<i64>(&mut c, &["RENAMENX", "moved", "fresh"]), 1);
+    assert_eq!(run_err(&mut c, &["RENAME", "nope", "x"]), "ERR no such key");
+    assert_eq!(run::<String>(&mut c, &["TYPE", "fresh"]), "string");
+    assert_eq!(run::<String>(&mut c, &["TYPE", "nope"]), "none");
+    assert_eq!(run::<i64>(&mut c, &["TOUCH", "fresh", "nope", "fresh"]), 2);
+
+    assert_eq!(run::<String>(&mut c, &["FLUSHALL", "ASYNC"]), "OK");
+    assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 0);
+    assert_eq!(run_err(&mut c, &["FLUSHDB", "LATER"]), "ERR syntax error");
+}
+
+#[test]
+fn ranges_floats_and_msetnx() {
+    let server = Server::start();
+    let mut c = server.client();
+    run::<()>(&mut c, &["SET", "s", "This is a string"]);
+    for (start, end, want) in [
+        ("0", "3", "This"),
+        ("-3", "-1", "ing"),
+        ("0", "-1", "This is a string"),
+        ("10", "100", "string"),
+        ("5", "3", ""),
+        ("-1", "-5", ""),
+        ("-100", "2", "Thi"),
+    ] {
+        assert_eq!(
+            run::<String>(&mut c, &["GETRANGE", "s", start, end]),
+            want,
+            "{start} {end}"
+        );
+    }
+    assert_eq!(
+        run::<String>(&mut c, &["GETRANGE", "missing", "0", "-1"]),
+        ""
+    );
+    assert_eq!(run::<i64>(&mut c, &["SETRANGE", "s", "5", "IS"]), 16);
+    assert_eq!(run::<String>(&mut c, &["GET", "s"]), "This IS a string");
+    assert_eq!(run::<i64>(&mut c, &["SETRANGE", "pad", "3", "x"]), 4);
+    assert_eq!(run::<Vec<u8>>(&mut c, &["GET", "pad"]), b"\0\0\0x");
+    assert_eq!(run::<i64>(&mut c, &["SETRANGE", "none", "3", ""]), 0);
+    assert_eq!(run::<i64>(&mut c, &["EXISTS", "none"]), 0);
+    assert_eq!(
+        run_err(&mut c, &["SETRANGE", "s", "-1", "x"]),
+        "ERR offset is out of range"
+    );
+    assert_eq!(
+        run_err(&mut c, &["SETRANGE", "s", "536870911", "xx"]),
+        "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+    );
+
+    assert_eq!(run::<String>(&mut c, &["INCRBYFLOAT", "f", "10.5"]), "10.5");
+    assert_eq!(run::<String>(&mut c, &["INCRBYFLOAT", "f", "0.1"]), "10.6");
+    assert_eq!(
+        run::<String>(&mut c, &["INCRBYFLOAT", "f", "5.0e3"]),
+        "5010.6"
+    );
+    run::<()>(&mut c, &["SET", "big", "17179869184"]);
+    assert_eq!(
+        run::<String>(&mut c, &["INCRBYFLOAT", "big", "1.5"]),
+        "17179869185.5"
+    );
+    assert_eq!(
+        run_err(&mut c, &["INCRBYFLOAT", "s", "1"]),
+        "ERR value is not a valid float"
+    );
+    assert_eq!(
+        run_err(&mut c, &["INCRBYFLOAT", "f", " 1"]),
+        "ERR value is not a valid float"
+    );
+    run::<()>(&mut c, &["SET", "huge", "1.7e308"]);
+    assert_eq!(
+        run_err(&mut c, &["INCRBYFLOAT", "huge", "1.7e308"]),
+        "ERR increment would produce NaN or Infinity"
+    );
+    assert_eq!(run::<String>(&mut c, &["GET", "huge"]), "1.7e308");
+    assert_eq!(run::<i64>(&mut c, &["MSETNX", "m1", "a", "m2", "b"]), 1);
+    assert_eq!(run::<i64>(&mut c, &["MSETNX", "m2", "x", "m3", "c"]), 0);
+    assert_eq!(run::<i64>(&mut c, &["EXISTS", "m3"]), 0);
+    assert_eq!(run::<String>(&mut c, &["GET", "m2"]), "b");
+}

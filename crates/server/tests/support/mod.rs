@@ -1,0 +1,131 @@
+//! The test harness: starts the real `hotkv-server` binary on a free port and talks
+//! to it with the `redis` crate and with raw sockets.
+#![allow(dead_code)] // each test binary uses part of the harness
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+pub struct Server {
+    pub child: Child,
+    pub port: u16,
+}
+
+impl Server {
+    /// Starts a server on a port the OS picks, learnt from its "ready" log line, so
+    /// parallel tests never race for a port.
+    pub fn start() -> Server {
+        Self::start_with(&[])
+    }
+
+    /// Starts a server with extra command-line arguments.
+    pub fn start_with(extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
+            .args(["--port", "0", "--engine", "memory"])
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let port = loop {
+            let line = lines
+                .next()
+                .expect("hotkv-server exited before it was ready")
+                .unwrap();
+            if let Some(addr) = line
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("addr="))
+            {
+                break addr.rsplit(':').next().unwrap().parse().unwrap();
+            }
+        };
+        // Keep draining the log so the server never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        Server { child, port }
+    }
+
+    pub fn client(&self) -> redis::Connection {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
+    pub fn raw(&self) -> TcpStream {
+        let s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s
+    }
+
+    pub fn alive(&self) {
+        let mut c = self.client();
+        let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+        assert_eq!(pong, "PONG");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends `request` and reads until the server closes or `want` bytes arrived.
+pub fn exchange(s: &mut TcpStream, request: &[u8], want: usize) -> Vec<u8> {
+    s.write_all(request).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while got.len() < want {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("read failed after {:?}: {e}", String::from_utf8_lossy(&got)),
+        }
+    }
+    got
+}
+
+/// Runs a command given as words and converts the reply.
+pub fn run<T: redis::FromRedisValue>(c: &mut redis::Connection, args: &[&str]) -> T {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(c)
+        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
+}
+
+/// Runs a command that must fail; returns the error as Redis sent it (code, detail).
+pub fn run_err(c: &mut redis::Connection, args: &[&str]) -> String {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    match cmd.query::<redis::Value>(c) {
+        Ok(v) => panic!("{args:?} succeeded with {v:?}"),
+        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
+    }
+}
+
+/// One INFO field's value.
+pub fn info_field(c: &mut redis::Connection, name: &str) -> String {
+    let info: String = run(c, &["INFO", "everything"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("INFO has no {name}"))
+        .to_string()
+}
+
+/// Polls `cond` every 20 ms for up to `secs` seconds.
+pub fn eventually(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
+    for _ in 0..secs * 50 {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}

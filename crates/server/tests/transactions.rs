@@ -1,0 +1,187 @@
+//! MULTI/EXEC/WATCH through the real server, including their atomicity against
+//! concurrent clients.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use support::{exchange, run, run_err, Server};
+
+#[test]
+fn queue_exec_discard_and_errors() {
+    let server = Server::start();
+    let mut s = server.raw();
+    let script: &[(&[u8], &[u8])] = &[
+        (b"EXEC\r\n", b"-ERR EXEC without MULTI\r\n"),
+        (b"DISCARD\r\n", b"-ERR DISCARD without MULTI\r\n"),
+        (b"MULTI\r\n", b"+OK\r\n"),
+        (b"MULTI\r\n", b"-ERR MULTI calls can not be nested\r\n"),
+        (
+            b"WATCH x\r\n",
+            b"-ERR WATCH inside MULTI is not allowed\r\n",
+        ),
+        (b"SET a 1\r\n", b"+QUEUED\r\n"),
+        (b"INCR a\r\n", b"+QUEUED\r\n"),
+        (b"INCR nan\r\n", b"+QUEUED\r\n"),
+        (b"SET nan x\r\n", b"+QUEUED\r\n"),
+        (b"INCR nan\r\n", b"+QUEUED\r\n"),
+        // A runtime error fails only its command, as in Redis.
+        (
+            b"EXEC\r\n",
+            b"*5\r\n+OK\r\n:2\r\n:1\r\n+OK\r\n-ERR value is not an integer or out of range\r\n",
+        ),
+        (b"MULTI\r\n", b"+OK\r\n"),
+        (b"SET a 5\r\n", b"+QUEUED\r\n"),
+        (b"DISCARD\r\n", b"+OK\r\n"),
+        (b"GET a\r\n", b"$1\r\n2\r\n"),
+        // A command refused while queueing dooms the transaction.
+        (b"MULTI\r\n", b"+OK\r\n"),
+        (b"SET a 7\r\n", b"+QUEUED\r\n"),
+        (
+            b"NOSUCH\r\n",
+            b"-ERR unknown command 'NOSUCH', with args beginning with: \r\n",
+        ),
+        (
+            b"GET\r\n",
+            b"-ERR wrong number of arguments for 'get' command\r\n",
+        ),
+        (
+            b"EXEC\r\n",
+            b"-EXECABORT Transaction discarded because of previous errors.\r\n",
+        ),
+        (b"GET a\r\n", b"$1\r\n2\r\n"),
+        (b"MULTI\r\n", b"+OK\r\n"),
+        (b"EXEC\r\n", b"*0\r\n"),
+    ];
+    for (request, reply) in script {
+        let got = exchange(&mut s, request, reply.len());
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(reply),
+            "for {}",
+            String::from_utf8_lossy(request)
+        );
+    }
+}
+
+#[test]
+fn watch_aborts_exactly_when_a_watched_key_changed() {
+    let server = Server::start();
+    let (mut a, mut b) = (server.client(), server.client());
+    run::<()>(&mut a, &["SET", "w", "1"]);
+    // Untouched: runs.
+    run::<()>(&mut a, &["WATCH", "w"]);
+    run::<()>(&mut a, &["MULTI"]);
+    run::<()>(&mut a, &["SET", "w", "2"]);
+    let r: Option<Vec<String>> = run(&mut a, &["EXEC"]);
+    assert_eq!(r, Some(vec!["OK".to_string()]));
+    // Another key changed: runs.
+    run::<()>(&mut a, &["WATCH", "w"]);
+    run::<()>(&mut b, &["SET", "other", "x"]);
+    run::<()>(&mut a, &["MULTI"]);
+    run::<()>(&mut a, &["SET", "w", "3"]);
+    let r: Option<Vec<String>> = run(&mut a, &["EXEC"]);
+    assert!(r.is_some());
+    // The watched key rewritten with the same value: aborts, as Redis does.
+    for change in [
+        &["SET", "w", "3"][..],
+        &["DEL", "w"],
+        &["EXPIRE", "w", "100"],
+    ] {
+        run::<()>(&mut a, &["SET", "w", "3"]);
+        run::<()>(&mut a, &["WATCH", "w"]);
+        run::<redis::Value>(&mut b, change);
+        run::<()>(&mut a, &["MULTI"]);
+        run::<()>(&mut a, &["SET", "w", "4"]);
+        let r: Option<Vec<String>> = run(&mut a, &["EXEC"]);
+        assert_eq!(r, None, "after {change:?}");
+        assert_ne!(
+            run::<Option<String>>(&mut a, &["GET", "w"]).as_deref(),
+            Some("4")
+        );
+    }
+    // EXEC and UNWATCH forget the watch.
+    run::<()>(&mut a, &["WATCH", "w"]);
+    run::<()>(&mut a, &["UNWATCH"]);
+    run::<()>(&mut b, &["SET", "w", "5"]);
+    run::<()>(&mut a, &["MULTI"]);
+    run::<()>(&mut a, &["SET", "w", "6"]);
+    assert!(run::<Option<Vec<String>>>(&mut a, &["EXEC"]).is_some());
+    assert_eq!(run_err(&mut a, &["EXEC"]), "ERR EXEC without MULTI");
+}
+
+/// Writers move both counters together inside MULTI; readers of both (MGET, which
+/// runs with the gate shared) must never see them differ, and optimistic WATCH
+/// increments from many clients must lose none.
+#[test]
+fn transactions_are_atomic_under_concurrency() {
+    let server = Server::start();
+    let port = server.port;
+    let stop = Arc::new(AtomicBool::new(false));
+    let client = move || {
+        redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    };
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let (stop, mut c) = (stop.clone(), client());
+            std::thread::spawn(move || {
+                let mut checks = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let (a, b): (Option<i64>, Option<i64>) =
+                        redis::cmd("MGET").arg("a").arg("b").query(&mut c).unwrap();
+                    assert_eq!(a, b, "MGET saw a transaction half done");
+                    checks += 1;
+                }
+                checks
+            })
+        })
+        .collect();
+    let writers: Vec<_> = (0..4)
+        .map(|_| {
+            let mut c = client();
+            std::thread::spawn(move || {
+                for _ in 0..300 {
+                    let _: Vec<i64> = redis::pipe()
+                        .atomic()
+                        .cmd("INCR")
+                        .arg("a")
+                        .cmd("INCR")
+                        .arg("b")
+                        .query(&mut c)
+                        .unwrap();
+                    // Check-and-set with WATCH, retried until it commits.
+                    loop {
+                        run::<()>(&mut c, &["WATCH", "cas"]);
+                        let n: Option<i64> = run(&mut c, &["GET", "cas"]);
+                        let next = (n.unwrap_or(0) + 1).to_string();
+                        let r: Option<Vec<String>> = redis::pipe()
+                            .atomic()
+                            .cmd("SET")
+                            .arg("cas")
+                            .arg(&next)
+                            .query(&mut c)
+                            .unwrap();
+                        if r.is_some() {
+                            break;
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+    let mut c = client();
+    assert_eq!(run::<i64>(&mut c, &["GET", "a"]), 1200);
+    assert_eq!(run::<i64>(&mut c, &["GET", "b"]), 1200);
+    assert_eq!(run::<i64>(&mut c, &["GET", "cas"]), 1200);
+}

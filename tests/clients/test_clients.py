@@ -1,5 +1,6 @@
 """hotkv-server driven by the clients people use: redis-py and redis-cli."""
 import subprocess
+import time
 
 import pytest
 import redis
@@ -52,3 +53,44 @@ def test_redis_cli_session(server):
     out = subprocess.run(["redis-cli", "-p", str(server)], input="SET a 1\nINCRBY a 41\nGET a\n",
                          capture_output=True, text=True, timeout=30)
     assert out.stdout.split() == ["OK", "42", "42"]
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_redis_py_expiry_scan_and_server_commands(server, protocol):
+    r = redis.Redis(port=server, protocol=protocol, client_name="pytest")
+    assert r.set("ttl:k", "v", ex=100)
+    assert 99 <= r.ttl("ttl:k") <= 100
+    assert r.persist("ttl:k")
+    assert r.ttl("ttl:k") == -1
+    assert r.set("ttl:p", "v", px=20)
+    time.sleep(0.05)
+    assert r.get("ttl:p") is None
+    assert r.getex("ttl:k", ex=50) == b"v"
+    r.delete("ttl:f")
+    assert r.incrbyfloat("ttl:f", 2.5) == 2.5
+    r.mset({f"scan:{i}": i for i in range(500)})
+    assert sorted(r.scan_iter(match="scan:*", count=17)) == sorted(f"scan:{i}".encode() for i in range(500))
+    assert r.client_getname() in ("pytest", b"pytest")
+    policy = {k.decode() if isinstance(k, bytes) else k: v.decode() if isinstance(v, bytes) else v
+              for k, v in r.config_get("maxmemory-policy").items()}
+    assert policy == {"maxmemory-policy": "noeviction"}
+    info = r.info()
+    assert info["redis_version"] == "7.0.0"
+    assert info["db0"]["keys"] >= 500
+    assert "hotring_splits" in r.info("hotring")
+
+
+def test_redis_py_transactions(server):
+    r = redis.Redis(port=server)
+    r.set("tx:n", 0)
+
+    def bump(pipe):
+        n = int(pipe.get("tx:n"))
+        pipe.multi()
+        pipe.set("tx:n", n + 1)
+
+    for _ in range(20):
+        r.transaction(bump, "tx:n")
+    assert r.get("tx:n") == b"20"
+    with r.pipeline(transaction=True) as pipe:
+        assert pipe.incr("tx:a").incr("tx:a").execute() == [1, 2]

@@ -97,6 +97,8 @@ impl Connection {
             };
             let mut consumed = 0;
             let mut close = false;
+            // Once per read, not per command: the clock costs as much as a GET.
+            client.touch();
             loop {
                 match parse_request(&self.input[consumed..], &limits) {
                     Ok(Some((args, n))) => {

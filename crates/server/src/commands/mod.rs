@@ -251,7 +251,6 @@ pub fn execute(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Acti
     client
         .last_command
         .store(index as u64 + 1, Ordering::Relaxed);
-    client.touch();
     if cmd.name == "exec" {
         // Takes the gate itself, exclusively.
         return transaction::exec(&mut Ctx { server, session }, args);

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# used_memory (INFO memory) of hotkv-server and redis-server after loading the same
+# KEYS keys ("key:%010d") with VALUE_SIZE-byte values through redis-cli --pipe.
+#   KEYS=1000000 VALUE_SIZE=100 bash scripts/bench-memory.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+KEYS=${KEYS:-1000000}
+VALUE_SIZE=${VALUE_SIZE:-100}
+command -v redis-server >/dev/null || { echo "needs redis-server (apt-get install redis-server)"; exit 1; }
+cargo build --release -q -p server
+redis-server --port 6411 --save "" --appendonly no >/dev/null &
+REDIS=$!
+./target/release/hotkv-server --port 6412 2>/dev/null &
+HOTKV=$!
+trap 'kill $REDIS $HOTKV 2>/dev/null || true' EXIT
+for p in 6411 6412; do
+  for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
+done
+data=$(mktemp)
+python3 - "$KEYS" "$VALUE_SIZE" > "$data" <<'PY'
+import sys
+n, size = int(sys.argv[1]), int(sys.argv[2])
+value = b"v" * size
+out = sys.stdout.buffer
+for i in range(n):
+    key = b"key:%010d" % i
+    out.write(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(key), key, size, value))
+PY
+for s in redis:6411 hotkv:6412; do
+  name=${s%%:*}; port=${s##*:}
+  before=$(redis-cli -p "$port" info memory | tr -d '\r' | awk -F: '/^used_memory:/ {print $2}')
+  redis-cli -p "$port" --pipe < "$data" >/dev/null
+  sleep 0.5
+  keys=$(redis-cli -p "$port" dbsize)
+  used=$(redis-cli -p "$port" info memory | tr -d '\r' | awk -F: '/^used_memory:/ {print $2}')
+  echo "$name keys=$keys used_memory=$used (empty: $before) bytes/key=$(( (used - before) / keys ))"
+done
+rm -f "$data"

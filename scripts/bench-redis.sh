@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# hotkv-server against redis-server (no persistence) under redis-benchmark, in
+# alternating rounds; prints each round and the median requests/s per server and test.
+#   ROUNDS=3 REQUESTS=1000000 CLIENTS=50 PIPELINES="1 16" bash scripts/bench-redis.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-3}
+REQUESTS=${REQUESTS:-1000000}
+CLIENTS=${CLIENTS:-50}
+PIPELINES=${PIPELINES:-"1 16"}
+REDIS_PORT=${REDIS_PORT:-6401}
+HOTKV_PORT=${HOTKV_PORT:-6402}
+command -v redis-server >/dev/null || { echo "needs redis-server (apt-get install redis-server)"; exit 1; }
+cargo build --release -q -p server
+redis-server --port "$REDIS_PORT" --save "" --appendonly no --daemonize no >/dev/null &
+REDIS=$!
+./target/release/hotkv-server --port "$HOTKV_PORT" 2>/dev/null &
+HOTKV=$!
+trap 'kill $REDIS $HOTKV 2>/dev/null || true' EXIT
+for p in $REDIS_PORT $HOTKV_PORT; do
+  for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
+done
+out=$(mktemp)
+for P in $PIPELINES; do
+  for r in $(seq "$ROUNDS"); do
+    # Alternate which server goes first.
+    if (( r % 2 )); then order="redis:$REDIS_PORT hotkv:$HOTKV_PORT"; else order="hotkv:$HOTKV_PORT redis:$REDIS_PORT"; fi
+    for s in $order; do
+      name=${s%%:*}; port=${s##*:}
+      redis-benchmark -p "$port" -t set,get -c "$CLIENTS" -n "$REQUESTS" -P "$P" -q 2>/dev/null | tr '\r' '\n' |
+        awk -v n="$name" -v p="$P" -v r="$r" '/requests per second/ {sub(":","",$1); print n, "P" p, $1, r, $2}' | tee -a "$out"
+    done
+  done
+done
+echo "median requests/s (server test pipeline: median, hotkv/redis):"
+python3 - "$out" <<'PY'
+import sys, statistics, collections
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    name, p, test, _round, rps = line.split()
+    runs[(p, test, name)].append(float(rps))
+for (p, test) in sorted({(p, t) for p, t, _ in runs}):
+    h = statistics.median(runs[(p, test, "hotkv")]); r = statistics.median(runs[(p, test, "redis")])
+    print(f"{test} -P {p[1:]}: hotkv {h:,.0f}  redis {r:,.0f}  ratio {h / r:.2f}x")
+PY

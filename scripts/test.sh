@@ -5,7 +5,8 @@
 # redis-cli.
 #
 # Longer runs: PROPTEST_CASES (default 128), HOTRING_STRESS_ROUNDS (20000),
-# SHUTTLE_ITERATIONS (2000), HOTRING_SEED (stress seed).
+# SHUTTLE_ITERATIONS (2000), HOTRING_SEED (stress seed), FUZZ_RUNS (inputs per fuzz
+# target, default 300000; libFuzzer through cargo fuzz, which needs nightly Rust).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,9 @@ if ! command -v redis-cli >/dev/null; then
     apt-get install -y -qq redis-tools
 fi
 python3 -c "import redis, pytest" 2>/dev/null || python3 -m pip install -q redis pytest
+# The fuzz targets' tools: a nightly toolchain (for sanitizers) and cargo-fuzz.
+rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+command -v cargo-fuzz >/dev/null || cargo install -q cargo-fuzz --locked
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -33,6 +37,16 @@ run cargo test -p hotring --release --features shuttle --test shuttle
 # The clients people use, against the real server: redis-py and redis-cli.
 run cargo build --release --bin hotkv-server
 run python3 -m pytest -q tests/clients
+# The protocol parsers under libFuzzer, from the seed corpus in fuzz/corpus (copied,
+# so the inputs libFuzzer adds stay out of the checkout).
+FUZZ_RUNS=${FUZZ_RUNS:-300000}
+for target in request frame; do
+    work=$(mktemp -d)
+    cp fuzz/corpus/"$target"/* "$work"/
+    (cd fuzz && run cargo +nightly fuzz run "$target" "$work" -- -runs="$FUZZ_RUNS" -max_len=4096)
+    rm -rf "$work"
+    echo "1 passed (fuzz target $target, $FUZZ_RUNS inputs)" | tee -a "$log"
+done
 
 # cargo's "test result: ok. N passed; M failed; ..." and pytest's "N passed, M failed in ..."
 counts=$(awk '/^test result:/ || /^[0-9]+ (passed|failed)/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } } END { print p + 0, f + 0 }' "$log")

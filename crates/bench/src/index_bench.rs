@@ -120,7 +120,7 @@ fn value(size: usize, key: u64, salt: u64) -> Vec<u8> {
     v
 }
 
-fn median(v: &[f64]) -> f64 {
+pub(crate) fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(|a, b| a.total_cmp(b));
     if s.is_empty() {

@@ -2,6 +2,9 @@
 
 mod counting_alloc;
 mod index_bench;
+mod plot;
+mod progress;
+mod resp_bench;
 mod targets;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +26,9 @@ struct Cli {
 enum Command {
     /// In-process load on the hash indexes: HotRing against a chaining hash, dashmap, papaya.
     Index(index_bench::IndexArgs),
+    /// YCSB over TCP against Redis-protocol servers (hotkv-server, redis-server, ...),
+    /// compared in alternating rounds.
+    Resp(resp_bench::RespArgs),
 }
 
 fn main() {
@@ -40,6 +46,24 @@ fn main() {
                     .map_err(|e| format!("cannot write {}: {e}", path.display())),
                     None => Ok(()),
                 }
+            })
+        }
+        Command::Resp(args) => {
+            let (json, plot) = (args.json.clone(), args.plot.clone());
+            resp_bench::run(args).and_then(|results| {
+                resp_bench::print_table(&results);
+                if let Some(path) = json {
+                    std::fs::write(
+                        &path,
+                        serde_json::to_string_pretty(&results).expect("serialisable"),
+                    )
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                }
+                if let Some(path) = plot {
+                    std::fs::write(&path, plot::svg(&results))
+                        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                }
+                Ok(())
             })
         }
     };

@@ -136,3 +136,119 @@ fn bad_arguments_get_a_clear_error() {
         assert!(err.contains(expect), "{args:?}: {err}");
     }
 }
+
+/// A stand-in Redis for `hotkv-bench resp`: answers SET with +OK and GET with the
+/// value last set (or nil), on every connection, counting the commands it served.
+fn fake_redis() -> (String, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    use std::collections::HashMap;
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let served = Arc::new(AtomicU64::new(0));
+    let store = Arc::new(Mutex::new(HashMap::<Vec<u8>, Vec<u8>>::new()));
+    let counter = served.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let (mut stream, store, served) = (stream.unwrap(), store.clone(), counter.clone());
+            std::thread::spawn(move || {
+                let mut input = Vec::new();
+                let mut buf = [0u8; 65536];
+                let limits = resp::RequestLimits::default();
+                loop {
+                    let n = match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => n,
+                    };
+                    input.extend_from_slice(&buf[..n]);
+                    let mut out = Vec::new();
+                    let mut at = 0;
+                    while let Some((args, used)) =
+                        resp::parse_request(&input[at..], &limits).unwrap()
+                    {
+                        at += used;
+                        served.fetch_add(1, Ordering::Relaxed);
+                        let mut store = store.lock().unwrap();
+                        match args[0].as_slice() {
+                            b"SET" => {
+                                store.insert(args[1].clone(), args[2].clone());
+                                out.extend_from_slice(b"+OK\r\n");
+                            }
+                            b"GET" => match store.get(&args[1]) {
+                                Some(v) => {
+                                    out.extend_from_slice(format!("${}\r\n", v.len()).as_bytes());
+                                    out.extend_from_slice(v);
+                                    out.extend_from_slice(b"\r\n");
+                                }
+                                None => out.extend_from_slice(b"$-1\r\n"),
+                            },
+                            other => panic!("unexpected command {other:?}"),
+                        }
+                    }
+                    input.drain(..at);
+                    stream.write_all(&out).unwrap();
+                }
+            });
+        }
+    });
+    (addr, served)
+}
+
+#[test]
+fn resp_compares_servers_and_writes_json_and_plot() {
+    use std::sync::atomic::Ordering;
+    let (a, served_a) = fake_redis();
+    let (b, served_b) = fake_redis();
+    let dir = std::env::temp_dir().join(format!("hotkv-bench-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plot = dir.join("plot.svg");
+    let (rows, table) = run_json(
+        "resp",
+        &[
+            "resp",
+            "--addr",
+            &format!("{a},{b}"),
+            "--workload",
+            "f",
+            "--keys",
+            "500",
+            "--clients",
+            "3",
+            "--pipeline",
+            "4",
+            "--seconds",
+            "0.3",
+            "--rounds",
+            "2",
+            "--plot",
+            plot.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["addr"], a.as_str());
+    assert_eq!(rows[0]["ratio_vs_first"], 1.0);
+    for r in &rows {
+        assert!(r["ops_per_sec"].as_f64().unwrap() > 0.0);
+        assert_eq!(r["rounds_ops_per_sec"].as_array().unwrap().len(), 2);
+        let (p50, p99, p999) = (
+            r["p50_us"].as_f64().unwrap(),
+            r["p99_us"].as_f64().unwrap(),
+            r["p999_us"].as_f64().unwrap(),
+        );
+        assert!(0.0 < p50 && p50 <= p99 && p99 <= p999, "{r}");
+        assert_eq!(r["timeline_ops_per_sec"].as_array().unwrap().len(), 3);
+        let cdf = r["latency_cdf"].as_array().unwrap();
+        assert!((cdf.last().unwrap()[1].as_f64().unwrap() - 1.0).abs() < 1e-9);
+    }
+    // Both servers got the 500 loaded keys, then the measured load.
+    assert!(served_a.load(Ordering::Relaxed) > 500 && served_b.load(Ordering::Relaxed) > 500);
+    assert!(table.contains("p99 µs") && table.contains(&b));
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(
+        svg.starts_with("<svg")
+            && svg.contains("Latency CDF")
+            && svg.matches("<polyline").count() == 4
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

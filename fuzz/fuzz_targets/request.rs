@@ -1,0 +1,33 @@
+//! The server's request parser on any bytes: it never panics, never claims more bytes
+//! than it was given, and what it parses, re-encoded as a multibulk request, parses
+//! back to the same arguments.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use resp::{parse_request, Frame, Protocol, RequestLimits};
+
+fuzz_target!(|data: &[u8]| {
+    let limits = RequestLimits {
+        max_bulk_len: 1 << 20,
+        max_args: 1 << 16,
+    };
+    let mut at = 0;
+    while at < data.len() {
+        match parse_request(&data[at..], &limits) {
+            Ok(Some((args, used))) => {
+                assert!(used > 0 && used <= data.len() - at, "consumed {used} of {}", data.len() - at);
+                at += used;
+                if args.is_empty() {
+                    continue;
+                }
+                let encoded = Frame::command(&args).to_bytes(Protocol::Resp2);
+                let (again, n) = parse_request(&encoded, &limits)
+                    .expect("re-encoded request parses")
+                    .expect("re-encoded request is complete");
+                assert_eq!(n, encoded.len());
+                assert_eq!(again, args);
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+});

@@ -6,16 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 KEYS=${KEYS:-1000000}
 VALUE_SIZE=${VALUE_SIZE:-100}
-command -v redis-server >/dev/null || { echo "needs redis-server (apt-get install redis-server)"; exit 1; }
-cargo build --release -q -p server
-redis-server --port 6411 --save "" --appendonly no >/dev/null &
-REDIS=$!
-./target/release/hotkv-server --port 6412 2>/dev/null &
-HOTKV=$!
-trap 'kill $REDIS $HOTKV 2>/dev/null || true' EXIT
-for p in 6411 6412; do
-  for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
-done
+. scripts/servers.sh
+start_servers 6411 6412
 data=$(mktemp)
 python3 - "$KEYS" "$VALUE_SIZE" > "$data" <<'PY'
 import sys

@@ -10,16 +10,8 @@ CLIENTS=${CLIENTS:-50}
 PIPELINES=${PIPELINES:-"1 16"}
 REDIS_PORT=${REDIS_PORT:-6401}
 HOTKV_PORT=${HOTKV_PORT:-6402}
-command -v redis-server >/dev/null || { echo "needs redis-server (apt-get install redis-server)"; exit 1; }
-cargo build --release -q -p server
-redis-server --port "$REDIS_PORT" --save "" --appendonly no --daemonize no >/dev/null &
-REDIS=$!
-./target/release/hotkv-server --port "$HOTKV_PORT" 2>/dev/null &
-HOTKV=$!
-trap 'kill $REDIS $HOTKV 2>/dev/null || true' EXIT
-for p in $REDIS_PORT $HOTKV_PORT; do
-  for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
-done
+. scripts/servers.sh
+start_servers "$REDIS_PORT" "$HOTKV_PORT"
 out=$(mktemp)
 for P in $PIPELINES; do
   for r in $(seq "$ROUNDS"); do

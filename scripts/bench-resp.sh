@@ -9,17 +9,9 @@ SECONDS_PER_RUN=${SECONDS_PER_RUN:-10}
 CLIENTS=${CLIENTS:-50}
 PIPELINE=${PIPELINE:-1}
 KEYS=${KEYS:-1000000}
-command -v redis-server >/dev/null || { echo "needs redis-server (apt-get install redis-server)"; exit 1; }
-cargo build --release -q -p server -p bench
+. scripts/servers.sh
+start_servers 6431 6432
 mkdir -p benchmarks/resp
-redis-server --port 6431 --save "" --appendonly no >/dev/null &
-REDIS=$!
-./target/release/hotkv-server --port 6432 2>/dev/null &
-HOTKV=$!
-trap 'kill $REDIS $HOTKV 2>/dev/null || true' EXIT
-for p in 6431 6432; do
-  for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
-done
 load=""
 for dist in zipf:0.99 zipf:1.22; do
   name="b-${dist/:/}-c$CLIENTS-p$PIPELINE"

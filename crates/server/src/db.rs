@@ -163,36 +163,8 @@ impl Db {
 
     /// Deletes every key.
     pub fn clear(&self) {
-        let mut cursor = 0;
-        loop {
-            let mut keys = Vec::new();
-            let next = self
-                .index
-                .scan(cursor, 1024, |k, _, _| keys.push(k.to_vec()));
-            for k in keys {
-                if self.index.remove(&k) {
-                    self.written(&k, None);
-                }
-            }
-            match next {
-                Some(c) => cursor = c,
-                None => break,
-            }
-        }
-        let mut cursor = 0;
-        loop {
-            let mut keys = Vec::new();
-            let next = self
-                .volatile
-                .scan(cursor, 1024, |k, _, _| keys.push(k.to_vec()));
-            for k in keys {
-                self.volatile.remove(&k);
-            }
-            match next {
-                Some(c) => cursor = c,
-                None => break,
-            }
-        }
+        remove_all(&self.index, |k| self.written(k, None));
+        remove_all(&self.volatile, |_| {});
     }
 
     /// One step of active expiry: examines up to `budget` keys that have deadlines,
@@ -316,6 +288,20 @@ impl Watches {
 
     fn version(&self, key: &[u8]) -> u32 {
         self.stripe(key).load(Ordering::SeqCst)
+    }
+}
+
+/// Removes every key of `index`, calling `removed` on each it removed.
+fn remove_all(index: &HotRing, mut removed: impl FnMut(&[u8])) {
+    let mut cursor = Some(0);
+    while let Some(from) = cursor {
+        let mut keys = Vec::new();
+        cursor = index.scan(from, 1024, |k, _, _| keys.push(k.to_vec()));
+        for k in keys {
+            if index.remove(&k) {
+                removed(&k);
+            }
+        }
     }
 }
 

@@ -6,7 +6,7 @@ mod support;
 use std::process::Command;
 use std::time::Duration;
 
-use support::{eventually, exchange, info_field, run, run_err, Server};
+use support::{assert_script, eventually, exchange, info_field, run, run_err, Server};
 
 #[test]
 fn auth_guards_every_command_until_given() {
@@ -18,13 +18,7 @@ fn auth_guards_every_command_until_given() {
         (b"AUTH other s3cret\r\n", b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"),
         (b"HELLO 3\r\n", b"-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time\r\n"),
     ];
-    for (request, reply) in script {
-        let got = exchange(&mut s, request, reply.len());
-        assert_eq!(
-            String::from_utf8_lossy(&got),
-            String::from_utf8_lossy(reply)
-        );
-    }
+    assert_script(&mut s, script);
     let got = exchange(&mut s, b"AUTH s3cret\r\nSET k v\r\n", 10);
     assert_eq!(got, b"+OK\r\n+OK\r\n");
     let got = exchange(&mut s, b"RESET\r\nGET k\r\n", 42);

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::Command;
 use std::time::Duration;
 
-use support::{exchange, Server};
+use support::{assert_script, exchange, Server};
 
 #[test]
 fn strings_and_keys() {
@@ -185,14 +185,7 @@ fn errors_are_worded_as_redis_words_them() {
         (b"SELECT 1\r\n", b"-ERR DB index is out of range\r\n"),
         (b"HELLO 4\r\n", b"-NOPROTO unsupported protocol version\r\n"),
     ];
-    for (request, reply) in cases {
-        assert_eq!(
-            exchange(&mut s, request, reply.len()),
-            *reply,
-            "{}",
-            String::from_utf8_lossy(request)
-        );
-    }
+    assert_script(&mut s, cases);
 }
 
 #[test]

@@ -6,7 +6,7 @@ mod support;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use support::{exchange, run, run_err, Server};
+use support::{assert_script, run, run_err, Server};
 
 #[test]
 fn queue_exec_discard_and_errors() {
@@ -54,15 +54,7 @@ fn queue_exec_discard_and_errors() {
         (b"MULTI\r\n", b"+OK\r\n"),
         (b"EXEC\r\n", b"*0\r\n"),
     ];
-    for (request, reply) in script {
-        let got = exchange(&mut s, request, reply.len());
-        assert_eq!(
-            String::from_utf8_lossy(&got),
-            String::from_utf8_lossy(reply),
-            "for {}",
-            String::from_utf8_lossy(request)
-        );
-    }
+    assert_script(&mut s, script);
 }
 
 #[test]

@@ -129,3 +129,16 @@ pub fn eventually(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
     }
     false
 }
+
+/// Sends each request and checks the exact reply, on one connection, in order.
+pub fn assert_script(s: &mut TcpStream, script: &[(&[u8], &[u8])]) {
+    for (request, reply) in script {
+        let got = exchange(s, request, reply.len());
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(reply),
+            "for {}",
+            String::from_utf8_lossy(request)
+        );
+    }
+}

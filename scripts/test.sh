@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, unit/property/stress tests in release and
 # debug builds (debug keeps overflow checks and debug assertions), the shuttle
-# exploration of the index's pointer protocols, and the server driven by redis-py and
-# redis-cli.
+# exploration of the index's pointer protocols and of the EXEC gate, the server driven
+# by redis-py and redis-cli, and the protocol parsers under libFuzzer.
 #
 # Longer runs: PROPTEST_CASES (default 128), HOTRING_STRESS_ROUNDS (20000),
 # SHUTTLE_ITERATIONS (2000), HOTRING_SEED (stress seed), FUZZ_RUNS (inputs per fuzz
@@ -31,9 +31,12 @@ run() {
 run cargo fmt --all --check
 run cargo clippy --workspace --all-targets --release -- -D warnings
 run cargo clippy -p hotring --all-targets --release --features shuttle -- -D warnings
+run cargo clippy -p server --bin hotkv-server --tests --release --features shuttle -- -D warnings
 run cargo test --workspace --release
 run cargo test -p hotring -p workload
 run cargo test -p hotring --release --features shuttle --test shuttle
+# The EXEC gate's model (the server binary's unit tests, built on shuttle's primitives).
+run cargo test -p server --release --features shuttle --bin hotkv-server gate::model
 # The clients people use, against the real server: redis-py and redis-cli.
 run cargo build --release --bin hotkv-server
 run python3 -m pytest -q tests/clients

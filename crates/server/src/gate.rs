@@ -12,10 +12,29 @@
 //! at once.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::Ordering;
+
+// Under the `shuttle` feature the gate is built on shuttle's primitives, so the model
+// below can explore its interleavings.
+#[cfg(feature = "shuttle")]
+use shuttle::sync::{
+    atomic::{AtomicBool, AtomicUsize},
+    Mutex, MutexGuard,
+};
+#[cfg(not(feature = "shuttle"))]
+use std::sync::{
+    atomic::{AtomicBool, AtomicUsize},
+    Mutex, MutexGuard,
+};
 
 use crossbeam_utils::CachePadded;
+
+fn wait() {
+    #[cfg(feature = "shuttle")]
+    shuttle::thread::yield_now();
+    #[cfg(not(feature = "shuttle"))]
+    std::thread::yield_now();
+}
 
 const STRIPES: usize = 64;
 
@@ -55,7 +74,12 @@ impl Default for Gate {
 
 impl Gate {
     pub fn shared(&self) -> Shared<'_> {
-        let stripe = &*self.stripes[STRIPE.with(Cell::get)];
+        self.shared_on(STRIPE.with(Cell::get))
+    }
+
+    /// [`Gate::shared`] counting on a given stripe.
+    fn shared_on(&self, stripe: usize) -> Shared<'_> {
+        let stripe = &*self.stripes[stripe % STRIPES];
         loop {
             stripe.fetch_add(1, Ordering::SeqCst);
             if !self.exclusive.load(Ordering::SeqCst) {
@@ -63,7 +87,7 @@ impl Gate {
             }
             stripe.fetch_sub(1, Ordering::SeqCst);
             while self.exclusive.load(Ordering::SeqCst) {
-                std::thread::yield_now();
+                wait();
             }
         }
     }
@@ -73,7 +97,7 @@ impl Gate {
         self.exclusive.store(true, Ordering::SeqCst);
         for stripe in self.stripes.iter() {
             while stripe.load(Ordering::SeqCst) != 0 {
-                std::thread::yield_now();
+                wait();
             }
         }
         Exclusive {
@@ -95,7 +119,7 @@ impl Drop for Exclusive<'_> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(feature = "shuttle")))]
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicU64;
@@ -133,5 +157,71 @@ mod tests {
             t.join().unwrap();
         }
         assert_eq!(b.load(Ordering::Relaxed), 40_000);
+    }
+}
+
+/// Shuttle explores interleavings of two shared holders on different stripes (and one
+/// on a third that re-enters) against two exclusive holders: no shared holder ever
+/// runs while an exclusive one does, and exclusive holders never overlap.
+#[cfg(all(test, feature = "shuttle"))]
+mod model {
+    use super::*;
+    use shuttle::sync::Arc;
+
+    fn iterations() -> usize {
+        std::env::var("SHUTTLE_ITERATIONS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(2000)
+    }
+
+    #[test]
+    fn exclusive_holders_run_alone() {
+        // PCT runs each thread for long stretches between a few preemptions, which is
+        // what it takes for an exclusive holder to get all the way in between a shared
+        // holder's check and its entry; a uniformly random schedule rarely does.
+        shuttle::check_pct(
+            || {
+                let gate = Arc::new(Gate::default());
+                let shared_inside = Arc::new(AtomicUsize::new(0));
+                let exclusive_inside = Arc::new(AtomicUsize::new(0));
+                let mut threads = Vec::new();
+                for stripe in [0, 1, 2] {
+                    let (gate, s, e) = (
+                        gate.clone(),
+                        shared_inside.clone(),
+                        exclusive_inside.clone(),
+                    );
+                    threads.push(shuttle::thread::spawn(move || {
+                        for _ in 0..2 {
+                            let _g = gate.shared_on(stripe);
+                            s.fetch_add(1, Ordering::SeqCst);
+                            assert_eq!(e.load(Ordering::SeqCst), 0, "shared holder inside EXEC");
+                            s.fetch_sub(1, Ordering::SeqCst);
+                        }
+                    }));
+                }
+                for _ in 0..2 {
+                    let (gate, s, e) = (
+                        gate.clone(),
+                        shared_inside.clone(),
+                        exclusive_inside.clone(),
+                    );
+                    threads.push(shuttle::thread::spawn(move || {
+                        let _g = gate.exclusive();
+                        assert_eq!(e.fetch_add(1, Ordering::SeqCst), 0, "two exclusive holders");
+                        assert_eq!(s.load(Ordering::SeqCst), 0, "EXEC beside a shared holder");
+                        shuttle::thread::yield_now();
+                        assert_eq!(s.load(Ordering::SeqCst), 0, "EXEC beside a shared holder");
+                        e.fetch_sub(1, Ordering::SeqCst);
+                    }));
+                }
+                for t in threads {
+                    t.join().unwrap();
+                }
+            },
+            iterations(),
+            3,
+        );
     }
 }

@@ -36,7 +36,14 @@ pub struct Config {
     maxmemory_samples: AtomicU64,
     timeout: AtomicU64,
     proto_max_bulk_len: AtomicU64,
+    /// `client-output-buffer-limit` for normal clients: hard bytes, soft bytes, soft
+    /// seconds (0: no limit), as in Redis.
+    output_limit: [AtomicU64; 3],
 }
+
+/// The classes Redis's `client-output-buffer-limit` names besides `normal`, with
+/// Redis's defaults: hotkv has no replicas or pub/sub, so they are reported, not used.
+const OTHER_OUTPUT_LIMITS: &str = "slave 268435456 67108864 60 pubsub 33554432 8388608 60";
 
 impl Default for Config {
     fn default() -> Self {
@@ -52,6 +59,7 @@ impl Default for Config {
             maxmemory_samples: AtomicU64::new(5),
             timeout: AtomicU64::new(0),
             proto_max_bulk_len: AtomicU64::new(512 * 1024 * 1024),
+            output_limit: Default::default(),
         }
     }
 }
@@ -68,6 +76,7 @@ const NAMES: &[&str] = &[
     "maxmemory-samples",
     "timeout",
     "proto-max-bulk-len",
+    "client-output-buffer-limit",
     "databases",
     "save",
     "appendonly",
@@ -103,6 +112,16 @@ impl Config {
         self.proto_max_bulk_len.load(Ordering::Relaxed) as usize
     }
 
+    /// `(hard bytes, soft bytes, soft seconds)` for normal clients; 0 turns a limit off.
+    pub fn output_limit(&self) -> (u64, u64, u64) {
+        let [h, s, t] = &self.output_limit;
+        (
+            h.load(Ordering::Relaxed),
+            s.load(Ordering::Relaxed),
+            t.load(Ordering::Relaxed),
+        )
+    }
+
     /// `(name, value)` for every setting whose name matches `pattern` (any case).
     pub fn get(&self, pattern: &[u8]) -> Vec<(String, String)> {
         NAMES
@@ -129,6 +148,10 @@ impl Config {
             "maxmemory-samples" => self.maxmemory_samples().to_string(),
             "timeout" => self.timeout().to_string(),
             "proto-max-bulk-len" => self.proto_max_bulk_len().to_string(),
+            "client-output-buffer-limit" => {
+                let (h, s, t) = self.output_limit();
+                format!("normal {h} {s} {t} {OTHER_OUTPUT_LIMITS}")
+            }
             "databases" => "1".into(),
             "save" => String::new(),
             "appendonly" => "no".into(),
@@ -180,6 +203,35 @@ impl Config {
                     .filter(|n| *n >= 1024 * 1024)
                     .ok_or_else(|| invalid("argument must be a memory value of at least 1mb"))?;
                 self.proto_max_bulk_len.store(n, Ordering::Relaxed);
+            }
+            "client-output-buffer-limit" => {
+                let words: Vec<&str> = text.split_whitespace().collect();
+                if words.is_empty() || !words.len().is_multiple_of(4) {
+                    return Err(invalid(
+                        "wrong number of arguments: give <class> <hard> <soft> <soft seconds> ...",
+                    ));
+                }
+                let mut normal = None;
+                for group in words.chunks_exact(4) {
+                    let limits = (
+                        parse_memory(group[1]),
+                        parse_memory(group[2]),
+                        parse_count(group[3]),
+                    );
+                    let (Some(h), Some(s), Some(t)) = limits else {
+                        return Err(invalid("limits must be memory values and seconds a count"));
+                    };
+                    match group[0].to_ascii_lowercase().as_str() {
+                        "normal" => normal = Some([h, s, t]),
+                        "slave" | "replica" | "pubsub" => {}
+                        other => return Err(invalid(&format!("invalid client class '{other}'"))),
+                    }
+                }
+                if let Some(values) = normal {
+                    for (slot, v) in self.output_limit.iter().zip(values) {
+                        slot.store(v, Ordering::Relaxed);
+                    }
+                }
             }
             "save" if text.is_empty() => {}
             "appendonly" if text.eq_ignore_ascii_case("no") => {}

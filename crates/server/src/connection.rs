@@ -34,6 +34,7 @@ pub enum Ended {
     Io(io::Error),
     IdleTimeout,
     Killed,
+    OutputLimit,
 }
 
 impl std::fmt::Display for Ended {
@@ -42,6 +43,7 @@ impl std::fmt::Display for Ended {
             Ended::Io(e) => write!(f, "{e}"),
             Ended::IdleTimeout => write!(f, "idle longer than the timeout"),
             Ended::Killed => write!(f, "killed by CLIENT KILL"),
+            Ended::OutputLimit => write!(f, "replies not read: client-output-buffer-limit reached"),
         }
     }
 }
@@ -85,6 +87,29 @@ impl Connection {
         self.session.unwatch(&self.server.db);
         self.server.clients.leave(self.session.client.id);
         result
+    }
+
+    /// Writes the pending replies. Requests are not read meanwhile, so a client that
+    /// stops reading holds at most one batch of replies here; Redis's
+    /// `client-output-buffer-limit` decides when it is dropped instead: at once above
+    /// the hard limit, or when replies above the soft limit stay unwritten that long.
+    async fn flush(&mut self) -> Result<(), Ended> {
+        let (hard, soft, soft_secs) = self.server.config.output_limit();
+        let pending = self.output.len() as u64;
+        if hard > 0 && pending > hard {
+            return Err(Ended::OutputLimit);
+        }
+        if soft > 0 && soft_secs > 0 && pending > soft {
+            let write = self.stream.write_all(&self.output);
+            match tokio::time::timeout(Duration::from_secs(soft_secs), write).await {
+                Ok(written) => written?,
+                Err(_) => return Err(Ended::OutputLimit),
+            }
+        } else {
+            self.stream.write_all(&self.output).await?;
+        }
+        self.output.clear();
+        Ok(())
     }
 
     async fn serve(&mut self) -> Result<(), Ended> {
@@ -133,8 +158,7 @@ impl Connection {
                     }
                 }
                 if self.output.len() >= OUTPUT_FLUSH {
-                    self.stream.write_all(&self.output).await?;
-                    self.output.clear();
+                    self.flush().await?;
                 }
                 if client.is_killed() {
                     break;
@@ -142,8 +166,7 @@ impl Connection {
             }
             self.input.drain(..consumed);
             if !self.output.is_empty() {
-                self.stream.write_all(&self.output).await?;
-                self.output.clear();
+                self.flush().await?;
             }
             if client.is_killed() {
                 return Err(Ended::Killed);

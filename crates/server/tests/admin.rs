@@ -277,3 +277,59 @@ fn config_file_then_flags() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_client_that_stops_reading_is_dropped_at_the_output_limit() {
+    let server = Server::start();
+    let mut c = server.client();
+    let got: Vec<String> = run(&mut c, &["CONFIG", "GET", "client-output-buffer-limit"]);
+    assert_eq!(
+        got[1],
+        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
+    );
+    run::<()>(
+        &mut c,
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 0 1mb 1",
+        ],
+    );
+    assert!(run_err(
+        &mut c,
+        &["CONFIG", "SET", "client-output-buffer-limit", "normal 1 2"]
+    )
+    .starts_with(
+        "ERR CONFIG SET failed (possibly related to argument 'client-output-buffer-limit')"
+    ));
+    let big = "x".repeat(4 << 20);
+    run::<()>(&mut c, &["SET", "big", &big]);
+    // Ask for 64 MB of replies and never read them.
+    let mut stalled = server.raw();
+    std::io::Write::write_all(&mut stalled, &b"GET big\r\n".repeat(16)).unwrap();
+    let clients = |c: &mut redis::Connection| run::<String>(c, &["CLIENT", "LIST"]).lines().count();
+    assert!(
+        eventually(5, || clients(&mut c) == 2),
+        "the stalled client never registered"
+    );
+    assert!(
+        eventually(15, || clients(&mut c) == 1),
+        "the stalled client was not dropped"
+    );
+    assert_eq!(run::<String>(&mut c, &["GET", "big"]).len(), big.len());
+    // The hard limit drops a client at once, whatever it reads.
+    run::<()>(
+        &mut c,
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 1mb 0 0",
+        ],
+    );
+    let mut s = server.raw();
+    let got = exchange(&mut s, b"GET big\r\n", usize::MAX);
+    assert!(got.is_empty(), "a reply above the hard limit was sent");
+    server.alive();
+}

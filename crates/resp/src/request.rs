@@ -83,15 +83,29 @@ fn count_line(
 /// plus sign and no spaces, within `i64`. Lengths in requests and integer arguments
 /// of commands are read this way.
 pub fn parse_integer(b: &[u8]) -> Option<i64> {
-    let s = std::str::from_utf8(b).ok()?;
-    let digits = s.strip_prefix('-').unwrap_or(s);
-    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
-        return None;
+    let (negative, digits) = match b {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, b),
+    };
+    match digits {
+        [] => return None,
+        [b'0'] if !negative => return Some(0),
+        [b'0', ..] => return None,
+        _ => {}
     }
-    if (digits.len() > 1 && digits.starts_with('0')) || s == "-0" {
-        return None;
+    // Accumulate downwards so that i64::MIN, which has no positive twin, parses.
+    let mut n: i64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        n = n.checked_mul(10)?.checked_sub((c - b'0') as i64)?;
     }
-    s.parse().ok()
+    if negative {
+        Some(n)
+    } else {
+        n.checked_neg()
+    }
 }
 
 fn multibulk(buf: &[u8], limits: &RequestLimits) -> Parsed {

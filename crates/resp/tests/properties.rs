@@ -3,7 +3,9 @@
 //! `PROPTEST_CASES` raises the count for longer fuzzing runs.
 
 use proptest::prelude::*;
-use resp::{parse_frame, parse_request, Frame, FrameLimits, Protocol, RequestLimits};
+use resp::{
+    parse_frame, parse_integer, parse_request, Frame, FrameLimits, Protocol, RequestLimits,
+};
 
 fn line_text() -> impl Strategy<Value = String> {
     "[^\r\n]{0,20}"
@@ -42,6 +44,19 @@ fn cases() -> u32 {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(512)
+}
+
+/// Redis's string2ll, stated plainly: the model the fast parser must agree with.
+fn string2ll_model(b: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(b).ok()?;
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    if (digits.len() > 1 && digits.starts_with('0')) || s == "-0" {
+        return None;
+    }
+    s.parse().ok()
 }
 
 proptest! {
@@ -109,5 +124,17 @@ proptest! {
         if let Ok(Some((_, n))) = parse_request(&bytes, &RequestLimits::default()) {
             prop_assert!(n <= bytes.len() && n > 0);
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases() * 8))]
+
+    #[test]
+    fn integers_parse_as_string2ll(n in any::<i64>(), junk in "[-+0-9 a]{0,22}") {
+        prop_assert_eq!(parse_integer(n.to_string().as_bytes()), Some(n));
+        prop_assert_eq!(parse_integer(junk.as_bytes()), string2ll_model(junk.as_bytes()));
+        let wide = format!("{n}0");
+        prop_assert_eq!(parse_integer(wide.as_bytes()), string2ll_model(wide.as_bytes()));
     }
 }

@@ -138,6 +138,7 @@ impl Connection {
                             Action::Reply(frame) => {
                                 frame.encode(self.session.proto, &mut self.output)
                             }
+                            Action::Ok => self.output.extend_from_slice(b"+OK\r\n"),
                             Action::Close(frame) => {
                                 if let Some(frame) = frame {
                                     frame.encode(proto, &mut self.output);

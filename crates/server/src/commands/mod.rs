@@ -20,6 +20,7 @@ mod strings;
 mod transaction;
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
@@ -86,6 +87,8 @@ impl Ctx<'_> {
 
 pub enum Action {
     Reply(Frame),
+    /// `+OK`, the commonest reply, written without building a frame.
+    Ok,
     /// Reply (if anything), then close the connection (QUIT, SHUTDOWN).
     Close(Option<Frame>),
 }
@@ -211,9 +214,32 @@ const TABLE: &[Command] = &[
     cmd("hotkeys", -1, READONLY, NO_KEYS, hotkeys::hotkeys),
 ];
 
+/// FNV-1a: the command table's keys are a few short known names, so a keyed hash
+/// (std's default, built against hash flooding) only costs time on every request.
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// The command named `name` (any case) and its index in the table.
 fn lookup(name: &[u8]) -> Option<(usize, &'static Command)> {
-    static BY_NAME: OnceLock<HashMap<&'static [u8], usize>> = OnceLock::new();
+    type ByName = HashMap<&'static [u8], usize, BuildHasherDefault<Fnv>>;
+    static BY_NAME: OnceLock<ByName> = OnceLock::new();
     let map = BY_NAME.get_or_init(|| {
         TABLE
             .iter()
@@ -279,6 +305,7 @@ fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> F
     }
     match (cmd.run)(&mut Ctx { server, session }, args) {
         Action::Reply(f) | Action::Close(Some(f)) => f,
+        Action::Ok => Frame::Simple("OK".into()),
         Action::Close(None) => Frame::Null,
     }
 }
@@ -334,7 +361,7 @@ pub fn name_of(last_command: u64) -> &'static str {
 }
 
 pub(crate) fn ok() -> Action {
-    Action::Reply(Frame::Simple("OK".into()))
+    Action::Ok
 }
 
 pub(crate) fn reply(f: Frame) -> Action {

@@ -29,6 +29,8 @@ pub struct Config {
     pub port: u16,
     pub protected_mode: bool,
     pub engine: String,
+    /// Threads serving connections (Redis's `io-threads`); 0: one per core.
+    pub io_threads: usize,
     requirepass: RwLock<Option<Vec<u8>>>,
     maxclients: AtomicU64,
     maxmemory: AtomicU64,
@@ -52,6 +54,7 @@ impl Default for Config {
             port: 6379,
             protected_mode: true,
             engine: "memory".into(),
+            io_threads: 0,
             requirepass: RwLock::new(None),
             maxclients: AtomicU64::new(10_000),
             maxmemory: AtomicU64::new(0),
@@ -69,6 +72,7 @@ const NAMES: &[&str] = &[
     "bind",
     "port",
     "protected-mode",
+    "io-threads",
     "requirepass",
     "maxclients",
     "maxmemory",
@@ -83,7 +87,7 @@ const NAMES: &[&str] = &[
 ];
 
 /// Names only the config file and flags may set: the listener exists by then.
-const STARTUP_ONLY: &[&str] = &["bind", "port", "protected-mode", "engine"];
+const STARTUP_ONLY: &[&str] = &["bind", "port", "protected-mode", "engine", "io-threads"];
 
 impl Config {
     pub fn requirepass(&self) -> Option<Vec<u8>> {
@@ -136,6 +140,7 @@ impl Config {
             "bind" => self.bind.to_string(),
             "port" => self.port.to_string(),
             "protected-mode" => yes_no(self.protected_mode).into(),
+            "io-threads" => self.io_threads.to_string(),
             "requirepass" => self
                 .requirepass()
                 .map(|p| String::from_utf8_lossy(&p).into_owned())
@@ -261,6 +266,13 @@ impl Config {
                 }
             }
             "engine" => self.engine = value.to_string(),
+            "io-threads" => {
+                self.io_threads = value
+                    .parse()
+                    .ok()
+                    .filter(|n| *n <= 128)
+                    .ok_or_else(|| bad("a thread count from 0 (one per core) to 128"))?
+            }
             other => self.set(other, value.as_bytes()).map_err(|e| match e {
                 SetError::Invalid(why) => bad(&why),
                 SetError::Unknown => format!("unknown setting '{name}'"),

@@ -244,7 +244,7 @@ fn config_file_then_flags() {
     let path = dir.join("hotkv.conf");
     std::fs::write(
         &path,
-        "# test\nmaxmemory 5mb\nmaxmemory-policy allkeys-random\ntimeout 99\n",
+        "# test\nmaxmemory 5mb\nmaxmemory-policy allkeys-random\ntimeout 99\nio-threads 1\n",
     )
     .unwrap();
     let server = Server::start_with(&[path.to_str().unwrap(), "--timeout", "7"]);
@@ -264,6 +264,8 @@ fn config_file_then_flags() {
             "7"
         ]
     );
+    let threads: Vec<String> = run(&mut c, &["CONFIG", "GET", "io-threads"]);
+    assert_eq!(threads, ["io-threads", "1"]);
     std::fs::write(&path, "maxmemory lots\n").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
         .args([path.to_str().unwrap(), "--port", "0"])

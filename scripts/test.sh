@@ -11,10 +11,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # What a fresh machine lacks for the client tests: redis-cli (Debian's redis-tools),
-# redis-py and pytest.
-if ! command -v redis-cli >/dev/null; then
+# redis-server (the reference the differential test compares replies with), redis-py
+# and pytest.
+if ! command -v redis-cli >/dev/null || ! command -v redis-server >/dev/null; then
     apt-get update -qq
-    apt-get install -y -qq redis-tools
+    apt-get install -y -qq redis-tools redis-server
 fi
 python3 -c "import redis, pytest" 2>/dev/null || python3 -m pip install -q redis pytest
 # The fuzz targets' tools: a nightly toolchain (for sanitizers) and cargo-fuzz.

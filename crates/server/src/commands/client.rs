@@ -74,10 +74,13 @@ pub fn client(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
             }
             _ => error(SYNTAX_ERROR),
         },
-        _ => error(&format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
-            String::from_utf8_lossy(&args[1])
-        )),
+        _ => super::bad_subcommand(
+            "client",
+            &args[1],
+            &[
+                "ID", "GETNAME", "SETNAME", "INFO", "LIST", "KILL", "SETINFO", "NO-EVICT",
+            ],
+        ),
     }
 }
 

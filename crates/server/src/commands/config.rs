@@ -52,9 +52,6 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
             ctx.server.reset_stats();
             ok()
         }
-        _ => error(&format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try CONFIG HELP.",
-            String::from_utf8_lossy(&args[1])
-        )),
+        _ => super::bad_subcommand("config", &args[1], &["GET", "SET", "RESETSTAT"]),
     }
 }

@@ -67,16 +67,25 @@ fn parse_float(b: &[u8]) -> Option<f64> {
     (!v.is_nan()).then_some(v)
 }
 
-/// The result's text: the shortest decimal that reads back as the same double, never
-/// in exponent form (Redis prints with 17 digits and trims trailing zeros, which
-/// gives the same text for the values people add).
+/// The result's text as Redis prints it: Redis adds in `long double` and prints 17
+/// decimals with trailing zeros trimmed, so sums like 1.1 + 2.2 read "3.3". In `f64`
+/// the same is 15 significant digits (what a double holds exactly), trimmed the same
+/// way; never in exponent form.
 fn format_float(v: f64) -> String {
-    let s = format!("{v}");
-    if s == "-0" {
-        "0".into()
+    let int_digits = if v == 0.0 {
+        1
     } else {
-        s
+        v.abs().log10().floor() as i64 + 1
+    };
+    let decimals = (15 - int_digits).clamp(0, 340) as usize;
+    let mut s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.truncate(s.trim_end_matches('0').trim_end_matches('.').len());
     }
+    if s == "-0" {
+        s = "0".into();
+    }
+    s
 }
 
 pub fn incrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
@@ -123,5 +132,11 @@ mod tests {
         assert_eq!(format_float(17179869184.0 + 1.5), "17179869185.5");
         assert_eq!(format_float(1.0 + 5000.0), "5001");
         assert_eq!(format_float(1e20), "100000000000000000000");
+        assert_eq!(format_float(1.1 + 2.2), "3.3");
+        assert_eq!(format_float(0.1 + 0.2), "0.3");
+        assert_eq!(format_float(-1.1 + 0.1), "-1");
+        assert_eq!(format_float(0.0), "0");
+        assert_eq!(format_float(-0.0), "0");
+        assert_eq!(format_float(1.5e-10), "0.00000000015");
     }
 }

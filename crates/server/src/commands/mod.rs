@@ -351,6 +351,25 @@ fn unknown(args: &[Vec<u8>]) -> Frame {
     ))
 }
 
+/// Redis's replies for a subcommand it cannot run: unknown, or known with the wrong
+/// number of arguments (`known` lists the container's subcommands, in capitals).
+pub(crate) fn bad_subcommand(container: &str, sub: &[u8], known: &[&str]) -> Action {
+    let upper_sub = upper(sub);
+    if known.iter().any(|k| k.as_bytes() == upper_sub.as_slice()) {
+        error(&format!(
+            "ERR wrong number of arguments for '{}|{}' command",
+            container,
+            String::from_utf8_lossy(&upper_sub).to_ascii_lowercase()
+        ))
+    } else {
+        error(&format!(
+            "ERR unknown subcommand '{}'. Try {} HELP.",
+            String::from_utf8_lossy(sub),
+            container.to_ascii_uppercase()
+        ))
+    }
+}
+
 /// The name of the command at `index` in the table (CLIENT LIST's `cmd`), from a
 /// client's `last_command`.
 pub fn name_of(last_command: u64) -> &'static str {

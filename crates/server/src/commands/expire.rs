@@ -14,6 +14,34 @@ pub enum Expiry {
     Keep,
 }
 
+/// Collects the expiry option of SET or GETEX as Redis does: one kind at most among
+/// EX, PX, EXAT, PXAT and `bare` (KEEPTTL for SET, PERSIST for GETEX), repeatable,
+/// the last value winning and only that one checked. `Ok(None)` if `args[*i]` is not
+/// an expiry option; otherwise advances `*i` past its argument.
+pub fn take_expiry_option<'a>(
+    args: &'a [Vec<u8>],
+    i: &mut usize,
+    bare: &[u8],
+    found: &mut Option<(Vec<u8>, Option<&'a [u8]>)>,
+) -> Result<bool, ()> {
+    let opt = upper(&args[*i]);
+    let takes_arg = matches!(opt.as_slice(), b"EX" | b"PX" | b"EXAT" | b"PXAT");
+    if !takes_arg && opt != bare {
+        return Ok(false);
+    }
+    if found.as_ref().is_some_and(|(kind, _)| *kind != opt) {
+        return Err(());
+    }
+    let arg = if takes_arg {
+        *i += 1;
+        Some(args.get(*i).ok_or(())?.as_slice())
+    } else {
+        None
+    };
+    *found = Some((opt, arg));
+    Ok(true)
+}
+
 /// One expiry option (`EX`, `PX`, `EXAT`, `PXAT`) and its argument, as Redis checks
 /// them: an integer, positive, and not overflowing as milliseconds. `Ok(None)` if
 /// `opt` is not an expiry option.
@@ -134,7 +162,8 @@ pub fn pttl(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
 }
 
 pub fn expiretime(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
-    deadline_reply(ctx, &args[1], |d| (d / 1000) as i64)
+    // Rounded, as Redis rounds.
+    deadline_reply(ctx, &args[1], |d| (d as i64 + 500) / 1000)
 }
 
 pub fn pexpiretime(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {

@@ -2,8 +2,8 @@
 
 use resp::Frame;
 
-use super::expire::{parse_expiry, Expiry};
-use super::{error, reply, upper, Action, Ctx, SYNTAX_ERROR};
+use super::expire::{parse_expiry, take_expiry_option, Expiry};
+use super::{error, reply, Action, Ctx, SYNTAX_ERROR};
 use crate::db::Change;
 
 pub fn get(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
@@ -23,15 +23,23 @@ pub fn getdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
 /// `GETEX key [EX s | PX ms | EXAT t | PXAT t | PERSIST]`: GET that also sets or
 /// clears the expiry.
 pub fn getex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
-    let expiry = match &args[2..] {
-        [] => None,
-        [opt] if upper(opt) == b"PERSIST" => Some(None),
-        [opt, n] => match parse_expiry(opt, n, "getex") {
+    let mut expiry_option = None;
+    let mut i = 2;
+    while i < args.len() {
+        if take_expiry_option(args, &mut i, b"PERSIST", &mut expiry_option) != Ok(true) {
+            return error(SYNTAX_ERROR);
+        }
+        i += 1;
+    }
+    // None: leave the expiry; Some(None): PERSIST; Some(Some(t)): expire at t.
+    let expiry = match expiry_option {
+        None => None,
+        Some((_, None)) => Some(None),
+        Some((kind, Some(arg))) => match parse_expiry(&kind, arg, "getex") {
             Ok(Some(Expiry::At(at))) => Some(Some(at)),
             Ok(_) => return error(SYNTAX_ERROR),
             Err(e) => return reply(e),
         },
-        _ => return error(SYNTAX_ERROR),
     };
     let value = ctx.db().update(&args[1], |e| match (e, expiry) {
         (None, _) => (Change::Keep, None),

@@ -2,7 +2,7 @@
 
 use resp::Frame;
 
-use super::expire::{parse_expiry, Expiry};
+use super::expire::{parse_expiry, take_expiry_option, Expiry};
 use super::{
     error, int, ok, parse_integer, reply, upper, Action, Ctx, NOT_AN_INTEGER, SYNTAX_ERROR,
 };
@@ -17,26 +17,29 @@ pub fn set(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
         return ok();
     }
     let (mut nx, mut xx, mut get) = (false, false, false);
-    let mut expiry: Option<Expiry> = None;
+    let mut expiry_option = None;
     let mut i = 3;
     while i < args.len() {
-        let opt = upper(&args[i]);
-        match opt.as_slice() {
-            b"NX" if !xx => nx = true,
-            b"XX" if !nx => xx = true,
-            b"GET" => get = true,
-            b"KEEPTTL" if expiry.is_none() => expiry = Some(Expiry::Keep),
-            b"EX" | b"PX" | b"EXAT" | b"PXAT" if expiry.is_none() && i + 1 < args.len() => {
-                match parse_expiry(&opt, &args[i + 1], "set") {
-                    Ok(e) => expiry = e,
-                    Err(e) => return reply(e),
-                }
-                i += 1;
-            }
-            _ => return error(SYNTAX_ERROR),
+        match take_expiry_option(args, &mut i, b"KEEPTTL", &mut expiry_option) {
+            Ok(true) => {}
+            Ok(false) => match upper(&args[i]).as_slice() {
+                b"NX" if !xx => nx = true,
+                b"XX" if !nx => xx = true,
+                b"GET" => get = true,
+                _ => return error(SYNTAX_ERROR),
+            },
+            Err(()) => return error(SYNTAX_ERROR),
         }
         i += 1;
     }
+    let expiry = match expiry_option {
+        None => None,
+        Some((_, None)) => Some(Expiry::Keep),
+        Some((kind, Some(arg))) => match parse_expiry(&kind, arg, "set") {
+            Ok(e) => e,
+            Err(e) => return reply(e),
+        },
+    };
     let (done, old) = ctx.db().update(key, |e| {
         let old = e.map(|e| e.value.clone());
         if (nx && e.is_some()) || (xx && e.is_none()) {

@@ -29,8 +29,13 @@ fn tiny(strategy: HotspotStrategy, max_ring_len: Option<u32>) -> Config {
     }
 }
 
+/// Uniformly random schedules, then PCT's (long runs between a few preemptions), which
+/// reach interleavings where one thread completes several steps inside another's window.
 fn explore(f: impl Fn() + Send + Sync + 'static) {
-    shuttle::check_random(f, iterations());
+    let f = std::sync::Arc::new(f);
+    let g = f.clone();
+    shuttle::check_random(move || f(), iterations());
+    shuttle::check_pct(move || g(), iterations(), 3);
 }
 
 #[test]

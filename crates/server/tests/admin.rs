@@ -125,6 +125,23 @@ fn config_get_set_and_limits() {
         "ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config"
     );
     run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "0"]);
+    // All or nothing: a refused value puts back the ones set before it.
+    assert!(run_err(
+        &mut c,
+        &[
+            "CONFIG",
+            "SET",
+            "maxmemory",
+            "5mb",
+            "timeout",
+            "9",
+            "maxmemory-policy",
+            "nope"
+        ]
+    )
+    .contains("'maxmemory-policy'"));
+    let got: Vec<String> = run(&mut c, &["CONFIG", "GET", "maxmemory", "timeout"]);
+    assert_eq!(got, ["maxmemory", "0", "timeout", "30"]);
 
     // maxclients: the next connection is told and closed.
     run::<()>(&mut c, &["CONFIG", "SET", "maxclients", "1"]);

@@ -34,14 +34,26 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
                     ));
                 }
             }
+            // Apply in order; if one value is refused, put back the ones already set,
+            // so the command changes all or nothing, as in Redis.
+            let config = &ctx.server.config;
+            let mut applied: Vec<(String, String)> = Vec::new();
             for pair in args[2..].chunks_exact(2) {
                 let name = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
-                let failed = match ctx.server.config.set(&name, &pair[1]) {
-                    Ok(()) => continue,
+                let before = config.get(name.as_bytes()).pop().map(|(_, v)| v);
+                let failed = match config.set(&name, &pair[1]) {
+                    Ok(()) => {
+                        applied.push((name, before.unwrap_or_default()));
+                        continue;
+                    }
                     Err(SetError::Immutable) => "can't set immutable config".to_string(),
                     Err(SetError::Invalid(why)) => why,
                     Err(SetError::Unknown) => "unknown option".to_string(),
                 };
+                for (earlier, value) in applied.iter().rev() {
+                    let restored = config.set(earlier, value.as_bytes());
+                    debug_assert!(restored.is_ok(), "a value CONFIG GET printed is settable");
+                }
                 return error(&format!(
                     "ERR CONFIG SET failed (possibly related to argument '{name}') - {failed}"
                 ));

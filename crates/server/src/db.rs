@@ -55,8 +55,14 @@ impl Db {
         Some(Entry::decode(stored))
     }
 
+    /// Whether `key` is live, without copying its value (an expired one is handed to
+    /// [`Db::get`], which deletes it).
     pub fn contains(&self, key: &[u8]) -> bool {
-        self.get(key).is_some()
+        match self.index.get_with(key, Entry::stored_deadline) {
+            None => false,
+            Some(Some(d)) if d < now_ms() => self.get(key).is_some(),
+            Some(_) => true,
+        }
     }
 
     /// Sets `key` whatever it held.
@@ -143,16 +149,15 @@ impl Db {
     }
 
     /// One page of a resumable scan (see [`HotRing::scan`]): calls `f` on each live
-    /// entry; returns the next cursor, 0 at the end.
-    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], Entry)) -> u64 {
+    /// key; returns the next cursor, 0 at the end.
+    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8])) -> u64 {
         let now = now_ms();
         let mut stale = Vec::new();
         let next = self.index.scan(cursor, count, |k, v, _| {
-            let e = Entry::decode(v.to_vec());
-            if e.expired_at(now) {
+            if Entry::stored_deadline(v).is_some_and(|d| d < now) {
                 stale.push((k.to_vec(), v.to_vec()));
             } else {
-                f(k, e);
+                f(k);
             }
         });
         for (k, stored) in stale {

@@ -36,16 +36,9 @@ impl Entry {
 
     /// Decodes what [`Entry::encode`] wrote. Anything else in the index is a bug.
     pub fn decode(mut stored: Vec<u8>) -> Entry {
-        let deadline = match stored.pop() {
-            Some(NO_DEADLINE) => None,
-            Some(HAS_DEADLINE) => {
-                let at = stored.len() - 8;
-                let d = u64::from_le_bytes(stored[at..].try_into().expect("8 bytes"));
-                stored.truncate(at);
-                Some(d)
-            }
-            other => panic!("corrupt stored value: tag {other:?}"),
-        };
+        let deadline = Self::stored_deadline(&stored);
+        let trailer = if deadline.is_some() { 9 } else { 1 };
+        stored.truncate(stored.len() - trailer);
         Entry {
             value: stored,
             deadline,

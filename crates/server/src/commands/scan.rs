@@ -15,7 +15,7 @@ pub fn keys(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
     let mut found = Vec::new();
     let mut cursor = 0;
     loop {
-        cursor = ctx.db().scan(cursor, 1024, |k, _| {
+        cursor = ctx.db().scan(cursor, 1024, |k| {
             if glob_match(pattern, k, false) {
                 found.push(Frame::Bulk(k.to_vec()));
             }
@@ -58,7 +58,7 @@ pub fn scan(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
     // type filters everything (but the cursor still advances).
     let strings = kind.is_none_or(|k| k == b"string");
     let mut found = Vec::new();
-    let next = ctx.db().scan(cursor, count, |k, _| {
+    let next = ctx.db().scan(cursor, count, |k| {
         if strings && pattern.is_none_or(|p| glob_match(p, k, false)) {
             found.push(Frame::Bulk(k.to_vec()));
         }

@@ -9,6 +9,7 @@ use serde::Serialize;
 use workload::{key_bytes, shift_offset, Distribution, Generator, Op, Shared, Spec, Workload};
 
 use crate::counting_alloc;
+use crate::cpu_time;
 use crate::targets::{self, Target};
 
 #[derive(clap::Args, Debug, Clone)]
@@ -81,6 +82,10 @@ pub struct ImplResult {
     pub reaction_delay_ms: Option<f64>,
     /// Throughput every 100 ms in the last round, when --shift-at is given.
     pub timeline_ops_per_sec: Option<Vec<f64>>,
+    /// The same windows' operations per second of CPU time spent by the benchmark's
+    /// threads (null where the OS does not report it): the workers' work rate with the
+    /// time they were descheduled taken out. The reaction delay is computed from it.
+    pub timeline_ops_per_cpu_sec: Option<Vec<f64>>,
     pub workload: String,
     pub dist: String,
     pub keys: u64,
@@ -109,6 +114,7 @@ struct Run {
     ops_per_sec: f64,
     reaction_delay_ms: Option<f64>,
     timeline: Vec<f64>,
+    cpu_timeline: Option<Vec<f64>>,
 }
 
 fn value(size: usize, key: u64, salt: u64) -> Vec<u8> {
@@ -233,6 +239,9 @@ pub fn run(args: IndexArgs) -> Result<Vec<ImplResult>, String> {
                 timeline_ops_per_sec: args
                     .shift_at
                     .and_then(|_| l.runs.last().map(|r| r.timeline.clone())),
+                timeline_ops_per_cpu_sec: args
+                    .shift_at
+                    .and_then(|_| l.runs.last().and_then(|r| r.cpu_timeline.clone())),
                 workload: format!("{:?}", args.workload).to_lowercase(),
                 dist: dist.to_string(),
                 keys: args.keys,
@@ -269,6 +278,7 @@ fn measure_run(l: &Loaded, args: &IndexArgs, seconds: f64, shift_at: Option<f64>
         (0..args.threads).map(|_| Default::default()).collect();
     let duration = Duration::from_secs_f64(seconds);
     let mut timeline = Vec::new();
+    let mut cpu_timeline = Vec::new();
     let start = Instant::now();
     let total = std::thread::scope(|s| {
         let workers: Vec<_> = (0..args.threads)
@@ -281,6 +291,7 @@ fn measure_run(l: &Loaded, args: &IndexArgs, seconds: f64, shift_at: Option<f64>
         // The collector (seed 001): sample throughput every 100 ms.
         let tick = Duration::from_millis(100);
         let mut last = 0u64;
+        let mut last_cpu = cpu_time::process_cpu_ns();
         let mut shifted = false;
         while start.elapsed() < duration {
             std::thread::sleep(tick.min(duration.saturating_sub(start.elapsed())));
@@ -292,7 +303,12 @@ fn measure_run(l: &Loaded, args: &IndexArgs, seconds: f64, shift_at: Option<f64>
             }
             let now: u64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
             timeline.push((now - last) as f64 / tick.as_secs_f64());
+            let cpu = cpu_time::process_cpu_ns();
+            if let (Some(cpu), Some(before)) = (cpu, last_cpu) {
+                cpu_timeline.push((now - last) as f64 * 1e9 / (cpu - before).max(1) as f64);
+            }
             last = now;
+            last_cpu = cpu;
         }
         stop.store(true, Ordering::Relaxed);
         workers
@@ -301,16 +317,20 @@ fn measure_run(l: &Loaded, args: &IndexArgs, seconds: f64, shift_at: Option<f64>
             .sum::<u64>()
     });
     let elapsed = start.elapsed().as_secs_f64();
-    let reaction_delay_ms = shift_at.map(|at| reaction_delay(&timeline, at));
+    // Every window has a CPU figure or none has (the OS reports it or does not).
+    let cpu_timeline = (cpu_timeline.len() == timeline.len()).then_some(cpu_timeline);
+    let reaction_delay_ms =
+        shift_at.map(|at| reaction_delay(cpu_timeline.as_ref().unwrap_or(&timeline), at));
     Run {
         ops_per_sec: total as f64 / elapsed,
         reaction_delay_ms,
         timeline,
+        cpu_timeline,
     }
 }
 
-/// Milliseconds after the shift until throughput is back to 90% of the mean of the
-/// second before it: the start of the first 300 ms window (three samples) whose mean
+/// Milliseconds after the shift until throughput (per CPU-second where the OS reports
+/// it) is back to 90% of the mean of the second before it: the start of the first 300 ms window (three samples) whose mean
 /// reaches that, so one noisy sample neither ends nor prolongs the dip. Infinite (null
 /// in JSON) if the run ends first.
 fn reaction_delay(timeline: &[f64], shift_at: f64) -> f64 {

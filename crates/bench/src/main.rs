@@ -1,6 +1,7 @@
 //! hotkv-bench: measures hotkv against named baselines, side by side in one run.
 
 mod counting_alloc;
+mod cpu_time;
 mod index_bench;
 mod plot;
 mod progress;

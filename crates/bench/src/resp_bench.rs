@@ -1,12 +1,14 @@
 //! `hotkv-bench resp`: YCSB load on Redis-protocol servers over TCP, several servers
 //! measured in alternating rounds and compared (seed 001's client/server evaluation).
 //!
-//! Each client is a thread with one connection that sends `--pipeline` requests, then
-//! reads their replies; a batch's round trip is the latency of each request in it (as
-//! redis-benchmark counts). Throughput is sampled every 100 ms for the timeline.
+//! Connections are driven by `--client-threads` event loops (a single-threaded tokio
+//! runtime each), as redis-benchmark and memtier drive theirs: a thread per connection
+//! spends more CPU switching threads than the server spends answering, and on a small
+//! machine that CPU is taken from the servers being measured. Each connection sends
+//! `--pipeline` requests, then reads their replies; a batch's round trip is the latency
+//! of each request in it (as redis-benchmark counts). Throughput is sampled every 100 ms
+//! for the timeline.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,6 +17,8 @@ use clap::Args;
 use hdrhistogram::Histogram;
 use resp::{parse_frame, Frame, FrameLimits};
 use serde::Serialize;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 use workload::{Distribution, Generator, Op, Shared, Spec, Workload};
 
 use crate::index_bench::median;
@@ -36,9 +40,12 @@ pub struct RespArgs {
     /// Value size in bytes.
     #[arg(long, default_value_t = 100)]
     pub value_size: usize,
-    /// Concurrent connections, one thread each.
+    /// Concurrent connections.
     #[arg(long, default_value_t = 50)]
     pub clients: usize,
+    /// Threads driving the connections (each an event loop over its share of them).
+    #[arg(long, default_value_t = 1)]
+    pub client_threads: usize,
     /// Requests each client sends before reading the replies.
     #[arg(long, default_value_t = 1)]
     pub pipeline: usize,
@@ -84,6 +91,7 @@ pub struct ServerResult {
     pub keys: u64,
     pub value_size: usize,
     pub clients: usize,
+    pub client_threads: usize,
     pub pipeline: usize,
     pub seconds: f64,
 }
@@ -108,19 +116,27 @@ fn command(out: &mut Vec<u8>, args: &[&[u8]]) {
 }
 
 /// One connection and its reply buffer.
-struct Client {
+struct Connection {
     stream: TcpStream,
     input: Vec<u8>,
     limits: FrameLimits,
 }
 
-impl Client {
-    fn connect(addr: &str) -> Result<Client, String> {
-        let stream =
-            TcpStream::connect(addr).map_err(|e| format!("cannot connect to {addr}: {e}"))?;
-        stream.set_nodelay(true).map_err(|e| e.to_string())?;
-        Ok(Client {
-            stream,
+/// Connects with the standard library, so every connection is open before a round's
+/// clock starts; `Connection::new` hands it to the event loop that will drive it.
+fn connect(addr: &str) -> Result<std::net::TcpStream, String> {
+    let stream =
+        std::net::TcpStream::connect(addr).map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    stream.set_nodelay(true).map_err(|e| e.to_string())?;
+    stream.set_nonblocking(true).map_err(|e| e.to_string())?;
+    Ok(stream)
+}
+
+impl Connection {
+    /// Must run inside the tokio runtime that will drive the connection.
+    fn new(stream: std::net::TcpStream) -> Result<Connection, String> {
+        Ok(Connection {
+            stream: TcpStream::from_std(stream).map_err(|e| e.to_string())?,
             input: Vec::with_capacity(64 * 1024),
             limits: FrameLimits::default(),
         })
@@ -128,11 +144,13 @@ impl Client {
 
     /// Sends `requests` (holding `n` commands) and reads `n` replies; an error reply
     /// fails the benchmark, since it would measure the wrong thing.
-    fn round_trip(&mut self, requests: &[u8], n: usize) -> Result<(), String> {
-        self.stream.write_all(requests).map_err(|e| e.to_string())?;
+    async fn round_trip(&mut self, requests: &[u8], n: usize) -> Result<(), String> {
+        self.stream
+            .write_all(requests)
+            .await
+            .map_err(|e| e.to_string())?;
         let mut got = 0;
         let mut at = 0;
-        let mut buf = [0u8; 64 * 1024];
         while got < n {
             match parse_frame(&self.input[at..], &self.limits).map_err(|e| e.to_string())? {
                 Some((frame, used)) => {
@@ -143,11 +161,15 @@ impl Client {
                     got += 1;
                 }
                 None => {
-                    let r = self.stream.read(&mut buf).map_err(|e| e.to_string())?;
+                    self.input.reserve(16 * 1024);
+                    let r = self
+                        .stream
+                        .read_buf(&mut self.input)
+                        .await
+                        .map_err(|e| e.to_string())?;
                     if r == 0 {
                         return Err("server closed the connection".into());
                     }
-                    self.input.extend_from_slice(&buf[..r]);
                 }
             }
         }
@@ -156,57 +178,113 @@ impl Client {
     }
 }
 
-fn load(addr: &str, keys: u64, value: &[u8]) -> Result<(), String> {
-    let threads: Vec<_> = (0..4u64)
-        .map(|t| {
-            let (addr, value) = (addr.to_string(), value.to_vec());
-            std::thread::spawn(move || -> Result<(), String> {
-                let mut c = Client::connect(&addr)?;
-                let mut batch = Vec::new();
-                let mut n = 0;
-                for i in (t..keys).step_by(4) {
-                    command(&mut batch, &[b"SET", &key(i), &value]);
-                    n += 1;
-                    if n == 1000 {
-                        c.round_trip(&batch, n)?;
-                        batch.clear();
-                        n = 0;
+/// Runs `connections` on `threads` event loops: each thread builds a single-threaded
+/// runtime and drives its share with `drive`, whose results come back in no set order.
+fn on_event_loops<T, F, Fut>(
+    connections: Vec<std::net::TcpStream>,
+    threads: usize,
+    drive: F,
+) -> Vec<std::thread::JoinHandle<Result<Vec<T>, String>>>
+where
+    T: Send + 'static,
+    F: Fn(usize, Connection) -> Fut + Send + Clone + 'static,
+    Fut: std::future::Future<Output = Result<T, String>> + 'static,
+{
+    let mut shares: Vec<Vec<(usize, std::net::TcpStream)>> =
+        (0..threads).map(|_| Vec::new()).collect();
+    for (i, c) in connections.into_iter().enumerate() {
+        shares[i % threads].push((i, c));
+    }
+    shares
+        .into_iter()
+        .map(|share| {
+            let drive = drive.clone();
+            std::thread::spawn(move || -> Result<Vec<T>, String> {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_io()
+                    .build()
+                    .map_err(|e| format!("cannot start an event loop: {e}"))?;
+                let local = tokio::task::LocalSet::new();
+                local.block_on(&runtime, async move {
+                    let tasks: Vec<_> = share
+                        .into_iter()
+                        .map(|(i, stream)| {
+                            let drive = drive.clone();
+                            tokio::task::spawn_local(async move {
+                                drive(i, Connection::new(stream)?).await
+                            })
+                        })
+                        .collect();
+                    let mut out = Vec::with_capacity(tasks.len());
+                    for t in tasks {
+                        out.push(t.await.map_err(|e| format!("client task failed: {e}"))??);
                     }
-                }
-                if n > 0 {
-                    c.round_trip(&batch, n)?;
-                }
-                Ok(())
+                    Ok(out)
+                })
             })
         })
-        .collect();
-    for t in threads {
-        t.join().map_err(|_| "loader panicked".to_string())??;
+        .collect()
+}
+
+fn join_all<T>(
+    handles: Vec<std::thread::JoinHandle<Result<Vec<T>, String>>>,
+) -> Result<Vec<T>, String> {
+    let mut out = Vec::new();
+    for h in handles {
+        out.extend(
+            h.join()
+                .map_err(|_| "client thread panicked".to_string())??,
+        );
     }
-    Ok(())
+    Ok(out)
+}
+
+const LOADERS: u64 = 4;
+
+fn load(addr: &str, keys: u64, value: &[u8]) -> Result<(), String> {
+    let connections = (0..LOADERS)
+        .map(|_| connect(addr))
+        .collect::<Result<Vec<_>, _>>()?;
+    let value = Arc::new(value.to_vec());
+    let handles = on_event_loops(connections, 1, move |t, mut c| {
+        let value = value.clone();
+        async move {
+            let mut batch = Vec::new();
+            let mut n = 0;
+            for i in (t as u64..keys).step_by(LOADERS as usize) {
+                command(&mut batch, &[b"SET", &key(i), &value]);
+                n += 1;
+                if n == 1000 {
+                    c.round_trip(&batch, n).await?;
+                    batch.clear();
+                    n = 0;
+                }
+            }
+            if n > 0 {
+                c.round_trip(&batch, n).await?;
+            }
+            Ok(())
+        }
+    });
+    join_all(handles).map(|_| ())
 }
 
 fn measure(args: &RespArgs, addr: &str, spec: &Spec, round: usize) -> Result<Round, String> {
-    let value = vec![b'v'; args.value_size];
+    let value = Arc::new(vec![b'v'; args.value_size]);
     let stop = Arc::new(AtomicBool::new(false));
     let ops = Arc::new(AtomicU64::new(0));
     let shared = Shared::new(args.keys);
-    let clients = (0..args.clients)
-        .map(|_| Client::connect(addr))
+    let connections = (0..args.clients)
+        .map(|_| connect(addr))
         .collect::<Result<Vec<_>, _>>()?;
-    let handles: Vec<_> = clients
-        .into_iter()
-        .enumerate()
-        .map(|(c, mut client)| {
-            let mut generator = Generator::new(
-                spec.clone(),
-                shared.clone(),
-                args.seed,
-                (round * args.clients + c) as u64,
-            );
-            let (stop, ops, value, pipeline) =
-                (stop.clone(), ops.clone(), value.clone(), args.pipeline);
-            std::thread::spawn(move || -> Result<Histogram<u64>, String> {
+    let (spec, seed, clients, pipeline) = (spec.clone(), args.seed, args.clients, args.pipeline);
+    let drive = {
+        let (stop, ops) = (stop.clone(), ops.clone());
+        move |c: usize, mut connection: Connection| {
+            let stream = (round * clients + c) as u64;
+            let mut generator = Generator::new(spec.clone(), shared.clone(), seed, stream);
+            let (stop, ops, value) = (stop.clone(), ops.clone(), value.clone());
+            async move {
                 let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("bounds");
                 let mut batch = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
@@ -228,16 +306,17 @@ fn measure(args: &RespArgs, addr: &str, spec: &Spec, round: usize) -> Result<Rou
                         commands += 1;
                     }
                     let start = Instant::now();
-                    client.round_trip(&batch, commands)?;
+                    connection.round_trip(&batch, commands).await?;
                     let us = start.elapsed().as_micros().max(1) as u64;
                     hist.record_n(us.min(60_000_000), pipeline as u64)
                         .expect("in bounds");
                     ops.fetch_add(pipeline as u64, Ordering::Relaxed);
                 }
                 Ok(hist)
-            })
-        })
-        .collect();
+            }
+        }
+    };
+    let handles = on_event_loops(connections, args.client_threads, drive);
     let start = Instant::now();
     let mut timeline = Vec::new();
     let mut last = 0;
@@ -256,10 +335,7 @@ fn measure(args: &RespArgs, addr: &str, spec: &Spec, round: usize) -> Result<Rou
     stop.store(true, Ordering::Relaxed);
     progress.finish_and_clear();
     let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("bounds");
-    for h in handles {
-        let h = h
-            .join()
-            .map_err(|_| "client thread panicked".to_string())??;
+    for h in join_all(handles)? {
         hist.add(h).map_err(|e| e.to_string())?;
     }
     Ok(Round {
@@ -273,8 +349,15 @@ pub fn run(args: RespArgs) -> Result<Vec<ServerResult>, String> {
     if args.workload == Workload::E {
         return Err("workload e is 95% scans, which Redis strings have no command for".into());
     }
-    if args.clients == 0 || args.pipeline == 0 || args.rounds == 0 || args.addr.is_empty() {
-        return Err("--clients, --pipeline, --rounds and --addr need at least one".into());
+    if args.clients == 0
+        || args.client_threads == 0
+        || args.pipeline == 0
+        || args.rounds == 0
+        || args.addr.is_empty()
+    {
+        return Err(
+            "--clients, --client-threads, --pipeline, --rounds and --addr need at least one".into(),
+        );
     }
     if let Some(plot) = &args.plot {
         if plot.extension().and_then(|e| e.to_str()) != Some("svg") {
@@ -355,6 +438,7 @@ pub fn run(args: RespArgs) -> Result<Vec<ServerResult>, String> {
                 keys: args.keys,
                 value_size: args.value_size,
                 clients: args.clients,
+                client_threads: args.client_threads,
                 pipeline: args.pipeline,
                 seconds: args.seconds,
             }

@@ -8,6 +8,7 @@ mod db;
 mod entry;
 mod gate;
 mod glob;
+mod io_threads;
 mod memory;
 mod server;
 
@@ -17,6 +18,7 @@ use clap::Parser;
 use tokio::net::TcpListener;
 
 use crate::config::Config;
+use crate::io_threads::IoThreads;
 use crate::server::Server;
 
 /// The Redis version hotkv answers as (HELLO, INFO): the command set it follows.
@@ -87,11 +89,12 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let mut runtime = tokio::runtime::Builder::new_multi_thread();
-    if config.io_threads > 0 {
-        runtime.worker_threads(config.io_threads);
-    }
-    let runtime = runtime.enable_all().build().expect("tokio runtime");
+    // This thread accepts connections and runs the background cycles (memory
+    // accounting, active expiry); the io threads serve the connections.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
     if let Err(e) = runtime.block_on(serve(config)) {
         eprintln!("hotkv-server: {e}");
         std::process::exit(1);
@@ -141,6 +144,10 @@ fn configure(args: &Args) -> Result<Config, String> {
 
 async fn serve(config: Config) -> std::io::Result<()> {
     let listener = TcpListener::bind((config.bind, config.port)).await?;
+    let io_threads = IoThreads::start(match config.io_threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    })?;
     let server = Arc::new(Server::new(config));
     server.refresh_memory();
     tracing::info!(addr = %listener.local_addr()?, engine = %server.config.engine, "ready to accept connections");
@@ -165,8 +172,23 @@ async fn serve(config: Config) -> std::io::Result<()> {
                     }
                 };
                 let _ = socket.set_nodelay(true);
+                // Registered with this thread's reactor; re-registered on the io thread.
+                let socket = match socket.into_std() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::warn!(%peer, error = %e, "cannot hand over connection");
+                        continue;
+                    }
+                };
                 let server = server.clone();
-                tasks.spawn(async move {
+                io_threads.spawn(&mut tasks, async move {
+                    let socket = match tokio::net::TcpStream::from_std(socket) {
+                        Ok(s) => s,
+                        Err(e) => {
+                            tracing::warn!(%peer, error = %e, "cannot register connection");
+                            return;
+                        }
+                    };
                     let Some(conn) = connection::Connection::accept(socket, server).await else {
                         tracing::warn!(%peer, "refused: maxclients reached");
                         return;

@@ -215,6 +215,25 @@ impl HotRing {
         found.map(|item| item.with_value(f))
     }
 
+    /// Calls `f` with the value stored under `key` and its heat (as [`HotRing::scan`]
+    /// reports it), without counting an access: for looking at keys to evict, which
+    /// must not warm them.
+    pub fn peek_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8], u16) -> R) -> Option<R> {
+        let hash = hash64(key);
+        let guard = epoch::pin();
+        let slot = self.slot_for(hash, &guard);
+        let head = slot.load_head();
+        let (found, _, at_head) = self.search(slot, head, hash, key, &guard);
+        found.map(|item| {
+            let heat = if at_head {
+                u16::MAX
+            } else {
+                item.load_next().counter()
+            };
+            item.with_value(|v| f(v, heat))
+        })
+    }
+
     /// The value stored under `key`.
     pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
         self.get_with(key, <[u8]>::to_vec)

@@ -62,3 +62,30 @@ fn finds_the_hot_keys_and_their_shares() {
     index.remove(&key(4_000));
     assert!(index.hot_keys(5).iter().all(|(k, _)| *k != key(4_000)));
 }
+
+#[test]
+fn peeking_reports_heat_without_counting_an_access() {
+    let index = HotRing::new();
+    for i in 0..5_000 {
+        index.insert(&key(i), b"v");
+    }
+    // Make key 7 hot enough that hotspot detection moves its ring's head onto it.
+    for _ in 0..50_000 {
+        assert!(index.get(&key(7)).is_some());
+    }
+    assert_eq!(
+        index.peek_with(&key(7), |v, heat| (v.to_vec(), heat)),
+        Some((b"v".to_vec(), u16::MAX))
+    );
+    assert_eq!(index.peek_with(&key(99_999), |_, heat| heat), None);
+    index.reset_access_stats();
+    for i in 0..5_000 {
+        assert!(index.peek_with(&key(i), |_, _| ()).is_some());
+    }
+    let stats = index.stats();
+    assert_eq!(
+        stats.items_per_access, 0.0,
+        "peeks were counted as accesses: {stats:?}"
+    );
+    assert!(index.hot_keys(1).first().is_some_and(|(k, _)| k == &key(7)));
+}

@@ -15,13 +15,38 @@ pub enum Policy {
     AllKeysLru,
     AllKeysLfu,
     AllKeysRandom,
+    VolatileLru,
+    VolatileLfu,
+    VolatileRandom,
+    VolatileTtl,
 }
 
-const POLICIES: [(&str, Policy); 4] = [
-    ("noeviction", Policy::NoEviction),
+impl Policy {
+    /// Evicts only keys that have a deadline.
+    pub fn volatile(self) -> bool {
+        matches!(
+            self,
+            Policy::VolatileLru
+                | Policy::VolatileLfu
+                | Policy::VolatileRandom
+                | Policy::VolatileTtl
+        )
+    }
+}
+
+/// The default policy's place in `POLICIES`.
+const NO_EVICTION: u8 = 7;
+
+/// Redis's policy names, in the order its error message lists them.
+const POLICIES: [(&str, Policy); 8] = [
+    ("volatile-lru", Policy::VolatileLru),
+    ("volatile-lfu", Policy::VolatileLfu),
+    ("volatile-random", Policy::VolatileRandom),
+    ("volatile-ttl", Policy::VolatileTtl),
     ("allkeys-lru", Policy::AllKeysLru),
     ("allkeys-lfu", Policy::AllKeysLfu),
     ("allkeys-random", Policy::AllKeysRandom),
+    ("noeviction", Policy::NoEviction),
 ];
 
 pub struct Config {
@@ -58,7 +83,7 @@ impl Default for Config {
             requirepass: RwLock::new(None),
             maxclients: AtomicU64::new(10_000),
             maxmemory: AtomicU64::new(0),
-            policy: AtomicU8::new(0),
+            policy: AtomicU8::new(NO_EVICTION),
             maxmemory_samples: AtomicU64::new(5),
             timeout: AtomicU64::new(0),
             proto_max_bulk_len: AtomicU64::new(512 * 1024 * 1024),
@@ -189,7 +214,7 @@ impl Config {
                 let i = POLICIES
                     .iter()
                     .position(|(n, _)| n.eq_ignore_ascii_case(text))
-                    .ok_or_else(|| invalid("argument(s) must be one of the following: noeviction, allkeys-lru, allkeys-lfu, allkeys-random"))?;
+                    .ok_or_else(|| invalid("argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"))?;
                 self.policy.store(i as u8, Ordering::Relaxed);
             }
             "maxmemory-samples" => {

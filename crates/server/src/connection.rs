@@ -132,7 +132,10 @@ impl Connection {
                             continue;
                         }
                         let proto = self.session.proto;
-                        match commands::execute(&self.server, &mut self.session, &args) {
+                        let action = commands::execute(&self.server, &mut self.session, &args);
+                        let dropped = self.session.drops_reply();
+                        match action {
+                            _ if dropped && !matches!(action, Action::Close(_)) => {}
                             // Encoded in the protocol the command ran under: HELLO's
                             // reply already speaks the protocol it switched to.
                             Action::Reply(frame) => {
@@ -140,7 +143,7 @@ impl Connection {
                             }
                             Action::Ok => self.output.extend_from_slice(b"+OK\r\n"),
                             Action::Close(frame) => {
-                                if let Some(frame) = frame {
+                                if let (Some(frame), false) = (frame, dropped) {
                                     frame.encode(proto, &mut self.output);
                                 }
                                 close = true;
@@ -152,8 +155,10 @@ impl Connection {
                     Err(e) => {
                         // As Redis: reply, then close; the stream cannot be resynchronised.
                         tracing::info!(client = client.id, addr = %client.addr, error = %e, "protocol error");
-                        Frame::error(format!("ERR {e}"))
-                            .encode(self.session.proto, &mut self.output);
+                        if !self.session.replies_off {
+                            Frame::error(format!("ERR {e}"))
+                                .encode(self.session.proto, &mut self.output);
+                        }
                         close = true;
                         break;
                     }

@@ -310,12 +310,21 @@ fn remove_all(index: &HotRing, mut removed: impl FnMut(&[u8])) {
     }
 }
 
-/// A key met by [`Db::sample`].
+/// Scans at least `n` entries of `index` from a random hash, wrapping around once if
+/// that point was near the end.
+fn scan_from_random_point(index: &HotRing, n: usize, f: &mut impl FnMut(&[u8], &[u8], u16)) {
+    if index.scan(rand::random(), n, &mut *f).is_none() {
+        index.scan(0, n, f);
+    }
+}
+
+/// A key met by [`Db::sample`] or [`Db::sample_volatile`].
 pub struct Sampled {
     pub key: Vec<u8>,
     pub heat: u16,
     /// Bytes of key and stored value, plus a rough per-item overhead.
     pub bytes: usize,
+    pub deadline: Option<u64>,
 }
 
 /// Index overhead per item beyond key and value: header, link and directory share.
@@ -331,14 +340,42 @@ impl Db {
                     key: k.to_vec(),
                     heat,
                     bytes: k.len() + v.len() + ITEM_OVERHEAD,
+                    deadline: Entry::stored_deadline(v),
                 })
             }
         };
-        // Wrap around once if the random point was near the end.
-        if self.index.scan(rand::random(), n, &mut push).is_none() {
-            self.index.scan(0, n, &mut push);
-        }
+        scan_from_random_point(&self.index, n, &mut push);
         out
+    }
+
+    /// Up to `n` keys with deadlines that follow a random point of the key space, with
+    /// their heat in the main index (for the volatile-* eviction policies).
+    pub fn sample_volatile(&self, n: usize) -> Vec<Sampled> {
+        let mut keys = Vec::with_capacity(n);
+        scan_from_random_point(&self.volatile, n, &mut |k, _, _| {
+            if keys.len() < n {
+                keys.push(k.to_vec())
+            }
+        });
+        keys.into_iter()
+            .filter_map(|key| {
+                // Stale hints (the key is gone or lost its deadline) are skipped here
+                // and dropped by the expiry cycle.
+                let (bytes, heat, deadline) = self.index.peek_with(&key, |v, heat| {
+                    (
+                        key.len() + v.len() + ITEM_OVERHEAD,
+                        heat,
+                        Entry::stored_deadline(v),
+                    )
+                })?;
+                deadline.map(|d| Sampled {
+                    key,
+                    heat,
+                    bytes,
+                    deadline: Some(d),
+                })
+            })
+            .collect()
     }
 
     /// A live key chosen at random (RANDOMKEY), or `None` if there are none.

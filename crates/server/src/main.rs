@@ -58,9 +58,11 @@ struct Args {
     /// Memory limit, with a unit as in Redis (100mb, 2gb) [default: 0, no limit].
     #[arg(long)]
     maxmemory: Option<String>,
-    /// What to do over maxmemory: noeviction (writes fail), allkeys-lru, allkeys-lfu
-    /// (both evict the coldest of sampled keys by the index's access counters) or
-    /// allkeys-random [default: noeviction].
+    /// What to do over maxmemory: noeviction (writes fail); allkeys-lru or allkeys-lfu
+    /// (both evict the coldest of sampled keys by the index's access counters),
+    /// allkeys-random; or the same among keys with a TTL only: volatile-lru,
+    /// volatile-lfu, volatile-random, and volatile-ttl (the nearest deadline first)
+    /// [default: noeviction].
     #[arg(long)]
     maxmemory_policy: Option<String>,
     /// Close clients idle this many seconds [default: 0, never].

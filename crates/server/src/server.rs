@@ -8,7 +8,7 @@ use tokio::sync::watch;
 
 use crate::clients::Clients;
 use crate::config::{Config, Policy};
-use crate::db::Db;
+use crate::db::{Db, Sampled};
 use crate::gate::Gate;
 
 pub struct Server {
@@ -27,6 +27,20 @@ pub struct Server {
 /// Why a write was refused.
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
+/// The key `policy` evicts among those sampled: the first for the random policies
+/// (the sample starts at a random point), the nearest deadline for volatile-ttl, the
+/// coldest by the index's counters for the LRU and LFU policies.
+fn victim(policy: Policy, sample: &[Sampled]) -> Option<&Sampled> {
+    match policy {
+        Policy::NoEviction => None,
+        Policy::AllKeysRandom | Policy::VolatileRandom => sample.first(),
+        Policy::VolatileTtl => sample.iter().min_by_key(|s| s.deadline),
+        Policy::AllKeysLru | Policy::AllKeysLfu | Policy::VolatileLru | Policy::VolatileLfu => {
+            sample.iter().min_by_key(|s| s.heat)
+        }
+    }
+}
+
 impl Server {
     pub fn new(config: Config) -> Server {
         Server {
@@ -43,6 +57,11 @@ impl Server {
             peak_memory: AtomicU64::new(0),
             shutdown: watch::channel(false).0,
         }
+    }
+
+    /// The start time in Unix seconds.
+    pub fn started_unix_secs(&self) -> u64 {
+        (crate::entry::now_ms() / 1000).saturating_sub(self.started.elapsed().as_secs())
     }
 
     pub fn request_shutdown(&self) {
@@ -109,12 +128,13 @@ impl Server {
         let mut rounds = 0;
         while freed < excess && rounds < 64 {
             rounds += 1;
-            let sample = self.db.sample(self.config.maxmemory_samples());
-            let victim = match policy {
-                Policy::AllKeysRandom => sample.first(),
-                _ => sample.iter().min_by_key(|s| s.heat),
+            let n = self.config.maxmemory_samples();
+            let sample = if policy.volatile() {
+                self.db.sample_volatile(n)
+            } else {
+                self.db.sample(n)
             };
-            let Some(victim) = victim else {
+            let Some(victim) = victim(policy, &sample) else {
                 break;
             };
             if self.db.remove(&victim.key) {
@@ -157,5 +177,35 @@ impl Server {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sampled(key: &str, heat: u16, deadline: Option<u64>) -> Sampled {
+        Sampled {
+            key: key.into(),
+            heat,
+            bytes: 100,
+            deadline,
+        }
+    }
+
+    #[test]
+    fn each_policy_picks_its_victim() {
+        let sample = [
+            sampled("warm-soon", 5, Some(2_000)),
+            sampled("cold-late", 0, Some(9_000)),
+            sampled("hot-sooner", u16::MAX, Some(1_000)),
+        ];
+        let pick = |p| victim(p, &sample).map(|s| String::from_utf8(s.key.clone()).unwrap());
+        assert_eq!(pick(Policy::VolatileTtl).as_deref(), Some("hot-sooner"));
+        assert_eq!(pick(Policy::VolatileLru).as_deref(), Some("cold-late"));
+        assert_eq!(pick(Policy::AllKeysLfu).as_deref(), Some("cold-late"));
+        assert_eq!(pick(Policy::AllKeysRandom).as_deref(), Some("warm-soon"));
+        assert_eq!(pick(Policy::NoEviction), None);
+        assert!(victim(Policy::VolatileTtl, &[]).is_none());
     }
 }

@@ -199,6 +199,64 @@ fn maxmemory_refuses_or_evicts() {
 }
 
 #[test]
+fn volatile_policies_evict_only_keys_with_a_ttl() {
+    let server = Server::start();
+    let mut c = server.client();
+    for i in 0..1000 {
+        run::<()>(&mut c, &["SET", &format!("keep:{i}"), &"x".repeat(100)]);
+    }
+    // No key has a TTL: a volatile policy has nothing to evict, so writes fail.
+    run::<()>(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "volatile-lru"],
+    );
+    run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "1000"]);
+    assert!(eventually(5, || redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .query::<()>(&mut c)
+        .is_err()));
+    run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "0"]);
+    for i in 0..500 {
+        let ttl = (1000 + i).to_string();
+        run::<()>(
+            &mut c,
+            &["SET", &format!("temp:{i}"), &"x".repeat(100), "EX", &ttl],
+        );
+    }
+    for policy in ["volatile-random", "volatile-lfu", "volatile-ttl"] {
+        run::<()>(&mut c, &["CONFIG", "SET", "maxmemory-policy", policy]);
+        run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "1000"]);
+        let before: u64 = info_field(&mut c, "evicted_keys").parse().unwrap();
+        assert!(
+            eventually(5, || {
+                let _ = redis::cmd("SET").arg("k").arg("v").query::<()>(&mut c);
+                info_field(&mut c, "evicted_keys").parse::<u64>().unwrap() > before
+            }),
+            "{policy} evicted nothing"
+        );
+        run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "0"]);
+    }
+    // Every key without a TTL survived.
+    for i in 0..1000 {
+        assert_eq!(
+            run::<i64>(&mut c, &["EXISTS", &format!("keep:{i}")]),
+            1,
+            "keep:{i}"
+        );
+    }
+    let evicted: u64 = info_field(&mut c, "evicted_keys").parse().unwrap();
+    let temps_left = (0..500)
+        .filter(|i| run::<i64>(&mut c, &["EXISTS", &format!("temp:{i}")]) == 1)
+        .count() as u64;
+    assert_eq!(
+        temps_left + evicted,
+        500,
+        "evictions came from the keys with a TTL"
+    );
+}
+
+#[test]
 fn info_sections_and_hotkeys() {
     let server = Server::start();
     let mut c = server.client();
@@ -351,4 +409,61 @@ fn a_client_that_stops_reading_is_dropped_at_the_output_limit() {
     let got = exchange(&mut s, b"GET big\r\n", usize::MAX);
     assert!(got.is_empty(), "a reply above the hard limit was sent");
     server.alive();
+}
+
+#[test]
+fn client_reply_off_and_skip_drop_replies_but_still_run_commands() {
+    let server = Server::start();
+    let mut s = server.raw();
+    // SKIP drops its own reply and the next one: the SET runs silently, GET answers.
+    let got = exchange(&mut s, b"CLIENT REPLY SKIP\r\nSET a 1\r\nGET a\r\n", 7);
+    assert_eq!(got, b"$1\r\n1\r\n");
+    // OFF drops everything, errors included, until ON, which is answered.
+    let got = exchange(
+        &mut s,
+        b"CLIENT REPLY OFF\r\nSET b 2\r\nNOSUCHCOMMAND\r\nGET b\r\nCLIENT REPLY ON\r\nGET b\r\n",
+        12,
+    );
+    assert_eq!(got, b"+OK\r\n$1\r\n2\r\n");
+    // SKIP while off does not turn replies back on afterwards.
+    let got = exchange(
+        &mut s,
+        b"CLIENT REPLY OFF\r\nCLIENT REPLY SKIP\r\nGET a\r\nGET b\r\nCLIENT REPLY ON\r\n",
+        5,
+    );
+    assert_eq!(got, b"+OK\r\n");
+    assert_script(
+        &mut s,
+        &[(b"CLIENT REPLY MAYBE\r\n", b"-ERR syntax error\r\n")],
+    );
+}
+
+#[test]
+fn role_and_info_say_master_with_nothing_to_load() {
+    let server = Server::start();
+    let mut c = server.client();
+    let role: redis::Value = run(&mut c, &["ROLE"]);
+    assert_eq!(
+        role,
+        redis::Value::Array(vec![
+            redis::Value::BulkString(b"master".to_vec()),
+            redis::Value::Int(0),
+            redis::Value::Array(vec![]),
+        ])
+    );
+    assert_eq!(info_field(&mut c, "role"), "master");
+    assert_eq!(info_field(&mut c, "connected_slaves"), "0");
+    assert_eq!(info_field(&mut c, "loading"), "0");
+    let saved: u64 = info_field(&mut c, "rdb_last_save_time").parse().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(
+        saved <= now && now - saved < 600,
+        "start time {saved}, now {now}"
+    );
+    let only: String = run(&mut c, &["INFO", "replication"]);
+    assert!(only.starts_with("# Replication\r\n"), "{only}");
+    assert!(!only.contains("# Server"), "{only}");
 }

@@ -172,3 +172,54 @@ fn ranges_floats_and_msetnx() {
     assert_eq!(run::<i64>(&mut c, &["EXISTS", "m3"]), 0);
     assert_eq!(run::<String>(&mut c, &["GET", "m2"]), "b");
 }
+
+#[test]
+fn copy_duplicates_value_and_expiry_and_object_names_the_encoding() {
+    let server = Server::start();
+    let mut c = server.client();
+    let _: () = run(&mut c, &["SET", "src", "hello", "EX", "100"]);
+    assert_eq!(run::<i64>(&mut c, &["COPY", "src", "dst"]), 1);
+    assert_eq!(run::<String>(&mut c, &["GET", "dst"]), "hello");
+    let ttl: i64 = run(&mut c, &["TTL", "dst"]);
+    assert!((1..=100).contains(&ttl), "{ttl}");
+    let _: () = run(&mut c, &["SET", "src", "changed"]);
+    assert_eq!(run::<i64>(&mut c, &["COPY", "src", "dst"]), 0);
+    assert_eq!(run::<String>(&mut c, &["GET", "dst"]), "hello");
+    assert_eq!(run::<i64>(&mut c, &["COPY", "src", "dst", "REPLACE"]), 1);
+    assert_eq!(run::<String>(&mut c, &["GET", "dst"]), "changed");
+    assert_eq!(run::<i64>(&mut c, &["TTL", "dst"]), -1);
+    assert_eq!(run::<i64>(&mut c, &["COPY", "missing", "dst"]), 0);
+    assert_eq!(
+        run_err(&mut c, &["COPY", "src", "src"]),
+        "ERR source and destination objects are the same"
+    );
+    assert_eq!(
+        run_err(&mut c, &["COPY", "src", "x", "DB", "3"]),
+        "ERR DB index is out of range"
+    );
+    for (value, encoding) in [
+        ("12345", "int"),
+        ("-7", "int"),
+        ("007", "embstr"),
+        ("short", "embstr"),
+        (&"x".repeat(44), "embstr"),
+        (&"x".repeat(45), "raw"),
+    ] {
+        let _: () = run(&mut c, &["SET", "k", value]);
+        assert_eq!(
+            run::<String>(&mut c, &["OBJECT", "ENCODING", "k"]),
+            encoding,
+            "{value}"
+        );
+    }
+    let none: Option<String> = run(&mut c, &["OBJECT", "ENCODING", "nokey"]);
+    assert_eq!(none, None);
+    let _: () = run(&mut c, &["SET", "small", "42"]);
+    assert_eq!(
+        run::<i64>(&mut c, &["OBJECT", "REFCOUNT", "small"]),
+        i32::MAX as i64
+    );
+    assert_eq!(run::<i64>(&mut c, &["OBJECT", "REFCOUNT", "k"]), 1);
+    assert!(run_err(&mut c, &["OBJECT", "FREQ", "k"])
+        .starts_with("ERR An LFU maxmemory policy is not selected"));
+}

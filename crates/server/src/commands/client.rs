@@ -1,4 +1,4 @@
-//! CLIENT ID, GETNAME, SETNAME, LIST, INFO, KILL, SETINFO, NO-EVICT.
+//! CLIENT ID, GETNAME, SETNAME, LIST, INFO, KILL, SETINFO, NO-EVICT, REPLY.
 
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
@@ -63,6 +63,25 @@ pub fn client(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
             }
             ok()
         }
+        (b"REPLY", [mode]) => match upper(mode).as_slice() {
+            b"ON" => {
+                ctx.session.replies_off = false;
+                ctx.session.replies_to_skip = 0;
+                ok()
+            }
+            b"OFF" => {
+                ctx.session.replies_off = true;
+                ok()
+            }
+            b"SKIP" => {
+                // This command's reply and the next one's; nothing to skip while off.
+                if !ctx.session.replies_off {
+                    ctx.session.replies_to_skip = 2;
+                }
+                ok()
+            }
+            _ => error(SYNTAX_ERROR),
+        },
         (b"NO-EVICT", [flag]) => match upper(flag).as_slice() {
             b"ON" => {
                 ctx.session.client.no_evict.store(true, Ordering::Relaxed);
@@ -78,7 +97,7 @@ pub fn client(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
             "client",
             &args[1],
             &[
-                "ID", "GETNAME", "SETNAME", "INFO", "LIST", "KILL", "SETINFO", "NO-EVICT",
+                "ID", "GETNAME", "SETNAME", "INFO", "LIST", "KILL", "SETINFO", "NO-EVICT", "REPLY",
             ],
         ),
     }

@@ -1,5 +1,6 @@
-//! INFO [section...]: Redis's sections (server, clients, memory, stats, keyspace) with
-//! its field names, so monitoring tools read them, and a `hotring` section.
+//! INFO [section...]: Redis's sections (server, clients, memory, persistence, stats,
+//! replication, keyspace) with its field names, so monitoring tools read them, and a
+//! `hotring` section.
 
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
@@ -10,7 +11,14 @@ use super::{reply, Action, Ctx};
 use crate::server::Server;
 
 const SECTIONS: &[&str] = &[
-    "server", "clients", "memory", "stats", "keyspace", "hotring",
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "keyspace",
+    "hotring",
 ];
 
 pub fn info(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
@@ -93,6 +101,25 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
                 &server.config.get(b"maxmemory-policy")[0].1,
             );
             field("mem_allocator", &"jemalloc");
+        }
+        "persistence" => {
+            // The memory engine saves nothing: never loading, no save in progress, and,
+            // as Redis reports before its first save, the start time as the last save.
+            field("loading", &0);
+            field("async_loading", &0);
+            field("rdb_bgsave_in_progress", &0);
+            field("rdb_last_save_time", &server.started_unix_secs());
+            field("rdb_last_bgsave_status", &"ok");
+            field("aof_enabled", &0);
+            field("aof_rewrite_in_progress", &0);
+        }
+        "replication" => {
+            field("role", &"master");
+            field("connected_slaves", &0);
+            field("master_failover_state", &"no-failover");
+            field("master_replid", &server.run_id);
+            field("master_repl_offset", &0);
+            field("repl_backlog_active", &0);
         }
         "stats" => {
             let c = &server.clients;

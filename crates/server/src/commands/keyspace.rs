@@ -1,8 +1,10 @@
-//! TYPE, RENAME, RENAMENX, RANDOMKEY.
+//! TYPE, RENAME, RENAMENX, COPY, RANDOMKEY.
 
 use resp::Frame;
 
-use super::{error, int, ok, reply, Action, Ctx};
+use super::{
+    error, int, ok, parse_integer, reply, upper, Action, Ctx, NOT_AN_INTEGER, SYNTAX_ERROR,
+};
 
 /// Every value is a string so far.
 pub fn type_of(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
@@ -44,6 +46,38 @@ pub fn renamenx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
         Ok(done) => int(done as i64),
         Err(e) => error(e),
     }
+}
+
+/// `COPY source destination [DB destination-db] [REPLACE]`: value and expiry. Runs
+/// alone, like RENAME. Only database 0 exists, so `DB` accepts 0 alone.
+pub fn copy(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    let mut replace = false;
+    let mut options = args[3..].iter();
+    while let Some(option) = options.next() {
+        match upper(option).as_slice() {
+            b"REPLACE" => replace = true,
+            b"DB" => match options.next().map(|db| parse_integer(db)) {
+                Some(Some(0)) => {}
+                Some(Some(_)) => return error("ERR DB index is out of range"),
+                Some(None) => return error(NOT_AN_INTEGER),
+                None => return error(SYNTAX_ERROR),
+            },
+            _ => return error(SYNTAX_ERROR),
+        }
+    }
+    let (from, to) = (&args[1], &args[2]);
+    if from == to {
+        return error("ERR source and destination objects are the same");
+    }
+    let db = ctx.db();
+    let Some(entry) = db.get(from) else {
+        return int(0);
+    };
+    if !replace && db.contains(to) {
+        return int(0);
+    }
+    db.set(to, &entry.value, entry.deadline);
+    int(1)
 }
 
 pub fn randomkey(ctx: &mut Ctx, _: &[Vec<u8>]) -> Action {

@@ -13,6 +13,7 @@ mod hotkeys;
 mod incr;
 mod info;
 mod keyspace;
+mod object;
 mod scan;
 mod server;
 mod set;
@@ -41,6 +42,10 @@ pub struct Session {
     pub multi_failed: bool,
     /// WATCHed keys and the versions they had.
     pub watching: Vec<(Vec<u8>, u32)>,
+    /// CLIENT REPLY OFF: replies are dropped until CLIENT REPLY ON.
+    pub replies_off: bool,
+    /// Replies still to drop for CLIENT REPLY SKIP: its own and the next command's.
+    pub replies_to_skip: u8,
 }
 
 impl Session {
@@ -52,7 +57,19 @@ impl Session {
             multi: None,
             multi_failed: false,
             watching: Vec::new(),
+            replies_off: false,
+            replies_to_skip: 0,
         }
+    }
+
+    /// Called once per command run, after it ran: whether its reply is dropped
+    /// (CLIENT REPLY OFF or SKIP).
+    pub fn drops_reply(&mut self) -> bool {
+        if self.replies_to_skip > 0 {
+            self.replies_to_skip -= 1;
+            return true;
+        }
+        self.replies_off
     }
 
     /// Forgets WATCHed keys, releasing the database's watch count.
@@ -199,6 +216,8 @@ const TABLE: &[Command] = &[
     cmd("expiretime", 2, R, ONE_KEY, expire::expiretime),
     cmd("pexpiretime", 2, R, ONE_KEY, expire::pexpiretime),
     cmd("persist", 2, WRITE, ONE_KEY, expire::persist),
+    cmd("object", -2, R, (2, 2, 1), object::object),
+    cmd("copy", -3, W | ALONE, (1, 2, 1), keyspace::copy),
     // Transactions.
     cmd("multi", 1, NO_QUEUE, NO_KEYS, transaction::multi),
     cmd("exec", 1, NO_QUEUE, NO_KEYS, transaction::exec),
@@ -210,6 +229,7 @@ const TABLE: &[Command] = &[
     cmd("config", -2, ADMIN, NO_KEYS, config::config),
     cmd("info", -1, 0, NO_KEYS, info::info),
     cmd("time", 1, 0, NO_KEYS, server::time),
+    cmd("role", 1, 0, NO_KEYS, server::role),
     cmd("shutdown", -1, ADMIN | NO_QUEUE, NO_KEYS, server::shutdown),
     cmd("hotkeys", -1, READONLY, NO_KEYS, hotkeys::hotkeys),
 ];

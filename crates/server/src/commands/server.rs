@@ -1,4 +1,4 @@
-//! DBSIZE, FLUSHDB, FLUSHALL, TIME, SHUTDOWN.
+//! DBSIZE, FLUSHDB, FLUSHALL, TIME, ROLE, SHUTDOWN.
 
 use resp::Frame;
 
@@ -18,6 +18,16 @@ pub fn flush(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
     }
     ctx.db().clear();
     ok()
+}
+
+/// A hotkv server has no replication yet: it is a master with no replicas, which is
+/// what clients that check the role before writing need to hear.
+pub fn role(_: &mut Ctx, _: &[Vec<u8>]) -> Action {
+    reply(Frame::Array(vec![
+        Frame::bulk("master"),
+        Frame::Integer(0),
+        Frame::Array(vec![]),
+    ]))
 }
 
 pub fn time(_: &mut Ctx, _: &[Vec<u8>]) -> Action {

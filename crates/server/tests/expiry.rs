@@ -161,3 +161,16 @@ fn expired_keys_vanish_lazily_and_actively() {
     let keyspace: String = run(&mut c, &["INFO", "keyspace"]);
     assert!(keyspace.contains("db0:keys=1,expires=1"), "{keyspace}");
 }
+
+#[test]
+fn setbit_keeps_the_expiry_and_grows_with_zeros() {
+    let server = Server::start();
+    let mut c = server.client();
+    let _: () = run(&mut c, &["SET", "k", "\u{1}", "EX", "100"]);
+    assert_eq!(run::<i64>(&mut c, &["SETBIT", "k", "23", "1"]), 0);
+    assert_eq!(run::<Vec<u8>>(&mut c, &["GET", "k"]), vec![1u8, 0, 1]);
+    let ttl: i64 = run(&mut c, &["TTL", "k"]);
+    assert!((1..=100).contains(&ttl), "SETBIT dropped the TTL: {ttl}");
+    assert_eq!(run::<i64>(&mut c, &["BITCOUNT", "k"]), 2);
+    assert_eq!(run::<i64>(&mut c, &["BITPOS", "k", "1", "1"]), 23);
+}

@@ -2,6 +2,7 @@
 //! from arguments to a reply, and [`execute`], which checks arity, authentication,
 //! transactions and memory before running one.
 
+mod bits;
 mod client;
 mod config;
 mod connection;
@@ -193,6 +194,10 @@ const TABLE: &[Command] = &[
     cmd("incrby", 3, W, ONE_KEY, incr::incrby),
     cmd("decrby", 3, W, ONE_KEY, incr::decrby),
     cmd("incrbyfloat", 3, W, ONE_KEY, incr::incrbyfloat),
+    cmd("getbit", 3, R, ONE_KEY, bits::getbit),
+    cmd("setbit", 4, W, ONE_KEY, bits::setbit),
+    cmd("bitcount", -2, R, ONE_KEY, bits::bitcount),
+    cmd("bitpos", -3, R, ONE_KEY, bits::bitpos),
     // Keyspace.
     cmd("del", -2, WRITE, ALL_KEYS, del::del),
     cmd("unlink", -2, WRITE, ALL_KEYS, del::del),

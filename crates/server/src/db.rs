@@ -378,6 +378,18 @@ impl Db {
             .collect()
     }
 
+    /// Bytes `key` takes in the index (key, stored value and the per-item overhead),
+    /// or `None` if it is not live. Does not count as an access.
+    pub fn memory_usage(&self, key: &[u8]) -> Option<usize> {
+        let (bytes, deadline) = self.index.peek_with(key, |stored, _| {
+            (
+                key.len() + stored.len() + ITEM_OVERHEAD,
+                Entry::stored_deadline(stored),
+            )
+        })?;
+        deadline.is_none_or(|d| d >= now_ms()).then_some(bytes)
+    }
+
     /// A live key chosen at random (RANDOMKEY), or `None` if there are none.
     pub fn random_key(&self) -> Option<Vec<u8>> {
         // Expired keys met on the way are deleted; give up after a few rounds of them

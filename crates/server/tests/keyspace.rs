@@ -222,4 +222,12 @@ fn copy_duplicates_value_and_expiry_and_object_names_the_encoding() {
     assert_eq!(run::<i64>(&mut c, &["OBJECT", "REFCOUNT", "k"]), 1);
     assert!(run_err(&mut c, &["OBJECT", "FREQ", "k"])
         .starts_with("ERR An LFU maxmemory policy is not selected"));
+    // MEMORY USAGE: key and value bytes plus the index's overhead; nil once gone.
+    let _: () = run(&mut c, &["SET", "big", &"v".repeat(1000)]);
+    let used: i64 = run(&mut c, &["MEMORY", "USAGE", "big"]);
+    assert!((1003..1200).contains(&used), "{used}");
+    let _: () = run(&mut c, &["SET", "brief", "v", "PX", "1"]);
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let gone: Option<i64> = run(&mut c, &["MEMORY", "USAGE", "brief"]);
+    assert_eq!(gone, None);
 }

@@ -1,4 +1,4 @@
-//! TYPE, RENAME, RENAMENX, COPY, RANDOMKEY.
+//! TYPE, RENAME, RENAMENX, COPY, MOVE, RANDOMKEY.
 
 use resp::Frame;
 
@@ -78,6 +78,16 @@ pub fn copy(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
     }
     db.set(to, &entry.value, entry.deadline);
     int(1)
+}
+
+/// `MOVE key db`: with database 0 the only one, the destination is either the
+/// source (Redis's error for that) or out of range.
+pub fn move_key(_: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    match parse_integer(&args[2]) {
+        Some(0) => error("ERR source and destination objects are the same"),
+        Some(_) => error("ERR DB index is out of range"),
+        None => error(NOT_AN_INTEGER),
+    }
 }
 
 pub fn randomkey(ctx: &mut Ctx, _: &[Vec<u8>]) -> Action {

@@ -14,6 +14,7 @@ mod hotkeys;
 mod incr;
 mod info;
 mod keyspace;
+mod memory;
 mod object;
 mod scan;
 mod server;
@@ -223,6 +224,7 @@ const TABLE: &[Command] = &[
     cmd("persist", 2, WRITE, ONE_KEY, expire::persist),
     cmd("object", -2, R, (2, 2, 1), object::object),
     cmd("copy", -3, W | ALONE, (1, 2, 1), keyspace::copy),
+    cmd("move", 3, WRITE, ONE_KEY, keyspace::move_key),
     // Transactions.
     cmd("multi", 1, NO_QUEUE, NO_KEYS, transaction::multi),
     cmd("exec", 1, NO_QUEUE, NO_KEYS, transaction::exec),
@@ -235,6 +237,8 @@ const TABLE: &[Command] = &[
     cmd("info", -1, 0, NO_KEYS, info::info),
     cmd("time", 1, 0, NO_KEYS, server::time),
     cmd("role", 1, 0, NO_KEYS, server::role),
+    cmd("memory", -2, R, (2, 2, 1), memory::memory),
+    cmd("swapdb", 3, WRITE, NO_KEYS, server::swapdb),
     cmd("shutdown", -1, ADMIN | NO_QUEUE, NO_KEYS, server::shutdown),
     cmd("hotkeys", -1, READONLY, NO_KEYS, hotkeys::hotkeys),
 ];

@@ -1,8 +1,8 @@
-//! DBSIZE, FLUSHDB, FLUSHALL, TIME, ROLE, SHUTDOWN.
+//! DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, TIME, ROLE, SHUTDOWN.
 
 use resp::Frame;
 
-use super::{error, int, ok, reply, upper, Action, Ctx, SYNTAX_ERROR};
+use super::{error, int, ok, parse_integer, reply, upper, Action, Ctx, SYNTAX_ERROR};
 
 pub fn dbsize(ctx: &mut Ctx, _: &[Vec<u8>]) -> Action {
     int(ctx.db().len() as i64)
@@ -17,6 +17,22 @@ pub fn flush(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
         _ => return error(SYNTAX_ERROR),
     }
     ctx.db().clear();
+    ok()
+}
+
+/// `SWAPDB a b`: database 0 is the only one, so swapping it with itself is all there
+/// is to do.
+pub fn swapdb(_: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    let (Some(a), Some(b)) = (parse_integer(&args[1]), parse_integer(&args[2])) else {
+        return error(if parse_integer(&args[1]).is_none() {
+            "ERR invalid first DB index"
+        } else {
+            "ERR invalid second DB index"
+        });
+    };
+    if a != 0 || b != 0 {
+        return error("ERR DB index is out of range");
+    }
     ok()
 }
 

@@ -132,6 +132,16 @@ impl Connection {
                             continue;
                         }
                         let proto = self.session.proto;
+                        // CLIENT PAUSE: answer what came before, then hold this one.
+                        // The check is one load while no pause is on.
+                        while let Some(wait) = self
+                            .server
+                            .pause
+                            .holds(|| commands::writes(&self.session, &args))
+                        {
+                            self.flush().await?;
+                            self.server.pause.wait(wait).await;
+                        }
                         let action = commands::execute(&self.server, &mut self.session, &args);
                         let dropped = self.session.drops_reply();
                         match action {

@@ -10,6 +10,7 @@ mod gate;
 mod glob;
 mod io_threads;
 mod memory;
+mod pause;
 mod server;
 
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! What all connections share: the keyspace, the transaction gate, settings, the
-//! client registry, memory accounting and the shutdown signal.
+//! client registry, memory accounting, CLIENT PAUSE and the shutdown signal.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -10,6 +10,7 @@ use crate::clients::Clients;
 use crate::config::{Config, Policy};
 use crate::db::{Db, Sampled};
 use crate::gate::Gate;
+use crate::pause::Pause;
 
 pub struct Server {
     pub db: Db,
@@ -19,6 +20,7 @@ pub struct Server {
     pub started: Instant,
     pub run_id: String,
     pub evicted: AtomicU64,
+    pub pause: Pause,
     used_memory: AtomicU64,
     peak_memory: AtomicU64,
     shutdown: watch::Sender<bool>,
@@ -53,6 +55,7 @@ impl Server {
                 .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).expect("hex digit"))
                 .collect(),
             evicted: AtomicU64::new(0),
+            pause: Pause::default(),
             used_memory: AtomicU64::new(0),
             peak_memory: AtomicU64::new(0),
             shutdown: watch::channel(false).0,

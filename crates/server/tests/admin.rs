@@ -467,3 +467,69 @@ fn role_and_info_say_master_with_nothing_to_load() {
     assert!(only.starts_with("# Replication\r\n"), "{only}");
     assert!(!only.contains("# Server"), "{only}");
 }
+
+/// Reads from `s` for up to `wait`; whatever arrived (nothing if it timed out).
+fn read_within(s: &mut std::net::TcpStream, wait: Duration) -> Vec<u8> {
+    use std::io::Read;
+    s.set_read_timeout(Some(wait)).unwrap();
+    let mut buf = [0u8; 256];
+    let got = match s.read(&mut buf) {
+        Ok(n) => buf[..n].to_vec(),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            Vec::new()
+        }
+        Err(e) => panic!("read failed: {e}"),
+    };
+    s.set_read_timeout(None).unwrap();
+    got
+}
+
+#[test]
+fn client_pause_holds_writes_or_everything_until_unpause_or_the_deadline() {
+    use std::io::Write;
+    let server = Server::start();
+    let mut admin = server.client();
+    let mut reader = server.client();
+    let mut writer = server.raw();
+    run::<()>(&mut reader, &["SET", "k", "old"]);
+    run::<()>(&mut admin, &["CLIENT", "PAUSE", "60000", "WRITE"]);
+    writer.write_all(b"SET k new\r\n").unwrap();
+    assert_eq!(
+        read_within(&mut writer, Duration::from_millis(300)),
+        b"",
+        "a write ran while paused"
+    );
+    // Reads go on, and see the value from before the held write.
+    assert_eq!(run::<String>(&mut reader, &["GET", "k"]), "old");
+    run::<()>(&mut admin, &["CLIENT", "UNPAUSE"]);
+    assert_eq!(
+        read_within(&mut writer, Duration::from_secs(10)),
+        b"+OK\r\n"
+    );
+    assert_eq!(run::<String>(&mut reader, &["GET", "k"]), "new");
+    // ALL holds reads too, and ends by itself at the deadline.
+    run::<()>(&mut admin, &["CLIENT", "PAUSE", "2000"]);
+    writer.write_all(b"GET k\r\n").unwrap();
+    assert_eq!(
+        read_within(&mut writer, Duration::from_millis(300)),
+        b"",
+        "a read ran while paused"
+    );
+    assert_eq!(
+        read_within(&mut writer, Duration::from_secs(10)),
+        b"$3\r\nnew\r\n"
+    );
+    assert_eq!(
+        run_err(&mut admin, &["CLIENT", "PAUSE", "-5"]),
+        "ERR timeout is negative"
+    );
+    assert_eq!(
+        run_err(&mut admin, &["CLIENT", "PAUSE", "10", "READS"]),
+        "ERR CLIENT PAUSE mode must be WRITE or ALL"
+    );
+}

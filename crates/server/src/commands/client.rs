@@ -1,4 +1,5 @@
-//! CLIENT ID, GETNAME, SETNAME, LIST, INFO, KILL, SETINFO, NO-EVICT, REPLY.
+//! CLIENT ID, GETNAME, SETNAME, LIST, INFO, KILL, SETINFO, NO-EVICT, REPLY, PAUSE,
+//! UNPAUSE.
 
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
@@ -63,6 +64,35 @@ pub fn client(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
             }
             ok()
         }
+        (b"PAUSE", [timeout, mode @ ..]) => {
+            let all = match mode {
+                [] => true,
+                [mode] => match upper(mode).as_slice() {
+                    b"ALL" => true,
+                    b"WRITE" => false,
+                    _ => return error("ERR CLIENT PAUSE mode must be WRITE or ALL"),
+                },
+                _ => {
+                    return error(&format!(
+                        "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+                        String::from_utf8_lossy(&args[1])
+                    ))
+                }
+            };
+            let ms = match parse_integer(timeout) {
+                Some(ms) if ms < 0 => return error("ERR timeout is negative"),
+                Some(ms) => ms as u64,
+                None => return error("ERR timeout is not an integer or out of range"),
+            };
+            ctx.server
+                .pause
+                .pause(crate::entry::now_ms().saturating_add(ms), all);
+            ok()
+        }
+        (b"UNPAUSE", []) => {
+            ctx.server.pause.unpause();
+            ok()
+        }
         (b"REPLY", [mode]) => match upper(mode).as_slice() {
             b"ON" => {
                 ctx.session.replies_off = false;
@@ -98,6 +128,7 @@ pub fn client(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
             &args[1],
             &[
                 "ID", "GETNAME", "SETNAME", "INFO", "LIST", "KILL", "SETINFO", "NO-EVICT", "REPLY",
+                "PAUSE", "UNPAUSE",
             ],
         ),
     }

@@ -284,6 +284,23 @@ fn lookup(name: &[u8]) -> Option<(usize, &'static Command)> {
     map.get(&*lower).map(|&i| (i, &TABLE[i]))
 }
 
+/// Whether CLIENT PAUSE WRITE holds this request: a command that writes, or an EXEC
+/// whose queue holds one. Unknown commands are not held: they only get an error.
+pub fn writes(session: &Session, args: &[Vec<u8>]) -> bool {
+    let Some((_, cmd)) = lookup(&args[0]) else {
+        return false;
+    };
+    if cmd.flags & WRITE != 0 {
+        return true;
+    }
+    cmd.name == "exec"
+        && session.multi.as_ref().is_some_and(|queue| {
+            queue
+                .iter()
+                .any(|q| lookup(&q[0]).is_some_and(|(_, c)| c.flags & WRITE != 0))
+        })
+}
+
 /// Runs one request from a client. `args` is not empty.
 pub fn execute(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
     let Some((index, cmd)) = lookup(&args[0]) else {

@@ -332,6 +332,42 @@ CLIENT PAUSE
 CLIENT UNPAUSE extra
 CLIENT UNPAUSE
 CLIENT REPLY BOGUS
+SET x1 \x0f\xf0
+SET x2 \xff
+BITOP AND dest x1 x2
+GET dest
+BITOP OR dest x1 x2 nokey
+GET dest
+BITOP XOR dest x1 x2
+GET dest
+BITOP NOT dest x1
+GET dest
+BITOP NOT dest x1 x2
+BITOP NAND dest x1
+BITOP AND dest nokey nokey2
+EXISTS dest
+BITOP or dest2 x1
+GET dest2
+SET ohmytext ohmytext
+SET mynewtext mynewtext
+LCS ohmytext mynewtext
+LCS ohmytext mynewtext LEN
+LCS ohmytext mynewtext IDX
+LCS ohmytext mynewtext IDX MINMATCHLEN 4
+LCS ohmytext mynewtext IDX MINMATCHLEN 4 WITHMATCHLEN
+LCS ohmytext mynewtext IDX WITHMATCHLEN MINMATCHLEN -3
+LCS ohmytext mynewtext LEN IDX
+LCS ohmytext mynewtext MINMATCHLEN
+LCS ohmytext mynewtext MINMATCHLEN x
+LCS ohmytext mynewtext BOGUS
+LCS ohmytext nokey
+LCS nokey nokey2 IDX
+LCS ohmytext ohmytext IDX WITHMATCHLEN
+SET l1 abcabcabcxyz
+SET l2 xbcaxbcabyz
+LCS l1 l2
+LCS l1 l2 IDX WITHMATCHLEN
+LCS l2 l1 IDX WITHMATCHLEN
 CONFIG SET maxmemory-policy bogus
 CONFIG SET maxmemory-policy VOLATILE-TTL
 CONFIG GET maxmemory-policy

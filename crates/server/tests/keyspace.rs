@@ -231,3 +231,19 @@ fn copy_duplicates_value_and_expiry_and_object_names_the_encoding() {
     let gone: Option<i64> = run(&mut c, &["MEMORY", "USAGE", "brief"]);
     assert_eq!(gone, None);
 }
+
+#[test]
+fn lcs_refuses_a_table_larger_than_a_value_may_be() {
+    let server = Server::start();
+    let mut c = server.client();
+    let _: () = run(&mut c, &["CONFIG", "SET", "proto-max-bulk-len", "1mb"]);
+    let _: () = run(&mut c, &["SET", "a", &"ab".repeat(500)]);
+    let _: () = run(&mut c, &["SET", "b", &"ba".repeat(500)]);
+    // 1001 x 1001 lengths of 4 bytes is about 4 MB, over the 1 MB limit.
+    assert_eq!(
+        run_err(&mut c, &["LCS", "a", "b", "LEN"]),
+        "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
+    );
+    let _: () = run(&mut c, &["CONFIG", "SET", "proto-max-bulk-len", "512mb"]);
+    assert_eq!(run::<i64>(&mut c, &["LCS", "a", "b", "LEN"]), 999);
+}

@@ -1,4 +1,4 @@
-//! SETBIT, GETBIT, BITCOUNT, BITPOS: a string as an array of bits, bit 0 being the most
+//! SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP: a string as an array of bits, bit 0 being the most
 //! significant bit of the first byte, as in Redis.
 
 use super::{error, int, parse_integer, upper, Action, Ctx, NOT_AN_INTEGER, SYNTAX_ERROR};
@@ -198,6 +198,44 @@ pub fn bitpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
         None if !want && !end_given => int(hi as i64 + 1),
         None => int(-1),
     }
+}
+
+/// `BITOP AND | OR | XOR | NOT destkey key...`: combines the sources byte by byte,
+/// shorter ones (and missing keys) read as zeros, into `destkey`; an empty result
+/// deletes it. Returns the result's length. Runs alone, so no one sees a source
+/// change halfway.
+pub fn bitop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+    let op = upper(&args[1]);
+    let sources: Vec<Vec<u8>> = args[3..]
+        .iter()
+        .map(|k| ctx.db().get(k).map(|e| e.value).unwrap_or_default())
+        .collect();
+    let len = sources.iter().map(Vec::len).max().unwrap_or(0);
+    let byte = |s: &Vec<u8>, i: usize| s.get(i).copied().unwrap_or(0);
+    let result: Vec<u8> = match op.as_slice() {
+        b"NOT" => {
+            let [source] = sources.as_slice() else {
+                return error("ERR BITOP NOT must be called with a single source key.");
+            };
+            source.iter().map(|b| !b).collect()
+        }
+        b"AND" => (0..len)
+            .map(|i| sources.iter().fold(0xFF, |acc, s| acc & byte(s, i)))
+            .collect(),
+        b"OR" => (0..len)
+            .map(|i| sources.iter().fold(0, |acc, s| acc | byte(s, i)))
+            .collect(),
+        b"XOR" => (0..len)
+            .map(|i| sources.iter().fold(0, |acc, s| acc ^ byte(s, i)))
+            .collect(),
+        _ => return error(SYNTAX_ERROR),
+    };
+    if result.is_empty() {
+        ctx.db().remove(&args[2]);
+    } else {
+        ctx.db().set(&args[2], &result, None);
+    }
+    int(result.len() as i64)
 }
 
 #[cfg(test)]

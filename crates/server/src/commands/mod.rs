@@ -14,6 +14,7 @@ mod hotkeys;
 mod incr;
 mod info;
 mod keyspace;
+mod lcs;
 mod memory;
 mod object;
 mod scan;
@@ -199,6 +200,8 @@ const TABLE: &[Command] = &[
     cmd("setbit", 4, W, ONE_KEY, bits::setbit),
     cmd("bitcount", -2, R, ONE_KEY, bits::bitcount),
     cmd("bitpos", -3, R, ONE_KEY, bits::bitpos),
+    cmd("bitop", -4, W | ALONE, (2, -1, 1), bits::bitop),
+    cmd("lcs", -3, R, (1, 2, 1), lcs::lcs),
     // Keyspace.
     cmd("del", -2, WRITE, ALL_KEYS, del::del),
     cmd("unlink", -2, WRITE, ALL_KEYS, del::del),

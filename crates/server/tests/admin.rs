@@ -187,6 +187,22 @@ fn maxmemory_refuses_or_evicts() {
         1,
         "DEL frees memory, so it is allowed"
     );
+    // Over the limit a transaction queues nothing, reads included, as in Redis.
+    let mut s = server.raw();
+    assert_script(
+        &mut s,
+        &[
+            (b"MULTI\r\n", b"+OK\r\n"),
+            (
+                b"GET key:8\r\n",
+                b"-OOM command not allowed when used memory > 'maxmemory'.\r\n",
+            ),
+            (
+                b"EXEC\r\n",
+                b"-EXECABORT Transaction discarded because of previous errors.\r\n",
+            ),
+        ],
+    );
     // With an eviction policy, writes succeed and keys are evicted.
     run::<()>(
         &mut c,

@@ -315,11 +315,16 @@ pub fn execute(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Acti
     if !session.authenticated && cmd.flags & NO_AUTH == 0 && server.config.requirepass().is_some() {
         return refuse(session, Frame::error("NOAUTH Authentication required."));
     }
-    if cmd.flags & NO_QUEUE == 0 {
+    if cmd.flags & NO_QUEUE == 0 && session.multi.is_some() {
+        // As Redis: over maxmemory nothing more is queued, whatever the command, or
+        // a transaction could hold any amount of memory.
+        if let Err(e) = server.make_room() {
+            return refuse(session, Frame::error(e));
+        }
         if let Some(queue) = session.multi.as_mut() {
             queue.push(args.to_vec());
-            return Action::Reply(Frame::Simple("QUEUED".into()));
         }
+        return Action::Reply(Frame::Simple("QUEUED".into()));
     }
     let client = &session.client;
     client.commands.fetch_add(1, Ordering::Relaxed);

@@ -479,6 +479,12 @@ fn role_and_info_say_master_with_nothing_to_load() {
         saved <= now && now - saved < 600,
         "start time {saved}, now {now}"
     );
+    let user: f64 = info_field(&mut c, "used_cpu_user").parse().unwrap();
+    let sys: f64 = info_field(&mut c, "used_cpu_sys").parse().unwrap();
+    assert!(
+        user >= 0.0 && sys >= 0.0 && user + sys < 3600.0,
+        "{user} {sys}"
+    );
     let only: String = run(&mut c, &["INFO", "replication"]);
     assert!(only.starts_with("# Replication\r\n"), "{only}");
     assert!(!only.contains("# Server"), "{only}");

@@ -163,20 +163,29 @@ fn config_get_set_and_limits() {
     run::<()>(&mut c, &["CONFIG", "SET", "timeout", "0"]);
 }
 
+/// Sets `n` keys `prefix:i` to 100-byte values.
+fn fill(c: &mut redis::Connection, prefix: &str, n: usize) {
+    for i in 0..n {
+        run::<()>(c, &["SET", &format!("{prefix}:{i}"), &"x".repeat(100)]);
+    }
+}
+
+/// Whether a write is refused within 5 s (the server refreshes its memory figure
+/// every 10 ms, so a lowered limit takes effect a moment later).
+fn writes_refused_soon(c: &mut redis::Connection) -> bool {
+    eventually(5, || {
+        redis::cmd("SET").arg("k").arg("v").query::<()>(c).is_err()
+    })
+}
+
 #[test]
 fn maxmemory_refuses_or_evicts() {
     let server = Server::start();
     let mut c = server.client();
-    for i in 0..2000 {
-        run::<()>(&mut c, &["SET", &format!("key:{i}"), &"x".repeat(100)]);
-    }
+    fill(&mut c, "key", 2000);
     // A limit below what is already used: with noeviction, writes fail and reads work.
     run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "1000"]);
-    assert!(eventually(5, || redis::cmd("SET")
-        .arg("k")
-        .arg("v")
-        .query::<()>(&mut c)
-        .is_err()));
+    assert!(writes_refused_soon(&mut c));
     assert_eq!(
         run_err(&mut c, &["SET", "k", "v"]),
         "OOM command not allowed when used memory > 'maxmemory'."
@@ -218,20 +227,14 @@ fn maxmemory_refuses_or_evicts() {
 fn volatile_policies_evict_only_keys_with_a_ttl() {
     let server = Server::start();
     let mut c = server.client();
-    for i in 0..1000 {
-        run::<()>(&mut c, &["SET", &format!("keep:{i}"), &"x".repeat(100)]);
-    }
+    fill(&mut c, "keep", 1000);
     // No key has a TTL: a volatile policy has nothing to evict, so writes fail.
     run::<()>(
         &mut c,
         &["CONFIG", "SET", "maxmemory-policy", "volatile-lru"],
     );
     run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "1000"]);
-    assert!(eventually(5, || redis::cmd("SET")
-        .arg("k")
-        .arg("v")
-        .query::<()>(&mut c)
-        .is_err()));
+    assert!(writes_refused_soon(&mut c));
     run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "0"]);
     for i in 0..500 {
         let ttl = (1000 + i).to_string();

@@ -130,6 +130,8 @@ const ADMIN: u8 = 32;
 /// Touches several keys at once: runs alone (the gate held exclusively), so no other
 /// command sees it half done, as in Redis.
 const ALONE: u8 = 64;
+/// EXEC: takes the gate itself (exclusively) around the queued commands.
+const EXEC: u8 = 128;
 
 pub struct Command {
     name: &'static str,
@@ -230,7 +232,7 @@ const TABLE: &[Command] = &[
     cmd("move", 3, WRITE, ONE_KEY, keyspace::move_key),
     // Transactions.
     cmd("multi", 1, NO_QUEUE, NO_KEYS, transaction::multi),
-    cmd("exec", 1, NO_QUEUE, NO_KEYS, transaction::exec),
+    cmd("exec", 1, NO_QUEUE | EXEC, NO_KEYS, transaction::exec),
     cmd("discard", 1, NO_QUEUE, NO_KEYS, transaction::discard),
     cmd("watch", -2, NO_QUEUE, ALL_KEYS, transaction::watch),
     cmd("unwatch", 1, 0, NO_KEYS, transaction::unwatch),
@@ -296,7 +298,7 @@ pub fn writes(session: &Session, args: &[Vec<u8>]) -> bool {
     if cmd.flags & WRITE != 0 {
         return true;
     }
-    cmd.name == "exec"
+    cmd.flags & EXEC != 0
         && session.multi.as_ref().is_some_and(|queue| {
             queue
                 .iter()
@@ -331,8 +333,7 @@ pub fn execute(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Acti
     client
         .last_command
         .store(index as u64 + 1, Ordering::Relaxed);
-    if cmd.name == "exec" {
-        // Takes the gate itself, exclusively.
+    if cmd.flags & EXEC != 0 {
         return transaction::exec(&mut Ctx { server, session }, args);
     }
     if cmd.flags & DENYOOM != 0 {

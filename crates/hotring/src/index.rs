@@ -619,27 +619,76 @@ impl HotRing {
 
     /// A snapshot of sizes and behaviour. Walks the whole index: not for hot paths.
     pub fn stats(&self) -> Stats {
+        self.measure(None)
+    }
+
+    /// As [`HotRing::stats`], with the ring lengths and bytes estimated from at most
+    /// `max_items` items, starting at the ring that covers `from` (and wrapping around
+    /// once): bounded work whatever the index's size, for a server's INFO. The counters
+    /// are exact either way.
+    pub fn stats_sampled(&self, from: u64, max_items: usize) -> Stats {
+        self.measure(Some((from, max_items.max(1))))
+    }
+
+    /// Walks the whole list, or with `sample = Some((from, limit))` at most `limit`
+    /// items from the ring covering `from`, counting only rings seen whole.
+    fn measure(&self, sample: Option<(u64, usize)>) -> Stats {
         let guard = epoch::pin();
         let dir = self.directory(&guard);
+        let start = match sample {
+            Some((from, _)) => self.slot_for(from, &guard).sentinel(),
+            None => self.root,
+        };
+        let limit = sample.map_or(usize::MAX, |(_, limit)| limit);
         let mut lengths = std::collections::BTreeMap::<usize, usize>::new();
-        let mut cur = Some(self.root);
-        let mut run = 0usize;
-        let mut rings = 0usize;
-        let mut bytes = dir.bytes();
+        // `run` counts the live items of the ring being walked; None until the walk
+        // has met a ring's first item, so a ring entered halfway is not counted.
+        let mut run: Option<usize> = None;
+        let (mut seen, mut seen_bytes, mut wrapped) = (0usize, 0usize, false);
+        let mut cur = Some(start);
         while let Some(item) = cur {
-            bytes += item.footprint();
-            if item.is_sentinel() {
-                if item != self.root {
-                    *lengths.entry(run).or_default() += 1;
+            if seen > 0 && item == start {
+                // Back where the walk began: the ring before it is complete.
+                if let Some(n) = run {
+                    *lengths.entry(n).or_default() += 1;
                 }
-                rings += 1;
-                run = 0;
+                break;
+            }
+            if seen >= limit {
+                break;
+            }
+            seen += 1;
+            seen_bytes += item.footprint();
+            if item.is_sentinel() {
+                if let Some(n) = run {
+                    *lengths.entry(n).or_default() += 1;
+                }
+                run = Some(0);
             } else if !item.load_next().has(Link::OCCUPIED) {
-                run += 1;
+                run = run.map(|n| n + 1);
             }
             cur = self.item(item.load_next().target(), &guard);
+            if cur.is_none() && !wrapped {
+                // The last ring ends at the end of the list.
+                if let Some(n) = run.take() {
+                    *lengths.entry(n).or_default() += 1;
+                }
+                wrapped = true;
+                cur = Some(self.root);
+            }
         }
-        *lengths.entry(run).or_default() += 1;
+        // Each split turns one ring into two.
+        let rings_total =
+            (1usize << self.config.initial_depth) + self.splits.load(StdOrdering::Relaxed) as usize;
+        let (rings, item_bytes) = match sample {
+            // Every item was seen once.
+            None => (lengths.values().sum(), seen_bytes),
+            Some(_) => {
+                let items_total = self.len() + rings_total;
+                (rings_total, seen_bytes * items_total / seen.max(1))
+            }
+        };
+        let bytes = dir.bytes() + item_bytes;
         let len = self.len();
         let c = &self.counters;
         let accesses = c.sum(|s| s.accesses.load(StdOrdering::Relaxed));

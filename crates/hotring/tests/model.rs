@@ -134,6 +134,16 @@ fn run(config: Config, ops: Vec<Op>) {
         stats.rings,
         stats.ring_lengths.iter().map(|(_, n)| n).sum::<usize>()
     );
+    // A sample large enough to see everything, from any starting ring, sees the
+    // same shape; a small one sees whole rings only, never more than exist.
+    for from in [0, u64::MAX / 3, u64::MAX] {
+        let whole = index.stats_sampled(from, usize::MAX);
+        assert_eq!(whole.ring_lengths, stats.ring_lengths, "from {from:#x}");
+        assert_eq!((whole.rings, whole.bytes), (stats.rings, stats.bytes));
+        let part = index.stats_sampled(from, 10);
+        let seen: usize = part.ring_lengths.iter().map(|(_, n)| n).sum();
+        assert!(seen <= stats.rings && part.ring_lengths.iter().all(|(len, _)| *len < 10));
+    }
 }
 
 proptest! {

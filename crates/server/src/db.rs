@@ -318,6 +318,9 @@ fn scan_from_random_point(index: &HotRing, n: usize, f: &mut impl FnMut(&[u8], &
     }
 }
 
+/// Items INFO's `hotring` section looks at for ring lengths and bytes per key.
+const STATS_SAMPLE_ITEMS: usize = 16_384;
+
 /// A key met by [`Db::sample`] or [`Db::sample_volatile`].
 pub struct Sampled {
     pub key: Vec<u8>,
@@ -413,7 +416,10 @@ impl Db {
         self.index.reset_access_stats();
     }
 
+    /// The index's counters, with ring lengths and bytes estimated from the items
+    /// after a random point: a full walk of millions of keys would stall INFO, and
+    /// every client of its io thread, for the better part of a second.
     pub fn index_stats(&self) -> hotring::Stats {
-        self.index.stats()
+        self.index.stats_sampled(rand::random(), STATS_SAMPLE_ITEMS)
     }
 }

@@ -167,13 +167,15 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             field("hotring_sample_rounds", &s.sample_rounds);
             field("hotring_splits", &s.splits);
             let longest = s.ring_lengths.last().map_or(0, |(len, _)| *len);
-            field("hotring_ring_length_max", &longest);
+            field("hotring_ring_length_max_sampled", &longest);
             let lengths: Vec<String> = s
                 .ring_lengths
                 .iter()
                 .map(|(len, n)| format!("{len}={n}"))
                 .collect();
-            field("hotring_ring_lengths", &lengths.join(","));
+            // Ring lengths and bytes per key come from a sample of the index (see
+            // `Db::index_stats`); the other fields are exact counters.
+            field("hotring_ring_lengths_sampled", &lengths.join(","));
             field("hotring_bytes_per_key", &format!("{:.1}", s.bytes_per_key));
         }
         _ => unreachable!("SECTIONS lists the sections"),

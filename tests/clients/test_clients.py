@@ -94,3 +94,28 @@ def test_redis_py_transactions(server):
     assert r.get("tx:n") == b"20"
     with r.pipeline(transaction=True) as pipe:
         assert pipe.incr("tx:a").incr("tx:a").execute() == [1, 2]
+
+
+def test_redis_cli_finds_hot_and_big_keys(server):
+    """redis-cli's --hotkeys (OBJECT FREQ under an LFU policy), --bigkeys (SCAN, TYPE,
+    STRLEN) and --memkeys (MEMORY USAGE) work unchanged."""
+    r = redis.Redis(port=server)
+    for i in range(500):
+        r.set(f"scan-me:{i}", "v")
+    r.set("scan-me:big", "x" * 100_000)
+    pipe = r.pipeline(transaction=False)
+    for _ in range(20_000):
+        pipe.get("scan-me:hot")
+    r.set("scan-me:hot", "v")
+    pipe.execute()
+    r.config_set("maxmemory-policy", "allkeys-lfu")
+    try:
+        hot = cli(server, "--hotkeys")
+    finally:
+        r.config_set("maxmemory-policy", "noeviction")
+    found = [l for l in hot.splitlines() if l.startswith("hot key found")]
+    assert found and found[0].endswith('keyname: "scan-me:hot"'), hot
+    big = cli(server, "--bigkeys")
+    assert 'Biggest string found \'"scan-me:big"\' has 100000 bytes' in big, big
+    mem = cli(server, "--memkeys")
+    assert '"scan-me:big"' in mem, mem

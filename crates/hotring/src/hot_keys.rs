@@ -11,6 +11,27 @@ use crate::hash::hash64;
 use crate::index::HotRing;
 
 impl HotRing {
+    /// `key`'s estimated share of recent accesses (between 0 and 1): 0 unless it is
+    /// among the keys the hot-key tables track.
+    pub fn access_share(&self, key: &[u8]) -> f64 {
+        let hash = hash64(key);
+        let (mut count, mut total) = (0.0, 0.0);
+        for stripe in self.counters.stripes() {
+            let (entries, samples) = stripe.hot.read();
+            total += samples;
+            count += entries
+                .iter()
+                .filter(|(h, _)| *h == hash)
+                .map(|(_, c)| c)
+                .sum::<f64>();
+        }
+        if total > 0.0 {
+            count / total
+        } else {
+            0.0
+        }
+    }
+
     /// Up to `n` keys that recent accesses went to most, hottest first, each with its
     /// estimated share of all accesses (between 0 and 1). Keys removed since they were
     /// sampled are left out.

@@ -50,6 +50,16 @@ fn finds_the_hot_keys_and_their_shares() {
     assert_eq!(top[1].0, key(7), "{top:?}");
     assert!((0.4..0.6).contains(&top[0].1), "{top:?}");
     assert!((0.12..0.28).contains(&top[1].1), "{top:?}");
+    // One key's share, as OBJECT FREQ asks for it, agrees with the ranking (within
+    // the decay of the milliseconds between the two reads).
+    for (k, share) in [(42, top[0].1), (7, top[1].1)] {
+        let alone = index.access_share(&key(k));
+        assert!(
+            (alone - share).abs() < 0.01 * share,
+            "{k}: {alone} vs {share}"
+        );
+    }
+    assert_eq!(index.access_share(&key(99_999)), 0.0);
 
     // The hotspot moves; counts halve every second, so the table follows it.
     std::thread::sleep(std::time::Duration::from_secs(3));

@@ -406,6 +406,11 @@ impl Db {
         None
     }
 
+    /// `key`'s share of recent accesses (see `HotRing::access_share`).
+    pub fn access_share(&self, key: &[u8]) -> f64 {
+        self.index.access_share(key)
+    }
+
     /// The hottest keys and their shares of recent accesses (see `HotRing::hot_keys`).
     pub fn hot_keys(&self, n: usize) -> Vec<(Vec<u8>, f64)> {
         self.index.hot_keys(n)

@@ -41,8 +41,12 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
             if !ctx.db().contains(key) {
                 return reply(Frame::Null);
             }
-            let lfu = ctx.server.config.policy() == Policy::AllKeysLfu;
+            let lfu = matches!(
+                ctx.server.config.policy(),
+                Policy::AllKeysLfu | Policy::VolatileLfu
+            );
             match (sub.as_slice(), lfu) {
+                (b"FREQ", true) => int(frequency(ctx.db().access_share(key))),
                 (b"FREQ", false) => error(
                     "ERR An LFU maxmemory policy is not selected, access frequency not tracked. \
                      Please note that when switching between policies at runtime LRU and LFU \
@@ -54,8 +58,8 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
                      will take some time to adjust.",
                 ),
                 _ => error(
-                    "ERR hotkv keeps no per-key access clock or counter; its index ranks keys \
-                     by sampled heat instead: see HOTKEYS",
+                    "ERR hotkv keeps no per-key access clock; its index ranks keys by sampled \
+                     accesses instead: see HOTKEYS, or OBJECT FREQ under an LFU policy",
                 ),
             }
         }
@@ -65,6 +69,14 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
             &["HELP", "ENCODING", "REFCOUNT", "FREQ", "IDLETIME"],
         ),
     }
+}
+
+/// OBJECT FREQ's number from a key's share of recent accesses (as the hot-key tables
+/// estimate it): like Redis's LFU counter, 0-255 and growing with the logarithm of the
+/// access rate, so tools that rank keys by it (`redis-cli --hotkeys`) rank them as
+/// HOTKEYS does. A key drawing all accesses gets 255; one the tables do not track, 0.
+fn frequency(share: f64) -> i64 {
+    (16.0 * (1.0 + share * 65_536.0).log2()).round().min(255.0) as i64
 }
 
 fn encoding(value: &[u8]) -> &'static str {
@@ -92,7 +104,8 @@ const HELP: &[&str] = &[
     "    The internal representation Redis would use for the value at <key>:",
     "    int, embstr or raw for strings.",
     "FREQ <key>",
-    "    Not tracked per key by hotkv (see HOTKEYS); an error says so.",
+    "    Under an LFU policy, a number from 0 to 255 that grows with the logarithm",
+    "    of <key>'s share of recent accesses (0 if it is not among the hottest).",
     "IDLETIME <key>",
     "    Not tracked per key by hotkv; an error says so.",
     "REFCOUNT <key>",
@@ -100,3 +113,26 @@ const HELP: &[&str] = &[
     "HELP",
     "    Print this help.",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frequency_grows_with_the_log_of_the_share_from_0_to_255() {
+        assert_eq!(frequency(0.0), 0);
+        assert_eq!(frequency(1.0), 255);
+        let shares = [1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.1, 0.5];
+        let freqs: Vec<i64> = shares.iter().map(|s| frequency(*s)).collect();
+        assert!(freqs.windows(2).all(|w| w[0] < w[1]), "{freqs:?}");
+    }
+
+    #[test]
+    fn encodings_follow_redis_thresholds() {
+        assert_eq!(encoding(b"9223372036854775807"), "int");
+        assert_eq!(encoding(b"9223372036854775808"), "embstr");
+        assert_eq!(encoding(b" 1"), "embstr");
+        assert_eq!(encoding(&[b'x'; 44]), "embstr");
+        assert_eq!(encoding(&[b'x'; 45]), "raw");
+    }
+}

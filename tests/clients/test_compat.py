@@ -372,6 +372,8 @@ CONFIG SET maxmemory-policy bogus
 CONFIG SET maxmemory-policy VOLATILE-TTL
 CONFIG GET maxmemory-policy
 CONFIG SET maxmemory-policy noeviction
+CONFIG REWRITE
+CONFIG REWRITE extra
 """
 
 

@@ -110,6 +110,7 @@ fn configure(args: &Args) -> Result<Config, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         config.load_file(&text, &path.display().to_string())?;
+        config.file = Some(std::path::absolute(path).unwrap_or_else(|_| path.clone()));
     }
     let flags = [
         ("bind", &args.bind),

@@ -360,6 +360,17 @@ fn config_file_then_flags() {
     );
     let threads: Vec<String> = run(&mut c, &["CONFIG", "GET", "io-threads"]);
     assert_eq!(threads, ["io-threads", "1"]);
+    // CONFIG REWRITE puts the running values into the file, comments kept.
+    run::<()>(&mut c, &["CONFIG", "SET", "maxmemory-samples", "9"]);
+    run::<()>(&mut c, &["CONFIG", "REWRITE"]);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.starts_with(
+            "# test\nmaxmemory 5242880\nmaxmemory-policy allkeys-random\ntimeout 7\nio-threads 1\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("maxmemory-samples 9\n"), "{text}");
     std::fs::write(&path, "maxmemory lots\n").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
         .args([path.to_str().unwrap(), "--port", "0"])

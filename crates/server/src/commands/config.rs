@@ -1,4 +1,4 @@
-//! CONFIG GET, SET, RESETSTAT.
+//! CONFIG GET, SET, RESETSTAT, REWRITE.
 
 use resp::Frame;
 
@@ -64,6 +64,10 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
             ctx.server.reset_stats();
             ok()
         }
-        _ => super::bad_subcommand("config", &args[1], &["GET", "SET", "RESETSTAT"]),
+        b"REWRITE" if args.len() == 2 => match ctx.server.config.rewrite() {
+            Ok(()) => ok(),
+            Err(e) => error(&format!("ERR {e}")),
+        },
+        _ => super::bad_subcommand("config", &args[1], &["GET", "SET", "RESETSTAT", "REWRITE"]),
     }
 }

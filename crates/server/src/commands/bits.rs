@@ -124,15 +124,18 @@ pub fn bitcount(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
     let range = match &args[2..] {
         [] => bit_range(value.len(), 0, -1, false),
         [start, end, rest @ ..] if rest.len() <= 1 => {
+            // Redis 7.0's order: the numbers, then a range counted from the end and the
+            // wrong way round answers 0 before the unit is looked at.
             let parsed = (|| {
                 let (start, end) = (integer(start)?, integer(end)?);
+                if start < 0 && end < 0 && start > end {
+                    return Ok(None);
+                }
                 let in_bits = rest.first().map_or(Ok(false), |u| unit(u))?;
-                Ok::<_, &str>((start, end, in_bits))
+                Ok::<_, &str>(bit_range(value.len(), start, end, in_bits))
             })();
             match parsed {
-                // Both counted from the end, and the wrong way round: nothing.
-                Ok((start, end, _)) if start < 0 && end < 0 && start > end => None,
-                Ok((start, end, in_bits)) => bit_range(value.len(), start, end, in_bits),
+                Ok(range) => range,
                 Err(e) => return error(e),
             }
         }

@@ -512,6 +512,10 @@ def random_command(rng):
         lambda: [b"TTL", key()],
         lambda: [b"PERSIST", key()],
         lambda: [b"DBSIZE"],
+        lambda: [b"SET", key(), value()] + rng.sample([b"NX", b"XX", b"GET", b"KEEPTTL"], rng.randrange(3)),
+        lambda: [b"GETEX", key()] + ([b"PERSIST"] if rng.random() < 0.5 else []),
+        lambda: [rng.choice([b"MULTI", b"EXEC", b"DISCARD", b"UNWATCH"])],
+        lambda: [b"WATCH", key()],
     ]
     return rng.choice(makers)()
 

@@ -48,10 +48,15 @@ pub fn setbit(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
     let mask = 0x80u8 >> (offset & 7);
     let old = ctx.db().update(&args[1], |e| {
         let (mut value, deadline) = e.map_or((Vec::new(), None), |e| (e.value.clone(), e.deadline));
+        let grown = e.is_none() || value.len() <= byte;
         if value.len() <= byte {
             value.resize(byte + 1, 0);
         }
         let old = value[byte] & mask != 0;
+        // As Redis 7.0: a bit set to what it was changes nothing (and aborts no WATCH).
+        if !grown && old == on {
+            return (Change::Keep, old);
+        }
         if on {
             value[byte] |= mask;
         } else {

@@ -44,6 +44,8 @@ pub fn getex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
     let value = ctx.db().update(&args[1], |e| match (e, expiry) {
         (None, _) => (Change::Keep, None),
         (Some(e), None) => (Change::Keep, Some(e.value.clone())),
+        // PERSIST on a key with no expiry changes nothing (and so aborts no WATCH).
+        (Some(e), Some(None)) if e.deadline.is_none() => (Change::Keep, Some(e.value.clone())),
         (Some(e), Some(deadline)) => (
             Change::Put(e.value.clone(), deadline),
             Some(e.value.clone()),

@@ -140,7 +140,12 @@ impl Connection {
                             .holds(|| commands::writes(&self.session, &args))
                         {
                             self.flush().await?;
-                            self.server.pause.wait(wait).await;
+                            // A shutdown or CLIENT KILL does not wait for the pause.
+                            tokio::select! {
+                                _ = self.server.pause.wait(wait) => {}
+                                _ = stop.changed() => return Ok(()),
+                                _ = client.killed() => return Err(Ended::Killed),
+                            }
                         }
                         let action = commands::execute(&self.server, &mut self.session, &args);
                         let dropped = self.session.drops_reply();

@@ -292,7 +292,29 @@ fn a_client_that_never_reads_does_not_stall_others() {
 
 #[test]
 fn sigterm_shuts_down_cleanly() {
-    let mut server = Server::start();
+    sigterm_ends(Server::start());
+}
+
+#[test]
+fn sigterm_does_not_wait_for_a_client_pause() {
+    use std::io::Write;
+    let server = Server::start();
+    let mut c = server.client();
+    let () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg("600000")
+        .arg("WRITE")
+        .query(&mut c)
+        .unwrap();
+    // A write held by the pause, on a connection the shutdown must not wait for.
+    let mut held = server.raw();
+    held.write_all(b"SET k v\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    sigterm_ends(server);
+}
+
+/// Sends SIGTERM and requires a clean exit within 10 s.
+fn sigterm_ends(mut server: Server) {
     server.alive();
     let status = Command::new("kill")
         .args(["-TERM", &server.child.id().to_string()])

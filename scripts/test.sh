@@ -32,12 +32,12 @@ run() {
 run cargo fmt --all --check
 run cargo clippy --workspace --all-targets --release -- -D warnings
 run cargo clippy -p hotring --all-targets --release --features shuttle -- -D warnings
-run cargo clippy -p server --bin hotkv-server --tests --release --features shuttle -- -D warnings
+run cargo clippy -p engine --all-targets --release --features shuttle -- -D warnings
 run cargo test --workspace --release
 run cargo test -p hotring -p workload
 run cargo test -p hotring --release --features shuttle --test shuttle
-# The EXEC gate's model (the server binary's unit tests, built on shuttle's primitives).
-run cargo test -p server --release --features shuttle --bin hotkv-server gate::model
+# The EXEC gate's model (the engine crate's unit tests, built on shuttle's primitives).
+run cargo test -p engine --release --features shuttle --lib gate::model
 # The clients people use, against the real server: redis-py and redis-cli.
 run cargo build --release --bin hotkv-server
 run python3 -m pytest -q tests/clients

@@ -6,7 +6,6 @@ mod config;
 mod connection;
 mod db;
 mod entry;
-mod gate;
 mod glob;
 mod io_threads;
 mod memory;

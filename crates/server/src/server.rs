@@ -9,8 +9,8 @@ use tokio::sync::watch;
 use crate::clients::Clients;
 use crate::config::{Config, Policy};
 use crate::db::{Db, Sampled};
-use crate::gate::Gate;
 use crate::pause::Pause;
+use engine::gate::Gate;
 
 pub struct Server {
     pub db: Db,

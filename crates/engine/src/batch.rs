@@ -53,6 +53,15 @@ impl WriteBatch {
         self
     }
 
+    /// Adds `other`'s operations after this batch's.
+    pub fn append(&mut self, other: &WriteBatch) {
+        self.count = self
+            .count
+            .checked_add(other.count)
+            .expect("a write batch holds at most u32::MAX operations");
+        self.entries.extend_from_slice(&other.entries);
+    }
+
     /// How many operations the batch holds.
     pub fn len(&self) -> u32 {
         self.count

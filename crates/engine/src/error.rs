@@ -66,6 +66,32 @@ impl fmt::Display for Error {
     }
 }
 
+/// A copy for everyone who shares one failure (the writers of a failed write group).
+/// An I/O error keeps its kind and message.
+impl Clone for Error {
+    fn clone(&self) -> Error {
+        match self {
+            Error::Io { context, source } => Error::Io {
+                context: context.clone(),
+                source: io::Error::new(source.kind(), source.to_string()),
+            },
+            Error::Corruption {
+                file,
+                offset,
+                detail,
+            } => Error::Corruption {
+                file: file.clone(),
+                offset: *offset,
+                detail: detail.clone(),
+            },
+            Error::Unsupported(what) => Error::Unsupported(what),
+            Error::InvalidArgument(what) => Error::InvalidArgument(what.clone()),
+            Error::WritesStopped(why) => Error::WritesStopped(why.clone()),
+            Error::Closed => Error::Closed,
+        }
+    }
+}
+
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {

@@ -1,87 +1,89 @@
-//! The user's view of the memtable over a key range: the newest version of each key
-//! visible at the cursor's sequence number, tombstones hidden.
+//! The user's view of the store over a key range: the merged internal entries of the
+//! memtables and tables, reduced to the newest version of each key visible at the
+//! cursor's sequence number, tombstones hidden.
 
-use std::borrow::Borrow;
+use std::sync::Arc;
 
 use engine::{Cursor, KeyRange, Result, KIND_PUT};
 
-use crate::memtable::{KeyRef, MemEntry, MemTable};
+use crate::internal_key::with_lookup_key;
+use crate::iterator::{InternalIterator, MergingIter};
 
-pub struct MemCursor<'a> {
-    memtable: &'a MemTable,
+pub struct DbCursor<S> {
+    iter: MergingIter,
+    /// What the iterators read from, kept alive for as long as the cursor is.
+    _source: Arc<S>,
     sequence: u64,
     range: KeyRange,
-    /// The entry the next call to `next` starts from.
-    at: Option<MemEntry<'a>>,
-    /// Whether `at` was already returned (so `next` must step past it first).
-    returned_at: bool,
+    /// Whether the entry under `iter` was already returned (so `next` steps first).
+    returned_current: bool,
+    exhausted: bool,
     /// The user key last decided on: its older versions are skipped.
     last_key: Option<Vec<u8>>,
     returned: usize,
 }
 
-impl<'a> MemCursor<'a> {
-    pub fn new(memtable: &'a MemTable, sequence: u64, range: KeyRange) -> MemCursor<'a> {
-        let mut cursor = MemCursor {
-            memtable,
+impl<S> DbCursor<S> {
+    pub fn new(
+        iter: MergingIter,
+        source: Arc<S>,
+        sequence: u64,
+        range: KeyRange,
+    ) -> Result<DbCursor<S>> {
+        let mut cursor = DbCursor {
+            iter,
+            _source: source,
             sequence,
             range,
-            at: None,
-            returned_at: false,
+            returned_current: false,
+            exhausted: false,
             last_key: None,
             returned: 0,
         };
-        cursor.position(&[]);
-        cursor
-    }
-
-    fn position(&mut self, target: &[u8]) {
-        let target = self.range.clamp(target);
-        self.at = self.memtable.seek(target, self.sequence);
-        self.returned_at = false;
-        self.last_key = None;
-        self.returned = 0;
+        cursor.seek(&[])?;
+        Ok(cursor)
     }
 }
 
-impl Cursor for MemCursor<'_> {
+impl<S> Cursor for DbCursor<S> {
     fn seek(&mut self, key: &[u8]) -> Result<()> {
-        self.position(key);
+        let target = self.range.clamp(key).to_vec();
+        with_lookup_key(&target, self.sequence, |lookup| self.iter.seek(lookup))?;
+        self.returned_current = false;
+        self.exhausted = false;
+        self.last_key = None;
+        self.returned = 0;
         Ok(())
     }
 
     fn next(&mut self) -> Result<Option<(&[u8], &[u8])>> {
-        if self.range.limit.is_some_and(|limit| self.returned >= limit) {
+        if self.exhausted || self.range.limit.is_some_and(|limit| self.returned >= limit) {
             return Ok(None);
         }
-        if self.returned_at {
-            self.at = self.at.take().and_then(|entry| entry.next());
-            self.returned_at = false;
+        if self.returned_current {
+            self.iter.next()?;
+            self.returned_current = false;
         }
-        while let Some(entry) = &self.at {
-            let key: &KeyRef = entry.key().borrow();
+        while self.iter.valid() {
+            let key = self.iter.key();
             let visible = key.sequence() <= self.sequence;
-            let older = self.last_key.as_deref() == Some(key.user_key());
-            if visible && !older {
+            if visible && self.last_key.as_deref() != Some(key.user_key()) {
                 if !self.range.before_end(key.user_key()) {
-                    self.at = None;
+                    self.exhausted = true;
                     return Ok(None);
                 }
                 let last = self.last_key.get_or_insert_with(Vec::new);
                 last.clear();
                 last.extend_from_slice(key.user_key());
                 if key.kind() == KIND_PUT {
-                    break;
+                    self.returned_current = true;
+                    self.returned += 1;
+                    return Ok(Some((self.iter.key().user_key(), self.iter.value())));
                 }
             }
-            self.at = entry.next();
+            self.iter.next()?;
         }
-        let Some(entry) = &self.at else {
-            return Ok(None);
-        };
-        self.returned_at = true;
-        self.returned += 1;
-        let key: &KeyRef = entry.key().borrow();
-        Ok(Some((key.user_key(), entry.value())))
+        self.exhausted = true;
+        Ok(None)
     }
 }

@@ -1,47 +1,73 @@
-//! The LSM engine: opening (and recovering) a store, the write path through the
-//! write-ahead log and group commit into the memtable, and reads at a sequence number.
+//! The LSM engine: opening (and recovering) a store; the write path through the
+//! write-ahead log and group commit into the memtable; freezing full memtables and
+//! flushing them to level-0 tables in the background; reads at a sequence number over
+//! memtables and tables.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use engine::{
     check_sizes, BatchOp, Capabilities, Cursor, Engine, Error, KeyRange, Result, Stats, WriteBatch,
     KIND_DELETE, KIND_PUT,
 };
 
+use crate::block_cache::BlockCache;
+use crate::bloom;
 use crate::commit::{CommitQueue, Group};
-use crate::cursor::MemCursor;
-use crate::memtable::{Lookup, MemTable, MAX_SEQUENCE};
+use crate::cursor::DbCursor;
+use crate::internal_key::{with_lookup_key, MAX_SEQUENCE};
+use crate::iterator::{InternalIterator, MemIter, MergingIter};
+use crate::manifest::{self, Manifest, NewTable, VersionEdit};
+use crate::memtable::{Lookup, MemTable};
 use crate::options::{FsyncPolicy, Options};
+use crate::table::{ReadCounters, Table};
+use crate::table_builder::{TableBuilder, TableMeta, TableOptions};
+use crate::version::{Version, LEVELS};
 use crate::wal::{self, RECORD_PREFIX};
 use crate::wal_reader;
 use crate::wal_writer::{AppendError, WalWriter};
 
 pub struct Lsm {
     inner: Arc<Inner>,
-    syncer: Mutex<Option<Syncer>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
     /// Held (and locked) for as long as the store is open, so a second process cannot
     /// open it too.
     _lock: File,
 }
 
+/// What a read needs, swapped as a whole when a memtable is frozen or a flush or
+/// compaction installs a new version.
+pub struct SuperVersion {
+    mem: Arc<MemTable>,
+    /// Frozen memtables, newest first.
+    imm: Vec<Arc<MemTable>>,
+    version: Arc<Version>,
+}
+
 struct Inner {
+    dir: PathBuf,
     options: Options,
-    memtable: MemTable,
+    cache: Arc<BlockCache>,
+    read_counters: Arc<ReadCounters>,
+    current: Mutex<Arc<SuperVersion>>,
     log: Mutex<Log>,
     commit: CommitQueue,
     /// The last sequence number whose write is complete: readers see up to here.
     visible: AtomicU64,
+    next_file_number: AtomicU64,
+    /// Background work (flushes) and writers stalled on it meet here.
+    background: Mutex<Background>,
+    background_changed: Condvar,
     closed: AtomicBool,
-    /// Set once the log's state is uncertain (a failed sync, a failed cut-back); from
+    /// Set once the store's files are in doubt (a failed sync, a failed flush); from
     /// then on writes fail with this reason until the store is reopened.
     writes_stopped: Mutex<Option<String>>,
-    /// Bytes written since the last sync (for `everysec`).
+    /// Bytes written to the log since the last sync (for `everysec`).
     unsynced: AtomicBool,
     counters: Counters,
 }
@@ -53,6 +79,11 @@ struct Log {
     record: Vec<u8>,
 }
 
+struct Background {
+    manifest: Manifest,
+    shutting_down: bool,
+}
+
 #[derive(Default)]
 struct Counters {
     wal_bytes: AtomicU64,
@@ -62,79 +93,147 @@ struct Counters {
     user_bytes_written: AtomicU64,
     recovered_records: AtomicU64,
     recovery_dropped_bytes: AtomicU64,
-}
-
-struct Syncer {
-    stop: mpsc::Sender<()>,
-    thread: JoinHandle<()>,
+    flushes: AtomicU64,
+    table_bytes_written: AtomicU64,
+    stall_micros: AtomicU64,
 }
 
 impl Lsm {
-    /// Opens the store in `dir`, creating it if needed, and replays its log.
+    /// Opens the store in `dir`, creating it if needed: reads the manifest, replays the
+    /// logs newer than the tables, and starts a new manifest.
     pub fn open(dir: &Path, options: Options) -> Result<Lsm> {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
-        let lock_path = dir.join("LOCK");
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| Error::io(format!("opening {}", lock_path.display()), e))?;
-        lock.try_lock().map_err(|e| {
-            Error::io(
-                format!(
-                    "locking {} (is another process using this store?)",
-                    lock_path.display()
-                ),
-                std::io::Error::other(e.to_string()),
-            )
+        let lock = lock_dir(dir)?;
+        let cache = Arc::new(BlockCache::new(options.block_cache_bytes));
+        let read_counters = Arc::<ReadCounters>::default();
+        let counters = Counters::default();
+
+        // The tables, from the manifest's edits folded together.
+        let mut log_number = 0;
+        let mut next_file_number = 1;
+        let mut last_sequence = 0;
+        let mut tables = BTreeMap::new();
+        if let Some((_, edits)) = manifest::read_current(dir)? {
+            for edit in edits {
+                log_number = edit.log_number.unwrap_or(log_number);
+                next_file_number = edit.next_file_number.unwrap_or(next_file_number);
+                last_sequence = edit.last_sequence.unwrap_or(last_sequence);
+                for (level, number) in edit.deleted {
+                    tables.remove(&(level, number));
+                }
+                for NewTable { level, meta } in edit.added {
+                    tables.insert((level, meta.number), meta);
+                }
+            }
+        }
+        let snapshot = VersionEdit {
+            added: tables
+                .into_iter()
+                .map(|((level, _), meta)| NewTable { level, meta })
+                .collect(),
+            ..VersionEdit::default()
+        };
+        let version = Version::default().apply(&snapshot, |meta| {
+            open_table(dir, meta, &cache, &read_counters)
         })?;
 
-        let memtable = MemTable::default();
-        let counters = Counters::default();
-        let logs = log_files(dir)?;
-        let mut last_sequence = 0;
-        let mut writer_at = (dir.join(wal::file_name(1)), 0);
-        for (i, path) in logs.iter().enumerate() {
-            let is_last = i + 1 == logs.len();
-            let end = replay_log(path, &options, &memtable, &mut last_sequence, &counters)?;
+        let files = list_files(dir)?;
+        next_file_number = next_file_number.max(files.iter().map(|f| f.0 + 1).max().unwrap_or(1));
+        let logs: Vec<u64> = files
+            .iter()
+            .filter(|(number, kind)| *kind == FileKind::Wal && *number >= log_number)
+            .map(|f| f.0)
+            .collect();
+
+        // Replay the logs the tables do not cover.
+        let mem_wal = logs.first().copied().unwrap_or(next_file_number);
+        let memtable = MemTable::new(mem_wal);
+        let mut replayed_sequence = 0;
+        let mut writer_at = None;
+        for (i, &number) in logs.iter().enumerate() {
+            let path = dir.join(wal::file_name(number));
+            let end = replay_log(
+                &path,
+                &options,
+                &memtable,
+                &mut replayed_sequence,
+                &counters,
+            )?;
             if let Some((why, bytes)) = &end.dropped {
-                if !is_last {
+                if i + 1 != logs.len() {
                     // Only the newest log can have been cut by a crash.
-                    return Err(Error::corruption(path, end.valid_len, why.clone()));
+                    return Err(Error::corruption(&path, end.valid_len, why.clone()));
                 }
                 tracing::warn!(file = %path.display(), offset = end.valid_len, bytes, "write-ahead log: dropped {why}");
                 counters
                     .recovery_dropped_bytes
                     .fetch_add(*bytes, Ordering::Relaxed);
             }
-            writer_at = (path.clone(), end.valid_len);
+            writer_at = Some((path, end.valid_len));
         }
-        let writer = WalWriter::open(&writer_at.0, writer_at.1)
-            .map_err(|e| Error::io(format!("opening {}", writer_at.0.display()), e))?;
-        if logs.is_empty() {
-            sync_dir(dir)?;
-        }
+        let last_sequence = last_sequence.max(replayed_sequence);
+        let (wal_path, wal_len) = writer_at.unwrap_or_else(|| {
+            let number = next_file_number;
+            next_file_number += 1;
+            (dir.join(wal::file_name(number)), 0)
+        });
+        let writer = WalWriter::open(&wal_path, wal_len)
+            .map_err(|e| Error::io(format!("opening {}", wal_path.display()), e))?;
+
+        let manifest_number = next_file_number;
+        next_file_number += 1;
+        let manifest = Manifest::create(
+            dir,
+            manifest_number,
+            &VersionEdit {
+                log_number: Some(mem_wal),
+                next_file_number: Some(next_file_number),
+                last_sequence: Some(last_sequence),
+                ..version.snapshot()
+            },
+        )?;
 
         let inner = Arc::new(Inner {
+            dir: dir.to_path_buf(),
             options: options.clone(),
-            memtable,
+            cache,
+            read_counters,
+            current: Mutex::new(Arc::new(SuperVersion {
+                mem: Arc::new(memtable),
+                imm: Vec::new(),
+                version: Arc::new(version),
+            })),
             log: Mutex::new(Log {
                 writer,
                 record: Vec::new(),
             }),
             commit: CommitQueue::default(),
             visible: AtomicU64::new(last_sequence),
+            next_file_number: AtomicU64::new(next_file_number),
+            background: Mutex::new(Background {
+                manifest,
+                shutting_down: false,
+            }),
+            background_changed: Condvar::new(),
             closed: AtomicBool::new(false),
             writes_stopped: Mutex::new(None),
             unsynced: AtomicBool::new(false),
             counters,
         });
-        let syncer = (options.fsync == FsyncPolicy::EverySec).then(|| Syncer::start(inner.clone()));
+        inner.delete_obsolete_files(mem_wal, manifest_number)?;
+
+        let mut threads = vec![spawn("lsm-flush", {
+            let inner = inner.clone();
+            move || inner.flush_loop()
+        })];
+        if options.fsync == FsyncPolicy::EverySec {
+            let inner = inner.clone();
+            threads.push(spawn("lsm-wal-sync", move || inner.sync_loop()));
+        }
         Ok(Lsm {
             inner,
-            syncer: Mutex::new(syncer),
+            threads: Mutex::new(threads),
             _lock: lock,
         })
     }
@@ -146,31 +245,103 @@ impl Lsm {
         Ok(())
     }
 
-    fn read(&self, key: &[u8], sequence: u64) -> Option<Vec<u8>> {
-        match self.inner.memtable.get(key, sequence) {
-            Some(Lookup::Value(value)) => Some(value),
-            Some(Lookup::Deleted) | None => None,
-        }
+    /// The sequence to read at and what to read, in that order: every write up to the
+    /// sequence went into a memtable that was installed before the sequence moved, so
+    /// the super version taken after it holds them all.
+    fn snapshot(&self) -> (u64, Arc<SuperVersion>) {
+        let sequence = self.inner.visible.load(Ordering::Acquire);
+        (sequence, self.inner.current())
     }
 
-    fn snapshot(&self) -> u64 {
-        self.inner.visible.load(Ordering::Acquire)
+    fn read(&self, sv: &SuperVersion, key: &[u8], sequence: u64) -> Result<Option<Vec<u8>>> {
+        for mem in std::iter::once(&sv.mem).chain(&sv.imm) {
+            match mem.get(key, sequence) {
+                Some(Lookup::Value(value)) => return Ok(Some(value)),
+                Some(Lookup::Deleted) => return Ok(None),
+                None => {}
+            }
+        }
+        let hash = bloom::hash(key);
+        let found = with_lookup_key(key, sequence, |lookup| sv.version.get(lookup, hash))?;
+        Ok(match found {
+            Some((KIND_PUT, value)) => Some(value),
+            _ => None,
+        })
     }
 }
 
-/// The store's log files, oldest first.
-fn log_files(dir: &Path) -> Result<Vec<PathBuf>> {
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .expect("spawn a background thread")
+}
+
+fn lock_dir(dir: &Path) -> Result<File> {
+    let path = dir.join("LOCK");
+    let lock = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+    lock.try_lock().map_err(|e| {
+        Error::io(
+            format!(
+                "locking {} (is another process using this store?)",
+                path.display()
+            ),
+            std::io::Error::other(e.to_string()),
+        )
+    })?;
+    Ok(lock)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum FileKind {
+    Wal,
+    Table,
+    Manifest,
+}
+
+fn table_file_name(number: u64) -> String {
+    format!("{number:06}.sst")
+}
+
+/// The store's numbered files, in number order.
+fn list_files(dir: &Path) -> Result<Vec<(u64, FileKind)>> {
     let entries =
         std::fs::read_dir(dir).map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
-    let mut logs = Vec::new();
+    let mut files = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
-        if let Some(number) = entry.file_name().to_str().and_then(wal::parse_file_name) {
-            logs.push((number, entry.path()));
-        }
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        let parsed = if let Some(n) = wal::parse_file_name(&name) {
+            Some((n, FileKind::Wal))
+        } else if let Some(n) = manifest::parse_file_name(&name) {
+            Some((n, FileKind::Manifest))
+        } else {
+            name.strip_suffix(".sst")
+                .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|d| d.parse().ok())
+                .map(|n| (n, FileKind::Table))
+        };
+        files.extend(parsed);
     }
-    logs.sort();
-    Ok(logs.into_iter().map(|(_, path)| path).collect())
+    files.sort();
+    Ok(files)
+}
+
+fn open_table(
+    dir: &Path,
+    meta: &TableMeta,
+    cache: &Arc<BlockCache>,
+    counters: &Arc<ReadCounters>,
+) -> Result<Arc<Table>> {
+    let path = dir.join(table_file_name(meta.number));
+    Table::open(&path, meta.number, cache.clone(), counters.clone()).map(Arc::new)
 }
 
 fn replay_log(
@@ -227,8 +398,23 @@ fn sync_dir(dir: &Path) -> Result<()> {
 }
 
 impl Inner {
+    fn current(&self) -> Arc<SuperVersion> {
+        self.current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn install(&self, sv: SuperVersion) {
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(sv);
+    }
+
     fn lock_log(&self) -> MutexGuard<'_, Log> {
         self.log.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock_background(&self) -> MutexGuard<'_, Background> {
+        self.background.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn stopped(&self) -> Option<String> {
@@ -244,11 +430,15 @@ impl Inner {
             .writes_stopped
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        Error::WritesStopped(stopped.get_or_insert(why).clone())
+        let why = stopped.get_or_insert(why).clone();
+        drop(stopped);
+        // Writers stalled on a flush that will not come must hear about it.
+        self.background_changed.notify_all();
+        Error::WritesStopped(why)
     }
 
-    /// The leader's work for one group: log it, sync it if the policy says so, apply it
-    /// to the memtable and make it visible.
+    /// The leader's work for one group: make room in the memtable if it is full, log
+    /// the group, sync it if the policy says so, apply it and make it visible.
     fn write_group(&self, group: Group<'_>) -> Result<()> {
         let mut log = self.lock_log();
         if self.closed.load(Ordering::Acquire) {
@@ -256,6 +446,10 @@ impl Inner {
         }
         if let Some(why) = self.stopped() {
             return Err(Error::WritesStopped(why));
+        }
+        let mut mem = self.current().mem.clone();
+        if mem.approximate_bytes() >= self.options.memtable_bytes {
+            mem = self.freeze_memtable(&mut log)?;
         }
         let batch = group.batch;
         let first = self.visible.load(Ordering::Relaxed) + 1;
@@ -298,7 +492,7 @@ impl Inner {
             FsyncPolicy::EverySec => self.unsynced.store(true, Ordering::Release),
             FsyncPolicy::No => {}
         }
-        apply(&self.memtable, first, batch);
+        apply(&mem, first, batch);
         let last = first + u64::from(batch.len()) - 1;
         self.visible.store(last, Ordering::Release);
         self.counters.write_groups.fetch_add(1, Ordering::Relaxed);
@@ -311,6 +505,168 @@ impl Inner {
         Ok(())
     }
 
+    /// Freezes the full memtable and starts a new one with a new log, first waiting
+    /// (a write stall) while too many frozen memtables wait for flush: memory stays
+    /// bounded when flushing falls behind. Called by the group leader, holding the log.
+    fn freeze_memtable(&self, log: &mut Log) -> Result<Arc<MemTable>> {
+        let stall_start = Instant::now();
+        let mut background = self.lock_background();
+        while self.current().imm.len() >= self.options.max_immutable_memtables {
+            if let Some(why) = self.stopped() {
+                return Err(Error::WritesStopped(why));
+            }
+            background = self
+                .background_changed
+                .wait_timeout(background, Duration::from_millis(100))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        drop(background);
+        let stalled = stall_start.elapsed();
+        if stalled > Duration::from_micros(100) {
+            self.counters
+                .stall_micros
+                .fetch_add(stalled.as_micros() as u64, Ordering::Relaxed);
+        }
+
+        let number = self.next_file_number.fetch_add(1, Ordering::Relaxed);
+        let path = self.dir.join(wal::file_name(number));
+        // The old log's writes must be durable before the new log's are acknowledged
+        // under `always`; under the other policies a sync here costs one per memtable.
+        log.writer.sync().map_err(|e| {
+            self.stop_writes(format!(
+                "syncing {} failed: {e}",
+                log.writer.path().display()
+            ))
+        })?;
+        let writer = WalWriter::open(&path, 0)
+            .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
+        sync_dir(&self.dir)?;
+        log.writer = writer;
+        let mem = Arc::new(MemTable::new(number));
+        let old = self.current();
+        let mut imm = vec![old.mem.clone()];
+        imm.extend(old.imm.iter().cloned());
+        self.install(SuperVersion {
+            mem: mem.clone(),
+            imm,
+            version: old.version.clone(),
+        });
+        self.background_changed.notify_all();
+        Ok(mem)
+    }
+
+    /// The flush thread: writes the oldest frozen memtable to a level-0 table, records
+    /// it in the manifest, then drops the memtable and the logs it covered.
+    fn flush_loop(&self) {
+        loop {
+            let mut background = self.lock_background();
+            while !background.shutting_down && self.current().imm.is_empty() {
+                background = self
+                    .background_changed
+                    .wait(background)
+                    .unwrap_or_else(|e| e.into_inner());
+            }
+            if background.shutting_down {
+                return;
+            }
+            if let Err(e) = self.flush_oldest(&mut background) {
+                self.stop_writes(format!("flushing a memtable failed: {e}"));
+                return;
+            }
+            drop(background);
+            self.background_changed.notify_all();
+        }
+    }
+
+    fn flush_oldest(&self, background: &mut Background) -> Result<()> {
+        let sv = self.current();
+        let oldest = sv.imm.last().expect("a frozen memtable to flush").clone();
+        // The logs below the next newer memtable's hold nothing else.
+        let log_number = match sv.imm.len() {
+            1 => sv.mem.wal_number,
+            n => sv.imm[n - 2].wal_number,
+        };
+        let mut edit = VersionEdit {
+            log_number: Some(log_number),
+            last_sequence: Some(self.visible.load(Ordering::Acquire)),
+            ..VersionEdit::default()
+        };
+        if oldest.entries() > 0 {
+            let number = self.next_file_number.fetch_add(1, Ordering::Relaxed);
+            let meta = self.write_table(number, &oldest)?;
+            self.counters
+                .table_bytes_written
+                .fetch_add(meta.size, Ordering::Relaxed);
+            edit.added.push(NewTable { level: 0, meta });
+        }
+        edit.next_file_number = Some(self.next_file_number.load(Ordering::Relaxed));
+        background.manifest.append(&edit)?;
+        let version = sv.version.apply(&edit, |meta| {
+            open_table(&self.dir, meta, &self.cache, &self.read_counters)
+        })?;
+
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        let mut imm = current.imm.clone();
+        let flushed = imm.pop().expect("the flushed memtable is still frozen");
+        assert!(
+            Arc::ptr_eq(&flushed, &oldest),
+            "memtables flush oldest first"
+        );
+        *current = Arc::new(SuperVersion {
+            mem: current.mem.clone(),
+            imm,
+            version: Arc::new(version),
+        });
+        drop(current);
+        self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        self.delete_obsolete_files(log_number, background.manifest.number())
+    }
+
+    fn write_table(&self, number: u64, mem: &Arc<MemTable>) -> Result<TableMeta> {
+        let path = self.dir.join(table_file_name(number));
+        let mut builder = TableBuilder::create(
+            &path,
+            number,
+            TableOptions {
+                block_size: self.options.block_size,
+                bloom_bits_per_key: self.options.bloom_bits_per_key,
+            },
+        )?;
+        let mut it = MemIter::new(mem.clone());
+        it.seek_to_first()?;
+        while it.valid() {
+            builder.add(it.key(), it.value())?;
+            it.next()?;
+        }
+        let meta = builder.finish()?;
+        sync_dir(&self.dir)?;
+        Ok(meta)
+    }
+
+    /// Deletes logs below `log_number`, tables no version uses and old manifests.
+    /// Readers hold tables open by `Arc`, and an open file outlives its unlinking, so
+    /// a cursor still reading a deleted table keeps working.
+    fn delete_obsolete_files(&self, log_number: u64, manifest: u64) -> Result<()> {
+        let live = self.current().version.table_numbers();
+        for (number, kind) in list_files(&self.dir)? {
+            let (obsolete, name) = match kind {
+                FileKind::Wal => (number < log_number, wal::file_name(number)),
+                FileKind::Table => (!live.contains(&number), table_file_name(number)),
+                FileKind::Manifest => (number != manifest, manifest::file_name(number)),
+            };
+            if obsolete {
+                if kind == FileKind::Table {
+                    self.cache.forget_table(number);
+                }
+                let path = self.dir.join(name);
+                std::fs::remove_file(&path)
+                    .map_err(|e| Error::io(format!("deleting {}", path.display()), e))?;
+            }
+        }
+        Ok(())
+    }
+
     fn sync_log(&self) -> Result<()> {
         let file = self.lock_log().writer.file();
         self.unsynced.store(false, Ordering::Release);
@@ -319,28 +675,23 @@ impl Inner {
         self.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
-}
 
-impl Syncer {
     /// The `everysec` thread: once a second, sync the log if anything was written.
-    fn start(inner: Arc<Inner>) -> Syncer {
-        let (stop, stopped) = mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name("lsm-wal-sync".into())
-            .spawn(move || loop {
-                match stopped.recv_timeout(Duration::from_secs(1)) {
-                    Err(RecvTimeoutError::Timeout) => {
-                        if inner.unsynced.load(Ordering::Acquire) {
-                            // The error stops writes and is logged; the thread carries on
-                            // so a reopen is the only way back, as for any sync failure.
-                            let _ = inner.sync_log();
-                        }
-                    }
-                    Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
-                }
-            })
-            .expect("spawn the log sync thread");
-        Syncer { stop, thread }
+    fn sync_loop(&self) {
+        let mut background = self.lock_background();
+        while !background.shutting_down {
+            background = self
+                .background_changed
+                .wait_timeout(background, Duration::from_secs(1))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+            if self.unsynced.load(Ordering::Acquire) {
+                drop(background);
+                // A failure stops writes and is logged; only a reopen recovers.
+                let _ = self.sync_log();
+                background = self.lock_background();
+            }
+        }
     }
 }
 
@@ -354,13 +705,16 @@ impl Engine for Lsm {
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_open()?;
-        Ok(self.read(key, self.snapshot()))
+        let (sequence, sv) = self.snapshot();
+        self.read(&sv, key, sequence)
     }
 
     fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         self.check_open()?;
-        let sequence = self.snapshot();
-        Ok(keys.iter().map(|key| self.read(key, sequence)).collect())
+        let (sequence, sv) = self.snapshot();
+        keys.iter()
+            .map(|key| self.read(&sv, key, sequence))
+            .collect()
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
@@ -392,11 +746,18 @@ impl Engine for Lsm {
 
     fn range(&self, range: KeyRange) -> Result<Box<dyn Cursor + '_>> {
         self.check_open()?;
-        Ok(Box::new(MemCursor::new(
-            &self.inner.memtable,
-            self.snapshot(),
+        let (sequence, sv) = self.snapshot();
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        for mem in std::iter::once(&sv.mem).chain(&sv.imm) {
+            children.push(Box::new(MemIter::new(mem.clone())));
+        }
+        sv.version.iterators(&mut children);
+        Ok(Box::new(DbCursor::new(
+            MergingIter::new(children),
+            sv,
+            sequence,
             range,
-        )))
+        )?))
     }
 
     fn flush(&self) -> Result<()> {
@@ -406,32 +767,60 @@ impl Engine for Lsm {
 
     fn stats(&self) -> Stats {
         let c = &self.inner.counters;
+        let r = &self.inner.read_counters;
         let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
-        vec![
-            ("sequence", self.snapshot()),
-            (
-                "memtable_bytes",
-                self.inner.memtable.approximate_bytes() as u64,
-            ),
-            ("memtable_entries", self.inner.memtable.entries()),
+        let (sequence, sv) = self.snapshot();
+        let mut stats = vec![
+            ("sequence", sequence),
+            ("memtable_bytes", sv.mem.approximate_bytes() as u64),
+            ("immutable_memtables", sv.imm.len() as u64),
             ("wal_bytes", load(&c.wal_bytes)),
             ("wal_syncs", load(&c.wal_syncs)),
             ("write_groups", load(&c.write_groups)),
             ("write_batches", load(&c.write_batches)),
             ("user_bytes_written", load(&c.user_bytes_written)),
+            ("table_bytes_written", load(&c.table_bytes_written)),
+            ("flushes", load(&c.flushes)),
+            ("stall_micros", load(&c.stall_micros)),
+            ("block_reads", load(&r.block_reads)),
+            ("table_bytes_read", load(&r.bytes_read)),
+            ("bloom_negatives", load(&r.bloom_negatives)),
+            ("block_cache_hits", load(&self.inner.cache.hits)),
+            ("block_cache_misses", load(&self.inner.cache.misses)),
+            ("block_cache_bytes", self.inner.cache.bytes() as u64),
             ("recovered_records", load(&c.recovered_records)),
             ("recovery_dropped_bytes", load(&c.recovery_dropped_bytes)),
             ("writes_stopped", u64::from(self.inner.stopped().is_some())),
-        ]
+        ];
+        const LEVEL_NAMES: [(&str, &str); LEVELS] = [
+            ("l0_tables", "l0_bytes"),
+            ("l1_tables", "l1_bytes"),
+            ("l2_tables", "l2_bytes"),
+            ("l3_tables", "l3_bytes"),
+            ("l4_tables", "l4_bytes"),
+            ("l5_tables", "l5_bytes"),
+            ("l6_tables", "l6_bytes"),
+        ];
+        for (level, (tables, bytes)) in LEVEL_NAMES.iter().enumerate() {
+            stats.push((tables, sv.version.levels[level].len() as u64));
+            stats.push((bytes, sv.version.level_bytes(level)));
+        }
+        stats
     }
 
     fn close(&self) -> Result<()> {
         if self.inner.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        if let Some(syncer) = self.syncer.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = syncer.stop.send(());
-            let _ = syncer.thread.join();
+        self.inner.lock_background().shutting_down = true;
+        self.inner.background_changed.notify_all();
+        for thread in self
+            .threads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            let _ = thread.join();
         }
         // Taking the log waits out a group in flight; later groups see `closed`.
         let log = self.inner.lock_log();

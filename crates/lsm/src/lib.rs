@@ -6,11 +6,20 @@
 //! sorted tables, flushing, compaction and the block cache come next (issue 4), so the
 //! memtable is, for now, the whole store and the log is replayed in full on open.
 
+mod block;
+mod block_cache;
+mod bloom;
 mod commit;
 mod cursor;
 mod db;
+mod internal_key;
+mod iterator;
+mod manifest;
 mod memtable;
 mod options;
+mod table;
+mod table_builder;
+mod version;
 mod wal;
 mod wal_reader;
 mod wal_writer;

@@ -46,6 +46,15 @@ pub struct Options {
     pub fsync: FsyncPolicy,
     /// What recovery does with a damaged log (see `wal_format.md`).
     pub wal_recovery: WalRecovery,
+    /// A memtable this full is frozen and flushed to a table.
+    pub memtable_bytes: usize,
+    /// Frozen memtables waiting for flush; writers stall while there are this many.
+    pub max_immutable_memtables: usize,
+    /// Capacity of the block cache.
+    pub block_cache_bytes: usize,
+    /// Data blocks are cut at this size.
+    pub block_size: usize,
+    pub bloom_bits_per_key: usize,
 }
 
 impl Default for Options {
@@ -53,6 +62,11 @@ impl Default for Options {
         Options {
             fsync: FsyncPolicy::default(),
             wal_recovery: WalRecovery::TolerateTornTail,
+            memtable_bytes: 64 << 20,
+            max_immutable_memtables: 2,
+            block_cache_bytes: 64 << 20,
+            block_size: 4096,
+            bloom_bits_per_key: 10,
         }
     }
 }

@@ -26,3 +26,18 @@ mod no_sync {
         }
     ));
 }
+
+/// Tiny memtables and blocks, so the checks run through frozen memtables, flushes,
+/// many tables and multi-block reads rather than one memtable.
+mod small_memtables {
+    use lsm::{Lsm, Options};
+    engine::conformance_tests!(|dir: &std::path::Path| Lsm::open(
+        dir,
+        Options {
+            memtable_bytes: 4096,
+            block_size: 256,
+            block_cache_bytes: 8192,
+            ..Options::default()
+        }
+    ));
+}

@@ -14,6 +14,7 @@ fn options(recovery: WalRecovery) -> Options {
     Options {
         fsync: FsyncPolicy::No,
         wal_recovery: recovery,
+        ..Options::default()
     }
 }
 

@@ -1,0 +1,228 @@
+//! Iterators over internal keys: every source (memtables, tables) walks its entries in
+//! internal-key order through this trait, and `MergingIter` merges any number of them.
+
+use std::borrow::Borrow;
+use std::sync::Arc;
+
+use engine::Result;
+
+use crate::internal_key::KeyRef;
+use crate::memtable::{MemEntry, MemTable};
+use crate::table::{Table, TableIter};
+
+pub trait InternalIterator {
+    /// Moves to the first entry at or after `target`.
+    fn seek(&mut self, target: &KeyRef) -> Result<()>;
+    fn seek_to_first(&mut self) -> Result<()>;
+    /// Moves to the next entry; only called when valid.
+    fn next(&mut self) -> Result<()>;
+    fn valid(&self) -> bool;
+    /// The current entry's key and value; only called when valid.
+    fn key(&self) -> &KeyRef;
+    fn value(&self) -> &[u8];
+}
+
+/// A memtable's entries. It keeps the memtable alive through its `Arc`, so a cursor
+/// can outlive the memtable's flush.
+pub struct MemIter {
+    // Declared before `memtable` so it is dropped first: it borrows from it.
+    entry: Option<MemEntry<'static>>,
+    memtable: Arc<MemTable>,
+}
+
+impl MemIter {
+    pub fn new(memtable: Arc<MemTable>) -> MemIter {
+        MemIter {
+            entry: None,
+            memtable,
+        }
+    }
+
+    fn set(&mut self, entry: Option<MemEntry<'_>>) {
+        // SAFETY: the entry borrows the skiplist inside `self.memtable`'s allocation,
+        // which does not move and lives as long as this `Arc` does. The field order
+        // drops the entry before the `Arc`, `set` replaces it only with entries of the
+        // same memtable, and the 'static lifetime never leaves this type: `key` and
+        // `value` hand out borrows of `&self`.
+        self.entry =
+            entry.map(|e| unsafe { std::mem::transmute::<MemEntry<'_>, MemEntry<'static>>(e) });
+    }
+}
+
+impl InternalIterator for MemIter {
+    fn seek(&mut self, target: &KeyRef) -> Result<()> {
+        let memtable = Arc::clone(&self.memtable);
+        self.set(memtable.seek_internal(target));
+        Ok(())
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        let memtable = Arc::clone(&self.memtable);
+        self.set(memtable.first());
+        Ok(())
+    }
+
+    fn next(&mut self) -> Result<()> {
+        let next = self.entry.take().and_then(|e| e.next());
+        self.entry = next;
+        Ok(())
+    }
+
+    fn valid(&self) -> bool {
+        self.entry.is_some()
+    }
+
+    fn key(&self) -> &KeyRef {
+        self.entry
+            .as_ref()
+            .expect("a valid iterator")
+            .key()
+            .borrow()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.entry.as_ref().expect("a valid iterator").value()
+    }
+}
+
+/// The tables of one level from 1 down, which do not overlap and are sorted: one
+/// table is open at a time.
+pub struct LevelIter {
+    tables: Vec<Arc<Table>>,
+    /// Each table's largest internal key, for seeks.
+    largest: Vec<Vec<u8>>,
+    at: usize,
+    current: Option<TableIter<Arc<Table>>>,
+}
+
+impl LevelIter {
+    pub fn new(tables: Vec<(Arc<Table>, Vec<u8>)>) -> LevelIter {
+        let (tables, largest) = tables.into_iter().unzip();
+        LevelIter {
+            tables,
+            largest,
+            at: 0,
+            current: None,
+        }
+    }
+
+    fn open(&mut self, at: usize) {
+        self.at = at;
+        self.current = self.tables.get(at).map(|t| t.iter());
+    }
+
+    fn skip_exhausted_tables(&mut self) -> Result<()> {
+        while self.current.as_ref().is_some_and(|c| !c.valid()) {
+            self.open(self.at + 1);
+            if let Some(current) = &mut self.current {
+                current.seek_to_first()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl InternalIterator for LevelIter {
+    fn seek(&mut self, target: &KeyRef) -> Result<()> {
+        let at = self
+            .largest
+            .partition_point(|largest| KeyRef::new(largest) < target);
+        self.open(at);
+        if let Some(current) = &mut self.current {
+            current.seek(target)?;
+        }
+        self.skip_exhausted_tables()
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.open(0);
+        if let Some(current) = &mut self.current {
+            current.seek_to_first()?;
+        }
+        self.skip_exhausted_tables()
+    }
+
+    fn next(&mut self) -> Result<()> {
+        if let Some(current) = &mut self.current {
+            current.next()?;
+        }
+        self.skip_exhausted_tables()
+    }
+
+    fn valid(&self) -> bool {
+        self.current.as_ref().is_some_and(|c| c.valid())
+    }
+
+    fn key(&self) -> &KeyRef {
+        self.current.as_ref().expect("a valid iterator").key()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.current.as_ref().expect("a valid iterator").value()
+    }
+}
+
+/// Merges sorted children into one sorted stream. Internal keys are unique (each has
+/// its own sequence number), so there are no ties to break. Children are few (the
+/// memtables, the level-0 tables, one per deeper level), so the smallest is found by
+/// a linear scan.
+pub struct MergingIter {
+    children: Vec<Box<dyn InternalIterator>>,
+    current: Option<usize>,
+}
+
+impl MergingIter {
+    pub fn new(children: Vec<Box<dyn InternalIterator>>) -> MergingIter {
+        MergingIter {
+            children,
+            current: None,
+        }
+    }
+
+    fn find_smallest(&mut self) {
+        let mut smallest: Option<usize> = None;
+        for (i, child) in self.children.iter().enumerate() {
+            if child.valid() && smallest.is_none_or(|s| child.key() < self.children[s].key()) {
+                smallest = Some(i);
+            }
+        }
+        self.current = smallest;
+    }
+}
+
+impl InternalIterator for MergingIter {
+    fn seek(&mut self, target: &KeyRef) -> Result<()> {
+        for child in &mut self.children {
+            child.seek(target)?;
+        }
+        self.find_smallest();
+        Ok(())
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        for child in &mut self.children {
+            child.seek_to_first()?;
+        }
+        self.find_smallest();
+        Ok(())
+    }
+
+    fn next(&mut self) -> Result<()> {
+        let current = self.current.expect("a valid iterator");
+        self.children[current].next()?;
+        self.find_smallest();
+        Ok(())
+    }
+
+    fn valid(&self) -> bool {
+        self.current.is_some()
+    }
+
+    fn key(&self) -> &KeyRef {
+        self.children[self.current.expect("a valid iterator")].key()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.children[self.current.expect("a valid iterator")].value()
+    }
+}

@@ -157,6 +157,17 @@ fn open(dir: &Path) -> Result<Lsm, Error> {
     )
 }
 
+/// One memtable larger than the file size limit, so the log is the file that fills.
+fn open_for_full_disk(dir: &Path) -> Result<Lsm, Error> {
+    Lsm::open(
+        dir,
+        Options {
+            fsync: FsyncPolicy::Always,
+            ..Options::default()
+        },
+    )
+}
+
 fn marker(store: &Lsm, writer: u64) -> Result<u64, String> {
     match store.get(&marker_key(writer)).map_err(|e| e.to_string())? {
         None => Ok(0),
@@ -301,7 +312,7 @@ fn crash_cycles(flags: &Flags) -> Result<(), String> {
 /// Writes 1 KiB values until a write fails, then checks the failure is a clear I/O
 /// error, that reads still work and that writes keep failing the same way.
 fn full_disk_child(dir: &Path) -> Result<(), String> {
-    let store = open(dir).map_err(|e| e.to_string())?;
+    let store = open_for_full_disk(dir).map_err(|e| e.to_string())?;
     let value = vec![b'x'; 1024];
     let mut acked = 0u64;
     let error = loop {
@@ -368,7 +379,8 @@ fn full_disk(flags: &Flags) -> Result<(), String> {
         .find_map(|l| l.strip_prefix("acked "))
         .and_then(|n| n.parse().ok())
         .ok_or("the child did not report its acknowledged writes")?;
-    let store = open(&dir).map_err(|e| format!("reopening after the full disk: {e}"))?;
+    let store =
+        open_for_full_disk(&dir).map_err(|e| format!("reopening after the full disk: {e}"))?;
     for i in 0..acked {
         if store
             .get(format!("key{i}").as_bytes())

@@ -121,6 +121,8 @@ pub fn batches_are_atomic_to_readers<E: Engine>(open: &impl Fn(&Path) -> Result<
         for writer in 0..2 {
             let (e, keys, writers_left) = (&e, &keys, &writers_left);
             s.spawn(move || {
+                // Counted down even if a write fails, so the readers stop.
+                let _done = CountDown(writers_left);
                 for round in 0..2000 {
                     let value = format!("w{writer}-{round}");
                     let mut batch = WriteBatch::new();
@@ -129,7 +131,6 @@ pub fn batches_are_atomic_to_readers<E: Engine>(open: &impl Fn(&Path) -> Result<
                     }
                     e.write(&batch).unwrap();
                 }
-                writers_left.fetch_sub(1, Ordering::SeqCst);
             });
         }
         for _ in 0..2 {
@@ -146,6 +147,14 @@ pub fn batches_are_atomic_to_readers<E: Engine>(open: &impl Fn(&Path) -> Result<
             });
         }
     });
+}
+
+struct CountDown<'a>(&'a AtomicUsize);
+
+impl Drop for CountDown<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 pub fn multi_get_keeps_order<E: Engine>(open: &impl Fn(&Path) -> Result<E>) {

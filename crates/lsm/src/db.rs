@@ -3,7 +3,7 @@
 //! flushing them to level-0 tables in the background; reads at a sequence number over
 //! memtables and tables.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,8 +19,9 @@ use engine::{
 use crate::block_cache::BlockCache;
 use crate::bloom;
 use crate::commit::{CommitQueue, Group};
+use crate::compaction::{self, Compaction};
 use crate::cursor::DbCursor;
-use crate::internal_key::{with_lookup_key, MAX_SEQUENCE};
+use crate::internal_key::{with_lookup_key, KeyRef, MAX_SEQUENCE};
 use crate::iterator::{InternalIterator, MemIter, MergingIter};
 use crate::manifest::{self, Manifest, NewTable, VersionEdit};
 use crate::memtable::{Lookup, MemTable};
@@ -60,6 +61,9 @@ struct Inner {
     /// The last sequence number whose write is complete: readers see up to here.
     visible: AtomicU64,
     next_file_number: AtomicU64,
+    /// Tables being written by a flush or compaction: not in any version yet, and not
+    /// to be deleted as unused.
+    pending_tables: Mutex<BTreeSet<u64>>,
     /// Background work (flushes) and writers stalled on it meet here.
     background: Mutex<Background>,
     background_changed: Condvar,
@@ -81,6 +85,11 @@ struct Log {
 
 struct Background {
     manifest: Manifest,
+    /// The log number last recorded: logs below it are obsolete.
+    log_number: u64,
+    /// Per level, the largest key of the last table compacted out of it, so the next
+    /// compaction of the level starts after it.
+    compact_pointers: [Vec<u8>; LEVELS],
     shutting_down: bool,
 }
 
@@ -95,6 +104,9 @@ struct Counters {
     recovery_dropped_bytes: AtomicU64,
     flushes: AtomicU64,
     table_bytes_written: AtomicU64,
+    compactions: AtomicU64,
+    compaction_micros: AtomicU64,
+    compaction_bytes_read: AtomicU64,
     stall_micros: AtomicU64,
 }
 
@@ -211,8 +223,11 @@ impl Lsm {
             commit: CommitQueue::default(),
             visible: AtomicU64::new(last_sequence),
             next_file_number: AtomicU64::new(next_file_number),
+            pending_tables: Mutex::default(),
             background: Mutex::new(Background {
                 manifest,
+                log_number: mem_wal,
+                compact_pointers: Default::default(),
                 shutting_down: false,
             }),
             background_changed: Condvar::new(),
@@ -221,12 +236,18 @@ impl Lsm {
             unsynced: AtomicBool::new(false),
             counters,
         });
-        inner.delete_obsolete_files(mem_wal, manifest_number)?;
+        inner.delete_obsolete_files(&inner.lock_background())?;
 
-        let mut threads = vec![spawn("lsm-flush", {
-            let inner = inner.clone();
-            move || inner.flush_loop()
-        })];
+        let mut threads = vec![
+            spawn("lsm-flush", {
+                let inner = inner.clone();
+                move || inner.flush_loop()
+            }),
+            spawn("lsm-compact", {
+                let inner = inner.clone();
+                move || inner.compaction_loop()
+            }),
+        ];
         if options.fsync == FsyncPolicy::EverySec {
             let inner = inner.clone();
             threads.push(spawn("lsm-wal-sync", move || inner.sync_loop()));
@@ -245,12 +266,18 @@ impl Lsm {
         Ok(())
     }
 
-    /// The sequence to read at and what to read, in that order: every write up to the
-    /// sequence went into a memtable that was installed before the sequence moved, so
-    /// the super version taken after it holds them all.
+    /// What to read and the sequence to read at, taken in that order.
+    ///
+    /// The super version first: its tables never change, so nothing a compaction does
+    /// later can take a version this read needs (a compaction only drops versions
+    /// hidden from every sequence up to the visible one when it started, and a super
+    /// version installed after it is paired here with a later sequence). Writes up to
+    /// the sequence that went into a memtable frozen after the super version was
+    /// taken are not seen: the read sees the store as of that freeze, which is still
+    /// one consistent point.
     fn snapshot(&self) -> (u64, Arc<SuperVersion>) {
-        let sequence = self.inner.visible.load(Ordering::Acquire);
-        (sequence, self.inner.current())
+        let sv = self.inner.current();
+        (self.inner.visible.load(Ordering::Acquire), sv)
     }
 
     fn read(&self, sv: &SuperVersion, key: &[u8], sequence: u64) -> Result<Option<Vec<u8>>> {
@@ -405,10 +432,6 @@ impl Inner {
             .clone()
     }
 
-    fn install(&self, sv: SuperVersion) {
-        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(sv);
-    }
-
     fn lock_log(&self) -> MutexGuard<'_, Log> {
         self.log.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -511,7 +534,7 @@ impl Inner {
     fn freeze_memtable(&self, log: &mut Log) -> Result<Arc<MemTable>> {
         let stall_start = Instant::now();
         let mut background = self.lock_background();
-        while self.current().imm.len() >= self.options.max_immutable_memtables {
+        while self.must_stall() {
             if let Some(why) = self.stopped() {
                 return Err(Error::WritesStopped(why));
             }
@@ -544,16 +567,26 @@ impl Inner {
         sync_dir(&self.dir)?;
         log.writer = writer;
         let mem = Arc::new(MemTable::new(number));
-        let old = self.current();
-        let mut imm = vec![old.mem.clone()];
-        imm.extend(old.imm.iter().cloned());
-        self.install(SuperVersion {
+        // One step under the lock, so a version installed meanwhile is kept.
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        let mut imm = vec![current.mem.clone()];
+        imm.extend(current.imm.iter().cloned());
+        *current = Arc::new(SuperVersion {
             mem: mem.clone(),
             imm,
-            version: old.version.clone(),
+            version: current.version.clone(),
         });
+        drop(current);
         self.background_changed.notify_all();
         Ok(mem)
+    }
+
+    /// Writers wait while frozen memtables or level-0 tables pile up faster than
+    /// flushes and compactions clear them.
+    fn must_stall(&self) -> bool {
+        let sv = self.current();
+        sv.imm.len() >= self.options.max_immutable_memtables
+            || sv.version.levels[0].len() >= self.options.l0_stop_writes_trigger
     }
 
     /// The flush thread: writes the oldest frozen memtable to a level-0 table, records
@@ -570,16 +603,18 @@ impl Inner {
             if background.shutting_down {
                 return;
             }
-            if let Err(e) = self.flush_oldest(&mut background) {
+            drop(background);
+            if let Err(e) = self.flush_oldest() {
                 self.stop_writes(format!("flushing a memtable failed: {e}"));
                 return;
             }
-            drop(background);
             self.background_changed.notify_all();
         }
     }
 
-    fn flush_oldest(&self, background: &mut Background) -> Result<()> {
+    /// Writes the oldest frozen memtable to a table (without holding any lock: this
+    /// thread is the only one that removes frozen memtables), then installs it.
+    fn flush_oldest(&self) -> Result<()> {
         let sv = self.current();
         let oldest = sv.imm.last().expect("a frozen memtable to flush").clone();
         // The logs below the next newer memtable's hold nothing else.
@@ -593,34 +628,169 @@ impl Inner {
             ..VersionEdit::default()
         };
         if oldest.entries() > 0 {
-            let number = self.next_file_number.fetch_add(1, Ordering::Relaxed);
+            let number = self.new_table_number();
             let meta = self.write_table(number, &oldest)?;
             self.counters
                 .table_bytes_written
                 .fetch_add(meta.size, Ordering::Relaxed);
             edit.added.push(NewTable { level: 0, meta });
         }
+        let mut background = self.lock_background();
+        background.log_number = log_number;
+        self.install_edit(&mut background, &mut edit, |imm| {
+            let flushed = imm.pop().expect("the flushed memtable is still frozen");
+            assert!(
+                Arc::ptr_eq(&flushed, &oldest),
+                "memtables flush oldest first"
+            );
+        })?;
+        self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// A number for a table about to be written, kept from deletion until installed.
+    fn new_table_number(&self) -> u64 {
+        let number = self.next_file_number.fetch_add(1, Ordering::Relaxed);
+        self.pending_tables
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(number);
+        number
+    }
+
+    /// Records `edit` in the manifest, then applies it to the current version and
+    /// installs the result (with `change_imm` applied to the frozen memtables), then
+    /// deletes the files nothing uses any more. The caller holds `background`, which
+    /// orders version changes.
+    fn install_edit(
+        &self,
+        background: &mut Background,
+        edit: &mut VersionEdit,
+        change_imm: impl FnOnce(&mut Vec<Arc<MemTable>>),
+    ) -> Result<()> {
         edit.next_file_number = Some(self.next_file_number.load(Ordering::Relaxed));
-        background.manifest.append(&edit)?;
-        let version = sv.version.apply(&edit, |meta| {
+        // Versions change only here, under `background`, so `base` stays current. The
+        // new tables are opened (and so checked) before the manifest names them.
+        let base = self.current().version.clone();
+        let version = base.apply(edit, |meta| {
             open_table(&self.dir, meta, &self.cache, &self.read_counters)
         })?;
-
+        background.manifest.append(edit)?;
         let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        let mut imm = current.imm.clone();
-        let flushed = imm.pop().expect("the flushed memtable is still frozen");
-        assert!(
-            Arc::ptr_eq(&flushed, &oldest),
-            "memtables flush oldest first"
+        debug_assert!(
+            Arc::ptr_eq(&current.version, &base),
+            "versions change under `background` only"
         );
+        let mut imm = current.imm.clone();
+        change_imm(&mut imm);
         *current = Arc::new(SuperVersion {
             mem: current.mem.clone(),
             imm,
             version: Arc::new(version),
         });
         drop(current);
-        self.counters.flushes.fetch_add(1, Ordering::Relaxed);
-        self.delete_obsolete_files(log_number, background.manifest.number())
+        let mut pending = self
+            .pending_tables
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for table in &edit.added {
+            pending.remove(&table.meta.number);
+        }
+        drop(pending);
+        self.delete_obsolete_files(background)
+    }
+
+    /// The compaction thread: while some level is over its limit, merge tables down.
+    fn compaction_loop(&self) {
+        loop {
+            let mut background = self.lock_background();
+            let compaction = loop {
+                if background.shutting_down {
+                    return;
+                }
+                let version = self.current().version.clone();
+                if let Some(compaction) =
+                    compaction::pick(&version, &self.options, &background.compact_pointers)
+                {
+                    break (compaction, version);
+                }
+                background = self
+                    .background_changed
+                    .wait(background)
+                    .unwrap_or_else(|e| e.into_inner());
+            };
+            drop(background);
+            if let Err(e) = self.compact(compaction.0, &compaction.1) {
+                self.stop_writes(format!("compaction failed: {e}"));
+                return;
+            }
+            self.background_changed.notify_all();
+        }
+    }
+
+    fn compact(&self, compaction: Compaction, version: &Version) -> Result<()> {
+        let started = Instant::now();
+        let output_level = compaction.level + 1;
+        let options = TableOptions {
+            block_size: self.options.block_size,
+            bloom_bits_per_key: self.options.bloom_bits_per_key,
+        };
+        let outputs = compaction::run(
+            &compaction,
+            version,
+            &self.options,
+            self.visible.load(Ordering::Acquire),
+            || {
+                let number = self.new_table_number();
+                TableBuilder::create(
+                    &self.dir.join(table_file_name(number)),
+                    number,
+                    options.clone(),
+                )
+            },
+        )?;
+        sync_dir(&self.dir)?;
+        let inputs = compaction.inputs.iter().map(|f| (compaction.level, f));
+        let overlapping = compaction.overlapping.iter().map(|f| (output_level, f));
+        let mut edit = VersionEdit {
+            deleted: inputs
+                .chain(overlapping)
+                .map(|(level, f)| (level, f.meta.number))
+                .collect(),
+            added: outputs
+                .iter()
+                .map(|meta| NewTable {
+                    level: output_level,
+                    meta: meta.clone(),
+                })
+                .collect(),
+            ..VersionEdit::default()
+        };
+        let read: u64 = compaction
+            .inputs
+            .iter()
+            .chain(&compaction.overlapping)
+            .map(|f| f.meta.size)
+            .sum();
+        let written: u64 = outputs.iter().map(|m| m.size).sum();
+        let mut background = self.lock_background();
+        if let Some(largest) = compaction
+            .inputs
+            .iter()
+            .map(|f| f.meta.largest.clone())
+            .max_by(|a, b| KeyRef::new(a).cmp(KeyRef::new(b)))
+        {
+            background.compact_pointers[compaction.level] = largest;
+        }
+        self.install_edit(&mut background, &mut edit, |_| {})?;
+        drop(background);
+        let c = &self.counters;
+        c.compactions.fetch_add(1, Ordering::Relaxed);
+        c.compaction_bytes_read.fetch_add(read, Ordering::Relaxed);
+        c.table_bytes_written.fetch_add(written, Ordering::Relaxed);
+        c.compaction_micros
+            .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        Ok(())
     }
 
     fn write_table(&self, number: u64, mem: &Arc<MemTable>) -> Result<TableMeta> {
@@ -647,9 +817,20 @@ impl Inner {
     /// Deletes logs below `log_number`, tables no version uses and old manifests.
     /// Readers hold tables open by `Arc`, and an open file outlives its unlinking, so
     /// a cursor still reading a deleted table keeps working.
-    fn delete_obsolete_files(&self, log_number: u64, manifest: u64) -> Result<()> {
-        let live = self.current().version.table_numbers();
-        for (number, kind) in list_files(&self.dir)? {
+    fn delete_obsolete_files(&self, background: &Background) -> Result<()> {
+        // Listed before the live set is taken: a table's number is pending before its
+        // file exists, so any table file listed is in the live set below unless it
+        // really is obsolete.
+        let files = list_files(&self.dir)?;
+        let mut live = self.current().version.table_numbers();
+        live.extend(
+            self.pending_tables
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter(),
+        );
+        let (log_number, manifest) = (background.log_number, background.manifest.number());
+        for (number, kind) in files {
             let (obsolete, name) = match kind {
                 FileKind::Wal => (number < log_number, wal::file_name(number)),
                 FileKind::Table => (!live.contains(&number), table_file_name(number)),
@@ -781,6 +962,9 @@ impl Engine for Lsm {
             ("user_bytes_written", load(&c.user_bytes_written)),
             ("table_bytes_written", load(&c.table_bytes_written)),
             ("flushes", load(&c.flushes)),
+            ("compactions", load(&c.compactions)),
+            ("compaction_micros", load(&c.compaction_micros)),
+            ("compaction_bytes_read", load(&c.compaction_bytes_read)),
             ("stall_micros", load(&c.stall_micros)),
             ("block_reads", load(&r.block_reads)),
             ("table_bytes_read", load(&r.bytes_read)),

@@ -10,6 +10,7 @@ mod block;
 mod block_cache;
 mod bloom;
 mod commit;
+mod compaction;
 mod cursor;
 mod db;
 mod internal_key;

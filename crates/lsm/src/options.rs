@@ -55,6 +55,16 @@ pub struct Options {
     /// Data blocks are cut at this size.
     pub block_size: usize,
     pub bloom_bits_per_key: usize,
+    /// Level 0 is compacted into level 1 at this many tables.
+    pub l0_compaction_trigger: usize,
+    /// Writers stall while level 0 has this many tables.
+    pub l0_stop_writes_trigger: usize,
+    /// The size limit of level 1; each deeper level may hold `level_size_ratio` times
+    /// the one above.
+    pub level1_bytes: usize,
+    pub level_size_ratio: usize,
+    /// Compaction cuts its output tables near this size.
+    pub table_file_bytes: usize,
 }
 
 impl Default for Options {
@@ -67,6 +77,11 @@ impl Default for Options {
             block_cache_bytes: 64 << 20,
             block_size: 4096,
             bloom_bits_per_key: 10,
+            l0_compaction_trigger: 4,
+            l0_stop_writes_trigger: 12,
+            level1_bytes: 256 << 20,
+            level_size_ratio: 10,
+            table_file_bytes: 64 << 20,
         }
     }
 }

@@ -17,6 +17,7 @@ pub const MAGIC: u64 = 0x6873_7461_626c_6531;
 pub const FORMAT_VERSION: u32 = 1;
 const RESTART_INTERVAL: usize = 16;
 
+#[derive(Clone)]
 pub struct TableOptions {
     pub block_size: usize,
     pub bloom_bits_per_key: usize,
@@ -89,6 +90,11 @@ impl TableBuilder {
             self.finish_data_block()?;
         }
         Ok(())
+    }
+
+    /// Bytes written so far plus the unfinished block: where the table would end.
+    pub fn file_size(&self) -> u64 {
+        self.offset + self.data.estimated_size() as u64
     }
 
     fn finish_data_block(&mut self) -> Result<()> {

@@ -21,11 +21,11 @@ pub struct TableFile {
 }
 
 impl TableFile {
-    fn smallest(&self) -> &KeyRef {
+    pub fn smallest(&self) -> &KeyRef {
         KeyRef::new(&self.meta.smallest)
     }
 
-    fn largest(&self) -> &KeyRef {
+    pub fn largest(&self) -> &KeyRef {
         KeyRef::new(&self.meta.largest)
     }
 

@@ -3,7 +3,7 @@
 //! `lsm-crash [--cycles N] [--seed S] [--dir D]` runs N cycles: start a child that
 //! writes batches under `fsync always` from several threads and prints each one it got
 //! an acknowledgement for; SIGKILL it at a random moment (while it recovers, writes,
-//! syncs, flushes); reopen the store here and check that it opens, that every acknowledged batch
+//! syncs, flushes, compacts); reopen the store here and check that it opens, that every acknowledged batch
 //! is there, and that the state is exactly some prefix of each writer's batches (no
 //! batch half-applied, no stray bytes). The store carries over between cycles.
 //!
@@ -143,8 +143,8 @@ fn batch(seed: u64, writer: u64, n: u64) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
     ops
 }
 
-/// Small memtables, so kills land during memtable freezes, flushes and manifest
-/// edits too, not only log writes.
+/// Small memtables and levels, so kills land during memtable freezes, flushes,
+/// compactions and manifest edits too, not only log writes.
 fn open(dir: &Path) -> Result<Lsm, Error> {
     Lsm::open(
         dir,
@@ -152,6 +152,10 @@ fn open(dir: &Path) -> Result<Lsm, Error> {
             fsync: FsyncPolicy::Always,
             memtable_bytes: 64 * 1024,
             block_size: 1024,
+            l0_compaction_trigger: 2,
+            level1_bytes: 256 * 1024,
+            level_size_ratio: 4,
+            table_file_bytes: 64 * 1024,
             ..Options::default()
         },
     )

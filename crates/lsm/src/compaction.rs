@@ -1,0 +1,163 @@
+//! Leveled compaction: which tables to merge next, and the merge itself.
+//!
+//! Level 0 holds flushed memtables, which overlap; it is compacted into level 1 once
+//! it has `l0_compaction_trigger` tables. Each deeper level `n` may hold
+//! `level1_bytes * ratio^(n-1)` bytes; past that, one of its tables (round-robin by
+//! key) is merged into the tables of level `n + 1` it overlaps. The level with the
+//! highest ratio of size to limit goes first.
+
+use std::sync::Arc;
+
+use engine::{Result, KIND_DELETE};
+
+use crate::internal_key::KeyRef;
+use crate::iterator::{InternalIterator, MergingIter};
+use crate::options::Options;
+use crate::table_builder::{TableBuilder, TableMeta};
+use crate::version::{TableFile, Version, LEVELS};
+
+pub struct Compaction {
+    /// Tables move from `level` to `level + 1`.
+    pub level: usize,
+    pub inputs: Vec<Arc<TableFile>>,
+    /// The tables of `level + 1` that overlap the inputs.
+    pub overlapping: Vec<Arc<TableFile>>,
+}
+
+fn level_limit(options: &Options, level: usize) -> u64 {
+    let mut limit = options.level1_bytes as u64;
+    for _ in 1..level {
+        limit = limit.saturating_mul(options.level_size_ratio as u64);
+    }
+    limit
+}
+
+/// How far past its limit each level is; 1.0 or more needs compaction.
+pub fn scores(version: &Version, options: &Options) -> [f64; LEVELS - 1] {
+    let mut scores = [0.0; LEVELS - 1];
+    scores[0] = version.levels[0].len() as f64 / options.l0_compaction_trigger as f64;
+    for (level, score) in scores.iter_mut().enumerate().skip(1) {
+        *score = version.level_bytes(level) as f64 / level_limit(options, level) as f64;
+    }
+    scores
+}
+
+/// The next compaction, if any level needs one. `pointers` holds, per level, the
+/// largest key of the last table compacted out of it.
+pub fn pick(
+    version: &Version,
+    options: &Options,
+    pointers: &[Vec<u8>; LEVELS],
+) -> Option<Compaction> {
+    let scores = scores(version, options);
+    let (level, &score) = scores
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .expect("levels to score");
+    if score < 1.0 {
+        return None;
+    }
+    let inputs: Vec<Arc<TableFile>> = if level == 0 {
+        version.levels[0].clone()
+    } else {
+        let files = &version.levels[level];
+        let next = files
+            .iter()
+            .find(|f| {
+                pointers[level].is_empty()
+                    || KeyRef::new(&f.meta.smallest) > KeyRef::new(&pointers[level])
+            })
+            .or_else(|| files.first())?;
+        vec![next.clone()]
+    };
+    let smallest = inputs
+        .iter()
+        .map(|f| f.smallest().user_key())
+        .min()?
+        .to_vec();
+    let largest = inputs
+        .iter()
+        .map(|f| f.largest().user_key())
+        .max()?
+        .to_vec();
+    let overlapping = version.levels[level + 1]
+        .iter()
+        .filter(|f| {
+            f.largest().user_key() >= &smallest[..] && f.smallest().user_key() <= &largest[..]
+        })
+        .cloned()
+        .collect();
+    Some(Compaction {
+        level,
+        inputs,
+        overlapping,
+    })
+}
+
+/// Whether no level below `output_level` can hold `user_key`: a tombstone for it then
+/// has nothing left to hide.
+fn is_bottom_for(version: &Version, output_level: usize, user_key: &[u8]) -> bool {
+    version.levels[output_level + 1..]
+        .iter()
+        .flatten()
+        .all(|f| !(f.smallest().user_key() <= user_key && user_key <= f.largest().user_key()))
+}
+
+/// Merges the compaction's tables into new tables for `level + 1`, each cut near
+/// `table_file_bytes` at a user-key boundary (so tables of a level never share a user
+/// key). Versions of a key hidden by a newer version that every reader sees are
+/// dropped, and so are tombstones with nothing below them.
+///
+/// `oldest_readable` is the smallest sequence number any reader may still read at;
+/// `new_table` makes the builder for the next output table.
+pub fn run(
+    compaction: &Compaction,
+    version: &Version,
+    options: &Options,
+    oldest_readable: u64,
+    mut new_table: impl FnMut() -> Result<TableBuilder>,
+) -> Result<Vec<TableMeta>> {
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    for file in compaction.inputs.iter().chain(&compaction.overlapping) {
+        children.push(Box::new(file.table.iter()));
+    }
+    let mut merged = MergingIter::new(children);
+    merged.seek_to_first()?;
+    let output_level = compaction.level + 1;
+    let mut outputs = Vec::new();
+    let mut builder: Option<TableBuilder> = None;
+    let mut current_key: Option<Vec<u8>> = None;
+    // The sequence of the newer entry kept or seen for the current user key.
+    let mut newer_sequence = u64::MAX;
+    while merged.valid() {
+        let key = merged.key();
+        let new_user_key = current_key.as_deref() != Some(key.user_key());
+        if new_user_key {
+            if let Some(full) =
+                builder.take_if(|b| b.file_size() >= options.table_file_bytes as u64)
+            {
+                outputs.push(full.finish()?);
+            }
+            current_key = Some(key.user_key().to_vec());
+            newer_sequence = u64::MAX;
+        }
+        let hidden = newer_sequence <= oldest_readable;
+        let dead_tombstone = key.kind() == KIND_DELETE
+            && key.sequence() <= oldest_readable
+            && is_bottom_for(version, output_level, key.user_key());
+        newer_sequence = key.sequence();
+        if !hidden && !dead_tombstone {
+            let out = match &mut builder {
+                Some(builder) => builder,
+                None => builder.insert(new_table()?),
+            };
+            out.add(key, merged.value())?;
+        }
+        merged.next()?;
+    }
+    if let Some(last) = builder {
+        outputs.push(last.finish()?);
+    }
+    Ok(outputs)
+}

@@ -20,8 +20,12 @@ pub mod conformance;
 mod error;
 pub mod gate;
 mod memory;
+#[cfg(feature = "rocksdb")]
+mod rocksdb;
 pub mod varint;
 
+#[cfg(feature = "rocksdb")]
+pub use crate::rocksdb::{RocksDbEngine, RocksDbOptions};
 pub use batch::{check_sizes, BatchOp, WriteBatch, KIND_DELETE, KIND_PUT};
 pub use error::{Error, Result};
 pub use memory::MemoryEngine;

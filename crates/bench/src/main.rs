@@ -2,6 +2,7 @@
 
 mod counting_alloc;
 mod cpu_time;
+mod engine_bench;
 mod index_bench;
 mod plot;
 mod progress;
@@ -30,6 +31,9 @@ enum Command {
     /// YCSB over TCP against Redis-protocol servers (hotkv-server, redis-server, ...),
     /// compared in alternating rounds.
     Resp(resp_bench::RespArgs),
+    /// db_bench-style benchmarks of storage engines in-process: the LSM engine against
+    /// RocksDB (feature `rocksdb`) and the memory engine, alternating rounds.
+    Engine(engine_bench::EngineArgs),
 }
 
 fn main() {
@@ -39,6 +43,20 @@ fn main() {
             let json = args.json.clone();
             index_bench::run(args).and_then(|results| {
                 index_bench::print_table(&results);
+                match json {
+                    Some(path) => std::fs::write(
+                        &path,
+                        serde_json::to_string_pretty(&results).expect("serialisable"),
+                    )
+                    .map_err(|e| format!("cannot write {}: {e}", path.display())),
+                    None => Ok(()),
+                }
+            })
+        }
+        Command::Engine(args) => {
+            let json = args.json.clone();
+            engine_bench::run(args).and_then(|results| {
+                engine_bench::print_table(&results);
                 match json {
                     Some(path) => std::fs::write(
                         &path,

@@ -252,3 +252,70 @@ fn resp_compares_servers_and_writes_json_and_plot() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn engine_compares_lsm_with_memory_and_reports_amplification() {
+    let dir = std::env::temp_dir().join(format!("hotkv-bench-stores-{}", std::process::id()));
+    let (rows, table) = run_json(
+        "engine",
+        &[
+            "engine",
+            "--engine",
+            "lsm,memory",
+            "--keys",
+            "2000",
+            "--rounds",
+            "2",
+            "--threads",
+            "2",
+            "--memtable-bytes",
+            "65536",
+            "--dir",
+            dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(rows.len(), 2, "{table}");
+    let lsm = &rows[0];
+    assert_eq!(lsm["engine"], "lsm");
+    let names: Vec<_> = lsm["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["benchmark"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "fillrandom",
+            "readrandom",
+            "readwhilewriting",
+            "overwrite",
+            "seekrandom"
+        ]
+    );
+    for b in lsm["benchmarks"].as_array().unwrap() {
+        assert!(b["ops_per_sec"].as_f64().unwrap() > 0.0);
+        assert_eq!(b["rounds_ops_per_sec"].as_array().unwrap().len(), 2);
+        assert!(b["ratio"].is_null(), "the first engine is the baseline");
+    }
+    // Small memtables: the log and flushed tables were both written.
+    assert!(lsm["write_amplification"].as_f64().unwrap() > 1.0);
+    assert!(lsm["space_amplification"].as_f64().unwrap() > 0.0);
+    // The memory engine has no order, so no seekrandom, and ratios against lsm.
+    let memory = rows[1]["benchmarks"].as_array().unwrap();
+    assert_eq!(memory.len(), 4);
+    assert!(memory.iter().all(|b| b["ratio"].as_f64().unwrap() > 0.0));
+    assert!(!dir.exists(), "the benchmark removes its stores");
+    assert!(table.contains("write amplification"));
+}
+
+#[test]
+fn engine_refuses_unknown_engines_clearly() {
+    let out = bench()
+        .args(["engine", "--engine", "leveldb", "--keys", "10"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown engine \"leveldb\""), "{err}");
+}

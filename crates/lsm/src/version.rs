@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use engine::Result;
+use engine::{Error, Result};
 
 use crate::internal_key::KeyRef;
 use crate::iterator::{InternalIterator, LevelIter};
@@ -60,14 +60,20 @@ impl Version {
             }));
         }
         levels[0].sort_by_key(|t| t.meta.number);
-        for level in &mut levels[1..] {
+        for (n, level) in levels.iter_mut().enumerate().skip(1) {
             level.sort_by(|a, b| a.smallest().cmp(b.smallest()));
-            debug_assert!(
-                level
-                    .windows(2)
-                    .all(|w| w[0].largest().user_key() < w[1].smallest().user_key()),
-                "tables overlap in a level below 0"
-            );
+            // Reads below level 0 look in one table per level, so an overlap would
+            // hide data: refuse such a version (only a damaged manifest can say so).
+            if let Some(w) = level
+                .windows(2)
+                .find(|w| w[0].largest().user_key() >= w[1].smallest().user_key())
+            {
+                return Err(Error::corruption(
+                    format!("{:06}.sst", w[1].meta.number),
+                    0,
+                    format!("overlaps table {} in level {n}", w[0].meta.number),
+                ));
+            }
         }
         Ok(Version { levels })
     }

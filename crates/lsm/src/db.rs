@@ -71,6 +71,9 @@ struct Inner {
     /// Set once the store's files are in doubt (a failed sync, a failed flush); from
     /// then on writes fail with this reason until the store is reopened.
     writes_stopped: Mutex<Option<String>>,
+    /// Why the last flush or compaction failed, while it is being retried. Writers that
+    /// would otherwise wait for a flush fail with it instead.
+    background_error: Mutex<Option<String>>,
     /// Bytes written to the log since the last sync (for `everysec`).
     unsynced: AtomicBool,
     counters: Counters,
@@ -233,6 +236,7 @@ impl Lsm {
             background_changed: Condvar::new(),
             closed: AtomicBool::new(false),
             writes_stopped: Mutex::new(None),
+            background_error: Mutex::new(None),
             unsynced: AtomicBool::new(false),
             counters,
         });
@@ -345,6 +349,10 @@ fn list_files(dir: &Path) -> Result<Vec<(u64, FileKind)>> {
         let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
             continue;
         };
+        // Only regular files are the store's; anything else with such a name is left be.
+        if !entry.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
         let parsed = if let Some(n) = wal::parse_file_name(&name) {
             Some((n, FileKind::Wal))
         } else if let Some(n) = manifest::parse_file_name(&name) {
@@ -422,6 +430,54 @@ fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| Error::io(format!("syncing directory {}", dir.display()), e))
+}
+
+/// The tables a flush or compaction is writing. Their numbers are kept from deletion
+/// while this lives; when it drops they are released, and unless the tables were
+/// installed their files (partial or whole) are deleted, so a failed attempt leaves
+/// nothing behind.
+struct NewTables<'a> {
+    inner: &'a Inner,
+    numbers: Vec<u64>,
+    installed: bool,
+}
+
+impl<'a> NewTables<'a> {
+    fn new(inner: &'a Inner) -> NewTables<'a> {
+        NewTables {
+            inner,
+            numbers: Vec::new(),
+            installed: false,
+        }
+    }
+
+    /// A number for the next table, registered before its file exists.
+    fn allocate(&mut self) -> u64 {
+        let number = self.inner.next_file_number.fetch_add(1, Ordering::Relaxed);
+        self.inner
+            .pending_tables
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(number);
+        self.numbers.push(number);
+        number
+    }
+}
+
+impl Drop for NewTables<'_> {
+    fn drop(&mut self) {
+        let mut pending = self
+            .inner
+            .pending_tables
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for number in &self.numbers {
+            pending.remove(number);
+            if !self.installed {
+                let _ = std::fs::remove_file(self.inner.dir.join(table_file_name(*number)));
+            }
+        }
+    }
 }
 
 impl Inner {
@@ -538,6 +594,12 @@ impl Inner {
             if let Some(why) = self.stopped() {
                 return Err(Error::WritesStopped(why));
             }
+            if let Some(why) = self.background_error() {
+                return Err(Error::io(
+                    "no room for more writes while background work fails",
+                    std::io::Error::other(why),
+                ));
+            }
             background = self
                 .background_changed
                 .wait_timeout(background, Duration::from_millis(100))
@@ -592,6 +654,7 @@ impl Inner {
     /// The flush thread: writes the oldest frozen memtable to a level-0 table, records
     /// it in the manifest, then drops the memtable and the logs it covered.
     fn flush_loop(&self) {
+        let mut failures = 0;
         loop {
             let mut background = self.lock_background();
             while !background.shutting_down && self.current().imm.is_empty() {
@@ -604,12 +667,60 @@ impl Inner {
                 return;
             }
             drop(background);
-            if let Err(e) = self.flush_oldest() {
-                self.stop_writes(format!("flushing a memtable failed: {e}"));
+            let result = self.flush_oldest();
+            if !self.settle("flushing a memtable", result, &mut failures) {
                 return;
             }
-            self.background_changed.notify_all();
         }
+    }
+
+    /// After a flush or compaction: on success clears a standing failure; on failure
+    /// records it (so stalled writers fail fast) and waits a growing while before the
+    /// caller retries. Returns false when the thread should end: at shutdown, or when
+    /// the failure leaves the store's files in doubt.
+    fn settle(&self, what: &str, result: Result<()>, failures: &mut u32) -> bool {
+        match result {
+            Ok(()) => {
+                if *failures > 0 {
+                    *failures = 0;
+                    *self
+                        .background_error
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner()) = None;
+                    tracing::info!("{what} succeeded again");
+                }
+                self.background_changed.notify_all();
+                true
+            }
+            Err(Error::WritesStopped(why)) => {
+                self.stop_writes(format!("{what} failed: {why}"));
+                false
+            }
+            Err(e) => {
+                *failures += 1;
+                let why = format!("{what} failed: {e}");
+                tracing::warn!("{why}; retrying");
+                *self
+                    .background_error
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(why);
+                self.background_changed.notify_all();
+                let backoff = Duration::from_millis(50 << (*failures).min(6));
+                let background = self.lock_background();
+                let (background, _) = self
+                    .background_changed
+                    .wait_timeout_while(background, backoff, |b| !b.shutting_down)
+                    .unwrap_or_else(|e| e.into_inner());
+                !background.shutting_down
+            }
+        }
+    }
+
+    fn background_error(&self) -> Option<String> {
+        self.background_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Writes the oldest frozen memtable to a table (without holding any lock: this
@@ -627,8 +738,9 @@ impl Inner {
             last_sequence: Some(self.visible.load(Ordering::Acquire)),
             ..VersionEdit::default()
         };
+        let mut new_tables = NewTables::new(self);
         if oldest.entries() > 0 {
-            let number = self.new_table_number();
+            let number = new_tables.allocate();
             let meta = self.write_table(number, &oldest)?;
             self.counters
                 .table_bytes_written
@@ -644,18 +756,9 @@ impl Inner {
                 "memtables flush oldest first"
             );
         })?;
+        new_tables.installed = true;
         self.counters.flushes.fetch_add(1, Ordering::Relaxed);
         Ok(())
-    }
-
-    /// A number for a table about to be written, kept from deletion until installed.
-    fn new_table_number(&self) -> u64 {
-        let number = self.next_file_number.fetch_add(1, Ordering::Relaxed);
-        self.pending_tables
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(number);
-        number
     }
 
     /// Records `edit` in the manifest, then applies it to the current version and
@@ -689,19 +792,12 @@ impl Inner {
             version: Arc::new(version),
         });
         drop(current);
-        let mut pending = self
-            .pending_tables
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        for table in &edit.added {
-            pending.remove(&table.meta.number);
-        }
-        drop(pending);
         self.delete_obsolete_files(background)
     }
 
     /// The compaction thread: while some level is over its limit, merge tables down.
     fn compaction_loop(&self) {
+        let mut failures = 0;
         loop {
             let mut background = self.lock_background();
             let compaction = loop {
@@ -720,11 +816,10 @@ impl Inner {
                     .unwrap_or_else(|e| e.into_inner());
             };
             drop(background);
-            if let Err(e) = self.compact(compaction.0, &compaction.1) {
-                self.stop_writes(format!("compaction failed: {e}"));
+            let result = self.compact(compaction.0, &compaction.1);
+            if !self.settle("compaction", result, &mut failures) {
                 return;
             }
-            self.background_changed.notify_all();
         }
     }
 
@@ -735,13 +830,14 @@ impl Inner {
             block_size: self.options.block_size,
             bloom_bits_per_key: self.options.bloom_bits_per_key,
         };
+        let mut new_tables = NewTables::new(self);
         let outputs = compaction::run(
             &compaction,
             version,
             &self.options,
             self.visible.load(Ordering::Acquire),
             || {
-                let number = self.new_table_number();
+                let number = new_tables.allocate();
                 TableBuilder::create(
                     &self.dir.join(table_file_name(number)),
                     number,
@@ -784,6 +880,7 @@ impl Inner {
         }
         self.install_edit(&mut background, &mut edit, |_| {})?;
         drop(background);
+        new_tables.installed = true;
         let c = &self.counters;
         c.compactions.fetch_add(1, Ordering::Relaxed);
         c.compaction_bytes_read.fetch_add(read, Ordering::Relaxed);

@@ -172,9 +172,12 @@ impl Manifest {
     pub fn append(&mut self, edit: &VersionEdit) -> Result<()> {
         let path = self.writer.path().to_path_buf();
         self.writer.append(&edit.encode()).map_err(|e| match e {
-            AppendError::Failed(e) | AppendError::TailUnknown { write: e, .. } => {
-                Error::io(format!("appending to {}", path.display()), e)
-            }
+            AppendError::Failed(e) => Error::io(format!("appending to {}", path.display()), e),
+            // A partial edit at the tail would make every later edit look like damage.
+            AppendError::TailUnknown { write, truncate } => Error::WritesStopped(format!(
+                "appending to {} failed ({write}) and cutting the partial edit off failed too ({truncate})",
+                path.display()
+            )),
         })?;
         self.writer
             .sync()

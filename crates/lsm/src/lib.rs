@@ -1,10 +1,18 @@
 //! hotkv's LSM-tree storage engine.
 //!
 //! Writes go to a write-ahead log (`wal_format.md`), shared by concurrent writers
-//! through group commit, then into a concurrent skiplist memtable; reads see the
-//! newest version at or below a sequence number. This is the engine's first stage:
-//! sorted tables, flushing, compaction and the block cache come next (issue 4), so the
-//! memtable is, for now, the whole store and the log is replayed in full on open.
+//! through group commit (`commit.rs`), then into a concurrent skiplist memtable. A
+//! full memtable is frozen and a background thread flushes it to a level-0 sorted
+//! table (`table_format.md`); another merges tables down the levels (leveled
+//! compaction, `compaction.rs`). The manifest (`manifest_format.md`) records which
+//! tables make up the store. Reads see the newest version at or below a sequence
+//! number, through the memtables, then the tables (bloom filter, index, block cache).
+//!
+//! Failure handling: damage in any file is reported with the file and offset and
+//! never returned as data; a failed flush or compaction is retried, and while it
+//! fails, writers that would need it get an error instead of using unbounded memory;
+//! a failed log sync, or a log or manifest whose tail cannot be cut back after a failed
+//! write, stops writes until the store is reopened. Reads keep working throughout.
 
 mod block;
 mod block_cache;

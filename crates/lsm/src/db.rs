@@ -279,7 +279,7 @@ impl Lsm {
     /// the sequence that went into a memtable frozen after the super version was
     /// taken are not seen: the read sees the store as of that freeze, which is still
     /// one consistent point.
-    fn snapshot(&self) -> (u64, Arc<SuperVersion>) {
+    fn read_point(&self) -> (u64, Arc<SuperVersion>) {
         let sv = self.inner.current();
         (self.inner.visible.load(Ordering::Acquire), sv)
     }
@@ -298,6 +298,53 @@ impl Lsm {
             Some((KIND_PUT, value)) => Some(value),
             _ => None,
         })
+    }
+}
+
+fn cursor(sv: Arc<SuperVersion>, sequence: u64, range: KeyRange) -> Result<Box<dyn Cursor>> {
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    for mem in std::iter::once(&sv.mem).chain(&sv.imm) {
+        children.push(Box::new(MemIter::new(mem.clone())));
+    }
+    sv.version.iterators(&mut children);
+    Ok(Box::new(DbCursor::new(
+        MergingIter::new(children),
+        sv,
+        sequence,
+        range,
+    )?))
+}
+
+/// The store frozen at one sequence number: reads through it see every write up to
+/// then and none after, for as long as it is held. It keeps the memtables and tables
+/// of that moment alive (tables that compaction replaces are unlinked but stay open),
+/// so a snapshot held for long holds their memory and disk space.
+pub struct Snapshot {
+    sv: Arc<SuperVersion>,
+    sequence: u64,
+}
+
+impl Snapshot {
+    pub fn sequence(&self) -> u64 {
+        self.sequence
+    }
+}
+
+impl Lsm {
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        self.check_open()?;
+        let (sequence, sv) = self.read_point();
+        Ok(Snapshot { sv, sequence })
+    }
+
+    pub fn get_at(&self, snapshot: &Snapshot, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_open()?;
+        self.read(&snapshot.sv, key, snapshot.sequence)
+    }
+
+    pub fn range_at(&self, snapshot: &Snapshot, range: KeyRange) -> Result<Box<dyn Cursor>> {
+        self.check_open()?;
+        cursor(snapshot.sv.clone(), snapshot.sequence, range)
     }
 }
 
@@ -983,13 +1030,13 @@ impl Engine for Lsm {
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_open()?;
-        let (sequence, sv) = self.snapshot();
+        let (sequence, sv) = self.read_point();
         self.read(&sv, key, sequence)
     }
 
     fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         self.check_open()?;
-        let (sequence, sv) = self.snapshot();
+        let (sequence, sv) = self.read_point();
         keys.iter()
             .map(|key| self.read(&sv, key, sequence))
             .collect()
@@ -1024,18 +1071,8 @@ impl Engine for Lsm {
 
     fn range(&self, range: KeyRange) -> Result<Box<dyn Cursor + '_>> {
         self.check_open()?;
-        let (sequence, sv) = self.snapshot();
-        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-        for mem in std::iter::once(&sv.mem).chain(&sv.imm) {
-            children.push(Box::new(MemIter::new(mem.clone())));
-        }
-        sv.version.iterators(&mut children);
-        Ok(Box::new(DbCursor::new(
-            MergingIter::new(children),
-            sv,
-            sequence,
-            range,
-        )?))
+        let (sequence, sv) = self.read_point();
+        cursor(sv, sequence, range)
     }
 
     fn flush(&self) -> Result<()> {
@@ -1047,7 +1084,7 @@ impl Engine for Lsm {
         let c = &self.inner.counters;
         let r = &self.inner.read_counters;
         let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
-        let (sequence, sv) = self.snapshot();
+        let (sequence, sv) = self.read_point();
         let mut stats = vec![
             ("sequence", sequence),
             ("memtable_bytes", sv.mem.approximate_bytes() as u64),

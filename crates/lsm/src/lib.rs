@@ -33,5 +33,5 @@ mod wal;
 mod wal_reader;
 mod wal_writer;
 
-pub use db::Lsm;
+pub use db::{Lsm, Snapshot};
 pub use options::{FsyncPolicy, Options, WalRecovery};

@@ -17,6 +17,13 @@ fn options() -> Options {
     }
 }
 
+fn assert_all_present(store: &Lsm, acked: u64, value: &[u8]) {
+    for i in 0..acked {
+        let got = store.get(format!("key{i:06}").as_bytes()).unwrap();
+        assert_eq!(got.as_deref(), Some(value), "key{i:06} lost");
+    }
+}
+
 #[test]
 fn a_failing_flush_fails_writers_clearly_and_recovers() {
     let dir = tempfile::tempdir().unwrap();
@@ -41,15 +48,7 @@ fn a_failing_flush_fails_writers_clearly_and_recovers() {
         error.to_string().contains("flushing a memtable failed"),
         "{error}"
     );
-    for i in 0..acked {
-        assert_eq!(
-            store
-                .get(format!("key{i:06}").as_bytes())
-                .unwrap()
-                .as_deref(),
-            Some(&value[..])
-        );
-    }
+    assert_all_present(&store, acked, &value);
 
     for path in &squatters {
         std::fs::remove_dir(path).unwrap();
@@ -85,14 +84,5 @@ fn a_failing_flush_fails_writers_clearly_and_recovers() {
     drop(store);
 
     let store = Lsm::open(dir.path(), options()).unwrap();
-    for i in 0..acked {
-        assert_eq!(
-            store
-                .get(format!("key{i:06}").as_bytes())
-                .unwrap()
-                .as_deref(),
-            Some(&value[..]),
-            "key{i:06} lost"
-        );
-    }
+    assert_all_present(&store, acked, &value);
 }

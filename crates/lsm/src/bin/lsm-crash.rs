@@ -217,14 +217,7 @@ fn child(dir: &Path, seed: u64) -> Result<(), String> {
 }
 
 fn crash_cycles(flags: &Flags) -> Result<(), String> {
-    let temp;
-    let dir = match &flags.dir {
-        Some(dir) => dir.clone(),
-        None => {
-            temp = tempdir()?;
-            temp.0.clone()
-        }
-    };
+    let (dir, _temp) = store_dir(flags)?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut rng = Rng::new(&[flags.seed]);
     println!("lsm-crash: seed {} in {}", flags.seed, dir.display());
@@ -351,14 +344,7 @@ fn full_disk_child(dir: &Path) -> Result<(), String> {
 }
 
 fn full_disk(flags: &Flags) -> Result<(), String> {
-    let temp;
-    let dir = match &flags.dir {
-        Some(dir) => dir.clone(),
-        None => {
-            temp = tempdir()?;
-            temp.0.clone()
-        }
-    };
+    let (dir, _temp) = store_dir(flags)?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     // A file size limit (in KiB for bash's ulimit) stands in for a full disk. SIGXFSZ
     // would kill the child; ignored, the write fails with EFBIG instead.
@@ -402,6 +388,18 @@ fn full_disk(flags: &Flags) -> Result<(), String> {
     print!("{stdout}");
     println!("lsm-crash: full disk handled ({acked} writes acknowledged and kept)");
     Ok(())
+}
+
+/// Where the store goes: `--dir`, or a temporary directory removed when the second
+/// value drops.
+fn store_dir(flags: &Flags) -> Result<(PathBuf, Option<TempDir>), String> {
+    match &flags.dir {
+        Some(dir) => Ok((dir.clone(), None)),
+        None => {
+            let temp = tempdir()?;
+            Ok((temp.0.clone(), Some(temp)))
+        }
+    }
 }
 
 /// A directory removed on drop (the binary avoids a tempfile dependency of its own).

@@ -36,6 +36,21 @@ enum Command {
     Engine(engine_bench::EngineArgs),
 }
 
+/// Writes `results` as JSON to `path`, when given.
+fn write_json(
+    path: Option<&std::path::Path>,
+    results: &impl serde::Serialize,
+) -> Result<(), String> {
+    let Some(path) = path else {
+        return Ok(());
+    };
+    std::fs::write(
+        path,
+        serde_json::to_string_pretty(results).expect("serialisable"),
+    )
+    .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
 fn main() {
     let cli = Cli::parse();
     let outcome = match cli.command {
@@ -43,41 +58,21 @@ fn main() {
             let json = args.json.clone();
             index_bench::run(args).and_then(|results| {
                 index_bench::print_table(&results);
-                match json {
-                    Some(path) => std::fs::write(
-                        &path,
-                        serde_json::to_string_pretty(&results).expect("serialisable"),
-                    )
-                    .map_err(|e| format!("cannot write {}: {e}", path.display())),
-                    None => Ok(()),
-                }
+                write_json(json.as_deref(), &results)
             })
         }
         Command::Engine(args) => {
             let json = args.json.clone();
             engine_bench::run(args).and_then(|results| {
                 engine_bench::print_table(&results);
-                match json {
-                    Some(path) => std::fs::write(
-                        &path,
-                        serde_json::to_string_pretty(&results).expect("serialisable"),
-                    )
-                    .map_err(|e| format!("cannot write {}: {e}", path.display())),
-                    None => Ok(()),
-                }
+                write_json(json.as_deref(), &results)
             })
         }
         Command::Resp(args) => {
             let (json, plot) = (args.json.clone(), args.plot.clone());
             resp_bench::run(args).and_then(|results| {
                 resp_bench::print_table(&results);
-                if let Some(path) = json {
-                    std::fs::write(
-                        &path,
-                        serde_json::to_string_pretty(&results).expect("serialisable"),
-                    )
-                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-                }
+                write_json(json.as_deref(), &results)?;
                 if let Some(path) = plot {
                     std::fs::write(&path, plot::svg(&results))
                         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;

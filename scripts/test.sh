@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, lints, unit/property/stress tests in release and
-# debug builds (debug keeps overflow checks and debug assertions), the shuttle
+# The whole test suite: formatting, lints, unit/property/stress/crash tests in release
+# and debug builds (debug keeps overflow checks and debug assertions), the shuttle
 # exploration of the index's pointer protocols and of the EXEC gate, the server driven
 # by redis-py and redis-cli, and the protocol parsers under libFuzzer.
 #
 # Longer runs: PROPTEST_CASES (default 128), HOTRING_STRESS_ROUNDS (20000),
-# SHUTTLE_ITERATIONS (2000), HOTRING_SEED (stress seed), FUZZ_RUNS (inputs per fuzz
-# target, default 300000; libFuzzer through cargo fuzz, which needs nightly Rust).
+# SHUTTLE_ITERATIONS (2000), HOTRING_SEED (stress seed), LSM_CRASH_CYCLES (kill and
+# reopen cycles of the LSM engine, default 50), FUZZ_RUNS (inputs per fuzz target,
+# default 300000; libFuzzer through cargo fuzz, which needs nightly Rust).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,7 +35,7 @@ run cargo clippy --workspace --all-targets --release -- -D warnings
 run cargo clippy -p hotring --all-targets --release --features shuttle -- -D warnings
 run cargo clippy -p engine --all-targets --release --features shuttle -- -D warnings
 run cargo test --workspace --release
-run cargo test -p hotring -p workload
+run cargo test -p hotring -p workload -p engine -p lsm
 run cargo test -p hotring --release --features shuttle --test shuttle
 # The EXEC gate's model (the engine crate's unit tests, built on shuttle's primitives).
 run cargo test -p engine --release --features shuttle --lib gate::model

@@ -211,16 +211,22 @@ impl<T: AsRef<Table>> TableIter<T> {
         Ok(())
     }
 
+    /// Opens the data block the index points at, at its first entry.
+    fn load_data_at_first(&mut self) -> Result<()> {
+        self.load_data()?;
+        if let Some(data) = &mut self.data {
+            let first = data.seek_to_first();
+            self.check(first)?;
+        }
+        Ok(())
+    }
+
     /// Steps over data blocks until one has an entry under the cursor.
     fn skip_exhausted_blocks(&mut self) -> Result<()> {
         while self.data.as_ref().is_some_and(|d| !d.valid()) {
             let stepped = self.index.next();
             self.check(stepped)?;
-            self.load_data()?;
-            if let Some(data) = &mut self.data {
-                let first = data.seek_to_first();
-                self.check(first)?;
-            }
+            self.load_data_at_first()?;
         }
         Ok(())
     }
@@ -252,11 +258,7 @@ impl<T: AsRef<Table>> InternalIterator for TableIter<T> {
     fn seek_to_first(&mut self) -> Result<()> {
         let first = self.index.seek_to_first();
         self.check(first)?;
-        self.load_data()?;
-        if let Some(data) = &mut self.data {
-            let first = data.seek_to_first();
-            self.check(first)?;
-        }
+        self.load_data_at_first()?;
         self.skip_exhausted_blocks()
     }
 

@@ -149,27 +149,27 @@ fn open(dir: &Path) -> Result<Lsm, Error> {
     Lsm::open(
         dir,
         Options {
-            fsync: FsyncPolicy::Always,
             memtable_bytes: 64 * 1024,
             block_size: 1024,
             l0_compaction_trigger: 2,
             level1_bytes: 256 * 1024,
             level_size_ratio: 4,
             table_file_bytes: 64 * 1024,
-            ..Options::default()
+            ..full_disk_options()
         },
     )
 }
 
 /// One memtable larger than the file size limit, so the log is the file that fills.
+fn full_disk_options() -> Options {
+    Options {
+        fsync: FsyncPolicy::Always,
+        ..Options::default()
+    }
+}
+
 fn open_for_full_disk(dir: &Path) -> Result<Lsm, Error> {
-    Lsm::open(
-        dir,
-        Options {
-            fsync: FsyncPolicy::Always,
-            ..Options::default()
-        },
-    )
+    Lsm::open(dir, full_disk_options())
 }
 
 fn marker(store: &Lsm, writer: u64) -> Result<u64, String> {

@@ -2,7 +2,8 @@
 # The whole test suite: formatting, lints, unit/property/stress/crash tests in release
 # and debug builds (debug keeps overflow checks and debug assertions), the shuttle
 # exploration of the index's pointer protocols and of the EXEC gate, the server driven
-# by redis-py and redis-cli, and the protocol parsers under libFuzzer.
+# by its integration tests, redis-py and redis-cli on both engines (memory, lsm), and
+# the protocol parsers under libFuzzer.
 #
 # Longer runs: PROPTEST_CASES (default 128), HOTRING_STRESS_ROUNDS (20000),
 # SHUTTLE_ITERATIONS (2000), HOTRING_SEED (stress seed), LSM_CRASH_CYCLES (kill and
@@ -35,6 +36,8 @@ run cargo clippy --workspace --all-targets --release -- -D warnings
 run cargo clippy -p hotring --all-targets --release --features shuttle -- -D warnings
 run cargo clippy -p engine --all-targets --release --features shuttle -- -D warnings
 run cargo test --workspace --release
+# The server's tests again on the lsm engine (the run above uses the memory engine).
+HOTKV_TEST_ENGINE=lsm run cargo test -p server --release --tests
 run cargo test -p hotring -p workload -p engine -p lsm
 run cargo test -p hotring --release --features shuttle --test shuttle
 # The EXEC gate's model (the engine crate's unit tests, built on shuttle's primitives).
@@ -42,6 +45,7 @@ run cargo test -p engine --release --features shuttle --lib gate::model
 # The clients people use, against the real server: redis-py and redis-cli.
 run cargo build --release --bin hotkv-server
 run python3 -m pytest -q tests/clients
+HOTKV_TEST_ENGINE=lsm run python3 -m pytest -q tests/clients
 # The protocol parsers under libFuzzer, from the seed corpus in fuzz/corpus (copied,
 # so the inputs libFuzzer adds stay out of the checkout).
 FUZZ_RUNS=${FUZZ_RUNS:-300000}

@@ -9,10 +9,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BINARY = os.path.join(ROOT, "target", "release", "hotkv-server")
 
 
+# The engine under test: memory by default; scripts/test.sh also runs lsm.
+ENGINE = os.environ.get("HOTKV_TEST_ENGINE", "memory")
+
+
 @pytest.fixture(scope="module")
-def server():
+def server(tmp_path_factory):
+    engine = ["--engine", ENGINE]
+    if ENGINE == "lsm":
+        engine += ["--dir", str(tmp_path_factory.mktemp("hotkv-data"))]
     proc = subprocess.Popen(
-        [BINARY, "--port", "0", "--engine", "memory"],
+        [BINARY, "--port", "0", *engine],
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "RUST_LOG": "info"},

@@ -1,9 +1,12 @@
 """hotkv-server driven by the clients people use: redis-py and redis-cli."""
+import os
 import subprocess
 import time
 
 import pytest
 import redis
+
+ENGINE = os.environ.get("HOTKV_TEST_ENGINE", "memory")
 
 
 @pytest.mark.parametrize("protocol", [2, 3])
@@ -77,7 +80,11 @@ def test_redis_py_expiry_scan_and_server_commands(server, protocol):
     info = r.info()
     assert info["redis_version"] == "7.0.0"
     assert info["db0"]["keys"] >= 500
-    assert "hotring_splits" in r.info("hotring")
+    if ENGINE == "memory":
+        assert "hotring_splits" in r.info("hotring")
+    else:
+        assert r.info("engine")["engine_fsync"] == "everysec"
+        assert r.info("persistence")["aof_enabled"] == 1
 
 
 def test_redis_py_transactions(server):
@@ -110,11 +117,17 @@ def test_redis_cli_finds_hot_and_big_keys(server):
     pipe.execute()
     r.config_set("maxmemory-policy", "allkeys-lfu")
     try:
-        hot = cli(server, "--hotkeys")
+        if ENGINE == "memory":
+            hot = cli(server, "--hotkeys")
+            found = [l for l in hot.splitlines() if l.startswith("hot key found")]
+            assert found and found[0].endswith('keyname: "scan-me:hot"'), hot
+        else:
+            # The lsm engine does not track key heat yet, and says so.
+            out = subprocess.run(["redis-cli", "-p", str(server), "--hotkeys"],
+                                 capture_output=True, text=True, timeout=30)
+            assert "key heat is tracked by the memory engine only" in out.stderr, out
     finally:
         r.config_set("maxmemory-policy", "noeviction")
-    found = [l for l in hot.splitlines() if l.startswith("hot key found")]
-    assert found and found[0].endswith('keyname: "scan-me:hot"'), hot
     big = cli(server, "--bigkeys")
     assert 'Biggest string found \'"scan-me:big"\' has 100000 bytes' in big, big
     mem = cli(server, "--memkeys")

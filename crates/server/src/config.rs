@@ -34,6 +34,24 @@ impl Policy {
     }
 }
 
+/// Where the keyspace lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineKind {
+    /// The HotRing index alone: fastest, nothing outlives the process.
+    Memory,
+    /// The LSM tree in `dir`: durable per `fsync`.
+    Lsm,
+}
+
+impl EngineKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Memory => "memory",
+            EngineKind::Lsm => "lsm",
+        }
+    }
+}
+
 /// The default policy's place in `POLICIES`.
 const NO_EVICTION: u8 = 7;
 
@@ -53,7 +71,16 @@ pub struct Config {
     pub bind: IpAddr,
     pub port: u16,
     pub protected_mode: bool,
-    pub engine: String,
+    pub engine: EngineKind,
+    /// Where a durable engine keeps its files.
+    pub dir: std::path::PathBuf,
+    /// When a durable engine's log reaches the disk.
+    pub fsync: lsm::FsyncPolicy,
+    /// The LSM engine's block cache, in bytes.
+    pub cache_size: u64,
+    /// The LSM engine's memtable size, in bytes (up to three are in memory at once:
+    /// one taking writes, two waiting for flush).
+    pub memtable_size: u64,
     /// Threads serving connections (Redis's `io-threads`); 0: one per core.
     pub io_threads: usize,
     /// The config file the server started from: where CONFIG REWRITE writes.
@@ -80,7 +107,11 @@ impl Default for Config {
             bind: IpAddr::from([127, 0, 0, 1]),
             port: 6379,
             protected_mode: true,
-            engine: "memory".into(),
+            engine: EngineKind::Lsm,
+            dir: "hotkv-data".into(),
+            fsync: lsm::FsyncPolicy::EverySec,
+            cache_size: 64 << 20,
+            memtable_size: 64 << 20,
             io_threads: 0,
             file: None,
             requirepass: RwLock::new(None),
@@ -101,6 +132,11 @@ const NAMES: &[&str] = &[
     "port",
     "protected-mode",
     "io-threads",
+    "engine",
+    "dir",
+    "fsync",
+    "cache-size",
+    "memtable-size",
     "requirepass",
     "maxclients",
     "maxmemory",
@@ -122,8 +158,20 @@ const LISTS: &[&str] = &["client-output-buffer-limit", "save"];
 /// when they differ from the defaults, like the rest).
 const NOT_REWRITTEN: &[&str] = &["databases", "save", "appendonly"];
 
+const MAXMEMORY_NEEDS_MEMORY: &str = "maxmemory limits the memory engine; the lsm engine keeps its data on disk and its memory to --cache-size and --memtable-size";
+
 /// Names only the config file and flags may set: the listener exists by then.
-const STARTUP_ONLY: &[&str] = &["bind", "port", "protected-mode", "engine", "io-threads"];
+const STARTUP_ONLY: &[&str] = &[
+    "bind",
+    "port",
+    "protected-mode",
+    "engine",
+    "dir",
+    "fsync",
+    "cache-size",
+    "memtable-size",
+    "io-threads",
+];
 
 impl Config {
     pub fn requirepass(&self) -> Option<Vec<u8>> {
@@ -177,6 +225,15 @@ impl Config {
             "port" => self.port.to_string(),
             "protected-mode" => yes_no(self.protected_mode).into(),
             "io-threads" => self.io_threads.to_string(),
+            "engine" => self.engine.name().into(),
+            // As Redis answers for its `dir`: absolute.
+            "dir" => std::path::absolute(&self.dir)
+                .unwrap_or_else(|_| self.dir.clone())
+                .display()
+                .to_string(),
+            "fsync" => self.fsync.to_string(),
+            "cache-size" => self.cache_size.to_string(),
+            "memtable-size" => self.memtable_size.to_string(),
             "requirepass" => self
                 .requirepass()
                 .map(|p| String::from_utf8_lossy(&p).into_owned())
@@ -195,7 +252,8 @@ impl Config {
             }
             "databases" => "1".into(),
             "save" => String::new(),
-            "appendonly" => "no".into(),
+            // The LSM engine's log is what Redis's append-only file is to it.
+            "appendonly" => yes_no(self.engine != EngineKind::Memory).into(),
             _ => unreachable!("every name in NAMES has a value"),
         }
     }
@@ -219,6 +277,9 @@ impl Config {
             "maxmemory" => {
                 let n =
                     parse_memory(text).ok_or_else(|| invalid("argument must be a memory value"))?;
+                if n != 0 && self.engine != EngineKind::Memory {
+                    return Err(invalid(MAXMEMORY_NEEDS_MEMORY));
+                }
                 self.maxmemory.store(n, Ordering::Relaxed);
             }
             "maxmemory-policy" => {
@@ -275,10 +336,10 @@ impl Config {
                 }
             }
             "save" if text.is_empty() => {}
-            "appendonly" if text.eq_ignore_ascii_case("no") => {}
+            "appendonly" if text.eq_ignore_ascii_case(&self.value("appendonly")) => {}
             "save" | "appendonly" | "databases" => {
                 return Err(invalid(
-                    "hotkv keeps no snapshot or append-only file and has one database",
+                    "hotkv has one database and keeps no snapshots; its durability is the engine's (--engine, --fsync)",
                 ))
             }
             n if STARTUP_ONLY.contains(&n) => return Err(SetError::Immutable),
@@ -301,7 +362,31 @@ impl Config {
                     _ => return Err(bad("use yes or no")),
                 }
             }
-            "engine" => self.engine = value.to_string(),
+            "engine" => {
+                self.engine = match value.to_ascii_lowercase().as_str() {
+                    "memory" => EngineKind::Memory,
+                    "lsm" => EngineKind::Lsm,
+                    _ => return Err(bad("use lsm or memory")),
+                }
+            }
+            // Checked against the engine once every setting is in (`Config::check`).
+            "maxmemory" => self.maxmemory.store(
+                parse_memory(value).ok_or_else(|| bad("not a memory value"))?,
+                Ordering::Relaxed,
+            ),
+            "dir" if value.is_empty() => return Err(bad("give a directory")),
+            "dir" => self.dir = value.into(),
+            "fsync" => self.fsync = value.parse().map_err(|e: String| bad(&e))?,
+            "cache-size" | "memtable-size" => {
+                let n = parse_memory(value)
+                    .filter(|n| *n >= 1 << 20 && *n <= 1 << 40)
+                    .ok_or_else(|| bad("a memory value from 1mb to 1tb"))?;
+                if name == "cache-size" {
+                    self.cache_size = n;
+                } else {
+                    self.memtable_size = n;
+                }
+            }
             "io-threads" => {
                 self.io_threads = value
                     .parse()
@@ -314,6 +399,20 @@ impl Config {
                 SetError::Unknown => format!("unknown setting '{name}'"),
                 SetError::Immutable => unreachable!("startup settings are handled above"),
             })?,
+        }
+        Ok(())
+    }
+
+    /// Settings that cannot go together, checked once the file and flags are in.
+    pub fn check(&self) -> Result<(), String> {
+        if self.engine != EngineKind::Memory && self.maxmemory() != 0 {
+            return Err(MAXMEMORY_NEEDS_MEMORY.into());
+        }
+        if !self.bind.is_loopback() && self.protected_mode && self.requirepass().is_none() {
+            return Err(format!(
+                "refusing to listen on {} without a password; set requirepass, or pass --protected-mode no",
+                self.bind
+            ));
         }
         Ok(())
     }
@@ -500,7 +599,10 @@ mod tests {
         let original =
             "# my settings\nport 7000\nmaxmemory 10mb\n\nmaxmemory 1mb\nunknown-thing 3\n";
         std::fs::write(&path, original).unwrap();
-        let mut c = Config::default();
+        let mut c = Config {
+            engine: EngineKind::Memory,
+            ..Config::default()
+        };
         assert!(c.rewrite().unwrap_err().contains("without a config file"));
         c.load_file(original.replace("unknown-thing 3\n", "").as_str(), "test")
             .unwrap();

@@ -1,16 +1,21 @@
-//! The keyspace the commands operate on. In memory mode it is the HotRing index
-//! itself, called directly from the connection tasks (no lock, no queue); the shard
-//! layer will implement the same calls by queueing to per-core workers.
+//! The keyspace the commands operate on, on one of two stores:
+//! - memory: the HotRing index itself, called directly from the connection tasks (no
+//!   lock, no queue). Every single-key command is one [`Db::update`]: read the entry,
+//!   decide, and publish the decision with a compare-and-set on the stored bytes,
+//!   retrying if another writer got there first.
+//! - an ordered durable engine (the LSM tree) through [`EngineStore`]: the same
+//!   update runs under the key's stripe lock, since the engine has no compare-and-set.
 //!
-//! Every single-key command is one [`Db::update`]: read the entry, decide, and
-//! publish the decision with a compare-and-set on the stored bytes, retrying if
-//! another writer got there first. Expired keys read as absent everywhere and are
-//! deleted when met (lazy expiry) or by [`Db::expire_cycle`] (active expiry).
+//! Expired keys read as absent everywhere and are deleted when met (lazy expiry) or
+//! by [`Db::expire_cycle`] (active expiry). Only engine calls can fail (I/O,
+//! corruption); the memory store never returns an error.
 
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
+use engine::Result;
 use hotring::HotRing;
 
+use crate::engine_store::EngineStore;
 use crate::entry::{now_ms, Entry};
 
 /// What an [`Db::update`] decides to do with the key.
@@ -20,11 +25,16 @@ pub enum Change {
     Delete,
 }
 
+enum Store {
+    Memory(HotRing),
+    Engine(EngineStore),
+}
+
 pub struct Db {
-    index: HotRing,
+    store: Store,
     /// Keys given a deadline, each with that deadline: where the active expiry cycle
-    /// looks. A hint only: the entry in `index` decides, and stale hints are dropped
-    /// when the cycle meets them.
+    /// looks. A hint only: the stored entry decides, and stale hints are dropped when
+    /// the cycle meets them. On an engine it is rebuilt by the scan at open.
     volatile: HotRing,
     /// Where the active cycle resumes in `volatile`.
     expire_cursor: AtomicU64,
@@ -34,41 +44,83 @@ pub struct Db {
 
 impl Default for Db {
     fn default() -> Self {
+        Db::on(Store::Memory(HotRing::new()))
+    }
+}
+
+/// `stored` decoded, and whether it had expired by `now`.
+fn decode_live(stored: Option<&[u8]>, now: u64) -> (Option<Entry>, bool) {
+    let entry = stored.map(|s| Entry::decode(s.to_vec()));
+    let expired = entry.as_ref().is_some_and(|e| e.expired_at(now));
+    (entry, expired)
+}
+
+impl Db {
+    fn on(store: Store) -> Db {
         Db {
-            index: HotRing::new(),
+            store,
             volatile: HotRing::new(),
             expire_cursor: AtomicU64::new(0),
             watches: Watches::default(),
             expired: AtomicU64::new(0),
         }
     }
-}
 
-impl Db {
-    /// The live entry of `key`.
-    pub fn get(&self, key: &[u8]) -> Option<Entry> {
-        let stored = self.index.get(key)?;
-        if Entry::stored_deadline(&stored).is_some_and(|d| d < now_ms()) {
-            self.remove_expired(key, Some(&stored));
-            return None;
+    /// The keyspace on an opened ordered engine; `name` is what INFO calls it. Reads
+    /// every key once, to count them and to find those with deadlines.
+    pub fn on_engine(engine: Box<dyn engine::Engine>, name: &'static str) -> Result<Db> {
+        let (store, volatile) = EngineStore::open(engine, name, Entry::stored_deadline)?;
+        let db = Db::on(Store::Engine(store));
+        for (key, deadline) in volatile {
+            db.volatile.upsert(&key, &deadline.to_le_bytes());
         }
-        Some(Entry::decode(stored))
+        Ok(db)
     }
 
-    /// Whether `key` is live, without copying its value (an expired one is handed to
-    /// [`Db::get`], which deletes it).
-    pub fn contains(&self, key: &[u8]) -> bool {
-        match self.index.get_with(key, Entry::stored_deadline) {
-            None => false,
-            Some(Some(d)) if d < now_ms() => self.get(key).is_some(),
-            Some(_) => true,
+    /// The stored bytes of `key`, live or expired.
+    fn stored(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match &self.store {
+            Store::Memory(index) => Ok(index.get(key)),
+            Store::Engine(store) => store.get(key),
+        }
+    }
+
+    /// The live entry of `key`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Entry>> {
+        let Some(stored) = self.stored(key)? else {
+            return Ok(None);
+        };
+        if Entry::stored_deadline(&stored).is_some_and(|d| d < now_ms()) {
+            self.remove_expired(key, &stored)?;
+            return Ok(None);
+        }
+        Ok(Some(Entry::decode(stored)))
+    }
+
+    /// Whether `key` is live, without copying its value from the index (an expired
+    /// one is handed to [`Db::get`], which deletes it).
+    pub fn contains(&self, key: &[u8]) -> Result<bool> {
+        let Store::Memory(index) = &self.store else {
+            return Ok(self.get(key)?.is_some());
+        };
+        match index.get_with(key, Entry::stored_deadline) {
+            None => Ok(false),
+            Some(Some(d)) if d < now_ms() => Ok(self.get(key)?.is_some()),
+            Some(_) => Ok(true),
         }
     }
 
     /// Sets `key` whatever it held.
-    pub fn set(&self, key: &[u8], value: &[u8], deadline: Option<u64>) {
-        self.index.upsert(key, &Entry::encode(value, deadline));
+    pub fn set(&self, key: &[u8], value: &[u8], deadline: Option<u64>) -> Result<()> {
+        let stored = Entry::encode(value, deadline);
+        match &self.store {
+            Store::Memory(index) => {
+                index.upsert(key, &stored);
+            }
+            Store::Engine(store) => store.lock(key)?.put(&stored)?,
+        }
         self.written(key, deadline);
+        Ok(())
     }
 
     /// Reads `key`'s live entry, lets `decide` choose a change, and applies it
@@ -77,34 +129,42 @@ impl Db {
     pub fn update<R>(
         &self,
         key: &[u8],
+        decide: impl FnMut(Option<&Entry>) -> (Change, R),
+    ) -> Result<R> {
+        match &self.store {
+            Store::Memory(index) => Ok(self.update_in_memory(index, key, decide)),
+            Store::Engine(store) => self.update_locked(store, key, decide),
+        }
+    }
+
+    fn update_in_memory<R>(
+        &self,
+        index: &HotRing,
+        key: &[u8],
         mut decide: impl FnMut(Option<&Entry>) -> (Change, R),
     ) -> R {
         loop {
-            let stored = self.index.get(key);
-            let entry = stored.clone().map(Entry::decode);
-            let expired = entry
-                .as_ref()
-                .is_some_and(|e| e.deadline.is_some() && e.expired_at(now_ms()));
+            let stored = index.get(key);
+            let (entry, expired) = decode_live(stored.as_deref(), now_ms());
             let live = if expired { None } else { entry.as_ref() };
             let (change, result) = decide(live);
             let done = match (change, &stored) {
                 (Change::Keep, _) => {
-                    if expired {
-                        self.remove_expired(key, stored.as_deref());
+                    if let Some(old) = stored.as_deref().filter(|_| expired) {
+                        // Infallible in memory.
+                        let _ = self.remove_expired(key, old);
                     }
                     true
                 }
                 (Change::Put(value, deadline), None) => {
-                    let ok = self.index.insert(key, &Entry::encode(&value, deadline));
+                    let ok = index.insert(key, &Entry::encode(&value, deadline));
                     if ok {
                         self.written(key, deadline);
                     }
                     ok
                 }
                 (Change::Put(value, deadline), Some(old)) => {
-                    let ok = self
-                        .index
-                        .compare_and_set(key, old, &Entry::encode(&value, deadline));
+                    let ok = index.compare_and_set(key, old, &Entry::encode(&value, deadline));
                     if ok {
                         if expired {
                             self.expired.fetch_add(1, Ordering::Relaxed);
@@ -115,7 +175,7 @@ impl Db {
                 }
                 (Change::Delete, None) => true,
                 (Change::Delete, Some(old)) => {
-                    let ok = self.index.remove_if(key, |v| v == old.as_slice());
+                    let ok = index.remove_if(key, |v| v == old.as_slice());
                     if ok {
                         self.written(key, None);
                     }
@@ -128,14 +188,49 @@ impl Db {
         }
     }
 
+    fn update_locked<R>(
+        &self,
+        store: &EngineStore,
+        key: &[u8],
+        mut decide: impl FnMut(Option<&Entry>) -> (Change, R),
+    ) -> Result<R> {
+        let locked = store.lock(key)?;
+        let (entry, expired) = decode_live(locked.stored(), now_ms());
+        let (change, result) = decide(if expired { None } else { entry.as_ref() });
+        match change {
+            Change::Keep if expired => {
+                locked.delete()?;
+                self.expired.fetch_add(1, Ordering::Relaxed);
+                self.written(key, None);
+            }
+            Change::Keep => {}
+            Change::Put(value, deadline) => {
+                locked.put(&Entry::encode(&value, deadline))?;
+                if expired {
+                    self.expired.fetch_add(1, Ordering::Relaxed);
+                }
+                self.written(key, deadline);
+            }
+            Change::Delete => {
+                if locked.delete()? {
+                    self.written(key, None);
+                }
+            }
+        }
+        Ok(result)
+    }
+
     /// Removes `key`; returns whether it was live.
-    pub fn remove(&self, key: &[u8]) -> bool {
+    pub fn remove(&self, key: &[u8]) -> Result<bool> {
         self.update(key, |e| (Change::Delete, e.is_some()))
     }
 
     /// Keys stored, including expired ones not yet deleted (as Redis's DBSIZE).
-    pub fn len(&self) -> usize {
-        self.index.len()
+    pub fn len(&self) -> u64 {
+        match &self.store {
+            Store::Memory(index) => index.len() as u64,
+            Store::Engine(store) => store.len(),
+        }
     }
 
     /// Keys with a deadline (an estimate: hints not yet cleaned up count).
@@ -148,34 +243,45 @@ impl Db {
         self.expired.load(Ordering::Relaxed)
     }
 
-    /// One page of a resumable scan (see [`HotRing::scan`]): calls `f` on each live
-    /// key; returns the next cursor, 0 at the end.
-    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8])) -> u64 {
+    /// One page of a resumable scan: calls `f` on each live key; returns the next
+    /// cursor, 0 at the end. In memory a cursor is a position in hash order (see
+    /// [`HotRing::scan`]); on an engine, a number standing for the key to resume from.
+    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8])) -> Result<u64> {
         let now = now_ms();
         let mut stale = Vec::new();
-        let next = self.index.scan(cursor, count, |k, v, _| {
+        let mut visit = |k: &[u8], v: &[u8]| {
             if Entry::stored_deadline(v).is_some_and(|d| d < now) {
                 stale.push((k.to_vec(), v.to_vec()));
             } else {
                 f(k);
             }
-        });
+        };
+        let next = match &self.store {
+            Store::Memory(index) => index
+                .scan(cursor, count, |k, v, _| visit(k, v))
+                .unwrap_or(0),
+            Store::Engine(store) => store.scan(cursor, count, visit)?,
+        };
         for (k, stored) in stale {
-            self.remove_expired(&k, Some(&stored));
+            self.remove_expired(&k, &stored)?;
         }
-        next.unwrap_or(0)
+        Ok(next)
     }
 
-    /// Deletes every key.
-    pub fn clear(&self) {
-        remove_all(&self.index, |k| self.written(k, None));
+    /// Deletes every key. On an engine, the caller keeps other writers out.
+    pub fn clear(&self) -> Result<()> {
+        match &self.store {
+            Store::Memory(index) => remove_all(index, |k| self.written(k, None)),
+            Store::Engine(store) => store.clear(|k| self.written(k, None))?,
+        }
         remove_all(&self.volatile, |_| {});
+        Ok(())
     }
 
     /// One step of active expiry: examines up to `budget` keys that have deadlines,
     /// deletes the expired ones, and returns `(examined, deleted)`. Resumes where the
     /// last step stopped, wrapping around.
-    pub fn expire_cycle(&self, budget: usize) -> (usize, usize) {
+    pub fn expire_cycle(&self, budget: usize) -> Result<(usize, usize)> {
         let now = now_ms();
         let mut hints = Vec::with_capacity(budget);
         let from = self.expire_cursor.load(Ordering::Relaxed);
@@ -186,10 +292,15 @@ impl Db {
             .store(next.unwrap_or(0), Ordering::Relaxed);
         let mut deleted = 0;
         for (key, hint) in &hints {
-            let stored = self.index.get(key);
+            let stored = self.stored(key)?;
             let deadline = stored.as_deref().and_then(Entry::stored_deadline);
-            if deadline.is_some_and(|d| d < now) && self.remove_expired(key, stored.as_deref()) {
-                deleted += 1;
+            if let Some(stored) = stored
+                .as_deref()
+                .filter(|_| deadline.is_some_and(|d| d < now))
+            {
+                if self.remove_expired(key, stored)? {
+                    deleted += 1;
+                }
             } else if deadline
                 .map(u64::to_le_bytes)
                 .as_ref()
@@ -202,8 +313,7 @@ impl Db {
             // re-check, so that a deadline set meanwhile keeps a hint.
             if self.volatile.remove_if(key, |v| v == hint.as_slice()) {
                 if let Some(d) = self
-                    .index
-                    .get(key)
+                    .stored(key)?
                     .as_deref()
                     .and_then(Entry::stored_deadline)
                 {
@@ -211,18 +321,23 @@ impl Db {
                 }
             }
         }
-        (hints.len(), deleted)
+        Ok((hints.len(), deleted))
     }
 
     /// Deletes `key` if it still holds the expired value `stored`; returns whether it did.
-    fn remove_expired(&self, key: &[u8], stored: Option<&[u8]>) -> bool {
-        let Some(stored) = stored else { return false };
-        let removed = self.index.remove_if(key, |v| v == stored);
+    fn remove_expired(&self, key: &[u8], stored: &[u8]) -> Result<bool> {
+        let removed = match &self.store {
+            Store::Memory(index) => index.remove_if(key, |v| v == stored),
+            Store::Engine(store) => {
+                let locked = store.lock(key)?;
+                locked.stored() == Some(stored) && locked.delete()?
+            }
+        };
         if removed {
             self.expired.fetch_add(1, Ordering::Relaxed);
             self.written(key, None);
         }
-        removed
+        Ok(removed)
     }
 
     /// Bookkeeping after a successful write to `key`.
@@ -244,6 +359,23 @@ impl Db {
 
     pub fn watched_version(&self, key: &[u8]) -> u32 {
         self.watches.version(key)
+    }
+
+    /// The engine's name and counters (INFO's `engine` section); `None` in memory,
+    /// where INFO has the `hotring` section instead.
+    pub fn engine_stats(&self) -> Option<(&'static str, engine::Stats)> {
+        match &self.store {
+            Store::Memory(_) => None,
+            Store::Engine(store) => Some((store.name(), store.stats())),
+        }
+    }
+
+    /// Makes every write durable and closes the engine (at shutdown).
+    pub fn close(&self) -> Result<()> {
+        match &self.store {
+            Store::Memory(_) => Ok(()),
+            Store::Engine(store) => store.close(),
+        }
     }
 }
 
@@ -334,97 +466,128 @@ pub struct Sampled {
 const ITEM_OVERHEAD: usize = 48;
 
 impl Db {
-    /// Up to `n` keys that follow a random point of the key space, with their heat.
-    pub fn sample(&self, n: usize) -> Vec<Sampled> {
-        let mut out = Vec::with_capacity(n);
-        let mut push = |k: &[u8], v: &[u8], heat: u16| {
-            if out.len() < n {
-                out.push(Sampled {
-                    key: k.to_vec(),
-                    heat,
-                    bytes: k.len() + v.len() + ITEM_OVERHEAD,
-                    deadline: Entry::stored_deadline(v),
-                })
-            }
+    /// Up to `n` keys that follow a random point of the key space, with their heat
+    /// (always 0 on an engine, which does not track it).
+    pub fn sample(&self, n: usize) -> Result<Vec<Sampled>> {
+        let sampled = |k: &[u8], v: &[u8], heat: u16| Sampled {
+            key: k.to_vec(),
+            heat,
+            bytes: k.len() + v.len() + ITEM_OVERHEAD,
+            deadline: Entry::stored_deadline(v),
         };
-        scan_from_random_point(&self.index, n, &mut push);
-        out
+        let mut out = Vec::with_capacity(n);
+        match &self.store {
+            Store::Memory(index) => scan_from_random_point(index, n, &mut |k, v, heat| {
+                if out.len() < n {
+                    out.push(sampled(k, v, heat))
+                }
+            }),
+            Store::Engine(store) => {
+                for (k, v) in store.sample(n)? {
+                    out.push(sampled(&k, &v, 0));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Up to `n` keys with deadlines that follow a random point of the key space, with
     /// their heat in the main index (for the volatile-* eviction policies).
-    pub fn sample_volatile(&self, n: usize) -> Vec<Sampled> {
+    pub fn sample_volatile(&self, n: usize) -> Result<Vec<Sampled>> {
         let mut keys = Vec::with_capacity(n);
         scan_from_random_point(&self.volatile, n, &mut |k, _, _| {
             if keys.len() < n {
                 keys.push(k.to_vec())
             }
         });
-        keys.into_iter()
-            .filter_map(|key| {
-                // Stale hints (the key is gone or lost its deadline) are skipped here
-                // and dropped by the expiry cycle.
-                let (bytes, heat, deadline) = self.index.peek_with(&key, |v, heat| {
+        let mut out = Vec::with_capacity(keys.len());
+        for key in keys {
+            let found = match &self.store {
+                Store::Memory(index) => index.peek_with(&key, |v, heat| {
                     (
                         key.len() + v.len() + ITEM_OVERHEAD,
                         heat,
                         Entry::stored_deadline(v),
                     )
-                })?;
-                deadline.map(|d| Sampled {
+                }),
+                Store::Engine(store) => store.get(&key)?.map(|v| {
+                    (
+                        key.len() + v.len() + ITEM_OVERHEAD,
+                        0,
+                        Entry::stored_deadline(&v),
+                    )
+                }),
+            };
+            // Stale hints (the key is gone or lost its deadline) are skipped here
+            // and dropped by the expiry cycle.
+            if let Some((bytes, heat, Some(deadline))) = found {
+                out.push(Sampled {
                     key,
                     heat,
                     bytes,
-                    deadline: Some(d),
-                })
-            })
-            .collect()
+                    deadline: Some(deadline),
+                });
+            }
+        }
+        Ok(out)
     }
 
-    /// Bytes `key` takes in the index (key, stored value and the per-item overhead),
+    /// Bytes `key` takes in the store (key, stored value and the per-item overhead),
     /// or `None` if it is not live. Does not count as an access.
-    pub fn memory_usage(&self, key: &[u8]) -> Option<usize> {
-        let (bytes, deadline) = self.index.peek_with(key, |stored, _| {
-            (
-                key.len() + stored.len() + ITEM_OVERHEAD,
-                Entry::stored_deadline(stored),
-            )
-        })?;
-        deadline.is_none_or(|d| d >= now_ms()).then_some(bytes)
+    pub fn memory_usage(&self, key: &[u8]) -> Result<Option<usize>> {
+        let found = match &self.store {
+            Store::Memory(index) => index.peek_with(key, |stored, _| {
+                (
+                    key.len() + stored.len() + ITEM_OVERHEAD,
+                    Entry::stored_deadline(stored),
+                )
+            }),
+            Store::Engine(store) => store.get(key)?.map(|stored| {
+                (
+                    key.len() + stored.len() + ITEM_OVERHEAD,
+                    Entry::stored_deadline(&stored),
+                )
+            }),
+        };
+        Ok(found
+            .and_then(|(bytes, deadline)| deadline.is_none_or(|d| d >= now_ms()).then_some(bytes)))
     }
 
     /// A live key chosen at random (RANDOMKEY), or `None` if there are none.
-    pub fn random_key(&self) -> Option<Vec<u8>> {
+    pub fn random_key(&self) -> Result<Option<Vec<u8>>> {
         // Expired keys met on the way are deleted; give up after a few rounds of them
         // as Redis does, rather than loop on a keyspace full of expired keys.
         for _ in 0..100 {
-            let key = self.sample(1).pop()?.key;
-            if self.contains(&key) {
-                return Some(key);
+            let Some(sampled) = self.sample(1)?.pop() else {
+                return Ok(None);
+            };
+            if self.contains(&sampled.key)? {
+                return Ok(Some(sampled.key));
             }
         }
-        None
+        Ok(None)
     }
 
-    /// `key`'s share of recent accesses (see `HotRing::access_share`).
-    pub fn access_share(&self, key: &[u8]) -> f64 {
-        self.index.access_share(key)
-    }
-
-    /// The hottest keys and their shares of recent accesses (see `HotRing::hot_keys`).
-    pub fn hot_keys(&self, n: usize) -> Vec<(Vec<u8>, f64)> {
-        self.index.hot_keys(n)
+    /// The HotRing index, where key heat is known; `None` on an engine.
+    pub fn index(&self) -> Option<&HotRing> {
+        match &self.store {
+            Store::Memory(index) => Some(index),
+            Store::Engine(_) => None,
+        }
     }
 
     pub fn reset_stats(&self) {
         self.expired.store(0, Ordering::Relaxed);
-        self.index.reset_access_stats();
+        if let Some(index) = self.index() {
+            index.reset_access_stats();
+        }
     }
 
     /// The index's counters, with ring lengths and bytes estimated from the items
     /// after a random point: a full walk of millions of keys would stall INFO, and
     /// every client of its io thread, for the better part of a second.
-    pub fn index_stats(&self) -> hotring::Stats {
-        self.index.stats_sampled(rand::random(), STATS_SAMPLE_ITEMS)
+    pub fn index_stats(&self) -> Option<hotring::Stats> {
+        self.index()
+            .map(|index| index.stats_sampled(rand::random(), STATS_SAMPLE_ITEMS))
     }
 }

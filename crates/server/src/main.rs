@@ -5,6 +5,7 @@ mod commands;
 mod config;
 mod connection;
 mod db;
+mod engine_store;
 mod entry;
 mod glob;
 mod io_threads;
@@ -17,7 +18,8 @@ use std::sync::Arc;
 use clap::Parser;
 use tokio::net::TcpListener;
 
-use crate::config::Config;
+use crate::config::{Config, EngineKind};
+use crate::db::Db;
 use crate::io_threads::IoThreads;
 use crate::server::Server;
 
@@ -27,7 +29,8 @@ pub const REDIS_VERSION: &str = "7.0.0";
 /// A Redis-protocol key-value server built on the HotRing index.
 ///
 /// Settings come from the defaults, then CONFIG_FILE, then these flags; every
-/// setting but bind, port, protected-mode and engine can be changed later with
+/// setting but the listener's (bind, port, protected-mode, io-threads) and the
+/// engine's (engine, dir, fsync, cache-size, memtable-size) can be changed later with
 /// CONFIG SET.
 #[derive(Parser, Debug)]
 #[command(name = "hotkv-server", version)]
@@ -42,9 +45,27 @@ struct Args {
     /// TCP port [default: 6379] (0: any free port; the log's "ready" line names it).
     #[arg(long)]
     port: Option<String>,
-    /// Storage engine [default: memory]. Only `memory` (the HotRing index) exists so far.
+    /// Where the keyspace lives [default: lsm]: `lsm`, the LSM tree in --dir, durable
+    /// per --fsync; or `memory`, the HotRing index alone (fastest, gone at exit).
     #[arg(long)]
     engine: Option<String>,
+    /// The lsm engine's directory, created if missing [default: ./hotkv-data]. One
+    /// server at a time may use it.
+    #[arg(long)]
+    dir: Option<String>,
+    /// When the lsm engine's log reaches the disk [default: everysec]: `always`, before
+    /// each write is acknowledged (concurrent writes share one sync); `everysec`, once a
+    /// second (a machine crash loses at most about a second; a process crash nothing);
+    /// `no`, when the OS decides.
+    #[arg(long)]
+    fsync: Option<String>,
+    /// The lsm engine's block cache, with a unit as in Redis [default: 64mb].
+    #[arg(long)]
+    cache_size: Option<String>,
+    /// The lsm engine's memtable size [default: 64mb]; up to three are in memory at
+    /// once (one taking writes, two being flushed).
+    #[arg(long)]
+    memtable_size: Option<String>,
     /// `no` allows listening on a non-loopback address without a password
     /// [default: yes].
     #[arg(long)]
@@ -55,7 +76,8 @@ struct Args {
     /// Most clients connected at once; more are refused [default: 10000].
     #[arg(long)]
     maxclients: Option<String>,
-    /// Memory limit, with a unit as in Redis (100mb, 2gb) [default: 0, no limit].
+    /// Memory limit of the memory engine, with a unit as in Redis (100mb, 2gb)
+    /// [default: 0, no limit].
     #[arg(long)]
     maxmemory: Option<String>,
     /// What to do over maxmemory: noeviction (writes fail); allkeys-lru or allkeys-lfu
@@ -97,9 +119,44 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    if let Err(e) = runtime.block_on(serve(config)) {
+    let db = match open_db(&config) {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!(
+                "hotkv-server: cannot open the {} engine: {e}",
+                config.engine.name()
+            );
+            std::process::exit(1);
+        }
+    };
+    let served = runtime.block_on(serve(config, db));
+    if let Err(e) = served {
         eprintln!("hotkv-server: {e}");
         std::process::exit(1);
+    }
+}
+
+/// The keyspace on the configured engine, recovered from its directory.
+fn open_db(config: &Config) -> engine::Result<Db> {
+    match config.engine {
+        EngineKind::Memory => Ok(Db::default()),
+        EngineKind::Lsm => {
+            let started = std::time::Instant::now();
+            let options = lsm::Options {
+                fsync: config.fsync,
+                block_cache_bytes: config.cache_size as usize,
+                memtable_bytes: config.memtable_size as usize,
+                ..lsm::Options::default()
+            };
+            let db = Db::on_engine(Box::new(lsm::Lsm::open(&config.dir, options)?), "lsm")?;
+            tracing::info!(
+                dir = %config.dir.display(),
+                keys = db.len(),
+                millis = started.elapsed().as_millis() as u64,
+                "engine opened"
+            );
+            Ok(db)
+        }
     }
 }
 
@@ -115,6 +172,10 @@ fn configure(args: &Args) -> Result<Config, String> {
         ("bind", &args.bind),
         ("port", &args.port),
         ("engine", &args.engine),
+        ("dir", &args.dir),
+        ("fsync", &args.fsync),
+        ("cache-size", &args.cache_size),
+        ("memtable-size", &args.memtable_size),
         ("protected-mode", &args.protected_mode),
         ("requirepass", &args.requirepass),
         ("maxclients", &args.maxclients),
@@ -130,30 +191,19 @@ fn configure(args: &Args) -> Result<Config, String> {
                 .map_err(|e| format!("--{name}: {e}"))?;
         }
     }
-    if config.engine != "memory" {
-        return Err(format!(
-            "engine '{}' is not available yet: use --engine memory",
-            config.engine
-        ));
-    }
-    if !config.bind.is_loopback() && config.protected_mode && config.requirepass().is_none() {
-        return Err(format!(
-            "refusing to listen on {} without a password; set requirepass, or pass --protected-mode no",
-            config.bind
-        ));
-    }
+    config.check()?;
     Ok(config)
 }
 
-async fn serve(config: Config) -> std::io::Result<()> {
+async fn serve(config: Config, db: Db) -> std::io::Result<()> {
     let listener = TcpListener::bind((config.bind, config.port)).await?;
     let io_threads = IoThreads::start(match config.io_threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     })?;
-    let server = Arc::new(Server::new(config));
+    let server = Arc::new(Server::new(config, db));
     server.refresh_memory();
-    tracing::info!(addr = %listener.local_addr()?, engine = %server.config.engine, "ready to accept connections");
+    tracing::info!(addr = %listener.local_addr()?, engine = server.config.engine.name(), "ready to accept connections");
     let background = tokio::spawn({
         let server = server.clone();
         async move { server.background().await }
@@ -212,6 +262,13 @@ async fn serve(config: Config) -> std::io::Result<()> {
     server.request_shutdown();
     while tasks.join_next().await.is_some() {}
     background.abort();
+    let _ = background.await;
+    // The last connection is gone: make every acknowledged write durable.
+    server
+        .db
+        .close()
+        .map_err(|e| std::io::Error::other(format!("closing the engine: {e}")))?;
+    tracing::info!("engine closed");
     Ok(())
 }
 

@@ -44,9 +44,9 @@ fn victim(policy: Policy, sample: &[Sampled]) -> Option<&Sampled> {
 }
 
 impl Server {
-    pub fn new(config: Config) -> Server {
+    pub fn new(config: Config, db: Db) -> Server {
         Server {
-            db: Db::default(),
+            db,
             gate: Gate::default(),
             config,
             clients: Clients::default(),
@@ -132,15 +132,18 @@ impl Server {
         while freed < excess && rounds < 64 {
             rounds += 1;
             let n = self.config.maxmemory_samples();
+            // Eviction runs in memory only (maxmemory needs the memory engine), where
+            // the store never fails.
             let sample = if policy.volatile() {
                 self.db.sample_volatile(n)
             } else {
                 self.db.sample(n)
             };
+            let Ok(sample) = sample else { break };
             let Some(victim) = victim(policy, &sample) else {
                 break;
             };
-            if self.db.remove(&victim.key) {
+            if self.db.remove(&victim.key).unwrap_or(false) {
                 self.evicted.fetch_add(1, Ordering::Relaxed);
                 freed += victim.bytes as u64;
             }
@@ -159,6 +162,7 @@ impl Server {
         let mut tick = tokio::time::interval(Duration::from_millis(10));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut n = 0u64;
+        let mut last_failure: Option<String> = None;
         loop {
             tick.tick().await;
             self.refresh_memory();
@@ -166,10 +170,23 @@ impl Server {
             if n.is_multiple_of(10) {
                 let start = Instant::now();
                 loop {
-                    let (examined, deleted) = {
+                    let cycle = {
                         let _shared = self.gate.shared();
                         self.db.expire_cycle(64)
                     };
+                    let (examined, deleted) = match cycle {
+                        Ok(counts) => counts,
+                        Err(e) => {
+                            // Once per failure, not every 100 ms while it lasts.
+                            let message = e.to_string();
+                            if last_failure.as_ref() != Some(&message) {
+                                tracing::warn!(error = %message, "active expiry failed");
+                                last_failure = Some(message);
+                            }
+                            break;
+                        }
+                    };
+                    last_failure = None;
                     // Go on while a tenth or more of what was examined had expired.
                     if examined == 0
                         || deleted * 10 < examined

@@ -90,7 +90,7 @@ fn client_names_lists_and_kills() {
 
 #[test]
 fn config_get_set_and_limits() {
-    let server = Server::start();
+    let server = Server::start_memory(&[]);
     let mut c = server.client();
     let got: Vec<String> = run(&mut c, &["CONFIG", "GET", "maxmemory*"]);
     assert_eq!(
@@ -180,7 +180,7 @@ fn writes_refused_soon(c: &mut redis::Connection) -> bool {
 
 #[test]
 fn maxmemory_refuses_or_evicts() {
-    let server = Server::start();
+    let server = Server::start_memory(&[]);
     let mut c = server.client();
     fill(&mut c, "key", 2000);
     // A limit below what is already used: with noeviction, writes fail and reads work.
@@ -225,7 +225,7 @@ fn maxmemory_refuses_or_evicts() {
 
 #[test]
 fn volatile_policies_evict_only_keys_with_a_ttl() {
-    let server = Server::start();
+    let server = Server::start_memory(&[]);
     let mut c = server.client();
     fill(&mut c, "keep", 1000);
     // No key has a TTL: a volatile policy has nothing to evict, so writes fail.
@@ -277,7 +277,7 @@ fn volatile_policies_evict_only_keys_with_a_ttl() {
 
 #[test]
 fn info_sections_and_hotkeys() {
-    let server = Server::start();
+    let server = Server::start_memory(&[]);
     let mut c = server.client();
     for i in 0..200 {
         run::<()>(&mut c, &["SET", &format!("k{i}"), "v"]);
@@ -341,7 +341,7 @@ fn config_file_then_flags() {
         "# test\nmaxmemory 5mb\nmaxmemory-policy allkeys-random\ntimeout 99\nio-threads 1\n",
     )
     .unwrap();
-    let server = Server::start_with(&[path.to_str().unwrap(), "--timeout", "7"]);
+    let server = Server::start_memory(&[path.to_str().unwrap(), "--timeout", "7"]);
     let mut c = server.client();
     let got: Vec<String> = run(
         &mut c,

@@ -1,7 +1,7 @@
 //! SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP: a string as an array of bits, bit 0 being the most
 //! significant bit of the first byte, as in Redis.
 
-use super::{error, int, parse_integer, upper, Action, Ctx, NOT_AN_INTEGER, SYNTAX_ERROR};
+use super::{error, int, parse_integer, upper, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR};
 use crate::db::Change;
 
 const BAD_OFFSET: &str = "ERR bit offset is not an integer or out of range";
@@ -23,18 +23,18 @@ fn bit_at(value: &[u8], offset: u64) -> bool {
         .is_some_and(|b| b & (0x80 >> (offset & 7)) != 0)
 }
 
-pub fn getbit(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn getbit(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let offset = match offset(ctx, &args[2]) {
         Ok(o) => o,
         Err(e) => return error(e),
     };
-    let value = ctx.db().get(&args[1]).map(|e| e.value).unwrap_or_default();
+    let value = ctx.db().get(&args[1])?.map(|e| e.value).unwrap_or_default();
     int(bit_at(&value, offset) as i64)
 }
 
 /// `SETBIT key offset 0|1`: returns the bit's old value; grows the string with zero
 /// bytes as needed and keeps the expiry.
-pub fn setbit(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn setbit(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let offset = match offset(ctx, &args[2]) {
         Ok(o) => o,
         Err(e) => return error(e),
@@ -63,7 +63,7 @@ pub fn setbit(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
             value[byte] &= !mask;
         }
         (Change::Put(value, deadline), old)
-    });
+    })?;
     int(old as i64)
 }
 
@@ -120,9 +120,9 @@ fn count_ones(value: &[u8], (lo, hi): (u64, u64)) -> u64 {
 }
 
 /// `BITCOUNT key [start end [BYTE | BIT]]`.
-pub fn bitcount(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn bitcount(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     // Redis 7.0 looks the key up first: a missing key counts 0 whatever follows.
-    let Some(entry) = ctx.db().get(&args[1]) else {
+    let Some(entry) = ctx.db().get(&args[1])? else {
         return int(0);
     };
     let value = entry.value;
@@ -171,13 +171,13 @@ fn first_bit(value: &[u8], (lo, hi): (u64, u64), want: bool) -> Option<u64> {
 /// range, or -1. A missing key is all zeros. Looking for a 0 with no end given, the
 /// string counts as followed by zeros, so a string of all ones answers its length in
 /// bits.
-pub fn bitpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn bitpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let want = match parse_integer(&args[2]) {
         Some(b @ (0 | 1)) => b == 1,
         Some(_) => return error("ERR The bit argument must be 1 or 0."),
         None => return error(NOT_AN_INTEGER),
     };
-    let Some(entry) = ctx.db().get(&args[1]) else {
+    let Some(entry) = ctx.db().get(&args[1])? else {
         return int(if want { -1 } else { 0 });
     };
     let value = entry.value;
@@ -212,12 +212,12 @@ pub fn bitpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
 /// shorter ones (and missing keys) read as zeros, into `destkey`; an empty result
 /// deletes it. Returns the result's length. Runs alone, so no one sees a source
 /// change halfway.
-pub fn bitop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn bitop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let op = upper(&args[1]);
-    let sources: Vec<Vec<u8>> = args[3..]
-        .iter()
-        .map(|k| ctx.db().get(k).map(|e| e.value).unwrap_or_default())
-        .collect();
+    let mut sources = Vec::with_capacity(args.len() - 3);
+    for key in &args[3..] {
+        sources.push(ctx.db().get(key)?.map(|e| e.value).unwrap_or_default());
+    }
     let len = sources.iter().map(Vec::len).max().unwrap_or(0);
     let byte = |s: &Vec<u8>, i: usize| s.get(i).copied().unwrap_or(0);
     let result: Vec<u8> = match op.as_slice() {
@@ -239,9 +239,9 @@ pub fn bitop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
         _ => return error(SYNTAX_ERROR),
     };
     if result.is_empty() {
-        ctx.db().remove(&args[2]);
+        ctx.db().remove(&args[2])?;
     } else {
-        ctx.db().set(&args[2], &result, None);
+        ctx.db().set(&args[2], &result, None)?;
     }
     int(result.len() as i64)
 }

@@ -6,10 +6,10 @@ use std::sync::atomic::Ordering;
 
 use resp::Frame;
 
-use super::{error, int, ok, parse_integer, reply, upper, Action, Ctx, SYNTAX_ERROR};
+use super::{error, int, ok, parse_integer, reply, upper, Ctx, Reply, SYNTAX_ERROR};
 use crate::clients::Client;
 
-pub fn client(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn client(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let sub = upper(&args[1]);
     let rest = &args[2..];
     match (sub.as_slice(), rest) {
@@ -187,7 +187,7 @@ fn line(c: &Client) -> String {
 }
 
 /// `CLIENT LIST [TYPE normal] [ID id...]`.
-fn list(ctx: &mut Ctx, filters: &[Vec<u8>]) -> Action {
+fn list(ctx: &mut Ctx, filters: &[Vec<u8>]) -> Reply {
     let mut ids: Option<Vec<u64>> = None;
     match filters {
         [] => {}
@@ -233,7 +233,7 @@ fn list(ctx: &mut Ctx, filters: &[Vec<u8>]) -> Action {
 
 /// `CLIENT KILL addr` (replies OK) or `CLIENT KILL [ID id] [ADDR a] [LADDR a]
 /// [SKIPME yes|no]...` (replies with the number killed).
-fn kill(ctx: &mut Ctx, filters: &[Vec<u8>]) -> Action {
+fn kill(ctx: &mut Ctx, filters: &[Vec<u8>]) -> Reply {
     let me = ctx.session.client.id;
     if let [addr] = filters {
         let addr = String::from_utf8_lossy(addr);

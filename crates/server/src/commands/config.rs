@@ -2,10 +2,10 @@
 
 use resp::Frame;
 
-use super::{error, ok, reply, upper, Action, Ctx};
+use super::{error, ok, reply, upper, Ctx, Reply};
 use crate::config::SetError;
 
-pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let sub = upper(&args[1]);
     match sub.as_slice() {
         b"GET" if args.len() >= 3 => {

@@ -4,9 +4,11 @@ use std::sync::atomic::Ordering;
 
 use resp::{Frame, Protocol};
 
-use super::{error, int, ok, parse_integer, reply, upper, Action, Ctx, NOT_AN_INTEGER, TABLE};
+use super::{
+    error, int, ok, parse_integer, reply, upper, Action, Ctx, Reply, NOT_AN_INTEGER, TABLE,
+};
 
-pub fn ping(_: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn ping(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     match args {
         [_] => reply(Frame::Simple("PONG".into())),
         [_, msg] => reply(Frame::bulk(msg)),
@@ -14,17 +16,17 @@ pub fn ping(_: &mut Ctx, args: &[Vec<u8>]) -> Action {
     }
 }
 
-pub fn echo(_: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn echo(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     reply(Frame::bulk(&args[1]))
 }
 
-pub fn quit(_: &mut Ctx, _: &[Vec<u8>]) -> Action {
-    Action::Close(Some(Frame::Simple("OK".into())))
+pub fn quit(_: &mut Ctx, _: &[Vec<u8>]) -> Reply {
+    Ok(Action::Close(Some(Frame::Simple("OK".into()))))
 }
 
 /// Back to a fresh connection's state: no transaction, no watches, RESP2, and
 /// not authenticated if a password is set.
-pub fn reset(ctx: &mut Ctx, _: &[Vec<u8>]) -> Action {
+pub fn reset(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     let s = &mut *ctx.session;
     s.multi = None;
     s.multi_failed = false;
@@ -74,7 +76,7 @@ fn authenticate(ctx: &mut Ctx, user: &[u8], password: &[u8]) -> Option<&'static 
 }
 
 /// `AUTH password` or `AUTH username password`.
-pub fn auth(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn auth(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let failed = match args {
         [_, password] => {
             if ctx.server.config.requirepass().is_none() {
@@ -93,7 +95,7 @@ pub fn auth(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
 
 /// `HELLO [protover [AUTH username password] [SETNAME clientname]]`: switches
 /// RESP2/RESP3 and describes the server with the fields clients check.
-pub fn hello(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn hello(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let mut proto = ctx.session.proto;
     if let Some(v) = args.get(1) {
         proto = match parse_integer(v) {
@@ -152,7 +154,7 @@ pub fn hello(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
 }
 
 /// hotkv has one database: SELECT 0 works, any other index is out of range.
-pub fn select(_: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn select(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     match parse_integer(&args[1]) {
         Some(0) => ok(),
         Some(_) => error("ERR DB index is out of range"),
@@ -161,7 +163,7 @@ pub fn select(_: &mut Ctx, args: &[Vec<u8>]) -> Action {
 }
 
 /// COMMAND [COUNT | INFO name... | DOCS name... | LIST].
-pub fn command(_: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn command(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let sub = args.get(1).map(|s| upper(s));
     match sub.as_deref() {
         None => reply(Frame::Array(TABLE.iter().map(info).collect())),

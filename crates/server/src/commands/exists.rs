@@ -1,7 +1,11 @@
 //! EXISTS and TOUCH: a key named twice counts twice, as in Redis.
 
-use super::{int, Action, Ctx};
+use super::{int, Ctx, Reply};
 
-pub fn exists(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
-    int(args[1..].iter().filter(|k| ctx.db().contains(k)).count() as i64)
+pub fn exists(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let mut found = 0;
+    for key in &args[1..] {
+        found += i64::from(ctx.db().contains(key)?);
+    }
+    int(found)
 }

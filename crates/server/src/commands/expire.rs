@@ -3,7 +3,7 @@
 
 use resp::Frame;
 
-use super::{error, int, parse_integer, upper, Action, Ctx, NOT_AN_INTEGER};
+use super::{error, int, parse_integer, upper, Ctx, Reply, NOT_AN_INTEGER};
 use crate::db::Change;
 use crate::entry::now_ms;
 
@@ -69,7 +69,7 @@ pub fn parse_expiry(opt: &[u8], arg: &[u8], command: &str) -> Result<Option<Expi
 
 /// The four EXPIRE commands: `key n [NX | XX | GT | LT]`, `n` in `unit` ms, relative
 /// or absolute.
-fn set_expiry(ctx: &mut Ctx, args: &[Vec<u8>], unit: i64, absolute: bool, command: &str) -> Action {
+fn set_expiry(ctx: &mut Ctx, args: &[Vec<u8>], unit: i64, absolute: bool, command: &str) -> Reply {
     let Some(n) = parse_integer(&args[2]) else {
         return error(NOT_AN_INTEGER);
     };
@@ -122,58 +122,58 @@ fn set_expiry(ctx: &mut Ctx, args: &[Vec<u8>], unit: i64, absolute: bool, comman
         } else {
             (Change::Put(e.value.clone(), Some(at as u64)), true)
         }
-    });
+    })?;
     int(done as i64)
 }
 
-pub fn expire(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn expire(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     set_expiry(ctx, args, 1000, false, "expire")
 }
 
-pub fn pexpire(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn pexpire(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     set_expiry(ctx, args, 1, false, "pexpire")
 }
 
-pub fn expireat(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn expireat(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     set_expiry(ctx, args, 1000, true, "expireat")
 }
 
-pub fn pexpireat(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn pexpireat(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     set_expiry(ctx, args, 1, true, "pexpireat")
 }
 
 /// -2 for a missing key, -1 for one without a deadline, else `f(deadline)`.
-fn deadline_reply(ctx: &mut Ctx, key: &[u8], f: impl Fn(u64) -> i64) -> Action {
-    match ctx.db().get(key) {
+fn deadline_reply(ctx: &mut Ctx, key: &[u8], f: impl Fn(u64) -> i64) -> Reply {
+    match ctx.db().get(key)? {
         None => int(-2),
         Some(e) => int(e.deadline.map_or(-1, f)),
     }
 }
 
-pub fn ttl(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn ttl(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     // Rounded to the nearest second, as Redis rounds.
     deadline_reply(ctx, &args[1], |d| {
         (d.saturating_sub(now_ms()) as i64 + 500) / 1000
     })
 }
 
-pub fn pttl(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn pttl(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     deadline_reply(ctx, &args[1], |d| d.saturating_sub(now_ms()) as i64)
 }
 
-pub fn expiretime(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn expiretime(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     // Rounded, as Redis rounds.
     deadline_reply(ctx, &args[1], |d| (d as i64 + 500) / 1000)
 }
 
-pub fn pexpiretime(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn pexpiretime(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     deadline_reply(ctx, &args[1], |d| d as i64)
 }
 
-pub fn persist(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn persist(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let done = ctx.db().update(&args[1], |e| match e {
         Some(e) if e.deadline.is_some() => (Change::Put(e.value.clone(), None), true),
         _ => (Change::Keep, false),
-    });
+    })?;
     int(done as i64)
 }

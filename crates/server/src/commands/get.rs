@@ -3,26 +3,26 @@
 use resp::Frame;
 
 use super::expire::{parse_expiry, take_expiry_option, Expiry};
-use super::{error, reply, Action, Ctx, SYNTAX_ERROR};
+use super::{error, reply, Ctx, Reply, SYNTAX_ERROR};
 use crate::db::Change;
 
-pub fn get(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
-    let found = ctx.db().get(&args[1]);
+pub fn get(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let found = ctx.db().get(&args[1])?;
     ctx.session.hit(found.is_some());
     reply(found.map_or(Frame::Null, |e| Frame::Bulk(e.value)))
 }
 
-pub fn getdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn getdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let old = ctx
         .db()
-        .update(&args[1], |e| (Change::Delete, e.map(|e| e.value.clone())));
+        .update(&args[1], |e| (Change::Delete, e.map(|e| e.value.clone())))?;
     ctx.session.hit(old.is_some());
     reply(old.map_or(Frame::Null, Frame::Bulk))
 }
 
 /// `GETEX key [EX s | PX ms | EXAT t | PXAT t | PERSIST]`: GET that also sets or
 /// clears the expiry.
-pub fn getex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn getex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let mut expiry_option = None;
     let mut i = 2;
     while i < args.len() {
@@ -50,7 +50,7 @@ pub fn getex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
             Change::Put(e.value.clone(), deadline),
             Some(e.value.clone()),
         ),
-    });
+    })?;
     ctx.session.hit(value.is_some());
     reply(value.map_or(Frame::Null, Frame::Bulk))
 }

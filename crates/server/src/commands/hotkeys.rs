@@ -2,12 +2,16 @@
 
 use resp::Frame;
 
-use super::{error, parse_integer, reply, upper, Action, Ctx, SYNTAX_ERROR};
+use super::{error, parse_integer, reply, upper, Ctx, Reply, SYNTAX_ERROR};
+
+/// What HOTKEYS and OBJECT FREQ answer on an engine without key heat.
+pub(crate) const NO_HEAT: &str =
+    "ERR key heat is tracked by the memory engine only; start hotkv-server with --engine memory";
 
 /// Replies with up to `n` (default 10) `[key, share]` pairs, hottest first. `share`
 /// estimates the key's part of recent accesses, from the index's sampled hot-key
 /// tables (one access in 64, counts halving every second).
-pub fn hotkeys(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn hotkeys(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let n = match &args[1..] {
         [] => 10,
         [opt, n] if upper(opt) == b"COUNT" => match parse_integer(n) {
@@ -16,8 +20,11 @@ pub fn hotkeys(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
         },
         _ => return error(SYNTAX_ERROR),
     };
+    let Some(index) = ctx.db().index() else {
+        return error(NO_HEAT);
+    };
     reply(Frame::Array(
-        ctx.db()
+        index
             .hot_keys(n)
             .into_iter()
             .map(|(key, share)| Frame::Array(vec![Frame::Bulk(key), Frame::Double(share)]))

@@ -3,10 +3,10 @@
 
 use resp::Frame;
 
-use super::{error, parse_integer, reply, Action, Ctx, NOT_AN_INTEGER};
+use super::{error, parse_integer, reply, Ctx, Reply, NOT_AN_INTEGER};
 use crate::db::Change;
 
-fn add(ctx: &mut Ctx, key: &[u8], delta: i64) -> Action {
+fn add(ctx: &mut Ctx, key: &[u8], delta: i64) -> Reply {
     let result = ctx.db().update(key, |e| {
         let (current, deadline) = match e {
             None => (0, None),
@@ -22,29 +22,29 @@ fn add(ctx: &mut Ctx, key: &[u8], delta: i64) -> Action {
                 Err("ERR increment or decrement would overflow"),
             ),
         }
-    });
+    })?;
     match result {
         Ok(n) => reply(Frame::Integer(n)),
         Err(e) => error(e),
     }
 }
 
-pub fn incr(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn incr(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     add(ctx, &args[1], 1)
 }
 
-pub fn decr(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn decr(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     add(ctx, &args[1], -1)
 }
 
-pub fn incrby(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn incrby(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     match parse_integer(&args[2]) {
         Some(d) => add(ctx, &args[1], d),
         None => error(NOT_AN_INTEGER),
     }
 }
 
-pub fn decrby(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn decrby(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     match parse_integer(&args[2]) {
         Some(d) => match d.checked_neg() {
             Some(d) => add(ctx, &args[1], d),
@@ -88,7 +88,7 @@ fn format_float(v: f64) -> String {
     s
 }
 
-pub fn incrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn incrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let Some(delta) = parse_float(&args[2]) else {
         return error("ERR value is not a valid float");
     };
@@ -109,7 +109,7 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
         }
         let text = format_float(sum);
         (Change::Put(text.clone().into_bytes(), deadline), Ok(text))
-    });
+    })?;
     match result {
         Ok(text) => reply(Frame::Bulk(text.into_bytes())),
         Err(e) => error(e),

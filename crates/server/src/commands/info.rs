@@ -1,5 +1,6 @@
 //! INFO [section...]: Redis's sections (server, clients, memory, persistence, stats,
-//! replication, cpu, keyspace) with its field names, so monitoring tools read them, and a
+//! replication, cpu, keyspace) with its field names, so monitoring tools read them, and
+//! either an `engine` section (the storage engine's counters) or, in memory, a
 //! `hotring` section.
 
 use std::fmt::Write;
@@ -7,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use resp::Frame;
 
-use super::{reply, Action, Ctx};
+use super::{reply, Ctx, Reply};
 use crate::server::Server;
 
 const SECTIONS: &[&str] = &[
@@ -19,10 +20,11 @@ const SECTIONS: &[&str] = &[
     "replication",
     "cpu",
     "keyspace",
+    "engine",
     "hotring",
 ];
 
-pub fn info(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn info(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let asked: Vec<String> = args[1..]
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
@@ -33,7 +35,12 @@ pub fn info(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
             .any(|a| matches!(a.as_str(), "all" | "everything" | "default"));
     let mut text = String::new();
     for section in SECTIONS {
-        if all || asked.iter().any(|a| a == section) {
+        let applies = match *section {
+            "engine" => ctx.server.db.engine_stats().is_some(),
+            "hotring" => ctx.server.db.index().is_some(),
+            _ => true,
+        };
+        if applies && (all || asked.iter().any(|a| a == section)) {
             if !text.is_empty() {
                 text.push_str("\r\n");
             }
@@ -82,7 +89,7 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             field("uptime_in_seconds", &uptime);
             field("uptime_in_days", &(uptime / 86_400));
             field("hz", &10);
-            field("engine", &server.config.engine);
+            field("engine", &server.config.engine.name());
         }
         "clients" => {
             field("connected_clients", &server.clients.len());
@@ -104,15 +111,22 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             field("mem_allocator", &"jemalloc");
         }
         "persistence" => {
-            // The memory engine saves nothing: never loading, no save in progress, and,
-            // as Redis reports before its first save, the start time as the last save.
+            // No snapshots: never loading (the engine recovers before the server
+            // listens), no save in progress, and, as Redis reports before its first
+            // save, the start time as the last save. A durable engine's log plays the
+            // part of Redis's append-only file; its write status is the engine's.
             field("loading", &0);
             field("async_loading", &0);
             field("rdb_bgsave_in_progress", &0);
             field("rdb_last_save_time", &server.started_unix_secs());
             field("rdb_last_bgsave_status", &"ok");
-            field("aof_enabled", &0);
+            let stats = server.db.engine_stats();
+            field("aof_enabled", &u8::from(stats.is_some()));
             field("aof_rewrite_in_progress", &0);
+            if let Some((_, stats)) = stats {
+                let stopped = stats.iter().any(|&(n, v)| n == "writes_stopped" && v != 0);
+                field("aof_last_write_status", &if stopped { "err" } else { "ok" });
+            }
         }
         "replication" => {
             field("role", &"master");
@@ -149,12 +163,23 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
         "keyspace" => {
             let keys = server.db.len();
             if keys > 0 {
-                let expires = server.db.volatile_len().min(keys);
+                let expires = (server.db.volatile_len() as u64).min(keys);
                 field("db0", &format!("keys={keys},expires={expires},avg_ttl=0"));
             }
         }
+        "engine" => {
+            if let Some((_, stats)) = server.db.engine_stats() {
+                field("engine_dir", &server.config.dir.display());
+                field("engine_fsync", &server.config.fsync);
+                for (name, value) in stats {
+                    field(&format!("engine_{name}"), &value);
+                }
+            }
+        }
         "hotring" => {
-            let s = server.db.index_stats();
+            let Some(s) = server.db.index_stats() else {
+                return;
+            };
             field("hotring_keys", &s.len);
             field("hotring_rings", &s.rings);
             field("hotring_directory_slots", &s.directory_slots);

@@ -3,12 +3,12 @@
 use resp::Frame;
 
 use super::{
-    error, int, ok, parse_integer, reply, upper, Action, Ctx, NOT_AN_INTEGER, SYNTAX_ERROR,
+    error, int, ok, parse_integer, reply, upper, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR,
 };
 
 /// Every value is a string so far.
-pub fn type_of(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
-    let kind = if ctx.db().contains(&args[1]) {
+pub fn type_of(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let kind = if ctx.db().contains(&args[1])? {
         "string"
     } else {
         "none"
@@ -18,31 +18,37 @@ pub fn type_of(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
 
 /// Moves `from` to `to`, value and expiry. Runs alone (the command table says so), so
 /// no one sees both keys or neither. Returns false if `to` exists and `replace` is off.
-fn rename_key(ctx: &mut Ctx, from: &[u8], to: &[u8], replace: bool) -> Result<bool, &'static str> {
+/// The outer error is the engine's, the inner one the reply to a missing `from`.
+fn rename_key(
+    ctx: &mut Ctx,
+    from: &[u8],
+    to: &[u8],
+    replace: bool,
+) -> engine::Result<Result<bool, &'static str>> {
     let db = ctx.db();
-    let Some(entry) = db.get(from) else {
-        return Err("ERR no such key");
+    let Some(entry) = db.get(from)? else {
+        return Ok(Err("ERR no such key"));
     };
     if from == to {
-        return Ok(replace);
+        return Ok(Ok(replace));
     }
-    if !replace && db.contains(to) {
-        return Ok(false);
+    if !replace && db.contains(to)? {
+        return Ok(Ok(false));
     }
-    db.set(to, &entry.value, entry.deadline);
-    db.remove(from);
-    Ok(true)
+    db.set(to, &entry.value, entry.deadline)?;
+    db.remove(from)?;
+    Ok(Ok(true))
 }
 
-pub fn rename(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
-    match rename_key(ctx, &args[1], &args[2], true) {
+pub fn rename(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    match rename_key(ctx, &args[1], &args[2], true)? {
         Ok(_) => ok(),
         Err(e) => error(e),
     }
 }
 
-pub fn renamenx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
-    match rename_key(ctx, &args[1], &args[2], false) {
+pub fn renamenx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    match rename_key(ctx, &args[1], &args[2], false)? {
         Ok(done) => int(done as i64),
         Err(e) => error(e),
     }
@@ -50,7 +56,7 @@ pub fn renamenx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
 
 /// `COPY source destination [DB destination-db] [REPLACE]`: value and expiry. Runs
 /// alone, like RENAME. Only database 0 exists, so `DB` accepts 0 alone.
-pub fn copy(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn copy(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let mut replace = false;
     let mut options = args[3..].iter();
     while let Some(option) = options.next() {
@@ -70,19 +76,19 @@ pub fn copy(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
         return error("ERR source and destination objects are the same");
     }
     let db = ctx.db();
-    let Some(entry) = db.get(from) else {
+    let Some(entry) = db.get(from)? else {
         return int(0);
     };
-    if !replace && db.contains(to) {
+    if !replace && db.contains(to)? {
         return int(0);
     }
-    db.set(to, &entry.value, entry.deadline);
+    db.set(to, &entry.value, entry.deadline)?;
     int(1)
 }
 
 /// `MOVE key db`: with database 0 the only one, the destination is either the
 /// source (Redis's error for that) or out of range.
-pub fn move_key(_: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn move_key(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     match parse_integer(&args[2]) {
         Some(0) => error("ERR source and destination objects are the same"),
         Some(_) => error("ERR DB index is out of range"),
@@ -90,6 +96,6 @@ pub fn move_key(_: &mut Ctx, args: &[Vec<u8>]) -> Action {
     }
 }
 
-pub fn randomkey(ctx: &mut Ctx, _: &[Vec<u8>]) -> Action {
-    reply(ctx.db().random_key().map_or(Frame::Null, Frame::Bulk))
+pub fn randomkey(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
+    reply(ctx.db().random_key()?.map_or(Frame::Null, Frame::Bulk))
 }

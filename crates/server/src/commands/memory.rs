@@ -2,9 +2,9 @@
 
 use resp::Frame;
 
-use super::{error, int, parse_integer, reply, upper, Action, Ctx, SYNTAX_ERROR};
+use super::{error, int, parse_integer, reply, upper, Ctx, Reply, SYNTAX_ERROR};
 
-pub fn memory(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn memory(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     match (upper(&args[1]).as_slice(), &args[2..]) {
         (b"HELP", []) => reply(Frame::Array(
             HELP.iter()
@@ -23,7 +23,7 @@ pub fn memory(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
                 }
                 _ => return error(SYNTAX_ERROR),
             }
-            match ctx.db().memory_usage(key) {
+            match ctx.db().memory_usage(key)? {
                 Some(bytes) => int(bytes as i64),
                 None => reply(Frame::Null),
             }

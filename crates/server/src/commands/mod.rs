@@ -113,7 +113,11 @@ pub enum Action {
     Close(Option<Frame>),
 }
 
-type Run = fn(&mut Ctx, &[Vec<u8>]) -> Action;
+/// A command's outcome; `Err` is a storage failure, which [`execute`] turns into an
+/// error reply.
+pub type Reply = Result<Action, engine::Error>;
+
+type Run = fn(&mut Ctx, &[Vec<u8>]) -> Reply;
 
 /// Modifies the keyspace.
 const WRITE: u8 = 1;
@@ -334,19 +338,32 @@ pub fn execute(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Acti
         .last_command
         .store(index as u64 + 1, Ordering::Relaxed);
     if cmd.flags & EXEC != 0 {
-        return transaction::exec(&mut Ctx { server, session }, args);
+        return transaction::exec(&mut Ctx { server, session }, args)
+            .unwrap_or_else(|e| Action::Reply(storage_error(&e)));
     }
     if cmd.flags & DENYOOM != 0 {
         if let Err(e) = server.make_room() {
             return Action::Reply(Frame::error(e));
         }
     }
-    if cmd.flags & ALONE != 0 {
+    let outcome = if cmd.flags & ALONE != 0 {
         let _exclusive = server.gate.exclusive();
         (cmd.run)(&mut Ctx { server, session }, args)
     } else {
         let _shared = server.gate.shared();
         (cmd.run)(&mut Ctx { server, session }, args)
+    };
+    outcome.unwrap_or_else(|e| Action::Reply(storage_error(&e)))
+}
+
+/// The reply to a command the storage engine failed. Refused writes get Redis's
+/// MISCONF (what it answers when it cannot persist), the rest a plain ERR; both say
+/// what went wrong.
+pub(crate) fn storage_error(e: &engine::Error) -> Frame {
+    match e {
+        engine::Error::InvalidArgument(what) => Frame::error(format!("ERR {what}")),
+        engine::Error::WritesStopped(_) => Frame::error(format!("MISCONF {e}")),
+        _ => Frame::error(format!("ERR storage engine: {e}")),
     }
 }
 
@@ -359,9 +376,10 @@ fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> F
         }
     }
     match (cmd.run)(&mut Ctx { server, session }, args) {
-        Action::Reply(f) | Action::Close(Some(f)) => f,
-        Action::Ok => Frame::Simple("OK".into()),
-        Action::Close(None) => Frame::Null,
+        Ok(Action::Reply(f) | Action::Close(Some(f))) => f,
+        Ok(Action::Ok) => Frame::Simple("OK".into()),
+        Ok(Action::Close(None)) => Frame::Null,
+        Err(e) => storage_error(&e),
     }
 }
 
@@ -408,7 +426,7 @@ fn unknown(args: &[Vec<u8>]) -> Frame {
 
 /// Redis's replies for a subcommand it cannot run: unknown, or known with the wrong
 /// number of arguments (`known` lists the container's subcommands, in capitals).
-pub(crate) fn bad_subcommand(container: &str, sub: &[u8], known: &[&str]) -> Action {
+pub(crate) fn bad_subcommand(container: &str, sub: &[u8], known: &[&str]) -> Reply {
     let upper_sub = upper(sub);
     if known.iter().any(|k| k.as_bytes() == upper_sub.as_slice()) {
         error(&format!(
@@ -434,20 +452,20 @@ pub fn name_of(last_command: u64) -> &'static str {
     }
 }
 
-pub(crate) fn ok() -> Action {
-    Action::Ok
+pub(crate) fn ok() -> Reply {
+    Ok(Action::Ok)
 }
 
-pub(crate) fn reply(f: Frame) -> Action {
-    Action::Reply(f)
+pub(crate) fn reply(f: Frame) -> Reply {
+    Ok(Action::Reply(f))
 }
 
-pub(crate) fn error(text: &str) -> Action {
-    Action::Reply(Frame::error(text))
+pub(crate) fn error(text: &str) -> Reply {
+    Ok(Action::Reply(Frame::error(text)))
 }
 
-pub(crate) fn int(n: i64) -> Action {
-    Action::Reply(Frame::Integer(n))
+pub(crate) fn int(n: i64) -> Reply {
+    Ok(Action::Reply(Frame::Integer(n)))
 }
 
 /// Upper-cased option word, for matching Redis's case-insensitive options.

@@ -2,7 +2,7 @@
 
 use resp::Frame;
 
-use super::{error, int, parse_integer, reply, upper, Action, Ctx};
+use super::{error, int, parse_integer, reply, upper, Ctx, Reply};
 use crate::config::Policy;
 
 /// Redis stores a string that reads as a 64-bit integer (in at most 20 bytes) as
@@ -15,7 +15,7 @@ const EMBSTR_MAX: usize = 44;
 /// policy needs a per-key clock; OBJECT REFCOUNT then reports `i32::MAX`.
 const SHARED_INTEGERS: i64 = 10_000;
 
-pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let sub = upper(&args[1]);
     match (sub.as_slice(), &args[2..]) {
         (b"HELP", []) => reply(Frame::Array(
@@ -23,11 +23,11 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
                 .map(|line| Frame::Simple((*line).into()))
                 .collect(),
         )),
-        (b"ENCODING", [key]) => match ctx.db().get(key) {
+        (b"ENCODING", [key]) => match ctx.db().get(key)? {
             None => reply(Frame::Null),
             Some(entry) => reply(Frame::bulk(encoding(&entry.value))),
         },
-        (b"REFCOUNT", [key]) => match ctx.db().get(key) {
+        (b"REFCOUNT", [key]) => match ctx.db().get(key)? {
             None => reply(Frame::Null),
             Some(entry) => {
                 let config = &ctx.server.config;
@@ -38,7 +38,7 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
             }
         },
         (b"FREQ", [key]) | (b"IDLETIME", [key]) => {
-            if !ctx.db().contains(key) {
+            if !ctx.db().contains(key)? {
                 return reply(Frame::Null);
             }
             let lfu = matches!(
@@ -46,7 +46,10 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
                 Policy::AllKeysLfu | Policy::VolatileLfu
             );
             match (sub.as_slice(), lfu) {
-                (b"FREQ", true) => int(frequency(ctx.db().access_share(key))),
+                (b"FREQ", true) => match ctx.db().index() {
+                    Some(index) => int(frequency(index.access_share(key))),
+                    None => error(super::hotkeys::NO_HEAT),
+                },
                 (b"FREQ", false) => error(
                     "ERR An LFU maxmemory policy is not selected, access frequency not tracked. \
                      Please note that when switching between policies at runtime LRU and LFU \

@@ -7,10 +7,10 @@
 
 use resp::Frame;
 
-use super::{error, parse_integer, reply, upper, Action, Ctx, NOT_AN_INTEGER, SYNTAX_ERROR};
+use super::{error, parse_integer, reply, upper, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR};
 use crate::glob::glob_match;
 
-pub fn keys(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn keys(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let pattern = &args[1];
     let mut found = Vec::new();
     let mut cursor = 0;
@@ -19,7 +19,7 @@ pub fn keys(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
             if glob_match(pattern, k, false) {
                 found.push(Frame::Bulk(k.to_vec()));
             }
-        });
+        })?;
         if cursor == 0 {
             break;
         }
@@ -28,7 +28,7 @@ pub fn keys(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
 }
 
 /// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]`.
-pub fn scan(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn scan(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let cursor = std::str::from_utf8(&args[1])
         .ok()
         .and_then(|s| s.parse::<u64>().ok());
@@ -62,7 +62,7 @@ pub fn scan(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
         if strings && pattern.is_none_or(|p| glob_match(p, k, false)) {
             found.push(Frame::Bulk(k.to_vec()));
         }
-    });
+    })?;
     reply(Frame::Array(vec![
         Frame::Bulk(next.to_string().into_bytes()),
         Frame::Array(found),

@@ -2,27 +2,27 @@
 
 use resp::Frame;
 
-use super::{error, int, ok, parse_integer, reply, upper, Action, Ctx, SYNTAX_ERROR};
+use super::{error, int, ok, parse_integer, reply, upper, Action, Ctx, Reply, SYNTAX_ERROR};
 
-pub fn dbsize(ctx: &mut Ctx, _: &[Vec<u8>]) -> Action {
+pub fn dbsize(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     int(ctx.db().len() as i64)
 }
 
 /// `FLUSHDB | FLUSHALL [ASYNC | SYNC]`: the same with one database. Runs alone, so
 /// it is atomic as in Redis; ASYNC is accepted and done synchronously.
-pub fn flush(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn flush(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     match &args[1..] {
         [] => {}
         [mode] if matches!(upper(mode).as_slice(), b"ASYNC" | b"SYNC") => {}
         _ => return error(SYNTAX_ERROR),
     }
-    ctx.db().clear();
+    ctx.db().clear()?;
     ok()
 }
 
 /// `SWAPDB a b`: database 0 is the only one, so swapping it with itself is all there
 /// is to do.
-pub fn swapdb(_: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn swapdb(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let (Some(a), Some(b)) = (parse_integer(&args[1]), parse_integer(&args[2])) else {
         return error(if parse_integer(&args[1]).is_none() {
             "ERR invalid first DB index"
@@ -38,7 +38,7 @@ pub fn swapdb(_: &mut Ctx, args: &[Vec<u8>]) -> Action {
 
 /// A hotkv server has no replication yet: it is a master with no replicas, which is
 /// what clients that check the role before writing need to hear.
-pub fn role(_: &mut Ctx, _: &[Vec<u8>]) -> Action {
+pub fn role(_: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     reply(Frame::Array(vec![
         Frame::bulk("master"),
         Frame::Integer(0),
@@ -46,7 +46,7 @@ pub fn role(_: &mut Ctx, _: &[Vec<u8>]) -> Action {
     ]))
 }
 
-pub fn time(_: &mut Ctx, _: &[Vec<u8>]) -> Action {
+pub fn time(_: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
@@ -59,7 +59,7 @@ pub fn time(_: &mut Ctx, _: &[Vec<u8>]) -> Action {
 /// `SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE]`: stops accepting, lets every connection
 /// finish the requests it has read, exits 0. Nothing is persisted in memory mode, so
 /// SAVE has nothing to write.
-pub fn shutdown(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn shutdown(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     for opt in &args[1..] {
         match upper(opt).as_slice() {
             b"NOSAVE" | b"SAVE" | b"NOW" | b"FORCE" => {}
@@ -69,5 +69,5 @@ pub fn shutdown(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
     }
     tracing::info!(client = ctx.session.client.id, "SHUTDOWN requested");
     ctx.server.request_shutdown();
-    Action::Close(None)
+    Ok(Action::Close(None))
 }

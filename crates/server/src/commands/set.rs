@@ -4,16 +4,16 @@ use resp::Frame;
 
 use super::expire::{parse_expiry, take_expiry_option, Expiry};
 use super::{
-    error, int, ok, parse_integer, reply, upper, Action, Ctx, NOT_AN_INTEGER, SYNTAX_ERROR,
+    error, int, ok, parse_integer, reply, upper, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR,
 };
 use crate::db::Change;
 use crate::entry::now_ms;
 
 /// `SET key value [NX | XX] [GET] [EX s | PX ms | EXAT t | PXAT t | KEEPTTL]`.
-pub fn set(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn set(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let (key, value) = (&args[1], &args[2]);
     if args.len() == 3 {
-        ctx.db().set(key, value, None);
+        ctx.db().set(key, value, None)?;
         return ok();
     }
     let (mut nx, mut xx, mut get) = (false, false, false);
@@ -51,7 +51,7 @@ pub fn set(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
             Some(Expiry::Keep) => e.and_then(|e| e.deadline),
         };
         (Change::Put(value.clone(), deadline), (true, old))
-    });
+    })?;
     if get {
         reply(old.map_or(Frame::Null, Frame::Bulk))
     } else if done {
@@ -61,16 +61,16 @@ pub fn set(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
     }
 }
 
-pub fn setnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn setnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let value = &args[2];
     let done = ctx.db().update(&args[1], |e| match e {
         Some(_) => (Change::Keep, false),
         None => (Change::Put(value.clone(), None), true),
-    });
+    })?;
     int(done as i64)
 }
 
-fn set_with_ttl(ctx: &mut Ctx, args: &[Vec<u8>], unit: i64, command: &str) -> Action {
+fn set_with_ttl(ctx: &mut Ctx, args: &[Vec<u8>], unit: i64, command: &str) -> Reply {
     let Some(n) = parse_integer(&args[2]) else {
         return error(NOT_AN_INTEGER);
     };
@@ -81,51 +81,53 @@ fn set_with_ttl(ctx: &mut Ctx, args: &[Vec<u8>], unit: i64, command: &str) -> Ac
     let Some(deadline) = deadline else {
         return error(&format!("ERR invalid expire time in '{command}' command"));
     };
-    ctx.db().set(&args[1], &args[3], Some(deadline as u64));
+    ctx.db().set(&args[1], &args[3], Some(deadline as u64))?;
     ok()
 }
 
 /// `SETEX key seconds value`.
-pub fn setex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn setex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     set_with_ttl(ctx, args, 1000, "setex")
 }
 
 /// `PSETEX key milliseconds value`.
-pub fn psetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn psetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     set_with_ttl(ctx, args, 1, "psetex")
 }
 
-pub fn getset(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn getset(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let value = &args[2];
     let old = ctx.db().update(&args[1], |e| {
         (Change::Put(value.clone(), None), e.map(|e| e.value.clone()))
-    });
+    })?;
     reply(old.map_or(Frame::Null, Frame::Bulk))
 }
 
 /// Runs alone (the command table says so), so no reader sees some keys set and
 /// others not.
-pub fn mset(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn mset(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     if args.len().is_multiple_of(2) {
         return error("ERR wrong number of arguments for 'mset' command");
     }
     for pair in args[1..].chunks_exact(2) {
-        ctx.db().set(&pair[0], &pair[1], None);
+        ctx.db().set(&pair[0], &pair[1], None)?;
     }
     ok()
 }
 
 /// Sets every pair, or none if any key exists. Runs alone, like MSET.
-pub fn msetnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn msetnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     if args.len().is_multiple_of(2) {
         return error("ERR wrong number of arguments for 'msetnx' command");
     }
     let pairs = args[1..].chunks_exact(2);
-    if pairs.clone().any(|p| ctx.db().contains(&p[0])) {
-        return int(0);
+    for pair in pairs.clone() {
+        if ctx.db().contains(&pair[0])? {
+            return int(0);
+        }
     }
     for pair in pairs {
-        ctx.db().set(&pair[0], &pair[1], None);
+        ctx.db().set(&pair[0], &pair[1], None)?;
     }
     int(1)
 }

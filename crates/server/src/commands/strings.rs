@@ -2,23 +2,21 @@
 
 use resp::Frame;
 
-use super::{error, int, parse_integer, reply, Action, Ctx, NOT_AN_INTEGER};
+use super::{error, int, parse_integer, reply, Ctx, Reply, NOT_AN_INTEGER};
 use crate::db::Change;
 
-pub fn mget(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
-    let values = args[1..]
-        .iter()
-        .map(|k| {
-            let found = ctx.db().get(k);
-            ctx.session.hit(found.is_some());
-            found.map_or(Frame::Null, |e| Frame::Bulk(e.value))
-        })
-        .collect();
+pub fn mget(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let mut values = Vec::with_capacity(args.len() - 1);
+    for key in &args[1..] {
+        let found = ctx.db().get(key)?;
+        ctx.session.hit(found.is_some());
+        values.push(found.map_or(Frame::Null, |e| Frame::Bulk(e.value)));
+    }
     reply(Frame::Array(values))
 }
 
-pub fn strlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
-    int(ctx.db().get(&args[1]).map_or(0, |e| e.value.len()) as i64)
+pub fn strlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    int(ctx.db().get(&args[1])?.map_or(0, |e| e.value.len()) as i64)
 }
 
 /// The longest string SETRANGE and APPEND may build: Redis's default
@@ -31,7 +29,7 @@ fn check_size(ctx: &Ctx, len: u64) -> Result<(), &'static str> {
     }
 }
 
-pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let tail = &args[2];
     let max = ctx.server.config.proto_max_bulk_len();
     let result = ctx.db().update(&args[1], |e| {
@@ -42,7 +40,7 @@ pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
         value.extend_from_slice(tail);
         let len = value.len();
         (Change::Put(value, deadline), Ok(len))
-    });
+    })?;
     match result {
         Ok(len) => int(len as i64),
         Err(()) => error("ERR string exceeds maximum allowed size (proto-max-bulk-len)"),
@@ -50,12 +48,12 @@ pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
 }
 
 /// `GETRANGE key start end`, both inclusive, negative from the end, as Redis clamps.
-pub fn getrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn getrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let (Some(mut start), Some(mut end)) = (parse_integer(&args[2]), parse_integer(&args[3]))
     else {
         return error(NOT_AN_INTEGER);
     };
-    let value = ctx.db().get(&args[1]).map(|e| e.value).unwrap_or_default();
+    let value = ctx.db().get(&args[1])?.map(|e| e.value).unwrap_or_default();
     let len = value.len() as i64;
     if start < 0 && end < 0 && start > end {
         return reply(Frame::Bulk(Vec::new()));
@@ -76,7 +74,7 @@ pub fn getrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
 
 /// `SETRANGE key offset value`: overwrites from `offset`, zero-padding a short or
 /// missing value; keeps the expiry.
-pub fn setrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn setrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let Some(offset) = parse_integer(&args[2]) else {
         return error(NOT_AN_INTEGER);
     };
@@ -103,6 +101,6 @@ pub fn setrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
             let len = value.len();
             (Change::Put(value, deadline), len)
         }
-    });
+    })?;
     int(len as i64)
 }

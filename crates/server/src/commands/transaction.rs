@@ -8,9 +8,9 @@ use std::sync::atomic::Ordering;
 
 use resp::Frame;
 
-use super::{error, execute_queued, ok, reply, Action, Ctx};
+use super::{error, execute_queued, ok, reply, Ctx, Reply};
 
-pub fn multi(ctx: &mut Ctx, _: &[Vec<u8>]) -> Action {
+pub fn multi(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     if ctx.session.multi.is_some() {
         return error("ERR MULTI calls can not be nested");
     }
@@ -20,7 +20,7 @@ pub fn multi(ctx: &mut Ctx, _: &[Vec<u8>]) -> Action {
     ok()
 }
 
-pub fn exec(ctx: &mut Ctx, _: &[Vec<u8>]) -> Action {
+pub fn exec(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     let Some(queue) = ctx.session.multi.take() else {
         return error("ERR EXEC without MULTI");
     };
@@ -47,7 +47,7 @@ pub fn exec(ctx: &mut Ctx, _: &[Vec<u8>]) -> Action {
     reply(Frame::Array(replies))
 }
 
-pub fn discard(ctx: &mut Ctx, _: &[Vec<u8>]) -> Action {
+pub fn discard(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     if ctx.session.multi.take().is_none() {
         return error("ERR DISCARD without MULTI");
     }
@@ -57,7 +57,7 @@ pub fn discard(ctx: &mut Ctx, _: &[Vec<u8>]) -> Action {
     ok()
 }
 
-pub fn watch(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
+pub fn watch(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     if ctx.session.multi.is_some() {
         return error("ERR WATCH inside MULTI is not allowed");
     }
@@ -71,7 +71,7 @@ pub fn watch(ctx: &mut Ctx, args: &[Vec<u8>]) -> Action {
     ok()
 }
 
-pub fn unwatch(ctx: &mut Ctx, _: &[Vec<u8>]) -> Action {
+pub fn unwatch(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     ctx.session.unwatch(&ctx.server.db);
     ok()
 }

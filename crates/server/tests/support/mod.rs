@@ -10,6 +10,14 @@ use std::time::Duration;
 pub struct Server {
     pub child: Child,
     pub port: u16,
+    /// The lsm engine's directory, removed when the server is dropped.
+    pub dir: Option<tempfile::TempDir>,
+}
+
+/// The engine the shared tests run on: `HOTKV_TEST_ENGINE` (memory or lsm), memory by
+/// default. `scripts/test.sh` runs them on both.
+pub fn test_engine() -> String {
+    std::env::var("HOTKV_TEST_ENGINE").unwrap_or_else(|_| "memory".into())
 }
 
 impl Server {
@@ -19,10 +27,34 @@ impl Server {
         Self::start_with(&[])
     }
 
-    /// Starts a server with extra command-line arguments.
+    /// Starts a server on the test engine with extra command-line arguments; an lsm
+    /// engine gets a fresh directory.
     pub fn start_with(extra: &[&str]) -> Server {
+        match test_engine().as_str() {
+            "lsm" => {
+                let dir = tempfile::tempdir().unwrap();
+                Self::start_in(dir, extra)
+            }
+            engine => Self::launch(&["--engine", engine], extra, None),
+        }
+    }
+
+    /// Starts a server on the memory engine, for what only it has (maxmemory, key heat).
+    pub fn start_memory(extra: &[&str]) -> Server {
+        Self::launch(&["--engine", "memory"], extra, None)
+    }
+
+    /// Starts a server on the lsm engine in `dir` (which may hold an earlier server's
+    /// data).
+    pub fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Server {
+        let path = dir.path().to_str().unwrap().to_string();
+        Self::launch(&["--engine", "lsm", "--dir", &path], extra, Some(dir))
+    }
+
+    fn launch(engine: &[&str], extra: &[&str], dir: Option<tempfile::TempDir>) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
-            .args(["--port", "0", "--engine", "memory"])
+            .args(["--port", "0"])
+            .args(engine)
             .args(extra)
             .env("RUST_LOG", "info")
             .stderr(Stdio::piped())
@@ -43,7 +75,30 @@ impl Server {
         };
         // Keep draining the log so the server never blocks on a full pipe.
         std::thread::spawn(move || lines.for_each(drop));
-        Server { child, port }
+        Server { child, port, dir }
+    }
+
+    /// Kills the server with SIGKILL (no shutdown, no flush) and hands back its
+    /// directory.
+    pub fn kill(mut self) -> Option<tempfile::TempDir> {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        self.dir.take()
+    }
+
+    /// Stops the server with SIGTERM, checks it exited 0, and hands back its directory.
+    pub fn stop(mut self) -> Option<tempfile::TempDir> {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let exit = self.child.wait().unwrap();
+        assert!(
+            exit.success(),
+            "hotkv-server exited with {exit} after SIGTERM"
+        );
+        self.dir.take()
     }
 
     pub fn client(&self) -> redis::Connection {

@@ -7,7 +7,8 @@
 #
 # Longer runs: PROPTEST_CASES (default 128), HOTRING_STRESS_ROUNDS (20000),
 # SHUTTLE_ITERATIONS (2000), HOTRING_SEED (stress seed), LSM_CRASH_CYCLES (kill and
-# reopen cycles of the LSM engine, default 50), FUZZ_RUNS (inputs per fuzz target,
+# reopen cycles of the LSM engine, default 50), SERVER_CRASH_CYCLES (kill -9 cycles of
+# hotkv-server on the LSM engine, default 3), FUZZ_RUNS (inputs per fuzz target,
 # default 300000; libFuzzer through cargo fuzz, which needs nightly Rust).
 set -euo pipefail
 cd "$(dirname "$0")/.."

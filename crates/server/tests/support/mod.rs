@@ -60,21 +60,7 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let port = loop {
-            let line = lines
-                .next()
-                .expect("hotkv-server exited before it was ready")
-                .unwrap();
-            if let Some(addr) = line
-                .split_whitespace()
-                .find_map(|w| w.strip_prefix("addr="))
-            {
-                break addr.rsplit(':').next().unwrap().parse().unwrap();
-            }
-        };
-        // Keep draining the log so the server never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
+        let port = ready_port(&mut child);
         Server { child, port, dir }
     }
 
@@ -126,6 +112,27 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The port a starting server listens on, from its "ready" log line (its stderr must
+/// be piped). Keeps draining the log afterwards so the server never blocks on a full
+/// pipe.
+pub fn ready_port(child: &mut Child) -> u16 {
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let port = loop {
+        let line = lines
+            .next()
+            .expect("hotkv-server exited before it was ready")
+            .unwrap();
+        if let Some(addr) = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("addr="))
+        {
+            break addr.rsplit(':').next().unwrap().parse().unwrap();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    port
 }
 
 /// Sends `request` and reads until the server closes or `want` bytes arrived.

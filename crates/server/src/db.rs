@@ -123,6 +123,29 @@ impl Db {
         Ok(())
     }
 
+    /// Sets every key to its value, with no deadline (MSET). On an engine the pairs are
+    /// one atomic write: a crash keeps all or none.
+    pub fn set_all(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        match &self.store {
+            Store::Memory(index) => {
+                for (key, value) in pairs {
+                    index.upsert(key, &Entry::encode(value, None));
+                }
+            }
+            Store::Engine(store) => {
+                let encoded: Vec<(&[u8], Vec<u8>)> = pairs
+                    .iter()
+                    .map(|(k, v)| (*k, Entry::encode(v, None)))
+                    .collect();
+                store.put_all(&encoded)?;
+            }
+        }
+        for (key, _) in pairs {
+            self.written(key, None);
+        }
+        Ok(())
+    }
+
     /// Reads `key`'s live entry, lets `decide` choose a change, and applies it
     /// atomically: if another writer changed the key in between, `decide` runs again
     /// on the new entry. Returns what the last `decide` returned.

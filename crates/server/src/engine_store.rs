@@ -119,18 +119,52 @@ impl EngineStore {
         self.engine.get(key)
     }
 
+    fn stripe(&self, key: &[u8]) -> usize {
+        hotring::hash::hash64(key) as usize % STRIPES
+    }
+
+    /// A panic while holding a stripe leaves no half-done state behind it (engine
+    /// writes are atomic), so a poisoned stripe is as good as a clean one.
+    fn lock_stripe(&self, stripe: usize) -> MutexGuard<'_, ()> {
+        self.stripes[stripe]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Locks `key` against other writers and reads it.
     pub fn lock<'a>(&'a self, key: &'a [u8]) -> Result<Locked<'a>> {
-        let stripe = &self.stripes[hotring::hash::hash64(key) as usize % STRIPES];
-        // A panic while holding a stripe leaves no half-done state behind it (the
-        // engine write is atomic), so a poisoned stripe is as good as a clean one.
-        let guard = stripe.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = self.lock_stripe(self.stripe(key));
         Ok(Locked {
             store: self,
             key,
             stored: self.engine.get(key)?,
             _stripe: guard,
         })
+    }
+
+    /// Stores every pair in one atomic batch (MSET): after a crash, all of them or
+    /// none. A key named twice keeps its last value.
+    pub fn put_all(&self, pairs: &[(&[u8], Vec<u8>)]) -> Result<()> {
+        // Stripes are taken in ascending order, so two batches never wait on each other
+        // in a cycle; a single-key writer holds one stripe and waits for no other.
+        let mut stripes: Vec<usize> = pairs.iter().map(|(k, _)| self.stripe(k)).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let _guards: Vec<_> = stripes.iter().map(|&s| self.lock_stripe(s)).collect();
+        let keys: Vec<&[u8]> = pairs.iter().map(|(k, _)| *k).collect();
+        let existing = self.engine.multi_get(&keys)?;
+        let mut batch = WriteBatch::new();
+        let mut new_keys = std::collections::HashSet::new();
+        for ((key, stored), old) in pairs.iter().zip(existing) {
+            batch.put(key, stored);
+            if old.is_none() {
+                new_keys.insert(*key);
+            }
+        }
+        self.engine.write(&batch)?;
+        self.keys
+            .fetch_add(new_keys.len() as u64, Ordering::Relaxed);
+        Ok(())
     }
 
     pub fn len(&self) -> u64 {

@@ -31,7 +31,10 @@ fn values_deadlines_and_the_key_count_survive_a_restart() {
     run::<i64>(&mut c, &["INCRBY", "counter", "41"]);
     run::<i64>(&mut c, &["INCR", "counter"]);
     run::<()>(&mut c, &["SET", "bin\r\n\0", "\0\r\n"]);
-    assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 1900 + 4);
+    // One atomic batch; a key named twice counts once and keeps its last value (k5
+    // was deleted above, so MSET adds two keys).
+    run::<()>(&mut c, &["MSET", "m1", "a", "k5", "b", "m1", "c"]);
+    assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 1900 + 6);
     let dir = server.stop().unwrap();
 
     std::thread::sleep(Duration::from_millis(400));
@@ -48,15 +51,17 @@ fn values_deadlines_and_the_key_count_survive_a_restart() {
     assert_eq!(run::<Option<String>>(&mut c, &["GET", "k99"]), None);
     assert_eq!(run::<i64>(&mut c, &["GET", "counter"]), 42);
     assert_eq!(run::<Vec<u8>>(&mut c, &["GET", "bin\r\n\0"]), b"\0\r\n");
+    assert_eq!(run::<String>(&mut c, &["GET", "m1"]), "c");
+    assert_eq!(run::<String>(&mut c, &["GET", "k5"]), "b");
     let ttl: i64 = run(&mut c, &["TTL", "lasting"]);
     assert!((990..=1000).contains(&ttl), "TTL {ttl}");
     // The key that expired while the server was down is found by the active cycle,
     // from the deadlines read back at open.
-    assert!(eventually(5, || run::<i64>(&mut c, &["DBSIZE"]) == 1900 + 3));
+    assert!(eventually(5, || run::<i64>(&mut c, &["DBSIZE"]) == 1900 + 5));
     assert_eq!(run::<i64>(&mut c, &["EXISTS", "brief"]), 0);
     let keys: Vec<String> = run(&mut c, &["KEYS", "*"]);
-    assert_eq!(keys.len(), 1903);
-    assert!(info_field(&mut c, "db0").starts_with("keys=1903,expires=1,"));
+    assert_eq!(keys.len(), 1905);
+    assert!(info_field(&mut c, "db0").starts_with("keys=1905,expires=1,"));
     assert_eq!(info_field(&mut c, "aof_enabled"), "1");
     assert!(
         info_field(&mut c, "engine_wal_bytes")

@@ -104,15 +104,20 @@ pub fn getset(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 /// Runs alone (the command table says so), so no reader sees some keys set and
-/// others not.
+/// others not; on a durable engine one atomic write, so no crash does either.
 pub fn mset(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     if args.len().is_multiple_of(2) {
         return error("ERR wrong number of arguments for 'mset' command");
     }
-    for pair in args[1..].chunks_exact(2) {
-        ctx.db().set(&pair[0], &pair[1], None)?;
-    }
+    ctx.db().set_all(&pairs(args))?;
     ok()
+}
+
+fn pairs(args: &[Vec<u8>]) -> Vec<(&[u8], &[u8])> {
+    args[1..]
+        .chunks_exact(2)
+        .map(|p| (p[0].as_slice(), p[1].as_slice()))
+        .collect()
 }
 
 /// Sets every pair, or none if any key exists. Runs alone, like MSET.
@@ -120,14 +125,12 @@ pub fn msetnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     if args.len().is_multiple_of(2) {
         return error("ERR wrong number of arguments for 'msetnx' command");
     }
-    let pairs = args[1..].chunks_exact(2);
-    for pair in pairs.clone() {
-        if ctx.db().contains(&pair[0])? {
+    let pairs = pairs(args);
+    for (key, _) in &pairs {
+        if ctx.db().contains(key)? {
             return int(0);
         }
     }
-    for pair in pairs {
-        ctx.db().set(&pair[0], &pair[1], None)?;
-    }
+    ctx.db().set_all(&pairs)?;
     int(1)
 }

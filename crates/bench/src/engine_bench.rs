@@ -33,6 +33,10 @@ pub struct EngineArgs {
     pub benchmarks: Vec<String>,
     #[arg(long, default_value_t = 1_000_000)]
     pub keys: u64,
+    /// Reads per read benchmark (seekrandom does a tenth as many seeks), as db_bench's
+    /// --reads [default: --keys].
+    #[arg(long)]
+    pub reads: Option<u64>,
     #[arg(long, default_value_t = 16)]
     pub key_size: usize,
     #[arg(long, default_value_t = 100)]
@@ -85,6 +89,7 @@ pub struct EngineResult {
     /// Bytes of files in the store per byte of live keys and values, after the run.
     pub space_amplification: f64,
     pub keys: u64,
+    pub reads: u64,
     pub key_size: usize,
     pub value_size: usize,
     pub dist: String,
@@ -200,6 +205,7 @@ fn run_engine(name: &str, args: &EngineArgs, round: u64) -> Result<EngineRun, St
     let db = open(name, &dir, args)?;
     let db = db.as_ref();
     let n = args.keys;
+    let reads = args.reads.unwrap_or(n);
     let (ks, vs) = (args.key_size, args.value_size);
     let chooser = KeyChooser::new(&args.dist, n, args.seed);
     let order = Permutation::new(n, args.seed ^ 0x5eed);
@@ -233,7 +239,7 @@ fn run_engine(name: &str, args: &EngineArgs, round: u64) -> Result<EngineRun, St
                 let rngs: Vec<_> = (0..args.threads)
                     .map(|t| std::sync::Mutex::new(rng(t, 2)))
                     .collect();
-                measure(args.threads, n, |t, _| {
+                measure(args.threads, reads, |t, _| {
                     let k = chooser.choose(&mut *rngs[t].lock().unwrap(), n, 0);
                     match db.get(&key(k, ks)).map_err(|e| e.to_string())? {
                         Some(_) => Ok(()),
@@ -258,7 +264,7 @@ fn run_engine(name: &str, args: &EngineArgs, round: u64) -> Result<EngineRun, St
                             writes.fetch_add(1, Ordering::Relaxed);
                         }
                     });
-                    let measured = measure(args.threads, n, |t, _| {
+                    let measured = measure(args.threads, reads, |t, _| {
                         let k = chooser.choose(&mut *rngs[t].lock().unwrap(), n, 0);
                         db.get(&key(k, ks)).map(drop).map_err(|e| e.to_string())
                     });
@@ -277,7 +283,7 @@ fn run_engine(name: &str, args: &EngineArgs, round: u64) -> Result<EngineRun, St
                     Err(e) => return Err(e.to_string()),
                     Ok(_) => {}
                 }
-                measure(args.threads, n / 10, |t, _| {
+                measure(args.threads, (reads / 10).max(1), |t, _| {
                     let k = chooser.choose(&mut *rngs[t].lock().unwrap(), n, 0);
                     let mut cursor = db
                         .range(KeyRange::all().from(&key(k, ks)).limit(10))
@@ -376,6 +382,7 @@ pub fn run(args: EngineArgs) -> Result<Vec<EngineResult>, String> {
             write_amplification: (!write_amps.is_empty()).then(|| median(&write_amps)),
             space_amplification: median(&runs[e].iter().map(|r| r.space_amp).collect::<Vec<_>>()),
             keys: args.keys,
+            reads: args.reads.unwrap_or(args.keys),
             key_size: args.key_size,
             value_size: args.value_size,
             dist: format!("{:?}", args.dist),

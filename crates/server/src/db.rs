@@ -384,6 +384,20 @@ impl Db {
         self.watches.version(key)
     }
 
+    /// Runs `f` (the commands of an EXEC) so that on an engine its writes reach the
+    /// disk as one batch: after a crash, all or none. If that write fails, the
+    /// transaction did not happen and its error is returned instead. The caller holds
+    /// the gate exclusively.
+    pub fn atomically<R>(&self, f: impl FnOnce() -> R) -> Result<R> {
+        let Store::Engine(store) = &self.store else {
+            return Ok(f());
+        };
+        store.begin();
+        let result = f();
+        store.commit()?;
+        Ok(result)
+    }
+
     /// The engine's name and counters (INFO's `engine` section); `None` in memory,
     /// where INFO has the `hotring` section instead.
     pub fn engine_stats(&self) -> Option<(&'static str, engine::Stats)> {

@@ -2,7 +2,8 @@
 //!
 //! EXEC holds the gate exclusively while it checks the WATCHed keys and runs the
 //! queue, so no other command runs in between, as in Redis. WATCH records a version
-//! per key (see `Db::watch`); EXEC aborts if any changed.
+//! per key (see `Db::watch`); EXEC aborts if any changed. On a durable engine the
+//! queue's writes are one atomic batch (see `Db::atomically`).
 
 use std::sync::atomic::Ordering;
 
@@ -40,10 +41,13 @@ pub fn exec(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     if changed {
         return reply(Frame::NullArray);
     }
-    let replies = queue
-        .iter()
-        .map(|args| execute_queued(server, ctx.session, args))
-        .collect();
+    let session = &mut *ctx.session;
+    let replies = server.db.atomically(|| {
+        queue
+            .iter()
+            .map(|args| execute_queued(server, session, args))
+            .collect()
+    })?;
     reply(Frame::Array(replies))
 }
 

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# hotkv-server against redis-server (no persistence) under redis-benchmark, in
-# alternating rounds; prints each round and the median requests/s per server and test.
+# hotkv-server against redis-server under redis-benchmark, in alternating rounds;
+# prints each round and the median requests/s per server and test.
 #   ROUNDS=3 REQUESTS=1000000 CLIENTS=50 PIPELINES="1 16" THREADS=1 bash scripts/bench-redis.sh
-# THREADS is redis-benchmark's --threads (its default is 1).
+# THREADS is redis-benchmark's --threads (its default is 1). By default both servers
+# keep data in memory only; HOTKV_ENGINE=lsm compares hotkv's LSM engine with Redis's
+# append-only file, both syncing once a second (see scripts/servers.sh). KEYSPACE=N
+# spreads the keys over N random ones (redis-benchmark's -r); without it every SET and
+# GET goes to one key.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
@@ -21,7 +25,7 @@ for P in $PIPELINES; do
     if (( r % 2 )); then order="redis:$REDIS_PORT hotkv:$HOTKV_PORT"; else order="hotkv:$HOTKV_PORT redis:$REDIS_PORT"; fi
     for s in $order; do
       name=${s%%:*}; port=${s##*:}
-      redis-benchmark -p "$port" -t set,get -c "$CLIENTS" -n "$REQUESTS" -P "$P" --threads "$THREADS" -q 2>/dev/null | tr '\r' '\n' |
+      redis-benchmark -p "$port" -t set,get -c "$CLIENTS" -n "$REQUESTS" -P "$P" --threads "$THREADS" ${KEYSPACE:+-r "$KEYSPACE"} -q 2>/dev/null | tr '\r' '\n' |
         awk -v n="$name" -v p="$P" -v r="$r" '/requests per second/ {sub(":","",$1); print n, "P" p, $1, r, $2}' | tee -a "$out"
     done
   done

@@ -163,7 +163,7 @@ impl Lsm {
 
         // Replay the logs the tables do not cover.
         let mem_wal = logs.first().copied().unwrap_or(next_file_number);
-        let memtable = MemTable::new(mem_wal);
+        let memtable = MemTable::new(mem_wal, options.memtable_bytes);
         let mut replayed_sequence = 0;
         let mut writer_at = None;
         for (i, &number) in logs.iter().enumerate() {
@@ -675,7 +675,7 @@ impl Inner {
             .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
         sync_dir(&self.dir)?;
         log.writer = writer;
-        let mem = Arc::new(MemTable::new(number));
+        let mem = Arc::new(MemTable::new(number, self.options.memtable_bytes));
         // One step under the lock, so a version installed meanwhile is kept.
         let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
         let mut imm = vec![current.mem.clone()];

@@ -25,6 +25,7 @@ mod internal_key;
 mod iterator;
 mod manifest;
 mod memtable;
+mod memtable_filter;
 mod options;
 mod table;
 mod table_builder;

@@ -10,6 +10,7 @@ use crossbeam_skiplist::SkipMap;
 use engine::{KIND_DELETE, KIND_PUT};
 
 use crate::internal_key::{with_lookup_key, InternalKey, KeyRef, TRAILER_SIZE};
+use crate::memtable_filter::MemTableFilter;
 
 pub type MemEntry<'a> = Entry<'a, InternalKey, Box<[u8]>>;
 
@@ -25,6 +26,8 @@ pub struct MemTable {
     /// the next memtable's are no longer needed.
     pub wal_number: u64,
     map: SkipMap<InternalKey, Box<[u8]>>,
+    /// Which user keys `map` may hold, for point reads.
+    filter: MemTableFilter,
     /// Key, value and per-node overhead of everything inserted: what flushing frees.
     bytes: AtomicUsize,
     entries: AtomicU64,
@@ -35,10 +38,13 @@ pub struct MemTable {
 const NODE_OVERHEAD: usize = 64;
 
 impl MemTable {
-    pub fn new(wal_number: u64) -> MemTable {
+    /// A memtable that will be frozen at about `capacity_bytes` (which sizes its
+    /// filter).
+    pub fn new(wal_number: u64, capacity_bytes: usize) -> MemTable {
         MemTable {
             wal_number,
             map: SkipMap::new(),
+            filter: MemTableFilter::new(capacity_bytes),
             bytes: AtomicUsize::new(0),
             entries: AtomicU64::new(0),
         }
@@ -52,11 +58,15 @@ impl MemTable {
             MemoryOrdering::Relaxed,
         );
         self.entries.fetch_add(1, MemoryOrdering::Relaxed);
+        self.filter.insert(user_key);
         self.map.insert(key, value.into());
     }
 
     /// The newest version of `user_key` with a sequence number up to `sequence`.
     pub fn get(&self, user_key: &[u8], sequence: u64) -> Option<Lookup> {
+        if !self.filter.may_contain(user_key) {
+            return None;
+        }
         let entry = self.seek(user_key, sequence)?;
         let key: &KeyRef = entry.key().borrow();
         if key.user_key() != user_key {
@@ -100,7 +110,7 @@ mod tests {
 
     #[test]
     fn newest_visible_version_wins() {
-        let m = MemTable::new(1);
+        let m = MemTable::new(1, 1 << 20);
         m.insert(b"k", 1, KIND_PUT, b"one");
         m.insert(b"k", 2, KIND_DELETE, b"");
         m.insert(b"k", 3, KIND_PUT, b"three");

@@ -69,7 +69,7 @@ impl Db {
     /// The keyspace on an opened ordered engine; `name` is what INFO calls it. Reads
     /// every key once, to count them and to find those with deadlines.
     pub fn on_engine(engine: Box<dyn engine::Engine>, name: &'static str) -> Result<Db> {
-        let (store, volatile) = EngineStore::open(engine, name, Entry::stored_deadline)?;
+        let (store, volatile) = EngineStore::open(engine, name, Entry::check)?;
         let db = Db::on(Store::Engine(store));
         for (key, deadline) in volatile {
             db.volatile.upsert(&key, &deadline.to_le_bytes());

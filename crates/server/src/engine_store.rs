@@ -96,11 +96,12 @@ impl Locked<'_> {
 impl EngineStore {
     /// Wraps an opened engine; counts its keys and returns, beside the store, every
     /// key that has a stored deadline (for the active expiry's hints), found by
-    /// `deadline` on each stored value.
+    /// `deadline` on each stored value, which also refuses values the server did not
+    /// write (another program's store in the directory).
     pub fn open(
         engine: Box<dyn Engine>,
         name: &'static str,
-        deadline: impl Fn(&[u8]) -> Option<u64>,
+        deadline: impl Fn(&[u8]) -> std::result::Result<Option<u64>, String>,
     ) -> Result<(EngineStore, Vec<KeyDeadline>)> {
         if !engine.capabilities().ordered {
             return Err(Error::Unsupported(
@@ -113,7 +114,13 @@ impl EngineStore {
             let mut cursor = engine.range(KeyRange::all())?;
             while let Some((key, stored)) = cursor.next()? {
                 keys += 1;
-                if let Some(d) = deadline(stored) {
+                let found = deadline(stored).map_err(|why| {
+                    Error::InvalidArgument(format!(
+                        "key {:?}: {why} (does the directory hold another program's store?)",
+                        String::from_utf8_lossy(key)
+                    ))
+                })?;
+                if let Some(d) = found {
                     volatile.push((key.to_vec(), d));
                 }
             }
@@ -461,7 +468,9 @@ mod tests {
 
     fn open_store(dir: &std::path::Path) -> EngineStore {
         let lsm = lsm::Lsm::open(dir, lsm::Options::default()).unwrap();
-        EngineStore::open(Box::new(lsm), "lsm", |_| None).unwrap().0
+        EngineStore::open(Box::new(lsm), "lsm", |_| Ok(None))
+            .unwrap()
+            .0
     }
 
     /// Every key and value, by SCAN pages of `count`.

@@ -45,14 +45,26 @@ impl Entry {
         }
     }
 
-    /// The deadline of a stored value, without decoding the payload.
+    /// The deadline of a stored value, without decoding the payload. Only values
+    /// [`Entry::encode`] wrote get here: a durable engine's are checked once, by
+    /// [`Entry::check`], when it opens.
     pub fn stored_deadline(stored: &[u8]) -> Option<u64> {
+        Self::check(stored).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The deadline of a stored value, or what is wrong with it if
+    /// [`Entry::encode`] did not write it.
+    pub fn check(stored: &[u8]) -> Result<Option<u64>, String> {
         match stored.split_last() {
-            Some((&HAS_DEADLINE, rest)) => Some(u64::from_le_bytes(
+            Some((&HAS_DEADLINE, rest)) if rest.len() >= 8 => Ok(Some(u64::from_le_bytes(
                 rest[rest.len() - 8..].try_into().expect("8 bytes"),
+            ))),
+            Some((&NO_DEADLINE, _)) => Ok(None),
+            Some((&tag, _)) => Err(format!(
+                "a stored value ends in tag {tag} with {} bytes before it, which hotkv-server does not write",
+                stored.len() - 1
             )),
-            Some((&NO_DEADLINE, _)) => None,
-            other => panic!("corrupt stored value: {other:?}"),
+            None => Err("a stored value is empty, which hotkv-server does not write".into()),
         }
     }
 
@@ -89,6 +101,14 @@ mod tests {
                 assert_eq!(e.deadline, deadline);
             }
         }
+    }
+
+    #[test]
+    fn values_hotkv_did_not_write_are_named_not_trusted() {
+        for bad in [&b""[..], b"x", b"\x01short", b"abc\x07"] {
+            assert!(Entry::check(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(Entry::check(&Entry::encode(b"v", Some(7))), Ok(Some(7)));
     }
 
     #[test]

@@ -319,3 +319,23 @@ fn a_full_disk_fails_writes_clearly_and_keeps_reads() {
     assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), acked + i64::from(small));
     run::<()>(&mut c, &["SET", "big", &value]);
 }
+
+#[test]
+fn a_directory_holding_another_programs_store_is_refused() {
+    use engine::Engine;
+    let dir = tempfile::tempdir().unwrap();
+    let store = lsm::Lsm::open(dir.path(), lsm::Options::default()).unwrap();
+    store.put(b"foreign", b"not a hotkv value\x07").unwrap();
+    store.close().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
+        .args(["--port", "0", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("key \"foreign\"") && err.contains("another program's store"),
+        "{err}"
+    );
+}

@@ -36,9 +36,9 @@ use crate::wal_writer::{AppendError, WalWriter};
 pub struct Lsm {
     inner: Arc<Inner>,
     threads: Mutex<Vec<JoinHandle<()>>>,
-    /// Held (and locked) for as long as the store is open, so a second process cannot
-    /// open it too.
-    _lock: File,
+    /// Locked from open until close (or drop), so a second process cannot open the
+    /// store meanwhile.
+    lock: File,
 }
 
 /// What a read needs, swapped as a whole when a memtable is frozen or a flush or
@@ -259,7 +259,7 @@ impl Lsm {
         Ok(Lsm {
             inner,
             threads: Mutex::new(threads),
-            _lock: lock,
+            lock,
         })
     }
 
@@ -1147,7 +1147,11 @@ impl Engine for Lsm {
                 format!("syncing {} on close", log.writer.path().display()),
                 e,
             )
-        })
+        })?;
+        // Another process (or another `Lsm` here) may open the directory now.
+        self.lock
+            .unlock()
+            .map_err(|e| Error::io("releasing the directory lock", e))
     }
 }
 

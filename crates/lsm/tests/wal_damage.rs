@@ -182,7 +182,7 @@ fn flipped_bytes_in_records_spanning_blocks_are_reported() {
 }
 
 #[test]
-fn a_second_open_of_the_same_store_is_refused() {
+fn a_second_open_of_the_same_store_is_refused_until_the_first_closes() {
     let dir = tempfile::tempdir().unwrap();
     let first = Lsm::open(dir.path(), Options::default()).unwrap();
     match Lsm::open(dir.path(), Options::default()) {
@@ -190,5 +190,9 @@ fn a_second_open_of_the_same_store_is_refused() {
         Ok(_) => panic!("two opens of one store"),
     }
     drop(first);
+    let second = Lsm::open(dir.path(), Options::default()).unwrap();
+    // Closing releases the directory too, while the closed store still exists.
+    second.close().unwrap();
     Lsm::open(dir.path(), Options::default()).unwrap();
+    drop(second);
 }

@@ -16,6 +16,23 @@ fn lsm_server(extra: &[&str]) -> Server {
     Server::start_in(tempfile::tempdir().unwrap(), extra)
 }
 
+/// Starts hotkv-server with `args` in `dir` expecting it to refuse to run: returns its
+/// exit code and what it wrote to stderr.
+fn refused_start(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
+        .args(["--port", "0"])
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 #[test]
 fn values_deadlines_and_the_key_count_survive_a_restart() {
     let server = lsm_server(&[]);
@@ -202,21 +219,8 @@ fn scan_cursors_resume_from_keys_and_unknown_ones_are_refused() {
 #[test]
 fn one_server_per_directory() {
     let server = lsm_server(&[]);
-    let dir = server
-        .dir
-        .as_ref()
-        .unwrap()
-        .path()
-        .to_str()
-        .unwrap()
-        .to_string();
-    let second = Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
-        .args(["--port", "0", "--dir", &dir])
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    assert_eq!(second.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&second.stderr);
+    let (code, err) = refused_start(server.dir.as_ref().unwrap().path(), &[]);
+    assert_eq!(code, Some(1));
     assert!(
         err.contains("cannot open the lsm engine") && err.contains("another process"),
         "{err}"
@@ -227,13 +231,9 @@ fn one_server_per_directory() {
 #[test]
 fn maxmemory_belongs_to_the_memory_engine() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
-        .args(["--port", "0", "--maxmemory", "10mb", "--dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("maxmemory limits the memory engine"));
+    let (code, err) = refused_start(dir.path(), &["--maxmemory", "10mb"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("maxmemory limits the memory engine"), "{err}");
     let server = lsm_server(&[]);
     let mut c = server.client();
     assert!(run_err(&mut c, &["CONFIG", "SET", "maxmemory", "10mb"])
@@ -327,13 +327,8 @@ fn a_directory_holding_another_programs_store_is_refused() {
     let store = lsm::Lsm::open(dir.path(), lsm::Options::default()).unwrap();
     store.put(b"foreign", b"not a hotkv value\x07").unwrap();
     store.close().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
-        .args(["--port", "0", "--dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (code, err) = refused_start(dir.path(), &[]);
+    assert_eq!(code, Some(1));
     assert!(
         err.contains("key \"foreign\"") && err.contains("another program's store"),
         "{err}"

@@ -66,10 +66,10 @@ impl Db {
         }
     }
 
-    /// The keyspace on an opened ordered engine; `name` is what INFO calls it. Reads
-    /// every key once, to count them and to find those with deadlines.
-    pub fn on_engine(engine: Box<dyn engine::Engine>, name: &'static str) -> Result<Db> {
-        let (store, volatile) = EngineStore::open(engine, name, Entry::check)?;
+    /// The keyspace on an opened ordered engine. Reads every key once, to count them
+    /// and to find those with deadlines.
+    pub fn on_engine(engine: Box<dyn engine::Engine>) -> Result<Db> {
+        let (store, volatile) = EngineStore::open(engine, Entry::check)?;
         let db = Db::on(Store::Engine(store));
         for (key, deadline) in volatile {
             db.volatile.upsert(&key, &deadline.to_le_bytes());
@@ -398,12 +398,12 @@ impl Db {
         Ok(result)
     }
 
-    /// The engine's name and counters (INFO's `engine` section); `None` in memory,
+    /// The engine's counters (INFO's `engine` section); `None` in memory,
     /// where INFO has the `hotring` section instead.
-    pub fn engine_stats(&self) -> Option<(&'static str, engine::Stats)> {
+    pub fn engine_stats(&self) -> Option<engine::Stats> {
         match &self.store {
             Store::Memory(_) => None,
-            Store::Engine(store) => Some((store.name(), store.stats())),
+            Store::Engine(store) => Some(store.stats()),
         }
     }
 

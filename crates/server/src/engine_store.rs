@@ -41,7 +41,6 @@ pub type KeyDeadline = (Vec<u8>, u64);
 
 pub struct EngineStore {
     engine: Box<dyn Engine>,
-    name: &'static str,
     stripes: Box<[Mutex<()>]>,
     /// Keys stored, expired or not (as Redis's DBSIZE), counting a running
     /// transaction's writes.
@@ -100,7 +99,6 @@ impl EngineStore {
     /// write (another program's store in the directory).
     pub fn open(
         engine: Box<dyn Engine>,
-        name: &'static str,
         deadline: impl Fn(&[u8]) -> std::result::Result<Option<u64>, String>,
     ) -> Result<(EngineStore, Vec<KeyDeadline>)> {
         if !engine.capabilities().ordered {
@@ -127,7 +125,6 @@ impl EngineStore {
         }
         let store = EngineStore {
             engine,
-            name,
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             keys: AtomicU64::new(keys),
             cursors: Mutex::new(Cursors::new()),
@@ -135,10 +132,6 @@ impl EngineStore {
             overlay: Mutex::new(Overlay::default()),
         };
         Ok((store, volatile))
-    }
-
-    pub fn name(&self) -> &'static str {
-        self.name
     }
 
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -468,9 +461,7 @@ mod tests {
 
     fn open_store(dir: &std::path::Path) -> EngineStore {
         let lsm = lsm::Lsm::open(dir, lsm::Options::default()).unwrap();
-        EngineStore::open(Box::new(lsm), "lsm", |_| Ok(None))
-            .unwrap()
-            .0
+        EngineStore::open(Box::new(lsm), |_| Ok(None)).unwrap().0
     }
 
     /// Every key and value, by SCAN pages of `count`.

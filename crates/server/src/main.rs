@@ -148,7 +148,7 @@ fn open_db(config: &Config) -> engine::Result<Db> {
                 memtable_bytes: config.memtable_size as usize,
                 ..lsm::Options::default()
             };
-            let db = Db::on_engine(Box::new(lsm::Lsm::open(&config.dir, options)?), "lsm")?;
+            let db = Db::on_engine(Box::new(lsm::Lsm::open(&config.dir, options)?))?;
             tracing::info!(
                 dir = %config.dir.display(),
                 keys = db.len(),

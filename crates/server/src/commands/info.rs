@@ -36,7 +36,7 @@ pub fn info(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let mut text = String::new();
     for section in SECTIONS {
         let applies = match *section {
-            "engine" => ctx.server.db.engine_stats().is_some(),
+            "engine" => ctx.server.db.index().is_none(),
             "hotring" => ctx.server.db.index().is_some(),
             _ => true,
         };
@@ -123,7 +123,7 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             let stats = server.db.engine_stats();
             field("aof_enabled", &u8::from(stats.is_some()));
             field("aof_rewrite_in_progress", &0);
-            if let Some((_, stats)) = stats {
+            if let Some(stats) = stats {
                 let stopped = stats.iter().any(|&(n, v)| n == "writes_stopped" && v != 0);
                 field("aof_last_write_status", &if stopped { "err" } else { "ok" });
             }
@@ -168,7 +168,7 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             }
         }
         "engine" => {
-            if let Some((_, stats)) = server.db.engine_stats() {
+            if let Some(stats) = server.db.engine_stats() {
                 field("engine_dir", &server.config.dir.display());
                 field("engine_fsync", &server.config.fsync);
                 for (name, value) in stats {

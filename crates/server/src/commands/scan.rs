@@ -1,9 +1,11 @@
 //! KEYS and SCAN.
 //!
-//! A SCAN cursor is a position in the index's hash order: the smallest key hash the
-//! next call returns. Rings split by inserting into that same order, so, as Redis
-//! promises, every key present for the whole scan is returned, across any splits,
-//! and a key is returned at most once unless it is deleted and added again.
+//! In memory a SCAN cursor is a position in the index's hash order: the smallest key
+//! hash the next call returns. Rings split by inserting into that same order, so, as
+//! Redis promises, every key present for the whole scan is returned, across any
+//! splits, and a key is returned at most once unless it is deleted and added again.
+//! On an ordered engine a cursor stands for the key to resume from (see
+//! `engine_store.rs`), which keeps the same promise.
 
 use resp::Frame;
 

@@ -72,19 +72,25 @@ impl Server {
         self.dir.take()
     }
 
-    /// Stops the server with SIGTERM, checks it exited 0, and hands back its directory.
+    /// Stops the server with SIGTERM, requires it to exit 0 within 10 s, and hands
+    /// back its directory.
     pub fn stop(mut self) -> Option<tempfile::TempDir> {
         let status = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status()
             .unwrap();
         assert!(status.success());
-        let exit = self.child.wait().unwrap();
-        assert!(
-            exit.success(),
-            "hotkv-server exited with {exit} after SIGTERM"
-        );
-        self.dir.take()
+        for _ in 0..500 {
+            if let Some(exit) = self.child.try_wait().unwrap() {
+                assert!(
+                    exit.success(),
+                    "hotkv-server exited with {exit} after SIGTERM"
+                );
+                return self.dir.take();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("hotkv-server did not exit after SIGTERM");
     }
 
     pub fn client(&self) -> redis::Connection {

@@ -16,7 +16,7 @@ use crossbeam_epoch::{self as epoch, Guard};
 
 use crate::directory::{first_hash, Directory, SlotRef};
 use crate::hash::hash64;
-use crate::item::ItemPtr;
+use crate::item::{ItemPtr, INLINE_VALUE_MAX};
 use crate::link::{Head, Link};
 use crate::stats::{Counters, Stats};
 use crate::sync::{AtomicPtr, Ordering};
@@ -372,6 +372,12 @@ impl HotRing {
     fn write(&self, key: &[u8], value: &[u8], mode: WriteMode) -> Written {
         let hash = hash64(key);
         let guard = epoch::pin();
+        if mode != WriteMode::Insert
+            && value.len() <= INLINE_VALUE_MAX
+            && self.write_in_place_from_head(hash, key, value, &guard)
+        {
+            return Written::Updated;
+        }
         // Allocated once and reused across retries; owned by us until a CAS publishes it.
         let mut fresh: Option<ItemPtr> = None;
         let outcome = loop {
@@ -437,6 +443,23 @@ impl HotRing {
             unsafe { unused.free() };
         }
         outcome
+    }
+
+    /// An in-place update reached the way a read is, from the head. `find` would walk
+    /// from the ring's start (it needs the predecessor, which an in-place write does
+    /// not), so a write to the hot head item would cost half the ring. Returns false,
+    /// leaving the write to the general path, when the key is absent, its value is not
+    /// inline with this length, or it is being removed.
+    fn write_in_place_from_head(&self, hash: u64, key: &[u8], value: &[u8], guard: &Guard) -> bool {
+        let slot = self.slot_for(hash, guard);
+        let head = slot.load_head();
+        let (found, visits, hot) = self.search(slot, head, hash, key, guard);
+        let Some(item) = found else { return false };
+        if !(item.is_inline() && item.value_len() == value.len() && item.write_in_place(value)) {
+            return false;
+        }
+        self.after_access(slot, head, Some(item), hot, visits, hash, guard);
+        true
     }
 
     /// Links the unpublished `new` between `pos.pred` and `pos.cur`; `flags` are its

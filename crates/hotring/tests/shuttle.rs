@@ -194,3 +194,62 @@ fn compare_and_set_increments_are_not_lost() {
         assert_eq!(index.get(b"m").as_deref(), Some(&b"counter:0+++"[..]));
     });
 }
+
+/// One key's in-place update (reached from the head, with no predecessor in hand), a
+/// delete and an RCU update that changes the value's length, all at once. The outcome
+/// must be one of the six orders the three could have run in, one after another.
+#[test]
+fn in_place_update_races_delete_and_rcu_update_of_its_item() {
+    type Outcome = (bool, bool, bool, Option<Vec<u8>>);
+    // (upsert inserted, remove removed, update updated, final value) for each order.
+    fn sequential(order: [usize; 3]) -> Outcome {
+        let mut value: Option<Vec<u8>> = Some(b"aaaaaaaa".to_vec());
+        let mut out = (false, false, false);
+        for op in order {
+            match op {
+                0 => {
+                    out.0 = value.is_none();
+                    value = Some(b"bbbbbbbb".to_vec());
+                }
+                1 => out.1 = value.take().is_some(),
+                _ => {
+                    out.2 = value.is_some();
+                    if out.2 {
+                        value = Some(b"cc".to_vec());
+                    }
+                }
+            }
+        }
+        (out.0, out.1, out.2, value)
+    }
+    let orders = [
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ];
+    let allowed: Vec<Outcome> = orders.into_iter().map(sequential).collect();
+    explore(move || {
+        let index = Arc::new(HotRing::with_config(tiny(HotspotStrategy::Random, None)));
+        for k in [b"j", b"k", b"l"] {
+            index.insert(k, b"aaaaaaaa");
+        }
+        let spawn = |op: usize| {
+            let index = index.clone();
+            thread::spawn(move || match op {
+                0 => index.upsert(b"k", b"bbbbbbbb"),
+                1 => index.remove(b"k"),
+                _ => index.update(b"k", b"cc"),
+            })
+        };
+        let handles = [spawn(0), spawn(1), spawn(2)];
+        let [a, b, c] = handles.map(|h| h.join().unwrap());
+        let outcome = (a, b, c, index.get(b"k"));
+        assert!(allowed.contains(&outcome), "not linearizable: {outcome:?}");
+        assert_eq!(index.get(b"j").as_deref(), Some(&b"aaaaaaaa"[..]));
+        assert_eq!(index.get(b"l").as_deref(), Some(&b"aaaaaaaa"[..]));
+        assert_eq!(index.len(), 2 + usize::from(outcome.3.is_some()));
+    });
+}

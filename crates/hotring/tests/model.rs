@@ -218,6 +218,34 @@ fn sampling_moves_the_head_to_the_hot_key() {
 }
 
 #[test]
+fn a_flat_ring_is_resampled_rarely_and_still_finds_a_new_hotspot() {
+    // One ring of 16 keys read round-robin: no key is hotter than another. Each round
+    // then finds no hotspot, and the next waits for an item to draw 12 counted (every
+    // fifth) accesses: with equal shares that is 16 * 11 counted accesses, 880 reads,
+    // per round. Re-sampling at the hot-ring rate (3) would take ~100 rounds here.
+    let index = HotRing::with_config(Config::fixed(HotspotStrategy::Sampling, 16, 16));
+    for i in 0u8..16 {
+        index.insert(&[i], &[i]);
+    }
+    for n in 0..16_000u32 {
+        let k = (n % 16) as u8;
+        assert_eq!(index.get(&[k]), Some(vec![k]));
+    }
+    let rounds = index.stats().sample_rounds;
+    assert!(rounds <= 16_000 / 880 + 2, "{rounds} sampling rounds");
+    // A key that turns hot in the flat ring still gets the head.
+    for _ in 0..2000 {
+        index.get(&[7]);
+    }
+    index.reset_access_stats();
+    for _ in 0..5000 {
+        index.get(&[7]);
+    }
+    let hit = index.stats().head_hit_rate;
+    assert!(hit > 0.95, "head hit rate {hit}");
+}
+
+#[test]
 fn fixed_head_never_moves() {
     let index = HotRing::with_config(Config::fixed(HotspotStrategy::FixedHead, 16, 16));
     for i in 0u8..16 {

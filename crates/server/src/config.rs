@@ -4,7 +4,7 @@
 //! the ones CONFIG GET lists.
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::RwLock;
 
 use crate::glob::glob_match;
@@ -92,6 +92,9 @@ pub struct Config {
     maxmemory_samples: AtomicU64,
     timeout: AtomicU64,
     proto_max_bulk_len: AtomicU64,
+    /// Requests taking at least this many microseconds go to the slow log; negative: none.
+    slowlog_log_slower_than: AtomicI64,
+    slowlog_max_len: AtomicU64,
     /// `client-output-buffer-limit` for normal clients: hard bytes, soft bytes, soft
     /// seconds (0: no limit), as in Redis.
     output_limit: [AtomicU64; 3],
@@ -121,6 +124,8 @@ impl Default for Config {
             maxmemory_samples: AtomicU64::new(5),
             timeout: AtomicU64::new(0),
             proto_max_bulk_len: AtomicU64::new(512 * 1024 * 1024),
+            slowlog_log_slower_than: AtomicI64::new(10_000),
+            slowlog_max_len: AtomicU64::new(128),
             output_limit: Default::default(),
         }
     }
@@ -144,6 +149,8 @@ const NAMES: &[&str] = &[
     "maxmemory-samples",
     "timeout",
     "proto-max-bulk-len",
+    "slowlog-log-slower-than",
+    "slowlog-max-len",
     "client-output-buffer-limit",
     "databases",
     "save",
@@ -199,6 +206,14 @@ impl Config {
     pub fn proto_max_bulk_len(&self) -> usize {
         self.proto_max_bulk_len.load(Ordering::Relaxed) as usize
     }
+    /// The slow log's threshold, or `None` when it is off.
+    pub fn slowlog_threshold(&self) -> Option<std::time::Duration> {
+        let micros = self.slowlog_log_slower_than.load(Ordering::Relaxed);
+        (micros >= 0).then(|| std::time::Duration::from_micros(micros as u64))
+    }
+    pub fn slowlog_max_len(&self) -> usize {
+        self.slowlog_max_len.load(Ordering::Relaxed) as usize
+    }
 
     /// `(hard bytes, soft bytes, soft seconds)` for normal clients; 0 turns a limit off.
     pub fn output_limit(&self) -> (u64, u64, u64) {
@@ -246,6 +261,11 @@ impl Config {
             "maxmemory-samples" => self.maxmemory_samples().to_string(),
             "timeout" => self.timeout().to_string(),
             "proto-max-bulk-len" => self.proto_max_bulk_len().to_string(),
+            "slowlog-log-slower-than" => self
+                .slowlog_log_slower_than
+                .load(Ordering::Relaxed)
+                .to_string(),
+            "slowlog-max-len" => self.slowlog_max_len().to_string(),
             "client-output-buffer-limit" => {
                 let (h, s, t) = self.output_limit();
                 format!("normal {h} {s} {t} {OTHER_OUTPUT_LIMITS}")
@@ -305,6 +325,29 @@ impl Config {
                     .filter(|n| *n >= 1024 * 1024)
                     .ok_or_else(|| invalid("argument must be a memory value of at least 1mb"))?;
                 self.proto_max_bulk_len.store(n, Ordering::Relaxed);
+            }
+            "slowlog-log-slower-than" => {
+                let n: i64 = text
+                    .parse()
+                    .map_err(|_| invalid("argument couldn't be parsed into an integer"))?;
+                if n < -1 {
+                    return Err(invalid(
+                        "argument must be between -1 and 9223372036854775807 inclusive",
+                    ));
+                }
+                self.slowlog_log_slower_than.store(n, Ordering::Relaxed);
+            }
+            "slowlog-max-len" => {
+                let n: i128 = text
+                    .parse()
+                    .map_err(|_| invalid("argument couldn't be parsed into an integer"))?;
+                let n = u64::try_from(n)
+                    .ok()
+                    .filter(|n| *n <= i64::MAX as u64)
+                    .ok_or_else(|| {
+                        invalid("argument must be between 0 and 9223372036854775807 inclusive")
+                    })?;
+                self.slowlog_max_len.store(n, Ordering::Relaxed);
             }
             "client-output-buffer-limit" => {
                 let words: Vec<&str> = text.split_whitespace().collect();

@@ -1,6 +1,7 @@
 //! hotkv-server: serves a hotkv store over the Redis protocol.
 
 mod clients;
+mod command_stats;
 mod commands;
 mod config;
 mod connection;

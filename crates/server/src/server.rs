@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::clients::Clients;
+use crate::command_stats::CommandStats;
 use crate::config::{Config, Policy};
 use crate::db::{Db, Sampled};
 use crate::pause::Pause;
@@ -21,6 +22,7 @@ pub struct Server {
     pub run_id: String,
     pub evicted: AtomicU64,
     pub pause: Pause,
+    pub command_stats: CommandStats,
     used_memory: AtomicU64,
     peak_memory: AtomicU64,
     shutdown: watch::Sender<bool>,
@@ -56,6 +58,7 @@ impl Server {
                 .collect(),
             evicted: AtomicU64::new(0),
             pause: Pause::default(),
+            command_stats: CommandStats::new(crate::commands::count()),
             used_memory: AtomicU64::new(0),
             peak_memory: AtomicU64::new(0),
             shutdown: watch::channel(false).0,
@@ -108,6 +111,7 @@ impl Server {
                 counter.store(0, Ordering::Relaxed);
             }
         }
+        self.command_stats.reset();
         self.db.reset_stats();
     }
 

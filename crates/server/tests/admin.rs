@@ -569,3 +569,140 @@ fn client_pause_holds_writes_or_everything_until_unpause_or_the_deadline() {
         "ERR CLIENT PAUSE mode must be WRITE or ALL"
     );
 }
+
+#[test]
+fn slowlog_keeps_slow_requests_newest_first_with_passwords_redacted() {
+    let server = Server::start();
+    let mut c = server.client();
+    type Entry = (i64, i64, i64, Vec<String>, String, String);
+    // Threshold 0: every request is slow enough.
+    run::<()>(&mut c, &["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    run::<()>(&mut c, &["SLOWLOG", "RESET"]);
+    run::<()>(&mut c, &["SET", "k", "v"]);
+    run::<String>(&mut c, &["GET", "k"]);
+    let refused = run_err(&mut c, &["AUTH", "hunter2"]);
+    assert!(
+        refused.contains("without any password configured"),
+        "{refused}"
+    );
+    run::<()>(&mut c, &["CLIENT", "SETNAME", "me"]);
+    let entries: Vec<Entry> = run(&mut c, &["SLOWLOG", "GET", "-1"]);
+    let commands: Vec<Vec<String>> = entries.iter().map(|e| e.3.clone()).collect();
+    let expected: Vec<Vec<&str>> = vec![
+        vec!["CLIENT", "SETNAME", "me"],
+        vec!["AUTH", "(redacted)"],
+        vec!["GET", "k"],
+        vec!["SET", "k", "v"],
+        vec!["SLOWLOG", "RESET"],
+    ];
+    assert_eq!(commands, expected);
+    assert!(
+        entries.windows(2).all(|w| w[0].0 == w[1].0 + 1),
+        "ids count down"
+    );
+    let (_, timestamp, _, _, addr, name) = &entries[0];
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    assert!((now - timestamp).abs() < 60, "{timestamp} is not now");
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+    assert_eq!(name, "me");
+    assert_eq!(
+        entries[1].5, "",
+        "the name the client had when AUTH was logged"
+    );
+    // The SLOWLOG GET just run is in the log now.
+    assert_eq!(run::<i64>(&mut c, &["SLOWLOG", "LEN"]), 6);
+    let two: Vec<Entry> = run(&mut c, &["SLOWLOG", "GET", "2"]);
+    assert_eq!(two.len(), 2);
+    assert_eq!(two[0].3, ["SLOWLOG", "LEN"]);
+    assert_eq!(
+        run_err(&mut c, &["SLOWLOG", "GET", "-2"]),
+        "ERR count should be greater than or equal to -1"
+    );
+    // Long arguments are cut, and the log to its length.
+    run::<()>(&mut c, &["CONFIG", "SET", "slowlog-max-len", "2"]);
+    run::<()>(&mut c, &["SET", "k", &"x".repeat(200)]);
+    let kept: Vec<Entry> = run(&mut c, &["SLOWLOG", "GET"]);
+    assert_eq!(kept.len(), 2);
+    assert_eq!(kept[1].3, ["CONFIG", "SET", "slowlog-max-len", "2"]);
+    let set = &kept[0].3;
+    assert_eq!(set[..2], ["SET", "k"]);
+    assert_eq!(set[2], format!("{}... (72 more bytes)", "x".repeat(128)));
+    assert_eq!(run::<i64>(&mut c, &["SLOWLOG", "LEN"]), 2);
+    // Off: nothing more is logged.
+    run::<()>(&mut c, &["CONFIG", "SET", "slowlog-log-slower-than", "-1"]);
+    run::<()>(&mut c, &["SLOWLOG", "RESET"]);
+    run::<()>(&mut c, &["SET", "k", "v"]);
+    assert_eq!(run::<i64>(&mut c, &["SLOWLOG", "LEN"]), 0);
+    let bad = run_err(&mut c, &["CONFIG", "SET", "slowlog-log-slower-than", "-5"]);
+    assert!(bad.contains("between -1 and"), "{bad}");
+}
+
+#[test]
+fn commandstats_count_calls_refusals_and_failures() {
+    let server = Server::start();
+    let mut c = server.client();
+    run::<()>(&mut c, &["SET", "warm", "up"]);
+    run::<()>(&mut c, &["CONFIG", "RESETSTAT"]);
+    for _ in 0..3 {
+        run::<()>(&mut c, &["SET", "n", "1"]);
+    }
+    run::<String>(&mut c, &["GET", "n"]);
+    run::<()>(&mut c, &["SET", "s", "text"]);
+    run_err(&mut c, &["INCR"]);
+    run_err(&mut c, &["INCR", "s"]);
+    run::<i64>(&mut c, &["INCR", "n"]);
+    let default: String = run(&mut c, &["INFO"]);
+    assert!(!default.contains("# Commandstats"), "only when asked for");
+    let stats: String = run(&mut c, &["INFO", "commandstats"]);
+    assert!(stats.starts_with("# Commandstats\r\n"), "{stats}");
+    let line = |name: &str| -> String {
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("cmdstat_{name}:")))
+            .unwrap_or_else(|| panic!("no cmdstat_{name} in {stats}"))
+            .to_string()
+    };
+    let fields = |name: &str| -> Vec<(String, String)> {
+        line(name)
+            .split(',')
+            .map(|kv| {
+                let (k, v) = kv.split_once('=').unwrap();
+                (k.to_string(), v.to_string())
+            })
+            .collect()
+    };
+    let get = |name: &str, field: &str| -> String {
+        fields(name)
+            .into_iter()
+            .find(|(k, _)| k == field)
+            .unwrap_or_else(|| panic!("cmdstat_{name} has no {field}"))
+            .1
+    };
+    assert_eq!(get("set", "calls"), "4");
+    assert_eq!(get("get", "calls"), "1");
+    assert_eq!(get("incr", "calls"), "2", "the refused call is not a call");
+    assert_eq!(get("incr", "rejected_calls"), "1");
+    assert_eq!(get("incr", "failed_calls"), "1");
+    assert_eq!(get("set", "failed_calls"), "0");
+    let keys: Vec<String> = fields("set").into_iter().map(|(k, _)| k).collect();
+    assert_eq!(
+        keys,
+        [
+            "calls",
+            "usec",
+            "usec_per_call",
+            "rejected_calls",
+            "failed_calls"
+        ]
+    );
+    assert!(get("set", "usec_per_call").parse::<f64>().is_ok());
+    assert!(
+        !stats.contains("cmdstat_del:"),
+        "commands never run are not listed"
+    );
+    let all: String = run(&mut c, &["INFO", "all"]);
+    assert!(all.contains("# Commandstats\r\ncmdstat_"));
+}

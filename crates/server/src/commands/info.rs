@@ -1,7 +1,7 @@
 //! INFO [section...]: Redis's sections (server, clients, memory, persistence, stats,
 //! replication, cpu, keyspace) with its field names, so monitoring tools read them, and
 //! either an `engine` section (the storage engine's counters) or, in memory, a
-//! `hotring` section.
+//! `hotring` section; `commandstats` (calls and time per command) only when asked for.
 
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
@@ -22,17 +22,21 @@ const SECTIONS: &[&str] = &[
     "keyspace",
     "engine",
     "hotring",
+    "commandstats",
 ];
+
+/// Sections INFO lists only when asked for by name or with `all`, as Redis does.
+const NOT_DEFAULT: &[&str] = &["commandstats"];
 
 pub fn info(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let asked: Vec<String> = args[1..]
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
         .collect();
-    let all = asked.is_empty()
-        || asked
-            .iter()
-            .any(|a| matches!(a.as_str(), "all" | "everything" | "default"));
+    let all = asked
+        .iter()
+        .any(|a| matches!(a.as_str(), "all" | "everything"));
+    let default = asked.is_empty() || asked.iter().any(|a| a == "default");
     let mut text = String::new();
     for section in SECTIONS {
         let applies = match *section {
@@ -40,7 +44,10 @@ pub fn info(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             "hotring" => ctx.server.db.index().is_some(),
             _ => true,
         };
-        if applies && (all || asked.iter().any(|a| a == section)) {
+        let listed = all
+            || (default && !NOT_DEFAULT.contains(section))
+            || asked.iter().any(|a| a == section);
+        if applies && listed {
             if !text.is_empty() {
                 text.push_str("\r\n");
             }
@@ -126,6 +133,22 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             if let Some(stats) = stats {
                 let stopped = stats.iter().any(|&(n, v)| n == "writes_stopped" && v != 0);
                 field("aof_last_write_status", &if stopped { "err" } else { "ok" });
+            }
+        }
+        "commandstats" => {
+            for (index, t) in server.command_stats.totals() {
+                let per_call = if t.calls == 0 {
+                    0.0
+                } else {
+                    t.micros as f64 / t.calls as f64
+                };
+                field(
+                    &format!("cmdstat_{}", super::name_of(index as u64 + 1)),
+                    &format_args!(
+                        "calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}",
+                        t.calls, t.micros, t.rejected, t.failed
+                    ),
+                );
             }
         }
         "replication" => {

@@ -20,6 +20,7 @@ mod object;
 mod scan;
 mod server;
 mod set;
+mod slowlog;
 mod strings;
 mod transaction;
 
@@ -27,6 +28,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use resp::{Frame, Protocol};
 
@@ -249,6 +251,7 @@ const TABLE: &[Command] = &[
     cmd("memory", -2, R, (2, 2, 1), memory::memory),
     cmd("swapdb", 3, WRITE, NO_KEYS, server::swapdb),
     cmd("shutdown", -1, ADMIN | NO_QUEUE, NO_KEYS, server::shutdown),
+    cmd("slowlog", -2, ADMIN, NO_KEYS, slowlog::slowlog),
     cmd("hotkeys", -1, READONLY, NO_KEYS, hotkeys::hotkeys),
 ];
 
@@ -316,15 +319,18 @@ pub fn execute(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Acti
         return refuse(session, unknown(args));
     };
     if let Err(e) = check_arity(cmd, args) {
+        server.command_stats.record_rejected(index);
         return refuse(session, e);
     }
     if !session.authenticated && cmd.flags & NO_AUTH == 0 && server.config.requirepass().is_some() {
+        server.command_stats.record_rejected(index);
         return refuse(session, Frame::error("NOAUTH Authentication required."));
     }
     if cmd.flags & NO_QUEUE == 0 && session.multi.is_some() {
         // As Redis: over maxmemory nothing more is queued, whatever the command, or
         // a transaction could hold any amount of memory.
         if let Err(e) = server.make_room() {
+            server.command_stats.record_rejected(index);
             return refuse(session, Frame::error(e));
         }
         if let Some(queue) = session.multi.as_mut() {
@@ -337,23 +343,84 @@ pub fn execute(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Acti
     client
         .last_command
         .store(index as u64 + 1, Ordering::Relaxed);
-    if cmd.flags & EXEC != 0 {
-        return transaction::exec(&mut Ctx { server, session }, args)
-            .unwrap_or_else(|e| Action::Reply(storage_error(&e)));
-    }
     if cmd.flags & DENYOOM != 0 {
         if let Err(e) = server.make_room() {
+            server.command_stats.record_rejected(index);
             return Action::Reply(Frame::error(e));
         }
     }
-    let outcome = if cmd.flags & ALONE != 0 {
+    let started = Instant::now();
+    let outcome = if cmd.flags & EXEC != 0 {
+        transaction::exec(&mut Ctx { server, session }, args)
+    } else if cmd.flags & ALONE != 0 {
         let _exclusive = server.gate.exclusive();
         (cmd.run)(&mut Ctx { server, session }, args)
     } else {
         let _shared = server.gate.shared();
         (cmd.run)(&mut Ctx { server, session }, args)
     };
-    outcome.unwrap_or_else(|e| Action::Reply(storage_error(&e)))
+    let action = outcome.unwrap_or_else(|e| Action::Reply(storage_error(&e)));
+    let failed = matches!(
+        action,
+        Action::Reply(Frame::Error(_)) | Action::Close(Some(Frame::Error(_)))
+    );
+    record(server, session, index, args, started, failed);
+    action
+}
+
+/// Counts a call of the command at `index` that started at `started` (INFO
+/// commandstats) and, if it took long enough, logs it (SLOWLOG). EXEC is timed as a
+/// whole but not logged: the commands it ran are, one by one, as in Redis.
+fn record(
+    server: &Server,
+    session: &Session,
+    index: usize,
+    args: &[Vec<u8>],
+    started: Instant,
+    failed: bool,
+) {
+    let took = started.elapsed();
+    server.command_stats.record_call(index, took, failed);
+    let slow = server.config.slowlog_threshold().is_some_and(|t| took >= t);
+    if !slow || TABLE[index].flags & EXEC != 0 {
+        return;
+    }
+    // Passwords stay out of the log: AUTH's arguments, and HELLO's after AUTH.
+    let redact_from = match TABLE[index].name {
+        "auth" => Some(1),
+        "hello" => args
+            .iter()
+            .position(|a| a.eq_ignore_ascii_case(b"auth"))
+            .map(|i| i + 1),
+        _ => None,
+    };
+    let args: Vec<Vec<u8>> = args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| match redact_from {
+            Some(from) if i >= from => b"(redacted)".to_vec(),
+            _ => a.clone(),
+        })
+        .collect();
+    let client = &session.client;
+    let name = client
+        .name
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    server.command_stats.log_slow(
+        &args,
+        took,
+        client.addr.to_string(),
+        name,
+        server.config.slowlog_max_len(),
+    );
+}
+
+/// How many commands the table has: [`CommandStats`](crate::command_stats) numbers them
+/// by their place in it.
+pub fn count() -> usize {
+    TABLE.len()
 }
 
 /// The reply to a command the storage engine failed. Refused writes get Redis's
@@ -369,18 +436,29 @@ pub(crate) fn storage_error(e: &engine::Error) -> Frame {
 
 /// Runs a command queued by MULTI; the caller holds the gate exclusively.
 fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Frame {
-    let (_, cmd) = lookup(&args[0]).expect("queued commands were looked up");
+    let (index, cmd) = lookup(&args[0]).expect("queued commands were looked up");
     if cmd.flags & DENYOOM != 0 {
         if let Err(e) = server.make_room() {
+            server.command_stats.record_rejected(index);
             return Frame::error(e);
         }
     }
-    match (cmd.run)(&mut Ctx { server, session }, args) {
+    let started = Instant::now();
+    let frame = match (cmd.run)(&mut Ctx { server, session }, args) {
         Ok(Action::Reply(f) | Action::Close(Some(f))) => f,
         Ok(Action::Ok) => Frame::Simple("OK".into()),
         Ok(Action::Close(None)) => Frame::Null,
         Err(e) => storage_error(&e),
-    }
+    };
+    record(
+        server,
+        session,
+        index,
+        args,
+        started,
+        matches!(frame, Frame::Error(_)),
+    );
+    frame
 }
 
 fn check_arity(cmd: &Command, args: &[Vec<u8>]) -> Result<(), Frame> {

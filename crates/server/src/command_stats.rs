@@ -1,5 +1,6 @@
-//! What INFO commandstats and SLOWLOG report: calls, time and errors per command, and
-//! the requests that ran longer than `slowlog-log-slower-than`.
+//! What INFO commandstats, INFO errorstats and SLOWLOG report: calls, time and errors
+//! per command, error replies by their code word, and the requests that ran longer
+//! than `slowlog-log-slower-than`.
 //!
 //! Every request adds to the counters, so they are striped: a thread adds to its own
 //! stripe (picked once per thread) and INFO sums the stripes. One shared counter per
@@ -16,6 +17,10 @@ const STRIPES: usize = 8;
 /// each; the last kept argument, or the rest of a long one, says how much was left out.
 const SLOWLOG_MAX_ARGS: usize = 32;
 const SLOWLOG_MAX_ARG_BYTES: usize = 128;
+
+/// Distinct error codes INFO errorstats tracks, as Redis caps them: a client cannot
+/// grow the table without bound by making up error words (from scripts, in Redis).
+const MAX_ERROR_CODES: usize = 128;
 
 #[derive(Default)]
 struct Counters {
@@ -58,6 +63,10 @@ pub struct CommandStats {
     /// so two threads' stripes do not share cache lines.
     stripes: Vec<Box<[Counters]>>,
     slowlog: Mutex<SlowLog>,
+    /// Error replies by code (the reply's first word), in the order first seen. Error
+    /// replies are the uncommon path, so one lock does.
+    errors: Mutex<Vec<(String, u64)>>,
+    error_replies: AtomicU64,
 }
 
 fn my_stripe() -> usize {
@@ -76,7 +85,37 @@ impl CommandStats {
                 .map(|_| (0..commands).map(|_| Counters::default()).collect())
                 .collect(),
             slowlog: Mutex::default(),
+            errors: Mutex::default(),
+            error_replies: AtomicU64::new(0),
         }
+    }
+
+    /// An error reply was sent; `text` is what follows the `-`.
+    pub fn record_error(&self, text: &str) {
+        self.error_replies.fetch_add(1, Ordering::Relaxed);
+        let code = text.split(' ').next().unwrap_or_default();
+        let mut errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, n)) = errors.iter_mut().find(|(c, _)| c == code) {
+            *n += 1;
+        } else if errors.len() < MAX_ERROR_CODES {
+            errors.push((code.to_string(), 1));
+        }
+    }
+
+    /// INFO stats' `total_error_replies`.
+    pub fn error_replies(&self) -> u64 {
+        self.error_replies.load(Ordering::Relaxed)
+    }
+
+    /// `(code, count)` for INFO errorstats, sorted by code as Redis lists them.
+    pub fn error_codes(&self) -> Vec<(String, u64)> {
+        let mut codes = self
+            .errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        codes.sort();
+        codes
     }
 
     /// A call of command `index` that ran for `took`; `failed` if it answered an error.
@@ -122,6 +161,11 @@ impl CommandStats {
                 counter.store(0, Ordering::Relaxed);
             }
         }
+        self.errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.error_replies.store(0, Ordering::Relaxed);
     }
 
     /// Adds a request to the slow log, dropping the oldest entries past `max_len`.
@@ -245,6 +289,26 @@ mod tests {
         );
         stats.reset();
         assert!(stats.totals().is_empty());
+    }
+
+    #[test]
+    fn errors_are_counted_by_code_and_the_codes_are_bounded() {
+        let stats = CommandStats::new(1);
+        stats.record_error("ERR syntax error");
+        stats.record_error("WRONGTYPE Operation against a key holding the wrong kind of value");
+        stats.record_error("ERR value is not an integer or out of range");
+        for i in 0..2 * MAX_ERROR_CODES {
+            stats.record_error(&format!("MADEUP{i} words"));
+        }
+        let codes = stats.error_codes();
+        assert_eq!(codes.len(), MAX_ERROR_CODES);
+        assert!(codes.contains(&("ERR".to_string(), 2)));
+        assert!(codes.contains(&("WRONGTYPE".to_string(), 1)));
+        assert!(codes.windows(2).all(|w| w[0].0 < w[1].0), "sorted by code");
+        assert_eq!(stats.error_replies(), 3 + 2 * MAX_ERROR_CODES as u64);
+        stats.reset();
+        assert!(stats.error_codes().is_empty());
+        assert_eq!(stats.error_replies(), 0);
     }
 
     #[test]

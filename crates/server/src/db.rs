@@ -407,6 +407,15 @@ impl Db {
         }
     }
 
+    /// SAVE: makes every write so far durable. `false` in memory, which has nowhere to
+    /// save to.
+    pub fn save(&self) -> Result<bool> {
+        match &self.store {
+            Store::Memory(_) => Ok(false),
+            Store::Engine(store) => store.sync().map(|()| true),
+        }
+    }
+
     /// Makes every write durable and closes the engine (at shutdown).
     pub fn close(&self) -> Result<()> {
         match &self.store {

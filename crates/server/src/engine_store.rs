@@ -396,6 +396,11 @@ impl EngineStore {
         self.engine.stats()
     }
 
+    /// Makes every write so far durable.
+    pub fn sync(&self) -> Result<()> {
+        self.engine.flush()
+    }
+
     pub fn close(&self) -> Result<()> {
         self.engine.close()
     }

@@ -1,7 +1,7 @@
 //! What all connections share: the keyspace, the transaction gate, settings, the
 //! client registry, memory accounting, CLIENT PAUSE and the shutdown signal.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
@@ -23,6 +23,10 @@ pub struct Server {
     pub evicted: AtomicU64,
     pub pause: Pause,
     pub command_stats: CommandStats,
+    /// Unix seconds of the last successful SAVE or BGSAVE (the start time before one),
+    /// and whether the last one succeeded.
+    last_save: AtomicU64,
+    last_save_failed: AtomicBool,
     used_memory: AtomicU64,
     peak_memory: AtomicU64,
     shutdown: watch::Sender<bool>,
@@ -59,15 +63,38 @@ impl Server {
             evicted: AtomicU64::new(0),
             pause: Pause::default(),
             command_stats: CommandStats::new(crate::commands::count()),
+            last_save: AtomicU64::new(crate::entry::now_ms() / 1000),
+            last_save_failed: AtomicBool::new(false),
             used_memory: AtomicU64::new(0),
             peak_memory: AtomicU64::new(0),
             shutdown: watch::channel(false).0,
         }
     }
 
-    /// The start time in Unix seconds.
-    pub fn started_unix_secs(&self) -> u64 {
-        (crate::entry::now_ms() / 1000).saturating_sub(self.started.elapsed().as_secs())
+    /// SAVE and BGSAVE: makes every write so far durable, and notes when for LASTSAVE.
+    pub fn save(&self) -> Result<(), String> {
+        match self.db.save() {
+            Ok(true) => {
+                self.last_save
+                    .store(crate::entry::now_ms() / 1000, Ordering::Relaxed);
+                self.last_save_failed.store(false, Ordering::Relaxed);
+                Ok(())
+            }
+            Ok(false) => Err("ERR the memory engine keeps nothing on disk to save to; run hotkv-server --engine lsm to keep data durable".into()),
+            Err(e) => {
+                self.last_save_failed.store(true, Ordering::Relaxed);
+                Err(format!("ERR saving failed: {e}"))
+            }
+        }
+    }
+
+    /// Unix seconds of the last successful save, or of the start before any.
+    pub fn last_save(&self) -> u64 {
+        self.last_save.load(Ordering::Relaxed)
+    }
+
+    pub fn last_save_failed(&self) -> bool {
+        self.last_save_failed.load(Ordering::Relaxed)
     }
 
     pub fn request_shutdown(&self) {

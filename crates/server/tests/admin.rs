@@ -706,3 +706,69 @@ fn commandstats_count_calls_refusals_and_failures() {
     let all: String = run(&mut c, &["INFO", "all"]);
     assert!(all.contains("# Commandstats\r\ncmdstat_"));
 }
+
+#[test]
+fn errorstats_count_error_replies_by_code() {
+    let server = Server::start();
+    let mut c = server.client();
+    run::<()>(&mut c, &["CONFIG", "RESETSTAT"]);
+    run::<()>(&mut c, &["SET", "s", "text"]);
+    run_err(&mut c, &["INCR", "s"]);
+    run_err(&mut c, &["NOSUCHCOMMAND"]);
+    run_err(&mut c, &["GET"]);
+    // An error inside EXEC's reply counts too.
+    let want = b"+OK\r\n+QUEUED\r\n*1\r\n-ERR value is not an integer or out of range\r\n";
+    let got = exchange(
+        &mut server.raw(),
+        b"MULTI\r\nINCR s\r\nEXEC\r\n",
+        want.len(),
+    );
+    assert_eq!(got, want);
+    assert_eq!(info_field(&mut c, "total_error_replies"), "4");
+    assert_eq!(info_field(&mut c, "errorstat_ERR"), "count=4");
+    let default: String = run(&mut c, &["INFO"]);
+    assert!(
+        default.contains("# Errorstats\r\nerrorstat_ERR:count=4\r\n"),
+        "{default}"
+    );
+    run::<()>(&mut c, &["CONFIG", "RESETSTAT"]);
+    assert_eq!(info_field(&mut c, "total_error_replies"), "0");
+    let after: String = run(&mut c, &["INFO", "errorstats"]);
+    assert_eq!(after, "# Errorstats\r\n");
+}
+
+#[test]
+fn save_makes_writes_durable_and_lastsave_says_when() {
+    let server = Server::start();
+    let mut c = server.client();
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64
+    };
+    let started: i64 = run(&mut c, &["LASTSAVE"]);
+    assert!(
+        (now() - started).abs() < 60,
+        "the start time before any save"
+    );
+    run::<()>(&mut c, &["SET", "k", "v"]);
+    if support::test_engine() == "memory" {
+        let refused = run_err(&mut c, &["SAVE"]);
+        assert!(refused.contains("memory engine"), "{refused}");
+        assert!(run_err(&mut c, &["BGSAVE"]).contains("memory engine"));
+        assert_eq!(run::<i64>(&mut c, &["LASTSAVE"]), started);
+        return;
+    }
+    std::thread::sleep(Duration::from_millis(1100));
+    run::<()>(&mut c, &["SAVE"]);
+    let saved: i64 = run(&mut c, &["LASTSAVE"]);
+    assert!(saved > started, "LASTSAVE moved from {started} to {saved}");
+    assert_eq!(info_field(&mut c, "rdb_last_save_time"), saved.to_string());
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    let started_bg: String = run(&mut c, &["BGSAVE"]);
+    assert_eq!(started_bg, "Background saving started");
+    let scheduled: String = run(&mut c, &["BGSAVE", "SCHEDULE"]);
+    assert_eq!(scheduled, "Background saving started");
+    assert_eq!(run_err(&mut c, &["BGSAVE", "NOW"]), "ERR syntax error");
+}

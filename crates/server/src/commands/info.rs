@@ -23,6 +23,7 @@ const SECTIONS: &[&str] = &[
     "engine",
     "hotring",
     "commandstats",
+    "errorstats",
 ];
 
 /// Sections INFO lists only when asked for by name or with `all`, as Redis does.
@@ -119,14 +120,16 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
         }
         "persistence" => {
             // No snapshots: never loading (the engine recovers before the server
-            // listens), no save in progress, and, as Redis reports before its first
-            // save, the start time as the last save. A durable engine's log plays the
-            // part of Redis's append-only file; its write status is the engine's.
+            // listens), no save in progress (a save syncs the engine's log, at once),
+            // and, as Redis reports before its first save, the start time as the last
+            // save. A durable engine's log plays the part of Redis's append-only file;
+            // its write status is the engine's.
             field("loading", &0);
             field("async_loading", &0);
             field("rdb_bgsave_in_progress", &0);
-            field("rdb_last_save_time", &server.started_unix_secs());
-            field("rdb_last_bgsave_status", &"ok");
+            field("rdb_last_save_time", &server.last_save());
+            let failed = server.last_save_failed();
+            field("rdb_last_bgsave_status", &if failed { "err" } else { "ok" });
             let stats = server.db.engine_stats();
             field("aof_enabled", &u8::from(stats.is_some()));
             field("aof_rewrite_in_progress", &0);
@@ -174,6 +177,12 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             field("evicted_keys", &server.evicted.load(Ordering::Relaxed));
             field("keyspace_hits", &c.total(|c| &c.hits, |d| &d.hits));
             field("keyspace_misses", &c.total(|c| &c.misses, |d| &d.misses));
+            field("total_error_replies", &server.command_stats.error_replies());
+        }
+        "errorstats" => {
+            for (code, count) in server.command_stats.error_codes() {
+                field(&format!("errorstat_{code}"), &format_args!("count={count}"));
+            }
         }
         "cpu" => {
             if let Some([user, sys, children_user, children_sys]) = process_cpu_seconds() {

@@ -252,6 +252,9 @@ const TABLE: &[Command] = &[
     cmd("swapdb", 3, WRITE, NO_KEYS, server::swapdb),
     cmd("shutdown", -1, ADMIN | NO_QUEUE, NO_KEYS, server::shutdown),
     cmd("slowlog", -2, ADMIN, NO_KEYS, slowlog::slowlog),
+    cmd("save", 1, ADMIN, NO_KEYS, server::save),
+    cmd("bgsave", -1, ADMIN, NO_KEYS, server::bgsave),
+    cmd("lastsave", 1, 0, NO_KEYS, server::lastsave),
     cmd("hotkeys", -1, READONLY, NO_KEYS, hotkeys::hotkeys),
 ];
 
@@ -315,6 +318,14 @@ pub fn writes(session: &Session, args: &[Vec<u8>]) -> bool {
 
 /// Runs one request from a client. `args` is not empty.
 pub fn execute(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
+    let action = run(server, session, args);
+    if let Action::Reply(Frame::Error(e)) | Action::Close(Some(Frame::Error(e))) = &action {
+        server.command_stats.record_error(e);
+    }
+    action
+}
+
+fn run(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
     let Some((index, cmd)) = lookup(&args[0]) else {
         return refuse(session, unknown(args));
     };
@@ -437,27 +448,32 @@ pub(crate) fn storage_error(e: &engine::Error) -> Frame {
 /// Runs a command queued by MULTI; the caller holds the gate exclusively.
 fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Frame {
     let (index, cmd) = lookup(&args[0]).expect("queued commands were looked up");
-    if cmd.flags & DENYOOM != 0 {
-        if let Err(e) = server.make_room() {
-            server.command_stats.record_rejected(index);
-            return Frame::error(e);
-        }
-    }
-    let started = Instant::now();
-    let frame = match (cmd.run)(&mut Ctx { server, session }, args) {
-        Ok(Action::Reply(f) | Action::Close(Some(f))) => f,
-        Ok(Action::Ok) => Frame::Simple("OK".into()),
-        Ok(Action::Close(None)) => Frame::Null,
-        Err(e) => storage_error(&e),
+    let over_memory = if cmd.flags & DENYOOM != 0 {
+        server.make_room().err()
+    } else {
+        None
     };
-    record(
-        server,
-        session,
-        index,
-        args,
-        started,
-        matches!(frame, Frame::Error(_)),
-    );
+    let frame = match over_memory {
+        Some(e) => {
+            server.command_stats.record_rejected(index);
+            Frame::error(e)
+        }
+        None => {
+            let started = Instant::now();
+            let frame = match (cmd.run)(&mut Ctx { server, session }, args) {
+                Ok(Action::Reply(f) | Action::Close(Some(f))) => f,
+                Ok(Action::Ok) => Frame::Simple("OK".into()),
+                Ok(Action::Close(None)) => Frame::Null,
+                Err(e) => storage_error(&e),
+            };
+            let failed = matches!(frame, Frame::Error(_));
+            record(server, session, index, args, started, failed);
+            frame
+        }
+    };
+    if let Frame::Error(e) = &frame {
+        server.command_stats.record_error(e);
+    }
     frame
 }
 

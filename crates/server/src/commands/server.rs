@@ -1,4 +1,4 @@
-//! DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, TIME, ROLE, SHUTDOWN.
+//! DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, TIME, ROLE, SHUTDOWN, SAVE, BGSAVE, LASTSAVE.
 
 use resp::Frame;
 
@@ -70,4 +70,30 @@ pub fn shutdown(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     tracing::info!(client = ctx.session.client.id, "SHUTDOWN requested");
     ctx.server.request_shutdown();
     Ok(Action::Close(None))
+}
+
+/// SAVE: every write so far is on disk when it answers (the engine's log is synced).
+pub fn save(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
+    match ctx.server.save() {
+        Ok(()) => ok(),
+        Err(e) => error(&e),
+    }
+}
+
+/// `BGSAVE [SCHEDULE]`: as SAVE, which takes no longer than an fsync, so the
+/// "background" save has finished by the time it answers.
+pub fn bgsave(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    match &args[1..] {
+        [] => {}
+        [opt] if upper(opt) == b"SCHEDULE" => {}
+        _ => return error(SYNTAX_ERROR),
+    }
+    match ctx.server.save() {
+        Ok(()) => reply(Frame::Simple("Background saving started".into())),
+        Err(e) => error(&e),
+    }
+}
+
+pub fn lastsave(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
+    int(ctx.server.last_save() as i64)
 }

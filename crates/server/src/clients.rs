@@ -24,6 +24,9 @@ pub struct Client {
     pub commands: AtomicU64,
     pub hits: AtomicU64,
     pub misses: AtomicU64,
+    /// Bytes read from and written to the client's socket.
+    pub net_in: AtomicU64,
+    pub net_out: AtomicU64,
     pub resp: AtomicU8,
     pub in_multi: AtomicBool,
     pub no_evict: AtomicBool,
@@ -45,6 +48,8 @@ impl Client {
             commands: AtomicU64::new(0),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            net_in: AtomicU64::new(0),
+            net_out: AtomicU64::new(0),
             resp: AtomicU8::new(2),
             in_multi: AtomicBool::new(false),
             no_evict: AtomicBool::new(false),
@@ -87,6 +92,8 @@ pub struct Departed {
     pub commands: AtomicU64,
     pub hits: AtomicU64,
     pub misses: AtomicU64,
+    pub net_in: AtomicU64,
+    pub net_out: AtomicU64,
 }
 
 #[derive(Default)]
@@ -116,12 +123,15 @@ impl Clients {
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = live.remove(&id) {
             let d = &self.departed;
-            d.commands
-                .fetch_add(c.commands.load(Ordering::Relaxed), Ordering::Relaxed);
-            d.hits
-                .fetch_add(c.hits.load(Ordering::Relaxed), Ordering::Relaxed);
-            d.misses
-                .fetch_add(c.misses.load(Ordering::Relaxed), Ordering::Relaxed);
+            for (total, own) in [
+                (&d.commands, &c.commands),
+                (&d.hits, &c.hits),
+                (&d.misses, &c.misses),
+                (&d.net_in, &c.net_in),
+                (&d.net_out, &c.net_out),
+            ] {
+                total.fetch_add(own.load(Ordering::Relaxed), Ordering::Relaxed);
+            }
         }
     }
 

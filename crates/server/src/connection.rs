@@ -108,6 +108,10 @@ impl Connection {
         } else {
             self.stream.write_all(&self.output).await?;
         }
+        self.session
+            .client
+            .net_out
+            .fetch_add(pending, Ordering::Relaxed);
         self.output.clear();
         Ok(())
     }
@@ -170,9 +174,10 @@ impl Connection {
                     Err(e) => {
                         // As Redis: reply, then close; the stream cannot be resynchronised.
                         tracing::info!(client = client.id, addr = %client.addr, error = %e, "protocol error");
+                        let text = format!("ERR {e}");
+                        self.server.command_stats.record_error(&text);
                         if !self.session.replies_off {
-                            Frame::error(format!("ERR {e}"))
-                                .encode(self.session.proto, &mut self.output);
+                            Frame::error(text).encode(self.session.proto, &mut self.output);
                         }
                         close = true;
                         break;
@@ -211,9 +216,11 @@ impl Connection {
             };
             tokio::select! {
                 read = self.stream.read_buf(&mut self.input) => {
-                    if read? == 0 {
+                    let n = read?;
+                    if n == 0 {
                         return Ok(());
                     }
+                    client.net_in.fetch_add(n as u64, Ordering::Relaxed);
                 }
                 _ = stop.changed() => return Ok(()),
                 _ = client.killed() => return Err(Ended::Killed),

@@ -9,6 +9,7 @@ mod db;
 mod engine_store;
 mod entry;
 mod glob;
+mod instantaneous;
 mod io_threads;
 mod memory;
 mod pause;

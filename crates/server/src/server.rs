@@ -10,6 +10,7 @@ use crate::clients::Clients;
 use crate::command_stats::CommandStats;
 use crate::config::{Config, Policy};
 use crate::db::{Db, Sampled};
+use crate::instantaneous::Rates;
 use crate::pause::Pause;
 use engine::gate::Gate;
 
@@ -23,6 +24,7 @@ pub struct Server {
     pub evicted: AtomicU64,
     pub pause: Pause,
     pub command_stats: CommandStats,
+    pub rates: Rates,
     /// Unix seconds of the last successful SAVE or BGSAVE (the start time before one),
     /// and whether the last one succeeded.
     last_save: AtomicU64,
@@ -63,6 +65,7 @@ impl Server {
             evicted: AtomicU64::new(0),
             pause: Pause::default(),
             command_stats: CommandStats::new(crate::commands::count()),
+            rates: Rates::default(),
             last_save: AtomicU64::new(crate::entry::now_ms() / 1000),
             last_save_failed: AtomicBool::new(false),
             used_memory: AtomicU64::new(0),
@@ -123,18 +126,27 @@ impl Server {
     /// CONFIG RESETSTAT: zeroes INFO's counters and the index's access statistics.
     pub fn reset_stats(&self) {
         let c = &self.clients;
+        let d = &c.departed;
         for counter in [
             &c.received,
             &c.rejected,
-            &c.departed.commands,
-            &c.departed.hits,
-            &c.departed.misses,
+            &d.commands,
+            &d.hits,
+            &d.misses,
+            &d.net_in,
+            &d.net_out,
             &self.evicted,
         ] {
             counter.store(0, Ordering::Relaxed);
         }
         for client in c.snapshot() {
-            for counter in [&client.commands, &client.hits, &client.misses] {
+            for counter in [
+                &client.commands,
+                &client.hits,
+                &client.misses,
+                &client.net_in,
+                &client.net_out,
+            ] {
                 counter.store(0, Ordering::Relaxed);
             }
         }
@@ -199,6 +211,15 @@ impl Server {
             self.refresh_memory();
             n += 1;
             if n.is_multiple_of(10) {
+                let c = &self.clients;
+                self.rates.sample(
+                    [
+                        c.total(|c| &c.commands, |d| &d.commands),
+                        c.total(|c| &c.net_in, |d| &d.net_in),
+                        c.total(|c| &c.net_out, |d| &d.net_out),
+                    ],
+                    Instant::now(),
+                );
                 let start = Instant::now();
                 loop {
                     let cycle = {

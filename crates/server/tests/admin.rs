@@ -772,3 +772,70 @@ fn save_makes_writes_durable_and_lastsave_says_when() {
     assert_eq!(scheduled, "Background saving started");
     assert_eq!(run_err(&mut c, &["BGSAVE", "NOW"]), "ERR syntax error");
 }
+
+#[test]
+fn net_byte_totals_and_instantaneous_rates() {
+    let server = Server::start();
+    let mut s = server.raw();
+    let requests = b"SET k v\r\nGET k\r\nPING\r\n";
+    let replies = b"+OK\r\n$1\r\nv\r\n+PONG\r\n";
+    assert_eq!(exchange(&mut s, requests, replies.len()), replies);
+    // INFO's own request is read before it runs; its reply is written after.
+    let info_request = b"INFO stats\r\n";
+    let got = exchange(&mut s, info_request, 8);
+    let header_end = got.windows(2).position(|w| w == b"\r\n").unwrap() + 2;
+    let len: usize = std::str::from_utf8(&got[1..header_end - 2])
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut body = got[header_end..].to_vec();
+    if body.len() < len + 2 {
+        body.extend(exchange(&mut s, b"", len + 2 - body.len()));
+    }
+    let info = String::from_utf8(body).unwrap();
+    let field = |name: &str| -> u64 {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("no {name} in {info}"))
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(
+        field("total_net_input_bytes"),
+        (requests.len() + info_request.len()) as u64
+    );
+    assert_eq!(field("total_net_output_bytes"), replies.len() as u64);
+
+    // Under load the ops rate shows; once the load stops it falls back to 0.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = {
+        let mut s = server.raw();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let batch = b"PING\r\n".repeat(100);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                exchange(&mut s, &batch, 700);
+            }
+        })
+    };
+    let mut c = server.client();
+    let rate = |c: &mut redis::Connection| -> u64 {
+        info_field(c, "instantaneous_ops_per_sec").parse().unwrap()
+    };
+    assert!(
+        eventually(10, || rate(&mut c) > 0),
+        "no ops rate under load"
+    );
+    let kbps: f64 = info_field(&mut c, "instantaneous_input_kbps")
+        .parse()
+        .unwrap();
+    assert!(kbps > 0.0);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    load.join().unwrap();
+    // Quiet for longer than the 16 samples of 100 ms span (each check is one command).
+    let quiet = (0..10).any(|_| {
+        std::thread::sleep(Duration::from_secs(2));
+        rate(&mut c) == 0
+    });
+    assert!(quiet, "the rate stays up after the load");
+}

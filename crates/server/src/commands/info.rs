@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use resp::Frame;
 
 use super::{reply, Ctx, Reply};
+use crate::instantaneous::Metric;
 use crate::server::Server;
 
 const SECTIONS: &[&str] = &[
@@ -172,6 +173,22 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
                 "total_commands_processed",
                 &c.total(|c| &c.commands, |d| &d.commands),
             );
+            let rates = &server.rates;
+            field(
+                "instantaneous_ops_per_sec",
+                &(rates.rate(Metric::Commands).round() as u64),
+            );
+            field(
+                "total_net_input_bytes",
+                &c.total(|c| &c.net_in, |d| &d.net_in),
+            );
+            field(
+                "total_net_output_bytes",
+                &c.total(|c| &c.net_out, |d| &d.net_out),
+            );
+            let kbps = |m| format!("{:.2}", rates.rate(m) / 1024.0);
+            field("instantaneous_input_kbps", &kbps(Metric::NetInput));
+            field("instantaneous_output_kbps", &kbps(Metric::NetOutput));
             field("rejected_connections", &c.rejected.load(Ordering::Relaxed));
             field("expired_keys", &server.db.expired_count());
             field("evicted_keys", &server.evicted.load(Ordering::Relaxed));

@@ -62,10 +62,12 @@ fn client_names_lists_and_kills() {
     let list: String = run(&mut b, &["CLIENT", "LIST"]);
     assert_eq!(list.lines().count(), 2, "{list}");
     assert!(list.contains("name=alpha"), "{list}");
+    // Named by subcommand, as Redis 7 does: a's last was SETNAME, b's is this LIST.
     assert!(
-        list.contains("lib-name=tests") && list.contains("cmd=client"),
+        list.contains("lib-name=tests") && list.contains("cmd=client|list"),
         "{list}"
     );
+    assert!(list.contains("cmd=client|setname"), "{list}");
     let a_id: i64 = run(&mut a, &["CLIENT", "ID"]);
     let info: String = run(&mut a, &["CLIENT", "INFO"]);
     assert!(info.starts_with(&format!("id={a_id} ")), "{info}");
@@ -702,6 +704,17 @@ fn commandstats_count_calls_refusals_and_failures() {
     assert!(
         !stats.contains("cmdstat_del:"),
         "commands never run are not listed"
+    );
+    // Containers count by subcommand; an unknown one counts under the container, a
+    // known one with the wrong arguments is refused.
+    assert_eq!(get("config|resetstat", "calls"), "1");
+    run_err(&mut c, &["CONFIG", "NOSUCH"]);
+    run_err(&mut c, &["CONFIG", "GET"]);
+    let stats: String = run(&mut c, &["INFO", "commandstats"]);
+    assert!(stats.contains("cmdstat_config:calls=1,"), "{stats}");
+    assert!(
+        stats.contains("cmdstat_config|get:calls=0,usec=0,usec_per_call=0.00,rejected_calls=1,failed_calls=0\r\n"),
+        "{stats}"
     );
     let all: String = run(&mut c, &["INFO", "all"]);
     assert!(all.contains("# Commandstats\r\ncmdstat_"));

@@ -68,6 +68,6 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             Ok(()) => ok(),
             Err(e) => error(&format!("ERR {e}")),
         },
-        _ => super::bad_subcommand("config", &args[1], &["GET", "SET", "RESETSTAT", "REWRITE"]),
+        _ => super::bad_subcommand("config", &args[1]),
     }
 }

@@ -28,7 +28,7 @@ pub fn memory(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 None => reply(Frame::Null),
             }
         }
-        _ => super::bad_subcommand("memory", &args[1], &["HELP", "USAGE"]),
+        _ => super::bad_subcommand("memory", &args[1]),
     }
 }
 

@@ -329,19 +329,20 @@ fn run(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
     let Some((index, cmd)) = lookup(&args[0]) else {
         return refuse(session, unknown(args));
     };
+    let stat = stat_slot(index, args);
     if let Err(e) = check_arity(cmd, args) {
-        server.command_stats.record_rejected(index);
+        server.command_stats.record_rejected(stat);
         return refuse(session, e);
     }
     if !session.authenticated && cmd.flags & NO_AUTH == 0 && server.config.requirepass().is_some() {
-        server.command_stats.record_rejected(index);
+        server.command_stats.record_rejected(stat);
         return refuse(session, Frame::error("NOAUTH Authentication required."));
     }
     if cmd.flags & NO_QUEUE == 0 && session.multi.is_some() {
         // As Redis: over maxmemory nothing more is queued, whatever the command, or
         // a transaction could hold any amount of memory.
         if let Err(e) = server.make_room() {
-            server.command_stats.record_rejected(index);
+            server.command_stats.record_rejected(stat);
             return refuse(session, Frame::error(e));
         }
         if let Some(queue) = session.multi.as_mut() {
@@ -353,10 +354,10 @@ fn run(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
     client.commands.fetch_add(1, Ordering::Relaxed);
     client
         .last_command
-        .store(index as u64 + 1, Ordering::Relaxed);
+        .store(stat as u64 + 1, Ordering::Relaxed);
     if cmd.flags & DENYOOM != 0 {
         if let Err(e) = server.make_room() {
-            server.command_stats.record_rejected(index);
+            server.command_stats.record_rejected(stat);
             return Action::Reply(Frame::error(e));
         }
     }
@@ -371,27 +372,37 @@ fn run(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
         (cmd.run)(&mut Ctx { server, session }, args)
     };
     let action = outcome.unwrap_or_else(|e| Action::Reply(storage_error(&e)));
-    let failed = matches!(
-        action,
-        Action::Reply(Frame::Error(_)) | Action::Close(Some(Frame::Error(_)))
-    );
-    record(server, session, index, args, started, failed);
+    let error = match &action {
+        Action::Reply(Frame::Error(e)) | Action::Close(Some(Frame::Error(e))) => Some(e.as_str()),
+        _ => None,
+    };
+    record(server, session, index, stat, args, started, error);
     action
 }
 
-/// Counts a call of the command at `index` that started at `started` (INFO
-/// commandstats) and, if it took long enough, logs it (SLOWLOG). EXEC is timed as a
-/// whole but not logged: the commands it ran are, one by one, as in Redis.
+/// Counts a call of the command at `index` in the table (`stat`: its counters, see
+/// [`stat_slot`]) that started at `started` and answered `error` if any (INFO
+/// commandstats) and, if it took long enough, logs it (SLOWLOG). A subcommand given the
+/// wrong number of arguments, which only the container can tell, is a refusal, as
+/// Redis counts it. EXEC is timed as a whole but not logged: the commands it ran are,
+/// one by one, as in Redis.
 fn record(
     server: &Server,
     session: &Session,
     index: usize,
+    stat: usize,
     args: &[Vec<u8>],
     started: Instant,
-    failed: bool,
+    error: Option<&str>,
 ) {
+    if error.is_some_and(|e| e.starts_with(WRONG_ARITY)) {
+        server.command_stats.record_rejected(stat);
+        return;
+    }
     let took = started.elapsed();
-    server.command_stats.record_call(index, took, failed);
+    server
+        .command_stats
+        .record_call(stat, took, error.is_some());
     let slow = server.config.slowlog_threshold().is_some_and(|t| took >= t);
     if !slow || TABLE[index].flags & EXEC != 0 {
         return;
@@ -428,10 +439,83 @@ fn record(
     );
 }
 
-/// How many commands the table has: [`CommandStats`](crate::command_stats) numbers them
-/// by their place in it.
+/// The subcommands of the container commands, in capitals: Redis 7 counts a call by
+/// its subcommand (`cmdstat_client|list`, CLIENT LIST's `cmd=client|list`), and a
+/// container's errors list them.
+const SUBCOMMANDS: &[(&str, &[&str])] = &[
+    (
+        "client",
+        &[
+            "ID", "GETNAME", "SETNAME", "INFO", "LIST", "KILL", "SETINFO", "NO-EVICT", "REPLY",
+            "PAUSE", "UNPAUSE",
+        ],
+    ),
+    ("command", &["COUNT", "INFO", "DOCS", "LIST"]),
+    ("config", &["GET", "SET", "RESETSTAT", "REWRITE"]),
+    ("memory", &["HELP", "USAGE"]),
+    (
+        "object",
+        &["HELP", "ENCODING", "REFCOUNT", "FREQ", "IDLETIME"],
+    ),
+    ("slowlog", &["GET", "LEN", "RESET", "HELP"]),
+];
+
+/// The subcommands of the container named `name`.
+fn subcommands_of(name: &str) -> &'static [&'static str] {
+    SUBCOMMANDS
+        .iter()
+        .find(|(container, _)| *container == name)
+        .map_or(&[], |(_, subs)| subs)
+}
+
+/// What the statistics count calls under, numbered: the table's commands by their
+/// place in it, then every container's subcommands; each with its Redis 7 name.
+fn stat_names() -> &'static [String] {
+    static NAMES: OnceLock<Vec<String>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        // In the order `stat_slot` numbers them: the table's order.
+        let commands = TABLE.iter().map(|c| c.name.to_string());
+        let subs = TABLE.iter().flat_map(|c| {
+            subcommands_of(c.name)
+                .iter()
+                .map(move |s| format!("{}|{}", c.name, s.to_ascii_lowercase()))
+        });
+        commands.chain(subs).collect()
+    })
+}
+
+/// Where the call `args` of the command at `index` is counted: under its subcommand
+/// when it is a container's known one, else under the command.
+fn stat_slot(index: usize, args: &[Vec<u8>]) -> usize {
+    // For each command, its subcommands' first slot and the subcommands.
+    type Containers = Vec<Option<(usize, &'static [&'static str])>>;
+    static CONTAINERS: OnceLock<Containers> = OnceLock::new();
+    let containers = CONTAINERS.get_or_init(|| {
+        let mut next = TABLE.len();
+        TABLE
+            .iter()
+            .map(|c| {
+                let subs = subcommands_of(c.name);
+                let first = next;
+                next += subs.len();
+                (!subs.is_empty()).then_some((first, subs))
+            })
+            .collect()
+    });
+    let Some((first, subs)) = containers[index] else {
+        return index;
+    };
+    args.get(1)
+        .and_then(|sub| {
+            subs.iter()
+                .position(|s| s.as_bytes().eq_ignore_ascii_case(sub))
+        })
+        .map_or(index, |i| first + i)
+}
+
+/// How many counters [`CommandStats`](crate::command_stats) keeps: see [`stat_slot`].
 pub fn count() -> usize {
-    TABLE.len()
+    stat_names().len()
 }
 
 /// The reply to a command the storage engine failed. Refused writes get Redis's
@@ -448,6 +532,7 @@ pub(crate) fn storage_error(e: &engine::Error) -> Frame {
 /// Runs a command queued by MULTI; the caller holds the gate exclusively.
 fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Frame {
     let (index, cmd) = lookup(&args[0]).expect("queued commands were looked up");
+    let stat = stat_slot(index, args);
     let over_memory = if cmd.flags & DENYOOM != 0 {
         server.make_room().err()
     } else {
@@ -455,7 +540,7 @@ fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> F
     };
     let frame = match over_memory {
         Some(e) => {
-            server.command_stats.record_rejected(index);
+            server.command_stats.record_rejected(stat);
             Frame::error(e)
         }
         None => {
@@ -466,8 +551,11 @@ fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> F
                 Ok(Action::Close(None)) => Frame::Null,
                 Err(e) => storage_error(&e),
             };
-            let failed = matches!(frame, Frame::Error(_));
-            record(server, session, index, args, started, failed);
+            let error = match &frame {
+                Frame::Error(e) => Some(e.as_str()),
+                _ => None,
+            };
+            record(server, session, index, stat, args, started, error);
             frame
         }
     };
@@ -477,11 +565,13 @@ fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> F
     frame
 }
 
+const WRONG_ARITY: &str = "ERR wrong number of arguments for";
+
 fn check_arity(cmd: &Command, args: &[Vec<u8>]) -> Result<(), Frame> {
     let n = args.len() as i32;
     if (cmd.arity > 0 && n != cmd.arity) || (cmd.arity < 0 && n < -cmd.arity) {
         return Err(Frame::error(format!(
-            "ERR wrong number of arguments for '{}' command",
+            "{WRONG_ARITY} '{}' command",
             cmd.name
         )));
     }
@@ -518,13 +608,14 @@ fn unknown(args: &[Vec<u8>]) -> Frame {
     ))
 }
 
-/// Redis's replies for a subcommand it cannot run: unknown, or known with the wrong
-/// number of arguments (`known` lists the container's subcommands, in capitals).
-pub(crate) fn bad_subcommand(container: &str, sub: &[u8], known: &[&str]) -> Reply {
+/// Redis's replies for a subcommand it cannot run: unknown, or known (in
+/// [`SUBCOMMANDS`]) with the wrong number of arguments.
+pub(crate) fn bad_subcommand(container: &str, sub: &[u8]) -> Reply {
     let upper_sub = upper(sub);
+    let known = subcommands_of(container);
     if known.iter().any(|k| k.as_bytes() == upper_sub.as_slice()) {
         error(&format!(
-            "ERR wrong number of arguments for '{}|{}' command",
+            "{WRONG_ARITY} '{}|{}' command",
             container,
             String::from_utf8_lossy(&upper_sub).to_ascii_lowercase()
         ))
@@ -537,12 +628,14 @@ pub(crate) fn bad_subcommand(container: &str, sub: &[u8], known: &[&str]) -> Rep
     }
 }
 
-/// The name of the command at `index` in the table (CLIENT LIST's `cmd`), from a
-/// client's `last_command`.
+/// The name a call is counted under (INFO commandstats, and CLIENT LIST's `cmd` from a
+/// client's `last_command`, which is the slot + 1 or 0 before any command).
 pub fn name_of(last_command: u64) -> &'static str {
     match last_command {
         0 => "NULL",
-        n => TABLE.get(n as usize - 1).map_or("NULL", |c| c.name),
+        n => stat_names()
+            .get(n as usize - 1)
+            .map_or("NULL", String::as_str),
     }
 }
 
@@ -571,3 +664,31 @@ pub(crate) const NOT_AN_INTEGER: &str = "ERR value is not an integer or out of r
 pub(crate) const SYNTAX_ERROR: &str = "ERR syntax error";
 
 pub(crate) use resp::parse_integer;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_call_is_counted_under_its_own_name() {
+        let mut slots = std::collections::HashSet::new();
+        for (index, cmd) in TABLE.iter().enumerate() {
+            let plain = stat_slot(index, &[cmd.name.as_bytes().to_vec()]);
+            assert_eq!(name_of(plain as u64 + 1), cmd.name);
+            assert!(slots.insert(plain));
+            for sub in subcommands_of(cmd.name) {
+                let args = [b"X".to_vec(), sub.to_ascii_lowercase().into_bytes()];
+                let slot = stat_slot(index, &args);
+                let expected = format!("{}|{}", cmd.name, sub.to_ascii_lowercase());
+                assert_eq!(name_of(slot as u64 + 1), expected);
+                assert!(slots.insert(slot), "{expected} shares a slot");
+            }
+            let unknown = [b"X".to_vec(), b"no-such-subcommand".to_vec()];
+            assert_eq!(stat_slot(index, &unknown), plain);
+        }
+        assert_eq!(slots.len(), count());
+        for (container, _) in SUBCOMMANDS {
+            assert!(lookup(container.as_bytes()).is_some(), "{container}");
+        }
+    }
+}

@@ -66,11 +66,7 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 ),
             }
         }
-        _ => super::bad_subcommand(
-            "object",
-            &args[1],
-            &["HELP", "ENCODING", "REFCOUNT", "FREQ", "IDLETIME"],
-        ),
+        _ => super::bad_subcommand("object", &args[1]),
     }
 }
 

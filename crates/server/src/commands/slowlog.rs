@@ -41,7 +41,7 @@ pub fn slowlog(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 .map(|line| Frame::Simple((*line).into()))
                 .collect(),
         )),
-        _ => super::bad_subcommand("slowlog", &args[1], &["GET", "LEN", "RESET", "HELP"]),
+        _ => super::bad_subcommand("slowlog", &args[1]),
     }
 }
 

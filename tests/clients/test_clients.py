@@ -132,3 +132,45 @@ def test_redis_cli_finds_hot_and_big_keys(server):
     assert 'Biggest string found \'"scan-me:big"\' has 100000 bytes' in big, big
     mem = cli(server, "--memkeys")
     assert '"scan-me:big"' in mem, mem
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_redis_py_reads_slowlog_stats_and_saves(server, protocol):
+    """What redis-py parses from SLOWLOG GET, INFO commandstats / errorstats / stats
+    and LASTSAVE, and SAVE / BGSAVE on each engine."""
+    r = redis.Redis(port=server, protocol=protocol, client_name="slowpoke")
+    r.config_set("slowlog-log-slower-than", 0)
+    try:
+        r.slowlog_reset()
+        r.set("slow:k", "v")
+        entries = r.slowlog_get(10)
+        assert r.slowlog_len() >= 2
+    finally:
+        r.config_set("slowlog-log-slower-than", 10000)
+    set_entry = next(e for e in entries if e["command"] == b"SET slow:k v")
+    assert set_entry["client_name"] in (b"slowpoke", "slowpoke")
+    assert set_entry["duration"] >= 0
+    assert abs(set_entry["start_time"] - time.time()) < 60
+    assert [e["id"] for e in entries] == sorted((e["id"] for e in entries), reverse=True)
+
+    with pytest.raises(redis.ResponseError):
+        r.execute_command("INCR")
+    stats = r.info("commandstats")
+    assert stats["cmdstat_set"]["calls"] >= 1
+    assert stats["cmdstat_incr"]["rejected_calls"] >= 1
+    assert stats["cmdstat_config|set"]["calls"] >= 2
+    assert r.info("errorstats")["errorstat_ERR"]["count"] >= 1
+    info = r.info("stats")
+    assert info["total_net_input_bytes"] > 0 and info["total_net_output_bytes"] > 0
+    assert info["total_error_replies"] >= 1
+    assert "instantaneous_ops_per_sec" in info
+
+    before = r.lastsave()
+    if ENGINE == "lsm":
+        assert r.save()
+        assert r.bgsave()
+        assert r.lastsave() >= before
+    else:
+        with pytest.raises(redis.ResponseError, match="memory engine"):
+            r.save()
+        assert r.lastsave() == before

@@ -122,28 +122,31 @@ pub type Reply = Result<Action, engine::Error>;
 type Run = fn(&mut Ctx, &[Vec<u8>]) -> Reply;
 
 /// Modifies the keyspace.
-const WRITE: u8 = 1;
+const WRITE: u16 = 1;
 /// May grow memory: refused (or evicts first) over maxmemory.
-const DENYOOM: u8 = 2;
+const DENYOOM: u16 = 2;
 /// Allowed before AUTH.
-const NO_AUTH: u8 = 4;
+const NO_AUTH: u16 = 4;
 /// Runs at once inside MULTI instead of being queued.
-const NO_QUEUE: u8 = 8;
+const NO_QUEUE: u16 = 8;
 /// Reads keys.
-const READONLY: u8 = 16;
+const READONLY: u16 = 16;
 /// Administrative.
-const ADMIN: u8 = 32;
+const ADMIN: u16 = 32;
 /// Touches several keys at once: runs alone (the gate held exclusively), so no other
 /// command sees it half done, as in Redis.
-const ALONE: u8 = 64;
+const ALONE: u16 = 64;
 /// EXEC: takes the gate itself (exclusively) around the queued commands.
-const EXEC: u8 = 128;
+const EXEC: u16 = 128;
+/// Refused as Redis refuses it by default (DEBUG): before it runs, so inside MULTI the
+/// transaction is doomed.
+const PROTECTED: u16 = 256;
 
 pub struct Command {
     name: &'static str,
     /// Redis's convention: n > 0 exactly n arguments (with the name), n < 0 at least -n.
     arity: i32,
-    flags: u8,
+    flags: u16,
     /// Key positions for COMMAND INFO: first, last (-1: the last argument), step.
     keys: (i32, i32, i32),
     run: Run,
@@ -152,7 +155,7 @@ pub struct Command {
 const fn cmd(
     name: &'static str,
     arity: i32,
-    flags: u8,
+    flags: u16,
     keys: (i32, i32, i32),
     run: Run,
 ) -> Command {
@@ -168,8 +171,8 @@ const fn cmd(
 const NO_KEYS: (i32, i32, i32) = (0, 0, 0);
 const ONE_KEY: (i32, i32, i32) = (1, 1, 1);
 const ALL_KEYS: (i32, i32, i32) = (1, -1, 1);
-const W: u8 = WRITE | DENYOOM;
-const R: u8 = READONLY;
+const W: u16 = WRITE | DENYOOM;
+const R: u16 = READONLY;
 
 #[rustfmt::skip]
 const TABLE: &[Command] = &[
@@ -255,6 +258,7 @@ const TABLE: &[Command] = &[
     cmd("save", 1, ADMIN, NO_KEYS, server::save),
     cmd("bgsave", -1, ADMIN, NO_KEYS, server::bgsave),
     cmd("lastsave", 1, 0, NO_KEYS, server::lastsave),
+    cmd("debug", -2, ADMIN | PROTECTED, NO_KEYS, server::debug),
     cmd("hotkeys", -1, READONLY, NO_KEYS, hotkeys::hotkeys),
 ];
 
@@ -337,6 +341,10 @@ fn run(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
     if !session.authenticated && cmd.flags & NO_AUTH == 0 && server.config.requirepass().is_some() {
         server.command_stats.record_rejected(stat);
         return refuse(session, Frame::error("NOAUTH Authentication required."));
+    }
+    if cmd.flags & PROTECTED != 0 {
+        server.command_stats.record_rejected(stat);
+        return refuse(session, server::protected_refusal(cmd.name));
     }
     if cmd.flags & NO_QUEUE == 0 && session.multi.is_some() {
         // As Redis: over maxmemory nothing more is queued, whatever the command, or

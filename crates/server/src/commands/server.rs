@@ -1,4 +1,4 @@
-//! DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, TIME, ROLE, SHUTDOWN, SAVE, BGSAVE, LASTSAVE.
+//! DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, TIME, ROLE, SHUTDOWN, SAVE, BGSAVE, LASTSAVE, DEBUG.
 
 use resp::Frame;
 
@@ -96,4 +96,21 @@ pub fn bgsave(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 
 pub fn lastsave(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     int(ctx.server.last_save() as i64)
+}
+
+/// The reply to DEBUG: refused, in the words of Redis 7 with its default
+/// `enable-debug-command no`, so tools that probe for it learn what they would from
+/// Redis. Its subcommands (reload, sleep, crash...) exist to test Redis itself.
+pub(crate) fn protected_refusal(name: &str) -> Frame {
+    Frame::error(format!(
+        "ERR {} command not allowed. If the enable-{name}-command option is set to \"local\", \
+         you can run it from a local connection, otherwise you need to set this option in the \
+         configuration file, and then restart the server.",
+        name.to_ascii_uppercase()
+    ))
+}
+
+/// Never runs: [`super::execute`] refuses protected commands first.
+pub fn debug(_: &mut Ctx, _: &[Vec<u8>]) -> Reply {
+    reply(protected_refusal("debug"))
 }

@@ -19,6 +19,10 @@ use crate::server::Server;
 /// its own connection, with at most this much (plus one reply) held for it.
 const OUTPUT_FLUSH: usize = 64 * 1024;
 
+/// What a client waiting on a reply (WAIT) may send meanwhile before the server stops
+/// reading from it: enough to see it hang up, not enough to cost memory.
+const BLOCKED_INPUT: usize = 1 << 20;
+
 static NEXT_CLIENT_ID: AtomicU64 = AtomicU64::new(1);
 
 pub struct Connection {
@@ -116,6 +120,39 @@ impl Connection {
         Ok(())
     }
 
+    /// Waits `delay` (or for ever) before a reply, as a blocked client does in Redis.
+    /// Returns false when the connection should end instead, cleanly: at shutdown or
+    /// when the client hangs up (CLIENT KILL is an error, as elsewhere). What the
+    /// client sends meanwhile is kept for after, up to [`BLOCKED_INPUT`] bytes.
+    async fn wait(
+        &mut self,
+        delay: Option<Duration>,
+        stop: &mut tokio::sync::watch::Receiver<bool>,
+    ) -> Result<bool, Ended> {
+        let client = self.session.client.clone();
+        let delay = async {
+            match delay {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::pin!(delay);
+        loop {
+            tokio::select! {
+                _ = &mut delay => return Ok(true),
+                _ = stop.changed() => return Ok(false),
+                _ = client.killed() => return Err(Ended::Killed),
+                read = self.stream.read_buf(&mut self.input), if self.input.len() < BLOCKED_INPUT => {
+                    let n = read?;
+                    if n == 0 {
+                        return Ok(false);
+                    }
+                    client.net_in.fetch_add(n as u64, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
     async fn serve(&mut self) -> Result<(), Ended> {
         let mut stop = self.server.shutdown_signal();
         let client = self.session.client.clone();
@@ -161,6 +198,13 @@ impl Connection {
                                 frame.encode(self.session.proto, &mut self.output)
                             }
                             Action::Ok => self.output.extend_from_slice(b"+OK\r\n"),
+                            Action::After(delay, frame) => {
+                                self.flush().await?;
+                                if !self.wait(delay, &mut stop).await? {
+                                    return Ok(());
+                                }
+                                frame.encode(proto, &mut self.output);
+                            }
                             Action::Close(frame) => {
                                 if let (Some(frame), false) = (frame, dropped) {
                                     frame.encode(proto, &mut self.output);

@@ -852,3 +852,29 @@ fn net_byte_totals_and_instantaneous_rates() {
     });
     assert!(quiet, "the rate stays up after the load");
 }
+
+#[test]
+fn wait_answers_no_replicas_after_its_timeout_and_a_waiting_client_can_leave() {
+    let server = Server::start();
+    let mut s = server.raw();
+    assert_eq!(exchange(&mut s, b"WAIT 0 0\r\n", 4), b":0\r\n");
+    // Asked for a replica: 0 once the timeout has run out; what follows waits for it.
+    let started = std::time::Instant::now();
+    let got = exchange(&mut s, b"WAIT 1 150\r\nPING\r\n", 11);
+    assert_eq!(got, b":0\r\n+PONG\r\n");
+    assert!(started.elapsed() >= Duration::from_millis(150));
+    // No timeout: the client waits until it leaves, and then it is gone.
+    let mut c = server.client();
+    let clients = |c: &mut redis::Connection| run::<String>(c, &["CLIENT", "LIST"]).lines().count();
+    {
+        let mut waiting = server.raw();
+        use std::io::Write;
+        waiting.write_all(b"WAIT 1 0\r\n").unwrap();
+        assert!(eventually(10, || clients(&mut c) == 3));
+    }
+    assert!(
+        eventually(10, || clients(&mut c) == 2),
+        "the waiting client hung up"
+    );
+    assert_eq!(exchange(&mut s, b"PING\r\n", 7), b"+PONG\r\n");
+}

@@ -113,6 +113,10 @@ pub enum Action {
     Ok,
     /// Reply (if anything), then close the connection (QUIT, SHUTDOWN).
     Close(Option<Frame>),
+    /// Reply once this long has passed, or never (`None`): the connection answers
+    /// what came before, then waits for the time, the client leaving or shutdown
+    /// (WAIT for replicas that hotkv does not have). Inside EXEC, at once.
+    After(Option<std::time::Duration>, Frame),
 }
 
 /// A command's outcome; `Err` is a storage failure, which [`execute`] turns into an
@@ -259,6 +263,7 @@ const TABLE: &[Command] = &[
     cmd("bgsave", -1, ADMIN, NO_KEYS, server::bgsave),
     cmd("lastsave", 1, 0, NO_KEYS, server::lastsave),
     cmd("debug", -2, ADMIN | PROTECTED, NO_KEYS, server::debug),
+    cmd("wait", 3, 0, NO_KEYS, server::wait),
     cmd("hotkeys", -1, READONLY, NO_KEYS, hotkeys::hotkeys),
 ];
 
@@ -554,7 +559,7 @@ fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> F
         None => {
             let started = Instant::now();
             let frame = match (cmd.run)(&mut Ctx { server, session }, args) {
-                Ok(Action::Reply(f) | Action::Close(Some(f))) => f,
+                Ok(Action::Reply(f) | Action::Close(Some(f)) | Action::After(_, f)) => f,
                 Ok(Action::Ok) => Frame::Simple("OK".into()),
                 Ok(Action::Close(None)) => Frame::Null,
                 Err(e) => storage_error(&e),

@@ -1,4 +1,4 @@
-//! DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, TIME, ROLE, SHUTDOWN, SAVE, BGSAVE, LASTSAVE, DEBUG.
+//! DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, TIME, ROLE, SHUTDOWN, SAVE, BGSAVE, LASTSAVE, DEBUG, WAIT.
 
 use resp::Frame;
 
@@ -113,4 +113,25 @@ pub(crate) fn protected_refusal(name: &str) -> Frame {
 /// Never runs: [`super::execute`] refuses protected commands first.
 pub fn debug(_: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     reply(protected_refusal("debug"))
+}
+
+/// `WAIT numreplicas timeout`: hotkv has no replicas, so the answer is always 0
+/// acknowledgements; as in Redis, it comes at once when none were asked for, and
+/// otherwise when the timeout (milliseconds, 0: none) runs out.
+pub fn wait(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let Some(replicas) = parse_integer(&args[1]) else {
+        return error(super::NOT_AN_INTEGER);
+    };
+    let Some(timeout) = parse_integer(&args[2]) else {
+        return error("ERR timeout is not an integer or out of range");
+    };
+    if timeout < 0 {
+        return error("ERR timeout is negative");
+    }
+    let acknowledged = Frame::Integer(0);
+    if replicas <= 0 {
+        return reply(acknowledged);
+    }
+    let until = (timeout > 0).then(|| std::time::Duration::from_millis(timeout as u64));
+    Ok(Action::After(until, acknowledged))
 }

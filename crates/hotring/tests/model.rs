@@ -183,14 +183,20 @@ fn grows_through_many_splits() {
     }
 }
 
+/// One ring holding the keys 0..16 (one byte each, valued as themselves).
+fn one_ring_of_16(strategy: HotspotStrategy) -> HotRing {
+    let index = HotRing::with_config(Config::fixed(strategy, 16, 16));
+    for i in 0u8..16 {
+        index.insert(&[i], &[i]);
+    }
+    index
+}
+
 #[test]
 fn sampling_moves_the_head_to_the_hot_key() {
     // One ring of 16 keys; one key drawn almost always: the head must move to it and
     // nearly every read must then hit the head.
-    let index = HotRing::with_config(Config::fixed(HotspotStrategy::Sampling, 16, 16));
-    for i in 0u8..16 {
-        index.insert(&[i], &[i]);
-    }
+    let index = one_ring_of_16(HotspotStrategy::Sampling);
     for round in 0..2000u32 {
         let k = if round % 50 == 0 {
             (round / 50 % 16) as u8
@@ -223,10 +229,7 @@ fn a_flat_ring_is_resampled_rarely_and_still_finds_a_new_hotspot() {
     // then finds no hotspot, and the next waits for an item to draw 12 counted (every
     // fifth) accesses: with equal shares that is 16 * 11 counted accesses, 880 reads,
     // per round. Re-sampling at the hot-ring rate (3) would take ~100 rounds here.
-    let index = HotRing::with_config(Config::fixed(HotspotStrategy::Sampling, 16, 16));
-    for i in 0u8..16 {
-        index.insert(&[i], &[i]);
-    }
+    let index = one_ring_of_16(HotspotStrategy::Sampling);
     for n in 0..16_000u32 {
         let k = (n % 16) as u8;
         assert_eq!(index.get(&[k]), Some(vec![k]));
@@ -247,10 +250,7 @@ fn a_flat_ring_is_resampled_rarely_and_still_finds_a_new_hotspot() {
 
 #[test]
 fn fixed_head_never_moves() {
-    let index = HotRing::with_config(Config::fixed(HotspotStrategy::FixedHead, 16, 16));
-    for i in 0u8..16 {
-        index.insert(&[i], &[i]);
-    }
+    let index = one_ring_of_16(HotspotStrategy::FixedHead);
     for _ in 0..1000 {
         index.get(&[15]);
     }
@@ -259,10 +259,7 @@ fn fixed_head_never_moves() {
 
 #[test]
 fn random_movement_follows_a_single_hotspot() {
-    let index = HotRing::with_config(Config::fixed(HotspotStrategy::Random, 16, 16));
-    for i in 0u8..16 {
-        index.insert(&[i], &[i]);
-    }
+    let index = one_ring_of_16(HotspotStrategy::Random);
     for _ in 0..100 {
         index.get(&[7]);
     }

@@ -6,11 +6,7 @@ use super::{error, int, parse_integer, reply, upper, Ctx, Reply, SYNTAX_ERROR};
 
 pub fn memory(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     match (upper(&args[1]).as_slice(), &args[2..]) {
-        (b"HELP", []) => reply(Frame::Array(
-            HELP.iter()
-                .map(|line| Frame::Simple((*line).into()))
-                .collect(),
-        )),
+        (b"HELP", []) => super::help(HELP),
         (b"USAGE", [key, options @ ..]) => {
             // SAMPLES bounds how many elements Redis inspects in a collection; a string
             // has none, so the count is checked and has nothing to change.

@@ -652,6 +652,13 @@ pub fn name_of(last_command: u64) -> &'static str {
     }
 }
 
+/// A container's HELP: its lines as simple strings, as Redis sends them.
+pub(crate) fn help(lines: &[&str]) -> Reply {
+    reply(Frame::Array(
+        lines.iter().map(|l| Frame::Simple((*l).into())).collect(),
+    ))
+}
+
 pub(crate) fn ok() -> Reply {
     Ok(Action::Ok)
 }

@@ -18,11 +18,7 @@ const SHARED_INTEGERS: i64 = 10_000;
 pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let sub = upper(&args[1]);
     match (sub.as_slice(), &args[2..]) {
-        (b"HELP", []) => reply(Frame::Array(
-            HELP.iter()
-                .map(|line| Frame::Simple((*line).into()))
-                .collect(),
-        )),
+        (b"HELP", []) => super::help(HELP),
         (b"ENCODING", [key]) => match ctx.db().get(key)? {
             None => reply(Frame::Null),
             Some(entry) => reply(Frame::bulk(encoding(&entry.value))),

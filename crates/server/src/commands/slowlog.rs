@@ -36,11 +36,7 @@ pub fn slowlog(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             stats.reset_slowlog();
             ok()
         }
-        (b"HELP", []) => reply(Frame::Array(
-            HELP.iter()
-                .map(|line| Frame::Simple((*line).into()))
-                .collect(),
-        )),
+        (b"HELP", []) => super::help(HELP),
         _ => super::bad_subcommand("slowlog", &args[1]),
     }
 }

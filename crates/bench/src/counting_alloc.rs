@@ -1,8 +1,12 @@
 //! A global allocator that counts bytes in use while counting is switched on, so
 //! every structure's footprint is measured the same way (requested bytes, before the
-//! allocator's own rounding and headers).
+//! allocator's own rounding and headers). It allocates with jemalloc, as hotkv-server
+//! does: glibc's malloc made RCU updates with two threads (freed by the epoch collector
+//! on another thread than allocated them) an allocator benchmark.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
+
+use tikv_jemallocator::Jemalloc;
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 
 pub struct CountingAlloc;
@@ -10,14 +14,14 @@ pub struct CountingAlloc;
 static ON: AtomicBool = AtomicBool::new(false);
 static IN_USE: AtomicIsize = AtomicIsize::new(0);
 
-// SAFETY: defers every allocation to `System` unchanged; only adds bookkeeping.
+// SAFETY: defers every allocation to jemalloc unchanged; only adds bookkeeping.
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if ON.load(Ordering::Relaxed) {
             IN_USE.fetch_add(layout.size() as isize, Ordering::Relaxed);
         }
         // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
+        unsafe { Jemalloc.alloc(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -25,7 +29,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
             IN_USE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
         }
         // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
+        unsafe { Jemalloc.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
@@ -36,7 +40,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
             );
         }
         // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
+        unsafe { Jemalloc.realloc(ptr, layout, new_size) }
     }
 }
 

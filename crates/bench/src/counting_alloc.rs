@@ -6,8 +6,8 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 
-use tikv_jemallocator::Jemalloc;
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
+use tikv_jemallocator::Jemalloc;
 
 pub struct CountingAlloc;
 

@@ -86,6 +86,13 @@ pub struct ImplResult {
     /// threads (null where the OS does not report it): the workers' work rate with the
     /// time they were descheduled taken out. The reaction delay is computed from it.
     pub timeline_ops_per_cpu_sec: Option<Vec<f64>>,
+    /// Items visited per access in the same windows (null where the structure does not
+    /// count them), in the last round.
+    pub timeline_items_per_access: Option<Vec<f64>>,
+    /// Median over rounds: milliseconds after the shift until items per access are back
+    /// within 10% of the second before it. Unlike throughput it does not move with the
+    /// machine's other tenants, so it shows how fast heads follow the hotspot.
+    pub items_recovery_ms: Option<f64>,
     pub workload: String,
     pub dist: String,
     pub keys: u64,
@@ -115,6 +122,8 @@ struct Run {
     reaction_delay_ms: Option<f64>,
     timeline: Vec<f64>,
     cpu_timeline: Option<Vec<f64>>,
+    items_timeline: Option<Vec<f64>>,
+    items_recovery_ms: Option<f64>,
 }
 
 fn value(size: usize, key: u64, salt: u64) -> Vec<u8> {
@@ -221,6 +230,7 @@ pub fn run(args: IndexArgs) -> Result<Vec<ImplResult>, String> {
             let ops: Vec<f64> = l.runs.iter().map(|r| r.ops_per_sec).collect();
             let (items_per_read, head_hit_rate) = l.target.access_stats();
             let delays: Vec<f64> = l.runs.iter().filter_map(|r| r.reaction_delay_ms).collect();
+            let recoveries: Vec<f64> = l.runs.iter().filter_map(|r| r.items_recovery_ms).collect();
             let d = l.target.describe();
             if !d.is_empty() {
                 eprintln!("{}: {d}", l.name);
@@ -242,6 +252,10 @@ pub fn run(args: IndexArgs) -> Result<Vec<ImplResult>, String> {
                 timeline_ops_per_cpu_sec: args
                     .shift_at
                     .and_then(|_| l.runs.last().and_then(|r| r.cpu_timeline.clone())),
+                timeline_items_per_access: args
+                    .shift_at
+                    .and_then(|_| l.runs.last().and_then(|r| r.items_timeline.clone())),
+                items_recovery_ms: (!recoveries.is_empty()).then(|| median(&recoveries)),
                 workload: format!("{:?}", args.workload).to_lowercase(),
                 dist: dist.to_string(),
                 keys: args.keys,
@@ -279,6 +293,8 @@ fn measure_run(l: &Loaded, args: &IndexArgs, seconds: f64, shift_at: Option<f64>
     let duration = Duration::from_secs_f64(seconds);
     let mut timeline = Vec::new();
     let mut cpu_timeline = Vec::new();
+    let mut items_timeline = Vec::new();
+    let mut last_totals = l.target.access_totals();
     let start = Instant::now();
     let total = std::thread::scope(|s| {
         let workers: Vec<_> = (0..args.threads)
@@ -309,6 +325,11 @@ fn measure_run(l: &Loaded, args: &IndexArgs, seconds: f64, shift_at: Option<f64>
             }
             last = now;
             last_cpu = cpu;
+            let totals = l.target.access_totals();
+            if let (Some((accesses, visits)), Some((a0, v0))) = (totals, last_totals) {
+                items_timeline.push((visits - v0) as f64 / (accesses - a0).max(1) as f64);
+            }
+            last_totals = totals;
         }
         stop.store(true, Ordering::Relaxed);
         workers
@@ -319,27 +340,36 @@ fn measure_run(l: &Loaded, args: &IndexArgs, seconds: f64, shift_at: Option<f64>
     let elapsed = start.elapsed().as_secs_f64();
     // Every window has a CPU figure or none has (the OS reports it or does not).
     let cpu_timeline = (cpu_timeline.len() == timeline.len()).then_some(cpu_timeline);
-    let reaction_delay_ms =
-        shift_at.map(|at| reaction_delay(cpu_timeline.as_ref().unwrap_or(&timeline), at));
+    let reaction_delay_ms = shift_at.map(|at| {
+        let timeline = cpu_timeline.as_ref().unwrap_or(&timeline);
+        recovery_ms(timeline, at, |window, steady| window >= 0.9 * steady)
+    });
+    let items_timeline = (items_timeline.len() == timeline.len()).then_some(items_timeline);
+    let items_recovery_ms = shift_at
+        .zip(items_timeline.as_ref())
+        .map(|(at, items)| recovery_ms(items, at, |window, steady| window <= 1.1 * steady));
     Run {
         ops_per_sec: total as f64 / elapsed,
         reaction_delay_ms,
         timeline,
         cpu_timeline,
+        items_timeline,
+        items_recovery_ms,
     }
 }
 
-/// Milliseconds after the shift until throughput (per CPU-second where the OS reports
-/// it) is back to 90% of the mean of the second before it: the start of the first 300 ms window (three samples) whose mean
-/// reaches that, so one noisy sample neither ends nor prolongs the dip. Infinite (null
-/// in JSON) if the run ends first.
-fn reaction_delay(timeline: &[f64], shift_at: f64) -> f64 {
+/// Milliseconds after the shift until a 100 ms timeline is `back` to the mean of the
+/// second before it: the start of the first 300 ms window (three samples) whose mean
+/// passes `back(window mean, steady mean)`, so one noisy sample neither ends nor
+/// prolongs the dip. Infinite (null in JSON) if the run ends first. The reaction delay
+/// is throughput (per CPU-second where the OS reports it) back to 90%.
+fn recovery_ms(timeline: &[f64], shift_at: f64, back: impl Fn(f64, f64) -> bool) -> f64 {
     let shift = ((shift_at * 10.0).round() as usize).min(timeline.len());
     let before = &timeline[shift.saturating_sub(10)..shift];
     let steady = before.iter().sum::<f64>() / before.len().max(1) as f64;
     timeline[shift..]
         .windows(3)
-        .position(|w| w.iter().sum::<f64>() / 3.0 >= 0.9 * steady)
+        .position(|w| back(w.iter().sum::<f64>() / 3.0, steady))
         .map_or(f64::INFINITY, |i| i as f64 * 100.0)
 }
 
@@ -393,12 +423,12 @@ fn drive(
 pub fn print_table(results: &[ImplResult]) {
     let opt = |x: Option<f64>, p: usize| x.map_or("-".to_string(), |v| format!("{v:.p$}"));
     println!(
-        "{:<14} {:>14} {:>9} {:>11} {:>9} {:>11} {:>10}",
-        "impl", "ops/s", "vs chain", "items/read", "head hit", "bytes/key", "delay ms"
+        "{:<14} {:>14} {:>9} {:>11} {:>9} {:>11} {:>10} {:>10}",
+        "impl", "ops/s", "vs chain", "items/read", "head hit", "bytes/key", "delay ms", "items ms"
     );
     for r in results {
         println!(
-            "{:<14} {:>14.0} {:>9} {:>11} {:>9} {:>11.1} {:>10}",
+            "{:<14} {:>14.0} {:>9} {:>11} {:>9} {:>11.1} {:>10} {:>10}",
             r.name,
             r.ops_per_sec,
             opt(r.ratio_vs_chain, 2),
@@ -406,6 +436,7 @@ pub fn print_table(results: &[ImplResult]) {
             opt(r.head_hit_rate, 3),
             r.bytes_per_key,
             opt(r.reaction_delay_ms, 0),
+            opt(r.items_recovery_ms, 0),
         );
     }
 }

@@ -11,6 +11,11 @@ pub trait Target: Send + Sync {
         (None, None)
     }
     fn reset_access_stats(&self) {}
+    /// (accesses, items visited) so far, counted the way `access_stats` reads them,
+    /// where the structure keeps them cheaply.
+    fn access_totals(&self) -> Option<(u64, u64)> {
+        None
+    }
     /// Anything worth printing about the structure after a run.
     fn describe(&self) -> String {
         String::new()
@@ -87,6 +92,9 @@ impl Target for HotRing {
     }
     fn reset_access_stats(&self) {
         HotRing::reset_access_stats(self)
+    }
+    fn access_totals(&self) -> Option<(u64, u64)> {
+        Some(HotRing::access_totals(self))
     }
     fn describe(&self) -> String {
         let s = self.stats();

@@ -645,6 +645,16 @@ impl HotRing {
         self.measure(None)
     }
 
+    /// The running totals behind [`Stats::items_per_access`]: `(sampled accesses,
+    /// items those accesses visited)`. Cheap (no walk), for watching the index over
+    /// time: the difference of two readings is the items per access in between.
+    pub fn access_totals(&self) -> (u64, u64) {
+        (
+            self.counters.sum(|s| s.accesses.load(StdOrdering::Relaxed)),
+            self.counters.sum(|s| s.visits.load(StdOrdering::Relaxed)),
+        )
+    }
+
     /// As [`HotRing::stats`], with the ring lengths and bytes estimated from at most
     /// `max_items` items, starting at the ring that covers `from` (and wrapping around
     /// once): bounded work whatever the index's size, for a server's INFO. The counters

@@ -440,3 +440,26 @@ pub fn print_table(results: &[ImplResult]) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::recovery_ms;
+
+    #[test]
+    fn recovery_is_the_first_three_windows_back_near_the_second_before() {
+        // Ten windows of 10 before a shift at 1 s, a dip, then back.
+        let mut throughput = vec![10.0; 10];
+        throughput.extend([2.0, 5.0, 9.5, 8.0, 9.5, 9.5, 9.5]);
+        let up = |w: f64, steady: f64| w >= 0.9 * steady;
+        // Windows 2-4 average 9.0: back 200 ms after the shift; one good window alone
+        // (window 2) does not end the dip.
+        assert_eq!(recovery_ms(&throughput, 1.0, up), 200.0);
+        let mut items = vec![1.1; 10];
+        items.extend([1.6, 1.3, 1.25, 1.2, 1.15, 1.1]);
+        let down = |w: f64, steady: f64| w <= 1.1 * steady;
+        // Windows 1-3 average 1.25, 2-4 average 1.20, within 10% of 1.1 (1.21).
+        assert_eq!(recovery_ms(&items, 1.0, down), 200.0);
+        let never = [vec![10.0; 10], vec![1.0; 5]].concat();
+        assert!(recovery_ms(&never, 1.0, up).is_infinite());
+    }
+}

@@ -724,7 +724,7 @@ impl HotRing {
         let bytes = dir.bytes() + item_bytes;
         let len = self.len();
         let c = &self.counters;
-        let accesses = c.sum(|s| s.accesses.load(StdOrdering::Relaxed));
+        let (accesses, visits) = self.access_totals();
         let ratio = |n: u64| {
             if accesses == 0 {
                 0.0
@@ -737,7 +737,7 @@ impl HotRing {
             rings,
             directory_slots: dir.len(),
             head_hit_rate: ratio(c.sum(|s| s.head_hits.load(StdOrdering::Relaxed))),
-            items_per_access: ratio(c.sum(|s| s.visits.load(StdOrdering::Relaxed))),
+            items_per_access: ratio(visits),
             head_moves: c.sum(|s| s.head_moves.load(StdOrdering::Relaxed)),
             sample_rounds: c.sum(|s| s.sample_rounds.load(StdOrdering::Relaxed)),
             splits: self.splits.load(StdOrdering::Relaxed),

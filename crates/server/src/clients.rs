@@ -58,6 +58,17 @@ impl Client {
         }
     }
 
+    /// The counters a client's departure folds into [`Departed`], in its order.
+    fn counters(&self) -> [&AtomicU64; 5] {
+        [
+            &self.commands,
+            &self.hits,
+            &self.misses,
+            &self.net_in,
+            &self.net_out,
+        ]
+    }
+
     pub fn touch(&self) {
         self.last_active
             .store(self.created.elapsed().as_millis() as u64, Ordering::Relaxed);
@@ -96,6 +107,19 @@ pub struct Departed {
     pub net_out: AtomicU64,
 }
 
+impl Departed {
+    /// Its counters, in [`Client::counters`]'s order.
+    fn counters(&self) -> [&AtomicU64; 5] {
+        [
+            &self.commands,
+            &self.hits,
+            &self.misses,
+            &self.net_in,
+            &self.net_out,
+        ]
+    }
+}
+
 #[derive(Default)]
 pub struct Clients {
     live: Mutex<BTreeMap<u64, Arc<Client>>>,
@@ -122,16 +146,23 @@ impl Clients {
     pub fn leave(&self, id: u64) {
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = live.remove(&id) {
-            let d = &self.departed;
-            for (total, own) in [
-                (&d.commands, &c.commands),
-                (&d.hits, &c.hits),
-                (&d.misses, &c.misses),
-                (&d.net_in, &c.net_in),
-                (&d.net_out, &c.net_out),
-            ] {
+            for (total, own) in self.departed.counters().into_iter().zip(c.counters()) {
                 total.fetch_add(own.load(Ordering::Relaxed), Ordering::Relaxed);
             }
+        }
+    }
+
+    /// CONFIG RESETSTAT: zeroes the connection counts and every client's counters,
+    /// live and departed.
+    pub fn reset_counters(&self) {
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let clients = live.values().flat_map(|c| c.counters());
+        for counter in [&self.received, &self.rejected]
+            .into_iter()
+            .chain(self.departed.counters())
+            .chain(clients)
+        {
+            counter.store(0, Ordering::Relaxed);
         }
     }
 

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 const STRIPES: usize = 8;
 
@@ -169,10 +169,11 @@ impl CommandStats {
     }
 
     /// Adds a request to the slow log, dropping the oldest entries past `max_len`.
-    /// `args` are as the client sent them; they are cut to Redis's limits here.
+    /// `args` are as the client sent them (passwords redacted); they are cut to Redis's
+    /// limits here.
     pub fn log_slow(
         &self,
-        args: &[Vec<u8>],
+        args: &[&[u8]],
         took: Duration,
         client_addr: String,
         client_name: Vec<u8>,
@@ -191,13 +192,11 @@ impl CommandStats {
                     cut.extend_from_slice(format!("... ({more} more bytes)").as_bytes());
                     cut
                 } else {
-                    a.clone()
+                    a.to_vec()
                 }
             })
             .collect();
-        let unix_secs = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let unix_secs = crate::entry::now_ms() / 1000;
         let mut log = self.slowlog.lock().unwrap_or_else(|e| e.into_inner());
         let id = log.next_id;
         log.next_id += 1;
@@ -315,7 +314,9 @@ mod tests {
     fn slow_entries_are_cut_to_redis_limits_and_the_log_to_its_length() {
         let stats = CommandStats::new(1);
         let many: Vec<Vec<u8>> = (0..40).map(|i| format!("a{i}").into_bytes()).collect();
-        let long = vec![vec![b'x'; 130]];
+        let many: Vec<&[u8]> = many.iter().map(Vec::as_slice).collect();
+        let x130 = [b'x'; 130];
+        let long: Vec<&[u8]> = vec![&x130];
         for (i, args) in [&many, &long, &many].into_iter().enumerate() {
             let name = format!("c{i}").into_bytes();
             stats.log_slow(args, Duration::from_millis(20), "1.2.3.4:5".into(), name, 2);

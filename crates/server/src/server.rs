@@ -125,31 +125,8 @@ impl Server {
 
     /// CONFIG RESETSTAT: zeroes INFO's counters and the index's access statistics.
     pub fn reset_stats(&self) {
-        let c = &self.clients;
-        let d = &c.departed;
-        for counter in [
-            &c.received,
-            &c.rejected,
-            &d.commands,
-            &d.hits,
-            &d.misses,
-            &d.net_in,
-            &d.net_out,
-            &self.evicted,
-        ] {
-            counter.store(0, Ordering::Relaxed);
-        }
-        for client in c.snapshot() {
-            for counter in [
-                &client.commands,
-                &client.hits,
-                &client.misses,
-                &client.net_in,
-                &client.net_out,
-            ] {
-                counter.store(0, Ordering::Relaxed);
-            }
-        }
+        self.clients.reset_counters();
+        self.evicted.store(0, Ordering::Relaxed);
         self.command_stats.reset();
         self.db.reset_stats();
     }

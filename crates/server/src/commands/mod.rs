@@ -119,6 +119,18 @@ pub enum Action {
     After(Option<std::time::Duration>, Frame),
 }
 
+impl Action {
+    /// The error reply's text (after the `-`), if the reply is one.
+    fn error(&self) -> Option<&str> {
+        match self {
+            Action::Reply(Frame::Error(e))
+            | Action::Close(Some(Frame::Error(e)))
+            | Action::After(_, Frame::Error(e)) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// A command's outcome; `Err` is a storage failure, which [`execute`] turns into an
 /// error reply.
 pub type Reply = Result<Action, engine::Error>;
@@ -328,7 +340,7 @@ pub fn writes(session: &Session, args: &[Vec<u8>]) -> bool {
 /// Runs one request from a client. `args` is not empty.
 pub fn execute(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
     let action = run(server, session, args);
-    if let Action::Reply(Frame::Error(e)) | Action::Close(Some(Frame::Error(e))) = &action {
+    if let Some(e) = action.error() {
         server.command_stats.record_error(e);
     }
     action
@@ -385,11 +397,7 @@ fn run(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
         (cmd.run)(&mut Ctx { server, session }, args)
     };
     let action = outcome.unwrap_or_else(|e| Action::Reply(storage_error(&e)));
-    let error = match &action {
-        Action::Reply(Frame::Error(e)) | Action::Close(Some(Frame::Error(e))) => Some(e.as_str()),
-        _ => None,
-    };
-    record(server, session, index, stat, args, started, error);
+    record(server, session, index, stat, args, started, action.error());
     action
 }
 
@@ -429,12 +437,12 @@ fn record(
             .map(|i| i + 1),
         _ => None,
     };
-    let args: Vec<Vec<u8>> = args
+    let args: Vec<&[u8]> = args
         .iter()
         .enumerate()
         .map(|(i, a)| match redact_from {
-            Some(from) if i >= from => b"(redacted)".to_vec(),
-            _ => a.clone(),
+            Some(from) if i >= from => b"(redacted)",
+            _ => a.as_slice(),
         })
         .collect();
     let client = &session.client;
@@ -481,41 +489,38 @@ fn subcommands_of(name: &str) -> &'static [&'static str] {
         .map_or(&[], |(_, subs)| subs)
 }
 
-/// What the statistics count calls under, numbered: the table's commands by their
-/// place in it, then every container's subcommands; each with its Redis 7 name.
-fn stat_names() -> &'static [String] {
-    static NAMES: OnceLock<Vec<String>> = OnceLock::new();
-    NAMES.get_or_init(|| {
-        // In the order `stat_slot` numbers them: the table's order.
-        let commands = TABLE.iter().map(|c| c.name.to_string());
-        let subs = TABLE.iter().flat_map(|c| {
-            subcommands_of(c.name)
-                .iter()
-                .map(move |s| format!("{}|{}", c.name, s.to_ascii_lowercase()))
-        });
-        commands.chain(subs).collect()
+/// How calls are numbered for the statistics: the table's commands by their place in
+/// it, then every container's subcommands, each with its Redis 7 name.
+struct StatSlots {
+    names: Vec<String>,
+    /// For each command of the table, its subcommands' first slot and the subcommands.
+    containers: Vec<Option<(usize, &'static [&'static str])>>,
+}
+
+fn stat_slots() -> &'static StatSlots {
+    static SLOTS: OnceLock<StatSlots> = OnceLock::new();
+    SLOTS.get_or_init(|| {
+        let mut names: Vec<String> = TABLE.iter().map(|c| c.name.to_string()).collect();
+        let containers = TABLE
+            .iter()
+            .map(|c| {
+                let subs = subcommands_of(c.name);
+                let first = names.len();
+                names.extend(
+                    subs.iter()
+                        .map(|s| format!("{}|{}", c.name, s.to_ascii_lowercase())),
+                );
+                (!subs.is_empty()).then_some((first, subs))
+            })
+            .collect();
+        StatSlots { names, containers }
     })
 }
 
 /// Where the call `args` of the command at `index` is counted: under its subcommand
 /// when it is a container's known one, else under the command.
 fn stat_slot(index: usize, args: &[Vec<u8>]) -> usize {
-    // For each command, its subcommands' first slot and the subcommands.
-    type Containers = Vec<Option<(usize, &'static [&'static str])>>;
-    static CONTAINERS: OnceLock<Containers> = OnceLock::new();
-    let containers = CONTAINERS.get_or_init(|| {
-        let mut next = TABLE.len();
-        TABLE
-            .iter()
-            .map(|c| {
-                let subs = subcommands_of(c.name);
-                let first = next;
-                next += subs.len();
-                (!subs.is_empty()).then_some((first, subs))
-            })
-            .collect()
-    });
-    let Some((first, subs)) = containers[index] else {
+    let Some((first, subs)) = stat_slots().containers[index] else {
         return index;
     };
     args.get(1)
@@ -528,7 +533,7 @@ fn stat_slot(index: usize, args: &[Vec<u8>]) -> usize {
 
 /// How many counters [`CommandStats`](crate::command_stats) keeps: see [`stat_slot`].
 pub fn count() -> usize {
-    stat_names().len()
+    stat_slots().names.len()
 }
 
 /// The reply to a command the storage engine failed. Refused writes get Redis's
@@ -646,7 +651,8 @@ pub(crate) fn bad_subcommand(container: &str, sub: &[u8]) -> Reply {
 pub fn name_of(last_command: u64) -> &'static str {
     match last_command {
         0 => "NULL",
-        n => stat_names()
+        n => stat_slots()
+            .names
             .get(n as usize - 1)
             .map_or("NULL", String::as_str),
     }

@@ -19,14 +19,9 @@ pub struct Client {
     last_active: AtomicU64,
     pub name: Mutex<Vec<u8>>,
     pub lib: Mutex<(String, String)>,
-    /// Index in the command table of the last command, +1 (0: none yet).
+    /// Where the last command was counted (`commands::name_of`), +1 (0: none yet).
     pub last_command: AtomicU64,
-    pub commands: AtomicU64,
-    pub hits: AtomicU64,
-    pub misses: AtomicU64,
-    /// Bytes read from and written to the client's socket.
-    pub net_in: AtomicU64,
-    pub net_out: AtomicU64,
+    pub traffic: Traffic,
     pub resp: AtomicU8,
     pub in_multi: AtomicBool,
     pub no_evict: AtomicBool,
@@ -45,28 +40,13 @@ impl Client {
             name: Mutex::new(Vec::new()),
             lib: Mutex::new(Default::default()),
             last_command: AtomicU64::new(0),
-            commands: AtomicU64::new(0),
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
-            net_in: AtomicU64::new(0),
-            net_out: AtomicU64::new(0),
+            traffic: Traffic::default(),
             resp: AtomicU8::new(2),
             in_multi: AtomicBool::new(false),
             no_evict: AtomicBool::new(false),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
         }
-    }
-
-    /// The counters a client's departure folds into [`Departed`], in its order.
-    fn counters(&self) -> [&AtomicU64; 5] {
-        [
-            &self.commands,
-            &self.hits,
-            &self.misses,
-            &self.net_in,
-            &self.net_out,
-        ]
     }
 
     pub fn touch(&self) {
@@ -97,18 +77,19 @@ impl Client {
     }
 }
 
-/// Totals of clients that have disconnected, so INFO's counters never go backwards.
+/// What INFO sums over clients: one client's, or (`Clients::departed`) the totals of
+/// those that have disconnected, so INFO's counters never go backwards.
 #[derive(Default)]
-pub struct Departed {
+pub struct Traffic {
     pub commands: AtomicU64,
     pub hits: AtomicU64,
     pub misses: AtomicU64,
+    /// Bytes read from and written to the client's socket.
     pub net_in: AtomicU64,
     pub net_out: AtomicU64,
 }
 
-impl Departed {
-    /// Its counters, in [`Client::counters`]'s order.
+impl Traffic {
     fn counters(&self) -> [&AtomicU64; 5] {
         [
             &self.commands,
@@ -123,7 +104,7 @@ impl Departed {
 #[derive(Default)]
 pub struct Clients {
     live: Mutex<BTreeMap<u64, Arc<Client>>>,
-    pub departed: Departed,
+    departed: Traffic,
     pub received: AtomicU64,
     pub rejected: AtomicU64,
 }
@@ -146,7 +127,12 @@ impl Clients {
     pub fn leave(&self, id: u64) {
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = live.remove(&id) {
-            for (total, own) in self.departed.counters().into_iter().zip(c.counters()) {
+            for (total, own) in self
+                .departed
+                .counters()
+                .into_iter()
+                .zip(c.traffic.counters())
+            {
                 total.fetch_add(own.load(Ordering::Relaxed), Ordering::Relaxed);
             }
         }
@@ -156,7 +142,7 @@ impl Clients {
     /// live and departed.
     pub fn reset_counters(&self) {
         let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
-        let clients = live.values().flat_map(|c| c.counters());
+        let clients = live.values().flat_map(|c| c.traffic.counters());
         for counter in [&self.received, &self.rejected]
             .into_iter()
             .chain(self.departed.counters())
@@ -180,16 +166,12 @@ impl Clients {
     }
 
     /// A counter summed over live and departed clients.
-    pub fn total(
-        &self,
-        field: impl Fn(&Client) -> &AtomicU64,
-        departed: impl Fn(&Departed) -> &AtomicU64,
-    ) -> u64 {
+    pub fn total(&self, field: impl Fn(&Traffic) -> &AtomicU64) -> u64 {
         let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
-        departed(&self.departed).load(Ordering::Relaxed)
+        field(&self.departed).load(Ordering::Relaxed)
             + live
                 .values()
-                .map(|c| field(c).load(Ordering::Relaxed))
+                .map(|c| field(&c.traffic).load(Ordering::Relaxed))
                 .sum::<u64>()
     }
 }

@@ -114,6 +114,7 @@ impl Connection {
         }
         self.session
             .client
+            .traffic
             .net_out
             .fetch_add(pending, Ordering::Relaxed);
         self.output.clear();
@@ -147,7 +148,7 @@ impl Connection {
                     if n == 0 {
                         return Ok(false);
                     }
-                    client.net_in.fetch_add(n as u64, Ordering::Relaxed);
+                    client.traffic.net_in.fetch_add(n as u64, Ordering::Relaxed);
                 }
             }
         }
@@ -264,7 +265,7 @@ impl Connection {
                     if n == 0 {
                         return Ok(());
                     }
-                    client.net_in.fetch_add(n as u64, Ordering::Relaxed);
+                    client.traffic.net_in.fetch_add(n as u64, Ordering::Relaxed);
                 }
                 _ = stop.changed() => return Ok(()),
                 _ = client.killed() => return Err(Ended::Killed),

@@ -191,9 +191,9 @@ impl Server {
                 let c = &self.clients;
                 self.rates.sample(
                     [
-                        c.total(|c| &c.commands, |d| &d.commands),
-                        c.total(|c| &c.net_in, |d| &d.net_in),
-                        c.total(|c| &c.net_out, |d| &d.net_out),
+                        c.total(|t| &t.commands),
+                        c.total(|t| &t.net_in),
+                        c.total(|t| &t.net_out),
                     ],
                     Instant::now(),
                 );

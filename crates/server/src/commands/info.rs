@@ -169,31 +169,22 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
                 "total_connections_received",
                 &c.received.load(Ordering::Relaxed),
             );
-            field(
-                "total_commands_processed",
-                &c.total(|c| &c.commands, |d| &d.commands),
-            );
+            field("total_commands_processed", &c.total(|t| &t.commands));
             let rates = &server.rates;
             field(
                 "instantaneous_ops_per_sec",
                 &(rates.rate(Metric::Commands).round() as u64),
             );
-            field(
-                "total_net_input_bytes",
-                &c.total(|c| &c.net_in, |d| &d.net_in),
-            );
-            field(
-                "total_net_output_bytes",
-                &c.total(|c| &c.net_out, |d| &d.net_out),
-            );
+            field("total_net_input_bytes", &c.total(|t| &t.net_in));
+            field("total_net_output_bytes", &c.total(|t| &t.net_out));
             let kbps = |m| format!("{:.2}", rates.rate(m) / 1024.0);
             field("instantaneous_input_kbps", &kbps(Metric::NetInput));
             field("instantaneous_output_kbps", &kbps(Metric::NetOutput));
             field("rejected_connections", &c.rejected.load(Ordering::Relaxed));
             field("expired_keys", &server.db.expired_count());
             field("evicted_keys", &server.evicted.load(Ordering::Relaxed));
-            field("keyspace_hits", &c.total(|c| &c.hits, |d| &d.hits));
-            field("keyspace_misses", &c.total(|c| &c.misses, |d| &d.misses));
+            field("keyspace_hits", &c.total(|t| &t.hits));
+            field("keyspace_misses", &c.total(|t| &t.misses));
             field("total_error_replies", &server.command_stats.error_replies());
         }
         "errorstats" => {

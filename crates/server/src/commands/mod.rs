@@ -87,9 +87,9 @@ impl Session {
 
     fn hit(&self, found: bool) {
         let counter = if found {
-            &self.client.hits
+            &self.client.traffic.hits
         } else {
-            &self.client.misses
+            &self.client.traffic.misses
         };
         counter.fetch_add(1, Ordering::Relaxed);
     }
@@ -376,7 +376,7 @@ fn run(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
         return Action::Reply(Frame::Simple("QUEUED".into()));
     }
     let client = &session.client;
-    client.commands.fetch_add(1, Ordering::Relaxed);
+    client.traffic.commands.fetch_add(1, Ordering::Relaxed);
     client
         .last_command
         .store(stat as u64 + 1, Ordering::Relaxed);

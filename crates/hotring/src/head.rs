@@ -48,6 +48,12 @@ const MIN_SAMPLES: u32 = 8;
 /// head is already right but whose other items still draw accesses (any ring of a
 /// uniform workload, and most rings of a skewed one) is sampled over and over for
 /// nothing; an item that has become hot repeats within a few R-th accesses.
+///
+/// Meanwhile the head item's counter holds its *lead*, at most this much: an R-th
+/// access that hits the head adds one, a cold one takes one away. While the head
+/// leads, it draws more than the rest of the ring together, and an item reaching the
+/// trigger starts over instead of starting a round. A lead this small drains within
+/// as many cold accesses, so a hotspot that moved off the head is not held up.
 const CALM_TRIGGER: u16 = 3;
 
 /// A round that found no item drawing at least half of its samples leaves the slot
@@ -100,6 +106,14 @@ impl HotRing {
         stripe.visits.fetch_add(visits as u64, StdOrdering::Relaxed);
         if hot {
             stripe.head_hits.fetch_add(1, StdOrdering::Relaxed);
+            if head.total() == CALM && !head.active() {
+                if let Some(item) = counted {
+                    // The head's lead (see CALM_TRIGGER); no write once it is full.
+                    let _ = item.update_next(|l| {
+                        (l.counter() < CALM_TRIGGER).then(|| l.with_counter(l.counter() + 1))
+                    });
+                }
+            }
             return;
         }
         if head.active() {
@@ -122,10 +136,30 @@ impl HotRing {
                     _ => None,
                 };
                 if let Some(trigger) = trigger {
-                    let counted = item.update_next(|l| {
-                        (l.counter() < Link::COUNTER_MAX).then(|| l.with_counter(l.counter() + 1))
-                    });
-                    if counted.is_ok_and(|l| l.counter() + 1 < trigger) {
+                    let reached = item
+                        .update_next(|l| {
+                            (l.counter() < Link::COUNTER_MAX)
+                                .then(|| l.with_counter(l.counter() + 1))
+                        })
+                        .is_ok_and(|l| l.counter() + 1 >= trigger);
+                    let head_leads = head.total() == CALM && {
+                        let current = self
+                            .item(head.target(), guard)
+                            .expect("a head is never null");
+                        current != item
+                            && current
+                                .update_next(|l| {
+                                    (l.counter() > 0).then(|| l.with_counter(l.counter() - 1))
+                                })
+                                .is_ok_and(|l| l.counter() > 1)
+                    };
+                    if !reached {
+                        return;
+                    }
+                    if head_leads {
+                        // A round would only confirm the head, after a guess that sends
+                        // its accesses past a cold item until the round ends.
+                        let _ = item.update_next(|l| Some(l.with_counter(0)));
                         return;
                     }
                 }

@@ -249,6 +249,43 @@ fn a_flat_ring_is_resampled_rarely_and_still_finds_a_new_hotspot() {
 }
 
 #[test]
+fn a_calm_ring_whose_head_stays_hottest_is_not_resampled_but_follows_a_swap() {
+    // One ring of 16 keys: a hot key drawn three reads in four, a warm key eight items
+    // after it (in ring order, which the iterator follows) the fourth, so the best head
+    // is the hot key. The warm key draws three counted accesses every 60 reads; the head
+    // leads meanwhile, so no round starts (counting only the warm key would start one
+    // each time, ~260 in 16,000 reads). When the head is not the hottest item, because
+    // the best head sits before it, the lead does not apply and rounds go on as before.
+    let index = one_ring_of_16(HotspotStrategy::Sampling);
+    let order: Vec<u8> = index.iter().map(|(k, _)| k[0]).collect();
+    let (hot, warm) = (order[2], order[10]);
+    let read = |hot: u8, warm: u8, reads: u32| {
+        for n in 0..reads {
+            let k = if n % 4 == 3 { warm } else { hot };
+            assert_eq!(index.get(&[k]), Some(vec![k]));
+        }
+    };
+    read(hot, warm, 2000);
+    let before = index.stats().sample_rounds;
+    index.reset_access_stats();
+    read(hot, warm, 16_000);
+    let stats = index.stats();
+    let rounds = stats.sample_rounds - before;
+    assert!(rounds <= 10, "{rounds} sampling rounds");
+    assert!(
+        stats.head_hit_rate > 0.7,
+        "head hit rate {}",
+        stats.head_hit_rate
+    );
+    // The two keys swap shares: the head follows.
+    read(warm, hot, 2000);
+    index.reset_access_stats();
+    read(warm, hot, 4000);
+    let hit = index.stats().head_hit_rate;
+    assert!(hit > 0.7, "head hit rate {hit} after the swap");
+}
+
+#[test]
 fn fixed_head_never_moves() {
     let index = one_ring_of_16(HotspotStrategy::FixedHead);
     for _ in 0..1000 {

@@ -13,6 +13,8 @@ import pytest
 # Replies that legitimately differ, each for a documented reason:
 # - one database only (SELECT 1 is an error in hotkv, so later DBSIZEs differ too);
 # - INCRBYFLOAT adds in f64 where Redis uses long double, so 1e400 overflows only here;
+# - an unknown command's arguments are echoed in the error as text: bytes that are not
+#   UTF-8 show as U+FFFD where Redis copies them;
 # - OBJECT ENCODING names the encoding from the value alone, where Redis keeps "raw" for a
 #   string that APPEND, SETRANGE, SETBIT or BITOP built, whatever its length (so the random
 #   sequences below leave it out);
@@ -492,6 +494,16 @@ def test_replies_match_redis_byte_for_byte(server, redis_port):
 
 VALUES = [b"", b"0", b"1", b"-1", b"42", b"007", b"3.5", b"abc", b"foobar", b"hello world",
           b"9223372036854775807", b"-9223372036854775808", b"\x00\xff\r\n", b"x" * 50, b"\xf0\x0f"]
+# Exactly representable in binary, so f64 and Redis's long double print them alike.
+FLOATS = [b"1.5", b"-0.25", b"3", b"1e3", b"-2.5e2", b"abc", b"", b"inf", b"-inf", b"0x10",
+          b" 1", b"1 ", b"0", b"-0", b"+4", b"1e", b"5.0e0"]
+# Seconds or milliseconds: valid, zero, negative, not a number, and past every limit. The
+# valid ones are long enough that nothing expires between the two servers' turns.
+EXPIRES = [b"1000000", b"86400", b"0", b"-1", b"x", b"1.5", b"9223372036854775807",
+           b"9223372036854775", b"-9223372036854775808"]
+# Absolute times: far in the future or invalid. A key set to expire in the past lingers in
+# Redis until something reads or samples it, so DBSIZE and WATCH would depend on timing.
+DEADLINES = [b"99999999999999", b"0", b"-1", b"x", b"9223372036854775807"]
 INTS = [b"0", b"1", b"-1", b"2", b"5", b"-3", b"7", b"100", b"x", b"9223372036854775807"]
 
 
@@ -544,6 +556,29 @@ def random_command(rng):
         lambda: [b"GETEX", key()] + ([b"PERSIST"] if rng.random() < 0.5 else []),
         lambda: [rng.choice([b"MULTI", b"EXEC", b"DISCARD", b"UNWATCH"])],
         lambda: [b"WATCH", key()],
+        # Own keys, so the sums stay within the digits f64 and long double share (see the
+        # top of this file).
+        lambda: [b"INCRBYFLOAT", b"f%d" % rng.randrange(2), rng.choice(FLOATS)],
+        lambda: [b"SET", b"f%d" % rng.randrange(2), rng.choice(FLOATS)],
+        lambda: [b"GET", b"f%d" % rng.randrange(2)],
+        lambda: [rng.choice([b"SETEX", b"PSETEX"]), key(), rng.choice(EXPIRES), value()],
+        lambda: [b"SET", key(), value()] + rng.choice([
+            [rng.choice([b"EX", b"PX"]), rng.choice(EXPIRES)],
+            [rng.choice([b"EXAT", b"PXAT"]), rng.choice(DEADLINES)]]) + rng.sample([b"NX", b"XX", b"GET", b"KEEPTTL"], rng.randrange(2)),
+        lambda: [rng.choice([b"EXPIRE", b"PEXPIRE"]), key(), rng.choice(EXPIRES)]
+        + rng.sample([b"NX", b"XX", b"GT", b"LT", b"nx"], rng.randrange(3)),
+        lambda: [b"GETEX", key()] + rng.choice([
+            [], [b"PERSIST"], [b"EX", rng.choice(EXPIRES)], [b"PX", rng.choice(EXPIRES)],
+            [b"EX"], [b"EX", b"10", b"PX", b"10"], [b"PERSIST", b"EX", b"10"]]),
+        lambda: [rng.choice([b"TOUCH", b"UNLINK", b"EXISTS"])] + [key() for _ in range(rng.randrange(1, 4))],
+        lambda: [b"ECHO", value()],
+        lambda: [b"PING"] + [value() for _ in range(rng.randrange(3))],
+        lambda: [b"SETRANGE", key(), rng.choice([b"536870912", b"-1", b"x"]), value()],
+        # Wrong arity and unknown names get Redis's exact words (an unknown command's
+        # arguments are echoed as text, so only UTF-8 ones here).
+        lambda: rng.choice([[b"GET"], [b"SET", key()], [b"MSET", key()], [b"GETRANGE", key(), b"0"],
+                            [b"nosuch", key(), rng.choice(VALUES[:12] + [b"a\x00b"])],
+                            [b"Get", key(), key()], [b"EXPIRE", key()]]),
     ]
     return rng.choice(makers)()
 

@@ -70,9 +70,7 @@ pub fn parse_expiry(opt: &[u8], arg: &[u8], command: &str) -> Result<Option<Expi
 /// The four EXPIRE commands: `key n [NX | XX | GT | LT]`, `n` in `unit` ms, relative
 /// or absolute.
 fn set_expiry(ctx: &mut Ctx, args: &[Vec<u8>], unit: i64, absolute: bool, command: &str) -> Reply {
-    let Some(n) = parse_integer(&args[2]) else {
-        return error(NOT_AN_INTEGER);
-    };
+    // Options first, then the time: the order in which Redis reports what is wrong.
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for opt in &args[3..] {
         match upper(opt).as_slice() {
@@ -94,6 +92,9 @@ fn set_expiry(ctx: &mut Ctx, args: &[Vec<u8>], unit: i64, absolute: bool, comman
     if gt && lt {
         return error("ERR GT and LT options at the same time are not compatible");
     }
+    let Some(n) = parse_integer(&args[2]) else {
+        return error(NOT_AN_INTEGER);
+    };
     let invalid = format!("ERR invalid expire time in '{command}' command");
     let Some(ms) = n.checked_mul(unit) else {
         return error(&invalid);

@@ -31,26 +31,34 @@ pub fn getex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         }
         i += 1;
     }
-    // None: leave the expiry; Some(None): PERSIST; Some(Some(t)): expire at t.
+    // None: leave the expiry; Some(None): PERSIST; Some(Some(t)): expire at t. A bad
+    // time is an error only for a key that exists, as in Redis, which looks it up first.
     let expiry = match expiry_option {
-        None => None,
-        Some((_, None)) => Some(None),
+        None => Ok(None),
+        Some((_, None)) => Ok(Some(None)),
         Some((kind, Some(arg))) => match parse_expiry(&kind, arg, "getex") {
-            Ok(Some(Expiry::At(at))) => Some(Some(at)),
+            Ok(Some(Expiry::At(at))) => Ok(Some(Some(at))),
             Ok(_) => return error(SYNTAX_ERROR),
-            Err(e) => return reply(e),
+            Err(e) => Err(e),
         },
     };
-    let value = ctx.db().update(&args[1], |e| match (e, expiry) {
-        (None, _) => (Change::Keep, None),
-        (Some(e), None) => (Change::Keep, Some(e.value.clone())),
+    let value = ctx.db().update(&args[1], |e| match (e, &expiry) {
+        (None, _) => (Change::Keep, Ok(None)),
+        (Some(_), Err(e)) => (Change::Keep, Err(e.clone())),
+        (Some(e), Ok(None)) => (Change::Keep, Ok(Some(e.value.clone()))),
         // PERSIST on a key with no expiry changes nothing (and so aborts no WATCH).
-        (Some(e), Some(None)) if e.deadline.is_none() => (Change::Keep, Some(e.value.clone())),
-        (Some(e), Some(deadline)) => (
-            Change::Put(e.value.clone(), deadline),
-            Some(e.value.clone()),
+        (Some(e), Ok(Some(None))) if e.deadline.is_none() => {
+            (Change::Keep, Ok(Some(e.value.clone())))
+        }
+        (Some(e), Ok(Some(deadline))) => (
+            Change::Put(e.value.clone(), *deadline),
+            Ok(Some(e.value.clone())),
         ),
     })?;
+    let value = match value {
+        Ok(value) => value,
+        Err(e) => return reply(e),
+    };
     ctx.session.hit(value.is_some());
     reply(value.map_or(Frame::Null, Frame::Bulk))
 }

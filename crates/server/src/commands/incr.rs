@@ -56,15 +56,76 @@ pub fn decrby(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 
 /// A float as Redis's INCRBYFLOAT reads one: the whole string, no spaces.
 fn parse_float(b: &[u8]) -> Option<f64> {
+    // Redis reads with strtold and refuses what it leaves unread, leading space,
+    // NaN, and what over- or underflows (a range error with an infinite or zero result).
     let s = std::str::from_utf8(b).ok()?;
-    if s.is_empty()
-        || s.starts_with(|c: char| c.is_ascii_whitespace())
-        || s.ends_with(|c: char| c.is_ascii_whitespace())
+    if s.is_empty() || s.len() >= MAX_FLOAT_TEXT || s.starts_with(|c: char| c.is_ascii_whitespace())
     {
         return None;
     }
-    let v: f64 = s.parse().ok()?;
-    (!v.is_nan()).then_some(v)
+    let (v, digits, exponent) = match parse_hex_float(s) {
+        Some(hex) => hex?,
+        None => {
+            let (mantissa, exponent) = s.split_once(['e', 'E']).unwrap_or((s, "0"));
+            let exponent = exponent.parse::<i32>().unwrap_or(0);
+            (s.parse::<f64>().ok()?, mantissa, exponent)
+        }
+    };
+    let written_infinite = s
+        .trim_start_matches(['+', '-'])
+        .get(..3)
+        .is_some_and(|w| w.eq_ignore_ascii_case("inf"));
+    let overflow = v.is_infinite() && !written_infinite;
+    // A long double reaches down to 1e-4951: what f64 rounds to zero above that is
+    // zero to Redis's 17 printed decimals too, so only below it is an error.
+    let underflow = v == 0.0
+        && exponent < LONG_DOUBLE_MIN_EXP10
+        && digits.bytes().any(|c| c.is_ascii_hexdigit() && c != b'0');
+    (!v.is_nan() && !overflow && !underflow).then_some(v)
+}
+
+const LONG_DOUBLE_MIN_EXP10: i32 = -4950;
+
+/// Redis copies a float's text into a buffer of this many bytes first.
+const MAX_FLOAT_TEXT: usize = 5 * 1024;
+
+/// C's hexadecimal float, `[+-]0x`, hex digits with an optional `.`, and an optional
+/// binary exponent `p[+-]N`, which strtold reads too. `None` if `s` does not start
+/// so; `Some(None)` if it does but is not such a number. Gives the value, its
+/// digits, and its exponent in powers of ten.
+fn parse_hex_float(s: &str) -> Option<Option<(f64, &str, i32)>> {
+    let (negative, rest) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let body = rest
+        .strip_prefix("0x")
+        .or_else(|| rest.strip_prefix("0X"))?;
+    let (digits, exponent) = match body.split_once(['p', 'P']) {
+        Some((digits, exponent)) => (digits, Some(exponent)),
+        None => (body, None),
+    };
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    if whole.is_empty() && fraction.is_empty() {
+        return Some(None);
+    }
+    let mut mantissa = 0f64;
+    for c in whole.chars().chain(fraction.chars()) {
+        let Some(d) = c.to_digit(16) else {
+            return Some(None);
+        };
+        mantissa = mantissa * 16.0 + f64::from(d);
+    }
+    let exponent: i32 = match exponent.map(str::parse::<i32>) {
+        None => 0,
+        Some(Ok(e)) => e,
+        Some(Err(_)) => return Some(None),
+    };
+    let scale = exponent.saturating_sub(4 * fraction.len() as i32);
+    let v = mantissa * 2f64.powi(scale);
+    let exponent10 = (f64::from(exponent) * std::f64::consts::LOG10_2) as i32;
+    Some(Some((if negative { -v } else { v }, digits, exponent10)))
 }
 
 /// The result's text as Redis prints it: Redis adds in `long double` and prints 17
@@ -128,6 +189,21 @@ mod tests {
         assert_eq!(parse_float(b"1 "), None);
         assert_eq!(parse_float(b"nan"), None);
         assert_eq!(parse_float(b""), None);
+        // As strtold reads them.
+        assert_eq!(parse_float(b"0x10"), Some(16.0));
+        assert_eq!(parse_float(b"-0X1.8p1"), Some(-3.0));
+        assert_eq!(parse_float(b"0x.8"), Some(0.5));
+        assert_eq!(parse_float(b"0x"), None);
+        assert_eq!(parse_float(b"0x1p"), None);
+        assert_eq!(parse_float(b"0x1g"), None);
+        assert_eq!(parse_float(b"Infinity"), Some(f64::INFINITY));
+        assert_eq!(parse_float(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_float(b"1e-400"), Some(0.0), "a long double's range");
+        assert_eq!(parse_float(b"1e-5000"), None, "underflows a long double");
+        assert_eq!(parse_float(b"0x1p-20000"), None, "underflows a long double");
+        assert_eq!(parse_float(b"0e-5000"), Some(0.0));
+        assert_eq!(parse_float(b"1e400"), None, "overflows");
+        assert_eq!(parse_float(&vec![b'1'; MAX_FLOAT_TEXT]), None);
         assert_eq!(format_float(10.5 + 0.1), "10.6");
         assert_eq!(format_float(17179869184.0 + 1.5), "17179869185.5");
         assert_eq!(format_float(1.0 + 5000.0), "5001");

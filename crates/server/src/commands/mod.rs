@@ -605,22 +605,24 @@ fn refuse(session: &mut Session, error: Frame) -> Action {
 }
 
 /// Redis's wording, which clients match on: the name as typed, then up to 128
-/// bytes of the arguments, each quoted and followed by a space.
+/// bytes of the arguments, each quoted and followed by a space. Redis prints them as
+/// C strings, so each ends at a NUL byte; bytes that are not UTF-8 print here as
+/// U+FFFD, where Redis copies them (an error reply is text in this server).
 fn unknown(args: &[Vec<u8>]) -> Frame {
+    let c_string = |a: &[u8]| -> String {
+        let end = a.iter().position(|&b| b == 0).unwrap_or(a.len());
+        String::from_utf8_lossy(&a[..end]).into_owned()
+    };
     let mut rest = String::new();
     for a in &args[1..] {
         if rest.len() >= 128 {
             break;
         }
         let room = 128 - rest.len();
-        let a = String::from_utf8_lossy(a);
-        let a: String = a.chars().take(room).collect();
+        let a: String = c_string(a).chars().take(room).collect();
         rest.push_str(&format!("'{a}' "));
     }
-    let name: String = String::from_utf8_lossy(&args[0])
-        .chars()
-        .take(128)
-        .collect();
+    let name: String = c_string(&args[0]).chars().take(128).collect();
     Frame::error(format!(
         "ERR unknown command '{name}', with args beginning with: {rest}"
     ))

@@ -95,6 +95,8 @@ pub struct Config {
     /// Requests taking at least this many microseconds go to the slow log; negative: none.
     slowlog_log_slower_than: AtomicI64,
     slowlog_max_len: AtomicU64,
+    /// Requests taking at least this many milliseconds go to the latency monitor; 0: none.
+    latency_monitor_threshold: AtomicU64,
     /// `client-output-buffer-limit` for normal clients: hard bytes, soft bytes, soft
     /// seconds (0: no limit), as in Redis.
     output_limit: [AtomicU64; 3],
@@ -126,6 +128,7 @@ impl Default for Config {
             proto_max_bulk_len: AtomicU64::new(512 * 1024 * 1024),
             slowlog_log_slower_than: AtomicI64::new(10_000),
             slowlog_max_len: AtomicU64::new(128),
+            latency_monitor_threshold: AtomicU64::new(0),
             output_limit: Default::default(),
         }
     }
@@ -151,6 +154,7 @@ const NAMES: &[&str] = &[
     "proto-max-bulk-len",
     "slowlog-log-slower-than",
     "slowlog-max-len",
+    "latency-monitor-threshold",
     "client-output-buffer-limit",
     "databases",
     "save",
@@ -211,6 +215,11 @@ impl Config {
         let micros = self.slowlog_log_slower_than.load(Ordering::Relaxed);
         (micros >= 0).then(|| std::time::Duration::from_micros(micros as u64))
     }
+    /// The latency monitor's threshold, or `None` when it is off.
+    pub fn latency_threshold(&self) -> Option<std::time::Duration> {
+        let ms = self.latency_monitor_threshold.load(Ordering::Relaxed);
+        (ms > 0).then(|| std::time::Duration::from_millis(ms))
+    }
     pub fn slowlog_max_len(&self) -> usize {
         self.slowlog_max_len.load(Ordering::Relaxed) as usize
     }
@@ -266,6 +275,10 @@ impl Config {
                 .load(Ordering::Relaxed)
                 .to_string(),
             "slowlog-max-len" => self.slowlog_max_len().to_string(),
+            "latency-monitor-threshold" => self
+                .latency_monitor_threshold
+                .load(Ordering::Relaxed)
+                .to_string(),
             "client-output-buffer-limit" => {
                 let (h, s, t) = self.output_limit();
                 format!("normal {h} {s} {t} {OTHER_OUTPUT_LIMITS}")
@@ -338,16 +351,12 @@ impl Config {
                 self.slowlog_log_slower_than.store(n, Ordering::Relaxed);
             }
             "slowlog-max-len" => {
-                let n: i128 = text
-                    .parse()
-                    .map_err(|_| invalid("argument couldn't be parsed into an integer"))?;
-                let n = u64::try_from(n)
-                    .ok()
-                    .filter(|n| *n <= i64::MAX as u64)
-                    .ok_or_else(|| {
-                        invalid("argument must be between 0 and 9223372036854775807 inclusive")
-                    })?;
+                let n = non_negative(text).map_err(invalid)?;
                 self.slowlog_max_len.store(n, Ordering::Relaxed);
+            }
+            "latency-monitor-threshold" => {
+                let n = non_negative(text).map_err(invalid)?;
+                self.latency_monitor_threshold.store(n, Ordering::Relaxed);
             }
             "client-output-buffer-limit" => {
                 let words: Vec<&str> = text.split_whitespace().collect();
@@ -616,6 +625,17 @@ pub fn parse_memory(text: &str) -> Option<u64> {
         _ => return None,
     };
     digits.parse::<u64>().ok()?.checked_mul(scale)
+}
+
+/// An integer from 0 to `i64::MAX`, as Redis bounds its counts and thresholds.
+fn non_negative(text: &str) -> Result<u64, &'static str> {
+    let n: i128 = text
+        .parse()
+        .map_err(|_| "argument couldn't be parsed into an integer")?;
+    u64::try_from(n)
+        .ok()
+        .filter(|n| *n <= i64::MAX as u64)
+        .ok_or("argument must be between 0 and 9223372036854775807 inclusive")
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ mod entry;
 mod glob;
 mod instantaneous;
 mod io_threads;
+mod latency;
 mod memory;
 mod pause;
 mod server;

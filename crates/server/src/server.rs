@@ -11,6 +11,7 @@ use crate::command_stats::CommandStats;
 use crate::config::{Config, Policy};
 use crate::db::{Db, Sampled};
 use crate::instantaneous::Rates;
+use crate::latency::LatencyMonitor;
 use crate::pause::Pause;
 use engine::gate::Gate;
 
@@ -24,6 +25,7 @@ pub struct Server {
     pub evicted: AtomicU64,
     pub pause: Pause,
     pub command_stats: CommandStats,
+    pub latency: LatencyMonitor,
     pub rates: Rates,
     /// Unix seconds of the last successful SAVE or BGSAVE (the start time before one),
     /// and whether the last one succeeded.
@@ -65,6 +67,7 @@ impl Server {
             evicted: AtomicU64::new(0),
             pause: Pause::default(),
             command_stats: CommandStats::new(crate::commands::count()),
+            latency: LatencyMonitor::default(),
             rates: Rates::default(),
             last_save: AtomicU64::new(crate::entry::now_ms() / 1000),
             last_save_failed: AtomicBool::new(false),

@@ -878,3 +878,72 @@ fn wait_answers_no_replicas_after_its_timeout_and_a_waiting_client_can_leave() {
     );
     assert_eq!(exchange(&mut s, b"PING\r\n", 7), b"+PONG\r\n");
 }
+
+#[test]
+fn latency_monitor_records_requests_over_its_threshold() {
+    let server = Server::start();
+    let mut c = server.client();
+    // 200,000 keys: KEYS over them takes well over a millisecond.
+    for batch in 0..200 {
+        let mut mset = redis::cmd("MSET");
+        for i in 0..1000 {
+            mset.arg(format!("k{batch}:{i}")).arg("v");
+        }
+        mset.query::<()>(&mut c).unwrap();
+    }
+    type Latest = Vec<(String, i64, i64, i64)>;
+    let keys = |c: &mut redis::Connection| run::<Vec<String>>(c, &["KEYS", "*"]).len();
+    assert_eq!(keys(&mut c), 200_000);
+    assert_eq!(
+        run::<Latest>(&mut c, &["LATENCY", "LATEST"]),
+        vec![],
+        "off by default"
+    );
+    let refused = run_err(
+        &mut c,
+        &["CONFIG", "SET", "latency-monitor-threshold", "-1"],
+    );
+    assert!(refused.contains("between 0 and"), "{refused}");
+    run::<()>(&mut c, &["CONFIG", "SET", "latency-monitor-threshold", "1"]);
+    let threshold: Vec<String> = run(&mut c, &["CONFIG", "GET", "latency-monitor-threshold"]);
+    assert_eq!(threshold, vec!["latency-monitor-threshold", "1"]);
+    assert_eq!(keys(&mut c), 200_000);
+    let latest: Latest = run(&mut c, &["LATENCY", "LATEST"]);
+    assert_eq!(latest.len(), 1, "{latest:?}");
+    let (event, at, last, max) = &latest[0];
+    assert_eq!(event, "command", "KEYS is not a fast command");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    assert!((now - at).abs() < 60, "{at} is not now");
+    assert!(*last >= 1 && max >= last, "{latest:?}");
+    let history: Vec<(i64, i64)> = run(&mut c, &["LATENCY", "HISTORY", "command"]);
+    assert_eq!(history.last(), Some(&(*at, *last)));
+    let none: Vec<(i64, i64)> = run(&mut c, &["LATENCY", "HISTORY", "nosuch"]);
+    assert!(none.is_empty());
+    let graph: String = run(&mut c, &["LATENCY", "GRAPH", "command"]);
+    assert!(graph.starts_with("command - high "), "{graph}");
+    let refused = run_err(&mut c, &["LATENCY", "GRAPH", "nosuch"]);
+    assert!(
+        refused.contains("No samples available for event 'nosuch'"),
+        "{refused}"
+    );
+    let doctor: String = run(&mut c, &["LATENCY", "DOCTOR"]);
+    assert!(doctor.contains("command: "), "{doctor}");
+    let refused = run_err(&mut c, &["LATENCY", "HISTORY"]);
+    assert!(
+        refused.contains("wrong number of arguments for 'latency|history' command"),
+        "{refused}"
+    );
+    assert_eq!(run::<i64>(&mut c, &["LATENCY", "RESET", "nosuch"]), 0);
+    assert_eq!(run::<i64>(&mut c, &["LATENCY", "RESET"]), 1);
+    assert_eq!(run::<Latest>(&mut c, &["LATENCY", "LATEST"]), vec![]);
+    // The command table says which commands are fast, as Redis's does.
+    let mut fast = |name: &str| {
+        let info: redis::Value = run(&mut c, &["COMMAND", "INFO", name]);
+        format!("{info:?}").contains("fast")
+    };
+    assert!(fast("get") && fast("incr") && fast("ping"));
+    assert!(!fast("set") && !fast("keys") && !fast("mset"));
+}

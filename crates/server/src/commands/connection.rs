@@ -188,13 +188,14 @@ pub fn command(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 
 /// One command's COMMAND INFO entry, in Redis 7's shape.
 fn info(c: &super::Command) -> Frame {
-    use super::{ADMIN, DENYOOM, NO_AUTH, READONLY, WRITE};
+    use super::{ADMIN, DENYOOM, FAST, NO_AUTH, READONLY, WRITE};
     let flags = [
         (WRITE, "write"),
         (READONLY, "readonly"),
         (DENYOOM, "denyoom"),
         (ADMIN, "admin"),
         (NO_AUTH, "no_auth"),
+        (FAST, "fast"),
     ]
     .iter()
     .filter(|(bit, _)| c.flags & bit != 0)

@@ -14,6 +14,7 @@ mod hotkeys;
 mod incr;
 mod info;
 mod keyspace;
+mod latency;
 mod lcs;
 mod memory;
 mod object;
@@ -157,6 +158,9 @@ const EXEC: u16 = 128;
 /// Refused as Redis refuses it by default (DEBUG): before it runs, so inside MULTI the
 /// transaction is doomed.
 const PROTECTED: u16 = 256;
+/// Constant or O(log n) time, as Redis flags it: its latency samples go to the
+/// `fast-command` event instead of `command`.
+const FAST: u16 = 512;
 
 pub struct Command {
     name: &'static str,
@@ -193,37 +197,37 @@ const R: u16 = READONLY;
 #[rustfmt::skip]
 const TABLE: &[Command] = &[
     // Connection.
-    cmd("ping", -1, 0, NO_KEYS, connection::ping),
-    cmd("echo", 2, 0, NO_KEYS, connection::echo),
-    cmd("quit", -1, NO_AUTH | NO_QUEUE, NO_KEYS, connection::quit),
-    cmd("reset", 1, NO_AUTH | NO_QUEUE, NO_KEYS, connection::reset),
-    cmd("hello", -1, NO_AUTH, NO_KEYS, connection::hello),
-    cmd("auth", -2, NO_AUTH, NO_KEYS, connection::auth),
-    cmd("select", 2, 0, NO_KEYS, connection::select),
+    cmd("ping", -1, FAST, NO_KEYS, connection::ping),
+    cmd("echo", 2, FAST, NO_KEYS, connection::echo),
+    cmd("quit", -1, NO_AUTH | NO_QUEUE | FAST, NO_KEYS, connection::quit),
+    cmd("reset", 1, NO_AUTH | NO_QUEUE | FAST, NO_KEYS, connection::reset),
+    cmd("hello", -1, NO_AUTH | FAST, NO_KEYS, connection::hello),
+    cmd("auth", -2, NO_AUTH | FAST, NO_KEYS, connection::auth),
+    cmd("select", 2, FAST, NO_KEYS, connection::select),
     cmd("client", -2, 0, NO_KEYS, client::client),
     // Strings.
-    cmd("get", 2, R, ONE_KEY, get::get),
-    cmd("getdel", 2, WRITE, ONE_KEY, get::getdel),
-    cmd("getex", -2, WRITE, ONE_KEY, get::getex),
-    cmd("getset", 3, W, ONE_KEY, set::getset),
+    cmd("get", 2, R | FAST, ONE_KEY, get::get),
+    cmd("getdel", 2, WRITE | FAST, ONE_KEY, get::getdel),
+    cmd("getex", -2, WRITE | FAST, ONE_KEY, get::getex),
+    cmd("getset", 3, W | FAST, ONE_KEY, set::getset),
     cmd("set", -3, W, ONE_KEY, set::set),
-    cmd("setnx", 3, W, ONE_KEY, set::setnx),
+    cmd("setnx", 3, W | FAST, ONE_KEY, set::setnx),
     cmd("setex", 4, W, ONE_KEY, set::setex),
     cmd("psetex", 4, W, ONE_KEY, set::psetex),
-    cmd("mget", -2, R, ALL_KEYS, strings::mget),
+    cmd("mget", -2, R | FAST, ALL_KEYS, strings::mget),
     cmd("mset", -3, W | ALONE, (1, -1, 2), set::mset),
     cmd("msetnx", -3, W | ALONE, (1, -1, 2), set::msetnx),
-    cmd("strlen", 2, R, ONE_KEY, strings::strlen),
-    cmd("append", 3, W, ONE_KEY, strings::append),
+    cmd("strlen", 2, R | FAST, ONE_KEY, strings::strlen),
+    cmd("append", 3, W | FAST, ONE_KEY, strings::append),
     cmd("getrange", 4, R, ONE_KEY, strings::getrange),
     cmd("substr", 4, R, ONE_KEY, strings::getrange),
     cmd("setrange", 4, W, ONE_KEY, strings::setrange),
-    cmd("incr", 2, W, ONE_KEY, incr::incr),
-    cmd("decr", 2, W, ONE_KEY, incr::decr),
-    cmd("incrby", 3, W, ONE_KEY, incr::incrby),
-    cmd("decrby", 3, W, ONE_KEY, incr::decrby),
-    cmd("incrbyfloat", 3, W, ONE_KEY, incr::incrbyfloat),
-    cmd("getbit", 3, R, ONE_KEY, bits::getbit),
+    cmd("incr", 2, W | FAST, ONE_KEY, incr::incr),
+    cmd("decr", 2, W | FAST, ONE_KEY, incr::decr),
+    cmd("incrby", 3, W | FAST, ONE_KEY, incr::incrby),
+    cmd("decrby", 3, W | FAST, ONE_KEY, incr::decrby),
+    cmd("incrbyfloat", 3, W | FAST, ONE_KEY, incr::incrbyfloat),
+    cmd("getbit", 3, R | FAST, ONE_KEY, bits::getbit),
     cmd("setbit", 4, W, ONE_KEY, bits::setbit),
     cmd("bitcount", -2, R, ONE_KEY, bits::bitcount),
     cmd("bitpos", -3, R, ONE_KEY, bits::bitpos),
@@ -231,49 +235,50 @@ const TABLE: &[Command] = &[
     cmd("lcs", -3, R, (1, 2, 1), lcs::lcs),
     // Keyspace.
     cmd("del", -2, WRITE, ALL_KEYS, del::del),
-    cmd("unlink", -2, WRITE, ALL_KEYS, del::del),
-    cmd("exists", -2, R, ALL_KEYS, exists::exists),
-    cmd("touch", -2, R, ALL_KEYS, exists::exists),
-    cmd("type", 2, R, ONE_KEY, keyspace::type_of),
+    cmd("unlink", -2, WRITE | FAST, ALL_KEYS, del::del),
+    cmd("exists", -2, R | FAST, ALL_KEYS, exists::exists),
+    cmd("touch", -2, R | FAST, ALL_KEYS, exists::exists),
+    cmd("type", 2, R | FAST, ONE_KEY, keyspace::type_of),
     cmd("rename", 3, WRITE | ALONE, (1, 2, 1), keyspace::rename),
-    cmd("renamenx", 3, WRITE | ALONE, (1, 2, 1), keyspace::renamenx),
+    cmd("renamenx", 3, WRITE | ALONE | FAST, (1, 2, 1), keyspace::renamenx),
     cmd("randomkey", 1, R, NO_KEYS, keyspace::randomkey),
     cmd("keys", 2, R, NO_KEYS, scan::keys),
     cmd("scan", -2, R, NO_KEYS, scan::scan),
-    cmd("dbsize", 1, R, NO_KEYS, server::dbsize),
+    cmd("dbsize", 1, R | FAST, NO_KEYS, server::dbsize),
     cmd("flushdb", -1, WRITE | ALONE, NO_KEYS, server::flush),
     cmd("flushall", -1, WRITE | ALONE, NO_KEYS, server::flush),
-    cmd("expire", -3, WRITE, ONE_KEY, expire::expire),
-    cmd("pexpire", -3, WRITE, ONE_KEY, expire::pexpire),
-    cmd("expireat", -3, WRITE, ONE_KEY, expire::expireat),
-    cmd("pexpireat", -3, WRITE, ONE_KEY, expire::pexpireat),
-    cmd("ttl", 2, R, ONE_KEY, expire::ttl),
-    cmd("pttl", 2, R, ONE_KEY, expire::pttl),
-    cmd("expiretime", 2, R, ONE_KEY, expire::expiretime),
-    cmd("pexpiretime", 2, R, ONE_KEY, expire::pexpiretime),
-    cmd("persist", 2, WRITE, ONE_KEY, expire::persist),
+    cmd("expire", -3, WRITE | FAST, ONE_KEY, expire::expire),
+    cmd("pexpire", -3, WRITE | FAST, ONE_KEY, expire::pexpire),
+    cmd("expireat", -3, WRITE | FAST, ONE_KEY, expire::expireat),
+    cmd("pexpireat", -3, WRITE | FAST, ONE_KEY, expire::pexpireat),
+    cmd("ttl", 2, R | FAST, ONE_KEY, expire::ttl),
+    cmd("pttl", 2, R | FAST, ONE_KEY, expire::pttl),
+    cmd("expiretime", 2, R | FAST, ONE_KEY, expire::expiretime),
+    cmd("pexpiretime", 2, R | FAST, ONE_KEY, expire::pexpiretime),
+    cmd("persist", 2, WRITE | FAST, ONE_KEY, expire::persist),
     cmd("object", -2, R, (2, 2, 1), object::object),
     cmd("copy", -3, W | ALONE, (1, 2, 1), keyspace::copy),
-    cmd("move", 3, WRITE, ONE_KEY, keyspace::move_key),
+    cmd("move", 3, WRITE | FAST, ONE_KEY, keyspace::move_key),
     // Transactions.
-    cmd("multi", 1, NO_QUEUE, NO_KEYS, transaction::multi),
+    cmd("multi", 1, NO_QUEUE | FAST, NO_KEYS, transaction::multi),
     cmd("exec", 1, NO_QUEUE | EXEC, NO_KEYS, transaction::exec),
-    cmd("discard", 1, NO_QUEUE, NO_KEYS, transaction::discard),
-    cmd("watch", -2, NO_QUEUE, ALL_KEYS, transaction::watch),
-    cmd("unwatch", 1, 0, NO_KEYS, transaction::unwatch),
+    cmd("discard", 1, NO_QUEUE | FAST, NO_KEYS, transaction::discard),
+    cmd("watch", -2, NO_QUEUE | FAST, ALL_KEYS, transaction::watch),
+    cmd("unwatch", 1, FAST, NO_KEYS, transaction::unwatch),
     // Server.
     cmd("command", -1, 0, NO_KEYS, connection::command),
     cmd("config", -2, ADMIN, NO_KEYS, config::config),
     cmd("info", -1, 0, NO_KEYS, info::info),
-    cmd("time", 1, 0, NO_KEYS, server::time),
-    cmd("role", 1, 0, NO_KEYS, server::role),
+    cmd("time", 1, FAST, NO_KEYS, server::time),
+    cmd("role", 1, FAST, NO_KEYS, server::role),
     cmd("memory", -2, R, (2, 2, 1), memory::memory),
-    cmd("swapdb", 3, WRITE, NO_KEYS, server::swapdb),
+    cmd("swapdb", 3, WRITE | FAST, NO_KEYS, server::swapdb),
     cmd("shutdown", -1, ADMIN | NO_QUEUE, NO_KEYS, server::shutdown),
     cmd("slowlog", -2, ADMIN, NO_KEYS, slowlog::slowlog),
+    cmd("latency", -2, ADMIN, NO_KEYS, latency::latency),
     cmd("save", 1, ADMIN, NO_KEYS, server::save),
     cmd("bgsave", -1, ADMIN, NO_KEYS, server::bgsave),
-    cmd("lastsave", 1, 0, NO_KEYS, server::lastsave),
+    cmd("lastsave", 1, FAST, NO_KEYS, server::lastsave),
     cmd("debug", -2, ADMIN | PROTECTED, NO_KEYS, server::debug),
     cmd("wait", 3, 0, NO_KEYS, server::wait),
     cmd("hotkeys", -1, READONLY, NO_KEYS, hotkeys::hotkeys),
@@ -424,6 +429,19 @@ fn record(
     server
         .command_stats
         .record_call(stat, took, error.is_some());
+    if let Some(threshold) = server.config.latency_threshold() {
+        if took >= threshold {
+            let event = if TABLE[index].flags & FAST != 0 {
+                "fast-command"
+            } else {
+                "command"
+            };
+            let ms = took.as_millis() as u64;
+            server
+                .latency
+                .record(event, ms, crate::entry::now_ms() / 1000);
+        }
+    }
     let slow = server.config.slowlog_threshold().is_some_and(|t| took >= t);
     if !slow || TABLE[index].flags & EXEC != 0 {
         return;
@@ -477,6 +495,10 @@ const SUBCOMMANDS: &[(&str, &[&str])] = &[
     (
         "object",
         &["HELP", "ENCODING", "REFCOUNT", "FREQ", "IDLETIME"],
+    ),
+    (
+        "latency",
+        &["LATEST", "HISTORY", "RESET", "GRAPH", "DOCTOR", "HELP"],
     ),
     ("slowlog", &["GET", "LEN", "RESET", "HELP"]),
 ];

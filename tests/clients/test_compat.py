@@ -148,6 +148,12 @@ LATENCY NOSUCH
 CONFIG SET latency-monitor-threshold -1
 CONFIG SET latency-monitor-threshold x
 CONFIG GET latency-monitor-threshold
+CONFIG SET latency-tracking maybe
+CONFIG SET latency-tracking-info-percentiles abc
+CONFIG SET latency-tracking-info-percentiles 101
+CONFIG SET latency-tracking-info-percentiles -1
+CONFIG GET latency-tracking
+LATENCY HISTOGRAM nosuch
 BGSAVE NOW
 LASTSAVE x
 WAIT x 0

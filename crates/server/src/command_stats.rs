@@ -1,6 +1,7 @@
-//! What INFO commandstats, INFO errorstats and SLOWLOG report: calls, time and errors
-//! per command, error replies by their code word, and the requests that ran longer
-//! than `slowlog-log-slower-than`.
+//! What INFO commandstats, INFO errorstats, INFO latencystats, LATENCY HISTOGRAM and
+//! SLOWLOG report: calls, time, errors and a latency histogram per command, error
+//! replies by their code word, and the requests that ran longer than
+//! `slowlog-log-slower-than`.
 //!
 //! Every request adds to the counters, so they are striped: a thread adds to its own
 //! stripe (picked once per thread) and INFO sums the stripes. One shared counter per
@@ -21,6 +22,85 @@ const SLOWLOG_MAX_ARG_BYTES: usize = 128;
 /// Distinct error codes INFO errorstats tracks, as Redis caps them: a client cannot
 /// grow the table without bound by making up error words (from scripts, in Redis).
 const MAX_ERROR_CODES: usize = 128;
+
+/// Latency histograms are log-linear over nanoseconds: values below 4 have a bucket
+/// each, then every power of two is cut into 4, so a bucket is at most a quarter of
+/// its lower bound wide (Redis's HDR histograms keep 2 significant digits; a quarter
+/// is enough for p50/p99 and costs a 1.2 KiB array per command and stripe). Times
+/// from 2^40 ns (18 minutes) up share the last bucket.
+const SUB_BUCKETS: u64 = 4;
+const MAX_EXPONENT: u32 = 39;
+const BUCKETS: usize = (SUB_BUCKETS + (MAX_EXPONENT as u64 - 1) * SUB_BUCKETS) as usize;
+
+fn bucket_of(ns: u64) -> usize {
+    if ns < SUB_BUCKETS {
+        return ns as usize;
+    }
+    let exponent = (63 - ns.leading_zeros()).min(MAX_EXPONENT);
+    let ns = ns.min((1 << (MAX_EXPONENT + 1)) - 1);
+    let sub = (ns >> (exponent - 2)) & (SUB_BUCKETS - 1);
+    (SUB_BUCKETS + (exponent as u64 - 2) * SUB_BUCKETS + sub) as usize
+}
+
+/// The highest time, in nanoseconds, that falls in bucket `b`.
+fn bucket_ceiling(b: usize) -> u64 {
+    let b = b as u64;
+    if b < SUB_BUCKETS {
+        return b;
+    }
+    let exponent = (b - SUB_BUCKETS) / SUB_BUCKETS + 2;
+    let sub = (b - SUB_BUCKETS) % SUB_BUCKETS;
+    ((SUB_BUCKETS + sub + 1) << (exponent - 2)) - 1
+}
+
+/// One command's latency histogram, summed over the stripes.
+pub struct Histogram {
+    counts: Vec<u64>,
+    calls: u64,
+}
+
+impl Histogram {
+    pub fn calls(&self) -> u64 {
+        self.calls
+    }
+
+    /// The `p`th percentile in microseconds, as the highest time of the bucket that
+    /// holds it (Redis reports its HDR histogram's highest equivalent value too).
+    pub fn percentile_usec(&self, p: f64) -> f64 {
+        let rank = ((p / 100.0 * self.calls as f64).ceil() as u64).clamp(1, self.calls.max(1));
+        let mut seen = 0;
+        for (b, n) in self.counts.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return bucket_ceiling(b) as f64 / 1000.0;
+            }
+        }
+        0.0
+    }
+
+    /// `(bound, calls at or below it)` at each power of two from 1024 ns up, in units
+    /// of 1024 ns, where calls fall in the step below it: LATENCY HISTOGRAM's
+    /// `histogram_usec`, which Redis draws from the same steps.
+    pub fn cumulative_usec(&self) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let (mut seen, mut last) = (0, 0);
+        let mut bound_exponent = 10;
+        for (b, n) in self.counts.iter().enumerate() {
+            while bucket_ceiling(b) >= 1 << bound_exponent {
+                if seen > last {
+                    out.push((1 << (bound_exponent - 10), seen));
+                    last = seen;
+                }
+                bound_exponent += 1;
+            }
+            seen += n;
+        }
+        if seen > last {
+            out.push((1 << (bound_exponent - 10), seen));
+        }
+        out
+    }
+}
 
 #[derive(Default)]
 struct Counters {
@@ -62,6 +142,8 @@ pub struct CommandStats {
     /// `STRIPES` arrays of one `Counters` per command; each array is its own allocation,
     /// so two threads' stripes do not share cache lines.
     stripes: Vec<Box<[Counters]>>,
+    /// Per stripe, `BUCKETS` latency counts for each command in turn.
+    histograms: Vec<Box<[AtomicU64]>>,
     slowlog: Mutex<SlowLog>,
     /// Error replies by code (the reply's first word), in the order first seen. Error
     /// replies are the uncommon path, so one lock does.
@@ -84,10 +166,32 @@ impl CommandStats {
             stripes: (0..STRIPES)
                 .map(|_| (0..commands).map(|_| Counters::default()).collect())
                 .collect(),
+            histograms: (0..STRIPES)
+                .map(|_| (0..commands * BUCKETS).map(|_| AtomicU64::new(0)).collect())
+                .collect(),
             slowlog: Mutex::default(),
             errors: Mutex::default(),
             error_replies: AtomicU64::new(0),
         }
+    }
+
+    /// Adds a call of command `index` that ran for `took` to its latency histogram.
+    pub fn record_latency(&self, index: usize, took: Duration) {
+        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        self.histograms[my_stripe()][index * BUCKETS + bucket_of(ns)]
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Command `index`'s latency histogram, or `None` if it recorded no call.
+    pub fn histogram(&self, index: usize) -> Option<Histogram> {
+        let mut counts = vec![0u64; BUCKETS];
+        for stripe in &self.histograms {
+            for (count, n) in counts.iter_mut().zip(&stripe[index * BUCKETS..][..BUCKETS]) {
+                *count += n.load(Ordering::Relaxed);
+            }
+        }
+        let calls = counts.iter().sum();
+        (calls > 0).then_some(Histogram { counts, calls })
     }
 
     /// An error reply was sent; `text` is what follows the `-`.
@@ -160,6 +264,9 @@ impl CommandStats {
             for counter in [&c.calls, &c.micros, &c.rejected, &c.failed] {
                 counter.store(0, Ordering::Relaxed);
             }
+        }
+        for n in self.histograms.iter().flat_map(|h| h.iter()) {
+            n.store(0, Ordering::Relaxed);
         }
         self.errors
             .lock()
@@ -243,6 +350,64 @@ impl CommandStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_time_falls_in_the_one_bucket_that_bounds_it_within_a_quarter() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let samples = (0..64).flat_map(|e| [1u64 << e, (1u64 << e) - 1, (1u64 << e) + 1]);
+        let random = (0..100_000).map(|_| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng >> (rng % 64)
+        });
+        for ns in samples.chain(random) {
+            let b = bucket_of(ns);
+            assert!(b < BUCKETS, "{ns} ns: bucket {b}");
+            if ns < 1 << (MAX_EXPONENT + 1) {
+                assert!(bucket_ceiling(b) >= ns, "{ns} ns above its bucket {b}");
+                assert!(
+                    b == 0 || bucket_ceiling(b - 1) < ns,
+                    "{ns} ns fits bucket {}",
+                    b - 1
+                );
+                let floor = if b == 0 { 0 } else { bucket_ceiling(b - 1) + 1 };
+                assert!(
+                    bucket_ceiling(b) - floor <= floor / 4,
+                    "bucket {b} too wide"
+                );
+            } else {
+                assert_eq!(b, BUCKETS - 1);
+            }
+        }
+    }
+
+    #[test]
+    fn percentiles_and_the_cumulative_histogram() {
+        let stats = CommandStats::new(2);
+        assert!(stats.histogram(0).is_none());
+        for _ in 0..98 {
+            stats.record_latency(0, Duration::from_micros(5));
+        }
+        stats.record_latency(0, Duration::from_micros(100));
+        stats.record_latency(0, Duration::from_millis(3));
+        let h = stats.histogram(0).unwrap();
+        assert_eq!(h.calls(), 100);
+        let p50 = h.percentile_usec(50.0);
+        assert!((5.0..=5.0 * 1.25).contains(&p50), "p50 {p50}");
+        let p99 = h.percentile_usec(99.0);
+        assert!((100.0..=125.0).contains(&p99), "p99 {p99}");
+        let p999 = h.percentile_usec(99.9);
+        assert!((3000.0..=3750.0).contains(&p999), "p99.9 {p999}");
+        // 5 us is below 8 * 1024 ns, 100 us below 128 * 1024, 3 ms below 4096 * 1024.
+        assert_eq!(h.cumulative_usec(), vec![(8, 98), (128, 99), (4096, 100)]);
+        assert!(
+            stats.histogram(1).is_none(),
+            "commands do not share histograms"
+        );
+        stats.reset();
+        assert!(stats.histogram(0).is_none());
+    }
 
     #[test]
     fn totals_sum_every_threads_stripe() {

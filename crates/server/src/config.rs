@@ -4,7 +4,7 @@
 //! the ones CONFIG GET lists.
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::RwLock;
 
 use crate::glob::glob_match;
@@ -97,6 +97,10 @@ pub struct Config {
     slowlog_max_len: AtomicU64,
     /// Requests taking at least this many milliseconds go to the latency monitor; 0: none.
     latency_monitor_threshold: AtomicU64,
+    /// Per-command latency histograms (INFO latencystats, LATENCY HISTOGRAM).
+    latency_tracking: AtomicBool,
+    /// The percentiles INFO latencystats prints.
+    latency_percentiles: RwLock<Vec<f64>>,
     /// `client-output-buffer-limit` for normal clients: hard bytes, soft bytes, soft
     /// seconds (0: no limit), as in Redis.
     output_limit: [AtomicU64; 3],
@@ -129,6 +133,8 @@ impl Default for Config {
             slowlog_log_slower_than: AtomicI64::new(10_000),
             slowlog_max_len: AtomicU64::new(128),
             latency_monitor_threshold: AtomicU64::new(0),
+            latency_tracking: AtomicBool::new(true),
+            latency_percentiles: RwLock::new(vec![50.0, 99.0, 99.9]),
             output_limit: Default::default(),
         }
     }
@@ -155,6 +161,8 @@ const NAMES: &[&str] = &[
     "slowlog-log-slower-than",
     "slowlog-max-len",
     "latency-monitor-threshold",
+    "latency-tracking",
+    "latency-tracking-info-percentiles",
     "client-output-buffer-limit",
     "databases",
     "save",
@@ -162,7 +170,11 @@ const NAMES: &[&str] = &[
 ];
 
 /// Settings whose value is a list of words, written as several arguments in a file.
-const LISTS: &[&str] = &["client-output-buffer-limit", "save"];
+const LISTS: &[&str] = &[
+    "client-output-buffer-limit",
+    "save",
+    "latency-tracking-info-percentiles",
+];
 
 /// Settings CONFIG REWRITE keeps out of the file: they describe hotkv rather than
 /// configure it (and `bind`, `port`, `io-threads` and `protected-mode` are written only
@@ -219,6 +231,15 @@ impl Config {
     pub fn latency_threshold(&self) -> Option<std::time::Duration> {
         let ms = self.latency_monitor_threshold.load(Ordering::Relaxed);
         (ms > 0).then(|| std::time::Duration::from_millis(ms))
+    }
+    pub fn latency_tracking(&self) -> bool {
+        self.latency_tracking.load(Ordering::Relaxed)
+    }
+    pub fn latency_percentiles(&self) -> Vec<f64> {
+        self.latency_percentiles
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
     pub fn slowlog_max_len(&self) -> usize {
         self.slowlog_max_len.load(Ordering::Relaxed) as usize
@@ -279,6 +300,13 @@ impl Config {
                 .latency_monitor_threshold
                 .load(Ordering::Relaxed)
                 .to_string(),
+            "latency-tracking" => yes_no(self.latency_tracking()).into(),
+            "latency-tracking-info-percentiles" => self
+                .latency_percentiles()
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
             "client-output-buffer-limit" => {
                 let (h, s, t) = self.output_limit();
                 format!("normal {h} {s} {t} {OTHER_OUTPUT_LIMITS}")
@@ -357,6 +385,30 @@ impl Config {
             "latency-monitor-threshold" => {
                 let n = non_negative(text).map_err(invalid)?;
                 self.latency_monitor_threshold.store(n, Ordering::Relaxed);
+            }
+            "latency-tracking" => {
+                let on = match text.to_ascii_lowercase().as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    _ => return Err(invalid("argument must be 'yes' or 'no'")),
+                };
+                self.latency_tracking.store(on, Ordering::Relaxed);
+            }
+            "latency-tracking-info-percentiles" => {
+                let percentiles = text
+                    .split_whitespace()
+                    .map(|w| w.parse::<f64>())
+                    .collect::<Result<Vec<f64>, _>>()
+                    .map_err(|_| invalid("Invalid latency-tracking-info-percentiles parameters"))?;
+                if percentiles.iter().any(|p| !(0.0..=100.0).contains(p)) {
+                    return Err(invalid(
+                        "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]",
+                    ));
+                }
+                *self
+                    .latency_percentiles
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner()) = percentiles;
             }
             "client-output-buffer-limit" => {
                 let words: Vec<&str> = text.split_whitespace().collect();

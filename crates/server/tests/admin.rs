@@ -939,6 +939,46 @@ fn latency_monitor_records_requests_over_its_threshold() {
     assert_eq!(run::<i64>(&mut c, &["LATENCY", "RESET", "nosuch"]), 0);
     assert_eq!(run::<i64>(&mut c, &["LATENCY", "RESET"]), 1);
     assert_eq!(run::<Latest>(&mut c, &["LATENCY", "LATEST"]), vec![]);
+    // Every call also goes to its command's latency histogram (latency-tracking is on
+    // by default, as in Redis): KEYS ran twice, over 200,000 keys each time.
+    let info: String = run(&mut c, &["INFO", "latencystats"]);
+    let keys_line = info
+        .lines()
+        .find(|l| l.starts_with("latency_percentiles_usec_keys:"))
+        .unwrap_or_else(|| panic!("no KEYS line in {info}"));
+    let p50: f64 = keys_line
+        .split(['=', ','])
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{keys_line}"));
+    assert!(
+        p50 >= 1000.0 * *last as f64 * 0.75,
+        "{keys_line} for a {last} ms call"
+    );
+    assert!(
+        keys_line.contains(",p99=") && keys_line.contains(",p99.9="),
+        "{keys_line}"
+    );
+    // RESP2: [name, [calls, n, histogram_usec, [bound, calls, ...]]] per command.
+    let reply: Vec<redis::Value> = run(&mut c, &["LATENCY", "HISTOGRAM", "keys", "nosuch"]);
+    assert_eq!(reply.len(), 2, "one command: {reply:?}");
+    let name: String = redis::from_redis_value(&reply[0]).unwrap();
+    let fields: Vec<redis::Value> = redis::from_redis_value(&reply[1]).unwrap();
+    let calls: i64 = redis::from_redis_value(&fields[1]).unwrap();
+    assert_eq!((name.as_str(), calls), ("keys", 2));
+    let flat: Vec<i64> = redis::from_redis_value(&fields[3]).unwrap();
+    let steps: Vec<(i64, i64)> = flat.chunks(2).map(|p| (p[0], p[1])).collect();
+    assert_eq!(steps.last().map(|s| s.1), Some(2), "cumulative: {steps:?}");
+    assert!(
+        steps.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1),
+        "{steps:?}"
+    );
+    run::<()>(&mut c, &["CONFIG", "SET", "latency-tracking", "no"]);
+    run::<()>(&mut c, &["CONFIG", "RESETSTAT"]);
+    assert_eq!(keys(&mut c), 200_000);
+    let info: String = run(&mut c, &["INFO", "latencystats"]);
+    assert!(!info.contains("_keys:"), "tracking is off: {info}");
+
     // The command table says which commands are fast, as Redis's does.
     let mut fast = |name: &str| {
         let info: redis::Value = run(&mut c, &["COMMAND", "INFO", name]);

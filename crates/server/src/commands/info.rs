@@ -25,10 +25,11 @@ const SECTIONS: &[&str] = &[
     "hotring",
     "commandstats",
     "errorstats",
+    "latencystats",
 ];
 
 /// Sections INFO lists only when asked for by name or with `all`, as Redis does.
-const NOT_DEFAULT: &[&str] = &["commandstats"];
+const NOT_DEFAULT: &[&str] = &["commandstats", "latencystats"];
 
 pub fn info(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let asked: Vec<String> = args[1..]
@@ -152,6 +153,25 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
                         "calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}",
                         t.calls, t.micros, t.rejected, t.failed
                     ),
+                );
+            }
+        }
+        "latencystats" => {
+            let percentiles = server.config.latency_percentiles();
+            for (index, _) in server.command_stats.totals() {
+                let Some(h) = server.command_stats.histogram(index) else {
+                    continue;
+                };
+                let values: Vec<String> = percentiles
+                    .iter()
+                    .map(|p| format!("p{p}={:.3}", h.percentile_usec(*p)))
+                    .collect();
+                field(
+                    &format!(
+                        "latency_percentiles_usec_{}",
+                        super::name_of(index as u64 + 1)
+                    ),
+                    &values.join(","),
                 );
             }
         }

@@ -1,5 +1,6 @@
 //! LATENCY LATEST | HISTORY event | RESET [event ...] | GRAPH event | DOCTOR | HELP:
-//! what the latency monitor recorded (see `latency.rs`).
+//! what the latency monitor recorded (see `latency.rs`); LATENCY HISTOGRAM [command ...]:
+//! the per-command latency histograms (see `command_stats.rs`).
 
 use resp::Frame;
 
@@ -55,9 +56,38 @@ pub fn latency(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             format: *b"txt",
             text: doctor(ctx).into_bytes(),
         }),
+        (b"HISTOGRAM", commands) => reply(Frame::Map(histograms(ctx, commands))),
         (b"HELP", []) => super::help(HELP),
         _ => super::bad_subcommand("latency", &args[1]),
     }
+}
+
+/// LATENCY HISTOGRAM: for each command named (all without names) that has a
+/// histogram, its calls and the calls at or below each power of two microseconds.
+fn histograms(ctx: &Ctx, only: &[Vec<u8>]) -> Vec<(Frame, Frame)> {
+    let stats = &ctx.server.command_stats;
+    stats
+        .totals()
+        .into_iter()
+        .filter_map(|(index, _)| {
+            let name = super::name_of(index as u64 + 1);
+            let wanted =
+                only.is_empty() || only.iter().any(|o| o.eq_ignore_ascii_case(name.as_bytes()));
+            let h = stats.histogram(index).filter(|_| wanted)?;
+            let steps = h
+                .cumulative_usec()
+                .into_iter()
+                .map(|(bound, calls)| (Frame::Integer(bound as i64), Frame::Integer(calls as i64)))
+                .collect();
+            Some((
+                Frame::bulk(name),
+                Frame::Map(vec![
+                    (Frame::bulk("calls"), Frame::Integer(h.calls() as i64)),
+                    (Frame::bulk("histogram_usec"), Frame::Map(steps)),
+                ]),
+            ))
+        })
+        .collect()
 }
 
 /// One line per sample, oldest first, with a bar scaled to the highest.
@@ -128,6 +158,9 @@ const HELP: &[&str] = &[
     "RESET [<event> ...]",
     "    Reset latency data of one or more <event> classes.",
     "    (default: reset all data for all event classes)",
+    "HISTOGRAM [COMMAND ...]",
+    "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+    "    If no commands are specified then all histograms are replied.",
     "HELP",
     "    Prints this help.",
 ];

@@ -429,6 +429,9 @@ fn record(
     server
         .command_stats
         .record_call(stat, took, error.is_some());
+    if server.config.latency_tracking() {
+        server.command_stats.record_latency(stat, took);
+    }
     if let Some(threshold) = server.config.latency_threshold() {
         if took >= threshold {
             let event = if TABLE[index].flags & FAST != 0 {
@@ -498,7 +501,15 @@ const SUBCOMMANDS: &[(&str, &[&str])] = &[
     ),
     (
         "latency",
-        &["LATEST", "HISTORY", "RESET", "GRAPH", "DOCTOR", "HELP"],
+        &[
+            "LATEST",
+            "HISTORY",
+            "RESET",
+            "GRAPH",
+            "DOCTOR",
+            "HISTOGRAM",
+            "HELP",
+        ],
     ),
     ("slowlog", &["GET", "LEN", "RESET", "HELP"]),
 ];

@@ -3,12 +3,13 @@
 # costs that throughput cannot show on a machine whose load generator is the limit:
 # utime+stime from /proc over one `redis-benchmark -t set,get -P 16` run.
 #
-#   bash scripts/server-cpu-per-request.sh BINARY PORT     (N requests per test, default 2000000)
+#   bash scripts/server-cpu-per-request.sh BINARY PORT [CONFIG_FILE]
+#       (N requests per test, default 2000000; CONFIG_FILE as hotkv-server takes it)
 set -euo pipefail
 bin=$1
 port=$2
 n=${N:-2000000}
-"$bin" --engine memory --port "$port" >/dev/null 2>&1 &
+"$bin" --engine memory --port "$port" ${3:+"$3"} >/dev/null 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 for _ in $(seq 50); do

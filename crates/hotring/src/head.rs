@@ -109,9 +109,7 @@ impl HotRing {
             if head.total() == CALM && !head.active() {
                 if let Some(item) = counted {
                     // The head's lead (see CALM_TRIGGER); no write once it is full.
-                    let _ = item.update_next(|l| {
-                        (l.counter() < CALM_TRIGGER).then(|| l.with_counter(l.counter() + 1))
-                    });
+                    let _ = item.count_up(CALM_TRIGGER);
                 }
             }
             return;
@@ -137,29 +135,16 @@ impl HotRing {
                 };
                 if let Some(trigger) = trigger {
                     let reached = item
-                        .update_next(|l| {
-                            (l.counter() < Link::COUNTER_MAX)
-                                .then(|| l.with_counter(l.counter() + 1))
-                        })
+                        .count_up(Link::COUNTER_MAX)
                         .is_ok_and(|l| l.counter() + 1 >= trigger);
-                    let head_leads = head.total() == CALM && {
-                        let current = self
-                            .item(head.target(), guard)
-                            .expect("a head is never null");
-                        current != item
-                            && current
-                                .update_next(|l| {
-                                    (l.counter() > 0).then(|| l.with_counter(l.counter() - 1))
-                                })
-                                .is_ok_and(|l| l.counter() > 1)
-                    };
+                    let head_leads = head.total() == CALM && self.take_lead(head, item, guard);
                     if !reached {
                         return;
                     }
                     if head_leads {
                         // A round would only confirm the head, after a guess that sends
                         // its accesses past a cold item until the round ends.
-                        let _ = item.update_next(|l| Some(l.with_counter(0)));
+                        let _ = item.clear_count();
                         return;
                     }
                 }
@@ -183,11 +168,18 @@ impl HotRing {
         }
     }
 
+    /// A cold access to `item` in a calm slot takes one from the head's lead (see
+    /// `CALM_TRIGGER`); whether the head still leads after it.
+    fn take_lead(&self, head: Head, item: ItemPtr, guard: &Guard) -> bool {
+        let current = self
+            .item(head.target(), guard)
+            .expect("a head is never null");
+        current != item && current.count_down().is_ok_and(|l| l.counter() > 1)
+    }
+
     /// Counts one sampled access; the access that completes the round adjusts the head.
     fn sample(&self, slot: SlotRef<'_>, item: ItemPtr, guard: &Guard) {
-        let _ = item.update_next(|l| {
-            (l.counter() < Link::COUNTER_MAX).then(|| l.with_counter(l.counter() + 1))
-        });
+        let _ = item.count_up(Link::COUNTER_MAX);
         let target = slot
             .items
             .load(crate::sync::Ordering::Relaxed)
@@ -233,7 +225,7 @@ impl HotRing {
                 break;
             }
             let candidate = slot.covers(item.hash());
-            if let Ok(old) = item.update_next(|l| (l.counter() != 0).then(|| l.with_counter(0))) {
+            if let Ok(old) = item.clear_count() {
                 if candidate && !old.has(Link::OCCUPIED) {
                     ring_items.push((item, old.counter() as u64));
                 }

@@ -240,6 +240,25 @@ impl ItemPtr {
         }
     }
 
+    /// Adds one to the access counter unless it has reached `cap`; returns the word
+    /// before, or `Err` (and writes nothing) at the cap.
+    #[inline]
+    pub(crate) fn count_up(&self, cap: u16) -> Result<Link, Link> {
+        self.update_next(|l| (l.counter() < cap).then(|| l.with_counter(l.counter() + 1)))
+    }
+
+    /// Takes one from the access counter unless it is zero; returns the word before.
+    #[inline]
+    pub(crate) fn count_down(&self) -> Result<Link, Link> {
+        self.update_next(|l| (l.counter() > 0).then(|| l.with_counter(l.counter() - 1)))
+    }
+
+    /// Sets the access counter to zero; returns the word before, or `Err` if it was.
+    #[inline]
+    pub(crate) fn clear_count(&self) -> Result<Link, Link> {
+        self.update_next(|l| (l.counter() != 0).then(|| l.with_counter(0)))
+    }
+
     /// Takes the item's write slot (`WRITING`) so no one can remove it until
     /// `end_write`. Fails if the item is already being removed. A competing writer holds
     /// the slot for a single store, so the wait is bounded.

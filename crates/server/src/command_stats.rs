@@ -175,15 +175,15 @@ impl CommandStats {
         }
     }
 
-    /// Adds a call of command `index` that ran for `took` to its latency histogram.
-    pub fn record_latency(&self, index: usize, took: Duration) {
-        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
-        self.histograms[my_stripe()][index * BUCKETS + bucket_of(ns)]
-            .fetch_add(1, Ordering::Relaxed);
+    /// `(index, histogram)` of every command whose latency histogram holds a call.
+    pub fn histograms(&self) -> Vec<(usize, Histogram)> {
+        (0..self.stripes[0].len())
+            .filter_map(|i| Some((i, self.histogram(i)?)))
+            .collect()
     }
 
     /// Command `index`'s latency histogram, or `None` if it recorded no call.
-    pub fn histogram(&self, index: usize) -> Option<Histogram> {
+    fn histogram(&self, index: usize) -> Option<Histogram> {
         let mut counts = vec![0u64; BUCKETS];
         for stripe in &self.histograms {
             for (count, n) in counts.iter_mut().zip(&stripe[index * BUCKETS..][..BUCKETS]) {
@@ -223,13 +223,20 @@ impl CommandStats {
     }
 
     /// A call of command `index` that ran for `took`; `failed` if it answered an error.
-    pub fn record_call(&self, index: usize, took: Duration, failed: bool) {
-        let c = &self.stripes[my_stripe()][index];
+    /// With `histogram`, the call also goes to the command's latency histogram.
+    pub fn record_call(&self, index: usize, took: Duration, failed: bool, histogram: bool) {
+        let stripe = my_stripe();
+        let c = &self.stripes[stripe][index];
         c.calls.fetch_add(1, Ordering::Relaxed);
         c.micros
             .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
         if failed {
             c.failed.fetch_add(1, Ordering::Relaxed);
+        }
+        if histogram {
+            let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+            self.histograms[stripe][index * BUCKETS + bucket_of(ns)]
+                .fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -387,10 +394,10 @@ mod tests {
         let stats = CommandStats::new(2);
         assert!(stats.histogram(0).is_none());
         for _ in 0..98 {
-            stats.record_latency(0, Duration::from_micros(5));
+            stats.record_call(0, Duration::from_micros(5), false, true);
         }
-        stats.record_latency(0, Duration::from_micros(100));
-        stats.record_latency(0, Duration::from_millis(3));
+        stats.record_call(0, Duration::from_micros(100), false, true);
+        stats.record_call(0, Duration::from_millis(3), false, true);
         let h = stats.histogram(0).unwrap();
         assert_eq!(h.calls(), 100);
         let p50 = h.percentile_usec(50.0);
@@ -417,9 +424,9 @@ mod tests {
                 let stats = stats.clone();
                 std::thread::spawn(move || {
                     for _ in 0..1000 {
-                        stats.record_call(1, Duration::from_micros(2), false);
+                        stats.record_call(1, Duration::from_micros(2), false, false);
                     }
-                    stats.record_call(2, Duration::from_micros(5), true);
+                    stats.record_call(2, Duration::from_micros(5), true, false);
                     stats.record_rejected(2);
                 })
             })

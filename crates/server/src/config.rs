@@ -387,11 +387,7 @@ impl Config {
                 self.latency_monitor_threshold.store(n, Ordering::Relaxed);
             }
             "latency-tracking" => {
-                let on = match text.to_ascii_lowercase().as_str() {
-                    "yes" => true,
-                    "no" => false,
-                    _ => return Err(invalid("argument must be 'yes' or 'no'")),
-                };
+                let on = parse_yes_no(text).ok_or_else(|| invalid("argument must be 'yes' or 'no'"))?;
                 self.latency_tracking.store(on, Ordering::Relaxed);
             }
             "latency-tracking-info-percentiles" => {
@@ -460,11 +456,7 @@ impl Config {
             "bind" => self.bind = value.parse().map_err(|_| bad("not an IP address"))?,
             "port" => self.port = value.parse().map_err(|_| bad("not a port number"))?,
             "protected-mode" => {
-                self.protected_mode = match value.to_ascii_lowercase().as_str() {
-                    "yes" => true,
-                    "no" => false,
-                    _ => return Err(bad("use yes or no")),
-                }
+                self.protected_mode = parse_yes_no(value).ok_or_else(|| bad("use yes or no"))?
             }
             "engine" => {
                 self.engine = match value.to_ascii_lowercase().as_str() {
@@ -644,6 +636,14 @@ fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })
+}
+
+fn parse_yes_no(text: &str) -> Option<bool> {
+    match text.to_ascii_lowercase().as_str() {
+        "yes" => Some(true),
+        "no" => Some(false),
+        _ => None,
+    }
 }
 
 fn yes_no(b: bool) -> &'static str {

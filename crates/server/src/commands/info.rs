@@ -158,10 +158,7 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
         }
         "latencystats" => {
             let percentiles = server.config.latency_percentiles();
-            for (index, _) in server.command_stats.totals() {
-                let Some(h) = server.command_stats.histogram(index) else {
-                    continue;
-                };
+            for (index, h) in server.command_stats.histograms() {
                 let values: Vec<String> = percentiles
                     .iter()
                     .map(|p| format!("p{p}={:.3}", h.percentile_usec(*p)))

@@ -65,15 +65,17 @@ pub fn latency(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 /// LATENCY HISTOGRAM: for each command named (all without names) that has a
 /// histogram, its calls and the calls at or below each power of two microseconds.
 fn histograms(ctx: &Ctx, only: &[Vec<u8>]) -> Vec<(Frame, Frame)> {
-    let stats = &ctx.server.command_stats;
-    stats
-        .totals()
+    ctx.server
+        .command_stats
+        .histograms()
         .into_iter()
-        .filter_map(|(index, _)| {
+        .filter_map(|(index, h)| {
             let name = super::name_of(index as u64 + 1);
             let wanted =
                 only.is_empty() || only.iter().any(|o| o.eq_ignore_ascii_case(name.as_bytes()));
-            let h = stats.histogram(index).filter(|_| wanted)?;
+            if !wanted {
+                return None;
+            }
             let steps = h
                 .cumulative_usec()
                 .into_iter()

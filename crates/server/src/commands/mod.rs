@@ -426,12 +426,12 @@ fn record(
         return;
     }
     let took = started.elapsed();
-    server
-        .command_stats
-        .record_call(stat, took, error.is_some());
-    if server.config.latency_tracking() {
-        server.command_stats.record_latency(stat, took);
-    }
+    server.command_stats.record_call(
+        stat,
+        took,
+        error.is_some(),
+        server.config.latency_tracking(),
+    );
     if let Some(threshold) = server.config.latency_threshold() {
         if took >= threshold {
             let event = if TABLE[index].flags & FAST != 0 {

@@ -67,7 +67,8 @@ fn parse_float(b: &[u8]) -> Option<f64> {
         Some(hex) => hex?,
         None => {
             let (mantissa, exponent) = s.split_once(['e', 'E']).unwrap_or((s, "0"));
-            let exponent = exponent.parse::<i32>().unwrap_or(0);
+            // The number parsed, so the exponent is digits.
+            let exponent = parse_exponent(exponent).unwrap_or(0);
             (s.parse::<f64>().ok()?, mantissa, exponent)
         }
     };
@@ -85,6 +86,20 @@ fn parse_float(b: &[u8]) -> Option<f64> {
 }
 
 const LONG_DOUBLE_MIN_EXP10: i32 = -4950;
+
+/// An exponent's digits with an optional sign; one past `i32` saturates, since
+/// it over- or underflows any float just the same.
+fn parse_exponent(e: &str) -> Option<i32> {
+    let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    Some(e.parse().unwrap_or(if e.starts_with('-') {
+        i32::MIN
+    } else {
+        i32::MAX
+    }))
+}
 
 /// Redis copies a float's text into a buffer of this many bytes first.
 const MAX_FLOAT_TEXT: usize = 5 * 1024;
@@ -117,10 +132,10 @@ fn parse_hex_float(s: &str) -> Option<Option<(f64, &str, i32)>> {
         };
         mantissa = mantissa * 16.0 + f64::from(d);
     }
-    let exponent: i32 = match exponent.map(str::parse::<i32>) {
+    let exponent: i32 = match exponent.map(parse_exponent) {
         None => 0,
-        Some(Ok(e)) => e,
-        Some(Err(_)) => return Some(None),
+        Some(Some(e)) => e,
+        Some(None) => return Some(None),
     };
     let scale = exponent.saturating_sub(4 * fraction.len() as i32);
     let v = mantissa * 2f64.powi(scale);
@@ -203,6 +218,10 @@ mod tests {
         assert_eq!(parse_float(b"0x1p-20000"), None, "underflows a long double");
         assert_eq!(parse_float(b"0e-5000"), Some(0.0));
         assert_eq!(parse_float(b"1e400"), None, "overflows");
+        assert_eq!(parse_float(b"1e-99999999999"), None, "an exponent past i32");
+        assert_eq!(parse_float(b"1e99999999999"), None);
+        assert_eq!(parse_float(b"0x1p-99999999999"), None);
+        assert_eq!(parse_float(b"0x1p+4"), Some(16.0));
         assert_eq!(parse_float(&vec![b'1'; MAX_FLOAT_TEXT]), None);
         assert_eq!(format_float(10.5 + 0.1), "10.6");
         assert_eq!(format_float(17179869184.0 + 1.5), "17179869185.5");

@@ -139,6 +139,31 @@ SLOWLOG NOSUCH
 SLOWLOG LEN x
 SLOWLOG GET -2
 SLOWLOG GET x
+COMMAND GETKEYS MSET a b c
+COMMAND GETKEYS mset a b c d
+COMMAND GETKEYS BITOP AND d a b
+COMMAND GETKEYS OBJECT ENCODING k
+COMMAND GETKEYS OBJECT nosuch k
+COMMAND GETKEYS OBJECT ENCODING
+COMMAND GETKEYS CLIENT ID
+COMMAND GETKEYS GET a b
+COMMAND GETKEYS nosuch a
+COMMAND GETKEYS PING x
+COMMAND GETKEYS GET
+COMMAND COUNT x
+COMMAND LIST foo
+COMMAND LIST FILTERBY PATTERN
+COMMAND LIST FILTERBY PATTERN getr*
+COMMAND LIST FILTERBY PATTERN slowlog|l*
+COMMAND LIST FILTERBY MODULE x
+COMMAND LIST FILTERBY ACLCAT nosuch
+COMMAND LIST FILTERBY ACLCAT @string
+COMMAND LIST FILTERBY NOSUCH x
+COMMAND INFO nosuch
+COMMAND HELP x
+CONFIG GET
+CONFIG SET maxmemory
+OBJECT ENCODING
 LATENCY LATEST
 LATENCY HISTORY command
 LATENCY RESET
@@ -509,6 +534,82 @@ def test_replies_match_redis_byte_for_byte(server, redis_port):
         if mine != expected:
             differences.append(f"{command}: redis {expected!r}, hotkv {mine!r}")
     assert not differences, "\n".join(differences)
+
+
+def command_info(sock_reader, names):
+    """COMMAND INFO entries by name: (arity, first key, last key, step, categories)."""
+    sock, reader = sock_reader
+    sock.sendall(encode(["COMMAND", "INFO"] + names))
+    return parse(reader.reply())
+
+
+def parse(raw):
+    """A RESP2 reply as Python values (enough for COMMAND's replies)."""
+    def one(data):
+        kind, rest = data[:1], data[1:]
+        line, data = rest.split(b"\r\n", 1)
+        if kind in b"+-":
+            return line.decode(), data
+        if kind == b":":
+            return int(line), data
+        if kind == b"$":
+            n = int(line)
+            return (None, data) if n < 0 else (data[:n].decode(), data[n + 2:])
+        n = int(line)
+        if n < 0:
+            return None, data
+        items = []
+        for _ in range(n):
+            item, data = one(data)
+            items.append(item)
+        return items, data
+    value, rest = one(raw)
+    assert rest == b""
+    return value
+
+
+def test_command_table_agrees_with_redis(server, redis_port):
+    """Every command and subcommand hotkv has: the arity, key positions and ACL
+    categories that COMMAND INFO gives, and the members of each COMMAND LIST FILTERBY
+    ACLCAT, as redis-server reports them (Redis's flags beyond these, and its key
+    specifications, are not kept)."""
+    ours = socket.create_connection(("127.0.0.1", server), timeout=10)
+    theirs = socket.create_connection(("127.0.0.1", redis_port), timeout=10)
+    o, t = (ours, Reader(ours)), (theirs, Reader(theirs))
+
+    def ask(side, *args):
+        side[0].sendall(encode(list(args)))
+        return parse(side[1].reply())
+
+    names = ask(o, "COMMAND", "LIST")
+    assert "get" in names and "client|list" in names and "command|getkeys" in names
+    redis_names = set(ask(t, "COMMAND", "LIST"))
+    # Ours alone: HOTKEYS, and CLIENT SETINFO (Redis 7.2; the baseline is 7.0).
+    shared = [n for n in names if n in redis_names]
+    assert set(names) - set(shared) == {"hotkeys", "client|setinfo"}
+    summary = lambda e: (e[0], e[1], e[3], e[4], e[5], sorted(e[6]))
+    mine = [summary(e) for e in ask(o, "COMMAND", "INFO", *shared)]
+    expected = [summary(e) for e in ask(t, "COMMAND", "INFO", *shared)]
+    differences = [(m, e) for m, e in zip(mine, expected) if m != e]
+    assert not differences, differences
+    for category in ["keyspace", "read", "write", "string", "bitmap", "admin", "fast",
+                     "slow", "dangerous", "connection", "transaction", "list"]:
+        listed = set(ask(o, "COMMAND", "LIST", "FILTERBY", "ACLCAT", category))
+        redis_listed = set(ask(t, "COMMAND", "LIST", "FILTERBY", "ACLCAT", category))
+        assert listed - {"hotkeys", "client|setinfo"} == redis_listed & set(shared), category
+    for pattern in ["*", "get*", "c?ient|*", "*[xy]*"]:
+        listed = set(ask(o, "COMMAND", "LIST", "FILTERBY", "PATTERN", pattern))
+        redis_listed = set(ask(t, "COMMAND", "LIST", "FILTERBY", "PATTERN", pattern))
+        assert listed & set(shared) == redis_listed & set(shared), pattern
+    # GETKEYS over every command with keys, called with as many arguments as its arity
+    # allows and two more.
+    for name in shared:
+        entry = ask(o, "COMMAND", "INFO", name)[0]
+        arity = entry[1]
+        words = name.split("|")
+        count = max(abs(arity), len(words)) + (2 if arity < 0 else 0)
+        call = words + [f"k{i}" for i in range(count - len(words))]
+        assert ask(o, "COMMAND", "GETKEYS", *call) == ask(t, "COMMAND", "GETKEYS", *call), call
 
 
 VALUES = [b"", b"0", b"1", b"-1", b"42", b"007", b"3.5", b"abc", b"foobar", b"hello world",

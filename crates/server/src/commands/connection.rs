@@ -1,12 +1,10 @@
-//! PING, ECHO, QUIT, RESET, HELLO, AUTH, SELECT, COMMAND.
+//! PING, ECHO, QUIT, RESET, HELLO, AUTH, SELECT.
 
 use std::sync::atomic::Ordering;
 
 use resp::{Frame, Protocol};
 
-use super::{
-    error, int, ok, parse_integer, reply, upper, Action, Ctx, Reply, NOT_AN_INTEGER, TABLE,
-};
+use super::{error, ok, parse_integer, reply, upper, Action, Ctx, Reply, NOT_AN_INTEGER};
 
 pub fn ping(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     match args {
@@ -160,59 +158,6 @@ pub fn select(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         Some(_) => error("ERR DB index is out of range"),
         None => error(NOT_AN_INTEGER),
     }
-}
-
-/// COMMAND [COUNT | INFO name... | DOCS name... | LIST].
-pub fn command(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let sub = args.get(1).map(|s| upper(s));
-    match sub.as_deref() {
-        None => reply(Frame::Array(TABLE.iter().map(info).collect())),
-        Some(b"COUNT") => int(TABLE.len() as i64),
-        Some(b"LIST") => reply(Frame::Array(
-            TABLE.iter().map(|c| Frame::bulk(c.name)).collect(),
-        )),
-        Some(b"INFO") => reply(Frame::Array(
-            args[2..]
-                .iter()
-                .map(|name| super::lookup(name).map_or(Frame::NullArray, |(_, c)| info(c)))
-                .collect(),
-        )),
-        // Documentation text is not kept; redis-cli reads an empty map as "no hints".
-        Some(b"DOCS") => reply(Frame::Map(vec![])),
-        Some(_) => error(&format!(
-            "ERR unknown subcommand '{}'. Try COMMAND HELP.",
-            String::from_utf8_lossy(&args[1])
-        )),
-    }
-}
-
-/// One command's COMMAND INFO entry, in Redis 7's shape.
-fn info(c: &super::Command) -> Frame {
-    use super::{ADMIN, DENYOOM, FAST, NO_AUTH, READONLY, WRITE};
-    let flags = [
-        (WRITE, "write"),
-        (READONLY, "readonly"),
-        (DENYOOM, "denyoom"),
-        (ADMIN, "admin"),
-        (NO_AUTH, "no_auth"),
-        (FAST, "fast"),
-    ]
-    .iter()
-    .filter(|(bit, _)| c.flags & bit != 0)
-    .map(|(_, name)| Frame::Simple(name.to_string()))
-    .collect();
-    Frame::Array(vec![
-        Frame::bulk(c.name),
-        Frame::Integer(c.arity as i64),
-        Frame::Set(flags),
-        Frame::Integer(c.keys.0 as i64),
-        Frame::Integer(c.keys.1 as i64),
-        Frame::Integer(c.keys.2 as i64),
-        Frame::Set(vec![]),
-        Frame::Set(vec![]),
-        Frame::Array(vec![]),
-        Frame::Array(vec![]),
-    ])
 }
 
 #[cfg(test)]

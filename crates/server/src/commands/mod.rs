@@ -4,6 +4,7 @@
 
 mod bits;
 mod client;
+mod command;
 mod config;
 mod connection;
 mod del;
@@ -162,13 +163,28 @@ const PROTECTED: u16 = 256;
 /// `fast-command` event instead of `command`.
 const FAST: u16 = 512;
 
+// ACL categories (COMMAND INFO, COMMAND LIST FILTERBY ACLCAT) beyond those Redis derives
+// from the flags (@write, @read, @admin and @dangerous, @fast or else @slow); see
+// `command.rs` for the names and their order.
+const KEYSPACE: u16 = 1;
+const STRING: u16 = 1 << 1;
+const BITMAP: u16 = 1 << 2;
+const CONNECTION: u16 = 1 << 3;
+const TRANSACTION: u16 = 1 << 4;
+/// @admin on a command without the `admin` flag (LASTSAVE, ROLE).
+const ADMIN_CATEGORY: u16 = 1 << 5;
+const DANGEROUS: u16 = 1 << 6;
+
 pub struct Command {
     name: &'static str,
     /// Redis's convention: n > 0 exactly n arguments (with the name), n < 0 at least -n.
     arity: i32,
     flags: u16,
-    /// Key positions for COMMAND INFO: first, last (-1: the last argument), step.
+    /// Key positions for COMMAND INFO and GETKEYS: first, last (-1: the last
+    /// argument), step.
     keys: (i32, i32, i32),
+    /// ACL categories besides those the flags imply.
+    acl: u16,
     run: Run,
 }
 
@@ -177,6 +193,7 @@ const fn cmd(
     arity: i32,
     flags: u16,
     keys: (i32, i32, i32),
+    acl: u16,
     run: Run,
 ) -> Command {
     Command {
@@ -184,6 +201,7 @@ const fn cmd(
         arity,
         flags,
         keys,
+        acl,
         run,
     }
 }
@@ -197,91 +215,91 @@ const R: u16 = READONLY;
 #[rustfmt::skip]
 const TABLE: &[Command] = &[
     // Connection.
-    cmd("ping", -1, FAST, NO_KEYS, connection::ping),
-    cmd("echo", 2, FAST, NO_KEYS, connection::echo),
-    cmd("quit", -1, NO_AUTH | NO_QUEUE | FAST, NO_KEYS, connection::quit),
-    cmd("reset", 1, NO_AUTH | NO_QUEUE | FAST, NO_KEYS, connection::reset),
-    cmd("hello", -1, NO_AUTH | FAST, NO_KEYS, connection::hello),
-    cmd("auth", -2, NO_AUTH | FAST, NO_KEYS, connection::auth),
-    cmd("select", 2, FAST, NO_KEYS, connection::select),
-    cmd("client", -2, 0, NO_KEYS, client::client),
+    cmd("ping", -1, FAST, NO_KEYS, CONNECTION, connection::ping),
+    cmd("echo", 2, FAST, NO_KEYS, CONNECTION, connection::echo),
+    cmd("quit", -1, NO_AUTH | NO_QUEUE | FAST, NO_KEYS, CONNECTION, connection::quit),
+    cmd("reset", 1, NO_AUTH | NO_QUEUE | FAST, NO_KEYS, CONNECTION, connection::reset),
+    cmd("hello", -1, NO_AUTH | FAST, NO_KEYS, CONNECTION, connection::hello),
+    cmd("auth", -2, NO_AUTH | FAST, NO_KEYS, CONNECTION, connection::auth),
+    cmd("select", 2, FAST, NO_KEYS, CONNECTION, connection::select),
+    cmd("client", -2, 0, NO_KEYS, 0, client::client),
     // Strings.
-    cmd("get", 2, R | FAST, ONE_KEY, get::get),
-    cmd("getdel", 2, WRITE | FAST, ONE_KEY, get::getdel),
-    cmd("getex", -2, WRITE | FAST, ONE_KEY, get::getex),
-    cmd("getset", 3, W | FAST, ONE_KEY, set::getset),
-    cmd("set", -3, W, ONE_KEY, set::set),
-    cmd("setnx", 3, W | FAST, ONE_KEY, set::setnx),
-    cmd("setex", 4, W, ONE_KEY, set::setex),
-    cmd("psetex", 4, W, ONE_KEY, set::psetex),
-    cmd("mget", -2, R | FAST, ALL_KEYS, strings::mget),
-    cmd("mset", -3, W | ALONE, (1, -1, 2), set::mset),
-    cmd("msetnx", -3, W | ALONE, (1, -1, 2), set::msetnx),
-    cmd("strlen", 2, R | FAST, ONE_KEY, strings::strlen),
-    cmd("append", 3, W | FAST, ONE_KEY, strings::append),
-    cmd("getrange", 4, R, ONE_KEY, strings::getrange),
-    cmd("substr", 4, R, ONE_KEY, strings::getrange),
-    cmd("setrange", 4, W, ONE_KEY, strings::setrange),
-    cmd("incr", 2, W | FAST, ONE_KEY, incr::incr),
-    cmd("decr", 2, W | FAST, ONE_KEY, incr::decr),
-    cmd("incrby", 3, W | FAST, ONE_KEY, incr::incrby),
-    cmd("decrby", 3, W | FAST, ONE_KEY, incr::decrby),
-    cmd("incrbyfloat", 3, W | FAST, ONE_KEY, incr::incrbyfloat),
-    cmd("getbit", 3, R | FAST, ONE_KEY, bits::getbit),
-    cmd("setbit", 4, W, ONE_KEY, bits::setbit),
-    cmd("bitcount", -2, R, ONE_KEY, bits::bitcount),
-    cmd("bitpos", -3, R, ONE_KEY, bits::bitpos),
-    cmd("bitop", -4, W | ALONE, (2, -1, 1), bits::bitop),
-    cmd("lcs", -3, R, (1, 2, 1), lcs::lcs),
+    cmd("get", 2, R | FAST, ONE_KEY, STRING, get::get),
+    cmd("getdel", 2, WRITE | FAST, ONE_KEY, STRING, get::getdel),
+    cmd("getex", -2, WRITE | FAST, ONE_KEY, STRING, get::getex),
+    cmd("getset", 3, W | FAST, ONE_KEY, STRING, set::getset),
+    cmd("set", -3, W, ONE_KEY, STRING, set::set),
+    cmd("setnx", 3, W | FAST, ONE_KEY, STRING, set::setnx),
+    cmd("setex", 4, W, ONE_KEY, STRING, set::setex),
+    cmd("psetex", 4, W, ONE_KEY, STRING, set::psetex),
+    cmd("mget", -2, R | FAST, ALL_KEYS, STRING, strings::mget),
+    cmd("mset", -3, W | ALONE, (1, -1, 2), STRING, set::mset),
+    cmd("msetnx", -3, W | ALONE, (1, -1, 2), STRING, set::msetnx),
+    cmd("strlen", 2, R | FAST, ONE_KEY, STRING, strings::strlen),
+    cmd("append", 3, W | FAST, ONE_KEY, STRING, strings::append),
+    cmd("getrange", 4, R, ONE_KEY, STRING, strings::getrange),
+    cmd("substr", 4, R, ONE_KEY, STRING, strings::getrange),
+    cmd("setrange", 4, W, ONE_KEY, STRING, strings::setrange),
+    cmd("incr", 2, W | FAST, ONE_KEY, STRING, incr::incr),
+    cmd("decr", 2, W | FAST, ONE_KEY, STRING, incr::decr),
+    cmd("incrby", 3, W | FAST, ONE_KEY, STRING, incr::incrby),
+    cmd("decrby", 3, W | FAST, ONE_KEY, STRING, incr::decrby),
+    cmd("incrbyfloat", 3, W | FAST, ONE_KEY, STRING, incr::incrbyfloat),
+    cmd("getbit", 3, R | FAST, ONE_KEY, BITMAP, bits::getbit),
+    cmd("setbit", 4, W, ONE_KEY, BITMAP, bits::setbit),
+    cmd("bitcount", -2, R, ONE_KEY, BITMAP, bits::bitcount),
+    cmd("bitpos", -3, R, ONE_KEY, BITMAP, bits::bitpos),
+    cmd("bitop", -4, W | ALONE, (2, -1, 1), BITMAP, bits::bitop),
+    cmd("lcs", -3, R, (1, 2, 1), STRING, lcs::lcs),
     // Keyspace.
-    cmd("del", -2, WRITE, ALL_KEYS, del::del),
-    cmd("unlink", -2, WRITE | FAST, ALL_KEYS, del::del),
-    cmd("exists", -2, R | FAST, ALL_KEYS, exists::exists),
-    cmd("touch", -2, R | FAST, ALL_KEYS, exists::exists),
-    cmd("type", 2, R | FAST, ONE_KEY, keyspace::type_of),
-    cmd("rename", 3, WRITE | ALONE, (1, 2, 1), keyspace::rename),
-    cmd("renamenx", 3, WRITE | ALONE | FAST, (1, 2, 1), keyspace::renamenx),
-    cmd("randomkey", 1, R, NO_KEYS, keyspace::randomkey),
-    cmd("keys", 2, R, NO_KEYS, scan::keys),
-    cmd("scan", -2, R, NO_KEYS, scan::scan),
-    cmd("dbsize", 1, R | FAST, NO_KEYS, server::dbsize),
-    cmd("flushdb", -1, WRITE | ALONE, NO_KEYS, server::flush),
-    cmd("flushall", -1, WRITE | ALONE, NO_KEYS, server::flush),
-    cmd("expire", -3, WRITE | FAST, ONE_KEY, expire::expire),
-    cmd("pexpire", -3, WRITE | FAST, ONE_KEY, expire::pexpire),
-    cmd("expireat", -3, WRITE | FAST, ONE_KEY, expire::expireat),
-    cmd("pexpireat", -3, WRITE | FAST, ONE_KEY, expire::pexpireat),
-    cmd("ttl", 2, R | FAST, ONE_KEY, expire::ttl),
-    cmd("pttl", 2, R | FAST, ONE_KEY, expire::pttl),
-    cmd("expiretime", 2, R | FAST, ONE_KEY, expire::expiretime),
-    cmd("pexpiretime", 2, R | FAST, ONE_KEY, expire::pexpiretime),
-    cmd("persist", 2, WRITE | FAST, ONE_KEY, expire::persist),
-    cmd("object", -2, R, (2, 2, 1), object::object),
-    cmd("copy", -3, W | ALONE, (1, 2, 1), keyspace::copy),
-    cmd("move", 3, WRITE | FAST, ONE_KEY, keyspace::move_key),
+    cmd("del", -2, WRITE, ALL_KEYS, KEYSPACE, del::del),
+    cmd("unlink", -2, WRITE | FAST, ALL_KEYS, KEYSPACE, del::del),
+    cmd("exists", -2, R | FAST, ALL_KEYS, KEYSPACE, exists::exists),
+    cmd("touch", -2, R | FAST, ALL_KEYS, KEYSPACE, exists::exists),
+    cmd("type", 2, R | FAST, ONE_KEY, KEYSPACE, keyspace::type_of),
+    cmd("rename", 3, WRITE | ALONE, (1, 2, 1), KEYSPACE, keyspace::rename),
+    cmd("renamenx", 3, WRITE | ALONE | FAST, (1, 2, 1), KEYSPACE, keyspace::renamenx),
+    cmd("randomkey", 1, R, NO_KEYS, KEYSPACE, keyspace::randomkey),
+    cmd("keys", 2, R, NO_KEYS, KEYSPACE | DANGEROUS, scan::keys),
+    cmd("scan", -2, R, NO_KEYS, KEYSPACE, scan::scan),
+    cmd("dbsize", 1, R | FAST, NO_KEYS, KEYSPACE, server::dbsize),
+    cmd("flushdb", -1, WRITE | ALONE, NO_KEYS, KEYSPACE | DANGEROUS, server::flush),
+    cmd("flushall", -1, WRITE | ALONE, NO_KEYS, KEYSPACE | DANGEROUS, server::flush),
+    cmd("expire", -3, WRITE | FAST, ONE_KEY, KEYSPACE, expire::expire),
+    cmd("pexpire", -3, WRITE | FAST, ONE_KEY, KEYSPACE, expire::pexpire),
+    cmd("expireat", -3, WRITE | FAST, ONE_KEY, KEYSPACE, expire::expireat),
+    cmd("pexpireat", -3, WRITE | FAST, ONE_KEY, KEYSPACE, expire::pexpireat),
+    cmd("ttl", 2, R | FAST, ONE_KEY, KEYSPACE, expire::ttl),
+    cmd("pttl", 2, R | FAST, ONE_KEY, KEYSPACE, expire::pttl),
+    cmd("expiretime", 2, R | FAST, ONE_KEY, KEYSPACE, expire::expiretime),
+    cmd("pexpiretime", 2, R | FAST, ONE_KEY, KEYSPACE, expire::pexpiretime),
+    cmd("persist", 2, WRITE | FAST, ONE_KEY, KEYSPACE, expire::persist),
+    cmd("object", -2, 0, NO_KEYS, 0, object::object),
+    cmd("copy", -3, W | ALONE, (1, 2, 1), KEYSPACE, keyspace::copy),
+    cmd("move", 3, WRITE | FAST, ONE_KEY, KEYSPACE, keyspace::move_key),
     // Transactions.
-    cmd("multi", 1, NO_QUEUE | FAST, NO_KEYS, transaction::multi),
-    cmd("exec", 1, NO_QUEUE | EXEC, NO_KEYS, transaction::exec),
-    cmd("discard", 1, NO_QUEUE | FAST, NO_KEYS, transaction::discard),
-    cmd("watch", -2, NO_QUEUE | FAST, ALL_KEYS, transaction::watch),
-    cmd("unwatch", 1, FAST, NO_KEYS, transaction::unwatch),
+    cmd("multi", 1, NO_QUEUE | FAST, NO_KEYS, TRANSACTION, transaction::multi),
+    cmd("exec", 1, NO_QUEUE | EXEC, NO_KEYS, TRANSACTION, transaction::exec),
+    cmd("discard", 1, NO_QUEUE | FAST, NO_KEYS, TRANSACTION, transaction::discard),
+    cmd("watch", -2, NO_QUEUE | FAST, ALL_KEYS, TRANSACTION, transaction::watch),
+    cmd("unwatch", 1, FAST, NO_KEYS, TRANSACTION, transaction::unwatch),
     // Server.
-    cmd("command", -1, 0, NO_KEYS, connection::command),
-    cmd("config", -2, ADMIN, NO_KEYS, config::config),
-    cmd("info", -1, 0, NO_KEYS, info::info),
-    cmd("time", 1, FAST, NO_KEYS, server::time),
-    cmd("role", 1, FAST, NO_KEYS, server::role),
-    cmd("memory", -2, R, (2, 2, 1), memory::memory),
-    cmd("swapdb", 3, WRITE | FAST, NO_KEYS, server::swapdb),
-    cmd("shutdown", -1, ADMIN | NO_QUEUE, NO_KEYS, server::shutdown),
-    cmd("slowlog", -2, ADMIN, NO_KEYS, slowlog::slowlog),
-    cmd("latency", -2, ADMIN, NO_KEYS, latency::latency),
-    cmd("save", 1, ADMIN, NO_KEYS, server::save),
-    cmd("bgsave", -1, ADMIN, NO_KEYS, server::bgsave),
-    cmd("lastsave", 1, FAST, NO_KEYS, server::lastsave),
-    cmd("debug", -2, ADMIN | PROTECTED, NO_KEYS, server::debug),
-    cmd("wait", 3, 0, NO_KEYS, server::wait),
-    cmd("hotkeys", -1, READONLY, NO_KEYS, hotkeys::hotkeys),
+    cmd("command", -1, 0, NO_KEYS, CONNECTION, command::command),
+    cmd("config", -2, 0, NO_KEYS, 0, config::config),
+    cmd("info", -1, 0, NO_KEYS, DANGEROUS, info::info),
+    cmd("time", 1, FAST, NO_KEYS, 0, server::time),
+    cmd("role", 1, FAST, NO_KEYS, ADMIN_CATEGORY | DANGEROUS, server::role),
+    cmd("memory", -2, 0, NO_KEYS, 0, memory::memory),
+    cmd("swapdb", 3, WRITE | FAST, NO_KEYS, KEYSPACE | DANGEROUS, server::swapdb),
+    cmd("shutdown", -1, ADMIN | NO_QUEUE, NO_KEYS, 0, server::shutdown),
+    cmd("slowlog", -2, 0, NO_KEYS, 0, slowlog::slowlog),
+    cmd("latency", -2, 0, NO_KEYS, 0, latency::latency),
+    cmd("save", 1, ADMIN, NO_KEYS, 0, server::save),
+    cmd("bgsave", -1, ADMIN, NO_KEYS, 0, server::bgsave),
+    cmd("lastsave", 1, FAST, NO_KEYS, ADMIN_CATEGORY | DANGEROUS, server::lastsave),
+    cmd("debug", -2, ADMIN | PROTECTED, NO_KEYS, 0, server::debug),
+    cmd("wait", 3, 0, NO_KEYS, CONNECTION, server::wait),
+    cmd("hotkeys", -1, READONLY, NO_KEYS, KEYSPACE, hotkeys::hotkeys),
 ];
 
 /// FNV-1a: the command table's keys are a few short known names, so a keyed hash
@@ -356,7 +374,7 @@ fn run(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
         return refuse(session, unknown(args));
     };
     let stat = stat_slot(index, args);
-    if let Err(e) = check_arity(cmd, args) {
+    if let Err(e) = check_arity(index, args) {
         server.command_stats.record_rejected(stat);
         return refuse(session, e);
     }
@@ -484,38 +502,91 @@ fn record(
 /// The subcommands of the container commands, in capitals: Redis 7 counts a call by
 /// its subcommand (`cmdstat_client|list`, CLIENT LIST's `cmd=client|list`), and a
 /// container's errors list them.
-const SUBCOMMANDS: &[(&str, &[&str])] = &[
-    (
-        "client",
-        &[
-            "ID", "GETNAME", "SETNAME", "INFO", "LIST", "KILL", "SETINFO", "NO-EVICT", "REPLY",
-            "PAUSE", "UNPAUSE",
-        ],
-    ),
-    ("command", &["COUNT", "INFO", "DOCS", "LIST"]),
-    ("config", &["GET", "SET", "RESETSTAT", "REWRITE"]),
-    ("memory", &["HELP", "USAGE"]),
-    (
-        "object",
-        &["HELP", "ENCODING", "REFCOUNT", "FREQ", "IDLETIME"],
-    ),
-    (
-        "latency",
-        &[
-            "LATEST",
-            "HISTORY",
-            "RESET",
-            "GRAPH",
-            "DOCTOR",
-            "HISTOGRAM",
-            "HELP",
-        ],
-    ),
-    ("slowlog", &["GET", "LEN", "RESET", "HELP"]),
+#[rustfmt::skip]
+const SUBCOMMANDS: &[(&str, &[Subcommand])] = &[
+    ("client", &[
+        sub("ID", 2, 0, NO_KEYS, CONNECTION),
+        sub("GETNAME", 2, 0, NO_KEYS, CONNECTION),
+        sub("SETNAME", 3, 0, NO_KEYS, CONNECTION),
+        sub("INFO", 2, 0, NO_KEYS, CONNECTION),
+        sub("LIST", -2, ADMIN, NO_KEYS, CONNECTION),
+        sub("KILL", -3, ADMIN, NO_KEYS, CONNECTION),
+        sub("SETINFO", -4, 0, NO_KEYS, CONNECTION),
+        sub("NO-EVICT", 3, ADMIN, NO_KEYS, CONNECTION),
+        sub("REPLY", 3, 0, NO_KEYS, CONNECTION),
+        sub("PAUSE", -3, ADMIN, NO_KEYS, CONNECTION),
+        sub("UNPAUSE", 2, ADMIN, NO_KEYS, CONNECTION),
+    ]),
+    ("command", &[
+        sub("COUNT", 2, 0, NO_KEYS, CONNECTION),
+        sub("INFO", -2, 0, NO_KEYS, CONNECTION),
+        sub("DOCS", -2, 0, NO_KEYS, CONNECTION),
+        sub("LIST", -2, 0, NO_KEYS, CONNECTION),
+        sub("GETKEYS", -4, 0, NO_KEYS, CONNECTION),
+        sub("HELP", 2, 0, NO_KEYS, CONNECTION),
+    ]),
+    ("config", &[
+        sub("GET", -3, ADMIN, NO_KEYS, 0),
+        sub("SET", -4, ADMIN, NO_KEYS, 0),
+        sub("RESETSTAT", 2, ADMIN, NO_KEYS, 0),
+        sub("REWRITE", 2, ADMIN, NO_KEYS, 0),
+    ]),
+    ("memory", &[
+        sub("HELP", 2, 0, NO_KEYS, 0),
+        sub("USAGE", -3, R, (2, 2, 1), 0),
+    ]),
+    ("object", &[
+        sub("HELP", 2, 0, NO_KEYS, KEYSPACE),
+        sub("ENCODING", 3, R, (2, 2, 1), KEYSPACE),
+        sub("REFCOUNT", 3, R, (2, 2, 1), KEYSPACE),
+        sub("FREQ", 3, R, (2, 2, 1), KEYSPACE),
+        sub("IDLETIME", 3, R, (2, 2, 1), KEYSPACE),
+    ]),
+    ("latency", &[
+        sub("LATEST", 2, ADMIN, NO_KEYS, 0),
+        sub("HISTORY", 3, ADMIN, NO_KEYS, 0),
+        sub("RESET", -2, ADMIN, NO_KEYS, 0),
+        sub("GRAPH", 3, ADMIN, NO_KEYS, 0),
+        sub("DOCTOR", 2, ADMIN, NO_KEYS, 0),
+        sub("HISTOGRAM", -2, ADMIN, NO_KEYS, 0),
+        sub("HELP", 2, 0, NO_KEYS, 0),
+    ]),
+    ("slowlog", &[
+        sub("GET", -2, ADMIN, NO_KEYS, 0),
+        sub("LEN", 2, ADMIN, NO_KEYS, 0),
+        sub("RESET", 2, ADMIN, NO_KEYS, 0),
+        sub("HELP", 2, 0, NO_KEYS, 0),
+    ]),
 ];
 
+/// A container's subcommand, as COMMAND describes it (the container runs it). `name`
+/// is upper case; arity counts the container's name, as Redis counts it.
+pub struct Subcommand {
+    name: &'static str,
+    arity: i32,
+    flags: u16,
+    keys: (i32, i32, i32),
+    acl: u16,
+}
+
+const fn sub(
+    name: &'static str,
+    arity: i32,
+    flags: u16,
+    keys: (i32, i32, i32),
+    acl: u16,
+) -> Subcommand {
+    Subcommand {
+        name,
+        arity,
+        flags,
+        keys,
+        acl,
+    }
+}
+
 /// The subcommands of the container named `name`.
-fn subcommands_of(name: &str) -> &'static [&'static str] {
+fn subcommands_of(name: &str) -> &'static [Subcommand] {
     SUBCOMMANDS
         .iter()
         .find(|(container, _)| *container == name)
@@ -527,7 +598,7 @@ fn subcommands_of(name: &str) -> &'static [&'static str] {
 struct StatSlots {
     names: Vec<String>,
     /// For each command of the table, its subcommands' first slot and the subcommands.
-    containers: Vec<Option<(usize, &'static [&'static str])>>,
+    containers: Vec<Option<(usize, &'static [Subcommand])>>,
 }
 
 fn stat_slots() -> &'static StatSlots {
@@ -541,7 +612,7 @@ fn stat_slots() -> &'static StatSlots {
                 let first = names.len();
                 names.extend(
                     subs.iter()
-                        .map(|s| format!("{}|{}", c.name, s.to_ascii_lowercase())),
+                        .map(|s| format!("{}|{}", c.name, s.name.to_ascii_lowercase())),
                 );
                 (!subs.is_empty()).then_some((first, subs))
             })
@@ -559,9 +630,15 @@ fn stat_slot(index: usize, args: &[Vec<u8>]) -> usize {
     args.get(1)
         .and_then(|sub| {
             subs.iter()
-                .position(|s| s.as_bytes().eq_ignore_ascii_case(sub))
+                .position(|s| s.name.as_bytes().eq_ignore_ascii_case(sub))
         })
         .map_or(index, |i| first + i)
+}
+
+/// The known subcommand that `args` call, if the command at `index` is a container.
+fn subcommand(index: usize, args: &[Vec<u8>]) -> Option<&'static Subcommand> {
+    let (first, subs) = stat_slots().containers[index]?;
+    subs.get(stat_slot(index, args).checked_sub(first)?)
 }
 
 /// How many counters [`CommandStats`](crate::command_stats) keeps: see [`stat_slot`].
@@ -618,15 +695,35 @@ fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> F
 
 const WRONG_ARITY: &str = "ERR wrong number of arguments for";
 
-fn check_arity(cmd: &Command, args: &[Vec<u8>]) -> Result<(), Frame> {
-    let n = args.len() as i32;
-    if (cmd.arity > 0 && n != cmd.arity) || (cmd.arity < 0 && n < -cmd.arity) {
+fn check_arity(index: usize, args: &[Vec<u8>]) -> Result<(), Frame> {
+    let cmd = &TABLE[index];
+    if !arity_allows(cmd.arity, args.len()) {
         return Err(Frame::error(format!(
             "{WRONG_ARITY} '{}' command",
             cmd.name
         )));
     }
+    // As Redis, a known subcommand's arity is checked before the container runs.
+    if let Some(sub) = subcommand(index, args) {
+        if !arity_allows(sub.arity, args.len()) {
+            return Err(Frame::error(format!(
+                "{WRONG_ARITY} '{}|{}' command",
+                cmd.name,
+                sub.name.to_ascii_lowercase()
+            )));
+        }
+    }
     Ok(())
+}
+
+/// Whether `args` arguments, the name included, satisfy `arity` ([`Command::arity`]).
+fn arity_allows(arity: i32, args: usize) -> bool {
+    let n = args as i32;
+    if arity > 0 {
+        n == arity
+    } else {
+        n >= -arity
+    }
 }
 
 /// A command refused before it ran; inside MULTI it also dooms the transaction.
@@ -666,7 +763,10 @@ fn unknown(args: &[Vec<u8>]) -> Frame {
 pub(crate) fn bad_subcommand(container: &str, sub: &[u8]) -> Reply {
     let upper_sub = upper(sub);
     let known = subcommands_of(container);
-    if known.iter().any(|k| k.as_bytes() == upper_sub.as_slice()) {
+    if known
+        .iter()
+        .any(|k| k.name.as_bytes() == upper_sub.as_slice())
+    {
         error(&format!(
             "{WRONG_ARITY} '{}|{}' command",
             container,
@@ -738,9 +838,9 @@ mod tests {
             assert_eq!(name_of(plain as u64 + 1), cmd.name);
             assert!(slots.insert(plain));
             for sub in subcommands_of(cmd.name) {
-                let args = [b"X".to_vec(), sub.to_ascii_lowercase().into_bytes()];
+                let args = [b"X".to_vec(), sub.name.to_ascii_lowercase().into_bytes()];
                 let slot = stat_slot(index, &args);
-                let expected = format!("{}|{}", cmd.name, sub.to_ascii_lowercase());
+                let expected = format!("{}|{}", cmd.name, sub.name.to_ascii_lowercase());
                 assert_eq!(name_of(slot as u64 + 1), expected);
                 assert!(slots.insert(slot), "{expected} shares a slot");
             }

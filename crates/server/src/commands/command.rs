@@ -1,0 +1,228 @@
+//! COMMAND [COUNT | LIST [FILTERBY ...] | INFO [name ...] | DOCS [name ...] |
+//! GETKEYS command arg ... | HELP]: what the command table holds, in Redis 7's shapes,
+//! for clients that look commands up (cluster clients find keys with GETKEYS or the
+//! key positions of INFO) and for redis-cli.
+
+use resp::Frame;
+
+use super::{
+    arity_allows, error, int, reply, subcommands_of, upper, Command, Ctx, Reply, Subcommand, ADMIN,
+    ADMIN_CATEGORY, BITMAP, CONNECTION, DANGEROUS, DENYOOM, FAST, KEYSPACE, NO_AUTH, READONLY,
+    STRING, SYNTAX_ERROR, TABLE, TRANSACTION, WRITE,
+};
+
+pub fn command(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let Some(sub) = args.get(1) else {
+        return reply(Frame::Array(TABLE.iter().map(describe).collect()));
+    };
+    match upper(sub).as_slice() {
+        b"COUNT" => int(TABLE.len() as i64),
+        b"LIST" => list(&args[2..]),
+        b"INFO" if args.len() == 2 => reply(Frame::Array(TABLE.iter().map(describe).collect())),
+        b"INFO" => reply(Frame::Array(
+            args[2..]
+                .iter()
+                .map(|name| find(name).unwrap_or(Frame::Null))
+                .collect(),
+        )),
+        // Documentation text is not kept; redis-cli reads an empty map as "no hints".
+        b"DOCS" => reply(Frame::Map(vec![])),
+        b"GETKEYS" => getkeys(&args[2..]),
+        b"HELP" => super::help(HELP),
+        _ => super::bad_subcommand("command", sub),
+    }
+}
+
+/// LIST [FILTERBY MODULE name | ACLCAT category | PATTERN glob]: every command's
+/// name, each container followed by its subcommands (`client|list`), as Redis lists them.
+fn list(filter: &[Vec<u8>]) -> Reply {
+    let filter = match filter {
+        [] => Filter::All,
+        [by, kind, arg] if upper(by) == b"FILTERBY" => match upper(kind).as_slice() {
+            // No modules are loaded.
+            b"MODULE" => Filter::Nothing,
+            b"ACLCAT" => Filter::Category(String::from_utf8_lossy(arg).to_ascii_lowercase()),
+            b"PATTERN" => Filter::Pattern(arg),
+            _ => return error(SYNTAX_ERROR),
+        },
+        _ => return error(SYNTAX_ERROR),
+    };
+    let mut names = Vec::new();
+    for c in TABLE {
+        if filter.keeps(c.name, c.flags, c.acl) {
+            names.push(Frame::bulk(c.name));
+        }
+        for s in subcommands_of(c.name) {
+            let name = full_name(c, s);
+            if filter.keeps(&name, s.flags, s.acl) {
+                names.push(Frame::bulk(&name));
+            }
+        }
+    }
+    reply(Frame::Array(names))
+}
+
+enum Filter<'a> {
+    All,
+    Nothing,
+    Category(String),
+    Pattern(&'a [u8]),
+}
+
+impl Filter<'_> {
+    fn keeps(&self, name: &str, flags: u16, acl: u16) -> bool {
+        match self {
+            Filter::All => true,
+            Filter::Nothing => false,
+            Filter::Category(wanted) => categories(flags, acl).contains(&wanted.as_str()),
+            // Case-insensitive, as Redis matches command names.
+            Filter::Pattern(p) => crate::glob::glob_match(p, name.as_bytes(), true),
+        }
+    }
+}
+
+/// GETKEYS: the keys of a full command, from the table's key positions.
+fn getkeys(full: &[Vec<u8>]) -> Reply {
+    const INVALID: &str = "ERR Invalid command specified";
+    let Some((_, c)) = super::lookup(&full[0]) else {
+        return error(INVALID);
+    };
+    let (arity, (first, last, step)) = match subcommands_of(c.name) {
+        [] => (c.arity, c.keys),
+        subs => match subs
+            .iter()
+            .find(|s| s.name.as_bytes().eq_ignore_ascii_case(&full[1]))
+        {
+            Some(s) => (s.arity, s.keys),
+            None => return error(INVALID),
+        },
+    };
+    if !arity_allows(arity, full.len()) {
+        return error("ERR Invalid number of arguments specified for command");
+    }
+    if first == 0 {
+        return error("ERR The command has no key arguments");
+    }
+    let n = full.len() as i32;
+    let last = if last < 0 { n + last } else { last.min(n - 1) };
+    let keys = (first..=last)
+        .step_by(step.max(1) as usize)
+        .map(|i| Frame::Bulk(full[i as usize].clone()))
+        .collect();
+    reply(Frame::Array(keys))
+}
+
+/// The entry for `name`: a command, or a subcommand as `container|sub`.
+fn find(name: &[u8]) -> Option<Frame> {
+    let (container, sub) = match name.iter().position(|&b| b == b'|') {
+        Some(bar) => (&name[..bar], Some(&name[bar + 1..])),
+        None => (name, None),
+    };
+    let (_, c) = super::lookup(container)?;
+    match sub {
+        None => Some(describe(c)),
+        Some(sub) => subcommands_of(c.name)
+            .iter()
+            .find(|s| s.name.as_bytes().eq_ignore_ascii_case(sub))
+            .map(|s| entry(&full_name(c, s), s.arity, s.flags, s.keys, s.acl, vec![])),
+    }
+}
+
+fn full_name(c: &Command, s: &Subcommand) -> String {
+    format!("{}|{}", c.name, s.name.to_ascii_lowercase())
+}
+
+/// A command's COMMAND INFO entry, with its subcommands'.
+fn describe(c: &Command) -> Frame {
+    let subs = subcommands_of(c.name)
+        .iter()
+        .map(|s| entry(&full_name(c, s), s.arity, s.flags, s.keys, s.acl, vec![]))
+        .collect();
+    entry(c.name, c.arity, c.flags, c.keys, c.acl, subs)
+}
+
+/// One entry in Redis 7's shape: name, arity, flags, first key, last key, step, ACL
+/// categories, tips, key specifications (none kept), subcommands.
+fn entry(
+    name: &str,
+    arity: i32,
+    flags: u16,
+    (first, last, step): (i32, i32, i32),
+    acl: u16,
+    subcommands: Vec<Frame>,
+) -> Frame {
+    let flag_names = [
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (NO_AUTH, "no_auth"),
+        (FAST, "fast"),
+    ]
+    .iter()
+    .filter(|(bit, _)| flags & bit != 0)
+    .map(|(_, name)| Frame::Simple(name.to_string()))
+    .collect();
+    let categories = categories(flags, acl)
+        .into_iter()
+        .map(|c| Frame::Simple(format!("@{c}")))
+        .collect();
+    Frame::Array(vec![
+        Frame::bulk(name),
+        Frame::Integer(arity as i64),
+        Frame::Set(flag_names),
+        Frame::Integer(first as i64),
+        Frame::Integer(last as i64),
+        Frame::Integer(step as i64),
+        Frame::Set(categories),
+        Frame::Set(vec![]),
+        Frame::Array(vec![]),
+        Frame::Array(subcommands),
+    ])
+}
+
+/// A command's ACL categories, in Redis's order: those of the table, and those Redis
+/// derives from the flags (write, readonly, admin with dangerous, fast or else slow).
+fn categories(flags: u16, acl: u16) -> Vec<&'static str> {
+    let has = |bit: u16| acl & bit != 0;
+    let admin = flags & ADMIN != 0 || has(ADMIN_CATEGORY);
+    [
+        ("keyspace", has(KEYSPACE)),
+        ("read", flags & READONLY != 0),
+        ("write", flags & WRITE != 0),
+        ("string", has(STRING)),
+        ("bitmap", has(BITMAP)),
+        ("admin", admin),
+        ("fast", flags & FAST != 0),
+        ("slow", flags & FAST == 0),
+        ("dangerous", flags & ADMIN != 0 || has(DANGEROUS)),
+        ("connection", has(CONNECTION)),
+        ("transaction", has(TRANSACTION)),
+    ]
+    .into_iter()
+    .filter(|(_, on)| *on)
+    .map(|(name, _)| name)
+    .collect()
+}
+
+const HELP: &[&str] = &[
+    "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "(no subcommand)",
+    "    Return details about all Redis commands.",
+    "COUNT",
+    "    Return the total number of commands in this Redis server.",
+    "LIST",
+    "    Return a list of all commands in this Redis server.",
+    "INFO [<command-name> ...]",
+    "    Return details about multiple Redis commands.",
+    "    If no command names are given, documentation details for all",
+    "    commands are returned.",
+    "DOCS [<command-name> ...]",
+    "    Return documentation details about multiple Redis commands.",
+    "    If no command names are given, documentation details for all",
+    "    commands are returned.",
+    "GETKEYS <full-command>",
+    "    Return the keys from a full Redis command.",
+    "HELP",
+    "    Prints this help.",
+];

@@ -586,6 +586,9 @@ def test_command_table_agrees_with_redis(server, redis_port):
     redis_names = set(ask(t, "COMMAND", "LIST"))
     # Ours alone: HOTKEYS, and CLIENT SETINFO (Redis 7.2; the baseline is 7.0).
     shared = [n for n in names if n in redis_names]
+    # No documentation is kept: DOCS is refused (redis-cli then uses its own help).
+    assert "command|docs" not in names
+    assert ask(o, "COMMAND", "DOCS").startswith("ERR unknown subcommand 'DOCS'")
     assert set(names) - set(shared) == {"hotkeys", "client|setinfo"}
     summary = lambda e: (e[0], e[1], e[3], e[4], e[5], sorted(e[6]))
     mine = [summary(e) for e in ask(o, "COMMAND", "INFO", *shared)]

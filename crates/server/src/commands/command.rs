@@ -1,5 +1,5 @@
-//! COMMAND [COUNT | LIST [FILTERBY ...] | INFO [name ...] | DOCS [name ...] |
-//! GETKEYS command arg ... | HELP]: what the command table holds, in Redis 7's shapes,
+//! COMMAND [COUNT | LIST [FILTERBY ...] | INFO [name ...] | GETKEYS command arg ... |
+//! HELP]: what the command table holds, in Redis 7's shapes,
 //! for clients that look commands up (cluster clients find keys with GETKEYS or the
 //! key positions of INFO) and for redis-cli.
 
@@ -25,8 +25,9 @@ pub fn command(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 .map(|name| find(name).unwrap_or(Frame::Null))
                 .collect(),
         )),
-        // Documentation text is not kept; redis-cli reads an empty map as "no hints".
-        b"DOCS" => reply(Frame::Map(vec![])),
+        // DOCS is unknown here, as before Redis 7: documentation is not kept, and
+        // redis-cli takes an error as its cue to use its own built-in help, where an
+        // empty map would leave it with none.
         b"GETKEYS" => getkeys(&args[2..]),
         b"HELP" => super::help(HELP),
         _ => super::bad_subcommand("command", sub),
@@ -215,10 +216,6 @@ const HELP: &[&str] = &[
     "    Return a list of all commands in this Redis server.",
     "INFO [<command-name> ...]",
     "    Return details about multiple Redis commands.",
-    "    If no command names are given, documentation details for all",
-    "    commands are returned.",
-    "DOCS [<command-name> ...]",
-    "    Return documentation details about multiple Redis commands.",
     "    If no command names are given, documentation details for all",
     "    commands are returned.",
     "GETKEYS <full-command>",

@@ -520,7 +520,6 @@ const SUBCOMMANDS: &[(&str, &[Subcommand])] = &[
     ("command", &[
         sub("COUNT", 2, 0, NO_KEYS, CONNECTION),
         sub("INFO", -2, 0, NO_KEYS, CONNECTION),
-        sub("DOCS", -2, 0, NO_KEYS, CONNECTION),
         sub("LIST", -2, 0, NO_KEYS, CONNECTION),
         sub("GETKEYS", -4, 0, NO_KEYS, CONNECTION),
         sub("HELP", 2, 0, NO_KEYS, CONNECTION),

@@ -27,6 +27,11 @@ pub struct Client {
     pub no_evict: AtomicBool,
     killed: AtomicBool,
     kill: Notify,
+    /// Set while the connection waits in a blocking command (WAIT), which CLIENT
+    /// UNBLOCK may end early, as a timeout or (`unblock_error`) with an error.
+    blocked: AtomicBool,
+    unblock_error: AtomicBool,
+    unblock: Notify,
 }
 
 impl Client {
@@ -46,6 +51,9 @@ impl Client {
             no_evict: AtomicBool::new(false),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
+            blocked: AtomicBool::new(false),
+            unblock_error: AtomicBool::new(false),
+            unblock: Notify::new(),
         }
     }
 
@@ -67,6 +75,32 @@ impl Client {
 
     pub fn is_killed(&self) -> bool {
         self.killed.load(Ordering::SeqCst)
+    }
+
+    /// Marks the client blocked (or not). Register the [`Client::unblocked`] future
+    /// before blocking, so an unblock in between is not missed.
+    pub fn set_blocked(&self, blocked: bool) {
+        self.blocked.store(blocked, Ordering::SeqCst);
+    }
+
+    /// Resolves when CLIENT UNBLOCK ends the wait; then [`Client::unblocked_with_error`]
+    /// says how.
+    pub fn unblocked(&self) -> tokio::sync::futures::Notified<'_> {
+        self.unblock.notified()
+    }
+
+    pub fn unblocked_with_error(&self) -> bool {
+        self.unblock_error.load(Ordering::SeqCst)
+    }
+
+    /// CLIENT UNBLOCK: ends the client's blocking wait, if it is in one.
+    pub fn unblock(&self, error: bool) -> bool {
+        if !self.blocked.swap(false, Ordering::SeqCst) {
+            return false;
+        }
+        self.unblock_error.store(error, Ordering::SeqCst);
+        self.unblock.notify_waiters();
+        true
     }
 
     /// Resolves once the client is killed (immediately if it already is).
@@ -120,6 +154,12 @@ impl Clients {
         }
         live.insert(client.id, client);
         true
+    }
+
+    /// The connected client with this id.
+    pub fn get(&self, id: u64) -> Option<Arc<Client>> {
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.get(&id).cloned()
     }
 
     /// Unregisters a client, folding its counters into the departed totals under the

@@ -52,6 +52,14 @@ impl std::fmt::Display for Ended {
     }
 }
 
+/// How a blocking wait (WAIT) ended, when the connection goes on.
+enum Waited {
+    /// Its time passed, or CLIENT UNBLOCK ended it as if it had (TIMEOUT).
+    Elapsed,
+    /// CLIENT UNBLOCK ... ERROR.
+    UnblockedWithError,
+}
+
 impl From<io::Error> for Ended {
     fn from(e: io::Error) -> Self {
         Ended::Io(e)
@@ -121,15 +129,16 @@ impl Connection {
         Ok(())
     }
 
-    /// Waits `delay` (or for ever) before a reply, as a blocked client does in Redis.
-    /// Returns false when the connection should end instead, cleanly: at shutdown or
-    /// when the client hangs up (CLIENT KILL is an error, as elsewhere). What the
-    /// client sends meanwhile is kept for after, up to [`BLOCKED_INPUT`] bytes.
+    /// Waits `delay` (or for ever) before a reply, as a blocked client does in Redis,
+    /// or until CLIENT UNBLOCK. Returns `None` when the connection should end instead,
+    /// cleanly: at shutdown or when the client hangs up (CLIENT KILL is an error, as
+    /// elsewhere). What the client sends meanwhile is kept for after, up to
+    /// [`BLOCKED_INPUT`] bytes.
     async fn wait(
         &mut self,
         delay: Option<Duration>,
         stop: &mut tokio::sync::watch::Receiver<bool>,
-    ) -> Result<bool, Ended> {
+    ) -> Result<Option<Waited>, Ended> {
         let client = self.session.client.clone();
         let delay = async {
             match delay {
@@ -138,20 +147,33 @@ impl Connection {
             }
         };
         tokio::pin!(delay);
-        loop {
+        let unblocked = client.unblocked();
+        tokio::pin!(unblocked);
+        unblocked.as_mut().enable();
+        client.set_blocked(true);
+        let waited = loop {
             tokio::select! {
-                _ = &mut delay => return Ok(true),
-                _ = stop.changed() => return Ok(false),
-                _ = client.killed() => return Err(Ended::Killed),
+                _ = &mut delay => break Ok(Some(Waited::Elapsed)),
+                _ = &mut unblocked => break Ok(Some(if client.unblocked_with_error() {
+                    Waited::UnblockedWithError
+                } else {
+                    Waited::Elapsed
+                })),
+                _ = stop.changed() => break Ok(None),
+                _ = client.killed() => break Err(Ended::Killed),
                 read = self.stream.read_buf(&mut self.input), if self.input.len() < BLOCKED_INPUT => {
-                    let n = read?;
-                    if n == 0 {
-                        return Ok(false);
+                    match read {
+                        Ok(0) => break Ok(None),
+                        Ok(n) => {
+                            client.traffic.net_in.fetch_add(n as u64, Ordering::Relaxed);
+                        }
+                        Err(e) => break Err(e.into()),
                     }
-                    client.traffic.net_in.fetch_add(n as u64, Ordering::Relaxed);
                 }
             }
-        }
+        };
+        client.set_blocked(false);
+        waited
     }
 
     async fn serve(&mut self) -> Result<(), Ended> {
@@ -201,10 +223,14 @@ impl Connection {
                             Action::Ok => self.output.extend_from_slice(b"+OK\r\n"),
                             Action::After(delay, frame) => {
                                 self.flush().await?;
-                                if !self.wait(delay, &mut stop).await? {
-                                    return Ok(());
+                                match self.wait(delay, &mut stop).await? {
+                                    None => return Ok(()),
+                                    Some(Waited::Elapsed) => frame.encode(proto, &mut self.output),
+                                    Some(Waited::UnblockedWithError) => Frame::error(
+                                        "UNBLOCKED client unblocked via CLIENT UNBLOCK",
+                                    )
+                                    .encode(proto, &mut self.output),
                                 }
-                                frame.encode(proto, &mut self.output);
                             }
                             Action::Close(frame) => {
                                 if let (Some(frame), false) = (frame, dropped) {

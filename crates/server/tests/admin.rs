@@ -880,6 +880,46 @@ fn wait_answers_no_replicas_after_its_timeout_and_a_waiting_client_can_leave() {
 }
 
 #[test]
+fn client_unblock_ends_a_wait_as_a_timeout_or_with_an_error() {
+    use std::io::Write;
+    let server = Server::start();
+    let mut c = server.client();
+    let mut waiting = server.raw();
+    let id = String::from_utf8(exchange(&mut waiting, b"CLIENT ID\r\n", 3)).unwrap();
+    let id = id.trim_start_matches(':').trim().to_string();
+    // A client that is not blocked is left alone.
+    assert_eq!(run::<i64>(&mut c, &["CLIENT", "UNBLOCK", &id]), 0);
+    for (how, reply) in [
+        ("TIMEOUT", &b":0\r\n"[..]),
+        (
+            "ERROR",
+            b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n",
+        ),
+    ] {
+        waiting.write_all(b"WAIT 1 0\r\n").unwrap();
+        // 1 once the WAIT has started blocking (0 before: nothing to unblock yet).
+        assert!(eventually(10, || run::<i64>(
+            &mut c,
+            &["CLIENT", "UNBLOCK", &id, how]
+        ) == 1));
+        assert_eq!(exchange(&mut waiting, b"", reply.len()), reply, "{how}");
+        assert_eq!(exchange(&mut waiting, b"PING\r\n", 7), b"+PONG\r\n");
+        assert_eq!(run::<i64>(&mut c, &["CLIENT", "UNBLOCK", &id]), 0);
+    }
+    assert!(run_err(&mut c, &["CLIENT", "UNBLOCK", &id, "LATER"]).contains("TIMEOUT or ERROR"));
+    // Kill filters it cannot match kill nobody (they were once ignored: everyone).
+    assert_eq!(
+        run::<i64>(
+            &mut c,
+            &["CLIENT", "KILL", "TYPE", "replica", "SKIPME", "no"]
+        ),
+        0
+    );
+    assert!(run_err(&mut c, &["CLIENT", "KILL", "USER", "bob"]).contains("No such user"));
+    assert_eq!(exchange(&mut waiting, b"PING\r\n", 7), b"+PONG\r\n");
+}
+
+#[test]
 fn latency_monitor_records_requests_over_its_threshold() {
     let server = Server::start();
     let mut c = server.client();

@@ -1,12 +1,15 @@
 //! CLIENT ID, GETNAME, SETNAME, LIST, INFO, KILL, SETINFO, NO-EVICT, REPLY, PAUSE,
-//! UNPAUSE.
+//! UNPAUSE, UNBLOCK, GETREDIR, TRACKINGINFO, HELP. Client-side caching (TRACKING,
+//! CACHING) is not offered: those are unknown subcommands, as on a server without it.
 
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
 use resp::Frame;
 
-use super::{error, int, ok, parse_integer, reply, upper, Ctx, Reply, SYNTAX_ERROR};
+use super::{
+    error, int, ok, parse_integer, reply, upper, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR,
+};
 use crate::clients::Client;
 
 pub fn client(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
@@ -123,9 +126,87 @@ pub fn client(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             }
             _ => error(SYNTAX_ERROR),
         },
+        (b"UNBLOCK", [id, how @ ..]) => {
+            let with_error = match how {
+                [] => false,
+                [how] if upper(how) == b"TIMEOUT" => false,
+                [how] if upper(how) == b"ERROR" => true,
+                _ => return error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+            };
+            let Some(id) = parse_integer(id) else {
+                return error(NOT_AN_INTEGER);
+            };
+            let target = u64::try_from(id)
+                .ok()
+                .and_then(|id| ctx.server.clients.get(id));
+            int(target.is_some_and(|c| c.unblock(with_error)) as i64)
+        }
+        // No tracking: no redirection, as Redis answers a client without it.
+        (b"GETREDIR", []) => int(-1),
+        (b"TRACKINGINFO", []) => {
+            let s = |t: &str| Frame::bulk(t);
+            reply(Frame::Map(vec![
+                (s("flags"), Frame::Set(vec![s("off")])),
+                (s("redirect"), Frame::Integer(-1)),
+                (s("prefixes"), Frame::Array(vec![])),
+            ]))
+        }
+        (b"HELP", []) => super::help(HELP),
         _ => super::bad_subcommand("client", &args[1]),
     }
 }
+
+const HELP: &[&str] = &[
+    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "GETREDIR",
+    "    Return -1: hotkv has no client-side caching, so nothing is redirected.",
+    "ID",
+    "    Return the ID of the current connection.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "KILL <ip:port>",
+    "    Kill connection made from <ip:port>.",
+    "KILL <option> <value> [<option> <value> [...]]",
+    "    Kill connections. Options are:",
+    "    * ADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made from the specified address",
+    "    * LADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made to specified local address",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Kill connections by type.",
+    "    * USER <username>",
+    "      Kill connections authenticated by <username>.",
+    "    * SKIPME (YES|NO)",
+    "      Skip killing current connection (default: yes).",
+    "    * ID <client-id>",
+    "      Kill connections by client id.",
+    "LIST [options ...]",
+    "    Return information about client connections. Options:",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Return clients of specified type.",
+    "    * ID <client-id> [<client-id> ...]",
+    "      Return clients of specified IDs only.",
+    "NO-EVICT (ON|OFF)",
+    "    Protect current client connection from eviction.",
+    "PAUSE <timeout> [WRITE|ALL]",
+    "    Suspend all, or just write, clients for <timeout> milliseconds.",
+    "REPLY (ON|OFF|SKIP)",
+    "    Control the replies sent to the current connection.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "SETINFO <LIB-NAME|LIB-VER> <value>",
+    "    Set the client library name or version, shown in CLIENT LIST and INFO.",
+    "TRACKINGINFO",
+    "    Report tracking status: always off, hotkv has no client-side caching.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client (one waiting in WAIT).",
+    "UNPAUSE",
+    "    Stop the current client pause, resuming traffic.",
+    "HELP",
+    "    Print this help.",
+];
 
 /// CLIENT SETNAME's rule: printable ASCII, no spaces; empty clears the name.
 pub fn set_name(ctx: &mut Ctx, name: &[u8]) -> Result<(), &'static str> {
@@ -251,6 +332,8 @@ fn kill(ctx: &mut Ctx, filters: &[Vec<u8>]) -> Reply {
     let mut addr = None;
     let mut laddr = None;
     let mut skipme = true;
+    let mut matches_none = false;
+    let mut max_age = None;
     for pair in filters.chunks_exact(2) {
         let value = String::from_utf8_lossy(&pair[1]).into_owned();
         match upper(&pair[0]).as_slice() {
@@ -265,15 +348,31 @@ fn kill(ctx: &mut Ctx, filters: &[Vec<u8>]) -> Reply {
                 "no" => skipme = false,
                 _ => return error(SYNTAX_ERROR),
             },
-            b"TYPE" | b"USER" | b"MAXAGE" => {}
+            // Every client here is a normal one of the default user: other types and
+            // users match none (never ignored, which would kill everyone).
+            b"TYPE" => match value.to_ascii_lowercase().as_str() {
+                "normal" => {}
+                "master" | "replica" | "slave" | "pubsub" => matches_none = true,
+                _ => return error(&format!("ERR Unknown client type '{value}'")),
+            },
+            b"USER" if value == "default" => {}
+            b"USER" => return error(&format!("ERR No such user '{value}'")),
+            b"MAXAGE" => match parse_integer(&pair[1]) {
+                Some(n) => max_age = Some(n),
+                None => return error(NOT_AN_INTEGER),
+            },
             _ => return error(SYNTAX_ERROR),
         }
+    }
+    if matches_none {
+        return int(0);
     }
     let mut killed = 0;
     for c in ctx.server.clients.snapshot() {
         let chosen = id.is_none_or(|id| id == c.id)
             && addr.as_ref().is_none_or(|a| *a == c.addr.to_string())
             && laddr.as_ref().is_none_or(|a| *a == c.laddr.to_string())
+            && max_age.is_none_or(|age| c.created.elapsed().as_secs() as i64 > age)
             && !(skipme && c.id == me);
         if chosen {
             c.kill();

@@ -516,6 +516,10 @@ const SUBCOMMANDS: &[(&str, &[Subcommand])] = &[
         sub("REPLY", 3, 0, NO_KEYS, CONNECTION),
         sub("PAUSE", -3, ADMIN, NO_KEYS, CONNECTION),
         sub("UNPAUSE", 2, ADMIN, NO_KEYS, CONNECTION),
+        sub("UNBLOCK", -3, ADMIN, NO_KEYS, CONNECTION),
+        sub("GETREDIR", 2, 0, NO_KEYS, CONNECTION),
+        sub("TRACKINGINFO", 2, 0, NO_KEYS, CONNECTION),
+        sub("HELP", 2, 0, NO_KEYS, CONNECTION),
     ]),
     ("command", &[
         sub("COUNT", 2, 0, NO_KEYS, CONNECTION),

@@ -1,4 +1,4 @@
-//! CONFIG GET, SET, RESETSTAT, REWRITE.
+//! CONFIG GET, SET, RESETSTAT, REWRITE, HELP.
 
 use resp::Frame;
 
@@ -68,6 +68,21 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             Ok(()) => ok(),
             Err(e) => error(&format!("ERR {e}")),
         },
+        b"HELP" if args.len() == 2 => super::help(HELP),
         _ => super::bad_subcommand("config", &args[1]),
     }
 }
+
+const HELP: &[&str] = &[
+    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET <pattern>",
+    "    Return parameters matching the glob-like <pattern> and their values.",
+    "SET <directive> <value>",
+    "    Set the configuration <directive> to <value>.",
+    "RESETSTAT",
+    "    Reset statistics reported by the INFO command.",
+    "REWRITE",
+    "    Rewrite the configuration file.",
+    "HELP",
+    "    Prints this help.",
+];

@@ -533,6 +533,7 @@ const SUBCOMMANDS: &[(&str, &[Subcommand])] = &[
         sub("SET", -4, ADMIN, NO_KEYS, 0),
         sub("RESETSTAT", 2, ADMIN, NO_KEYS, 0),
         sub("REWRITE", 2, ADMIN, NO_KEYS, 0),
+        sub("HELP", 2, 0, NO_KEYS, 0),
     ]),
     ("memory", &[
         sub("HELP", 2, 0, NO_KEYS, 0),

@@ -21,7 +21,7 @@ use crate::entry::{now_ms, Entry};
 /// What an [`Db::update`] decides to do with the key.
 pub enum Change {
     Keep,
-    Put(Vec<u8>, Option<u64>),
+    Put(Entry),
     Delete,
 }
 
@@ -112,7 +112,16 @@ impl Db {
 
     /// Sets `key` whatever it held.
     pub fn set(&self, key: &[u8], value: &[u8], deadline: Option<u64>) -> Result<()> {
-        let stored = Entry::encode(value, deadline);
+        self.put(key, Entry::encode(value, deadline, false), deadline)
+    }
+
+    /// Sets `key` to `entry` whatever it held, keeping its encoding (RENAME, COPY).
+    pub fn set_entry(&self, key: &[u8], entry: &Entry) -> Result<()> {
+        let stored = Entry::encode(&entry.value, entry.deadline, entry.raw);
+        self.put(key, stored, entry.deadline)
+    }
+
+    fn put(&self, key: &[u8], stored: Vec<u8>, deadline: Option<u64>) -> Result<()> {
         match &self.store {
             Store::Memory(index) => {
                 index.upsert(key, &stored);
@@ -129,13 +138,13 @@ impl Db {
         match &self.store {
             Store::Memory(index) => {
                 for (key, value) in pairs {
-                    index.upsert(key, &Entry::encode(value, None));
+                    index.upsert(key, &Entry::encode(value, None, false));
                 }
             }
             Store::Engine(store) => {
                 let encoded: Vec<(&[u8], Vec<u8>)> = pairs
                     .iter()
-                    .map(|(k, v)| (*k, Entry::encode(v, None)))
+                    .map(|(k, v)| (*k, Entry::encode(v, None, false)))
                     .collect();
                 store.put_all(&encoded)?;
             }
@@ -179,20 +188,21 @@ impl Db {
                     }
                     true
                 }
-                (Change::Put(value, deadline), None) => {
-                    let ok = index.insert(key, &Entry::encode(&value, deadline));
+                (Change::Put(e), None) => {
+                    let ok = index.insert(key, &Entry::encode(&e.value, e.deadline, e.raw));
                     if ok {
-                        self.written(key, deadline);
+                        self.written(key, e.deadline);
                     }
                     ok
                 }
-                (Change::Put(value, deadline), Some(old)) => {
-                    let ok = index.compare_and_set(key, old, &Entry::encode(&value, deadline));
+                (Change::Put(e), Some(old)) => {
+                    let new = Entry::encode(&e.value, e.deadline, e.raw);
+                    let ok = index.compare_and_set(key, old, &new);
                     if ok {
                         if expired {
                             self.expired.fetch_add(1, Ordering::Relaxed);
                         }
-                        self.written(key, deadline);
+                        self.written(key, e.deadline);
                     }
                     ok
                 }
@@ -227,12 +237,12 @@ impl Db {
                 self.written(key, None);
             }
             Change::Keep => {}
-            Change::Put(value, deadline) => {
-                locked.put(&Entry::encode(&value, deadline))?;
+            Change::Put(e) => {
+                locked.put(&Entry::encode(&e.value, e.deadline, e.raw))?;
                 if expired {
                     self.expired.fetch_add(1, Ordering::Relaxed);
                 }
-                self.written(key, deadline);
+                self.written(key, e.deadline);
             }
             Change::Delete => {
                 if locked.delete()? {

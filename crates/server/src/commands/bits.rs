@@ -3,6 +3,7 @@
 
 use super::{error, int, parse_integer, upper, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR};
 use crate::db::Change;
+use crate::entry::Entry;
 
 const BAD_OFFSET: &str = "ERR bit offset is not an integer or out of range";
 
@@ -62,7 +63,14 @@ pub fn setbit(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         } else {
             value[byte] &= !mask;
         }
-        (Change::Put(value, deadline), old)
+        (
+            Change::Put(Entry {
+                value,
+                deadline,
+                raw: true,
+            }),
+            old,
+        )
     })?;
     int(old as i64)
 }
@@ -238,12 +246,20 @@ pub fn bitop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             .collect(),
         _ => return error(SYNTAX_ERROR),
     };
+    let len = result.len();
     if result.is_empty() {
         ctx.db().remove(&args[2])?;
     } else {
-        ctx.db().set(&args[2], &result, None)?;
+        ctx.db().set_entry(
+            &args[2],
+            &Entry {
+                value: result,
+                deadline: None,
+                raw: true,
+            },
+        )?;
     }
-    int(result.len() as i64)
+    int(len as i64)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use resp::Frame;
 use super::{error, int, parse_integer, upper, Ctx, Reply, NOT_AN_INTEGER};
 use crate::db::Change;
 use crate::entry::now_ms;
+use crate::entry::Entry;
 
 pub enum Expiry {
     /// An absolute deadline in ms since the epoch.
@@ -121,7 +122,13 @@ fn set_expiry(ctx: &mut Ctx, args: &[Vec<u8>], unit: i64, absolute: bool, comman
         } else if at <= now_ms() as i64 {
             (Change::Delete, true)
         } else {
-            (Change::Put(e.value.clone(), Some(at as u64)), true)
+            (
+                Change::Put(Entry {
+                    deadline: Some(at as u64),
+                    ..e.clone()
+                }),
+                true,
+            )
         }
     })?;
     int(done as i64)
@@ -173,7 +180,13 @@ pub fn pexpiretime(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 
 pub fn persist(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let done = ctx.db().update(&args[1], |e| match e {
-        Some(e) if e.deadline.is_some() => (Change::Put(e.value.clone(), None), true),
+        Some(e) if e.deadline.is_some() => (
+            Change::Put(Entry {
+                deadline: None,
+                ..e.clone()
+            }),
+            true,
+        ),
         _ => (Change::Keep, false),
     })?;
     int(done as i64)

@@ -5,6 +5,7 @@ use resp::Frame;
 use super::expire::{parse_expiry, take_expiry_option, Expiry};
 use super::{error, reply, Ctx, Reply, SYNTAX_ERROR};
 use crate::db::Change;
+use crate::entry::Entry;
 
 pub fn get(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let found = ctx.db().get(&args[1])?;
@@ -51,7 +52,10 @@ pub fn getex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             (Change::Keep, Ok(Some(e.value.clone())))
         }
         (Some(e), Ok(Some(deadline))) => (
-            Change::Put(e.value.clone(), *deadline),
+            Change::Put(Entry {
+                deadline: *deadline,
+                ..e.clone()
+            }),
             Ok(Some(e.value.clone())),
         ),
     })?;

@@ -5,6 +5,7 @@ use resp::Frame;
 
 use super::{error, parse_integer, reply, Ctx, Reply, NOT_AN_INTEGER};
 use crate::db::Change;
+use crate::entry::Entry;
 
 fn add(ctx: &mut Ctx, key: &[u8], delta: i64) -> Reply {
     let result = ctx.db().update(key, |e| {
@@ -16,7 +17,10 @@ fn add(ctx: &mut Ctx, key: &[u8], delta: i64) -> Reply {
             },
         };
         match current.checked_add(delta) {
-            Some(sum) => (Change::Put(sum.to_string().into_bytes(), deadline), Ok(sum)),
+            Some(sum) => (
+                Change::Put(Entry::plain(sum.to_string().into_bytes(), deadline)),
+                Ok(sum),
+            ),
             None => (
                 Change::Keep,
                 Err("ERR increment or decrement would overflow"),
@@ -184,7 +188,10 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             );
         }
         let text = format_float(sum);
-        (Change::Put(text.clone().into_bytes(), deadline), Ok(text))
+        (
+            Change::Put(Entry::plain(text.clone().into_bytes(), deadline)),
+            Ok(text),
+        )
     })?;
     match result {
         Ok(text) => reply(Frame::Bulk(text.into_bytes())),

@@ -35,7 +35,7 @@ fn rename_key(
     if !replace && db.contains(to)? {
         return Ok(Ok(false));
     }
-    db.set(to, &entry.value, entry.deadline)?;
+    db.set_entry(to, &entry)?;
     db.remove(from)?;
     Ok(Ok(true))
 }
@@ -82,7 +82,7 @@ pub fn copy(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     if !replace && db.contains(to)? {
         return int(0);
     }
-    db.set(to, &entry.value, entry.deadline)?;
+    db.set_entry(to, &entry)?;
     int(1)
 }
 

@@ -8,7 +8,8 @@ use crate::config::Policy;
 /// Redis stores a string that reads as a 64-bit integer (in at most 20 bytes) as
 /// `int`, a short one inside its object header as `embstr`, a longer one as `raw`.
 /// hotkv stores bytes either way; it names the encoding Redis would have used, since
-/// tools read it to estimate memory and tests compare it.
+/// tools read it to estimate memory and tests compare it. A string last written in
+/// place (APPEND, SETRANGE, SETBIT, BITOP) is `raw` whatever it holds, as in Redis.
 const EMBSTR_MAX: usize = 44;
 
 /// Redis shares one object for each integer value below this, when no LRU or LFU
@@ -21,6 +22,7 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         (b"HELP", []) => super::help(HELP),
         (b"ENCODING", [key]) => match ctx.db().get(key)? {
             None => reply(Frame::Null),
+            Some(entry) if entry.raw => reply(Frame::bulk("raw")),
             Some(entry) => reply(Frame::bulk(encoding(&entry.value))),
         },
         (b"REFCOUNT", [key]) => match ctx.db().get(key)? {

@@ -8,6 +8,7 @@ use super::{
 };
 use crate::db::Change;
 use crate::entry::now_ms;
+use crate::entry::Entry;
 
 /// `SET key value [NX | XX] [GET] [EX s | PX ms | EXAT t | PXAT t | KEEPTTL]`.
 pub fn set(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
@@ -50,7 +51,10 @@ pub fn set(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             Some(Expiry::At(at)) => Some(at),
             Some(Expiry::Keep) => e.and_then(|e| e.deadline),
         };
-        (Change::Put(value.clone(), deadline), (true, old))
+        (
+            Change::Put(Entry::plain(value.clone(), deadline)),
+            (true, old),
+        )
     })?;
     if get {
         reply(old.map_or(Frame::Null, Frame::Bulk))
@@ -65,7 +69,7 @@ pub fn setnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let value = &args[2];
     let done = ctx.db().update(&args[1], |e| match e {
         Some(_) => (Change::Keep, false),
-        None => (Change::Put(value.clone(), None), true),
+        None => (Change::Put(Entry::plain(value.clone(), None)), true),
     })?;
     int(done as i64)
 }
@@ -98,7 +102,10 @@ pub fn psetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 pub fn getset(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let value = &args[2];
     let old = ctx.db().update(&args[1], |e| {
-        (Change::Put(value.clone(), None), e.map(|e| e.value.clone()))
+        (
+            Change::Put(Entry::plain(value.clone(), None)),
+            e.map(|e| e.value.clone()),
+        )
     })?;
     reply(old.map_or(Frame::Null, Frame::Bulk))
 }

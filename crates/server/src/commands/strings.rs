@@ -4,6 +4,7 @@ use resp::Frame;
 
 use super::{error, int, parse_integer, reply, Ctx, Reply, NOT_AN_INTEGER};
 use crate::db::Change;
+use crate::entry::Entry;
 
 pub fn mget(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let mut values = Vec::with_capacity(args.len() - 1);
@@ -39,7 +40,14 @@ pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         }
         value.extend_from_slice(tail);
         let len = value.len();
-        (Change::Put(value, deadline), Ok(len))
+        (
+            Change::Put(Entry {
+                value,
+                deadline,
+                raw: true,
+            }),
+            Ok(len),
+        )
     })?;
     match result {
         Ok(len) => int(len as i64),
@@ -99,7 +107,14 @@ pub fn setrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             }
             value[offset..offset + patch.len()].copy_from_slice(patch);
             let len = value.len();
-            (Change::Put(value, deadline), len)
+            (
+                Change::Put(Entry {
+                    value,
+                    deadline,
+                    raw: true,
+                }),
+                len,
+            )
         }
     })?;
     int(len as i64)

@@ -294,6 +294,7 @@ fn info_sections_and_hotkeys() {
         "# Clients",
         "# Memory",
         "# Stats",
+        "# Cluster",
         "# Keyspace",
         "# Hotring",
     ] {
@@ -304,6 +305,12 @@ fn info_sections_and_hotkeys() {
     assert_eq!(info_field(&mut c, "keyspace_misses"), "1");
     assert_eq!(info_field(&mut c, "connected_clients"), "1");
     assert!(info_field(&mut c, "used_memory").parse::<u64>().unwrap() > 0);
+    // Clients look for these: cluster mode off, and the process's resident memory
+    // (on Linux, where CI runs), at least what the allocator has resident.
+    assert_eq!(info_field(&mut c, "cluster_enabled"), "0");
+    let rss: u64 = info_field(&mut c, "used_memory_rss").parse().unwrap();
+    let resident: u64 = info_field(&mut c, "allocator_resident").parse().unwrap();
+    assert!(rss >= resident && resident > 0, "{rss} {resident}");
     let only: String = run(&mut c, &["INFO", "memory"]);
     assert!(only.starts_with("# Memory") && !only.contains("# Server"));
     // The key read 3000 times is the hottest the index knows.

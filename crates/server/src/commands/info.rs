@@ -1,5 +1,5 @@
 //! INFO [section...]: Redis's sections (server, clients, memory, persistence, stats,
-//! replication, cpu, keyspace) with its field names, so monitoring tools read them, and
+//! replication, cpu, cluster, keyspace) with its field names, so monitoring tools read them, and
 //! either an `engine` section (the storage engine's counters) or, in memory, a
 //! `hotring` section; `commandstats` (calls and time per command) only when asked for.
 
@@ -20,6 +20,7 @@ const SECTIONS: &[&str] = &[
     "stats",
     "replication",
     "cpu",
+    "cluster",
     "keyspace",
     "engine",
     "hotring",
@@ -63,6 +64,15 @@ pub fn info(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     })
 }
 
+/// The readiness API tokio polls with, which INFO names as Redis names its own.
+const MULTIPLEXING_API: &str = if cfg!(any(target_os = "linux", target_os = "android")) {
+    "epoll"
+} else if cfg!(windows) {
+    "iocp"
+} else {
+    "kqueue"
+};
+
 fn human(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "K", "M", "G", "T"];
     let mut v = bytes as f64;
@@ -99,12 +109,27 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             field("uptime_in_seconds", &uptime);
             field("uptime_in_days", &(uptime / 86_400));
             field("hz", &10);
+            field("configured_hz", &10);
+            let now_us = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros());
+            field("server_time_usec", &now_us);
+            // Redis's LRU clock: seconds, in 24 bits.
+            field("lru_clock", &((now_us / 1_000_000) & ((1 << 24) - 1)));
+            field("multiplexing_api", &MULTIPLEXING_API);
+            let executable = std::env::current_exe().unwrap_or_default();
+            field("executable", &executable.display());
+            let config_file = server.config.file.clone().unwrap_or_default();
+            field("config_file", &config_file.display());
             field("engine", &server.config.engine.name());
         }
         "clients" => {
             field("connected_clients", &server.clients.len());
             field("maxclients", &server.config.maxclients());
             field("blocked_clients", &0);
+            // No client-side caching and no cluster bus.
+            field("tracking_clients", &0);
+            field("cluster_connections", &0);
         }
         "memory" => {
             let used = server.used_memory();
@@ -118,6 +143,23 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
                 "maxmemory_policy",
                 &server.config.get(b"maxmemory-policy")[0].1,
             );
+            if let Some(rss) = crate::memory::resident() {
+                field("used_memory_rss", &rss);
+                field("used_memory_rss_human", &human(rss));
+                // As Redis: the resident set over what the allocator handed out.
+                let ratio = rss as f64 / used.max(1) as f64;
+                field("mem_fragmentation_ratio", &format!("{ratio:.2}"));
+                field("mem_fragmentation_bytes", &(rss as i64 - used as i64));
+            }
+            if let Some(total) = crate::memory::system_total() {
+                field("total_system_memory", &total);
+                field("total_system_memory_human", &human(total));
+            }
+            if let Some([allocated, active, resident]) = crate::memory::allocator() {
+                field("allocator_allocated", &allocated);
+                field("allocator_active", &active);
+                field("allocator_resident", &resident);
+            }
             field("mem_allocator", &"jemalloc");
         }
         "persistence" => {
@@ -217,6 +259,7 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
                 field("used_cpu_user_children", &format!("{children_user:.6}"));
             }
         }
+        "cluster" => field("cluster_enabled", &0),
         "keyspace" => {
             let keys = server.db.len();
             if keys > 0 {

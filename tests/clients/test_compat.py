@@ -44,6 +44,11 @@ INCRBYFLOAT n abc
 INCRBYFLOAT n inf
 INCRBYFLOAT n 1e-99999999999
 INCRBYFLOAT n 0x1p+4
+DEL nz
+INCRBYFLOAT nz 0.024390243902439025
+INCRBYFLOAT nz -0.024390243902439025
+INCRBYFLOAT nz 1.0000000000000002
+INCRBYFLOAT nz 0.7
 SET f 3.0
 INCRBYFLOAT f 0
 SET f 1.1
@@ -650,9 +655,13 @@ def test_command_table_agrees_with_redis(server, redis_port):
 
 VALUES = [b"", b"0", b"1", b"-1", b"42", b"007", b"3.5", b"abc", b"foobar", b"hello world",
           b"9223372036854775807", b"-9223372036854775808", b"\x00\xff\r\n", b"x" * 50, b"\xf0\x0f"]
-# Exactly representable in binary, so f64 and Redis's long double print them alike.
+# Exact in binary or not: sums are computed in Redis's long double and printed with its
+# 17 decimals, so 0.1 + 1.1 and 1/41 - 1/41 must come out digit for digit the same.
 FLOATS = [b"1.5", b"-0.25", b"3", b"1e3", b"-2.5e2", b"abc", b"", b"inf", b"-inf", b"0x10",
-          b" 1", b"1 ", b"0", b"-0", b"+4", b"1e", b"5.0e0"]
+          b" 1", b"1 ", b"0", b"-0", b"+4", b"1e", b"5.0e0", b"0.1", b"1.1", b"-2.2",
+          b"3.14159", b"1e-18", b"-1e-17", b"123456789.123456789", b"0.024390243902439025",
+          b"-0.024390243902439025", b"1.0000000000000002", b"1e4000", b"-1e4000",
+          b"1.18973149535723176502e+4932", b"0x1p-16445"]
 # Seconds or milliseconds: valid, zero, negative, not a number, and past every limit. The
 # valid ones are long enough that nothing expires between the two servers' turns.
 EXPIRES = [b"1000000", b"86400", b"0", b"-1", b"x", b"1.5", b"9223372036854775807",

@@ -12,6 +12,7 @@ mod glob;
 mod instantaneous;
 mod io_threads;
 mod latency;
+mod long_double;
 mod memory;
 mod pause;
 mod server;

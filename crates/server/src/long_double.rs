@@ -98,10 +98,7 @@ impl LongDouble {
     pub fn to_human_string(self) -> String {
         assert!(!self.infinite, "INCRBYFLOAT refuses infinite results first");
         const DECIMALS: usize = 17;
-        let mut scaled = Big::from_u64(self.significand);
-        for _ in 0..DECIMALS {
-            scaled = scaled.mul_small(10);
-        }
+        let scaled = Big::from_u64(self.significand).mul_pow10(DECIMALS as u64);
         // The value times 10^17, rounded to an integer, ties to even.
         let units = if self.exponent >= 0 {
             scaled.shl(self.exponent as usize)
@@ -173,17 +170,22 @@ fn parse_decimal(negative: bool, body: &[u8]) -> Option<LongDouble> {
     if scale + (digits.len() as i64) < MIN_DECIMAL_EXPONENT {
         return None;
     }
+    // Nine digits at a time: a 5 KiB string is thousands of them.
     let mut num = Big::from_u64(0);
-    for &d in &digits {
-        num = num.mul_small(10).add(&Big::from_u64(u64::from(d - b'0')));
+    for chunk in digits.chunks(9) {
+        let value = chunk
+            .iter()
+            .fold(0u32, |n, &d| n * 10 + u32::from(d - b'0'));
+        num = num
+            .mul_small(10u32.pow(chunk.len() as u32))
+            .add(&Big::from_u64(u64::from(value)));
     }
     let mut den = Big::from_u64(1);
-    for _ in 0..scale.unsigned_abs() {
-        if scale > 0 {
-            num = num.mul_small(10);
-        } else {
-            den = den.mul_small(10);
-        }
+    let power = scale.unsigned_abs();
+    if scale > 0 {
+        num = num.mul_pow10(power);
+    } else {
+        den = den.mul_pow10(power);
     }
     finite(round(negative, &num, &den, 0))
 }
@@ -425,6 +427,16 @@ impl Big {
         let mut b = Big(out);
         b.trim();
         b
+    }
+
+    fn mul_pow10(&self, mut power: u64) -> Big {
+        let mut out = self.clone();
+        while power > 0 {
+            let step = power.min(9);
+            out = out.mul_small(10u32.pow(step as u32));
+            power -= step;
+        }
+        out
     }
 
     /// `self / divisor` when the quotient is below 2^128, and the remainder: binary

@@ -132,37 +132,49 @@ impl LongDouble {
     }
 }
 
-fn parse_decimal(negative: bool, body: &[u8]) -> Option<LongDouble> {
-    let (mantissa, exponent) = match body.iter().position(|&c| c == b'e' || c == b'E') {
-        Some(e) => (&body[..e], Some(&body[e + 1..])),
+/// The parts of a number's text: `whole[.fraction][<marker>exponent]`, with digits
+/// that `is_digit` accepts; at least one digit before the marker. Gives the digits
+/// without leading zeros, the fraction's length and the exponent.
+fn split_number(
+    body: &[u8],
+    marker: u8,
+    is_digit: fn(&u8) -> bool,
+) -> Option<(Vec<u8>, usize, i64)> {
+    let (mantissa, exponent) = match body.iter().position(|c| c.to_ascii_lowercase() == marker) {
+        Some(m) => (&body[..m], Some(&body[m + 1..])),
         None => (body, None),
     };
     let (whole, fraction) = match mantissa.iter().position(|&c| c == b'.') {
         Some(dot) => (&mantissa[..dot], &mantissa[dot + 1..]),
         None => (mantissa, &mantissa[mantissa.len()..]),
     };
-    let all_digits = |s: &[u8]| s.iter().all(u8::is_ascii_digit);
-    if (whole.is_empty() && fraction.is_empty()) || !all_digits(whole) || !all_digits(fraction) {
+    let digits_only = |s: &[u8]| s.iter().all(is_digit);
+    if (whole.is_empty() && fraction.is_empty()) || !digits_only(whole) || !digits_only(fraction) {
         return None;
     }
     let exponent = match exponent {
         None => 0,
         Some(e) => parse_exponent(e)?,
     };
-    // value = digits * 10^(exponent - fraction digits), leading zeros aside.
-    let digits: Vec<u8> = whole
+    let digits = whole
         .iter()
         .chain(fraction)
         .copied()
         .skip_while(|&c| c == b'0')
         .collect();
+    Some((digits, fraction.len(), exponent))
+}
+
+fn parse_decimal(negative: bool, body: &[u8]) -> Option<LongDouble> {
+    let (digits, fraction, exponent) = split_number(body, b'e', u8::is_ascii_digit)?;
     if digits.is_empty() {
         return Some(LongDouble {
             negative,
             ..LongDouble::ZERO
         });
     }
-    let scale = exponent - fraction.len() as i64;
+    // value = digits * 10^scale
+    let scale = exponent - fraction as i64;
     let magnitude = scale + digits.len() as i64 - 1;
     if magnitude > MAX_DECIMAL_EXPONENT {
         return None;
@@ -191,37 +203,16 @@ fn parse_decimal(negative: bool, body: &[u8]) -> Option<LongDouble> {
 }
 
 fn parse_hex(negative: bool, hex: &[u8]) -> Option<LongDouble> {
-    let (mantissa, exponent) = match hex.iter().position(|&c| c == b'p' || c == b'P') {
-        Some(p) => (&hex[..p], Some(&hex[p + 1..])),
-        None => (hex, None),
-    };
-    let (whole, fraction) = match mantissa.iter().position(|&c| c == b'.') {
-        Some(dot) => (&mantissa[..dot], &mantissa[dot + 1..]),
-        None => (mantissa, &mantissa[mantissa.len()..]),
-    };
-    let all_hex = |s: &[u8]| s.iter().all(u8::is_ascii_hexdigit);
-    if (whole.is_empty() && fraction.is_empty()) || !all_hex(whole) || !all_hex(fraction) {
-        return None;
-    }
-    let exponent = match exponent {
-        None => 0,
-        Some(e) => parse_exponent(e)?,
-    };
-    let digits: Vec<u8> = whole
-        .iter()
-        .chain(fraction)
-        .copied()
-        .skip_while(|&c| c == b'0')
-        .collect();
+    let (digits, fraction, exponent) = split_number(hex, b'p', u8::is_ascii_hexdigit)?;
     if digits.is_empty() {
         return Some(LongDouble {
             negative,
             ..LongDouble::ZERO
         });
     }
-    let scale = exponent - 4 * fraction.len() as i64;
-    // The value is below 2^top and at least 2^(top - 4): far past the range either
-    // way, no need to compute.
+    // value = digits * 2^scale, below 2^top and at least 2^(top - 4): far past the
+    // range either way, no need to compute.
+    let scale = exponent - 4 * fraction as i64;
     let top = scale + 4 * digits.len() as i64;
     if top - 4 > i64::from(MAX_EXPONENT) {
         return None;

@@ -38,6 +38,13 @@ impl LongDouble {
         infinite: false,
     };
 
+    fn zero(negative: bool) -> LongDouble {
+        LongDouble {
+            negative,
+            ..LongDouble::ZERO
+        }
+    }
+
     fn infinity(negative: bool) -> LongDouble {
         LongDouble {
             negative,
@@ -168,10 +175,7 @@ fn split_number(
 fn parse_decimal(negative: bool, body: &[u8]) -> Option<LongDouble> {
     let (digits, fraction, exponent) = split_number(body, b'e', u8::is_ascii_digit)?;
     if digits.is_empty() {
-        return Some(LongDouble {
-            negative,
-            ..LongDouble::ZERO
-        });
+        return Some(LongDouble::zero(negative));
     }
     // value = digits * 10^scale
     let scale = exponent - fraction as i64;
@@ -205,10 +209,7 @@ fn parse_decimal(negative: bool, body: &[u8]) -> Option<LongDouble> {
 fn parse_hex(negative: bool, hex: &[u8]) -> Option<LongDouble> {
     let (digits, fraction, exponent) = split_number(hex, b'p', u8::is_ascii_hexdigit)?;
     if digits.is_empty() {
-        return Some(LongDouble {
-            negative,
-            ..LongDouble::ZERO
-        });
+        return Some(LongDouble::zero(negative));
     }
     // value = digits * 2^scale, below 2^top and at least 2^(top - 4): far past the
     // range either way, no need to compute.
@@ -252,10 +253,7 @@ fn parse_exponent(e: &[u8]) -> Option<i64> {
 /// The extended value nearest `num / den * 2^exp2`, ties to even.
 fn round(negative: bool, num: &Big, den: &Big, exp2: i64) -> LongDouble {
     if num.is_zero() {
-        return LongDouble {
-            negative,
-            ..LongDouble::ZERO
-        };
+        return LongDouble::zero(negative);
     }
     // Scale so the quotient has 66 or 67 bits: 64 kept, a rounding bit, and one more.
     let shift = 66 - (num.bit_len() as i64 - den.bit_len() as i64);

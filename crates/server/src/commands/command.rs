@@ -6,9 +6,9 @@
 use resp::Frame;
 
 use super::{
-    arity_allows, error, int, reply, subcommands_of, upper, Command, Ctx, Reply, Subcommand, ADMIN,
-    ADMIN_CATEGORY, BITMAP, CONNECTION, DANGEROUS, DENYOOM, FAST, KEYSPACE, NO_AUTH, READONLY,
-    STRING, SYNTAX_ERROR, TABLE, TRANSACTION, WRITE,
+    arity_allows, error, find_subcommand, full_name, int, reply, subcommands_of, upper, Command,
+    Ctx, Reply, ADMIN, ADMIN_CATEGORY, BITMAP, CONNECTION, DANGEROUS, DENYOOM, FAST, KEYSPACE,
+    NO_AUTH, READONLY, STRING, SYNTAX_ERROR, TABLE, TRANSACTION, WRITE,
 };
 
 pub fn command(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
@@ -54,7 +54,7 @@ fn list(filter: &[Vec<u8>]) -> Reply {
             names.push(Frame::bulk(c.name));
         }
         for s in subcommands_of(c.name) {
-            let name = full_name(c, s);
+            let name = full_name(c.name, s);
             if filter.keeps(&name, s.flags, s.acl) {
                 names.push(Frame::bulk(&name));
             }
@@ -88,15 +88,13 @@ fn getkeys(full: &[Vec<u8>]) -> Reply {
     let Some((_, c)) = super::lookup(&full[0]) else {
         return error(INVALID);
     };
-    let (arity, (first, last, step)) = match subcommands_of(c.name) {
-        [] => (c.arity, c.keys),
-        subs => match subs
-            .iter()
-            .find(|s| s.name.as_bytes().eq_ignore_ascii_case(&full[1]))
-        {
+    let (arity, (first, last, step)) = if subcommands_of(c.name).is_empty() {
+        (c.arity, c.keys)
+    } else {
+        match find_subcommand(c.name, &full[1]) {
             Some(s) => (s.arity, s.keys),
             None => return error(INVALID),
-        },
+        }
     };
     if !arity_allows(arity, full.len()) {
         return error("ERR Invalid number of arguments specified for command");
@@ -122,22 +120,33 @@ fn find(name: &[u8]) -> Option<Frame> {
     let (_, c) = super::lookup(container)?;
     match sub {
         None => Some(describe(c)),
-        Some(sub) => subcommands_of(c.name)
-            .iter()
-            .find(|s| s.name.as_bytes().eq_ignore_ascii_case(sub))
-            .map(|s| entry(&full_name(c, s), s.arity, s.flags, s.keys, s.acl, vec![])),
+        Some(sub) => find_subcommand(c.name, sub).map(|s| {
+            entry(
+                &full_name(c.name, s),
+                s.arity,
+                s.flags,
+                s.keys,
+                s.acl,
+                vec![],
+            )
+        }),
     }
-}
-
-fn full_name(c: &Command, s: &Subcommand) -> String {
-    format!("{}|{}", c.name, s.name.to_ascii_lowercase())
 }
 
 /// A command's COMMAND INFO entry, with its subcommands'.
 fn describe(c: &Command) -> Frame {
     let subs = subcommands_of(c.name)
         .iter()
-        .map(|s| entry(&full_name(c, s), s.arity, s.flags, s.keys, s.acl, vec![]))
+        .map(|s| {
+            entry(
+                &full_name(c.name, s),
+                s.arity,
+                s.flags,
+                s.keys,
+                s.acl,
+                vec![],
+            )
+        })
         .collect();
     entry(c.name, c.arity, c.flags, c.keys, c.acl, subs)
 }

@@ -374,7 +374,7 @@ fn run(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
         return refuse(session, unknown(args));
     };
     let stat = stat_slot(index, args);
-    if let Err(e) = check_arity(index, args) {
+    if let Err(e) = check_arity(index, stat, args) {
         server.command_stats.record_rejected(stat);
         return refuse(session, e);
     }
@@ -597,6 +597,18 @@ fn subcommands_of(name: &str) -> &'static [Subcommand] {
         .map_or(&[], |(_, subs)| subs)
 }
 
+/// The subcommand `sub` (any case) of the container named `container`.
+fn find_subcommand(container: &str, sub: &[u8]) -> Option<&'static Subcommand> {
+    subcommands_of(container)
+        .iter()
+        .find(|s| s.name.as_bytes().eq_ignore_ascii_case(sub))
+}
+
+/// A subcommand's Redis 7 name: `container|sub`, in lower case.
+fn full_name(container: &str, sub: &Subcommand) -> String {
+    format!("{container}|{}", sub.name.to_ascii_lowercase())
+}
+
 /// How calls are numbered for the statistics: the table's commands by their place in
 /// it, then every container's subcommands, each with its Redis 7 name.
 struct StatSlots {
@@ -614,10 +626,7 @@ fn stat_slots() -> &'static StatSlots {
             .map(|c| {
                 let subs = subcommands_of(c.name);
                 let first = names.len();
-                names.extend(
-                    subs.iter()
-                        .map(|s| format!("{}|{}", c.name, s.name.to_ascii_lowercase())),
-                );
+                names.extend(subs.iter().map(|s| full_name(c.name, s)));
                 (!subs.is_empty()).then_some((first, subs))
             })
             .collect();
@@ -639,10 +648,11 @@ fn stat_slot(index: usize, args: &[Vec<u8>]) -> usize {
         .map_or(index, |i| first + i)
 }
 
-/// The known subcommand that `args` call, if the command at `index` is a container.
-fn subcommand(index: usize, args: &[Vec<u8>]) -> Option<&'static Subcommand> {
+/// The known subcommand counted in `stat` (see [`stat_slot`]), if the command at
+/// `index` is a container.
+fn subcommand_at(index: usize, stat: usize) -> Option<&'static Subcommand> {
     let (first, subs) = stat_slots().containers[index]?;
-    subs.get(stat_slot(index, args).checked_sub(first)?)
+    subs.get(stat.checked_sub(first)?)
 }
 
 /// How many counters [`CommandStats`](crate::command_stats) keeps: see [`stat_slot`].
@@ -699,7 +709,7 @@ fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> F
 
 const WRONG_ARITY: &str = "ERR wrong number of arguments for";
 
-fn check_arity(index: usize, args: &[Vec<u8>]) -> Result<(), Frame> {
+fn check_arity(index: usize, stat: usize, args: &[Vec<u8>]) -> Result<(), Frame> {
     let cmd = &TABLE[index];
     if !arity_allows(cmd.arity, args.len()) {
         return Err(Frame::error(format!(
@@ -708,12 +718,11 @@ fn check_arity(index: usize, args: &[Vec<u8>]) -> Result<(), Frame> {
         )));
     }
     // As Redis, a known subcommand's arity is checked before the container runs.
-    if let Some(sub) = subcommand(index, args) {
+    if let Some(sub) = subcommand_at(index, stat) {
         if !arity_allows(sub.arity, args.len()) {
             return Err(Frame::error(format!(
-                "{WRONG_ARITY} '{}|{}' command",
-                cmd.name,
-                sub.name.to_ascii_lowercase()
+                "{WRONG_ARITY} '{}' command",
+                full_name(cmd.name, sub)
             )));
         }
     }
@@ -765,16 +774,10 @@ fn unknown(args: &[Vec<u8>]) -> Frame {
 /// Redis's replies for a subcommand it cannot run: unknown, or known (in
 /// [`SUBCOMMANDS`]) with the wrong number of arguments.
 pub(crate) fn bad_subcommand(container: &str, sub: &[u8]) -> Reply {
-    let upper_sub = upper(sub);
-    let known = subcommands_of(container);
-    if known
-        .iter()
-        .any(|k| k.name.as_bytes() == upper_sub.as_slice())
-    {
+    if let Some(known) = find_subcommand(container, sub) {
         error(&format!(
-            "{WRONG_ARITY} '{}|{}' command",
-            container,
-            String::from_utf8_lossy(&upper_sub).to_ascii_lowercase()
+            "{WRONG_ARITY} '{}' command",
+            full_name(container, known)
         ))
     } else {
         error(&format!(

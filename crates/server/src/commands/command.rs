@@ -7,8 +7,8 @@ use resp::Frame;
 
 use super::{
     arity_allows, error, find_subcommand, full_name, int, reply, subcommands_of, upper, Command,
-    Ctx, Reply, ADMIN, ADMIN_CATEGORY, BITMAP, CONNECTION, DANGEROUS, DENYOOM, FAST, KEYSPACE,
-    NO_AUTH, READONLY, STRING, SYNTAX_ERROR, TABLE, TRANSACTION, WRITE,
+    Ctx, Reply, Subcommand, ADMIN, ADMIN_CATEGORY, BITMAP, CONNECTION, DANGEROUS, DENYOOM, FAST,
+    KEYSPACE, NO_AUTH, READONLY, STRING, SYNTAX_ERROR, TABLE, TRANSACTION, WRITE,
 };
 
 pub fn command(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
@@ -120,16 +120,7 @@ fn find(name: &[u8]) -> Option<Frame> {
     let (_, c) = super::lookup(container)?;
     match sub {
         None => Some(describe(c)),
-        Some(sub) => find_subcommand(c.name, sub).map(|s| {
-            entry(
-                &full_name(c.name, s),
-                s.arity,
-                s.flags,
-                s.keys,
-                s.acl,
-                vec![],
-            )
-        }),
+        Some(sub) => find_subcommand(c.name, sub).map(|s| describe_subcommand(c.name, s)),
     }
 }
 
@@ -137,18 +128,20 @@ fn find(name: &[u8]) -> Option<Frame> {
 fn describe(c: &Command) -> Frame {
     let subs = subcommands_of(c.name)
         .iter()
-        .map(|s| {
-            entry(
-                &full_name(c.name, s),
-                s.arity,
-                s.flags,
-                s.keys,
-                s.acl,
-                vec![],
-            )
-        })
+        .map(|s| describe_subcommand(c.name, s))
         .collect();
     entry(c.name, c.arity, c.flags, c.keys, c.acl, subs)
+}
+
+fn describe_subcommand(container: &str, s: &Subcommand) -> Frame {
+    entry(
+        &full_name(container, s),
+        s.arity,
+        s.flags,
+        s.keys,
+        s.acl,
+        vec![],
+    )
 }
 
 /// One entry in Redis 7's shape: name, arity, flags, first key, last key, step, ACL

@@ -32,6 +32,13 @@ pub struct Client {
     blocked: AtomicBool,
     unblock_error: AtomicBool,
     unblock: Notify,
+    /// What other clients' commands send this one (MONITOR lines), encoded, until its
+    /// connection writes it out; `outbox_ready` wakes the connection.
+    outbox: Mutex<Vec<u8>>,
+    outbox_ready: Notify,
+    /// The outbox grew past its limit and the client was killed for it.
+    outbox_overflowed: AtomicBool,
+    pub monitoring: AtomicBool,
 }
 
 impl Client {
@@ -54,6 +61,10 @@ impl Client {
             blocked: AtomicBool::new(false),
             unblock_error: AtomicBool::new(false),
             unblock: Notify::new(),
+            outbox: Mutex::new(Vec::new()),
+            outbox_ready: Notify::new(),
+            outbox_overflowed: AtomicBool::new(false),
+            monitoring: AtomicBool::new(false),
         }
     }
 
@@ -101,6 +112,44 @@ impl Client {
         self.unblock_error.store(error, Ordering::SeqCst);
         self.unblock.notify_waiters();
         true
+    }
+
+    /// Queues `message` for the client's connection to write. A client that does not
+    /// read what it is sent is disconnected once more than `limit` bytes wait, as the
+    /// output buffer limit disconnects one that does not read its replies; the
+    /// message is dropped with it.
+    pub fn deliver(&self, message: &[u8], limit: usize) {
+        let mut outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
+        if outbox.len() + message.len() > limit {
+            drop(outbox);
+            self.outbox_overflowed.store(true, Ordering::SeqCst);
+            self.kill();
+            return;
+        }
+        outbox.extend_from_slice(message);
+        drop(outbox);
+        // A stored permit if the connection is busy: it looks again before it waits.
+        self.outbox_ready.notify_one();
+    }
+
+    /// Moves what was delivered to the client onto the end of `output`.
+    pub fn take_outbox(&self, output: &mut Vec<u8>) {
+        let mut outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
+        output.append(&mut outbox);
+        // A burst's capacity is not kept for an idle client.
+        if outbox.capacity() > 1 << 20 {
+            *outbox = Vec::new();
+        }
+    }
+
+    /// Resolves when something was delivered since the last call resolved.
+    pub fn delivered(&self) -> tokio::sync::futures::Notified<'_> {
+        self.outbox_ready.notified()
+    }
+
+    /// Whether the client was killed because its outbox overflowed.
+    pub fn outbox_overflowed(&self) -> bool {
+        self.outbox_overflowed.load(Ordering::SeqCst)
     }
 
     /// Resolves once the client is killed (immediately if it already is).

@@ -60,6 +60,16 @@ enum Waited {
     UnblockedWithError,
 }
 
+impl Ended {
+    fn killed(client: &Client) -> Ended {
+        if client.outbox_overflowed() {
+            Ended::OutputLimit
+        } else {
+            Ended::Killed
+        }
+    }
+}
+
 impl From<io::Error> for Ended {
     fn from(e: io::Error) -> Self {
         Ended::Io(e)
@@ -97,6 +107,7 @@ impl Connection {
     pub async fn run(mut self) -> Result<(), Ended> {
         let result = self.serve().await;
         self.session.unwatch(&self.server.db);
+        self.server.monitors.remove(self.session.client.id);
         self.server.clients.leave(self.session.client.id);
         result
     }
@@ -111,20 +122,25 @@ impl Connection {
         if hard > 0 && pending > hard {
             return Err(Ended::OutputLimit);
         }
-        if soft > 0 && soft_secs > 0 && pending > soft {
-            let write = self.stream.write_all(&self.output);
-            match tokio::time::timeout(Duration::from_secs(soft_secs), write).await {
-                Ok(written) => written?,
-                Err(_) => return Err(Ended::OutputLimit),
+        let client = self.session.client.clone();
+        let write = async {
+            if soft > 0 && soft_secs > 0 && pending > soft {
+                let write = self.stream.write_all(&self.output);
+                match tokio::time::timeout(Duration::from_secs(soft_secs), write).await {
+                    Ok(written) => Ok(written?),
+                    Err(_) => Err(Ended::OutputLimit),
+                }
+            } else {
+                Ok(self.stream.write_all(&self.output).await?)
             }
-        } else {
-            self.stream.write_all(&self.output).await?;
+        };
+        // A client that does not read is still killed by CLIENT KILL, or when what
+        // it is sent meanwhile overflows its outbox.
+        tokio::select! {
+            written = write => written?,
+            _ = client.killed() => return Err(Ended::killed(&client)),
         }
-        self.session
-            .client
-            .traffic
-            .net_out
-            .fetch_add(pending, Ordering::Relaxed);
+        client.traffic.net_out.fetch_add(pending, Ordering::Relaxed);
         self.output.clear();
         Ok(())
     }
@@ -160,7 +176,7 @@ impl Connection {
                     Waited::Elapsed
                 })),
                 _ = stop.changed() => break Ok(None),
-                _ = client.killed() => break Err(Ended::Killed),
+                _ = client.killed() => break Err(Ended::killed(&client)),
                 read = self.stream.read_buf(&mut self.input), if self.input.len() < BLOCKED_INPUT => {
                     match read {
                         Ok(0) => break Ok(None),
@@ -208,7 +224,7 @@ impl Connection {
                             tokio::select! {
                                 _ = self.server.pause.wait(wait) => {}
                                 _ = stop.changed() => return Ok(()),
-                                _ = client.killed() => return Err(Ended::Killed),
+                                _ = client.killed() => return Err(Ended::killed(&client)),
                             }
                         }
                         let action = commands::execute(&self.server, &mut self.session, &args);
@@ -262,11 +278,12 @@ impl Connection {
                 }
             }
             self.input.drain(..consumed);
+            client.take_outbox(&mut self.output);
             if !self.output.is_empty() {
                 self.flush().await?;
             }
             if client.is_killed() {
-                return Err(Ended::Killed);
+                return Err(Ended::killed(&client));
             }
             if close || *stop.borrow() {
                 return Ok(());
@@ -277,7 +294,12 @@ impl Connection {
                 self.input = Vec::new();
             }
             self.input.reserve(16 * 1024);
-            let timeout = self.server.config.timeout();
+            // As Redis, a monitor is never idle: it only listens.
+            let timeout = if client.monitoring.load(Ordering::Relaxed) {
+                0
+            } else {
+                self.server.config.timeout()
+            };
             let idle = async {
                 if timeout == 0 {
                     std::future::pending::<()>().await
@@ -293,8 +315,10 @@ impl Connection {
                     }
                     client.traffic.net_in.fetch_add(n as u64, Ordering::Relaxed);
                 }
+                // Written out at the top of the loop.
+                _ = client.delivered() => {}
                 _ = stop.changed() => return Ok(()),
-                _ = client.killed() => return Err(Ended::Killed),
+                _ = client.killed() => return Err(Ended::killed(&client)),
                 _ = idle => return Err(Ended::IdleTimeout),
             }
         }

@@ -14,6 +14,7 @@ mod io_threads;
 mod latency;
 mod long_double;
 mod memory;
+mod monitor;
 mod pause;
 mod server;
 

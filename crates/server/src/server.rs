@@ -12,6 +12,7 @@ use crate::config::{Config, Policy};
 use crate::db::{Db, Sampled};
 use crate::instantaneous::Rates;
 use crate::latency::LatencyMonitor;
+use crate::monitor::Monitors;
 use crate::pause::Pause;
 use engine::gate::Gate;
 
@@ -27,6 +28,7 @@ pub struct Server {
     pub command_stats: CommandStats,
     pub latency: LatencyMonitor,
     pub rates: Rates,
+    pub monitors: Monitors,
     /// Unix seconds of the last successful SAVE or BGSAVE (the start time before one),
     /// and whether the last one succeeded.
     last_save: AtomicU64,
@@ -53,7 +55,22 @@ fn victim(policy: Policy, sample: &[Sampled]) -> Option<&Sampled> {
     }
 }
 
+/// What a client's outbox (MONITOR lines) may hold while the normal clients' output
+/// buffer limit sets no hard limit, as by default: Redis lets a monitor that does not
+/// read grow without bound; hotkv drops it past this.
+const OUTBOX_LIMIT: usize = 64 << 20;
+
 impl Server {
+    /// How much a client may have waiting in its outbox (see [`Client::deliver`]).
+    ///
+    /// [`Client::deliver`]: crate::clients::Client::deliver
+    pub fn outbox_limit(&self) -> usize {
+        match self.config.output_limit().0 {
+            0 => OUTBOX_LIMIT,
+            hard => hard as usize,
+        }
+    }
+
     pub fn new(config: Config, db: Db) -> Server {
         Server {
             db,
@@ -69,6 +86,7 @@ impl Server {
             command_stats: CommandStats::new(crate::commands::count()),
             latency: LatencyMonitor::default(),
             rates: Rates::default(),
+            monitors: Monitors::default(),
             last_save: AtomicU64::new(crate::entry::now_ms() / 1000),
             last_save_failed: AtomicBool::new(false),
             used_memory: AtomicU64::new(0),

@@ -1034,3 +1034,172 @@ fn latency_monitor_records_requests_over_its_threshold() {
     assert!(fast("get") && fast("incr") && fast("ping"));
     assert!(!fast("set") && !fast("keys") && !fast("mset"));
 }
+
+/// Reads MONITOR lines until one ends with `last`; returns each without its timestamp
+/// and client address (checked to be `addr`).
+fn monitor_lines_until(
+    monitor: &mut std::io::BufReader<std::net::TcpStream>,
+    addr: &str,
+    last: &str,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    loop {
+        let line = read_line(monitor);
+        let (stamp, rest) = line.split_once(' ').unwrap();
+        let (secs, micros) = stamp.trim_start_matches('+').split_once('.').unwrap();
+        assert!(
+            secs.parse::<u64>().unwrap() > 1_600_000_000 && micros.len() == 6,
+            "{line}"
+        );
+        let args = rest
+            .strip_prefix(&format!("[0 {addr}] "))
+            .unwrap_or_else(|| panic!("{line} is not from {addr}"));
+        lines.push(args.to_string());
+        if args.ends_with(last) {
+            return lines;
+        }
+    }
+}
+
+/// One line of a reply, without its CRLF.
+fn read_line(reader: &mut std::io::BufReader<std::net::TcpStream>) -> String {
+    use std::io::BufRead;
+    let mut line = String::new();
+    assert!(
+        reader.read_line(&mut line).unwrap() > 0,
+        "connection closed"
+    );
+    line.trim_end_matches("\r\n").to_string()
+}
+
+/// Sends `request` on the connection `reader` reads.
+fn send(reader: &mut std::io::BufReader<std::net::TcpStream>, request: &[u8]) {
+    std::io::Write::write_all(reader.get_mut(), request).unwrap();
+}
+
+#[test]
+fn monitor_shows_the_commands_that_run_as_redis_shows_them() {
+    let server = Server::start();
+    // Connected first: the client library's own greeting commands would be shown.
+    let mut admin = server.client();
+    let mut monitor = std::io::BufReader::new(server.raw());
+    let monitor_addr = monitor.get_ref().local_addr().unwrap().to_string();
+    send(&mut monitor, b"MONITOR\r\n");
+    assert_eq!(read_line(&mut monitor), "+OK");
+    let mut c = server.raw();
+    let addr = c.local_addr().unwrap().to_string();
+    let script: &[&[&[u8]]] = &[
+        &[b"SET", b"k", b"a\"b\\c\n\x01\xff"],
+        &[b"get", b"k"],
+        // Refused before running: not shown.
+        &[b"nosuch", b"x"],
+        &[b"GET"],
+        &[b"CLIENT", b"NOSUCH"],
+        // Administrative: not shown.
+        &[b"CONFIG", b"GET", b"port"],
+        &[b"CLIENT", b"LIST"],
+        // Queued commands show when EXEC runs them, before EXEC itself.
+        &[b"MULTI"],
+        &[b"SET", b"x", b"1"],
+        &[b"INCR", b"x"],
+        &[b"EXEC"],
+        // Shown though they fail, with their passwords hidden.
+        &[b"AUTH", b"secret"],
+        &[
+            b"HELLO", b"3", b"AUTH", b"user", b"secret", b"SETNAME", b"n",
+        ],
+        &[b"INCR", b"k"],
+        &[b"ECHO", b"end"],
+    ];
+    for args in script {
+        let mut request = format!("*{}\r\n", args.len()).into_bytes();
+        for a in *args {
+            request.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            request.extend_from_slice(a);
+            request.extend_from_slice(b"\r\n");
+        }
+        std::io::Write::write_all(&mut c, &request).unwrap();
+    }
+    let lines = monitor_lines_until(&mut monitor, &addr, "\"end\"");
+    assert_eq!(
+        lines,
+        [
+            r#""SET" "k" "a\"b\\c\n\x01\xff""#,
+            r#""get" "k""#,
+            r#""MULTI""#,
+            r#""SET" "x" "1""#,
+            r#""INCR" "x""#,
+            r#""EXEC""#,
+            r#""AUTH" "(redacted)""#,
+            r#""HELLO" "3" "AUTH" "(redacted)" "(redacted)" "SETNAME" "n""#,
+            r#""INCR" "k""#,
+            r#""ECHO" "end""#,
+        ]
+    );
+
+    let list: String = run(&mut admin, &["CLIENT", "LIST"]);
+    assert_eq!(list.matches("flags=O ").count(), 1, "{list}");
+    // A second MONITOR gets no reply; a monitor's own command is answered, then shown.
+    send(&mut monitor, b"MONITOR\r\nPING\r\n");
+    assert_eq!(read_line(&mut monitor), "+PONG");
+    assert_eq!(
+        monitor_lines_until(&mut monitor, &monitor_addr, "\"PING\""),
+        ["\"PING\""]
+    );
+    // RESET ends it: what others run is no longer sent.
+    send(&mut monitor, b"RESET\r\n");
+    assert_eq!(read_line(&mut monitor), "+RESET");
+    let _: () = run(&mut admin, &["SET", "after", "reset"]);
+    send(&mut monitor, b"PING\r\n");
+    assert_eq!(read_line(&mut monitor), "+PONG");
+    let list: String = run(&mut admin, &["CLIENT", "LIST"]);
+    assert!(!list.contains("flags=O"), "{list}");
+    // Inside a transaction it is refused, as Redis refuses it.
+    send(&mut monitor, b"MULTI\r\nMONITOR\r\nEXEC\r\nGET after\r\n");
+    for reply in [
+        "+OK",
+        "+QUEUED",
+        "*1",
+        "-ERR MONITOR isn't allowed for DENY BLOCKING client",
+        "$5",
+        "reset",
+    ] {
+        assert_eq!(read_line(&mut monitor), reply);
+    }
+}
+
+#[test]
+fn a_monitor_that_does_not_read_is_dropped_at_the_output_limit() {
+    let server = Server::start();
+    let mut c = server.client();
+    let _: () = run(
+        &mut c,
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 1mb 0 0",
+        ],
+    );
+    let mut monitor = server.raw();
+    assert_eq!(exchange(&mut monitor, b"MONITOR\r\n", 5), b"+OK\r\n");
+    // 64 MiB of lines: more than socket buffers and the limit hold together.
+    let value = "v".repeat(4096);
+    for batch in 0..64 {
+        let mut pipe = redis::pipe();
+        for i in 0..256 {
+            pipe.cmd("SET")
+                .arg(format!("k{batch}:{i}"))
+                .arg(&value)
+                .ignore();
+        }
+        pipe.query::<()>(&mut c).unwrap();
+    }
+    assert!(eventually(10, || {
+        let list: String = run(&mut c, &["CLIENT", "LIST"]);
+        list.lines().count() == 1 && !list.contains("flags=O")
+    }));
+    // The writes themselves were not held back or lost.
+    assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 64 * 256);
+    assert_eq!(run::<String>(&mut c, &["GET", "k63:255"]), value);
+}

@@ -229,12 +229,16 @@ fn line(c: &Client) -> String {
     let (lib_name, lib_ver) = c.lib.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let multi = c.in_multi.load(Ordering::Relaxed);
     let mut flags = String::new();
+    if c.monitoring.load(Ordering::Relaxed) {
+        flags.push('O');
+    }
     if multi {
         flags.push('x');
     }
     if c.no_evict.load(Ordering::Relaxed) {
         flags.push('e');
     }
+
     if flags.is_empty() {
         flags.push('N');
     }

@@ -33,6 +33,7 @@ pub fn reset(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     set_protocol(s, Protocol::Resp2);
     s.authenticated = false;
     s.client.no_evict.store(false, Ordering::Relaxed);
+    super::monitor::stop(ctx);
     reply(Frame::Simple("RESET".into()))
 }
 

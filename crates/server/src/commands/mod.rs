@@ -18,6 +18,7 @@ mod keyspace;
 mod latency;
 mod lcs;
 mod memory;
+mod monitor;
 mod object;
 mod scan;
 mod server;
@@ -53,6 +54,8 @@ pub struct Session {
     pub replies_off: bool,
     /// Replies still to drop for CLIENT REPLY SKIP: its own and the next command's.
     pub replies_to_skip: u8,
+    /// Running the commands of an EXEC, which may not block or start MONITOR.
+    pub in_exec: bool,
 }
 
 impl Session {
@@ -66,6 +69,7 @@ impl Session {
             watching: Vec::new(),
             replies_off: false,
             replies_to_skip: 0,
+            in_exec: false,
         }
     }
 
@@ -299,6 +303,7 @@ const TABLE: &[Command] = &[
     cmd("lastsave", 1, FAST, NO_KEYS, ADMIN_CATEGORY | DANGEROUS, server::lastsave),
     cmd("debug", -2, ADMIN | PROTECTED, NO_KEYS, 0, server::debug),
     cmd("wait", 3, 0, NO_KEYS, CONNECTION, server::wait),
+    cmd("monitor", 1, ADMIN, NO_KEYS, 0, monitor::monitor),
     cmd("hotkeys", -1, READONLY, NO_KEYS, KEYSPACE, hotkeys::hotkeys),
 ];
 
@@ -463,25 +468,34 @@ fn record(
                 .record(event, ms, crate::entry::now_ms() / 1000);
         }
     }
+    let name = TABLE[index].name;
+    let flags = subcommand_at(index, stat).map_or(TABLE[index].flags, |s| s.flags);
+    // As Redis: administrative commands are not shown, nor is a container's unknown
+    // subcommand, which Redis refuses before it runs.
+    if server.monitors.active()
+        && flags & ADMIN == 0
+        && !error.is_some_and(|e| e.starts_with(UNKNOWN_SUBCOMMAND))
+    {
+        server.monitors.feed(
+            &session.client,
+            args,
+            |i| is_secret(name, args, i),
+            server.outbox_limit(),
+        );
+    }
     let slow = server.config.slowlog_threshold().is_some_and(|t| took >= t);
     if !slow || TABLE[index].flags & EXEC != 0 {
         return;
     }
-    // Passwords stay out of the log: AUTH's arguments, and HELLO's after AUTH.
-    let redact_from = match TABLE[index].name {
-        "auth" => Some(1),
-        "hello" => args
-            .iter()
-            .position(|a| a.eq_ignore_ascii_case(b"auth"))
-            .map(|i| i + 1),
-        _ => None,
-    };
     let args: Vec<&[u8]> = args
         .iter()
         .enumerate()
-        .map(|(i, a)| match redact_from {
-            Some(from) if i >= from => b"(redacted)",
-            _ => a.as_slice(),
+        .map(|(i, a)| {
+            if is_secret(name, args, i) {
+                b"(redacted)"
+            } else {
+                a.as_slice()
+            }
         })
         .collect();
     let client = &session.client;
@@ -671,6 +685,21 @@ pub(crate) fn storage_error(e: &engine::Error) -> Frame {
     }
 }
 
+/// Whether argument `i` of the call `args` of the command `name` is a password, which
+/// SLOWLOG and MONITOR show as `(redacted)`, as Redis does: AUTH's arguments, and the
+/// user name and password after HELLO's AUTH.
+fn is_secret(name: &str, args: &[Vec<u8>], i: usize) -> bool {
+    match name {
+        "auth" => i >= 1,
+        "hello" => args
+            .iter()
+            .skip(2)
+            .position(|a| a.eq_ignore_ascii_case(b"auth"))
+            .is_some_and(|at| (at + 3..at + 5).contains(&i)),
+        _ => false,
+    }
+}
+
 /// Runs a command queued by MULTI; the caller holds the gate exclusively.
 fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Frame {
     let (index, cmd) = lookup(&args[0]).expect("queued commands were looked up");
@@ -708,6 +737,7 @@ fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> F
 }
 
 const WRONG_ARITY: &str = "ERR wrong number of arguments for";
+const UNKNOWN_SUBCOMMAND: &str = "ERR unknown subcommand";
 
 fn check_arity(index: usize, stat: usize, args: &[Vec<u8>]) -> Result<(), Frame> {
     let cmd = &TABLE[index];
@@ -781,7 +811,7 @@ pub(crate) fn bad_subcommand(container: &str, sub: &[u8]) -> Reply {
         ))
     } else {
         error(&format!(
-            "ERR unknown subcommand '{}'. Try {} HELP.",
+            "{UNKNOWN_SUBCOMMAND} '{}'. Try {} HELP.",
             String::from_utf8_lossy(sub),
             container.to_ascii_uppercase()
         ))

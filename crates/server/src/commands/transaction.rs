@@ -42,13 +42,15 @@ pub fn exec(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
         return reply(Frame::NullArray);
     }
     let session = &mut *ctx.session;
+    session.in_exec = true;
     let replies = server.db.atomically(|| {
         queue
             .iter()
             .map(|args| execute_queued(server, session, args))
             .collect()
-    })?;
-    reply(Frame::Array(replies))
+    });
+    session.in_exec = false;
+    reply(Frame::Array(replies?))
 }
 
 pub fn discard(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {

@@ -39,6 +39,8 @@ pub struct Client {
     /// The outbox grew past its limit and the client was killed for it.
     outbox_overflowed: AtomicBool,
     pub monitoring: AtomicBool,
+    /// Disconnected: what is delivered now goes nowhere.
+    left: AtomicBool,
 }
 
 impl Client {
@@ -65,6 +67,7 @@ impl Client {
             outbox_ready: Notify::new(),
             outbox_overflowed: AtomicBool::new(false),
             monitoring: AtomicBool::new(false),
+            left: AtomicBool::new(false),
         }
     }
 
@@ -152,6 +155,10 @@ impl Client {
         self.outbox_overflowed.load(Ordering::SeqCst)
     }
 
+    pub fn has_left(&self) -> bool {
+        self.left.load(Ordering::SeqCst)
+    }
+
     /// Resolves once the client is killed (immediately if it already is).
     pub async fn killed(&self) {
         if !self.is_killed() {
@@ -216,6 +223,7 @@ impl Clients {
     pub fn leave(&self, id: u64) {
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = live.remove(&id) {
+            c.left.store(true, Ordering::SeqCst);
             for (total, own) in self
                 .departed
                 .counters()

@@ -104,6 +104,8 @@ pub struct Config {
     /// `client-output-buffer-limit` for normal clients: hard bytes, soft bytes, soft
     /// seconds (0: no limit), as in Redis.
     output_limit: [AtomicU64; 3],
+    /// Keys CLIENT TRACKING remembers at most (0: no limit).
+    tracking_table_max_keys: AtomicU64,
 }
 
 /// The classes Redis's `client-output-buffer-limit` names besides `normal`, with
@@ -136,6 +138,7 @@ impl Default for Config {
             latency_tracking: AtomicBool::new(true),
             latency_percentiles: RwLock::new(vec![50.0, 99.0, 99.9]),
             output_limit: Default::default(),
+            tracking_table_max_keys: AtomicU64::new(1_000_000),
         }
     }
 }
@@ -164,6 +167,7 @@ const NAMES: &[&str] = &[
     "latency-tracking",
     "latency-tracking-info-percentiles",
     "client-output-buffer-limit",
+    "tracking-table-max-keys",
     "databases",
     "save",
     "appendonly",
@@ -255,6 +259,10 @@ impl Config {
         )
     }
 
+    pub fn tracking_table_max_keys(&self) -> u64 {
+        self.tracking_table_max_keys.load(Ordering::Relaxed)
+    }
+
     /// `(name, value)` for every setting whose name matches `pattern` (any case).
     pub fn get(&self, pattern: &[u8]) -> Vec<(String, String)> {
         NAMES
@@ -290,6 +298,7 @@ impl Config {
                 .into(),
             "maxmemory-samples" => self.maxmemory_samples().to_string(),
             "timeout" => self.timeout().to_string(),
+            "tracking-table-max-keys" => self.tracking_table_max_keys().to_string(),
             "proto-max-bulk-len" => self.proto_max_bulk_len().to_string(),
             "slowlog-log-slower-than" => self
                 .slowlog_log_slower_than
@@ -360,6 +369,11 @@ impl Config {
                 let n = parse_count(text)
                     .ok_or_else(|| invalid("argument couldn't be parsed into an integer"))?;
                 self.timeout.store(n, Ordering::Relaxed);
+            }
+            "tracking-table-max-keys" => {
+                let n = parse_count(text)
+                    .ok_or_else(|| invalid("argument couldn't be parsed into an integer"))?;
+                self.tracking_table_max_keys.store(n, Ordering::Relaxed);
             }
             "proto-max-bulk-len" => {
                 let n = parse_memory(text)

@@ -108,6 +108,7 @@ impl Connection {
         let result = self.serve().await;
         self.session.unwatch(&self.server.db);
         self.server.monitors.remove(self.session.client.id);
+        self.server.db.tracking.disable(self.session.client.id);
         self.server.clients.leave(self.session.client.id);
         result
     }

@@ -17,6 +17,7 @@ use hotring::HotRing;
 
 use crate::engine_store::EngineStore;
 use crate::entry::{now_ms, Entry};
+use crate::tracking::Tracking;
 
 /// What an [`Db::update`] decides to do with the key.
 pub enum Change {
@@ -39,6 +40,8 @@ pub struct Db {
     /// Where the active cycle resumes in `volatile`.
     expire_cursor: AtomicU64,
     watches: Watches,
+    /// Who to tell when a key changes (CLIENT TRACKING).
+    pub tracking: Tracking,
     expired: AtomicU64,
 }
 
@@ -62,6 +65,7 @@ impl Db {
             volatile: HotRing::new(),
             expire_cursor: AtomicU64::new(0),
             watches: Watches::default(),
+            tracking: Tracking::default(),
             expired: AtomicU64::new(0),
         }
     }
@@ -303,11 +307,16 @@ impl Db {
 
     /// Deletes every key. On an engine, the caller keeps other writers out.
     pub fn clear(&self) -> Result<()> {
+        let removed = |k: &[u8]| {
+            fence(Ordering::SeqCst);
+            self.watches.touch(k);
+        };
         match &self.store {
-            Store::Memory(index) => remove_all(index, |k| self.written(k, None)),
-            Store::Engine(store) => store.clear(|k| self.written(k, None))?,
+            Store::Memory(index) => remove_all(index, removed),
+            Store::Engine(store) => store.clear(removed)?,
         }
         remove_all(&self.volatile, |_| {});
+        self.tracking.flushed();
         Ok(())
     }
 
@@ -378,7 +387,10 @@ impl Db {
         if let Some(d) = deadline {
             self.volatile.upsert(key, &d.to_le_bytes());
         }
+        // One fence for both: WATCH and tracking each pair it with one of their own.
+        fence(Ordering::SeqCst);
         self.watches.touch(key);
+        self.tracking.written(key);
     }
 
     /// Starts watching `key` for WATCH: returns the version EXEC compares against.
@@ -460,10 +472,10 @@ impl Watches {
         &self.versions[hotring::hash::hash64(key) as usize % WATCH_STRIPES]
     }
 
-    /// Called after the write is visible. The fence pairs with the one in `watch`: a
-    /// writer that reads no watchers wrote before the watcher read its version.
+    /// Called after the write is visible and a SeqCst fence, which pairs with the one
+    /// in `watch`: a writer that reads no watchers wrote before the watcher read its
+    /// version.
     fn touch(&self, key: &[u8]) {
-        fence(Ordering::SeqCst);
         if self.watchers.load(Ordering::Relaxed) > 0 {
             self.stripe(key).fetch_add(1, Ordering::SeqCst);
         }

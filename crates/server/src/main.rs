@@ -17,6 +17,7 @@ mod memory;
 mod monitor;
 mod pause;
 mod server;
+mod tracking;
 
 use std::sync::Arc;
 

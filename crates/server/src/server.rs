@@ -72,7 +72,7 @@ impl Server {
     }
 
     pub fn new(config: Config, db: Db) -> Server {
-        Server {
+        let server = Server {
             db,
             gate: Gate::default(),
             config,
@@ -92,7 +92,15 @@ impl Server {
             used_memory: AtomicU64::new(0),
             peak_memory: AtomicU64::new(0),
             shutdown: watch::channel(false).0,
-        }
+        };
+        server.config_changed();
+        server
+    }
+
+    /// Hands settings to the parts that keep their own copy (CONFIG SET calls it).
+    pub fn config_changed(&self) {
+        let max_keys = usize::try_from(self.config.tracking_table_max_keys()).unwrap_or(usize::MAX);
+        self.db.tracking.set_limits(max_keys, self.outbox_limit());
     }
 
     /// SAVE and BGSAVE: makes every write so far durable, and notes when for LASTSAVE.
@@ -245,6 +253,8 @@ impl Server {
                         break;
                     }
                 }
+                // What active expiry deleted under BCAST prefixes.
+                self.db.tracking.flush_broadcasts();
             }
         }
     }

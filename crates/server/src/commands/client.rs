@@ -1,6 +1,6 @@
 //! CLIENT ID, GETNAME, SETNAME, LIST, INFO, KILL, SETINFO, NO-EVICT, REPLY, PAUSE,
-//! UNPAUSE, UNBLOCK, GETREDIR, TRACKINGINFO, HELP. Client-side caching (TRACKING,
-//! CACHING) is not offered: those are unknown subcommands, as on a server without it.
+//! UNPAUSE, UNBLOCK, HELP; TRACKING, CACHING, GETREDIR and TRACKINGINFO are in
+//! `tracking.rs`.
 
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
@@ -37,7 +37,7 @@ pub fn client(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         },
         (b"INFO", []) => reply(Frame::Verbatim {
             format: *b"txt",
-            text: line(&ctx.session.client).into_bytes(),
+            text: line(ctx, &ctx.session.client).into_bytes(),
         }),
         (b"LIST", filters) => list(ctx, filters),
         (b"KILL", filters) => kill(ctx, filters),
@@ -141,16 +141,10 @@ pub fn client(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 .and_then(|id| ctx.server.clients.get(id));
             int(target.is_some_and(|c| c.unblock(with_error)) as i64)
         }
-        // No tracking: no redirection, as Redis answers a client without it.
-        (b"GETREDIR", []) => int(-1),
-        (b"TRACKINGINFO", []) => {
-            let s = |t: &str| Frame::bulk(t);
-            reply(Frame::Map(vec![
-                (s("flags"), Frame::Set(vec![s("off")])),
-                (s("redirect"), Frame::Integer(-1)),
-                (s("prefixes"), Frame::Array(vec![])),
-            ]))
-        }
+        (b"TRACKING", [on_off, options @ ..]) => super::tracking::tracking(ctx, on_off, options),
+        (b"CACHING", [answer]) => super::tracking::caching(ctx, answer),
+        (b"GETREDIR", []) => super::tracking::getredir(ctx),
+        (b"TRACKINGINFO", []) => super::tracking::trackinginfo(ctx),
         (b"HELP", []) => super::help(HELP),
         _ => super::bad_subcommand("client", &args[1]),
     }
@@ -158,10 +152,12 @@ pub fn client(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 
 const HELP: &[&str] = &[
     "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CACHING (YES|NO)",
+    "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
     "GETNAME",
     "    Return the name of the current connection.",
     "GETREDIR",
-    "    Return -1: hotkv has no client-side caching, so nothing is redirected.",
+    "    Return the client ID we are redirecting to when tracking is enabled.",
     "ID",
     "    Return the ID of the current connection.",
     "INFO",
@@ -198,8 +194,11 @@ const HELP: &[&str] = &[
     "    Assign the name <name> to the current connection.",
     "SETINFO <LIB-NAME|LIB-VER> <value>",
     "    Set the client library name or version, shown in CLIENT LIST and INFO.",
+    "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+    "         [OPTIN] [OPTOUT] [NOLOOP]",
+    "    Control server assisted client side caching.",
     "TRACKINGINFO",
-    "    Report tracking status: always off, hotkv has no client-side caching.",
+    "    Report tracking status for the current connection.",
     "UNBLOCK <clientid> [TIMEOUT|ERROR]",
     "    Unblock the specified blocked client (one waiting in WAIT).",
     "UNPAUSE",
@@ -222,8 +221,8 @@ pub fn set_name(ctx: &mut Ctx, name: &[u8]) -> Result<(), &'static str> {
 }
 
 /// One client as CLIENT LIST describes it, with Redis's field names. Fields hotkv
-/// has no counterpart for (pub/sub, tracking) read as Redis reports an idle client.
-fn line(c: &Client) -> String {
+/// has no counterpart for (pub/sub) read as Redis reports an idle client.
+fn line(ctx: &Ctx, c: &Client) -> String {
     let name =
         String::from_utf8_lossy(&c.name.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
     let (lib_name, lib_ver) = c.lib.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -235,6 +234,8 @@ fn line(c: &Client) -> String {
     if multi {
         flags.push('x');
     }
+    let (tracking_flags, redirect) = super::tracking::list_fields(ctx, c.id);
+    flags.push_str(&tracking_flags);
     if c.no_evict.load(Ordering::Relaxed) {
         flags.push('e');
     }
@@ -247,7 +248,7 @@ fn line(c: &Client) -> String {
         s,
         "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub=0 psub=0 ssub=0 multi={} \
          qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r \
-         cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+         cmd={} user=default redir={} resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -257,6 +258,7 @@ fn line(c: &Client) -> String {
         flags,
         if multi { 0 } else { -1 },
         super::name_of(c.last_command.load(Ordering::Relaxed)),
+        redirect,
         c.resp.load(Ordering::Relaxed),
         lib_name,
         lib_ver,
@@ -301,7 +303,7 @@ fn list(ctx: &mut Ctx, filters: &[Vec<u8>]) -> Reply {
         .snapshot()
         .iter()
         .filter(|c| ids.as_ref().is_none_or(|ids| ids.contains(&c.id)))
-        .map(|c| line(c))
+        .map(|c| line(ctx, c))
         .collect();
     reply(Frame::Verbatim {
         format: *b"txt",

@@ -88,7 +88,7 @@ fn getkeys(full: &[Vec<u8>]) -> Reply {
     let Some((_, c)) = super::lookup(&full[0]) else {
         return error(INVALID);
     };
-    let (arity, (first, last, step)) = if subcommands_of(c.name).is_empty() {
+    let (arity, keys) = if subcommands_of(c.name).is_empty() {
         (c.arity, c.keys)
     } else {
         match find_subcommand(c.name, &full[1]) {
@@ -99,14 +99,11 @@ fn getkeys(full: &[Vec<u8>]) -> Reply {
     if !arity_allows(arity, full.len()) {
         return error("ERR Invalid number of arguments specified for command");
     }
-    if first == 0 {
+    if keys.0 == 0 {
         return error("ERR The command has no key arguments");
     }
-    let n = full.len() as i32;
-    let last = if last < 0 { n + last } else { last.min(n - 1) };
-    let keys = (first..=last)
-        .step_by(step.max(1) as usize)
-        .map(|i| Frame::Bulk(full[i as usize].clone()))
+    let keys = super::key_positions(keys, full.len())
+        .map(|i| Frame::Bulk(full[i].clone()))
         .collect();
     reply(Frame::Array(keys))
 }

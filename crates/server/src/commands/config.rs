@@ -58,6 +58,7 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                     "ERR CONFIG SET failed (possibly related to argument '{name}') - {failed}"
                 ));
             }
+            ctx.server.config_changed();
             ok()
         }
         b"RESETSTAT" if args.len() == 2 => {

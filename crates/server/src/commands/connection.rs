@@ -34,6 +34,7 @@ pub fn reset(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     s.authenticated = false;
     s.client.no_evict.store(false, Ordering::Relaxed);
     super::monitor::stop(ctx);
+    super::tracking::stop(ctx);
     reply(Frame::Simple("RESET".into()))
 }
 

@@ -127,8 +127,8 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             field("connected_clients", &server.clients.len());
             field("maxclients", &server.config.maxclients());
             field("blocked_clients", &0);
-            // No client-side caching and no cluster bus.
-            field("tracking_clients", &0);
+            field("tracking_clients", &server.db.tracking.stats()[0]);
+            // No cluster bus.
             field("cluster_connections", &0);
         }
         "memory" => {
@@ -244,6 +244,10 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             field("evicted_keys", &server.evicted.load(Ordering::Relaxed));
             field("keyspace_hits", &c.total(|t| &t.hits));
             field("keyspace_misses", &c.total(|t| &t.misses));
+            let [_, keys, items, prefixes] = server.db.tracking.stats();
+            field("tracking_total_keys", &keys);
+            field("tracking_total_items", &items);
+            field("tracking_total_prefixes", &prefixes);
             field("total_error_replies", &server.command_stats.error_replies());
         }
         "errorstats" => {

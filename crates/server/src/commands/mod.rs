@@ -25,6 +25,7 @@ mod server;
 mod set;
 mod slowlog;
 mod strings;
+mod tracking;
 mod transaction;
 
 use std::collections::HashMap;
@@ -56,6 +57,10 @@ pub struct Session {
     pub replies_to_skip: u8,
     /// Running the commands of an EXEC, which may not block or start MONITOR.
     pub in_exec: bool,
+    /// CLIENT TRACKING's options while it is on.
+    pub tracking: Option<crate::tracking::Options>,
+    /// CLIENT CACHING was given for the next command (or the transaction it opens).
+    pub caching: bool,
 }
 
 impl Session {
@@ -70,6 +75,8 @@ impl Session {
             replies_off: false,
             replies_to_skip: 0,
             in_exec: false,
+            tracking: None,
+            caching: false,
         }
     }
 
@@ -367,10 +374,18 @@ pub fn writes(session: &Session, args: &[Vec<u8>]) -> bool {
 
 /// Runs one request from a client. `args` is not empty.
 pub fn execute(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
-    let action = run(server, session, args);
+    let action = crate::tracking::as_caller(session.client.id, || run(server, session, args));
     if let Some(e) = action.error() {
         server.command_stats.record_error(e);
     }
+    // CLIENT CACHING holds for one command, or for the transaction that follows it.
+    if session.caching
+        && session.multi.is_none()
+        && lookup(&args[0]).is_none_or(|(_, c)| c.name != "client")
+    {
+        session.caching = false;
+    }
+    server.db.tracking.flush_broadcasts();
     action
 }
 
@@ -414,6 +429,7 @@ fn run(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
             return Action::Reply(Frame::error(e));
         }
     }
+    remember_reads(server, session, index, stat, args);
     let started = Instant::now();
     let outcome = if cmd.flags & EXEC != 0 {
         transaction::exec(&mut Ctx { server, session }, args)
@@ -427,6 +443,44 @@ fn run(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
     let action = outcome.unwrap_or_else(|e| Action::Reply(storage_error(&e)));
     record(server, session, index, stat, args, started, action.error());
     action
+}
+
+/// CLIENT TRACKING: the keys a read-only command is about to read are remembered
+/// for the client, unless OPTIN / OPTOUT and CLIENT CACHING say otherwise, or BCAST
+/// tells it of every change anyway.
+fn remember_reads(server: &Server, session: &Session, index: usize, stat: usize, args: &[Vec<u8>]) {
+    let Some(mode) = &session.tracking else {
+        return;
+    };
+    let (flags, keys) = subcommand_at(index, stat)
+        .map_or((TABLE[index].flags, TABLE[index].keys), |s| {
+            (s.flags, s.keys)
+        });
+    let wanted = if mode.optin {
+        session.caching
+    } else {
+        !(mode.optout && session.caching)
+    };
+    if flags & READONLY == 0 || mode.bcast || !wanted {
+        return;
+    }
+    for i in key_positions(keys, args.len()) {
+        server.db.tracking.remember(&args[i], session.client.id);
+    }
+}
+
+/// The positions of a call's keys, from a command's (first, last, step) and the
+/// call's argument count (arity already checked).
+fn key_positions((first, last, step): (i32, i32, i32), args: usize) -> impl Iterator<Item = usize> {
+    let n = args as i32;
+    let last = match (first, last) {
+        (0, _) => 0,
+        (_, l) if l < 0 => n + l,
+        (_, l) => l.min(n - 1),
+    };
+    (first.max(1)..=last)
+        .step_by(step.max(1) as usize)
+        .map(|i| i as usize)
 }
 
 /// Counts a call of the command at `index` in the table (`stat`: its counters, see
@@ -531,6 +585,8 @@ const SUBCOMMANDS: &[(&str, &[Subcommand])] = &[
         sub("PAUSE", -3, ADMIN, NO_KEYS, CONNECTION),
         sub("UNPAUSE", 2, ADMIN, NO_KEYS, CONNECTION),
         sub("UNBLOCK", -3, ADMIN, NO_KEYS, CONNECTION),
+        sub("TRACKING", -3, 0, NO_KEYS, CONNECTION),
+        sub("CACHING", 3, 0, NO_KEYS, CONNECTION),
         sub("GETREDIR", 2, 0, NO_KEYS, CONNECTION),
         sub("TRACKINGINFO", 2, 0, NO_KEYS, CONNECTION),
         sub("HELP", 2, 0, NO_KEYS, CONNECTION),
@@ -715,6 +771,7 @@ fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> F
             Frame::error(e)
         }
         None => {
+            remember_reads(server, session, index, stat, args);
             let started = Instant::now();
             let frame = match (cmd.run)(&mut Ctx { server, session }, args) {
                 Ok(Action::Reply(f) | Action::Close(Some(f)) | Action::After(_, f)) => f,

@@ -174,3 +174,40 @@ def test_redis_py_reads_slowlog_stats_and_saves(server, protocol):
         with pytest.raises(redis.ResponseError, match="memory engine"):
             r.save()
         assert r.lastsave() == before
+
+
+def test_redis_py_client_side_cache_follows_writes(server, monkeypatch):
+    """redis-py's own client-side cache (RESP3, CLIENT TRACKING): cached reads are
+    served locally and dropped when hotkv announces a change."""
+    from redis.cache import CacheConfig
+    import redis.connection
+
+    # redis-py offers its cache only to servers reporting Redis 7.4 or later; hotkv
+    # reports 7.0, the command set it implements, and tracking works as 7.0's does.
+    monkeypatch.setattr(redis.connection.CacheProxyConnection, "MIN_ALLOWED_VERSION", "7.0.0")
+    cached = redis.Redis(port=server, protocol=3, cache_config=CacheConfig())
+    writer = redis.Redis(port=server)
+    writer.set("csc:a", "1")
+    assert cached.get("csc:a") == b"1"
+    cache = cached.get_cache()
+    assert cache.size == 1
+    # A second read is a cache hit: the server sees no GET for it.
+    before = int(writer.info("commandstats")["cmdstat_get"]["calls"])
+    assert cached.get("csc:a") == b"1"
+    assert int(writer.info("commandstats")["cmdstat_get"]["calls"]) == before
+    # redis-py takes in the invalidations waiting on the socket before each command:
+    # one still in flight leaves the old value a moment longer, never for good.
+    def soon(read, expected):
+        deadline = time.time() + 5
+        while read() != expected and time.time() < deadline:
+            time.sleep(0.01)
+        assert read() == expected
+
+    writer.set("csc:a", "2")
+    soon(lambda: cached.get("csc:a"), b"2")
+    writer.mset({"csc:b": "x", "csc:c": "y"})
+    assert cached.mget("csc:b", "csc:c") == [b"x", b"y"]
+    writer.set("csc:b", "z")
+    soon(lambda: cached.mget("csc:b", "csc:c"), [b"z", b"y"])
+    writer.flushall()
+    soon(lambda: cached.get("csc:a"), None)

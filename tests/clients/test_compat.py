@@ -634,7 +634,7 @@ def test_command_table_agrees_with_redis(server, redis_port):
     differences = [(m, e) for m, e in zip(mine, expected) if m != e]
     assert not differences, differences
     for category in ["keyspace", "read", "write", "string", "bitmap", "admin", "fast",
-                     "slow", "dangerous", "connection", "transaction", "list"]:
+                     "slow", "dangerous", "connection", "transaction", "pubsub", "list"]:
         listed = set(ask(o, "COMMAND", "LIST", "FILTERBY", "ACLCAT", category))
         redis_listed = set(ask(t, "COMMAND", "LIST", "FILTERBY", "ACLCAT", category))
         assert listed - {"hotkeys", "client|setinfo"} == redis_listed & set(shared), category

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -35,10 +35,16 @@ pub struct Client {
     /// What other clients' commands send this one (MONITOR lines), encoded, until its
     /// connection writes it out; `outbox_ready` wakes the connection.
     outbox: Mutex<Vec<u8>>,
+    /// Something waits in the outbox: the one load a connection pays per command to
+    /// write it in order between replies.
+    outbox_pending: AtomicBool,
     outbox_ready: Notify,
     /// The outbox grew past its limit and the client was killed for it.
     outbox_overflowed: AtomicBool,
     pub monitoring: AtomicBool,
+    /// Pub/sub subscriptions: channels, patterns, shard channels (CLIENT LIST's sub,
+    /// psub, ssub).
+    pub subscriptions: [AtomicUsize; 3],
     /// Disconnected: what is delivered now goes nowhere.
     left: AtomicBool,
 }
@@ -64,9 +70,11 @@ impl Client {
             unblock_error: AtomicBool::new(false),
             unblock: Notify::new(),
             outbox: Mutex::new(Vec::new()),
+            outbox_pending: AtomicBool::new(false),
             outbox_ready: Notify::new(),
             outbox_overflowed: AtomicBool::new(false),
             monitoring: AtomicBool::new(false),
+            subscriptions: Default::default(),
             left: AtomicBool::new(false),
         }
     }
@@ -130,6 +138,7 @@ impl Client {
             return;
         }
         outbox.extend_from_slice(message);
+        self.outbox_pending.store(true, Ordering::Release);
         drop(outbox);
         // A stored permit if the connection is busy: it looks again before it waits.
         self.outbox_ready.notify_one();
@@ -137,7 +146,11 @@ impl Client {
 
     /// Moves what was delivered to the client onto the end of `output`.
     pub fn take_outbox(&self, output: &mut Vec<u8>) {
+        if !self.outbox_pending.load(Ordering::Acquire) {
+            return;
+        }
         let mut outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
+        self.outbox_pending.store(false, Ordering::Relaxed);
         output.append(&mut outbox);
         // A burst's capacity is not kept for an idle client.
         if outbox.capacity() > 1 << 20 {
@@ -153,6 +166,13 @@ impl Client {
     /// Whether the client was killed because its outbox overflowed.
     pub fn outbox_overflowed(&self) -> bool {
         self.outbox_overflowed.load(Ordering::SeqCst)
+    }
+
+    /// Subscribed to any pub/sub channel, pattern or shard channel.
+    pub fn is_subscribed(&self) -> bool {
+        self.subscriptions
+            .iter()
+            .any(|n| n.load(Ordering::Relaxed) > 0)
     }
 
     pub fn has_left(&self) -> bool {

@@ -104,13 +104,16 @@ pub struct Config {
     /// `client-output-buffer-limit` for normal clients: hard bytes, soft bytes, soft
     /// seconds (0: no limit), as in Redis.
     output_limit: [AtomicU64; 3],
+    /// The same for clients subscribed to pub/sub channels; only its hard limit is
+    /// applied, to what they are sent.
+    pubsub_output_limit: [AtomicU64; 3],
     /// Keys CLIENT TRACKING remembers at most (0: no limit).
     tracking_table_max_keys: AtomicU64,
 }
 
-/// The classes Redis's `client-output-buffer-limit` names besides `normal`, with
-/// Redis's defaults: hotkv has no replicas or pub/sub, so they are reported, not used.
-const OTHER_OUTPUT_LIMITS: &str = "slave 268435456 67108864 60 pubsub 33554432 8388608 60";
+/// The replica class of Redis's `client-output-buffer-limit`, with Redis's defaults:
+/// hotkv has no replicas, so it is reported, not used.
+const REPLICA_OUTPUT_LIMITS: &str = "slave 268435456 67108864 60";
 
 impl Default for Config {
     fn default() -> Self {
@@ -138,6 +141,7 @@ impl Default for Config {
             latency_tracking: AtomicBool::new(true),
             latency_percentiles: RwLock::new(vec![50.0, 99.0, 99.9]),
             output_limit: Default::default(),
+            pubsub_output_limit: [32 << 20, 8 << 20, 60].map(AtomicU64::new),
             tracking_table_max_keys: AtomicU64::new(1_000_000),
         }
     }
@@ -263,6 +267,11 @@ impl Config {
         self.tracking_table_max_keys.load(Ordering::Relaxed)
     }
 
+    /// The hard output limit for pub/sub subscribers (0: none).
+    pub fn pubsub_output_limit(&self) -> u64 {
+        self.pubsub_output_limit[0].load(Ordering::Relaxed)
+    }
+
     /// `(name, value)` for every setting whose name matches `pattern` (any case).
     pub fn get(&self, pattern: &[u8]) -> Vec<(String, String)> {
         NAMES
@@ -318,7 +327,11 @@ impl Config {
                 .join(" "),
             "client-output-buffer-limit" => {
                 let (h, s, t) = self.output_limit();
-                format!("normal {h} {s} {t} {OTHER_OUTPUT_LIMITS}")
+                let [ph, ps, pt] = self
+                    .pubsub_output_limit
+                    .each_ref()
+                    .map(|v| v.load(Ordering::Relaxed));
+                format!("normal {h} {s} {t} {REPLICA_OUTPUT_LIMITS} pubsub {ph} {ps} {pt}")
             }
             "databases" => "1".into(),
             "save" => String::new(),
@@ -427,7 +440,7 @@ impl Config {
                         "wrong number of arguments: give <class> <hard> <soft> <soft seconds> ...",
                     ));
                 }
-                let mut normal = None;
+                let (mut normal, mut pubsub) = (None, None);
                 for group in words.chunks_exact(4) {
                     let limits = (
                         parse_memory(group[1]),
@@ -439,12 +452,13 @@ impl Config {
                     };
                     match group[0].to_ascii_lowercase().as_str() {
                         "normal" => normal = Some([h, s, t]),
-                        "slave" | "replica" | "pubsub" => {}
+                        "pubsub" => pubsub = Some([h, s, t]),
+                        "slave" | "replica" => {}
                         other => return Err(invalid(&format!("invalid client class '{other}'"))),
                     }
                 }
-                if let Some(values) = normal {
-                    for (slot, v) in self.output_limit.iter().zip(values) {
+                for (limits, values) in [(&self.output_limit, normal), (&self.pubsub_output_limit, pubsub)] {
+                    for (slot, v) in limits.iter().zip(values.into_iter().flatten()) {
                         slot.store(v, Ordering::Relaxed);
                     }
                 }

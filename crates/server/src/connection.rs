@@ -106,9 +106,8 @@ impl Connection {
     /// answered first).
     pub async fn run(mut self) -> Result<(), Ended> {
         let result = self.serve().await;
-        self.session.unwatch(&self.server.db);
+        self.session.end(&self.server);
         self.server.monitors.remove(self.session.client.id);
-        self.server.db.tracking.disable(self.session.client.id);
         self.server.clients.leave(self.session.client.id);
         result
     }
@@ -228,6 +227,9 @@ impl Connection {
                                 _ = client.killed() => return Err(Ended::killed(&client)),
                             }
                         }
+                        // What others sent this client (messages, invalidations) goes
+                        // out in order between replies.
+                        client.take_outbox(&mut self.output);
                         let action = commands::execute(&self.server, &mut self.session, &args);
                         let dropped = self.session.drops_reply();
                         match action {
@@ -238,6 +240,11 @@ impl Connection {
                                 frame.encode(self.session.proto, &mut self.output)
                             }
                             Action::Ok => self.output.extend_from_slice(b"+OK\r\n"),
+                            Action::Replies(frames) => {
+                                for frame in frames {
+                                    frame.encode(self.session.proto, &mut self.output);
+                                }
+                            }
                             Action::After(delay, frame) => {
                                 self.flush().await?;
                                 match self.wait(delay, &mut stop).await? {

@@ -16,6 +16,7 @@ mod long_double;
 mod memory;
 mod monitor;
 mod pause;
+mod pubsub;
 mod server;
 mod tracking;
 

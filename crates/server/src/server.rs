@@ -14,6 +14,7 @@ use crate::instantaneous::Rates;
 use crate::latency::LatencyMonitor;
 use crate::monitor::Monitors;
 use crate::pause::Pause;
+use crate::pubsub::PubSub;
 use engine::gate::Gate;
 
 pub struct Server {
@@ -29,6 +30,7 @@ pub struct Server {
     pub latency: LatencyMonitor,
     pub rates: Rates,
     pub monitors: Monitors,
+    pub pubsub: PubSub,
     /// Unix seconds of the last successful SAVE or BGSAVE (the start time before one),
     /// and whether the last one succeeded.
     last_save: AtomicU64,
@@ -87,6 +89,7 @@ impl Server {
             latency: LatencyMonitor::default(),
             rates: Rates::default(),
             monitors: Monitors::default(),
+            pubsub: PubSub::default(),
             last_save: AtomicU64::new(crate::entry::now_ms() / 1000),
             last_save_failed: AtomicBool::new(false),
             used_memory: AtomicU64::new(0),
@@ -101,6 +104,7 @@ impl Server {
     pub fn config_changed(&self) {
         let max_keys = usize::try_from(self.config.tracking_table_max_keys()).unwrap_or(usize::MAX);
         self.db.tracking.set_limits(max_keys, self.outbox_limit());
+        self.pubsub.set_limit(self.config.pubsub_output_limit());
     }
 
     /// SAVE and BGSAVE: makes every write so far durable, and notes when for LASTSAVE.

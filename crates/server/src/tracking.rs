@@ -13,8 +13,9 @@
 //!   sends one message per prefix.
 //!
 //! A message goes to the client itself if it speaks RESP3, or to the client it
-//! redirects to (REDIRECT) if that one speaks RESP3; RESP2 without redirection
-//! gets nothing, as in Redis. A redirection to a client that has left is reported
+//! redirects to (REDIRECT): as a push if that one speaks RESP3, as a message on
+//! `__redis__:invalidate` if it speaks RESP2 and subscribed to anything. RESP2
+//! without redirection gets nothing, as in Redis. A redirection to a client that has left is reported
 //! once per message as `tracking-redir-broken` (RESP3 only).
 //!
 //! Races: a read is remembered before it reads the store, and a write is
@@ -397,21 +398,34 @@ impl Tracking {
                         Frame::bulk("tracking-redir-broken"),
                         Frame::Integer(t.options.redirect as i64),
                     ]);
-                    t.client.deliver(&encode(broken), limit);
+                    t.client.deliver(&encode(broken, Protocol::Resp3), limit);
                 }
                 return;
             }
             Some(target) => target,
         };
-        if target.resp.load(Ordering::Relaxed) != 3 {
-            return;
-        }
         let keys = match keys {
             Some(keys) => Frame::Array(keys.iter().map(Frame::bulk).collect()),
             None => Frame::Null,
         };
-        let message = Frame::Push(vec![Frame::bulk("invalidate"), keys]);
-        target.deliver(&encode(message), limit);
+        let message = if target.resp.load(Ordering::Relaxed) == 3 {
+            encode(
+                Frame::Push(vec![Frame::bulk("invalidate"), keys]),
+                Protocol::Resp3,
+            )
+        } else if t.redirect_to.is_some() && target.is_subscribed() {
+            // RESP2 has no push: a redirection target that subscribed to anything
+            // gets the message as one from the `__redis__:invalidate` channel.
+            let message = vec![
+                Frame::bulk("message"),
+                Frame::bulk(INVALIDATE_CHANNEL),
+                keys,
+            ];
+            encode(Frame::Array(message), Protocol::Resp2)
+        } else {
+            return;
+        };
+        target.deliver(&message, limit);
     }
 
     /// INFO: clients tracking, keys remembered, (key, client) pairs remembered, and
@@ -429,11 +443,14 @@ impl Tracking {
     }
 }
 
-fn encode(frame: Frame) -> Vec<u8> {
+fn encode(frame: Frame, proto: Protocol) -> Vec<u8> {
     let mut out = Vec::new();
-    frame.encode(Protocol::Resp3, &mut out);
+    frame.encode(proto, &mut out);
     out
 }
+
+/// The channel RESP2 redirection targets hear invalidations on.
+const INVALIDATE_CHANNEL: &str = "__redis__:invalidate";
 
 #[cfg(test)]
 mod tests {

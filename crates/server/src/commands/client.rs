@@ -231,6 +231,9 @@ fn line(ctx: &Ctx, c: &Client) -> String {
     if c.monitoring.load(Ordering::Relaxed) {
         flags.push('O');
     }
+    if c.is_subscribed() {
+        flags.push('P');
+    }
     if multi {
         flags.push('x');
     }
@@ -246,7 +249,7 @@ fn line(ctx: &Ctx, c: &Client) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub=0 psub=0 ssub=0 multi={} \
+        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub={} psub={} ssub={} multi={} \
          qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r \
          cmd={} user=default redir={} resp={} lib-name={} lib-ver={}",
         c.id,
@@ -256,6 +259,9 @@ fn line(ctx: &Ctx, c: &Client) -> String {
         c.created.elapsed().as_secs(),
         c.idle_secs(),
         flags,
+        c.subscriptions[0].load(Ordering::Relaxed),
+        c.subscriptions[1].load(Ordering::Relaxed),
+        c.subscriptions[2].load(Ordering::Relaxed),
         if multi { 0 } else { -1 },
         super::name_of(c.last_command.load(Ordering::Relaxed)),
         redirect,
@@ -266,24 +272,28 @@ fn line(ctx: &Ctx, c: &Client) -> String {
     s
 }
 
+/// A client's type for CLIENT LIST and KILL's TYPE filter: hotkv has no replicas.
+fn client_type(c: &Client) -> &'static str {
+    if c.is_subscribed() {
+        "pubsub"
+    } else {
+        "normal"
+    }
+}
+
 /// `CLIENT LIST [TYPE normal] [ID id...]`.
 fn list(ctx: &mut Ctx, filters: &[Vec<u8>]) -> Reply {
     let mut ids: Option<Vec<u64>> = None;
+    let mut kind = None;
     match filters {
         [] => {}
-        [t, kind] if upper(t) == b"TYPE" => {
-            if !matches!(
-                upper(kind).as_slice(),
-                b"NORMAL" | b"MASTER" | b"REPLICA" | b"PUBSUB"
-            ) {
-                return error(&format!(
-                    "ERR Unknown client type '{}'",
-                    String::from_utf8_lossy(kind)
-                ));
+        [t, wanted] if upper(t) == b"TYPE" => {
+            let typed = String::from_utf8_lossy(wanted);
+            let wanted = typed.to_ascii_lowercase();
+            if !matches!(wanted.as_str(), "normal" | "master" | "replica" | "pubsub") {
+                return error(&format!("ERR Unknown client type '{typed}'"));
             }
-            if upper(kind) != b"NORMAL" {
-                ids = Some(Vec::new());
-            }
+            kind = Some(wanted);
         }
         [t, rest @ ..] if upper(t) == b"ID" && !rest.is_empty() => {
             let mut v = Vec::new();
@@ -303,6 +313,7 @@ fn list(ctx: &mut Ctx, filters: &[Vec<u8>]) -> Reply {
         .snapshot()
         .iter()
         .filter(|c| ids.as_ref().is_none_or(|ids| ids.contains(&c.id)))
+        .filter(|c| kind.as_ref().is_none_or(|k| k == client_type(c)))
         .map(|c| line(ctx, c))
         .collect();
     reply(Frame::Verbatim {
@@ -338,7 +349,7 @@ fn kill(ctx: &mut Ctx, filters: &[Vec<u8>]) -> Reply {
     let mut addr = None;
     let mut laddr = None;
     let mut skipme = true;
-    let mut matches_none = false;
+    let mut kind = None;
     let mut max_age = None;
     for pair in filters.chunks_exact(2) {
         let value = String::from_utf8_lossy(&pair[1]).into_owned();
@@ -354,11 +365,11 @@ fn kill(ctx: &mut Ctx, filters: &[Vec<u8>]) -> Reply {
                 "no" => skipme = false,
                 _ => return error(SYNTAX_ERROR),
             },
-            // Every client here is a normal one of the default user: other types and
-            // users match none (never ignored, which would kill everyone).
+            // Every client here is a normal or pub/sub one of the default user: other
+            // types and users match none (never ignored, which would kill everyone).
             b"TYPE" => match value.to_ascii_lowercase().as_str() {
-                "normal" => {}
-                "master" | "replica" | "slave" | "pubsub" => matches_none = true,
+                "slave" => kind = Some("replica".to_string()),
+                k @ ("normal" | "master" | "replica" | "pubsub") => kind = Some(k.to_string()),
                 _ => return error(&format!("ERR Unknown client type '{value}'")),
             },
             b"USER" if value == "default" => {}
@@ -370,15 +381,13 @@ fn kill(ctx: &mut Ctx, filters: &[Vec<u8>]) -> Reply {
             _ => return error(SYNTAX_ERROR),
         }
     }
-    if matches_none {
-        return int(0);
-    }
     let mut killed = 0;
     for c in ctx.server.clients.snapshot() {
         let chosen = id.is_none_or(|id| id == c.id)
             && addr.as_ref().is_none_or(|a| *a == c.addr.to_string())
             && laddr.as_ref().is_none_or(|a| *a == c.laddr.to_string())
             && max_age.is_none_or(|age| c.created.elapsed().as_secs() as i64 > age)
+            && kind.as_ref().is_none_or(|k| k == client_type(&c))
             && !(skipme && c.id == me);
         if chosen {
             c.kill();

@@ -7,8 +7,9 @@ use resp::Frame;
 
 use super::{
     arity_allows, error, find_subcommand, full_name, int, reply, subcommands_of, upper, Command,
-    Ctx, Reply, Subcommand, ADMIN, ADMIN_CATEGORY, BITMAP, CONNECTION, DANGEROUS, DENYOOM, FAST,
-    KEYSPACE, NO_AUTH, READONLY, STRING, SYNTAX_ERROR, TABLE, TRANSACTION, WRITE,
+    Ctx, Reply, Subcommand, ADMIN, ADMIN_CATEGORY, BITMAP, CHANNELS, CONNECTION, DANGEROUS,
+    DENYOOM, FAST, KEYSPACE, NO_AUTH, PUBSUB, READONLY, STRING, SYNTAX_ERROR, TABLE, TRANSACTION,
+    WRITE,
 };
 
 pub fn command(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
@@ -88,7 +89,9 @@ fn getkeys(full: &[Vec<u8>]) -> Reply {
     let Some((_, c)) = super::lookup(&full[0]) else {
         return error(INVALID);
     };
-    let (arity, keys) = if subcommands_of(c.name).is_empty() {
+    let (arity, keys) = if c.flags & CHANNELS != 0 {
+        (c.arity, (0, 0, 0))
+    } else if subcommands_of(c.name).is_empty() {
         (c.arity, c.keys)
     } else {
         match find_subcommand(c.name, &full[1]) {
@@ -198,6 +201,7 @@ fn categories(flags: u16, acl: u16) -> Vec<&'static str> {
         ("dangerous", flags & ADMIN != 0 || has(DANGEROUS)),
         ("connection", has(CONNECTION)),
         ("transaction", has(TRANSACTION)),
+        ("pubsub", has(PUBSUB)),
     ]
     .into_iter()
     .filter(|(_, on)| *on)

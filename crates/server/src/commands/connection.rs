@@ -6,7 +6,15 @@ use resp::{Frame, Protocol};
 
 use super::{error, ok, parse_integer, reply, upper, Action, Ctx, Reply, NOT_AN_INTEGER};
 
-pub fn ping(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+pub fn ping(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    // A RESP2 subscriber's replies must look like messages: Redis sends a pair.
+    if ctx.session.proto == Protocol::Resp2 && ctx.session.client.is_subscribed() {
+        let message = args.get(1).map_or(&[][..], Vec::as_slice);
+        return reply(Frame::Array(vec![
+            Frame::bulk("pong"),
+            Frame::bulk(message),
+        ]));
+    }
     match args {
         [_] => reply(Frame::Simple("PONG".into())),
         [_, msg] => reply(Frame::bulk(msg)),
@@ -35,6 +43,7 @@ pub fn reset(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     s.client.no_evict.store(false, Ordering::Relaxed);
     super::monitor::stop(ctx);
     super::tracking::stop(ctx);
+    super::pubsub::leave_all(ctx.server, ctx.session);
     reply(Frame::Simple("RESET".into()))
 }
 

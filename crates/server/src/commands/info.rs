@@ -244,6 +244,18 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             field("evicted_keys", &server.evicted.load(Ordering::Relaxed));
             field("keyspace_hits", &c.total(|t| &t.hits));
             field("keyspace_misses", &c.total(|t| &t.misses));
+            field(
+                "pubsub_channels",
+                &server.pubsub.len(crate::pubsub::Kind::Channel),
+            );
+            field(
+                "pubsub_patterns",
+                &server.pubsub.len(crate::pubsub::Kind::Pattern),
+            );
+            field(
+                "pubsubshard_channels",
+                &server.pubsub.len(crate::pubsub::Kind::Shard),
+            );
             let [_, keys, items, prefixes] = server.db.tracking.stats();
             field("tracking_total_keys", &keys);
             field("tracking_total_items", &items);

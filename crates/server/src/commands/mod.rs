@@ -20,6 +20,7 @@ mod lcs;
 mod memory;
 mod monitor;
 mod object;
+mod pubsub;
 mod scan;
 mod server;
 mod set;
@@ -61,6 +62,7 @@ pub struct Session {
     pub tracking: Option<crate::tracking::Options>,
     /// CLIENT CACHING was given for the next command (or the transaction it opens).
     pub caching: bool,
+    pub subscriptions: pubsub::Subscriptions,
 }
 
 impl Session {
@@ -77,6 +79,7 @@ impl Session {
             in_exec: false,
             tracking: None,
             caching: false,
+            subscriptions: Default::default(),
         }
     }
 
@@ -88,6 +91,13 @@ impl Session {
             return true;
         }
         self.replies_off
+    }
+
+    /// Ends what outlives a command: watches, subscriptions, tracking (disconnection).
+    pub fn end(&mut self, server: &Server) {
+        self.unwatch(&server.db);
+        pubsub::leave_all(server, self);
+        server.db.tracking.disable(self.client.id);
     }
 
     /// Forgets WATCHed keys, releasing the database's watch count.
@@ -124,6 +134,8 @@ pub enum Action {
     Reply(Frame),
     /// `+OK`, the commonest reply, written without building a frame.
     Ok,
+    /// Several replies to one command (SUBSCRIBE confirms each channel apart).
+    Replies(Vec<Frame>),
     /// Reply (if anything), then close the connection (QUIT, SHUTDOWN).
     Close(Option<Frame>),
     /// Reply once this long has passed, or never (`None`): the connection answers
@@ -173,6 +185,9 @@ const PROTECTED: u16 = 256;
 /// Constant or O(log n) time, as Redis flags it: its latency samples go to the
 /// `fast-command` event instead of `command`.
 const FAST: u16 = 512;
+/// Its key positions hold shard channels, not keys (Redis's `not_key` key spec):
+/// COMMAND INFO gives the positions, GETKEYS finds no keys there.
+const CHANNELS: u16 = 1024;
 
 // ACL categories (COMMAND INFO, COMMAND LIST FILTERBY ACLCAT) beyond those Redis derives
 // from the flags (@write, @read, @admin and @dangerous, @fast or else @slow); see
@@ -185,6 +200,7 @@ const TRANSACTION: u16 = 1 << 4;
 /// @admin on a command without the `admin` flag (LASTSAVE, ROLE).
 const ADMIN_CATEGORY: u16 = 1 << 5;
 const DANGEROUS: u16 = 1 << 6;
+const PUBSUB: u16 = 1 << 7;
 
 pub struct Command {
     name: &'static str,
@@ -312,6 +328,16 @@ const TABLE: &[Command] = &[
     cmd("wait", 3, 0, NO_KEYS, CONNECTION, server::wait),
     cmd("monitor", 1, ADMIN, NO_KEYS, 0, monitor::monitor),
     cmd("hotkeys", -1, READONLY, NO_KEYS, KEYSPACE, hotkeys::hotkeys),
+    // Pub/sub.
+    cmd("subscribe", -2, 0, NO_KEYS, PUBSUB, pubsub::subscribe),
+    cmd("unsubscribe", -1, 0, NO_KEYS, PUBSUB, pubsub::unsubscribe),
+    cmd("psubscribe", -2, 0, NO_KEYS, PUBSUB, pubsub::psubscribe),
+    cmd("punsubscribe", -1, 0, NO_KEYS, PUBSUB, pubsub::punsubscribe),
+    cmd("ssubscribe", -2, CHANNELS, ALL_KEYS, PUBSUB, pubsub::ssubscribe),
+    cmd("sunsubscribe", -1, CHANNELS, ALL_KEYS, PUBSUB, pubsub::sunsubscribe),
+    cmd("publish", 3, FAST, NO_KEYS, PUBSUB, pubsub::publish),
+    cmd("spublish", 3, FAST | CHANNELS, ONE_KEY, PUBSUB, pubsub::spublish),
+    cmd("pubsub", -2, 0, NO_KEYS, 0, pubsub::pubsub),
 ];
 
 /// FNV-1a: the command table's keys are a few short known names, so a keyed hash
@@ -405,6 +431,15 @@ fn run(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
     if cmd.flags & PROTECTED != 0 {
         server.command_stats.record_rejected(stat);
         return refuse(session, server::protected_refusal(cmd.name));
+    }
+    if session.proto == Protocol::Resp2
+        && !pubsub::ALLOWED_WHILE_SUBSCRIBED.contains(&cmd.name)
+        && session.client.is_subscribed()
+    {
+        server.command_stats.record_rejected(stat);
+        let name =
+            subcommand_at(index, stat).map_or(cmd.name.to_string(), |s| full_name(cmd.name, s));
+        return refuse(session, pubsub::refusal(&name));
     }
     if cmd.flags & NO_QUEUE == 0 && session.multi.is_some() {
         // As Redis: over maxmemory nothing more is queued, whatever the command, or
@@ -625,6 +660,14 @@ const SUBCOMMANDS: &[(&str, &[Subcommand])] = &[
         sub("HISTOGRAM", -2, ADMIN, NO_KEYS, 0),
         sub("HELP", 2, 0, NO_KEYS, 0),
     ]),
+    ("pubsub", &[
+        sub("CHANNELS", -2, 0, NO_KEYS, PUBSUB),
+        sub("NUMSUB", -2, 0, NO_KEYS, PUBSUB),
+        sub("NUMPAT", 2, 0, NO_KEYS, PUBSUB),
+        sub("SHARDCHANNELS", -2, 0, NO_KEYS, PUBSUB),
+        sub("SHARDNUMSUB", -2, 0, NO_KEYS, PUBSUB),
+        sub("HELP", 2, 0, NO_KEYS, 0),
+    ]),
     ("slowlog", &[
         sub("GET", -2, ADMIN, NO_KEYS, 0),
         sub("LEN", 2, ADMIN, NO_KEYS, 0),
@@ -776,6 +819,10 @@ fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> F
             let frame = match (cmd.run)(&mut Ctx { server, session }, args) {
                 Ok(Action::Reply(f) | Action::Close(Some(f)) | Action::After(_, f)) => f,
                 Ok(Action::Ok) => Frame::Simple("OK".into()),
+                // SUBSCRIBE with several channels, in a transaction: hotkv keeps one
+                // reply per queued command (Redis would break the EXEC reply's count).
+                Ok(Action::Replies(mut frames)) if frames.len() == 1 => frames.remove(0),
+                Ok(Action::Replies(frames)) => Frame::Array(frames),
                 Ok(Action::Close(None)) => Frame::Null,
                 Err(e) => storage_error(&e),
             };

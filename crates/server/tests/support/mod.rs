@@ -2,10 +2,13 @@
 //! to it with the `redis` crate and with raw sockets.
 #![allow(dead_code)] // each test binary uses part of the harness
 
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+
+use resp::{parse_frame, Frame, FrameLimits};
 
 pub struct Server {
     pub child: Child,
@@ -208,5 +211,102 @@ pub fn assert_script(s: &mut TcpStream, script: &[(&[u8], &[u8])]) {
             "for {}",
             String::from_utf8_lossy(request)
         );
+    }
+}
+
+/// A raw connection that tells replies from push messages.
+pub struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    /// Push messages that arrived while a reply was awaited, oldest first.
+    pub pushes: VecDeque<Frame>,
+}
+
+impl Conn {
+    pub fn open(server: &Server, resp3: bool) -> Conn {
+        let mut c = Conn {
+            stream: server.raw(),
+            buf: Vec::new(),
+            pushes: VecDeque::new(),
+        };
+        if resp3 {
+            assert!(matches!(c.call(&["HELLO", "3"]), Frame::Map(_)));
+        }
+        c
+    }
+
+    pub fn id(&mut self) -> u64 {
+        match self.call(&["CLIENT", "ID"]) {
+            Frame::Integer(id) => id as u64,
+            other => panic!("CLIENT ID answered {other:?}"),
+        }
+    }
+
+    pub fn send(&mut self, args: &[&str]) {
+        let mut out = Vec::new();
+        Frame::command(args.iter().map(|a| a.as_bytes())).encode(resp::Protocol::Resp2, &mut out);
+        self.stream.write_all(&out).unwrap();
+    }
+
+    /// The next frame, push or reply; `None` if nothing arrives within `wait`.
+    pub fn next_frame(&mut self, wait: Duration) -> Option<Frame> {
+        self.stream.set_read_timeout(Some(wait)).unwrap();
+        loop {
+            if let Some((frame, n)) = parse_frame(&self.buf, &FrameLimits::default()).unwrap() {
+                self.buf.drain(..n);
+                return Some(frame);
+            }
+            let mut chunk = [0u8; 4096];
+            match self.stream.read(&mut chunk) {
+                Ok(0) => panic!("server closed the connection"),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut =>
+                {
+                    return None
+                }
+                Err(e) => panic!("read failed: {e}"),
+            }
+        }
+    }
+
+    /// The reply to `args`; pushes that come first are kept for [`Conn::push`].
+    pub fn call(&mut self, args: &[&str]) -> Frame {
+        self.send(args);
+        self.reply()
+    }
+
+    pub fn reply(&mut self) -> Frame {
+        loop {
+            match self.next_frame(Duration::from_secs(10)).expect("no reply") {
+                Frame::Push(p) => self.pushes.push_back(Frame::Push(p)),
+                reply => return reply,
+            }
+        }
+    }
+
+    /// The next push message, waiting up to 5 s for it.
+    pub fn push(&mut self) -> Frame {
+        self.try_push(Duration::from_secs(5))
+            .expect("no push message arrived")
+    }
+
+    pub fn try_push(&mut self, wait: Duration) -> Option<Frame> {
+        if let Some(p) = self.pushes.pop_front() {
+            return Some(p);
+        }
+        match self.next_frame(wait)? {
+            Frame::Push(p) => Some(Frame::Push(p)),
+            reply => panic!("a reply nobody asked for: {reply:?}"),
+        }
+    }
+
+    /// Asserts no push message comes: a PING's reply arrives first, and nothing after.
+    pub fn no_push(&mut self) {
+        assert_eq!(self.call(&["PING"]), Frame::Simple("PONG".into()));
+        if let Some(p) = self.try_push(Duration::from_millis(200)) {
+            panic!("unexpected push {p:?}");
+        }
     }
 }

@@ -4,7 +4,7 @@
 //! the ones CONFIG GET lists.
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::RwLock;
 
 use crate::glob::glob_match;
@@ -109,6 +109,8 @@ pub struct Config {
     pubsub_output_limit: [AtomicU64; 3],
     /// Keys CLIENT TRACKING remembers at most (0: no limit).
     tracking_table_max_keys: AtomicU64,
+    /// `notify-keyspace-events`, as flags (see [`crate::keyspace_events`]).
+    keyspace_events: AtomicU32,
 }
 
 /// The replica class of Redis's `client-output-buffer-limit`, with Redis's defaults:
@@ -143,6 +145,7 @@ impl Default for Config {
             output_limit: Default::default(),
             pubsub_output_limit: [32 << 20, 8 << 20, 60].map(AtomicU64::new),
             tracking_table_max_keys: AtomicU64::new(1_000_000),
+            keyspace_events: AtomicU32::new(0),
         }
     }
 }
@@ -172,6 +175,7 @@ const NAMES: &[&str] = &[
     "latency-tracking-info-percentiles",
     "client-output-buffer-limit",
     "tracking-table-max-keys",
+    "notify-keyspace-events",
     "databases",
     "save",
     "appendonly",
@@ -263,6 +267,10 @@ impl Config {
         )
     }
 
+    pub fn keyspace_events(&self) -> u32 {
+        self.keyspace_events.load(Ordering::Relaxed)
+    }
+
     pub fn tracking_table_max_keys(&self) -> u64 {
         self.tracking_table_max_keys.load(Ordering::Relaxed)
     }
@@ -308,6 +316,7 @@ impl Config {
             "maxmemory-samples" => self.maxmemory_samples().to_string(),
             "timeout" => self.timeout().to_string(),
             "tracking-table-max-keys" => self.tracking_table_max_keys().to_string(),
+            "notify-keyspace-events" => crate::keyspace_events::format(self.keyspace_events()),
             "proto-max-bulk-len" => self.proto_max_bulk_len().to_string(),
             "slowlog-log-slower-than" => self
                 .slowlog_log_slower_than
@@ -382,6 +391,11 @@ impl Config {
                 let n = parse_count(text)
                     .ok_or_else(|| invalid("argument couldn't be parsed into an integer"))?;
                 self.timeout.store(n, Ordering::Relaxed);
+            }
+            "notify-keyspace-events" => {
+                let flags = crate::keyspace_events::parse(text)
+                    .ok_or_else(|| invalid(crate::keyspace_events::INVALID))?;
+                self.keyspace_events.store(flags, Ordering::Relaxed);
             }
             "tracking-table-max-keys" => {
                 let n = parse_count(text)

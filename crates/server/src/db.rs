@@ -17,6 +17,7 @@ use hotring::HotRing;
 
 use crate::engine_store::EngineStore;
 use crate::entry::{now_ms, Entry};
+use crate::keyspace_events::{self as events, KeyspaceEvents};
 use crate::tracking::Tracking;
 
 /// What an [`Db::update`] decides to do with the key.
@@ -42,6 +43,8 @@ pub struct Db {
     watches: Watches,
     /// Who to tell when a key changes (CLIENT TRACKING).
     pub tracking: Tracking,
+    /// Keyspace notifications waiting to be published.
+    pub events: KeyspaceEvents,
     expired: AtomicU64,
 }
 
@@ -66,6 +69,7 @@ impl Db {
             expire_cursor: AtomicU64::new(0),
             watches: Watches::default(),
             tracking: Tracking::default(),
+            events: KeyspaceEvents::default(),
             expired: AtomicU64::new(0),
         }
     }
@@ -126,11 +130,17 @@ impl Db {
     }
 
     fn put(&self, key: &[u8], stored: Vec<u8>, deadline: Option<u64>) -> Result<()> {
-        match &self.store {
-            Store::Memory(index) => {
-                index.upsert(key, &stored);
+        let created = match &self.store {
+            Store::Memory(index) => index.upsert(key, &stored),
+            Store::Engine(store) => {
+                let locked = store.lock(key)?;
+                let created = locked.stored().is_none();
+                locked.put(&stored)?;
+                created
             }
-            Store::Engine(store) => store.lock(key)?.put(&stored)?,
+        };
+        if created {
+            self.events.fire(events::NEW, "new", key);
         }
         self.written(key, deadline);
         Ok(())
@@ -142,10 +152,20 @@ impl Db {
         match &self.store {
             Store::Memory(index) => {
                 for (key, value) in pairs {
-                    index.upsert(key, &Entry::encode(value, None, false));
+                    if index.upsert(key, &Entry::encode(value, None, false)) {
+                        self.events.fire(events::NEW, "new", key);
+                    }
                 }
             }
             Store::Engine(store) => {
+                // Runs alone: nothing creates these keys between the check and the write.
+                if self.events.wants(events::NEW) {
+                    for (key, _) in pairs {
+                        if store.get(key)?.is_none() {
+                            self.events.fire(events::NEW, "new", key);
+                        }
+                    }
+                }
                 let encoded: Vec<(&[u8], Vec<u8>)> = pairs
                     .iter()
                     .map(|(k, v)| (*k, Entry::encode(v, None, false)))
@@ -195,6 +215,7 @@ impl Db {
                 (Change::Put(e), None) => {
                     let ok = index.insert(key, &Entry::encode(&e.value, e.deadline, e.raw));
                     if ok {
+                        self.events.fire(events::NEW, "new", key);
                         self.written(key, e.deadline);
                     }
                     ok
@@ -204,7 +225,7 @@ impl Db {
                     let ok = index.compare_and_set(key, old, &new);
                     if ok {
                         if expired {
-                            self.expired.fetch_add(1, Ordering::Relaxed);
+                            self.replaced_expired(key);
                         }
                         self.written(key, e.deadline);
                     }
@@ -238,13 +259,17 @@ impl Db {
             Change::Keep if expired => {
                 locked.delete()?;
                 self.expired.fetch_add(1, Ordering::Relaxed);
+                self.events.fire(events::EXPIRED, "expired", key);
                 self.written(key, None);
             }
             Change::Keep => {}
             Change::Put(e) => {
+                let created = locked.stored().is_none();
                 locked.put(&Entry::encode(&e.value, e.deadline, e.raw))?;
                 if expired {
-                    self.expired.fetch_add(1, Ordering::Relaxed);
+                    self.replaced_expired(key);
+                } else if created {
+                    self.events.fire(events::NEW, "new", key);
                 }
                 self.written(key, e.deadline);
             }
@@ -377,9 +402,18 @@ impl Db {
         };
         if removed {
             self.expired.fetch_add(1, Ordering::Relaxed);
+            self.events.fire(events::EXPIRED, "expired", key);
             self.written(key, None);
         }
         Ok(removed)
+    }
+
+    /// A write replaced an expired value: as Redis sees it, the key expired and a new
+    /// one was made.
+    fn replaced_expired(&self, key: &[u8]) {
+        self.expired.fetch_add(1, Ordering::Relaxed);
+        self.events.fire(events::EXPIRED, "expired", key);
+        self.events.fire(events::NEW, "new", key);
     }
 
     /// Bookkeeping after a successful write to `key`.

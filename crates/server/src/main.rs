@@ -11,6 +11,7 @@ mod entry;
 mod glob;
 mod instantaneous;
 mod io_threads;
+mod keyspace_events;
 mod latency;
 mod long_double;
 mod memory;

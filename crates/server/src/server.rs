@@ -100,11 +100,33 @@ impl Server {
         server
     }
 
+    /// Publishes the queued keyspace notifications (see [`crate::keyspace_events`]).
+    pub fn publish_events(&self) {
+        use crate::keyspace_events::{KEYEVENT, KEYSPACE};
+        let events = self.db.events.take();
+        if events.is_empty() {
+            return;
+        }
+        let flags = self.db.events.flags();
+        for e in events {
+            if flags & KEYSPACE != 0 {
+                let mut channel = b"__keyspace@0__:".to_vec();
+                channel.extend_from_slice(&e.key);
+                self.pubsub.publish(false, &channel, e.name.as_bytes());
+            }
+            if flags & KEYEVENT != 0 {
+                let channel = format!("__keyevent@0__:{}", e.name);
+                self.pubsub.publish(false, channel.as_bytes(), &e.key);
+            }
+        }
+    }
+
     /// Hands settings to the parts that keep their own copy (CONFIG SET calls it).
     pub fn config_changed(&self) {
         let max_keys = usize::try_from(self.config.tracking_table_max_keys()).unwrap_or(usize::MAX);
         self.db.tracking.set_limits(max_keys, self.outbox_limit());
         self.pubsub.set_limit(self.config.pubsub_output_limit());
+        self.db.events.set_flags(self.config.keyspace_events());
     }
 
     /// SAVE and BGSAVE: makes every write so far durable, and notes when for LASTSAVE.
@@ -198,6 +220,9 @@ impl Server {
             };
             if self.db.remove(&victim.key).unwrap_or(false) {
                 self.evicted.fetch_add(1, Ordering::Relaxed);
+                self.db
+                    .events
+                    .fire(crate::keyspace_events::EVICTED, "evicted", &victim.key);
                 freed += victim.bytes as u64;
             }
         }
@@ -257,8 +282,9 @@ impl Server {
                         break;
                     }
                 }
-                // What active expiry deleted under BCAST prefixes.
+                // What active expiry deleted, for BCAST prefixes and notifications.
                 self.db.tracking.flush_broadcasts();
+                self.publish_events();
             }
         }
     }

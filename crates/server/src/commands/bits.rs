@@ -4,6 +4,7 @@
 use super::{error, int, parse_integer, upper, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR};
 use crate::db::Change;
 use crate::entry::Entry;
+use crate::keyspace_events::{GENERIC, STRING};
 
 const BAD_OFFSET: &str = "ERR bit offset is not an integer or out of range";
 
@@ -29,7 +30,7 @@ pub fn getbit(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         Ok(o) => o,
         Err(e) => return error(e),
     };
-    let value = ctx.db().get(&args[1])?.map(|e| e.value).unwrap_or_default();
+    let value = ctx.read(&args[1])?.map(|e| e.value).unwrap_or_default();
     int(bit_at(&value, offset) as i64)
 }
 
@@ -56,7 +57,7 @@ pub fn setbit(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         let old = value[byte] & mask != 0;
         // As Redis 7.0: a bit set to what it was changes nothing (and aborts no WATCH).
         if !grown && old == on {
-            return (Change::Keep, old);
+            return (Change::Keep, (old, false));
         }
         if on {
             value[byte] |= mask;
@@ -69,9 +70,13 @@ pub fn setbit(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 deadline,
                 raw: true,
             }),
-            old,
+            (old, true),
         )
     })?;
+    let (old, changed) = old;
+    if changed {
+        ctx.notify(STRING, "setbit", &args[1]);
+    }
     int(old as i64)
 }
 
@@ -130,7 +135,7 @@ fn count_ones(value: &[u8], (lo, hi): (u64, u64)) -> u64 {
 /// `BITCOUNT key [start end [BYTE | BIT]]`.
 pub fn bitcount(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     // Redis 7.0 looks the key up first: a missing key counts 0 whatever follows.
-    let Some(entry) = ctx.db().get(&args[1])? else {
+    let Some(entry) = ctx.read(&args[1])? else {
         return int(0);
     };
     let value = entry.value;
@@ -185,7 +190,7 @@ pub fn bitpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         Some(_) => return error("ERR The bit argument must be 1 or 0."),
         None => return error(NOT_AN_INTEGER),
     };
-    let Some(entry) = ctx.db().get(&args[1])? else {
+    let Some(entry) = ctx.read(&args[1])? else {
         return int(if want { -1 } else { 0 });
     };
     let value = entry.value;
@@ -224,7 +229,7 @@ pub fn bitop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let op = upper(&args[1]);
     let mut sources = Vec::with_capacity(args.len() - 3);
     for key in &args[3..] {
-        sources.push(ctx.db().get(key)?.map(|e| e.value).unwrap_or_default());
+        sources.push(ctx.read(key)?.map(|e| e.value).unwrap_or_default());
     }
     let len = sources.iter().map(Vec::len).max().unwrap_or(0);
     let byte = |s: &Vec<u8>, i: usize| s.get(i).copied().unwrap_or(0);
@@ -248,7 +253,9 @@ pub fn bitop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     };
     let len = result.len();
     if result.is_empty() {
-        ctx.db().remove(&args[2])?;
+        if ctx.db().remove(&args[2])? {
+            ctx.notify(GENERIC, "del", &args[2]);
+        }
     } else {
         ctx.db().set_entry(
             &args[2],
@@ -258,6 +265,7 @@ pub fn bitop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 raw: true,
             },
         )?;
+        ctx.notify(STRING, "set", &args[2]);
     }
     int(len as i64)
 }

@@ -5,7 +5,7 @@ use super::{int, Ctx, Reply};
 pub fn exists(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let mut found = 0;
     for key in &args[1..] {
-        found += i64::from(ctx.db().contains(key)?);
+        found += i64::from(ctx.exists(key)?);
     }
     int(found)
 }

@@ -7,6 +7,7 @@ use super::{error, int, parse_integer, upper, Ctx, Reply, NOT_AN_INTEGER};
 use crate::db::Change;
 use crate::entry::now_ms;
 use crate::entry::Entry;
+use crate::keyspace_events::GENERIC;
 
 pub enum Expiry {
     /// An absolute deadline in ms since the epoch.
@@ -110,7 +111,7 @@ fn set_expiry(ctx: &mut Ctx, args: &[Vec<u8>], unit: i64, absolute: bool, comman
     };
     let done = ctx.db().update(&args[1], |e| {
         let Some(e) = e else {
-            return (Change::Keep, false);
+            return (Change::Keep, None);
         };
         // No deadline counts as an infinite one for GT and LT.
         let allowed = match e.deadline {
@@ -118,20 +119,24 @@ fn set_expiry(ctx: &mut Ctx, args: &[Vec<u8>], unit: i64, absolute: bool, comman
             Some(d) => !nx && (!gt || at > d as i64) && (!lt || at < d as i64),
         };
         if !allowed {
-            (Change::Keep, false)
+            (Change::Keep, None)
         } else if at <= now_ms() as i64 {
-            (Change::Delete, true)
+            // A deadline already passed deletes the key, as Redis does.
+            (Change::Delete, Some("del"))
         } else {
             (
                 Change::Put(Entry {
                     deadline: Some(at as u64),
                     ..e.clone()
                 }),
-                true,
+                Some("expire"),
             )
         }
     })?;
-    int(done as i64)
+    if let Some(event) = done {
+        ctx.notify(GENERIC, event, &args[1]);
+    }
+    int(done.is_some() as i64)
 }
 
 pub fn expire(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
@@ -152,7 +157,7 @@ pub fn pexpireat(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 
 /// -2 for a missing key, -1 for one without a deadline, else `f(deadline)`.
 fn deadline_reply(ctx: &mut Ctx, key: &[u8], f: impl Fn(u64) -> i64) -> Reply {
-    match ctx.db().get(key)? {
+    match ctx.read(key)? {
         None => int(-2),
         Some(e) => int(e.deadline.map_or(-1, f)),
     }
@@ -189,5 +194,8 @@ pub fn persist(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         ),
         _ => (Change::Keep, false),
     })?;
+    if done {
+        ctx.notify(GENERIC, "persist", &args[1]);
+    }
     int(done as i64)
 }

@@ -6,10 +6,10 @@ use super::expire::{parse_expiry, take_expiry_option, Expiry};
 use super::{error, reply, Ctx, Reply, SYNTAX_ERROR};
 use crate::db::Change;
 use crate::entry::Entry;
+use crate::keyspace_events::GENERIC;
 
 pub fn get(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let found = ctx.db().get(&args[1])?;
-    ctx.session.hit(found.is_some());
+    let found = ctx.read(&args[1])?;
     reply(found.map_or(Frame::Null, |e| Frame::Bulk(e.value)))
 }
 
@@ -17,7 +17,10 @@ pub fn getdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let old = ctx
         .db()
         .update(&args[1], |e| (Change::Delete, e.map(|e| e.value.clone())))?;
-    ctx.session.hit(old.is_some());
+    ctx.hit(&args[1], old.is_some());
+    if old.is_some() {
+        ctx.notify(GENERIC, "del", &args[1]);
+    }
     reply(old.map_or(Frame::Null, Frame::Bulk))
 }
 
@@ -44,25 +47,35 @@ pub fn getex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         },
     };
     let value = ctx.db().update(&args[1], |e| match (e, &expiry) {
-        (None, _) => (Change::Keep, Ok(None)),
+        (None, _) => (Change::Keep, Ok((None, None))),
         (Some(_), Err(e)) => (Change::Keep, Err(e.clone())),
-        (Some(e), Ok(None)) => (Change::Keep, Ok(Some(e.value.clone()))),
+        (Some(e), Ok(None)) => (Change::Keep, Ok((Some(e.value.clone()), None))),
         // PERSIST on a key with no expiry changes nothing (and so aborts no WATCH).
         (Some(e), Ok(Some(None))) if e.deadline.is_none() => {
-            (Change::Keep, Ok(Some(e.value.clone())))
+            (Change::Keep, Ok((Some(e.value.clone()), None)))
         }
         (Some(e), Ok(Some(deadline))) => (
             Change::Put(Entry {
                 deadline: *deadline,
                 ..e.clone()
             }),
-            Ok(Some(e.value.clone())),
+            Ok((
+                Some(e.value.clone()),
+                Some(if deadline.is_some() {
+                    "expire"
+                } else {
+                    "persist"
+                }),
+            )),
         ),
     })?;
-    let value = match value {
-        Ok(value) => value,
+    let (value, event) = match value {
+        Ok(found) => found,
         Err(e) => return reply(e),
     };
-    ctx.session.hit(value.is_some());
+    ctx.hit(&args[1], value.is_some());
+    if let Some(event) = event {
+        ctx.notify(GENERIC, event, &args[1]);
+    }
     reply(value.map_or(Frame::Null, Frame::Bulk))
 }

@@ -6,6 +6,7 @@ use resp::Frame;
 use super::{error, parse_integer, reply, Ctx, Reply, NOT_AN_INTEGER};
 use crate::db::Change;
 use crate::entry::Entry;
+use crate::keyspace_events::STRING;
 use crate::long_double::LongDouble;
 
 fn add(ctx: &mut Ctx, key: &[u8], delta: i64) -> Reply {
@@ -29,7 +30,10 @@ fn add(ctx: &mut Ctx, key: &[u8], delta: i64) -> Reply {
         }
     })?;
     match result {
-        Ok(n) => reply(Frame::Integer(n)),
+        Ok(n) => {
+            ctx.notify(STRING, "incrby", key);
+            reply(Frame::Integer(n))
+        }
         Err(e) => error(e),
     }
 }
@@ -97,7 +101,10 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         )
     })?;
     match result {
-        Ok(text) => reply(Frame::Bulk(text.into_bytes())),
+        Ok(text) => {
+            ctx.notify(STRING, "incrbyfloat", &args[1]);
+            reply(Frame::Bulk(text.into_bytes()))
+        }
         Err(e) => error(e),
     }
 }

@@ -2,13 +2,15 @@
 
 use resp::Frame;
 
+use crate::keyspace_events::GENERIC;
+
 use super::{
     error, int, ok, parse_integer, reply, upper, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR,
 };
 
 /// Every value is a string so far.
 pub fn type_of(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let kind = if ctx.db().contains(&args[1])? {
+    let kind = if ctx.exists(&args[1])? {
         "string"
     } else {
         "none"
@@ -37,6 +39,8 @@ fn rename_key(
     }
     db.set_entry(to, &entry)?;
     db.remove(from)?;
+    ctx.notify(GENERIC, "rename_from", from);
+    ctx.notify(GENERIC, "rename_to", to);
     Ok(Ok(true))
 }
 
@@ -76,13 +80,14 @@ pub fn copy(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         return error("ERR source and destination objects are the same");
     }
     let db = ctx.db();
-    let Some(entry) = db.get(from)? else {
+    let Some(entry) = ctx.read(from)? else {
         return int(0);
     };
     if !replace && db.contains(to)? {
         return int(0);
     }
     db.set_entry(to, &entry)?;
+    ctx.notify(GENERIC, "copy_to", to);
     int(1)
 }
 

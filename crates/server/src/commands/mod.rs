@@ -39,6 +39,7 @@ use resp::{Frame, Protocol};
 
 use crate::clients::Client;
 use crate::db::Db;
+use crate::keyspace_events;
 use crate::server::Server;
 
 /// Per-connection state commands may read or change.
@@ -107,15 +108,6 @@ impl Session {
             self.watching.clear();
         }
     }
-
-    fn hit(&self, found: bool) {
-        let counter = if found {
-            &self.client.traffic.hits
-        } else {
-            &self.client.traffic.misses
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
 }
 
 /// What a command sees.
@@ -127,6 +119,46 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     fn db(&self) -> &Db {
         &self.server.db
+    }
+
+    /// Counts a read of `key` as a hit or a miss (INFO keyspace_hits / misses); a
+    /// miss is also a `keymiss` notification. As in Redis, every command that reads a
+    /// key's value counts, writes that read it first do not.
+    fn hit(&self, key: &[u8], found: bool) {
+        if !found {
+            self.notify(keyspace_events::KEY_MISS, "keymiss", key);
+        }
+        self.count_read(found);
+    }
+
+    /// [`Ctx::hit`] without the notification (OBJECT, as Redis).
+    fn count_read(&self, found: bool) {
+        let traffic = &self.session.client.traffic;
+        let counter = if found {
+            &traffic.hits
+        } else {
+            &traffic.misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The live entry of `key`, counted as a read ([`Ctx::hit`]).
+    fn read(&self, key: &[u8]) -> engine::Result<Option<crate::entry::Entry>> {
+        let found = self.db().get(key)?;
+        self.hit(key, found.is_some());
+        Ok(found)
+    }
+
+    /// Whether `key` is live, counted as a read ([`Ctx::hit`]).
+    fn exists(&self, key: &[u8]) -> engine::Result<bool> {
+        let found = self.db().contains(key)?;
+        self.hit(key, found);
+        Ok(found)
+    }
+
+    /// Queues a keyspace notification (see [`crate::keyspace_events`]).
+    fn notify(&self, class: u32, event: &'static str, key: &[u8]) {
+        self.db().events.fire(class, event, key);
     }
 }
 
@@ -412,6 +444,7 @@ pub fn execute(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Acti
         session.caching = false;
     }
     server.db.tracking.flush_broadcasts();
+    server.publish_events();
     action
 }
 

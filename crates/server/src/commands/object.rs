@@ -16,16 +16,24 @@ const EMBSTR_MAX: usize = 44;
 /// policy needs a per-key clock; OBJECT REFCOUNT then reports `i32::MAX`.
 const SHARED_INTEGERS: i64 = 10_000;
 
+/// The entry OBJECT describes: a read for the statistics, but no `keymiss` event,
+/// as in Redis.
+fn read(ctx: &Ctx, key: &[u8]) -> engine::Result<Option<crate::entry::Entry>> {
+    let found = ctx.db().get(key)?;
+    ctx.count_read(found.is_some());
+    Ok(found)
+}
+
 pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let sub = upper(&args[1]);
     match (sub.as_slice(), &args[2..]) {
         (b"HELP", []) => super::help(HELP),
-        (b"ENCODING", [key]) => match ctx.db().get(key)? {
+        (b"ENCODING", [key]) => match read(ctx, key)? {
             None => reply(Frame::Null),
             Some(entry) if entry.raw => reply(Frame::bulk("raw")),
             Some(entry) => reply(Frame::bulk(encoding(&entry.value))),
         },
-        (b"REFCOUNT", [key]) => match ctx.db().get(key)? {
+        (b"REFCOUNT", [key]) => match read(ctx, key)? {
             None => reply(Frame::Null),
             Some(entry) => {
                 let config = &ctx.server.config;
@@ -36,7 +44,7 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             }
         },
         (b"FREQ", [key]) | (b"IDLETIME", [key]) => {
-            if !ctx.db().contains(key)? {
+            if read(ctx, key)?.is_none() {
                 return reply(Frame::Null);
             }
             let lfu = matches!(

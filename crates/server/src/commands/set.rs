@@ -9,12 +9,14 @@ use super::{
 use crate::db::Change;
 use crate::entry::now_ms;
 use crate::entry::Entry;
+use crate::keyspace_events::{GENERIC, STRING};
 
 /// `SET key value [NX | XX] [GET] [EX s | PX ms | EXAT t | PXAT t | KEEPTTL]`.
 pub fn set(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let (key, value) = (&args[1], &args[2]);
     if args.len() == 3 {
         ctx.db().set(key, value, None)?;
+        ctx.notify(STRING, "set", key);
         return ok();
     }
     let (mut nx, mut xx, mut get) = (false, false, false);
@@ -56,6 +58,12 @@ pub fn set(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             (true, old),
         )
     })?;
+    if done {
+        ctx.notify(STRING, "set", key);
+        if matches!(expiry, Some(Expiry::At(_))) {
+            ctx.notify(GENERIC, "expire", key);
+        }
+    }
     if get {
         reply(old.map_or(Frame::Null, Frame::Bulk))
     } else if done {
@@ -71,6 +79,9 @@ pub fn setnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         Some(_) => (Change::Keep, false),
         None => (Change::Put(Entry::plain(value.clone(), None)), true),
     })?;
+    if done {
+        ctx.notify(STRING, "set", &args[1]);
+    }
     int(done as i64)
 }
 
@@ -86,6 +97,8 @@ fn set_with_ttl(ctx: &mut Ctx, args: &[Vec<u8>], unit: i64, command: &str) -> Re
         return error(&format!("ERR invalid expire time in '{command}' command"));
     };
     ctx.db().set(&args[1], &args[3], Some(deadline as u64))?;
+    ctx.notify(STRING, "set", &args[1]);
+    ctx.notify(GENERIC, "expire", &args[1]);
     ok()
 }
 
@@ -107,6 +120,9 @@ pub fn getset(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             e.map(|e| e.value.clone()),
         )
     })?;
+    // Redis runs a GET first: a read, for the statistics and `keymiss`.
+    ctx.hit(&args[1], old.is_some());
+    ctx.notify(STRING, "set", &args[1]);
     reply(old.map_or(Frame::Null, Frame::Bulk))
 }
 
@@ -116,7 +132,9 @@ pub fn mset(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     if args.len().is_multiple_of(2) {
         return error("ERR wrong number of arguments for 'mset' command");
     }
-    ctx.db().set_all(&pairs(args))?;
+    let pairs = pairs(args);
+    ctx.db().set_all(&pairs)?;
+    notify_set(ctx, &pairs);
     ok()
 }
 
@@ -139,5 +157,12 @@ pub fn msetnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         }
     }
     ctx.db().set_all(&pairs)?;
+    notify_set(ctx, &pairs);
     int(1)
+}
+
+fn notify_set(ctx: &Ctx, pairs: &[(&[u8], &[u8])]) {
+    for (key, _) in pairs {
+        ctx.notify(STRING, "set", key);
+    }
 }

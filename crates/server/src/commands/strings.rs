@@ -5,19 +5,19 @@ use resp::Frame;
 use super::{error, int, parse_integer, reply, Ctx, Reply, NOT_AN_INTEGER};
 use crate::db::Change;
 use crate::entry::Entry;
+use crate::keyspace_events::STRING;
 
 pub fn mget(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let mut values = Vec::with_capacity(args.len() - 1);
     for key in &args[1..] {
-        let found = ctx.db().get(key)?;
-        ctx.session.hit(found.is_some());
+        let found = ctx.read(key)?;
         values.push(found.map_or(Frame::Null, |e| Frame::Bulk(e.value)));
     }
     reply(Frame::Array(values))
 }
 
 pub fn strlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    int(ctx.db().get(&args[1])?.map_or(0, |e| e.value.len()) as i64)
+    int(ctx.read(&args[1])?.map_or(0, |e| e.value.len()) as i64)
 }
 
 /// The longest string SETRANGE and APPEND may build: Redis's default
@@ -50,7 +50,10 @@ pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         )
     })?;
     match result {
-        Ok(len) => int(len as i64),
+        Ok(len) => {
+            ctx.notify(STRING, "append", &args[1]);
+            int(len as i64)
+        }
         Err(()) => error("ERR string exceeds maximum allowed size (proto-max-bulk-len)"),
     }
 }
@@ -61,7 +64,7 @@ pub fn getrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     else {
         return error(NOT_AN_INTEGER);
     };
-    let value = ctx.db().get(&args[1])?.map(|e| e.value).unwrap_or_default();
+    let value = ctx.read(&args[1])?.map(|e| e.value).unwrap_or_default();
     let len = value.len() as i64;
     if start < 0 && end < 0 && start > end {
         return reply(Frame::Bulk(Vec::new()));
@@ -96,9 +99,9 @@ pub fn setrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             return error(e);
         }
     }
-    let len = ctx.db().update(&args[1], |e| match e {
-        None if patch.is_empty() => (Change::Keep, 0),
-        Some(e) if patch.is_empty() => (Change::Keep, e.value.len()),
+    let (len, changed) = ctx.db().update(&args[1], |e| match e {
+        None if patch.is_empty() => (Change::Keep, (0, false)),
+        Some(e) if patch.is_empty() => (Change::Keep, (e.value.len(), false)),
         e => {
             let (mut value, deadline) =
                 e.map_or((Vec::new(), None), |e| (e.value.clone(), e.deadline));
@@ -113,9 +116,12 @@ pub fn setrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                     deadline,
                     raw: true,
                 }),
-                len,
+                (len, true),
             )
         }
     })?;
+    if changed {
+        ctx.notify(STRING, "setrange", &args[1]);
+    }
     int(len as i64)
 }

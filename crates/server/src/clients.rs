@@ -292,3 +292,21 @@ impl Clients {
                 .sum::<u64>()
     }
 }
+
+/// A client of protocol `resp` that no connection serves, for unit tests of what is
+/// delivered to clients.
+#[cfg(test)]
+pub fn test_client(id: u64, resp: u8) -> Arc<Client> {
+    let addr = "127.0.0.1:1".parse().expect("a literal address");
+    let c = Arc::new(Client::new(id, addr, addr));
+    c.resp.store(resp, Ordering::Relaxed);
+    c
+}
+
+/// Everything delivered to `c` so far.
+#[cfg(test)]
+pub fn test_outbox(c: &Client) -> Vec<u8> {
+    let mut out = Vec::new();
+    c.take_outbox(&mut out);
+    out
+}

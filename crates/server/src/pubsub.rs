@@ -186,19 +186,7 @@ impl Encoded {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn client(id: u64, resp: u8) -> Arc<Client> {
-        let addr = "127.0.0.1:1".parse().unwrap();
-        let c = Arc::new(Client::new(id, addr, addr));
-        c.resp.store(resp, Ordering::Relaxed);
-        c
-    }
-
-    fn outbox(c: &Client) -> Vec<u8> {
-        let mut out = Vec::new();
-        c.take_outbox(&mut out);
-        out
-    }
+    use crate::clients::{test_client as client, test_outbox as client_outbox};
 
     #[test]
     fn messages_reach_channel_and_pattern_subscribers_in_their_protocol() {
@@ -209,16 +197,16 @@ mod tests {
         p.subscribe(Kind::Shard, b"news", &b);
         assert_eq!(p.publish(false, b"news", b"hi"), 2);
         assert_eq!(
-            outbox(&a),
+            client_outbox(&a),
             b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n"
         );
         assert_eq!(
-            outbox(&b),
+            client_outbox(&b),
             b">4\r\n$8\r\npmessage\r\n$2\r\nn*\r\n$4\r\nnews\r\n$2\r\nhi\r\n"
         );
         assert_eq!(p.publish(true, b"news", b"s"), 1);
         assert_eq!(
-            outbox(&b),
+            client_outbox(&b),
             b">3\r\n$8\r\nsmessage\r\n$4\r\nnews\r\n$1\r\ns\r\n"
         );
         assert_eq!(p.publish(false, b"other", b"x"), 0);

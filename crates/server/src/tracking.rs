@@ -455,19 +455,7 @@ const INVALIDATE_CHANNEL: &str = "__redis__:invalidate";
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn client(id: u64, resp: u8) -> Arc<Client> {
-        let addr = "127.0.0.1:1".parse().unwrap();
-        let c = Arc::new(Client::new(id, addr, addr));
-        c.resp.store(resp, Ordering::Relaxed);
-        c
-    }
-
-    fn outbox(c: &Client) -> Vec<u8> {
-        let mut out = Vec::new();
-        c.take_outbox(&mut out);
-        out
-    }
+    use crate::clients::{test_client as client, test_outbox as client_outbox};
 
     #[test]
     fn counts_follow_the_table_through_reads_writes_and_flushes() {
@@ -483,11 +471,11 @@ mod tests {
         as_caller(1, || t.written(b"k"));
         assert_eq!(t.stats(), [2, 1, 1, 0]);
         let message = b">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n".to_vec();
-        assert_eq!(outbox(&a), message);
-        assert_eq!(outbox(&b), message);
+        assert_eq!(client_outbox(&a), message);
+        assert_eq!(client_outbox(&b), message);
         t.flushed();
         assert_eq!(t.stats(), [2, 0, 0, 0]);
-        assert_eq!(outbox(&a), b">2\r\n$10\r\ninvalidate\r\n_\r\n");
+        assert_eq!(client_outbox(&a), b">2\r\n$10\r\ninvalidate\r\n_\r\n");
         t.disable(1);
         t.disable(1);
         assert_eq!(t.stats()[0], 1);
@@ -534,7 +522,7 @@ mod tests {
             assert!(t.stats()[1] <= 10);
         }
         // Each forgotten key was announced: 990 messages of one key each.
-        let out = outbox(&a);
+        let out = client_outbox(&a);
         let messages = out.windows(10).filter(|w| w == b"invalidate").count();
         assert_eq!(messages, 990);
         assert_eq!(t.stats()[2], t.stats()[1]);

@@ -25,6 +25,15 @@ pub fn allocator() -> Option<[u64; 3]> {
     ])
 }
 
+/// jemalloc's full statistics report, as MEMORY MALLOC-STATS gives Redis's.
+pub fn allocator_report() -> String {
+    let mut text = Vec::new();
+    match tikv_jemalloc_ctl::stats_print::stats_print(&mut text, Default::default()) {
+        Ok(()) => String::from_utf8_lossy(&text).into_owned(),
+        Err(e) => format!("jemalloc statistics unavailable: {e}"),
+    }
+}
+
 /// The process's resident set (Redis's `used_memory_rss`), from `/proc/self/status`
 /// (Linux; `None` elsewhere).
 pub fn resident() -> Option<u64> {

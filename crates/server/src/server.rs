@@ -37,6 +37,8 @@ pub struct Server {
     last_save_failed: AtomicBool,
     used_memory: AtomicU64,
     peak_memory: AtomicU64,
+    /// What the allocator held before any client came (MEMORY STATS).
+    pub startup_memory: u64,
     shutdown: watch::Sender<bool>,
 }
 
@@ -94,6 +96,7 @@ impl Server {
             last_save_failed: AtomicBool::new(false),
             used_memory: AtomicU64::new(0),
             peak_memory: AtomicU64::new(0),
+            startup_memory: crate::memory::allocated(),
             shutdown: watch::channel(false).0,
         };
         server.config_changed();

@@ -1203,3 +1203,54 @@ fn a_monitor_that_does_not_read_is_dropped_at_the_output_limit() {
     assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 64 * 256);
     assert_eq!(run::<String>(&mut c, &["GET", "k63:255"]), value);
 }
+
+#[test]
+fn memory_stats_malloc_stats_and_doctor_describe_the_allocator() {
+    let server = Server::start_memory(&[]);
+    let mut c = server.client();
+    for i in 0..1000 {
+        let _: () = run(&mut c, &["SET", &format!("k{i}"), &"v".repeat(100)]);
+    }
+    let stats: std::collections::HashMap<String, redis::Value> = run(&mut c, &["MEMORY", "STATS"]);
+    let int = |name: &str| match stats.get(name) {
+        Some(redis::Value::Int(n)) => *n,
+        other => panic!("{name}: {other:?}"),
+    };
+    assert_eq!(int("keys.count"), 1000);
+    let (total, startup, peak) = (
+        int("total.allocated"),
+        int("startup.allocated"),
+        int("peak.allocated"),
+    );
+    assert!(
+        startup > 0 && startup <= total && total <= peak,
+        "{stats:?}"
+    );
+    assert_eq!(int("dataset.bytes"), total - startup);
+    assert_eq!(int("keys.bytes-per-key"), (total - startup) / 1000);
+    // A hundred-byte value and its key cannot take less than a hundred bytes.
+    assert!(int("keys.bytes-per-key") >= 100, "{stats:?}");
+    assert!(int("allocator.resident") >= int("allocator.active"));
+    for name in [
+        "fragmentation",
+        "allocator-fragmentation.ratio",
+        "peak.percentage",
+    ] {
+        assert!(stats.contains_key(name), "{name} missing: {stats:?}");
+    }
+    let report: String = run(&mut c, &["MEMORY", "MALLOC-STATS"]);
+    assert!(
+        report.starts_with("___ Begin jemalloc statistics ___"),
+        "{}",
+        &report[..80]
+    );
+    let doctor: String = run(&mut c, &["MEMORY", "DOCTOR"]);
+    assert!(
+        doctor.contains("bytes allocated") || doctor.starts_with("Memory report"),
+        "{doctor}"
+    );
+    assert_eq!(
+        run_err(&mut c, &["MEMORY", "STATS", "extra"]),
+        "ERR wrong number of arguments for 'memory|stats' command"
+    );
+}

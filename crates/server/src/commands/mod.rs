@@ -674,6 +674,9 @@ const SUBCOMMANDS: &[(&str, &[Subcommand])] = &[
         sub("HELP", 2, 0, NO_KEYS, 0),
     ]),
     ("memory", &[
+        sub("DOCTOR", 2, 0, NO_KEYS, 0),
+        sub("MALLOC-STATS", 2, 0, NO_KEYS, 0),
+        sub("STATS", 2, 0, NO_KEYS, 0),
         sub("HELP", 2, 0, NO_KEYS, 0),
         sub("USAGE", -3, R, (2, 2, 1), 0),
     ]),

@@ -107,7 +107,6 @@ impl Connection {
     pub async fn run(mut self) -> Result<(), Ended> {
         let result = self.serve().await;
         self.session.end(&self.server);
-        self.server.monitors.remove(self.session.client.id);
         self.server.clients.leave(self.session.client.id);
         result
     }

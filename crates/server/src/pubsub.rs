@@ -26,7 +26,7 @@ pub enum Kind {
 impl Kind {
     pub const ALL: [Kind; 3] = [Kind::Channel, Kind::Pattern, Kind::Shard];
 
-    fn index(self) -> usize {
+    pub fn index(self) -> usize {
         self as usize
     }
 }
@@ -91,15 +91,12 @@ impl PubSub {
         {
             let map = self.map(kind).read().unwrap_or_else(|e| e.into_inner());
             if let Some(subscribers) = map.get(channel) {
-                let encoded = Encoded::new(vec![
+                let parts = vec![
                     Frame::bulk(word),
                     Frame::bulk(channel),
                     Frame::bulk(message),
-                ]);
-                for c in subscribers {
-                    c.deliver(encoded.for_client(c), limit);
-                }
-                sent += subscribers.len();
+                ];
+                sent += deliver(subscribers, parts, limit);
             }
         }
         if shard {
@@ -113,16 +110,13 @@ impl PubSub {
             if !crate::glob::glob_match(pattern, channel, false) {
                 continue;
             }
-            let encoded = Encoded::new(vec![
+            let parts = vec![
                 Frame::bulk("pmessage"),
                 Frame::bulk(pattern),
                 Frame::bulk(channel),
                 Frame::bulk(message),
-            ]);
-            for c in subscribers {
-                c.deliver(encoded.for_client(c), limit);
-            }
-            sent += subscribers.len();
+            ];
+            sent += deliver(subscribers, parts, limit);
         }
         sent
     }
@@ -150,6 +144,15 @@ impl PubSub {
             .unwrap_or_else(|e| e.into_inner())
             .len()
     }
+}
+
+/// Sends the message `parts` to each of `subscribers`; returns how many there were.
+fn deliver(subscribers: &[Arc<Client>], parts: Vec<Frame>, limit: usize) -> usize {
+    let encoded = Encoded::new(parts);
+    for c in subscribers {
+        c.deliver(encoded.for_client(c), limit);
+    }
+    subscribers.len()
 }
 
 /// A message as a push, encoded for each protocol the first time a subscriber

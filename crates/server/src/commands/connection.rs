@@ -37,13 +37,10 @@ pub fn reset(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     s.multi = None;
     s.multi_failed = false;
     s.client.in_multi.store(false, Ordering::Relaxed);
-    s.unwatch(&ctx.server.db);
+    s.end(ctx.server);
     set_protocol(s, Protocol::Resp2);
     s.authenticated = false;
     s.client.no_evict.store(false, Ordering::Relaxed);
-    super::monitor::stop(ctx);
-    super::tracking::stop(ctx);
-    super::pubsub::leave_all(ctx.server, ctx.session);
     reply(Frame::Simple("RESET".into()))
 }
 

@@ -94,11 +94,21 @@ impl Session {
         self.replies_off
     }
 
-    /// Ends what outlives a command: watches, subscriptions, tracking (disconnection).
+    /// Ends what outlives a command: watches, MONITOR, subscriptions, tracking
+    /// (RESET, disconnection).
     pub fn end(&mut self, server: &Server) {
         self.unwatch(&server.db);
+        server.monitors.remove(self.client.id);
+        self.client.monitoring.store(false, Ordering::Relaxed);
         pubsub::leave_all(server, self);
+        self.stop_tracking(server);
+    }
+
+    /// Turns CLIENT TRACKING off for this session.
+    pub fn stop_tracking(&mut self, server: &Server) {
         server.db.tracking.disable(self.client.id);
+        self.tracking = None;
+        self.caching = false;
     }
 
     /// Forgets WATCHed keys, releasing the database's watch count.
@@ -520,10 +530,7 @@ fn remember_reads(server: &Server, session: &Session, index: usize, stat: usize,
     let Some(mode) = &session.tracking else {
         return;
     };
-    let (flags, keys) = subcommand_at(index, stat)
-        .map_or((TABLE[index].flags, TABLE[index].keys), |s| {
-            (s.flags, s.keys)
-        });
+    let (flags, keys) = flags_and_keys(index, stat);
     let wanted = if mode.optin {
         session.caching
     } else {
@@ -591,7 +598,7 @@ fn record(
         }
     }
     let name = TABLE[index].name;
-    let flags = subcommand_at(index, stat).map_or(TABLE[index].flags, |s| s.flags);
+    let (flags, _) = flags_and_keys(index, stat);
     // As Redis: administrative commands are not shown, nor is a container's unknown
     // subcommand, which Redis refuses before it runs.
     if server.monitors.active()
@@ -802,6 +809,14 @@ fn stat_slot(index: usize, args: &[Vec<u8>]) -> usize {
 fn subcommand_at(index: usize, stat: usize) -> Option<&'static Subcommand> {
     let (first, subs) = stat_slots().containers[index]?;
     subs.get(stat.checked_sub(first)?)
+}
+
+/// The flags and key positions of the call counted in `stat`: its subcommand's if
+/// it is a container's known one, else the command's.
+fn flags_and_keys(index: usize, stat: usize) -> (u16, (i32, i32, i32)) {
+    subcommand_at(index, stat).map_or((TABLE[index].flags, TABLE[index].keys), |s| {
+        (s.flags, s.keys)
+    })
 }
 
 /// How many counters [`CommandStats`](crate::command_stats) keeps: see [`stat_slot`].

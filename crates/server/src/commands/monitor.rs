@@ -1,5 +1,6 @@
 //! MONITOR: from now on, a line for every command any client runs (see
-//! [`crate::monitor`] for what is shown). RESET or disconnecting ends it.
+//! [`crate::monitor`] for what is shown). RESET or disconnecting ends it
+//! (`Session::end`).
 
 use std::sync::atomic::Ordering;
 
@@ -20,11 +21,4 @@ pub fn monitor(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     }
     client.monitoring.store(true, Ordering::Relaxed);
     ok()
-}
-
-/// Ends MONITOR for the session's client (RESET).
-pub fn stop(ctx: &mut Ctx) {
-    let client = &ctx.session.client;
-    ctx.server.monitors.remove(client.id);
-    client.monitoring.store(false, Ordering::Relaxed);
 }

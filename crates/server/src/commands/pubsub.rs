@@ -16,15 +16,19 @@ use crate::pubsub::Kind;
 pub struct Subscriptions([BTreeSet<Vec<u8>>; 3]);
 
 impl Subscriptions {
-    fn of(&mut self, kind: Kind) -> &mut BTreeSet<Vec<u8>> {
-        &mut self.0[kind as usize]
+    fn of(&self, kind: Kind) -> &BTreeSet<Vec<u8>> {
+        &self.0[kind.index()]
+    }
+
+    fn of_mut(&mut self, kind: Kind) -> &mut BTreeSet<Vec<u8>> {
+        &mut self.0[kind.index()]
     }
 }
 
 /// The count a confirmation carries, as Redis counts it: channels and patterns
 /// together, shard channels apart.
-fn count(session: &mut Session, kind: Kind) -> i64 {
-    let subs = &mut session.subscriptions;
+fn count(session: &Session, kind: Kind) -> i64 {
+    let subs = &session.subscriptions;
     let n = match kind {
         Kind::Shard => subs.of(Kind::Shard).len(),
         _ => subs.of(Kind::Channel).len() + subs.of(Kind::Pattern).len(),
@@ -41,14 +45,14 @@ fn confirmation(word: &str, name: Option<&[u8]>, count: i64) -> Frame {
 }
 
 fn publish_counts(session: &Session, kind: Kind) {
-    let n = session.subscriptions.0[kind as usize].len();
-    session.client.subscriptions[kind as usize].store(n, Ordering::Relaxed);
+    let n = session.subscriptions.of(kind).len();
+    session.client.subscriptions[kind.index()].store(n, Ordering::Relaxed);
 }
 
 fn subscribe_to(ctx: &mut Ctx, kind: Kind, word: &str, names: &[Vec<u8>]) -> Reply {
     let mut confirmations = Vec::with_capacity(names.len());
     for name in names {
-        if ctx.session.subscriptions.of(kind).insert(name.clone()) {
+        if ctx.session.subscriptions.of_mut(kind).insert(name.clone()) {
             ctx.server.pubsub.subscribe(kind, name, &ctx.session.client);
         }
         publish_counts(ctx.session, kind);
@@ -71,7 +75,7 @@ fn unsubscribe_from(ctx: &mut Ctx, kind: Kind, word: &str, names: &[Vec<u8>]) ->
     }
     let mut confirmations = Vec::with_capacity(names.len());
     for name in &names {
-        if ctx.session.subscriptions.of(kind).remove(name) {
+        if ctx.session.subscriptions.of_mut(kind).remove(name) {
             let id = ctx.session.client.id;
             ctx.server.pubsub.unsubscribe(kind, name, id);
         }
@@ -109,7 +113,7 @@ pub fn sunsubscribe(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 /// Drops every subscription without confirmations (RESET, disconnection).
 pub fn leave_all(server: &crate::server::Server, session: &mut Session) {
     for kind in Kind::ALL {
-        for name in std::mem::take(session.subscriptions.of(kind)) {
+        for name in std::mem::take(session.subscriptions.of_mut(kind)) {
             server.pubsub.unsubscribe(kind, &name, session.client.id);
         }
         publish_counts(session, kind);

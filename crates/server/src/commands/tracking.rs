@@ -80,18 +80,11 @@ pub fn tracking(ctx: &mut Ctx, on_off: &[u8], rest: &[Vec<u8>]) -> Reply {
             ok()
         }
         b"OFF" => {
-            stop(ctx);
+            ctx.session.stop_tracking(ctx.server);
             ok()
         }
         _ => error(SYNTAX_ERROR),
     }
-}
-
-/// Ends tracking for the session's client (CLIENT TRACKING OFF, RESET).
-pub fn stop(ctx: &mut Ctx) {
-    ctx.server.db.tracking.disable(ctx.session.client.id);
-    ctx.session.tracking = None;
-    ctx.session.caching = false;
 }
 
 /// `CLIENT CACHING YES|NO`: whether the next command's reads are remembered, against

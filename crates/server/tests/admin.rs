@@ -1254,3 +1254,40 @@ fn memory_stats_malloc_stats_and_doctor_describe_the_allocator() {
         "ERR wrong number of arguments for 'memory|stats' command"
     );
 }
+
+#[test]
+fn a_synchronous_flush_and_memory_purge_hand_freed_memory_back() {
+    let server = Server::start_memory(&[]);
+    let mut c = server.client();
+    let rss =
+        |c: &mut redis::Connection| -> u64 { info_field(c, "used_memory_rss").parse().unwrap() };
+    // 80 MB of values: far more than jemalloc keeps as dirty pages on its own.
+    let load = |c: &mut redis::Connection| {
+        let value = "x".repeat(1000);
+        for batch in 0..80 {
+            let mut mset = redis::cmd("MSET");
+            for i in 0..1000 {
+                mset.arg(format!("k{batch}:{i}")).arg(&value);
+            }
+            let () = mset.query(c).unwrap();
+        }
+    };
+    const DATA: u64 = 80_000_000;
+    load(&mut c);
+    let loaded = rss(&mut c);
+    assert!(loaded > DATA, "{loaded}");
+    // ASYNC leaves the pages to the allocator's decay; PURGE returns them.
+    let _: () = run(&mut c, &["FLUSHALL", "ASYNC"]);
+    let _: () = run(&mut c, &["MEMORY", "PURGE"]);
+    let purged = rss(&mut c);
+    assert!(purged < loaded - DATA / 2, "{loaded} -> {purged}");
+    load(&mut c);
+    let loaded = rss(&mut c);
+    let _: () = run(&mut c, &["FLUSHALL"]);
+    let flushed = rss(&mut c);
+    assert!(flushed < loaded - DATA / 2, "{loaded} -> {flushed}");
+    assert_eq!(
+        run_err(&mut c, &["MEMORY", "PURGE", "now"]),
+        "ERR wrong number of arguments for 'memory|purge' command"
+    );
+}

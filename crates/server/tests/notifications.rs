@@ -127,6 +127,12 @@ fn expiry_eviction_new_keys_and_misses_are_events_of_their_own_classes() {
         heard(&mut ear),
         vec![keyevent("new", "k"), keyevent("keymiss", "nothing")]
     );
+    // GETSET reads first, as Redis: the miss comes before the new key.
+    let _: Option<String> = run(&mut c, &["GETSET", "fresh", "v"]);
+    assert_eq!(
+        heard(&mut ear),
+        vec![keyevent("keymiss", "fresh"), keyevent("new", "fresh")]
+    );
     let _: () = run(
         &mut c,
         &["CONFIG", "SET", "maxmemory-policy", "allkeys-random"],

@@ -1,13 +1,13 @@
 //! COMMAND [COUNT | LIST [FILTERBY ...] | INFO [name ...] | GETKEYS command arg ... |
-//! HELP]: what the command table holds, in Redis 7's shapes,
+//! GETKEYSANDFLAGS command arg ... | HELP]: what the command table holds, in Redis 7's shapes,
 //! for clients that look commands up (cluster clients find keys with GETKEYS or the
 //! key positions of INFO) and for redis-cli.
 
 use resp::Frame;
 
 use super::{
-    arity_allows, error, find_subcommand, full_name, int, reply, subcommands_of, upper, Command,
-    Ctx, Reply, Subcommand, ADMIN, ADMIN_CATEGORY, BITMAP, CHANNELS, CONNECTION, DANGEROUS,
+    arity_allows, error, find_subcommand, full_name, int, key_specs, reply, subcommands_of, upper,
+    Command, Ctx, KeySpec, Reply, Subcommand, ADMIN, ADMIN_CATEGORY, BITMAP, CONNECTION, DANGEROUS,
     DENYOOM, FAST, KEYSPACE, NO_AUTH, PUBSUB, READONLY, STRING, SYNTAX_ERROR, TABLE, TRANSACTION,
     WRITE,
 };
@@ -29,7 +29,8 @@ pub fn command(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         // DOCS is unknown here, as before Redis 7: documentation is not kept, and
         // redis-cli takes an error as its cue to use its own built-in help, where an
         // empty map would leave it with none.
-        b"GETKEYS" => getkeys(&args[2..]),
+        b"GETKEYS" => getkeys(&args[2..], false),
+        b"GETKEYSANDFLAGS" => getkeys(&args[2..], true),
         b"HELP" => super::help(HELP),
         _ => super::bad_subcommand("command", sub),
     }
@@ -83,15 +84,14 @@ impl Filter<'_> {
     }
 }
 
-/// GETKEYS: the keys of a full command, from the table's key positions.
-fn getkeys(full: &[Vec<u8>]) -> Reply {
+/// GETKEYS: the keys of a full command, from its key specs; GETKEYSANDFLAGS: each
+/// with what the command does to it.
+fn getkeys(full: &[Vec<u8>], with_flags: bool) -> Reply {
     const INVALID: &str = "ERR Invalid command specified";
     let Some((_, c)) = super::lookup(&full[0]) else {
         return error(INVALID);
     };
-    let (arity, keys) = if c.flags & CHANNELS != 0 {
-        (c.arity, (0, 0, 0))
-    } else if subcommands_of(c.name).is_empty() {
+    let (arity, specs) = if subcommands_of(c.name).is_empty() {
         (c.arity, c.keys)
     } else {
         match find_subcommand(c.name, &full[1]) {
@@ -102,12 +102,19 @@ fn getkeys(full: &[Vec<u8>]) -> Reply {
     if !arity_allows(arity, full.len()) {
         return error("ERR Invalid number of arguments specified for command");
     }
-    if keys.0 == 0 {
+    let keys: Vec<Frame> = key_specs::keys_of_call(specs, full)
+        .map(|(i, flags)| {
+            let key = Frame::Bulk(full[i].clone());
+            if with_flags {
+                Frame::Array(vec![key, key_specs::flag_names(flags)])
+            } else {
+                key
+            }
+        })
+        .collect();
+    if keys.is_empty() {
         return error("ERR The command has no key arguments");
     }
-    let keys = super::key_positions(keys, full.len())
-        .map(|i| Frame::Bulk(full[i].clone()))
-        .collect();
     reply(Frame::Array(keys))
 }
 
@@ -145,15 +152,23 @@ fn describe_subcommand(container: &str, s: &Subcommand) -> Frame {
 }
 
 /// One entry in Redis 7's shape: name, arity, flags, first key, last key, step, ACL
-/// categories, tips, key specifications (none kept), subcommands.
+/// categories, tips, key specifications, subcommands.
 fn entry(
     name: &str,
     arity: i32,
     flags: u16,
-    (first, last, step): (i32, i32, i32),
+    keys: &[KeySpec],
     acl: u16,
     subcommands: Vec<Frame>,
 ) -> Frame {
+    let (first, last, step) = key_specs::legacy_range(keys);
+    let tips = TIPS
+        .iter()
+        .find(|(command, _)| *command == name)
+        .map_or(&[][..], |(_, tips)| tips)
+        .iter()
+        .map(Frame::bulk)
+        .collect();
     let flag_names = [
         (WRITE, "write"),
         (READONLY, "readonly"),
@@ -178,9 +193,9 @@ fn entry(
         Frame::Integer(last as i64),
         Frame::Integer(step as i64),
         Frame::Set(categories),
-        Frame::Set(vec![]),
-        Frame::Array(vec![]),
-        Frame::Array(subcommands),
+        Frame::Set(tips),
+        key_specs::describe(keys),
+        Frame::Set(subcommands),
     ])
 }
 
@@ -195,19 +210,70 @@ fn categories(flags: u16, acl: u16) -> Vec<&'static str> {
         ("write", flags & WRITE != 0),
         ("string", has(STRING)),
         ("bitmap", has(BITMAP)),
+        ("pubsub", has(PUBSUB)),
         ("admin", admin),
         ("fast", flags & FAST != 0),
         ("slow", flags & FAST == 0),
         ("dangerous", flags & ADMIN != 0 || has(DANGEROUS)),
         ("connection", has(CONNECTION)),
         ("transaction", has(TRANSACTION)),
-        ("pubsub", has(PUBSUB)),
     ]
     .into_iter()
     .filter(|(_, on)| *on)
     .map(|(name, _)| name)
     .collect()
 }
+
+/// Redis's tips to clients, COMMAND INFO's eighth field: how a cluster client sends
+/// the command to shards and merges their replies, and whether the output may differ
+/// between identical calls (HOTKEYS's does, as the access pattern moves).
+#[rustfmt::skip]
+const TIPS: &[(&str, &[&str])] = &[
+    ("ping", &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("client|info", &["nondeterministic_output"]),
+    ("client|list", &["nondeterministic_output"]),
+    ("mget", &["request_policy:multi_shard"]),
+    ("mset", &["request_policy:multi_shard", "response_policy:all_succeeded"]),
+    ("msetnx", &["request_policy:multi_shard", "response_policy:agg_min"]),
+    ("del", &["request_policy:multi_shard", "response_policy:agg_sum"]),
+    ("unlink", &["request_policy:multi_shard", "response_policy:agg_sum"]),
+    ("exists", &["request_policy:multi_shard", "response_policy:agg_sum"]),
+    ("touch", &["request_policy:multi_shard", "response_policy:agg_sum"]),
+    ("randomkey", &["request_policy:all_shards", "nondeterministic_output"]),
+    ("keys", &["request_policy:all_shards", "nondeterministic_output_order"]),
+    ("scan", &["nondeterministic_output", "request_policy:special"]),
+    ("dbsize", &["request_policy:all_shards", "response_policy:agg_sum"]),
+    ("flushdb", &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("flushall", &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("ttl", &["nondeterministic_output"]),
+    ("pttl", &["nondeterministic_output"]),
+    ("object|encoding", &["nondeterministic_output"]),
+    ("object|refcount", &["nondeterministic_output"]),
+    ("object|freq", &["nondeterministic_output"]),
+    ("object|idletime", &["nondeterministic_output"]),
+    ("command", &["nondeterministic_output_order"]),
+    ("command|info", &["nondeterministic_output_order"]),
+    ("command|list", &["nondeterministic_output_order"]),
+    ("config|set", &["request_policy:all_nodes", "response_policy:all_succeeded"]),
+    ("info", &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
+    ("time", &["nondeterministic_output"]),
+    ("memory|doctor", &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
+    ("memory|malloc-stats", &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
+    ("memory|purge", &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("memory|stats", &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
+    ("slowlog|get", &["request_policy:all_nodes", "nondeterministic_output"]),
+    ("slowlog|len", &["request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"]),
+    ("slowlog|reset", &["request_policy:all_nodes", "response_policy:all_succeeded"]),
+    ("latency|latest", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
+    ("latency|history", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
+    ("latency|reset", &["request_policy:all_nodes", "response_policy:all_succeeded"]),
+    ("latency|graph", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
+    ("latency|doctor", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
+    ("latency|histogram", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
+    ("lastsave", &["nondeterministic_output"]),
+    ("wait", &["request_policy:all_shards", "response_policy:agg_min"]),
+    ("hotkeys", &["nondeterministic_output"]),
+];
 
 const HELP: &[&str] = &[
     "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -223,6 +289,8 @@ const HELP: &[&str] = &[
     "    commands are returned.",
     "GETKEYS <full-command>",
     "    Return the keys from a full Redis command.",
+    "GETKEYSANDFLAGS <full-command>",
+    "    Return the keys and the access flags from a full Redis command.",
     "HELP",
     "    Prints this help.",
 ];

@@ -1,4 +1,4 @@
-//! MEMORY USAGE, STATS, MALLOC-STATS, DOCTOR, HELP.
+//! MEMORY USAGE, STATS, MALLOC-STATS, PURGE, DOCTOR, HELP.
 
 use resp::Frame;
 
@@ -29,6 +29,10 @@ pub fn memory(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             format: *b"txt",
             text: crate::memory::allocator_report().into_bytes(),
         }),
+        (b"PURGE", []) => match crate::memory::purge() {
+            Ok(()) => super::ok(),
+            Err(e) => error(&format!("ERR Error purging dirty pages: {e}")),
+        },
         (b"DOCTOR", []) => reply(Frame::Verbatim {
             format: *b"txt",
             text: doctor(ctx).into_bytes(),
@@ -136,6 +140,8 @@ const HELP: &[&str] = &[
     "    Return memory problems reports.",
     "MALLOC-STATS",
     "    Return internal statistics report from the memory allocator.",
+    "PURGE",
+    "    Attempt to purge dirty pages for reclamation by the allocator.",
     "STATS",
     "    Return information about the memory usage of the server.",
     "USAGE <key> [SAMPLES <count>]",

@@ -14,6 +14,7 @@ mod get;
 mod hotkeys;
 mod incr;
 mod info;
+mod key_specs;
 mod keyspace;
 mod latency;
 mod lcs;
@@ -41,6 +42,10 @@ use crate::clients::Client;
 use crate::db::Db;
 use crate::keyspace_events;
 use crate::server::Server;
+use key_specs::{
+    every, first, range, KeySpec, ACCESS, DELETE, INSERT, NOT_KEY, OW, RM, RO, RW, UPDATE,
+    VARIABLE_FLAGS,
+};
 
 /// Per-connection state commands may read or change.
 pub struct Session {
@@ -227,9 +232,6 @@ const PROTECTED: u16 = 256;
 /// Constant or O(log n) time, as Redis flags it: its latency samples go to the
 /// `fast-command` event instead of `command`.
 const FAST: u16 = 512;
-/// Its key positions hold shard channels, not keys (Redis's `not_key` key spec):
-/// COMMAND INFO gives the positions, GETKEYS finds no keys there.
-const CHANNELS: u16 = 1024;
 
 // ACL categories (COMMAND INFO, COMMAND LIST FILTERBY ACLCAT) beyond those Redis derives
 // from the flags (@write, @read, @admin and @dangerous, @fast or else @slow); see
@@ -249,9 +251,8 @@ pub struct Command {
     /// Redis's convention: n > 0 exactly n arguments (with the name), n < 0 at least -n.
     arity: i32,
     flags: u16,
-    /// Key positions for COMMAND INFO and GETKEYS: first, last (-1: the last
-    /// argument), step.
-    keys: (i32, i32, i32),
+    /// Where its keys are and what it does to them.
+    keys: &'static [KeySpec],
     /// ACL categories besides those the flags imply.
     acl: u16,
     run: Run,
@@ -261,7 +262,7 @@ const fn cmd(
     name: &'static str,
     arity: i32,
     flags: u16,
-    keys: (i32, i32, i32),
+    keys: &'static [KeySpec],
     acl: u16,
     run: Run,
 ) -> Command {
@@ -275,9 +276,13 @@ const fn cmd(
     }
 }
 
-const NO_KEYS: (i32, i32, i32) = (0, 0, 0);
-const ONE_KEY: (i32, i32, i32) = (1, 1, 1);
-const ALL_KEYS: (i32, i32, i32) = (1, -1, 1);
+const NO_KEYS: &[KeySpec] = &[];
+const SET_KEY: &[KeySpec] = &[first(RW | ACCESS | UPDATE | VARIABLE_FLAGS)
+    .noted("RW and ACCESS due to the optional `GET` argument")];
+const GETEX_KEY: &[KeySpec] =
+    &[first(RW | ACCESS | UPDATE).noted("RW and UPDATE because it changes the TTL")];
+/// OBJECT ENCODING key, MEMORY USAGE key.
+const KEY_AFTER_SUBCOMMAND: &[KeySpec] = &[range(RO, 2, 0, 1)];
 const W: u16 = WRITE | DENYOOM;
 const R: u16 = READONLY;
 
@@ -293,64 +298,64 @@ const TABLE: &[Command] = &[
     cmd("select", 2, FAST, NO_KEYS, CONNECTION, connection::select),
     cmd("client", -2, 0, NO_KEYS, 0, client::client),
     // Strings.
-    cmd("get", 2, R | FAST, ONE_KEY, STRING, get::get),
-    cmd("getdel", 2, WRITE | FAST, ONE_KEY, STRING, get::getdel),
-    cmd("getex", -2, WRITE | FAST, ONE_KEY, STRING, get::getex),
-    cmd("getset", 3, W | FAST, ONE_KEY, STRING, set::getset),
-    cmd("set", -3, W, ONE_KEY, STRING, set::set),
-    cmd("setnx", 3, W | FAST, ONE_KEY, STRING, set::setnx),
-    cmd("setex", 4, W, ONE_KEY, STRING, set::setex),
-    cmd("psetex", 4, W, ONE_KEY, STRING, set::psetex),
-    cmd("mget", -2, R | FAST, ALL_KEYS, STRING, strings::mget),
-    cmd("mset", -3, W | ALONE, (1, -1, 2), STRING, set::mset),
-    cmd("msetnx", -3, W | ALONE, (1, -1, 2), STRING, set::msetnx),
-    cmd("strlen", 2, R | FAST, ONE_KEY, STRING, strings::strlen),
-    cmd("append", 3, W | FAST, ONE_KEY, STRING, strings::append),
-    cmd("getrange", 4, R, ONE_KEY, STRING, strings::getrange),
-    cmd("substr", 4, R, ONE_KEY, STRING, strings::getrange),
-    cmd("setrange", 4, W, ONE_KEY, STRING, strings::setrange),
-    cmd("incr", 2, W | FAST, ONE_KEY, STRING, incr::incr),
-    cmd("decr", 2, W | FAST, ONE_KEY, STRING, incr::decr),
-    cmd("incrby", 3, W | FAST, ONE_KEY, STRING, incr::incrby),
-    cmd("decrby", 3, W | FAST, ONE_KEY, STRING, incr::decrby),
-    cmd("incrbyfloat", 3, W | FAST, ONE_KEY, STRING, incr::incrbyfloat),
-    cmd("getbit", 3, R | FAST, ONE_KEY, BITMAP, bits::getbit),
-    cmd("setbit", 4, W, ONE_KEY, BITMAP, bits::setbit),
-    cmd("bitcount", -2, R, ONE_KEY, BITMAP, bits::bitcount),
-    cmd("bitpos", -3, R, ONE_KEY, BITMAP, bits::bitpos),
-    cmd("bitop", -4, W | ALONE, (2, -1, 1), BITMAP, bits::bitop),
-    cmd("lcs", -3, R, (1, 2, 1), STRING, lcs::lcs),
+    cmd("get", 2, R | FAST, &[first(RO | ACCESS)], STRING, get::get),
+    cmd("getdel", 2, WRITE | FAST, &[first(RW | ACCESS | DELETE)], STRING, get::getdel),
+    cmd("getex", -2, WRITE | FAST, GETEX_KEY, STRING, get::getex),
+    cmd("getset", 3, W | FAST, &[first(RW | ACCESS | UPDATE)], STRING, set::getset),
+    cmd("set", -3, W, SET_KEY, STRING, set::set),
+    cmd("setnx", 3, W | FAST, &[first(OW | INSERT)], STRING, set::setnx),
+    cmd("setex", 4, W, &[first(OW | UPDATE)], STRING, set::setex),
+    cmd("psetex", 4, W, &[first(OW | UPDATE)], STRING, set::psetex),
+    cmd("mget", -2, R | FAST, &[every(RO | ACCESS)], STRING, strings::mget),
+    cmd("mset", -3, W | ALONE, &[range(OW | UPDATE, 1, -1, 2)], STRING, set::mset),
+    cmd("msetnx", -3, W | ALONE, &[range(OW | INSERT, 1, -1, 2)], STRING, set::msetnx),
+    cmd("strlen", 2, R | FAST, &[first(RO)], STRING, strings::strlen),
+    cmd("append", 3, W | FAST, &[first(RW | INSERT)], STRING, strings::append),
+    cmd("getrange", 4, R, &[first(RO | ACCESS)], STRING, strings::getrange),
+    cmd("substr", 4, R, &[first(RO | ACCESS)], STRING, strings::getrange),
+    cmd("setrange", 4, W, &[first(RW | UPDATE)], STRING, strings::setrange),
+    cmd("incr", 2, W | FAST, &[first(RW | ACCESS | UPDATE)], STRING, incr::incr),
+    cmd("decr", 2, W | FAST, &[first(RW | ACCESS | UPDATE)], STRING, incr::decr),
+    cmd("incrby", 3, W | FAST, &[first(RW | ACCESS | UPDATE)], STRING, incr::incrby),
+    cmd("decrby", 3, W | FAST, &[first(RW | ACCESS | UPDATE)], STRING, incr::decrby),
+    cmd("incrbyfloat", 3, W | FAST, &[first(RW | ACCESS | UPDATE)], STRING, incr::incrbyfloat),
+    cmd("getbit", 3, R | FAST, &[first(RO | ACCESS)], BITMAP, bits::getbit),
+    cmd("setbit", 4, W, &[first(RW | ACCESS | UPDATE)], BITMAP, bits::setbit),
+    cmd("bitcount", -2, R, &[first(RO | ACCESS)], BITMAP, bits::bitcount),
+    cmd("bitpos", -3, R, &[first(RO | ACCESS)], BITMAP, bits::bitpos),
+    cmd("bitop", -4, W | ALONE, &[range(OW | UPDATE, 2, 0, 1), range(RO | ACCESS, 3, -1, 1)], BITMAP, bits::bitop),
+    cmd("lcs", -3, R, &[range(RO | ACCESS, 1, 1, 1)], STRING, lcs::lcs),
     // Keyspace.
-    cmd("del", -2, WRITE, ALL_KEYS, KEYSPACE, del::del),
-    cmd("unlink", -2, WRITE | FAST, ALL_KEYS, KEYSPACE, del::del),
-    cmd("exists", -2, R | FAST, ALL_KEYS, KEYSPACE, exists::exists),
-    cmd("touch", -2, R | FAST, ALL_KEYS, KEYSPACE, exists::exists),
-    cmd("type", 2, R | FAST, ONE_KEY, KEYSPACE, keyspace::type_of),
-    cmd("rename", 3, WRITE | ALONE, (1, 2, 1), KEYSPACE, keyspace::rename),
-    cmd("renamenx", 3, WRITE | ALONE | FAST, (1, 2, 1), KEYSPACE, keyspace::renamenx),
+    cmd("del", -2, WRITE, &[every(RM | DELETE)], KEYSPACE, del::del),
+    cmd("unlink", -2, WRITE | FAST, &[every(RM | DELETE)], KEYSPACE, del::del),
+    cmd("exists", -2, R | FAST, &[every(RO)], KEYSPACE, exists::exists),
+    cmd("touch", -2, R | FAST, &[every(RO)], KEYSPACE, exists::exists),
+    cmd("type", 2, R | FAST, &[first(RO)], KEYSPACE, keyspace::type_of),
+    cmd("rename", 3, WRITE | ALONE, &[first(RW | ACCESS | DELETE), range(OW | UPDATE, 2, 0, 1)], KEYSPACE, keyspace::rename),
+    cmd("renamenx", 3, WRITE | ALONE | FAST, &[first(RW | ACCESS | DELETE), range(OW | INSERT, 2, 0, 1)], KEYSPACE, keyspace::renamenx),
     cmd("randomkey", 1, R, NO_KEYS, KEYSPACE, keyspace::randomkey),
     cmd("keys", 2, R, NO_KEYS, KEYSPACE | DANGEROUS, scan::keys),
     cmd("scan", -2, R, NO_KEYS, KEYSPACE, scan::scan),
     cmd("dbsize", 1, R | FAST, NO_KEYS, KEYSPACE, server::dbsize),
     cmd("flushdb", -1, WRITE | ALONE, NO_KEYS, KEYSPACE | DANGEROUS, server::flush),
     cmd("flushall", -1, WRITE | ALONE, NO_KEYS, KEYSPACE | DANGEROUS, server::flush),
-    cmd("expire", -3, WRITE | FAST, ONE_KEY, KEYSPACE, expire::expire),
-    cmd("pexpire", -3, WRITE | FAST, ONE_KEY, KEYSPACE, expire::pexpire),
-    cmd("expireat", -3, WRITE | FAST, ONE_KEY, KEYSPACE, expire::expireat),
-    cmd("pexpireat", -3, WRITE | FAST, ONE_KEY, KEYSPACE, expire::pexpireat),
-    cmd("ttl", 2, R | FAST, ONE_KEY, KEYSPACE, expire::ttl),
-    cmd("pttl", 2, R | FAST, ONE_KEY, KEYSPACE, expire::pttl),
-    cmd("expiretime", 2, R | FAST, ONE_KEY, KEYSPACE, expire::expiretime),
-    cmd("pexpiretime", 2, R | FAST, ONE_KEY, KEYSPACE, expire::pexpiretime),
-    cmd("persist", 2, WRITE | FAST, ONE_KEY, KEYSPACE, expire::persist),
+    cmd("expire", -3, WRITE | FAST, &[first(RW | UPDATE)], KEYSPACE, expire::expire),
+    cmd("pexpire", -3, WRITE | FAST, &[first(RW | UPDATE)], KEYSPACE, expire::pexpire),
+    cmd("expireat", -3, WRITE | FAST, &[first(RW | UPDATE)], KEYSPACE, expire::expireat),
+    cmd("pexpireat", -3, WRITE | FAST, &[first(RW | UPDATE)], KEYSPACE, expire::pexpireat),
+    cmd("ttl", 2, R | FAST, &[first(RO | ACCESS)], KEYSPACE, expire::ttl),
+    cmd("pttl", 2, R | FAST, &[first(RO | ACCESS)], KEYSPACE, expire::pttl),
+    cmd("expiretime", 2, R | FAST, &[first(RO | ACCESS)], KEYSPACE, expire::expiretime),
+    cmd("pexpiretime", 2, R | FAST, &[first(RO | ACCESS)], KEYSPACE, expire::pexpiretime),
+    cmd("persist", 2, WRITE | FAST, &[first(RW | UPDATE)], KEYSPACE, expire::persist),
     cmd("object", -2, 0, NO_KEYS, 0, object::object),
-    cmd("copy", -3, W | ALONE, (1, 2, 1), KEYSPACE, keyspace::copy),
-    cmd("move", 3, WRITE | FAST, ONE_KEY, KEYSPACE, keyspace::move_key),
+    cmd("copy", -3, W | ALONE, &[first(RO | ACCESS), range(OW | UPDATE, 2, 0, 1)], KEYSPACE, keyspace::copy),
+    cmd("move", 3, WRITE | FAST, &[first(RW | ACCESS | UPDATE)], KEYSPACE, keyspace::move_key),
     // Transactions.
     cmd("multi", 1, NO_QUEUE | FAST, NO_KEYS, TRANSACTION, transaction::multi),
     cmd("exec", 1, NO_QUEUE | EXEC, NO_KEYS, TRANSACTION, transaction::exec),
     cmd("discard", 1, NO_QUEUE | FAST, NO_KEYS, TRANSACTION, transaction::discard),
-    cmd("watch", -2, NO_QUEUE | FAST, ALL_KEYS, TRANSACTION, transaction::watch),
+    cmd("watch", -2, NO_QUEUE | FAST, &[every(RO)], TRANSACTION, transaction::watch),
     cmd("unwatch", 1, FAST, NO_KEYS, TRANSACTION, transaction::unwatch),
     // Server.
     cmd("command", -1, 0, NO_KEYS, CONNECTION, command::command),
@@ -375,10 +380,10 @@ const TABLE: &[Command] = &[
     cmd("unsubscribe", -1, 0, NO_KEYS, PUBSUB, pubsub::unsubscribe),
     cmd("psubscribe", -2, 0, NO_KEYS, PUBSUB, pubsub::psubscribe),
     cmd("punsubscribe", -1, 0, NO_KEYS, PUBSUB, pubsub::punsubscribe),
-    cmd("ssubscribe", -2, CHANNELS, ALL_KEYS, PUBSUB, pubsub::ssubscribe),
-    cmd("sunsubscribe", -1, CHANNELS, ALL_KEYS, PUBSUB, pubsub::sunsubscribe),
+    cmd("ssubscribe", -2, 0, &[every(NOT_KEY)], PUBSUB, pubsub::ssubscribe),
+    cmd("sunsubscribe", -1, 0, &[every(NOT_KEY)], PUBSUB, pubsub::sunsubscribe),
     cmd("publish", 3, FAST, NO_KEYS, PUBSUB, pubsub::publish),
-    cmd("spublish", 3, FAST | CHANNELS, ONE_KEY, PUBSUB, pubsub::spublish),
+    cmd("spublish", 3, FAST, &[first(NOT_KEY)], PUBSUB, pubsub::spublish),
     cmd("pubsub", -2, 0, NO_KEYS, 0, pubsub::pubsub),
 ];
 
@@ -539,23 +544,9 @@ fn remember_reads(server: &Server, session: &Session, index: usize, stat: usize,
     if flags & READONLY == 0 || mode.bcast || !wanted {
         return;
     }
-    for i in key_positions(keys, args.len()) {
+    for (i, _) in key_specs::keys_of_call(keys, args) {
         server.db.tracking.remember(&args[i], session.client.id);
     }
-}
-
-/// The positions of a call's keys, from a command's (first, last, step) and the
-/// call's argument count (arity already checked).
-fn key_positions((first, last, step): (i32, i32, i32), args: usize) -> impl Iterator<Item = usize> {
-    let n = args as i32;
-    let last = match (first, last) {
-        (0, _) => 0,
-        (_, l) if l < 0 => n + l,
-        (_, l) => l.min(n - 1),
-    };
-    (first.max(1)..=last)
-        .step_by(step.max(1) as usize)
-        .map(|i| i as usize)
 }
 
 /// Counts a call of the command at `index` in the table (`stat`: its counters, see
@@ -671,6 +662,7 @@ const SUBCOMMANDS: &[(&str, &[Subcommand])] = &[
         sub("INFO", -2, 0, NO_KEYS, CONNECTION),
         sub("LIST", -2, 0, NO_KEYS, CONNECTION),
         sub("GETKEYS", -4, 0, NO_KEYS, CONNECTION),
+        sub("GETKEYSANDFLAGS", -4, 0, NO_KEYS, CONNECTION),
         sub("HELP", 2, 0, NO_KEYS, CONNECTION),
     ]),
     ("config", &[
@@ -683,16 +675,17 @@ const SUBCOMMANDS: &[(&str, &[Subcommand])] = &[
     ("memory", &[
         sub("DOCTOR", 2, 0, NO_KEYS, 0),
         sub("MALLOC-STATS", 2, 0, NO_KEYS, 0),
+        sub("PURGE", 2, 0, NO_KEYS, 0),
         sub("STATS", 2, 0, NO_KEYS, 0),
         sub("HELP", 2, 0, NO_KEYS, 0),
-        sub("USAGE", -3, R, (2, 2, 1), 0),
+        sub("USAGE", -3, R, KEY_AFTER_SUBCOMMAND, 0),
     ]),
     ("object", &[
         sub("HELP", 2, 0, NO_KEYS, KEYSPACE),
-        sub("ENCODING", 3, R, (2, 2, 1), KEYSPACE),
-        sub("REFCOUNT", 3, R, (2, 2, 1), KEYSPACE),
-        sub("FREQ", 3, R, (2, 2, 1), KEYSPACE),
-        sub("IDLETIME", 3, R, (2, 2, 1), KEYSPACE),
+        sub("ENCODING", 3, R, KEY_AFTER_SUBCOMMAND, KEYSPACE),
+        sub("REFCOUNT", 3, R, KEY_AFTER_SUBCOMMAND, KEYSPACE),
+        sub("FREQ", 3, R, KEY_AFTER_SUBCOMMAND, KEYSPACE),
+        sub("IDLETIME", 3, R, KEY_AFTER_SUBCOMMAND, KEYSPACE),
     ]),
     ("latency", &[
         sub("LATEST", 2, ADMIN, NO_KEYS, 0),
@@ -725,7 +718,7 @@ pub struct Subcommand {
     name: &'static str,
     arity: i32,
     flags: u16,
-    keys: (i32, i32, i32),
+    keys: &'static [KeySpec],
     acl: u16,
 }
 
@@ -733,7 +726,7 @@ const fn sub(
     name: &'static str,
     arity: i32,
     flags: u16,
-    keys: (i32, i32, i32),
+    keys: &'static [KeySpec],
     acl: u16,
 ) -> Subcommand {
     Subcommand {
@@ -813,7 +806,7 @@ fn subcommand_at(index: usize, stat: usize) -> Option<&'static Subcommand> {
 
 /// The flags and key positions of the call counted in `stat`: its subcommand's if
 /// it is a container's known one, else the command's.
-fn flags_and_keys(index: usize, stat: usize) -> (u16, (i32, i32, i32)) {
+fn flags_and_keys(index: usize, stat: usize) -> (u16, &'static [KeySpec]) {
     subcommand_at(index, stat).map_or((TABLE[index].flags, TABLE[index].keys), |s| {
         (s.flags, s.keys)
     })

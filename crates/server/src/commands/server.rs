@@ -11,12 +11,20 @@ pub fn dbsize(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
 /// `FLUSHDB | FLUSHALL [ASYNC | SYNC]`: the same with one database. Runs alone, so
 /// it is atomic as in Redis; ASYNC is accepted and done synchronously.
 pub fn flush(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    match &args[1..] {
-        [] => {}
-        [mode] if matches!(upper(mode).as_slice(), b"ASYNC" | b"SYNC") => {}
+    let sync = match &args[1..] {
+        [] => true,
+        [mode] if upper(mode) == b"SYNC" => true,
+        [mode] if upper(mode) == b"ASYNC" => false,
         _ => return error(SYNTAX_ERROR),
-    }
+    };
     ctx.db().clear()?;
+    if sync {
+        // As Redis after a synchronous flush: the freed pages go back to the system
+        // now, not after the allocator's decay time.
+        if let Err(e) = crate::memory::purge() {
+            tracing::warn!("returning memory after a flush: {e}");
+        }
+    }
     ok()
 }
 

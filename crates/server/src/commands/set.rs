@@ -9,7 +9,7 @@ use super::{
 use crate::db::Change;
 use crate::entry::now_ms;
 use crate::entry::Entry;
-use crate::keyspace_events::{GENERIC, STRING};
+use crate::keyspace_events::{GENERIC, KEY_MISS, STRING};
 
 /// `SET key value [NX | XX] [GET] [EX s | PX ms | EXAT t | PXAT t | KEEPTTL]`.
 pub fn set(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
@@ -113,16 +113,23 @@ pub fn psetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 pub fn getset(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let value = &args[2];
-    let old = ctx.db().update(&args[1], |e| {
+    let (key, value) = (&args[1], &args[2]);
+    // Redis runs a GET first: a read, for the statistics and `keymiss`, which comes
+    // before the `new` event of the write. Told once even if a racing writer makes
+    // the update look again (Redis, one thread, has no such race).
+    let mut miss_told = false;
+    let old = ctx.db().update(key, |e| {
+        if e.is_none() && !miss_told {
+            ctx.notify(KEY_MISS, "keymiss", key);
+            miss_told = true;
+        }
         (
             Change::Put(Entry::plain(value.clone(), None)),
             e.map(|e| e.value.clone()),
         )
     })?;
-    // Redis runs a GET first: a read, for the statistics and `keymiss`.
-    ctx.hit(&args[1], old.is_some());
-    ctx.notify(STRING, "set", &args[1]);
+    ctx.count_read(old.is_some());
+    ctx.notify(STRING, "set", key);
     reply(old.map_or(Frame::Null, Frame::Bulk))
 }
 

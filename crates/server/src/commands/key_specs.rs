@@ -1,0 +1,259 @@
+//! Where a command's keys are and what it does to each: Redis 7's key specifications.
+//!
+//! Every command hotkv has finds its keys the simple way, a range of arguments from a
+//! fixed index (`begin_search` of type `index`, `find_keys` of type `range`), so a
+//! spec is four numbers and its flags. COMMAND INFO shows the specs, COMMAND GETKEYS
+//! and GETKEYSANDFLAGS read them, CLIENT TRACKING finds a read's keys with them, and
+//! the legacy (first, last, step) triple of COMMAND INFO is derived from them, as
+//! Redis derives it.
+
+use resp::Frame;
+
+// How the command uses the key's value: exactly one of these per spec (but for
+// `NOT_KEY` specs, which name shard channels).
+/// Read only.
+pub const RO: u16 = 1;
+/// Read and written.
+pub const RW: u16 = 1 << 1;
+/// Overwritten, whatever it held.
+pub const OW: u16 = 1 << 2;
+/// Removed.
+pub const RM: u16 = 1 << 3;
+// What happens to the data.
+/// The value is returned, copied or used to compute something returned.
+pub const ACCESS: u16 = 1 << 4;
+/// The value is replaced or changed.
+pub const UPDATE: u16 = 1 << 5;
+/// Data is only added, never changed or removed.
+pub const INSERT: u16 = 1 << 6;
+/// Data is removed.
+pub const DELETE: u16 = 1 << 7;
+/// Not a key: a shard channel (SSUBSCRIBE, SPUBLISH). Shown, never returned as a key.
+pub const NOT_KEY: u16 = 1 << 8;
+/// The flags above are the most a call can do; some arguments do less (SET without
+/// GET does not read), which [`flags_of_call`] works out.
+pub const VARIABLE_FLAGS: u16 = 1 << 9;
+
+/// Redis's names, in the order it prints them.
+const NAMES: [(u16, &str); 10] = [
+    (RO, "RO"),
+    (RW, "RW"),
+    (OW, "OW"),
+    (RM, "RM"),
+    (ACCESS, "access"),
+    (UPDATE, "update"),
+    (INSERT, "insert"),
+    (DELETE, "delete"),
+    (NOT_KEY, "not_key"),
+    (VARIABLE_FLAGS, "variable_flags"),
+];
+
+pub struct KeySpec {
+    flags: u16,
+    /// The index of the first key (the command's name is 0).
+    begin: i32,
+    /// The last key: relative to `begin` when >= 0, from the end of the arguments
+    /// when negative (-1: the last argument).
+    last: i32,
+    step: i32,
+    notes: &'static str,
+}
+
+/// Keys from `begin` to `last` (see [`KeySpec`]), `step` apart.
+pub const fn range(flags: u16, begin: i32, last: i32, step: i32) -> KeySpec {
+    KeySpec {
+        flags,
+        begin,
+        last,
+        step,
+        notes: "",
+    }
+}
+
+/// The first argument, the one key.
+pub const fn first(flags: u16) -> KeySpec {
+    range(flags, 1, 0, 1)
+}
+
+/// Every argument a key.
+pub const fn every(flags: u16) -> KeySpec {
+    range(flags, 1, -1, 1)
+}
+
+impl KeySpec {
+    /// With Redis's explanation of its flags, which COMMAND INFO shows.
+    pub const fn noted(self, notes: &'static str) -> KeySpec {
+        KeySpec { notes, ..self }
+    }
+
+    /// The positions this spec finds in a call of `argc` arguments (arity checked).
+    fn positions(&self, argc: usize) -> impl Iterator<Item = usize> {
+        let n = argc as i32;
+        let last = if self.last >= 0 {
+            (self.begin + self.last).min(n - 1)
+        } else {
+            n + self.last
+        };
+        (self.begin..=last)
+            .step_by(self.step as usize)
+            .map(|i| i as usize)
+    }
+
+    /// COMMAND INFO's description, in Redis's field order.
+    fn describe(&self) -> Frame {
+        let text = |s: &str| Frame::bulk(s);
+        let mut fields = Vec::with_capacity(4);
+        if !self.notes.is_empty() {
+            fields.push((text("notes"), text(self.notes)));
+        }
+        fields.push((text("flags"), flag_names(self.flags)));
+        fields.push((
+            text("begin_search"),
+            Frame::Map(vec![
+                (text("type"), text("index")),
+                (
+                    text("spec"),
+                    Frame::Map(vec![(text("index"), Frame::Integer(self.begin as i64))]),
+                ),
+            ]),
+        ));
+        fields.push((
+            text("find_keys"),
+            Frame::Map(vec![
+                (text("type"), text("range")),
+                (
+                    text("spec"),
+                    Frame::Map(vec![
+                        (text("lastkey"), Frame::Integer(self.last as i64)),
+                        (text("keystep"), Frame::Integer(self.step as i64)),
+                        (text("limit"), Frame::Integer(0)),
+                    ]),
+                ),
+            ]),
+        ));
+        Frame::Map(fields)
+    }
+}
+
+/// The specs as COMMAND INFO's tenth field.
+pub fn describe(specs: &[KeySpec]) -> Frame {
+    Frame::Set(specs.iter().map(KeySpec::describe).collect())
+}
+
+/// The flags as a set of status strings, as Redis replies them.
+pub fn flag_names(flags: u16) -> Frame {
+    Frame::Set(
+        NAMES
+            .iter()
+            .filter(|(bit, _)| flags & bit != 0)
+            .map(|(_, name)| Frame::Simple(name.to_string()))
+            .collect(),
+    )
+}
+
+/// The legacy (first key, last key, step) of COMMAND INFO: one spec's own range, or
+/// for several, from the first key of any to the last of any, step 1 (what Redis
+/// derives; a negative last key counts as past every positive one). (0, 0, 0) for none.
+pub fn legacy_range(specs: &[KeySpec]) -> (i32, i32, i32) {
+    let absolute_last = |s: &KeySpec| {
+        if s.last >= 0 {
+            s.begin + s.last
+        } else {
+            s.last
+        }
+    };
+    match specs {
+        [] => (0, 0, 0),
+        [s] => (s.begin, absolute_last(s), s.step),
+        _ => {
+            let first = specs.iter().map(|s| s.begin).min().unwrap_or(0);
+            // As unsigned, -1 is the largest.
+            let last = specs
+                .iter()
+                .map(absolute_last)
+                .max_by_key(|&l| l as u32)
+                .unwrap_or(0);
+            (first, last, 1)
+        }
+    }
+}
+
+/// The keys of a call `args` (arity checked) with what the command does to each, in
+/// spec order; shard channels (`NOT_KEY`) are not keys and are left out.
+pub fn keys_of_call<'a>(
+    specs: &'a [KeySpec],
+    args: &'a [Vec<u8>],
+) -> impl Iterator<Item = (usize, u16)> + 'a {
+    specs
+        .iter()
+        .filter(|s| s.flags & NOT_KEY == 0)
+        .flat_map(move |s| {
+            let flags = flags_of_call(s.flags, args);
+            s.positions(args.len()).map(move |i| (i, flags))
+        })
+}
+
+/// A spec's flags for the call `args`: for `VARIABLE_FLAGS` (only SET has them), what
+/// this call does, as Redis's SET reports it (a plain overwrite unless GET reads the
+/// old value).
+fn flags_of_call(flags: u16, args: &[Vec<u8>]) -> u16 {
+    if flags & VARIABLE_FLAGS == 0 {
+        return flags;
+    }
+    let reads = args[3..].iter().any(|a| a.eq_ignore_ascii_case(b"GET"));
+    if reads {
+        RW | ACCESS | UPDATE
+    } else {
+        OW | UPDATE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(args: &[&str]) -> Vec<Vec<u8>> {
+        args.iter().map(|a| a.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn legacy_range_is_redis_derivation() {
+        assert_eq!(legacy_range(&[]), (0, 0, 0));
+        assert_eq!(legacy_range(&[first(RO)]), (1, 1, 1));
+        assert_eq!(legacy_range(&[range(OW, 1, -1, 2)]), (1, -1, 2));
+        assert_eq!(legacy_range(&[range(RO, 1, 1, 1)]), (1, 2, 1));
+        // BITOP: destination at 2, sources from 3 to the end.
+        let bitop = [range(OW, 2, 0, 1), range(RO, 3, -1, 1)];
+        assert_eq!(legacy_range(&bitop), (2, -1, 1));
+        // RENAME: source, then destination.
+        let rename = [first(RW), range(OW, 2, 0, 1)];
+        assert_eq!(legacy_range(&rename), (1, 2, 1));
+    }
+
+    #[test]
+    fn keys_of_call_follow_each_spec() {
+        let bitop = [range(OW | UPDATE, 2, 0, 1), range(RO | ACCESS, 3, -1, 1)];
+        let keys: Vec<_> = keys_of_call(&bitop, &call(&["bitop", "and", "d", "a", "b"])).collect();
+        assert_eq!(keys, [(2, OW | UPDATE), (3, RO | ACCESS), (4, RO | ACCESS)]);
+        let mset = [range(OW | UPDATE, 1, -1, 2)];
+        let keys: Vec<_> = keys_of_call(&mset, &call(&["mset", "a", "1", "b", "2"])).collect();
+        assert_eq!(keys, [(1, OW | UPDATE), (3, OW | UPDATE)]);
+        // A fixed range stops at the last argument.
+        let lcs = [range(RO, 1, 1, 1)];
+        assert_eq!(keys_of_call(&lcs, &call(&["lcs", "a", "b"])).count(), 2);
+        let channels = [every(NOT_KEY)];
+        assert_eq!(
+            keys_of_call(&channels, &call(&["ssubscribe", "c"])).count(),
+            0
+        );
+    }
+
+    #[test]
+    fn set_reads_only_with_get() {
+        let set = [first(RW | ACCESS | UPDATE | VARIABLE_FLAGS)];
+        let flags = |args: &[&str]| keys_of_call(&set, &call(args)).next().unwrap().1;
+        assert_eq!(flags(&["set", "k", "v"]), OW | UPDATE);
+        assert_eq!(flags(&["set", "k", "v", "EX", "10"]), OW | UPDATE);
+        assert_eq!(flags(&["set", "k", "v", "nx", "get"]), RW | ACCESS | UPDATE);
+    }
+}

@@ -4,7 +4,8 @@
 //! holders count themselves on a per-thread stripe (its own cache line), so commands on
 //! different threads never touch the same memory; only EXEC, which is rare, pays:
 //! it raises a flag and waits until every stripe drains. Holders never await while
-//! holding the gate, so the wait is as short as the commands in flight.
+//! holding the gate, so the wait is as short as the commands in flight. A shared
+//! holder that finds the flag up sleeps on the lock the exclusive holder keeps.
 //!
 //! The protocol is Dekker's: a shared holder increments its stripe, then reads the
 //! flag; EXEC sets the flag, then reads the stripes. With both sides sequentially
@@ -86,8 +87,11 @@ impl Gate {
                 return Shared { stripe };
             }
             stripe.fetch_sub(1, Ordering::SeqCst);
-            while self.exclusive.load(Ordering::SeqCst) {
-                wait();
+            if self.exclusive.load(Ordering::SeqCst) {
+                // The exclusive holder keeps `writer` until it is done: sleeping on
+                // that lock, rather than spinning, leaves this core to it while a long
+                // one (an MSET of many keys, FLUSHALL) runs.
+                drop(self.writer.lock().unwrap_or_else(|e| e.into_inner()));
             }
         }
     }

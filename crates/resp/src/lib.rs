@@ -6,7 +6,8 @@
 //!   RESP3 attributes are read and dropped.
 //! - [`parse_request`]: the server's request parser, which accepts what Redis accepts
 //!   (a multibulk of bulk strings, or an inline command line) and rejects the rest
-//!   with Redis's own error text.
+//!   with Redis's own error text; [`RequestParser`] is the same for a stream, resuming
+//!   a request that arrives in pieces where it stopped.
 //!
 //! Both parsers take a byte slice that may end anywhere: they return `Ok(None)` until
 //! a whole frame is there, and never read past it. Limits bound what a peer can make
@@ -19,4 +20,6 @@ mod request;
 
 pub use frame::{Frame, Protocol};
 pub use parse::{parse_frame, FrameLimits};
-pub use request::{parse_integer, parse_request, split_args, Parsed, ProtocolError, RequestLimits};
+pub use request::{
+    parse_integer, parse_request, split_args, Parsed, ProtocolError, RequestLimits, RequestParser,
+};

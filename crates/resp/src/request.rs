@@ -46,12 +46,100 @@ impl Default for RequestLimits {
 
 /// Parses one request from the front of `buf`. Returns the arguments and the bytes
 /// consumed, or `None` until the request is complete. An empty argument list (`*0`,
-/// an empty line) is a request to skip.
+/// an empty line) is a request to skip. Each call starts over: a server reading a
+/// stream keeps a [`RequestParser`] instead.
 pub fn parse_request(buf: &[u8], limits: &RequestLimits) -> Parsed {
-    match buf.first() {
-        None => Ok(None),
-        Some(b'*') => multibulk(buf, limits),
-        Some(_) => inline(buf),
+    RequestParser::default().parse(buf, limits)
+}
+
+/// Parses requests from a stream. A multibulk that has not all arrived keeps the
+/// arguments read so far and where the next one starts, as Redis keeps its
+/// `multibulklen` between reads: a request that comes in many reads is scanned once,
+/// not once per read (which costs time quadratic in its argument count).
+#[derive(Debug, Default)]
+pub struct RequestParser {
+    partial: Option<Partial>,
+}
+
+#[derive(Debug)]
+struct Partial {
+    args: Vec<Vec<u8>>,
+    /// How many arguments the request declared.
+    count: usize,
+    /// Where the next argument's `$` line starts, from the request's first byte.
+    at: usize,
+}
+
+impl RequestParser {
+    /// Like [`parse_request`]. After `Ok(None)`, the next call must be given the same
+    /// request from its first byte, with more of it (what was given stays as it was):
+    /// the caller keeps unconsumed input, as a connection's buffer does.
+    pub fn parse(&mut self, buf: &[u8], limits: &RequestLimits) -> Parsed {
+        if let Some(partial) = self.partial.take() {
+            assert!(
+                buf.len() >= partial.at,
+                "a request resumed on less input than it had"
+            );
+            return self.resume(buf, partial, limits);
+        }
+        match buf.first() {
+            None => Ok(None),
+            Some(b'*') => self.multibulk(buf, limits),
+            Some(_) => inline(buf),
+        }
+    }
+
+    fn multibulk(&mut self, buf: &[u8], limits: &RequestLimits) -> Parsed {
+        let Some((count, at)) = count_line(buf, 0, "too big mbulk count string")? else {
+            return Ok(None);
+        };
+        let count = match count {
+            Some(n) if n <= i32::MAX as i64 => n,
+            _ => return Err(err("invalid multibulk length")),
+        };
+        if count <= 0 {
+            return Ok(Some((Vec::new(), at)));
+        }
+        if count as usize > limits.max_args {
+            return Err(err("invalid multibulk length"));
+        }
+        let partial = Partial {
+            // Allocate for what has arrived, not for what the peer claims.
+            args: Vec::with_capacity((count as usize).min(1024)),
+            count: count as usize,
+            at,
+        };
+        self.resume(buf, partial, limits)
+    }
+
+    /// Reads the arguments of `partial` that have arrived; keeps it if some have not.
+    fn resume(&mut self, buf: &[u8], mut partial: Partial, limits: &RequestLimits) -> Parsed {
+        while partial.args.len() < partial.count {
+            let at = partial.at;
+            match buf.get(at) {
+                None => break,
+                Some(b'$') => {}
+                Some(&other) => return Err(err(&format!("expected '$', got '{}'", other as char))),
+            }
+            let Some((len, data)) = count_line(buf, at, "too big bulk count string")? else {
+                break;
+            };
+            let len = match len {
+                Some(n) if n >= 0 && n as u64 <= limits.max_bulk_len as u64 => n as usize,
+                _ => return Err(err("invalid bulk length")),
+            };
+            // Like Redis, skip the two bytes after the data without checking them.
+            if buf.len() < data + len + 2 {
+                break;
+            }
+            partial.args.push(buf[data..data + len].to_vec());
+            partial.at = data + len + 2;
+        }
+        if partial.args.len() < partial.count {
+            self.partial = Some(partial);
+            return Ok(None);
+        }
+        Ok(Some((partial.args, partial.at)))
     }
 }
 
@@ -106,45 +194,6 @@ pub fn parse_integer(b: &[u8]) -> Option<i64> {
     } else {
         n.checked_neg()
     }
-}
-
-fn multibulk(buf: &[u8], limits: &RequestLimits) -> Parsed {
-    let Some((count, mut at)) = count_line(buf, 0, "too big mbulk count string")? else {
-        return Ok(None);
-    };
-    let count = match count {
-        Some(n) if n <= i32::MAX as i64 => n,
-        _ => return Err(err("invalid multibulk length")),
-    };
-    if count <= 0 {
-        return Ok(Some((Vec::new(), at)));
-    }
-    if count as usize > limits.max_args {
-        return Err(err("invalid multibulk length"));
-    }
-    // Allocate for what has arrived, not for what the peer claims.
-    let mut args = Vec::with_capacity((count as usize).min(1024));
-    for _ in 0..count {
-        match buf.get(at) {
-            None => return Ok(None),
-            Some(b'$') => {}
-            Some(&other) => return Err(err(&format!("expected '$', got '{}'", other as char))),
-        }
-        let Some((len, data)) = count_line(buf, at, "too big bulk count string")? else {
-            return Ok(None);
-        };
-        let len = match len {
-            Some(n) if n >= 0 && n as u64 <= limits.max_bulk_len as u64 => n as usize,
-            _ => return Err(err("invalid bulk length")),
-        };
-        // Like Redis, skip the two bytes after the data without checking them.
-        if buf.len() < data + len + 2 {
-            return Ok(None);
-        }
-        args.push(buf[data..data + len].to_vec());
-        at = data + len + 2;
-    }
-    Ok(Some((args, at)))
 }
 
 fn inline(buf: &[u8]) -> Parsed {
@@ -370,6 +419,28 @@ mod tests {
         );
         assert!(parse(b"set \"a\"b\r\n").is_err());
         assert_eq!(parse(b"set k").unwrap(), None);
+    }
+
+    #[test]
+    fn a_stream_parser_resumes_where_it_stopped() {
+        let limits = RequestLimits::default();
+        let mut parser = RequestParser::default();
+        assert_eq!(
+            parser.parse(b"*2\r\n$3\r\nGET\r\n$1\r", &limits).unwrap(),
+            None
+        );
+        // The first argument was read already: the parser does not look at it again
+        // (here it was overwritten, which a caller must not do, to show that).
+        let rest = b"*2\r\n$3\r\nXXX\r\n$1\r\nk\r\n";
+        assert_eq!(
+            parser.parse(rest, &limits).unwrap(),
+            Some((args(&["GET", "k"]), rest.len()))
+        );
+        // Done with it: the next request starts afresh.
+        assert_eq!(
+            parser.parse(b"*1\r\n$4\r\nPING\r\n", &limits).unwrap(),
+            Some((args(&["PING"]), 14))
+        );
     }
 
     #[test]

@@ -4,7 +4,8 @@
 
 use proptest::prelude::*;
 use resp::{
-    parse_frame, parse_integer, parse_request, Frame, FrameLimits, Protocol, RequestLimits,
+    parse_frame, parse_integer, parse_request, Frame, FrameLimits, Parsed, Protocol, RequestLimits,
+    RequestParser,
 };
 
 fn line_text() -> impl Strategy<Value = String> {
@@ -102,6 +103,54 @@ proptest! {
     }
 
     #[test]
+    fn a_stream_read_in_any_pieces_parses_as_it_does_whole(
+        requests in prop::collection::vec(prop::collection::vec(prop::collection::vec(any::<u8>(), 0..30), 0..8), 1..5),
+        flip in prop::option::of((any::<prop::sample::Index>(), any::<u8>())),
+        pieces in prop::collection::vec(1usize..40, 1..64),
+    ) {
+        let mut bytes: Vec<u8> = requests
+            .iter()
+            .flat_map(|args| Frame::command(args).to_bytes(Protocol::Resp2))
+            .collect();
+        // Sometimes a corrupted byte: the same error must come out either way.
+        if let Some((i, b)) = flip {
+            let at = i.index(bytes.len());
+            bytes[at] = b;
+        }
+        let limits = RequestLimits { max_bulk_len: 64, max_args: 16 };
+        // Whole: a fresh parse at each request's start.
+        let whole = outcomes(&bytes, |buf| parse_request(buf, &limits));
+        // In pieces, the way a connection reads: what has arrived, minus what was
+        // consumed, parsed by one parser that keeps its place.
+        let mut parser = RequestParser::default();
+        let mut input = Vec::new();
+        let mut pieced = Vec::new();
+        let mut sizes = pieces.iter().cycle();
+        let mut sent = 0;
+        'reading: while sent < bytes.len() {
+            let n = (*sizes.next().unwrap()).min(bytes.len() - sent);
+            input.extend_from_slice(&bytes[sent..sent + n]);
+            sent += n;
+            let mut consumed = 0;
+            loop {
+                match parser.parse(&input[consumed..], &limits) {
+                    Ok(Some((args, used))) => {
+                        consumed += used;
+                        pieced.push(Ok(args));
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        pieced.push(Err(e));
+                        break 'reading;
+                    }
+                }
+            }
+            input.drain(..consumed);
+        }
+        prop_assert_eq!(pieced, whole);
+    }
+
+    #[test]
     fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
         if let Ok(Some((_, n))) = parse_frame(&bytes, &FrameLimits::default()) {
             prop_assert!(n <= bytes.len());
@@ -136,5 +185,28 @@ proptest! {
         prop_assert_eq!(parse_integer(junk.as_bytes()), string2ll_model(junk.as_bytes()));
         let wide = format!("{n}0");
         prop_assert_eq!(parse_integer(wide.as_bytes()), string2ll_model(wide.as_bytes()));
+    }
+}
+
+/// Every request of `bytes` parsed by `parse`, each from its own first byte, up to the
+/// first error or the end of complete requests.
+fn outcomes(
+    bytes: &[u8],
+    mut parse: impl FnMut(&[u8]) -> Parsed,
+) -> Vec<Result<Vec<Vec<u8>>, resp::ProtocolError>> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    loop {
+        match parse(&bytes[at..]) {
+            Ok(Some((args, n))) => {
+                at += n;
+                out.push(Ok(args));
+            }
+            Ok(None) => return out,
+            Err(e) => {
+                out.push(Err(e));
+                return out;
+            }
+        }
     }
 }

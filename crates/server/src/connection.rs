@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use resp::{parse_request, Frame, RequestLimits};
+use resp::{Frame, RequestLimits, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -29,6 +29,8 @@ pub struct Connection {
     stream: TcpStream,
     server: Arc<Server>,
     input: Vec<u8>,
+    /// Keeps its place in a request that has not all arrived.
+    parser: RequestParser,
     output: Vec<u8>,
     session: Session,
 }
@@ -96,6 +98,7 @@ impl Connection {
             stream,
             server,
             input: Vec::new(),
+            parser: RequestParser::default(),
             output: Vec::new(),
             session: Session::new(client),
         })
@@ -204,7 +207,7 @@ impl Connection {
             // Once per read, not per command: the clock costs as much as a GET.
             client.touch();
             loop {
-                match parse_request(&self.input[consumed..], &limits) {
+                match self.parser.parse(&self.input[consumed..], &limits) {
                     Ok(Some((args, n))) => {
                         consumed += n;
                         if args.is_empty() {

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use hotring::{Config, HotRing, HotspotStrategy};
 use proptest::prelude::*;
+use rand::{rngs::SmallRng, Rng, SeedableRng};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -181,6 +182,45 @@ fn grows_through_many_splits() {
     for (k, v) in &model {
         assert_eq!(index.get(k).as_ref(), Some(v));
     }
+}
+
+#[test]
+fn a_cold_slot_starts_its_lookups_in_its_own_range() {
+    // A grown index has several directory slots to a ring. A slot that no access has
+    // placed starts at its ring's rehash item and walks the other slots' items to reach
+    // its own; its first lookup puts the head on the slot's first item, so a second
+    // lookup of the same key walks about half a slot, not half a ring.
+    let index = HotRing::new();
+    let mut rng = SmallRng::seed_from_u64(7);
+    let space = 200_000u32;
+    for _ in 0..space {
+        let k = format!("key:{:012}", rng.gen_range(0..space));
+        index.upsert(k.as_bytes(), b"v");
+    }
+    let stats = index.stats();
+    let keys_per_slot = stats.len as f64 / stats.directory_slots as f64;
+    let keys_per_ring = stats.len as f64 / stats.rings as f64;
+    assert!(keys_per_ring >= 2.0 * keys_per_slot, "{stats:?}");
+    let present: Vec<String> = (0..space)
+        .map(|i| format!("key:{i:012}"))
+        .filter(|k| index.contains_key(k.as_bytes()))
+        .collect();
+    let (mut accesses, mut visits) = (0, 0);
+    for _ in 0..5_000 {
+        let k = present[rng.gen_range(0..present.len())].as_bytes();
+        assert!(index.contains_key(k));
+        let before = index.access_totals();
+        assert!(index.contains_key(k));
+        let after = index.access_totals();
+        accesses += after.0 - before.0;
+        visits += after.1 - before.1;
+    }
+    let walked = visits as f64 / accesses as f64;
+    // Walking from the ring's start instead visited 5.7 items here.
+    assert!(
+        walked < keys_per_slot + 1.0,
+        "{walked} items per second lookup with {keys_per_slot:.2} keys per slot, {keys_per_ring:.1} per ring"
+    );
 }
 
 /// One ring holding the keys 0..16 (one byte each, valued as themselves).

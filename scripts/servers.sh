@@ -3,7 +3,8 @@
 # answer PING. By default both keep data in memory only (redis-server with no
 # persistence, hotkv-server --engine memory). HOTKV_ENGINE=lsm compares the durable
 # setups instead: hotkv's LSM engine against redis-server's append-only file, both
-# syncing once a second, both in a temporary directory.
+# syncing once a second, both in a temporary directory. HOTKV_BIN runs another
+# hotkv-server binary (a build of an earlier commit, for an A/B).
 start_servers() {
     command -v redis-server >/dev/null || { echo "needs redis-server (apt-get install redis-server)"; exit 1; }
     cargo build --release -q -p server -p bench
@@ -18,7 +19,7 @@ start_servers() {
     fi
     redis-server --port "$1" "${redis_args[@]}" >/dev/null &
     local redis=$!
-    ./target/release/hotkv-server --port "$2" "${hotkv_args[@]}" 2>/dev/null &
+    "${HOTKV_BIN:-./target/release/hotkv-server}" --port "$2" "${hotkv_args[@]}" 2>/dev/null &
     local hotkv=$!
     # shellcheck disable=SC2064 # expand the pids and the directory now
     trap "kill $redis $hotkv 2>/dev/null || true; sleep 1; rm -rf '$data'" EXIT

@@ -268,7 +268,7 @@ impl HotRing {
         if let (Some(limit), Some(max)) = (self.config.split_cost, self.config.max_ring_len) {
             let min_len = (max / 2).max(2) + 1;
             if cost > limit && k >= min_len as u64 {
-                self.split(slot, min_len, guard);
+                self.split(slot, min_len, false, guard);
             }
         }
     }

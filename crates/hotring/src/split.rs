@@ -21,8 +21,9 @@ use crate::sync::Ordering;
 
 impl HotRing {
     /// Splits the ring of `slot` in two if it still holds at least `min_len` items and
-    /// no other split is running.
-    pub(crate) fn split(&self, slot: SlotRef<'_>, min_len: u32, guard: &Guard) {
+    /// no other split is running. A ring that has one slot to itself splits only if
+    /// `may_double`: the directory doubles for it.
+    pub(crate) fn split(&self, slot: SlotRef<'_>, min_len: u32, may_double: bool, guard: &Guard) {
         let Ok(_one_splitter) = self.split_lock.try_lock() else {
             return;
         };
@@ -32,7 +33,10 @@ impl HotRing {
         }
         let sentinel = slot.sentinel();
         let depth = slot.ring_depth();
-        if depth >= MAX_DEPTH || self.ring_len(sentinel, guard) < min_len {
+        if depth >= MAX_DEPTH
+            || (depth == dir.depth && !may_double)
+            || self.ring_len(sentinel, guard) < min_len
+        {
             return;
         }
         if depth == dir.depth {

@@ -223,6 +223,31 @@ fn a_cold_slot_starts_its_lookups_in_its_own_range() {
     );
 }
 
+#[test]
+fn reads_split_rings_within_the_directory_but_never_double_it() {
+    // A uniform read load finds every long ring costly. It may split rings that share
+    // directory slots, which costs a rehash item each, but doubling the directory for
+    // reads would grow the index's memory with no key added.
+    let index = HotRing::new();
+    let mut rng = SmallRng::seed_from_u64(11);
+    let keys: Vec<String> = (0..50_000).map(|i| format!("key:{i:012}")).collect();
+    for k in &keys {
+        assert!(index.insert(k.as_bytes(), b"v"));
+    }
+    let loaded = index.stats();
+    for _ in 0..1_000_000 {
+        let k = &keys[rng.gen_range(0..keys.len())];
+        assert!(index.contains_key(k.as_bytes()));
+    }
+    let read = index.stats();
+    assert_eq!(read.directory_slots, loaded.directory_slots, "{read:?}");
+    assert!(read.rings > loaded.rings, "no ring split: {read:?}");
+    assert_eq!(read.len, keys.len());
+    for k in &keys {
+        assert!(index.contains_key(k.as_bytes()));
+    }
+}
+
 /// One ring holding the keys 0..16 (one byte each, valued as themselves).
 fn one_ring_of_16(strategy: HotspotStrategy) -> HotRing {
     let index = HotRing::with_config(Config::fixed(strategy, 16, 16));

@@ -50,6 +50,21 @@ fn queue_exec_discard_and_errors() {
             b"EXEC\r\n",
             b"-EXECABORT Transaction discarded because of previous errors.\r\n",
         ),
+        // SAVE and SHUTDOWN are refused inside a transaction, and doom it.
+        (b"MULTI\r\n", b"+OK\r\n"),
+        (
+            b"SHUTDOWN NOSAVE\r\n",
+            b"-ERR Command not allowed inside a transaction\r\n",
+        ),
+        (
+            b"SAVE\r\n",
+            b"-ERR Command not allowed inside a transaction\r\n",
+        ),
+        (b"SET a 8\r\n", b"+QUEUED\r\n"),
+        (
+            b"EXEC\r\n",
+            b"-EXECABORT Transaction discarded because of previous errors.\r\n",
+        ),
         (b"GET a\r\n", b"$1\r\n2\r\n"),
         (b"MULTI\r\n", b"+OK\r\n"),
         (b"EXEC\r\n", b"*0\r\n"),

@@ -7,8 +7,9 @@ use resp::Frame;
 
 use super::{
     arity_allows, error, find_subcommand, full_name, int, key_specs, reply, subcommands_of, upper,
-    Command, Ctx, KeySpec, Reply, Subcommand, ADMIN, ADMIN_CATEGORY, BITMAP, CONNECTION, DANGEROUS,
-    DENYOOM, FAST, KEYSPACE, NO_AUTH, PUBSUB, READONLY, STRING, SYNTAX_ERROR, TABLE, TRANSACTION,
+    Command, Ctx, KeySpec, Reply, Subcommand, ADMIN, ADMIN_CATEGORY, ALLOW_BUSY, BITMAP,
+    CONNECTION, DANGEROUS, DENYOOM, FAST, KEYSPACE, LOADING, NOSCRIPT, NO_ASYNC_LOADING, NO_AUTH,
+    NO_MULTI, PUBSUB, READONLY, SKIP_SLOWLOG, STALE, STRING, SYNTAX_ERROR, TABLE, TRANSACTION,
     WRITE,
 };
 
@@ -73,7 +74,7 @@ enum Filter<'a> {
 }
 
 impl Filter<'_> {
-    fn keeps(&self, name: &str, flags: u16, acl: u16) -> bool {
+    fn keeps(&self, name: &str, flags: u32, acl: u16) -> bool {
         match self {
             Filter::All => true,
             Filter::Nothing => false,
@@ -156,7 +157,7 @@ fn describe_subcommand(container: &str, s: &Subcommand) -> Frame {
 fn entry(
     name: &str,
     arity: i32,
-    flags: u16,
+    flags: u32,
     keys: &[KeySpec],
     acl: u16,
     subcommands: Vec<Frame>,
@@ -169,13 +170,22 @@ fn entry(
         .iter()
         .map(Frame::bulk)
         .collect();
+    // In the order Redis lists them.
     let flag_names = [
         (WRITE, "write"),
         (READONLY, "readonly"),
         (DENYOOM, "denyoom"),
         (ADMIN, "admin"),
-        (NO_AUTH, "no_auth"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
         (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
+        (NO_MULTI, "no_multi"),
+        (ALLOW_BUSY, "allow_busy"),
     ]
     .iter()
     .filter(|(bit, _)| flags & bit != 0)
@@ -201,7 +211,7 @@ fn entry(
 
 /// A command's ACL categories, in Redis's order: those of the table, and those Redis
 /// derives from the flags (write, readonly, admin with dangerous, fast or else slow).
-fn categories(flags: u16, acl: u16) -> Vec<&'static str> {
+fn categories(flags: u32, acl: u16) -> Vec<&'static str> {
     let has = |bit: u16| acl & bit != 0;
     let admin = flags & ADMIN != 0 || has(ADMIN_CATEGORY);
     [
@@ -210,7 +220,7 @@ fn categories(flags: u16, acl: u16) -> Vec<&'static str> {
         ("write", flags & WRITE != 0),
         ("string", has(STRING)),
         ("bitmap", has(BITMAP)),
-        ("pubsub", has(PUBSUB)),
+        ("pubsub", flags & PUBSUB != 0),
         ("admin", admin),
         ("fast", flags & FAST != 0),
         ("slow", flags & FAST == 0),

@@ -210,28 +210,49 @@ pub type Reply = Result<Action, engine::Error>;
 type Run = fn(&mut Ctx, &[Vec<u8>]) -> Reply;
 
 /// Modifies the keyspace.
-const WRITE: u16 = 1;
+const WRITE: u32 = 1;
 /// May grow memory: refused (or evicts first) over maxmemory.
-const DENYOOM: u16 = 2;
+const DENYOOM: u32 = 2;
 /// Allowed before AUTH.
-const NO_AUTH: u16 = 4;
+const NO_AUTH: u32 = 4;
 /// Runs at once inside MULTI instead of being queued.
-const NO_QUEUE: u16 = 8;
+const NO_QUEUE: u32 = 8;
 /// Reads keys.
-const READONLY: u16 = 16;
+const READONLY: u32 = 16;
 /// Administrative.
-const ADMIN: u16 = 32;
+const ADMIN: u32 = 32;
 /// Touches several keys at once: runs alone (the gate held exclusively), so no other
 /// command sees it half done, as in Redis.
-const ALONE: u16 = 64;
+const ALONE: u32 = 64;
 /// EXEC: takes the gate itself (exclusively) around the queued commands.
-const EXEC: u16 = 128;
+const EXEC: u32 = 128;
 /// Refused as Redis refuses it by default (DEBUG): before it runs, so inside MULTI the
 /// transaction is doomed.
-const PROTECTED: u16 = 256;
+const PROTECTED: u32 = 256;
 /// Constant or O(log n) time, as Redis flags it: its latency samples go to the
 /// `fast-command` event instead of `command`.
-const FAST: u16 = 512;
+const FAST: u32 = 512;
+/// Refused inside MULTI (the transaction is doomed), as Redis refuses SAVE and SHUTDOWN.
+const NO_MULTI: u32 = 1 << 10;
+/// Not logged in SLOWLOG (EXEC: the commands it runs are, each on its own).
+const SKIP_SLOWLOG: u32 = 1 << 11;
+/// A publish/subscribe command: in the @pubsub category.
+const PUBSUB: u32 = 1 << 12;
+// The flags below describe what Redis allows in states hotkv has no counterpart of: a
+// dump being loaded, a stale replica, a Lua script (running, or busy past its time
+// limit). hotkv only reports them, in COMMAND INFO, because clients and tools read a
+// command's flags there.
+/// Allowed while Redis loads its dump.
+const LOADING: u32 = 1 << 13;
+/// Allowed on a replica whose link to its primary is down.
+const STALE: u32 = 1 << 14;
+const ANY_STATE: u32 = LOADING | STALE;
+/// Not allowed from a script.
+const NOSCRIPT: u32 = 1 << 15;
+/// Allowed while a script is busy.
+const ALLOW_BUSY: u32 = 1 << 16;
+/// Refused while a replica loads its primary's data in the background.
+const NO_ASYNC_LOADING: u32 = 1 << 17;
 
 // ACL categories (COMMAND INFO, COMMAND LIST FILTERBY ACLCAT) beyond those Redis derives
 // from the flags (@write, @read, @admin and @dangerous, @fast or else @slow); see
@@ -244,13 +265,12 @@ const TRANSACTION: u16 = 1 << 4;
 /// @admin on a command without the `admin` flag (LASTSAVE, ROLE).
 const ADMIN_CATEGORY: u16 = 1 << 5;
 const DANGEROUS: u16 = 1 << 6;
-const PUBSUB: u16 = 1 << 7;
 
 pub struct Command {
     name: &'static str,
     /// Redis's convention: n > 0 exactly n arguments (with the name), n < 0 at least -n.
     arity: i32,
-    flags: u16,
+    flags: u32,
     /// Where its keys are and what it does to them.
     keys: &'static [KeySpec],
     /// ACL categories besides those the flags imply.
@@ -261,7 +281,7 @@ pub struct Command {
 const fn cmd(
     name: &'static str,
     arity: i32,
-    flags: u16,
+    flags: u32,
     keys: &'static [KeySpec],
     acl: u16,
     run: Run,
@@ -283,19 +303,19 @@ const GETEX_KEY: &[KeySpec] =
     &[first(RW | ACCESS | UPDATE).noted("RW and UPDATE because it changes the TTL")];
 /// OBJECT ENCODING key, MEMORY USAGE key.
 const KEY_AFTER_SUBCOMMAND: &[KeySpec] = &[range(RO, 2, 0, 1)];
-const W: u16 = WRITE | DENYOOM;
-const R: u16 = READONLY;
+const W: u32 = WRITE | DENYOOM;
+const R: u32 = READONLY;
 
 #[rustfmt::skip]
 const TABLE: &[Command] = &[
     // Connection.
     cmd("ping", -1, FAST, NO_KEYS, CONNECTION, connection::ping),
-    cmd("echo", 2, FAST, NO_KEYS, CONNECTION, connection::echo),
-    cmd("quit", -1, NO_AUTH | NO_QUEUE | FAST, NO_KEYS, CONNECTION, connection::quit),
-    cmd("reset", 1, NO_AUTH | NO_QUEUE | FAST, NO_KEYS, CONNECTION, connection::reset),
-    cmd("hello", -1, NO_AUTH | FAST, NO_KEYS, CONNECTION, connection::hello),
-    cmd("auth", -2, NO_AUTH | FAST, NO_KEYS, CONNECTION, connection::auth),
-    cmd("select", 2, FAST, NO_KEYS, CONNECTION, connection::select),
+    cmd("echo", 2, FAST | ANY_STATE, NO_KEYS, CONNECTION, connection::echo),
+    cmd("quit", -1, NO_AUTH | NO_QUEUE | FAST | ANY_STATE | NOSCRIPT | ALLOW_BUSY, NO_KEYS, CONNECTION, connection::quit),
+    cmd("reset", 1, NO_AUTH | NO_QUEUE | FAST | ANY_STATE | NOSCRIPT | ALLOW_BUSY, NO_KEYS, CONNECTION, connection::reset),
+    cmd("hello", -1, NO_AUTH | FAST | ANY_STATE | NOSCRIPT | ALLOW_BUSY, NO_KEYS, CONNECTION, connection::hello),
+    cmd("auth", -2, NO_AUTH | FAST | ANY_STATE | NOSCRIPT | ALLOW_BUSY, NO_KEYS, CONNECTION, connection::auth),
+    cmd("select", 2, FAST | ANY_STATE, NO_KEYS, CONNECTION, connection::select),
     cmd("client", -2, 0, NO_KEYS, 0, client::client),
     // Strings.
     cmd("get", 2, R | FAST, &[first(RO | ACCESS)], STRING, get::get),
@@ -352,38 +372,38 @@ const TABLE: &[Command] = &[
     cmd("copy", -3, W | ALONE, &[first(RO | ACCESS), range(OW | UPDATE, 2, 0, 1)], KEYSPACE, keyspace::copy),
     cmd("move", 3, WRITE | FAST, &[first(RW | ACCESS | UPDATE)], KEYSPACE, keyspace::move_key),
     // Transactions.
-    cmd("multi", 1, NO_QUEUE | FAST, NO_KEYS, TRANSACTION, transaction::multi),
-    cmd("exec", 1, NO_QUEUE | EXEC, NO_KEYS, TRANSACTION, transaction::exec),
-    cmd("discard", 1, NO_QUEUE | FAST, NO_KEYS, TRANSACTION, transaction::discard),
-    cmd("watch", -2, NO_QUEUE | FAST, &[every(RO)], TRANSACTION, transaction::watch),
-    cmd("unwatch", 1, FAST, NO_KEYS, TRANSACTION, transaction::unwatch),
+    cmd("multi", 1, NO_QUEUE | FAST | ANY_STATE | NOSCRIPT | ALLOW_BUSY, NO_KEYS, TRANSACTION, transaction::multi),
+    cmd("exec", 1, NO_QUEUE | EXEC | ANY_STATE | NOSCRIPT | SKIP_SLOWLOG, NO_KEYS, TRANSACTION, transaction::exec),
+    cmd("discard", 1, NO_QUEUE | FAST | ANY_STATE | NOSCRIPT | ALLOW_BUSY, NO_KEYS, TRANSACTION, transaction::discard),
+    cmd("watch", -2, NO_QUEUE | FAST | ANY_STATE | NOSCRIPT | ALLOW_BUSY, &[every(RO)], TRANSACTION, transaction::watch),
+    cmd("unwatch", 1, FAST | ANY_STATE | NOSCRIPT | ALLOW_BUSY, NO_KEYS, TRANSACTION, transaction::unwatch),
     // Server.
-    cmd("command", -1, 0, NO_KEYS, CONNECTION, command::command),
+    cmd("command", -1, ANY_STATE, NO_KEYS, CONNECTION, command::command),
     cmd("config", -2, 0, NO_KEYS, 0, config::config),
-    cmd("info", -1, 0, NO_KEYS, DANGEROUS, info::info),
-    cmd("time", 1, FAST, NO_KEYS, 0, server::time),
-    cmd("role", 1, FAST, NO_KEYS, ADMIN_CATEGORY | DANGEROUS, server::role),
+    cmd("info", -1, ANY_STATE, NO_KEYS, DANGEROUS, info::info),
+    cmd("time", 1, FAST | ANY_STATE, NO_KEYS, 0, server::time),
+    cmd("role", 1, FAST | ANY_STATE | NOSCRIPT, NO_KEYS, ADMIN_CATEGORY | DANGEROUS, server::role),
     cmd("memory", -2, 0, NO_KEYS, 0, memory::memory),
     cmd("swapdb", 3, WRITE | FAST, NO_KEYS, KEYSPACE | DANGEROUS, server::swapdb),
-    cmd("shutdown", -1, ADMIN | NO_QUEUE, NO_KEYS, 0, server::shutdown),
+    cmd("shutdown", -1, ADMIN | ANY_STATE | NOSCRIPT | NO_MULTI | ALLOW_BUSY, NO_KEYS, 0, server::shutdown),
     cmd("slowlog", -2, 0, NO_KEYS, 0, slowlog::slowlog),
     cmd("latency", -2, 0, NO_KEYS, 0, latency::latency),
-    cmd("save", 1, ADMIN, NO_KEYS, 0, server::save),
-    cmd("bgsave", -1, ADMIN, NO_KEYS, 0, server::bgsave),
-    cmd("lastsave", 1, FAST, NO_KEYS, ADMIN_CATEGORY | DANGEROUS, server::lastsave),
-    cmd("debug", -2, ADMIN | PROTECTED, NO_KEYS, 0, server::debug),
-    cmd("wait", 3, 0, NO_KEYS, CONNECTION, server::wait),
-    cmd("monitor", 1, ADMIN, NO_KEYS, 0, monitor::monitor),
+    cmd("save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, NO_KEYS, 0, server::save),
+    cmd("bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, NO_KEYS, 0, server::bgsave),
+    cmd("lastsave", 1, FAST | ANY_STATE, NO_KEYS, ADMIN_CATEGORY | DANGEROUS, server::lastsave),
+    cmd("debug", -2, ADMIN | PROTECTED | ANY_STATE | NOSCRIPT, NO_KEYS, 0, server::debug),
+    cmd("wait", 3, NOSCRIPT, NO_KEYS, CONNECTION, server::wait),
+    cmd("monitor", 1, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0, monitor::monitor),
     cmd("hotkeys", -1, READONLY, NO_KEYS, KEYSPACE, hotkeys::hotkeys),
     // Pub/sub.
-    cmd("subscribe", -2, 0, NO_KEYS, PUBSUB, pubsub::subscribe),
-    cmd("unsubscribe", -1, 0, NO_KEYS, PUBSUB, pubsub::unsubscribe),
-    cmd("psubscribe", -2, 0, NO_KEYS, PUBSUB, pubsub::psubscribe),
-    cmd("punsubscribe", -1, 0, NO_KEYS, PUBSUB, pubsub::punsubscribe),
-    cmd("ssubscribe", -2, 0, &[every(NOT_KEY)], PUBSUB, pubsub::ssubscribe),
-    cmd("sunsubscribe", -1, 0, &[every(NOT_KEY)], PUBSUB, pubsub::sunsubscribe),
-    cmd("publish", 3, FAST, NO_KEYS, PUBSUB, pubsub::publish),
-    cmd("spublish", 3, FAST, &[first(NOT_KEY)], PUBSUB, pubsub::spublish),
+    cmd("subscribe", -2, ANY_STATE | PUBSUB | NOSCRIPT, NO_KEYS, 0, pubsub::subscribe),
+    cmd("unsubscribe", -1, ANY_STATE | PUBSUB | NOSCRIPT, NO_KEYS, 0, pubsub::unsubscribe),
+    cmd("psubscribe", -2, ANY_STATE | PUBSUB | NOSCRIPT, NO_KEYS, 0, pubsub::psubscribe),
+    cmd("punsubscribe", -1, ANY_STATE | PUBSUB | NOSCRIPT, NO_KEYS, 0, pubsub::punsubscribe),
+    cmd("ssubscribe", -2, ANY_STATE | PUBSUB | NOSCRIPT, &[every(NOT_KEY)], 0, pubsub::ssubscribe),
+    cmd("sunsubscribe", -1, ANY_STATE | PUBSUB | NOSCRIPT, &[every(NOT_KEY)], 0, pubsub::sunsubscribe),
+    cmd("publish", 3, FAST | ANY_STATE | PUBSUB, NO_KEYS, 0, pubsub::publish),
+    cmd("spublish", 3, FAST | ANY_STATE | PUBSUB, &[first(NOT_KEY)], 0, pubsub::spublish),
     cmd("pubsub", -2, 0, NO_KEYS, 0, pubsub::pubsub),
 ];
 
@@ -479,6 +499,13 @@ fn run(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
     if cmd.flags & PROTECTED != 0 {
         server.command_stats.record_rejected(stat);
         return refuse(session, server::protected_refusal(cmd.name));
+    }
+    if cmd.flags & NO_MULTI != 0 && session.multi.is_some() {
+        server.command_stats.record_rejected(stat);
+        return refuse(
+            session,
+            Frame::error("ERR Command not allowed inside a transaction"),
+        );
     }
     if session.proto == Protocol::Resp2
         && !pubsub::ALLOWED_WHILE_SUBSCRIBED.contains(&cmd.name)
@@ -604,7 +631,7 @@ fn record(
         );
     }
     let slow = server.config.slowlog_threshold().is_some_and(|t| took >= t);
-    if !slow || TABLE[index].flags & EXEC != 0 {
+    if !slow || TABLE[index].flags & SKIP_SLOWLOG != 0 {
         return;
     }
     let args: Vec<&[u8]> = args
@@ -639,76 +666,76 @@ fn record(
 #[rustfmt::skip]
 const SUBCOMMANDS: &[(&str, &[Subcommand])] = &[
     ("client", &[
-        sub("ID", 2, 0, NO_KEYS, CONNECTION),
-        sub("GETNAME", 2, 0, NO_KEYS, CONNECTION),
-        sub("SETNAME", 3, 0, NO_KEYS, CONNECTION),
-        sub("INFO", 2, 0, NO_KEYS, CONNECTION),
-        sub("LIST", -2, ADMIN, NO_KEYS, CONNECTION),
-        sub("KILL", -3, ADMIN, NO_KEYS, CONNECTION),
+        sub("ID", 2, ANY_STATE | NOSCRIPT, NO_KEYS, CONNECTION),
+        sub("GETNAME", 2, ANY_STATE | NOSCRIPT, NO_KEYS, CONNECTION),
+        sub("SETNAME", 3, ANY_STATE | NOSCRIPT, NO_KEYS, CONNECTION),
+        sub("INFO", 2, ANY_STATE | NOSCRIPT, NO_KEYS, CONNECTION),
+        sub("LIST", -2, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, CONNECTION),
+        sub("KILL", -3, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, CONNECTION),
         sub("SETINFO", -4, 0, NO_KEYS, CONNECTION),
-        sub("NO-EVICT", 3, ADMIN, NO_KEYS, CONNECTION),
-        sub("REPLY", 3, 0, NO_KEYS, CONNECTION),
-        sub("PAUSE", -3, ADMIN, NO_KEYS, CONNECTION),
-        sub("UNPAUSE", 2, ADMIN, NO_KEYS, CONNECTION),
-        sub("UNBLOCK", -3, ADMIN, NO_KEYS, CONNECTION),
-        sub("TRACKING", -3, 0, NO_KEYS, CONNECTION),
-        sub("CACHING", 3, 0, NO_KEYS, CONNECTION),
-        sub("GETREDIR", 2, 0, NO_KEYS, CONNECTION),
-        sub("TRACKINGINFO", 2, 0, NO_KEYS, CONNECTION),
-        sub("HELP", 2, 0, NO_KEYS, CONNECTION),
+        sub("NO-EVICT", 3, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, CONNECTION),
+        sub("REPLY", 3, ANY_STATE | NOSCRIPT, NO_KEYS, CONNECTION),
+        sub("PAUSE", -3, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, CONNECTION),
+        sub("UNPAUSE", 2, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, CONNECTION),
+        sub("UNBLOCK", -3, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, CONNECTION),
+        sub("TRACKING", -3, ANY_STATE | NOSCRIPT, NO_KEYS, CONNECTION),
+        sub("CACHING", 3, ANY_STATE | NOSCRIPT, NO_KEYS, CONNECTION),
+        sub("GETREDIR", 2, ANY_STATE | NOSCRIPT, NO_KEYS, CONNECTION),
+        sub("TRACKINGINFO", 2, ANY_STATE | NOSCRIPT, NO_KEYS, CONNECTION),
+        sub("HELP", 2, ANY_STATE, NO_KEYS, CONNECTION),
     ]),
     ("command", &[
-        sub("COUNT", 2, 0, NO_KEYS, CONNECTION),
-        sub("INFO", -2, 0, NO_KEYS, CONNECTION),
-        sub("LIST", -2, 0, NO_KEYS, CONNECTION),
-        sub("GETKEYS", -4, 0, NO_KEYS, CONNECTION),
-        sub("GETKEYSANDFLAGS", -4, 0, NO_KEYS, CONNECTION),
-        sub("HELP", 2, 0, NO_KEYS, CONNECTION),
+        sub("COUNT", 2, ANY_STATE, NO_KEYS, CONNECTION),
+        sub("INFO", -2, ANY_STATE, NO_KEYS, CONNECTION),
+        sub("LIST", -2, ANY_STATE, NO_KEYS, CONNECTION),
+        sub("GETKEYS", -4, ANY_STATE, NO_KEYS, CONNECTION),
+        sub("GETKEYSANDFLAGS", -4, ANY_STATE, NO_KEYS, CONNECTION),
+        sub("HELP", 2, ANY_STATE, NO_KEYS, CONNECTION),
     ]),
     ("config", &[
-        sub("GET", -3, ADMIN, NO_KEYS, 0),
-        sub("SET", -4, ADMIN, NO_KEYS, 0),
-        sub("RESETSTAT", 2, ADMIN, NO_KEYS, 0),
-        sub("REWRITE", 2, ADMIN, NO_KEYS, 0),
-        sub("HELP", 2, 0, NO_KEYS, 0),
+        sub("GET", -3, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("SET", -4, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("RESETSTAT", 2, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("REWRITE", 2, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("HELP", 2, ANY_STATE, NO_KEYS, 0),
     ]),
     ("memory", &[
         sub("DOCTOR", 2, 0, NO_KEYS, 0),
         sub("MALLOC-STATS", 2, 0, NO_KEYS, 0),
         sub("PURGE", 2, 0, NO_KEYS, 0),
         sub("STATS", 2, 0, NO_KEYS, 0),
-        sub("HELP", 2, 0, NO_KEYS, 0),
+        sub("HELP", 2, ANY_STATE, NO_KEYS, 0),
         sub("USAGE", -3, R, KEY_AFTER_SUBCOMMAND, 0),
     ]),
     ("object", &[
-        sub("HELP", 2, 0, NO_KEYS, KEYSPACE),
+        sub("HELP", 2, ANY_STATE, NO_KEYS, KEYSPACE),
         sub("ENCODING", 3, R, KEY_AFTER_SUBCOMMAND, KEYSPACE),
         sub("REFCOUNT", 3, R, KEY_AFTER_SUBCOMMAND, KEYSPACE),
         sub("FREQ", 3, R, KEY_AFTER_SUBCOMMAND, KEYSPACE),
         sub("IDLETIME", 3, R, KEY_AFTER_SUBCOMMAND, KEYSPACE),
     ]),
     ("latency", &[
-        sub("LATEST", 2, ADMIN, NO_KEYS, 0),
-        sub("HISTORY", 3, ADMIN, NO_KEYS, 0),
-        sub("RESET", -2, ADMIN, NO_KEYS, 0),
-        sub("GRAPH", 3, ADMIN, NO_KEYS, 0),
-        sub("DOCTOR", 2, ADMIN, NO_KEYS, 0),
-        sub("HISTOGRAM", -2, ADMIN, NO_KEYS, 0),
-        sub("HELP", 2, 0, NO_KEYS, 0),
+        sub("LATEST", 2, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("HISTORY", 3, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("RESET", -2, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("GRAPH", 3, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("DOCTOR", 2, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("HISTOGRAM", -2, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("HELP", 2, ANY_STATE, NO_KEYS, 0),
     ]),
     ("pubsub", &[
-        sub("CHANNELS", -2, 0, NO_KEYS, PUBSUB),
-        sub("NUMSUB", -2, 0, NO_KEYS, PUBSUB),
-        sub("NUMPAT", 2, 0, NO_KEYS, PUBSUB),
-        sub("SHARDCHANNELS", -2, 0, NO_KEYS, PUBSUB),
-        sub("SHARDNUMSUB", -2, 0, NO_KEYS, PUBSUB),
-        sub("HELP", 2, 0, NO_KEYS, 0),
+        sub("CHANNELS", -2, ANY_STATE | PUBSUB, NO_KEYS, 0),
+        sub("NUMSUB", -2, ANY_STATE | PUBSUB, NO_KEYS, 0),
+        sub("NUMPAT", 2, ANY_STATE | PUBSUB, NO_KEYS, 0),
+        sub("SHARDCHANNELS", -2, ANY_STATE | PUBSUB, NO_KEYS, 0),
+        sub("SHARDNUMSUB", -2, ANY_STATE | PUBSUB, NO_KEYS, 0),
+        sub("HELP", 2, ANY_STATE, NO_KEYS, 0),
     ]),
     ("slowlog", &[
-        sub("GET", -2, ADMIN, NO_KEYS, 0),
-        sub("LEN", 2, ADMIN, NO_KEYS, 0),
-        sub("RESET", 2, ADMIN, NO_KEYS, 0),
-        sub("HELP", 2, 0, NO_KEYS, 0),
+        sub("GET", -2, ADMIN | ANY_STATE, NO_KEYS, 0),
+        sub("LEN", 2, ADMIN | ANY_STATE, NO_KEYS, 0),
+        sub("RESET", 2, ADMIN | ANY_STATE, NO_KEYS, 0),
+        sub("HELP", 2, ANY_STATE, NO_KEYS, 0),
     ]),
 ];
 
@@ -717,7 +744,7 @@ const SUBCOMMANDS: &[(&str, &[Subcommand])] = &[
 pub struct Subcommand {
     name: &'static str,
     arity: i32,
-    flags: u16,
+    flags: u32,
     keys: &'static [KeySpec],
     acl: u16,
 }
@@ -725,7 +752,7 @@ pub struct Subcommand {
 const fn sub(
     name: &'static str,
     arity: i32,
-    flags: u16,
+    flags: u32,
     keys: &'static [KeySpec],
     acl: u16,
 ) -> Subcommand {
@@ -806,7 +833,7 @@ fn subcommand_at(index: usize, stat: usize) -> Option<&'static Subcommand> {
 
 /// The flags and key positions of the call counted in `stat`: its subcommand's if
 /// it is a container's known one, else the command's.
-fn flags_and_keys(index: usize, stat: usize) -> (u16, &'static [KeySpec]) {
+fn flags_and_keys(index: usize, stat: usize) -> (u32, &'static [KeySpec]) {
     subcommand_at(index, stat).map_or((TABLE[index].flags, TABLE[index].keys), |s| {
         (s.flags, s.keys)
     })

@@ -993,13 +993,14 @@ fn latency_monitor_records_requests_over_its_threshold() {
         .lines()
         .find(|l| l.starts_with("latency_percentiles_usec_keys:"))
         .unwrap_or_else(|| panic!("no KEYS line in {info}"));
-    let p50: f64 = keys_line
-        .split(['=', ','])
-        .nth(1)
-        .and_then(|v| v.parse().ok())
+    // The top percentile holds the slower of the two calls, which took at least the
+    // `last` ms the monitor recorded for the second (the first may have been faster).
+    let p999: f64 = keys_line
+        .rsplit_once("p99.9=")
+        .and_then(|(_, v)| v.parse().ok())
         .unwrap_or_else(|| panic!("{keys_line}"));
     assert!(
-        p50 >= 1000.0 * *last as f64 * 0.75,
+        p999 >= 1000.0 * *last as f64,
         "{keys_line} for a {last} ms call"
     );
     assert!(

@@ -200,8 +200,15 @@ impl HotRing {
     }
 
     /// Ends a sampling round: computes, for every candidate head t, the expected number
-    /// of items an access walks past, `W_t = sum_i n_i/N * ((i - t) mod k)`, and moves the
-    /// head to the minimum. Runs in the one thread whose CAS turned `Active` off.
+    /// of items an access walks past, and moves the head to the minimum. Runs in the one
+    /// thread whose CAS turned `Active` off.
+    ///
+    /// Seed 000's rings are circular, so an item before the head costs its distance
+    /// around the ring, `W_t = sum_i n_i/N * ((i - t) mod k)`. Here a lookup that finds
+    /// the head past its key starts again at the ring's rehash item and walks the items
+    /// of the slots before this one too: item i < t costs `base + i + 1`, where `base`
+    /// is what lies between the rehash item and the slot's first item (0 for a ring's
+    /// first slot, where the rehash item is a candidate itself).
     fn adjust(&self, slot: SlotRef<'_>, guard: &Guard) {
         let mut head = slot.load_head();
         loop {
@@ -218,6 +225,7 @@ impl HotRing {
         // The slot's items in ring order. The ring's rehash item is a candidate too when
         // it starts this slot's range (RCU updates of the first item charge it).
         let mut ring_items: Vec<(ItemPtr, u64)> = Vec::new();
+        let mut base = 0u64;
         let sentinel = slot.sentinel();
         let mut cur = Some(sentinel);
         while let Some(item) = cur {
@@ -225,6 +233,7 @@ impl HotRing {
                 break;
             }
             let candidate = slot.covers(item.hash());
+            base += u64::from(ring_items.is_empty() && !candidate);
             if let Ok(old) = item.clear_count() {
                 if candidate && !old.has(Link::OCCUPIED) {
                     ring_items.push((item, old.counter() as u64));
@@ -241,16 +250,19 @@ impl HotRing {
         }
         let hottest = ring_items.iter().map(|(_, n)| *n).max().unwrap_or(0);
         let found = if hottest * 2 >= total { CALM } else { FLAT };
-        // W_0 = sum i*n_i; moving the head from t to t+1 brings every other item one
-        // step closer and sends item t to the far end: W_{t+1} = W_t - (N - n_t) + n_t (k-1).
+        // W_0 = sum i*n_i; moving the head from t to t+1 brings the items past t one step
+        // closer and makes item t one reached by starting again:
+        // W_{t+1} = W_t - (sum_{i>t} n_i) + n_t (base + t + 1).
         let mut w: u64 = ring_items
             .iter()
             .enumerate()
             .map(|(i, (_, n))| i as u64 * n)
             .sum();
         let (mut best, mut best_w) = (0usize, w);
+        let mut past = total;
         for (t, (_, n)) in ring_items.iter().enumerate().take(ring_items.len() - 1) {
-            w = w + n * (k - 1) - (total - n);
+            past -= n;
+            w = w + n * (base + t as u64 + 1) - past;
             if w < best_w {
                 (best, best_w) = (t + 1, w);
             }

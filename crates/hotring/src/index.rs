@@ -276,7 +276,7 @@ impl HotRing {
             visits += 1;
             order = cur.cmp_to(hash, Some(key));
         }
-        let unplaced = first.is_sentinel() && !head.active();
+        let unplaced = first.is_sentinel();
         let mut own_first = None;
         let found = loop {
             if unplaced && own_first.is_none() && !cur.is_sentinel() && slot.covers(cur.hash()) {

@@ -9,6 +9,12 @@
 //! thread that still starts from the old rehash item walks the same list and finds
 //! every key. Heads live in the slots, inside their slot's range, so a split leaves
 //! every head where it is (seed 000 loses its hotspots for a while at a rehash).
+//!
+//! Two things split a ring: an insert that makes it longer than `max_ring_len`, which
+//! doubles the directory if the ring has a slot to itself; and a sampling round that
+//! finds even the best head costing more than `split_cost` items per access (seed 000's
+//! trigger), which splits only a ring that shares its slots, so reads never grow the
+//! directory.
 
 use crossbeam_epoch::Guard;
 

@@ -30,6 +30,8 @@ pub struct Client {
     /// Set while the connection waits in a blocking command (WAIT), which CLIENT
     /// UNBLOCK may end early, as a timeout or (`unblock_error`) with an error.
     blocked: AtomicBool,
+    /// Whether the wait `blocked` marks ends at a time (INFO's clients_in_timeout_table).
+    blocked_with_timeout: AtomicBool,
     unblock_error: AtomicBool,
     unblock: Notify,
     /// What other clients' commands send this one (MONITOR lines), encoded, until its
@@ -67,6 +69,7 @@ impl Client {
             killed: AtomicBool::new(false),
             kill: Notify::new(),
             blocked: AtomicBool::new(false),
+            blocked_with_timeout: AtomicBool::new(false),
             unblock_error: AtomicBool::new(false),
             unblock: Notify::new(),
             outbox: Mutex::new(Vec::new()),
@@ -99,10 +102,20 @@ impl Client {
         self.killed.load(Ordering::SeqCst)
     }
 
-    /// Marks the client blocked (or not). Register the [`Client::unblocked`] future
-    /// before blocking, so an unblock in between is not missed.
-    pub fn set_blocked(&self, blocked: bool) {
-        self.blocked.store(blocked, Ordering::SeqCst);
+    /// Marks the client blocked, until a time (`timeout`) or for ever. Register the
+    /// [`Client::unblocked`] future before blocking, so an unblock in between is not
+    /// missed.
+    pub fn block(&self, timeout: bool) {
+        self.blocked_with_timeout.store(timeout, Ordering::SeqCst);
+        self.blocked.store(true, Ordering::SeqCst);
+    }
+
+    pub fn end_block(&self) {
+        self.blocked.store(false, Ordering::SeqCst);
+    }
+
+    pub fn is_blocked(&self) -> bool {
+        self.blocked.load(Ordering::SeqCst)
     }
 
     /// Resolves when CLIENT UNBLOCK ends the wait; then [`Client::unblocked_with_error`]
@@ -280,6 +293,19 @@ impl Clients {
 
     pub fn len(&self) -> usize {
         self.live.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Clients in a blocking wait, and those of them whose wait ends at a time.
+    pub fn blocked(&self) -> (usize, usize) {
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.values()
+            .filter(|c| c.is_blocked())
+            .fold((0, 0), |(all, timed), c| {
+                (
+                    all + 1,
+                    timed + usize::from(c.blocked_with_timeout.load(Ordering::SeqCst)),
+                )
+            })
     }
 
     /// A counter summed over live and departed clients.

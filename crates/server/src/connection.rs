@@ -158,6 +158,7 @@ impl Connection {
         stop: &mut tokio::sync::watch::Receiver<bool>,
     ) -> Result<Option<Waited>, Ended> {
         let client = self.session.client.clone();
+        let timed = delay.is_some();
         let delay = async {
             match delay {
                 Some(d) => tokio::time::sleep(d).await,
@@ -168,7 +169,7 @@ impl Connection {
         let unblocked = client.unblocked();
         tokio::pin!(unblocked);
         unblocked.as_mut().enable();
-        client.set_blocked(true);
+        client.block(timed);
         let waited = loop {
             tokio::select! {
                 _ = &mut delay => break Ok(Some(Waited::Elapsed)),
@@ -190,7 +191,7 @@ impl Connection {
                 }
             }
         };
-        client.set_blocked(false);
+        client.end_block();
         waited
     }
 

@@ -873,12 +873,41 @@ fn wait_answers_no_replicas_after_its_timeout_and_a_waiting_client_can_leave() {
     // No timeout: the client waits until it leaves, and then it is gone.
     let mut c = server.client();
     let clients = |c: &mut redis::Connection| run::<String>(c, &["CLIENT", "LIST"]).lines().count();
+    // INFO counts blocked clients, and those whose wait ends at a time; CLIENT LIST
+    // flags them `b`, as Redis does.
+    let blocked = |c: &mut redis::Connection| {
+        let info = run::<String>(c, &["INFO", "clients"]);
+        let count = |name: &str| {
+            info.lines()
+                .find_map(|l| {
+                    l.strip_prefix(name)?
+                        .strip_prefix(':')?
+                        .trim()
+                        .parse::<u32>()
+                        .ok()
+                })
+                .unwrap_or_else(|| panic!("no {name} in {info}"))
+        };
+        (count("blocked_clients"), count("clients_in_timeout_table"))
+    };
+    assert_eq!(blocked(&mut c), (0, 0));
     {
         let mut waiting = server.raw();
         use std::io::Write;
         waiting.write_all(b"WAIT 1 0\r\n").unwrap();
         assert!(eventually(10, || clients(&mut c) == 3));
+        assert!(eventually(10, || blocked(&mut c) == (1, 0)));
+        let list = run::<String>(&mut c, &["CLIENT", "LIST"]);
+        assert!(
+            list.lines()
+                .any(|l| l.contains(" flags=b ") && l.contains(" cmd=wait ")),
+            "{list}"
+        );
+        let mut timed = server.raw();
+        timed.write_all(b"WAIT 1 100000\r\n").unwrap();
+        assert!(eventually(10, || blocked(&mut c) == (2, 1)));
     }
+    assert!(eventually(10, || blocked(&mut c) == (0, 0)));
     assert!(
         eventually(10, || clients(&mut c) == 2),
         "the waiting client hung up"

@@ -237,6 +237,9 @@ fn line(ctx: &Ctx, c: &Client) -> String {
     if multi {
         flags.push('x');
     }
+    if c.is_blocked() {
+        flags.push('b');
+    }
     let (tracking_flags, redirect) = super::tracking::list_fields(ctx, c.id);
     flags.push_str(&tracking_flags);
     if c.no_evict.load(Ordering::Relaxed) {

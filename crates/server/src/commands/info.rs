@@ -124,12 +124,14 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             field("engine", &server.config.engine.name());
         }
         "clients" => {
+            let (blocked, timed) = server.clients.blocked();
             field("connected_clients", &server.clients.len());
-            field("maxclients", &server.config.maxclients());
-            field("blocked_clients", &0);
-            field("tracking_clients", &server.db.tracking.stats()[0]);
             // No cluster bus.
             field("cluster_connections", &0);
+            field("maxclients", &server.config.maxclients());
+            field("blocked_clients", &blocked);
+            field("tracking_clients", &server.db.tracking.stats()[0]);
+            field("clients_in_timeout_table", &timed);
         }
         "memory" => {
             let used = server.used_memory();

@@ -50,6 +50,13 @@ pub struct Config {
     /// that cost in every ring, and doubling for it took a 1M-key server from 178 to
     /// 217 MB as it read (Redis: 201 MB). Only inserts grow the directory.
     pub split_cost: Option<f64>,
+    /// Split a ring that several directory slots share once one of its slots holds more
+    /// than this many items; such a split never doubles the directory. A lookup whose
+    /// head lies past its key restarts at the ring's rehash item and walks the items of
+    /// every slot before its own: at 1M uniform keys, rings of ~10 items over ~4 slots
+    /// made that 3.6 items per lookup, against 2.9 with this at 2, for a rehash item
+    /// (32 bytes) per extra ring, +2.6% of memory (BENCHMARKS.md, session 14).
+    pub shared_split_len: Option<u32>,
     /// R: every R-th access of a thread checks whether the hotspot moved. Seed 000 uses 5.
     pub sample_period: u32,
 }
@@ -61,6 +68,7 @@ impl Default for Config {
             initial_depth: 4,
             max_ring_len: Some(16),
             split_cost: Some(2.0),
+            shared_split_len: Some(2),
             sample_period: 5,
         }
     }
@@ -76,6 +84,7 @@ impl Config {
             initial_depth: rings.trailing_zeros(),
             max_ring_len: None,
             split_cost: None,
+            shared_split_len: None,
             sample_period: 5,
         }
     }
@@ -450,6 +459,12 @@ impl HotRing {
                             .filter(|max| ring_len > *max as u64)
                         {
                             self.split(slot, max + 1, true, &guard);
+                        } else if let Some(per_slot) = self
+                            .config
+                            .shared_split_len
+                            .filter(|n| items > *n && slot.ring_depth() < slot.dir.depth)
+                        {
+                            self.split(slot, per_slot + 1, false, &guard);
                         }
                         break Written::Inserted;
                     }

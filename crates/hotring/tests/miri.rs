@@ -14,6 +14,7 @@ fn every_operation_on_a_few_keys() {
             initial_depth: 0,
             max_ring_len: Some(3),
             split_cost: None,
+            shared_split_len: Some(1),
             sample_period: 1,
         });
         let keys: Vec<Vec<u8>> = (0u8..12).map(|i| vec![i; 1 + i as usize % 5]).collect();

@@ -56,13 +56,15 @@ fn config() -> impl Strategy<Value = Config> {
         0u32..3,
         prop_oneof![Just(None), (1u32..6).prop_map(Some)],
         1u32..6,
+        prop_oneof![Just(None), (1u32..3).prop_map(Some)],
     )
         .prop_map(
-            |(strategy, initial_depth, max_ring_len, sample_period)| Config {
+            |(strategy, initial_depth, max_ring_len, sample_period, shared_split_len)| Config {
                 strategy,
                 initial_depth,
                 max_ring_len,
                 split_cost: Some(1.2),
+                shared_split_len,
                 sample_period,
             },
         )
@@ -189,8 +191,12 @@ fn a_cold_slot_starts_its_lookups_in_its_own_range() {
     // A grown index has several directory slots to a ring. A slot that no access has
     // placed starts at its ring's rehash item and walks the other slots' items to reach
     // its own; its first lookup puts the head on the slot's first item, so a second
-    // lookup of the same key walks about half a slot, not half a ring.
-    let index = HotRing::new();
+    // lookup of the same key walks about half a slot, not half a ring. (Rings shared
+    // by slots split early by default; this needs them long.)
+    let index = HotRing::with_config(Config {
+        shared_split_len: None,
+        ..Config::default()
+    });
     let mut rng = SmallRng::seed_from_u64(7);
     let space = 200_000u32;
     for _ in 0..space {
@@ -220,6 +226,50 @@ fn a_cold_slot_starts_its_lookups_in_its_own_range() {
     assert!(
         walked < keys_per_slot + 1.0,
         "{walked} items per second lookup with {keys_per_slot:.2} keys per slot, {keys_per_ring:.1} per ring"
+    );
+}
+
+/// Items visited per lookup of uniformly drawn present keys, after a load of random
+/// keys as `redis-benchmark -r` makes.
+fn uniform_lookup_cost(config: Config) -> (f64, hotring::Stats) {
+    let index = HotRing::with_config(config);
+    let mut rng = SmallRng::seed_from_u64(5);
+    let space = 200_000u32;
+    for _ in 0..space {
+        let k = format!("key:{:012}", rng.gen_range(0..space));
+        index.upsert(k.as_bytes(), b"v");
+    }
+    let present: Vec<String> = (0..space)
+        .map(|i| format!("key:{i:012}"))
+        .filter(|k| index.contains_key(k.as_bytes()))
+        .collect();
+    for _ in 0..400_000 {
+        assert!(index.contains_key(present[rng.gen_range(0..present.len())].as_bytes()));
+    }
+    index.reset_access_stats();
+    for _ in 0..200_000 {
+        assert!(index.contains_key(present[rng.gen_range(0..present.len())].as_bytes()));
+    }
+    let stats = index.stats();
+    (stats.items_per_access, stats)
+}
+
+#[test]
+fn a_ring_shared_by_slots_splits_before_a_slot_holds_three_items() {
+    // A lookup whose head lies past its key walks from the ring's rehash item through
+    // the slots before its own. Long shared rings made that a large part of a uniform
+    // load's cost; splitting them early (no doubling, a rehash item each) cuts it.
+    let (long, long_stats) = uniform_lookup_cost(Config {
+        shared_split_len: None,
+        ..Config::default()
+    });
+    let (split, split_stats) = uniform_lookup_cost(Config::default());
+    assert_eq!(split_stats.len, long_stats.len);
+    assert_eq!(split_stats.directory_slots, long_stats.directory_slots);
+    assert!(split_stats.rings > 2 * long_stats.rings, "{split_stats:?}");
+    assert!(
+        split < long - 0.4,
+        "{split} items per lookup with early splits, {long} without"
     );
 }
 

@@ -22,6 +22,7 @@ fn every_item_is_reclaimed_after_drop() {
         initial_depth: 0,
         max_ring_len: Some(4),
         split_cost: Some(1.5),
+        shared_split_len: Some(1),
         sample_period: 2,
     }));
     let handles: Vec<_> = (0..THREADS as u32)

@@ -25,6 +25,7 @@ fn tiny(strategy: HotspotStrategy, max_ring_len: Option<u32>) -> Config {
         initial_depth: 0,
         max_ring_len,
         split_cost: None,
+        shared_split_len: max_ring_len.map(|_| 1),
         sample_period: 1,
     }
 }

@@ -17,6 +17,7 @@ fn small_rings(strategy: HotspotStrategy) -> Config {
         initial_depth: 0,
         max_ring_len: Some(4),
         split_cost: Some(1.5),
+        shared_split_len: Some(1),
         sample_period: 2,
     }
 }

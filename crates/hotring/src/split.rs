@@ -10,11 +10,13 @@
 //! every key. Heads live in the slots, inside their slot's range, so a split leaves
 //! every head where it is (seed 000 loses its hotspots for a while at a rehash).
 //!
-//! Two things split a ring: an insert that makes it longer than `max_ring_len`, which
-//! doubles the directory if the ring has a slot to itself; and a sampling round that
+//! Three things split a ring: an insert that makes it longer than `max_ring_len`, which
+//! doubles the directory if the ring has a slot to itself; an insert that leaves a slot
+//! of a shared ring with more than `shared_split_len` items (a lookup that restarts at
+//! the ring's rehash item walks the slots before its own); and a sampling round that
 //! finds even the best head costing more than `split_cost` items per access (seed 000's
-//! trigger), which splits only a ring that shares its slots, so reads never grow the
-//! directory.
+//! trigger). The last two split only a ring that shares its slots, so only inserts past
+//! `max_ring_len` grow the directory, and reads never do.
 
 use crossbeam_epoch::Guard;
 

@@ -96,6 +96,12 @@ impl Gate {
         }
     }
 
+    /// Whether an exclusive holder is in or waiting to get in: a shared holder that
+    /// keeps the gate across several commands lets go when this turns true.
+    pub fn exclusive_wanted(&self) -> bool {
+        self.exclusive.load(Ordering::Relaxed)
+    }
+
     pub fn exclusive(&self) -> Exclusive<'_> {
         let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         self.exclusive.store(true, Ordering::SeqCst);

@@ -12,6 +12,7 @@ use tokio::net::TcpStream;
 
 use crate::clients::Client;
 use crate::commands::{self, Action, Session};
+use crate::gate_hold::GateHold;
 use crate::server::Server;
 
 /// Replies are written out once this much has piled up, even mid-pipeline, so a long
@@ -33,6 +34,8 @@ pub struct Connection {
     parser: RequestParser,
     output: Vec<u8>,
     session: Session,
+    /// A request parsed but held by CLIENT PAUSE, run when the pause ends.
+    paused: Option<Vec<Vec<u8>>>,
 }
 
 /// Why a connection ended, when it was not the client's doing.
@@ -60,6 +63,22 @@ enum Waited {
     Elapsed,
     /// CLIENT UNBLOCK ... ERROR.
     UnblockedWithError,
+}
+
+/// Why `run_requests` stopped.
+enum Step {
+    /// No complete request is left in the input.
+    Drained,
+    /// Replies piled up: write them out, then go on.
+    Flush,
+    /// CLIENT PAUSE holds the next request (kept in `paused`) this long at most.
+    Paused(Duration),
+    /// A command answers after a delay, or when unblocked (WAIT).
+    After(Option<Duration>, Frame),
+    /// The connection ends once the replies are out (QUIT, a protocol error).
+    Close,
+    /// CLIENT KILL.
+    Killed,
 }
 
 impl Ended {
@@ -101,6 +120,7 @@ impl Connection {
             parser: RequestParser::default(),
             output: Vec::new(),
             session: Session::new(client),
+            paused: None,
         })
     }
 
@@ -195,6 +215,80 @@ impl Connection {
         waited
     }
 
+    /// Runs the complete requests in the input from `consumed` on, holding the gate
+    /// across them (see `gate_hold`), until the input runs out or something needs
+    /// waiting for, which the caller does with the gate let go.
+    fn run_requests(&mut self, limits: &RequestLimits, consumed: &mut usize) -> Step {
+        let server = &*self.server;
+        let mut gate = GateHold::new(&server.gate);
+        let client = self.session.client.clone();
+        loop {
+            let args = match self.paused.take() {
+                Some(args) => args,
+                None => match self.parser.parse(&self.input[*consumed..], limits) {
+                    Ok(Some((args, n))) => {
+                        *consumed += n;
+                        if args.is_empty() {
+                            continue;
+                        }
+                        args
+                    }
+                    Ok(None) => return Step::Drained,
+                    Err(e) => {
+                        // As Redis: reply, then close; the stream cannot be resynchronised.
+                        tracing::info!(client = client.id, addr = %client.addr, error = %e, "protocol error");
+                        let text = format!("ERR {e}");
+                        server.command_stats.record_error(&text);
+                        if !self.session.replies_off {
+                            Frame::error(text).encode(self.session.proto, &mut self.output);
+                        }
+                        return Step::Close;
+                    }
+                },
+            };
+            // CLIENT PAUSE. The check is one load while no pause is on.
+            if let Some(wait) = server
+                .pause
+                .holds(|| commands::writes(&self.session, &args))
+            {
+                self.paused = Some(args);
+                return Step::Paused(wait);
+            }
+            // What others sent this client (messages, invalidations) goes out in order
+            // between replies.
+            client.take_outbox(&mut self.output);
+            let action = commands::execute(server, &mut self.session, &args, &mut gate);
+            let dropped = self.session.drops_reply();
+            let proto = self.session.proto;
+            match action {
+                _ if dropped && !matches!(action, Action::Close(_)) => {}
+                // Encoded in the protocol the command ran under: HELLO's reply already
+                // speaks the protocol it switched to.
+                Action::Reply(frame) => frame.encode(proto, &mut self.output),
+                Action::Ok => self.output.extend_from_slice(b"+OK\r\n"),
+                Action::Replies(frames) => {
+                    for frame in frames {
+                        frame.encode(proto, &mut self.output);
+                    }
+                }
+                Action::After(delay, frame) => return Step::After(delay, frame),
+                Action::Close(frame) => {
+                    if let (Some(frame), false) = (frame, dropped) {
+                        frame.encode(proto, &mut self.output);
+                    }
+                    return Step::Close;
+                }
+            }
+            if self.output.len() >= OUTPUT_FLUSH {
+                return Step::Flush;
+            }
+            if client.is_killed() {
+                return Step::Killed;
+            }
+            gate.yield_to_exclusive();
+        }
+    }
+
     async fn serve(&mut self) -> Result<(), Ended> {
         let mut stop = self.server.shutdown_signal();
         let client = self.session.client.clone();
@@ -208,84 +302,35 @@ impl Connection {
             // Once per read, not per command: the clock costs as much as a GET.
             client.touch();
             loop {
-                match self.parser.parse(&self.input[consumed..], &limits) {
-                    Ok(Some((args, n))) => {
-                        consumed += n;
-                        if args.is_empty() {
-                            continue;
-                        }
-                        let proto = self.session.proto;
-                        // CLIENT PAUSE: answer what came before, then hold this one.
-                        // The check is one load while no pause is on.
-                        while let Some(wait) = self
-                            .server
-                            .pause
-                            .holds(|| commands::writes(&self.session, &args))
-                        {
-                            self.flush().await?;
-                            // A shutdown or CLIENT KILL does not wait for the pause.
-                            tokio::select! {
-                                _ = self.server.pause.wait(wait) => {}
-                                _ = stop.changed() => return Ok(()),
-                                _ = client.killed() => return Err(Ended::killed(&client)),
-                            }
-                        }
-                        // What others sent this client (messages, invalidations) goes
-                        // out in order between replies.
-                        client.take_outbox(&mut self.output);
-                        let action = commands::execute(&self.server, &mut self.session, &args);
-                        let dropped = self.session.drops_reply();
-                        match action {
-                            _ if dropped && !matches!(action, Action::Close(_)) => {}
-                            // Encoded in the protocol the command ran under: HELLO's
-                            // reply already speaks the protocol it switched to.
-                            Action::Reply(frame) => {
-                                frame.encode(self.session.proto, &mut self.output)
-                            }
-                            Action::Ok => self.output.extend_from_slice(b"+OK\r\n"),
-                            Action::Replies(frames) => {
-                                for frame in frames {
-                                    frame.encode(self.session.proto, &mut self.output);
-                                }
-                            }
-                            Action::After(delay, frame) => {
-                                self.flush().await?;
-                                match self.wait(delay, &mut stop).await? {
-                                    None => return Ok(()),
-                                    Some(Waited::Elapsed) => frame.encode(proto, &mut self.output),
-                                    Some(Waited::UnblockedWithError) => Frame::error(
-                                        "UNBLOCKED client unblocked via CLIENT UNBLOCK",
-                                    )
-                                    .encode(proto, &mut self.output),
-                                }
-                            }
-                            Action::Close(frame) => {
-                                if let (Some(frame), false) = (frame, dropped) {
-                                    frame.encode(proto, &mut self.output);
-                                }
-                                close = true;
-                                break;
-                            }
-                        }
-                    }
-                    Ok(None) => break,
-                    Err(e) => {
-                        // As Redis: reply, then close; the stream cannot be resynchronised.
-                        tracing::info!(client = client.id, addr = %client.addr, error = %e, "protocol error");
-                        let text = format!("ERR {e}");
-                        self.server.command_stats.record_error(&text);
-                        if !self.session.replies_off {
-                            Frame::error(text).encode(self.session.proto, &mut self.output);
-                        }
+                match self.run_requests(&limits, &mut consumed) {
+                    Step::Drained | Step::Killed => break,
+                    Step::Close => {
                         close = true;
                         break;
                     }
-                }
-                if self.output.len() >= OUTPUT_FLUSH {
-                    self.flush().await?;
-                }
-                if client.is_killed() {
-                    break;
+                    Step::Flush => self.flush().await?,
+                    Step::Paused(wait) => {
+                        // Answer what came before, then hold this one. A shutdown or
+                        // CLIENT KILL does not wait for the pause.
+                        self.flush().await?;
+                        tokio::select! {
+                            _ = self.server.pause.wait(wait) => {}
+                            _ = stop.changed() => return Ok(()),
+                            _ = client.killed() => return Err(Ended::killed(&client)),
+                        }
+                    }
+                    Step::After(delay, frame) => {
+                        let proto = self.session.proto;
+                        self.flush().await?;
+                        match self.wait(delay, &mut stop).await? {
+                            None => return Ok(()),
+                            Some(Waited::Elapsed) => frame.encode(proto, &mut self.output),
+                            Some(Waited::UnblockedWithError) => {
+                                Frame::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+                                    .encode(proto, &mut self.output)
+                            }
+                        }
+                    }
                 }
             }
             self.input.drain(..consumed);

@@ -192,3 +192,69 @@ fn transactions_are_atomic_under_concurrency() {
     assert_eq!(run::<i64>(&mut c, &["GET", "b"]), 1200);
     assert_eq!(run::<i64>(&mut c, &["GET", "cas"]), 1200);
 }
+
+/// A connection holds the gate across a pipeline's commands (exclusively across a run
+/// of MSETs). Pipelines that mix MSETs, which run alone, with commands that share the
+/// gate must still never show a reader (pipelined MGETs) one key of an MSET without
+/// the other, nor lose an increment.
+#[test]
+fn pipelined_msets_run_alone_under_concurrency() {
+    let server = Server::start();
+    let port = server.port;
+    let stop = Arc::new(AtomicBool::new(false));
+    let client = move || {
+        redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    };
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (stop, mut c) = (stop.clone(), client());
+            std::thread::spawn(move || {
+                let mut checks = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let mut pipe = redis::pipe();
+                    for _ in 0..8 {
+                        pipe.cmd("MGET").arg("a").arg("b");
+                    }
+                    let pairs: Vec<(Option<String>, Option<String>)> = pipe.query(&mut c).unwrap();
+                    for (a, b) in pairs {
+                        assert_eq!(a, b, "MGET saw an MSET half done");
+                        checks += 1;
+                    }
+                }
+                checks
+            })
+        })
+        .collect();
+    let writers: Vec<_> = (0..3)
+        .map(|w| {
+            let mut c = client();
+            std::thread::spawn(move || {
+                for round in 0..150 {
+                    let mut pipe = redis::pipe();
+                    for i in 0..16 {
+                        let v = format!("{w}-{round}-{i}");
+                        pipe.cmd("MSET").arg("a").arg(&v).arg("b").arg(&v).ignore();
+                        if i % 5 == 4 {
+                            pipe.cmd("INCR").arg("n").ignore();
+                        }
+                    }
+                    pipe.query::<()>(&mut c).unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+    let mut c = client();
+    assert_eq!(run::<i64>(&mut c, &["GET", "n"]), 3 * 150 * 3);
+    let (a, b): (String, String) = redis::cmd("MGET").arg("a").arg("b").query(&mut c).unwrap();
+    assert_eq!(a, b);
+}

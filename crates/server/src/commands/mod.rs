@@ -40,6 +40,7 @@ use resp::{Frame, Protocol};
 
 use crate::clients::Client;
 use crate::db::Db;
+use crate::gate_hold::GateHold;
 use crate::keyspace_events;
 use crate::server::Server;
 use key_specs::{
@@ -466,8 +467,13 @@ pub fn writes(session: &Session, args: &[Vec<u8>]) -> bool {
 }
 
 /// Runs one request from a client. `args` is not empty.
-pub fn execute(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
-    let action = crate::tracking::as_caller(session.client.id, || run(server, session, args));
+pub fn execute(
+    server: &Server,
+    session: &mut Session,
+    args: &[Vec<u8>],
+    gate: &mut GateHold<'_>,
+) -> Action {
+    let action = crate::tracking::as_caller(session.client.id, || run(server, session, args, gate));
     if let Some(e) = action.error() {
         server.command_stats.record_error(e);
     }
@@ -483,7 +489,12 @@ pub fn execute(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Acti
     action
 }
 
-fn run(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
+fn run(
+    server: &Server,
+    session: &mut Session,
+    args: &[Vec<u8>],
+    gate: &mut GateHold<'_>,
+) -> Action {
     let Some((index, cmd)) = lookup(&args[0]) else {
         return refuse(session, unknown(args));
     };
@@ -542,12 +553,14 @@ fn run(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Action {
     remember_reads(server, session, index, stat, args);
     let started = Instant::now();
     let outcome = if cmd.flags & EXEC != 0 {
+        gate.release();
         transaction::exec(&mut Ctx { server, session }, args)
-    } else if cmd.flags & ALONE != 0 {
-        let _exclusive = server.gate.exclusive();
-        (cmd.run)(&mut Ctx { server, session }, args)
     } else {
-        let _shared = server.gate.shared();
+        if cmd.flags & ALONE != 0 {
+            gate.exclusive();
+        } else {
+            gate.shared();
+        }
         (cmd.run)(&mut Ctx { server, session }, args)
     };
     let action = outcome.unwrap_or_else(|e| Action::Reply(storage_error(&e)));

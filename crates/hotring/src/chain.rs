@@ -8,8 +8,7 @@ use std::sync::atomic::{AtomicIsize, Ordering as StdOrdering};
 
 use crossbeam_epoch::{self as epoch, Guard};
 
-use crate::hash::hash64;
-use crate::item::{Item, ItemPtr};
+use crate::item::{ring_hash, Item, ItemPtr};
 use crate::link::Link;
 use crate::stats::Counters;
 use crate::sync::{AtomicPtr, Ordering};
@@ -84,7 +83,7 @@ impl ChainingHash {
     }
 
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        let hash = hash64(key);
+        let hash = ring_hash(key);
         let guard = epoch::pin();
         let mut cur = self.item(self.bucket(hash).load(Ordering::Acquire), &guard);
         let mut visits = 0;
@@ -107,10 +106,10 @@ impl ChainingHash {
 
     /// Inserts or replaces. Returns true if the key was new.
     pub fn upsert(&self, key: &[u8], value: &[u8]) -> bool {
-        let hash = hash64(key);
+        let hash = ring_hash(key);
         let guard = epoch::pin();
         let bucket = self.bucket(hash);
-        let fresh = ItemPtr::alloc(hash, key, value, Link::to(std::ptr::null_mut(), 0));
+        let fresh = ItemPtr::alloc(hash, 0, key, value, Link::to(std::ptr::null_mut(), 0));
         'restart: loop {
             let first = Link(bucket.load(Ordering::Acquire));
             let (mut pred, mut pred_link) = (bucket, first);

@@ -7,14 +7,14 @@
 
 use std::collections::HashMap;
 
-use crate::hash::hash64;
 use crate::index::HotRing;
+use crate::item::ring_hash;
 
 impl HotRing {
     /// `key`'s estimated share of recent accesses (between 0 and 1): 0 unless it is
     /// among the keys the hot-key tables track.
     pub fn access_share(&self, key: &[u8]) -> f64 {
-        let hash = hash64(key);
+        let hash = ring_hash(key);
         let (mut count, mut total) = (0.0, 0.0);
         for stripe in self.counters.stripes() {
             let (entries, samples) = stripe.hot.read();
@@ -54,7 +54,7 @@ impl HotRing {
             }
             let mut keys = Vec::new();
             self.scan(hash, 1, |k, _, _| {
-                if hash64(k) == hash {
+                if ring_hash(k) == hash {
                     keys.push(k.to_vec());
                 }
             });

@@ -15,8 +15,7 @@ use std::sync::Mutex;
 use crossbeam_epoch::{self as epoch, Guard};
 
 use crate::directory::{first_hash, Directory, SlotRef};
-use crate::hash::hash64;
-use crate::item::{ItemPtr, INLINE_VALUE_MAX};
+use crate::item::{ring_hash, ItemPtr, CLOCK_MASK, INLINE_VALUE_MAX};
 use crate::link::{Head, Link};
 use crate::stats::{Counters, Stats};
 use crate::sync::{AtomicPtr, Ordering};
@@ -100,6 +99,8 @@ pub struct HotRing {
     pub(crate) split_lock: Mutex<()>,
     pub(crate) counters: Counters,
     pub(crate) splits: std::sync::atomic::AtomicU64,
+    /// The access clock that reads and writes stamp on items (`set_clock`).
+    clock: std::sync::atomic::AtomicU32,
 }
 
 /// Where a key belongs: `pred` (unmarked when read) links to `cur`, and
@@ -174,6 +175,7 @@ impl HotRing {
             split_lock: Mutex::new(()),
             counters: Counters::new(),
             splits: Default::default(),
+            clock: Default::default(),
         }
     }
 
@@ -218,20 +220,23 @@ impl HotRing {
 
     /// Calls `f` with the value stored under `key`.
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        let hash = hash64(key);
+        let hash = ring_hash(key);
         let guard = epoch::pin();
         let slot = self.slot_for(hash, &guard);
         let head = slot.load_head();
         let (found, visits, hot) = self.search(slot, head, hash, key, &guard);
         self.after_access(slot, head, found, hot, visits, hash, &guard);
-        found.map(|item| item.with_value(f))
+        found.map(|item| {
+            item.stamp(self.now());
+            item.with_value(f)
+        })
     }
 
     /// Calls `f` with the value stored under `key` and its heat (as [`HotRing::scan`]
     /// reports it), without counting an access: for looking at keys to evict, which
     /// must not warm them.
     pub fn peek_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8], u16) -> R) -> Option<R> {
-        let hash = hash64(key);
+        let hash = ring_hash(key);
         let guard = epoch::pin();
         let slot = self.slot_for(hash, &guard);
         let head = slot.load_head();
@@ -244,6 +249,34 @@ impl HotRing {
             };
             item.with_value(|v| f(v, heat))
         })
+    }
+
+    /// Sets the access clock, in whatever units the caller keeps (the server: seconds,
+    /// as Redis's LRU clock), modulo 2^24. Reads through [`HotRing::get_with`] and every
+    /// write stamp the item they reach with it; [`HotRing::idle`] tells how long ago
+    /// that was. The index never reads a clock itself: a clock read costs as much as a
+    /// lookup, so the caller advances this one now and then (the server, ten times a
+    /// second). Until it is first set, every key's idle time is 0.
+    pub fn set_clock(&self, now: u32) {
+        let now = now & CLOCK_MASK as u32;
+        if self.clock.load(StdOrdering::Relaxed) != now {
+            self.clock.store(now, StdOrdering::Relaxed);
+        }
+    }
+
+    #[inline]
+    pub(crate) fn now(&self) -> u32 {
+        self.clock.load(StdOrdering::Relaxed)
+    }
+
+    /// How long ago, in the clock's units, `key` was last read or written, modulo 2^24;
+    /// the same lookup as [`HotRing::peek_with`], so asking does not count as an access.
+    pub fn idle(&self, key: &[u8]) -> Option<u32> {
+        let hash = ring_hash(key);
+        let guard = epoch::pin();
+        let slot = self.slot_for(hash, &guard);
+        let (found, _, _) = self.search(slot, slot.load_head(), hash, key, &guard);
+        found.map(|item| self.now().wrapping_sub(item.clock()) & CLOCK_MASK as u32)
     }
 
     /// The value stored under `key`.
@@ -397,7 +430,7 @@ impl HotRing {
     }
 
     fn write(&self, key: &[u8], value: &[u8], mode: WriteMode) -> Written {
-        let hash = hash64(key);
+        let hash = ring_hash(key);
         let guard = epoch::pin();
         if mode != WriteMode::Insert
             && value.len() <= INLINE_VALUE_MAX
@@ -418,6 +451,7 @@ impl HotRing {
                     }
                     if cur.is_inline() && cur.value_len() == value.len() {
                         if cur.write_in_place(value) {
+                            cur.stamp(self.now());
                             let hot = head.target() == cur.as_raw();
                             self.after_access(slot, head, Some(cur), hot, pos.visits, hash, &guard);
                             break Written::Updated;
@@ -491,6 +525,7 @@ impl HotRing {
         if !(item.is_inline() && item.value_len() == value.len() && item.write_in_place(value)) {
             return false;
         }
+        item.stamp(self.now());
         self.after_access(slot, head, Some(item), hot, visits, hash, guard);
         true
     }
@@ -513,7 +548,13 @@ impl HotRing {
     }
 
     fn alloc(&self, hash: u64, key: &[u8], value: &[u8]) -> ItemPtr {
-        ItemPtr::alloc(hash, key, value, Link::to(std::ptr::null_mut(), 0))
+        ItemPtr::alloc(
+            hash,
+            self.now(),
+            key,
+            value,
+            Link::to(std::ptr::null_mut(), 0),
+        )
     }
 
     /// RCU: replaces `cur` (whose `next` was `cur_link`) by `new`. Returns false if
@@ -578,7 +619,7 @@ impl HotRing {
 
     /// Removes `key` if `pred` accepts its current value. Returns whether it removed.
     pub fn remove_if(&self, key: &[u8], pred: impl Fn(&[u8]) -> bool) -> bool {
-        let hash = hash64(key);
+        let hash = ring_hash(key);
         let guard = epoch::pin();
         loop {
             let slot = self.slot_for(hash, &guard);
@@ -616,7 +657,7 @@ impl HotRing {
 
     /// Replaces the value of `key` with `new` if it is currently `expected`.
     pub fn compare_and_set(&self, key: &[u8], expected: &[u8], new: &[u8]) -> bool {
-        let hash = hash64(key);
+        let hash = ring_hash(key);
         let guard = epoch::pin();
         loop {
             let slot = self.slot_for(hash, &guard);
@@ -653,6 +694,7 @@ impl HotRing {
                     .value_word
                     .store(crate::item::pack_inline(new), Ordering::Release);
                 cur.end_write();
+                cur.stamp(self.now());
                 return true;
             }
             // Different length: replace the version while holding its write slot, so no

@@ -12,10 +12,27 @@ use crate::sync::{AtomicPtr, AtomicU64, Ordering};
 /// Values of this many bytes or fewer are stored inline and updated in place.
 pub const INLINE_VALUE_MAX: usize = 8;
 
+/// The low bits of an item's hash word are its access clock (see
+/// [`HotRing::set_clock`](crate::HotRing::set_clock)): the time of its last access in
+/// the caller's units, modulo 2^24 (194 days of seconds, as Redis's LRU clock). The
+/// ring order and the directory use the high 40 bits, which no ring outgrows
+/// (`MAX_DEPTH`); keys that agree in them are ordered by their bytes.
+pub(crate) const CLOCK_BITS: u32 = 24;
+pub(crate) const CLOCK_MASK: u64 = (1 << CLOCK_BITS) - 1;
+
+/// A key's hash as the index orders and places it.
+#[inline]
+pub(crate) fn ring_hash(key: &[u8]) -> u64 {
+    crate::hash::hash64(key) & !CLOCK_MASK
+}
+
 #[repr(C)]
 pub(crate) struct Item {
     pub(crate) next: AtomicPtr<Item>,
-    pub(crate) hash: u64,
+    /// The hash (high bits) and the access clock (`CLOCK_MASK`). The hash never changes;
+    /// the clock is a hint that any reader may overwrite, so it is std's atomic even
+    /// in the shuttle build, where each access of shuttle's is a scheduling point.
+    hash_and_clock: std::sync::atomic::AtomicU64,
     /// Inline value bytes (little-endian packed) when `value_len <= 8`.
     pub(crate) value_word: AtomicU64,
     key_len: u32,
@@ -49,7 +66,9 @@ pub(crate) fn pack_inline(value: &[u8]) -> u64 {
 
 impl ItemPtr {
     /// Allocates an item whose `next` is `next`. The caller owns it until it is published.
-    pub(crate) fn alloc(hash: u64, key: &[u8], value: &[u8], next: Link) -> ItemPtr {
+    /// `hash` as [`ring_hash`] gives it; the item's clock starts at `clock`.
+    pub(crate) fn alloc(hash: u64, clock: u32, key: &[u8], value: &[u8], next: Link) -> ItemPtr {
+        debug_assert_eq!(hash & CLOCK_MASK, 0, "a ring hash has no clock bits");
         let key_len = u32::try_from(key.len()).expect("key longer than 4 GiB");
         let value_len = u32::try_from(value.len()).expect("value longer than 4 GiB");
         let layout = layout(key.len(), value.len());
@@ -74,7 +93,9 @@ impl ItemPtr {
         unsafe {
             raw.write(Item {
                 next: AtomicPtr::new(next.0),
-                hash,
+                hash_and_clock: std::sync::atomic::AtomicU64::new(
+                    hash | (u64::from(clock) & CLOCK_MASK),
+                ),
                 value_word: AtomicU64::new(inline),
                 key_len,
                 value_len,
@@ -90,7 +111,7 @@ impl ItemPtr {
 
     /// A rehash item (ring sentinel): no key, no value, `REHASH` set for life.
     pub(crate) fn alloc_sentinel(hash: u64, next: *mut Item) -> ItemPtr {
-        Self::alloc(hash, &[], &[], Link::to(next, Link::REHASH))
+        Self::alloc(hash, 0, &[], &[], Link::to(next, Link::REHASH))
     }
 
     /// Frees the item.
@@ -151,7 +172,26 @@ impl ItemPtr {
 
     #[inline]
     pub(crate) fn hash(&self) -> u64 {
-        self.header().hash
+        self.header().hash_and_clock.load(Ordering::Relaxed) & !CLOCK_MASK
+    }
+
+    /// The access clock at the item's last stamped access.
+    #[inline]
+    pub(crate) fn clock(&self) -> u32 {
+        (self.header().hash_and_clock.load(Ordering::Relaxed) & CLOCK_MASK) as u32
+    }
+
+    /// Records an access at `clock`. Written only when the clock moved since the last
+    /// one, so a hot item's cache line is not rewritten by every read of it.
+    #[inline]
+    pub(crate) fn stamp(&self, clock: u32) {
+        let word = &self.header().hash_and_clock;
+        let current = word.load(Ordering::Relaxed);
+        let clock = u64::from(clock) & CLOCK_MASK;
+        if current & CLOCK_MASK != clock {
+            // Racing stamps all write the same hash bits and a recent clock.
+            word.store((current & !CLOCK_MASK) | clock, Ordering::Relaxed);
+        }
     }
 
     #[inline]

@@ -448,3 +448,39 @@ fn random_movement_follows_a_single_hotspot() {
     }
     assert!(index.stats().head_hit_rate > 0.99);
 }
+
+#[test]
+fn reads_and_writes_stamp_the_access_clock_and_looking_does_not() {
+    let index = HotRing::new();
+    index.set_clock(100);
+    assert!(index.insert(b"short", b"1"));
+    assert!(index.insert(b"long", &[7; 40]));
+    index.set_clock(130);
+    assert_eq!(index.idle(b"short"), Some(30));
+    assert_eq!(index.idle(b"long"), Some(30));
+    assert_eq!(index.idle(b"absent"), None);
+    // Asking, and peeking (what eviction does), leave the clock alone.
+    assert_eq!(
+        index.peek_with(b"short", |v, _| v.to_vec()),
+        Some(b"1".to_vec())
+    );
+    assert_eq!(index.idle(b"short"), Some(30));
+    assert_eq!(index.get(b"short"), Some(b"1".to_vec()));
+    assert_eq!(index.idle(b"short"), Some(0));
+    assert_eq!(index.idle(b"long"), Some(30));
+    index.set_clock(140);
+    // An in-place write, an RCU write and a compare-and-set each stamp.
+    assert!(index.update(b"short", b"2"));
+    assert_eq!(index.idle(b"short"), Some(0));
+    assert!(index.update(b"long", &[8; 40]));
+    assert_eq!(index.idle(b"long"), Some(0));
+    index.set_clock(150);
+    assert!(index.compare_and_set(b"short", b"2", b"3"));
+    assert_eq!(index.idle(b"short"), Some(0));
+    assert_eq!(index.idle(b"long"), Some(10));
+    // The clock has 24 bits and wraps, as Redis's LRU clock does.
+    index.set_clock((1 << 24) - 3);
+    assert!(index.contains_key(b"long"));
+    index.set_clock(2);
+    assert_eq!(index.idle(b"long"), Some(5));
+}

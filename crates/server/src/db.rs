@@ -50,7 +50,10 @@ pub struct Db {
 
 impl Default for Db {
     fn default() -> Self {
-        Db::on(Store::Memory(HotRing::new()))
+        let db = Db::on(Store::Memory(HotRing::new()));
+        // Keys written before the server's first tick get today's clock, not 0.
+        db.set_clock(now_ms() / 1000);
+        db
     }
 }
 
@@ -95,7 +98,23 @@ impl Db {
 
     /// The live entry of `key`.
     pub fn get(&self, key: &[u8]) -> Result<Option<Entry>> {
-        let Some(stored) = self.stored(key)? else {
+        let stored = self.stored(key)?;
+        self.live(key, stored)
+    }
+
+    /// The live entry of `key`, leaving its access clock (OBJECT IDLETIME) as it was,
+    /// as Redis's lookups with `LOOKUP_NOTOUCH` do (EXISTS, TYPE, OBJECT).
+    pub fn peek(&self, key: &[u8]) -> Result<Option<Entry>> {
+        let stored = match &self.store {
+            Store::Memory(index) => index.peek_with(key, |v, _| v.to_vec()),
+            Store::Engine(store) => store.get(key)?,
+        };
+        self.live(key, stored)
+    }
+
+    /// `stored` (what `key` holds) decoded if it has not expired; deleted if it has.
+    fn live(&self, key: &[u8], stored: Option<Vec<u8>>) -> Result<Option<Entry>> {
+        let Some(stored) = stored else {
             return Ok(None);
         };
         if Entry::stored_deadline(&stored).is_some_and(|d| d < now_ms()) {
@@ -663,11 +682,25 @@ impl Db {
             let Some(sampled) = self.sample(1)?.pop() else {
                 return Ok(None);
             };
-            if self.contains(&sampled.key)? {
+            if self.peek(&sampled.key)?.is_some() {
                 return Ok(Some(sampled.key));
             }
         }
         Ok(None)
+    }
+
+    /// Seconds since `key` was last read or written (OBJECT IDLETIME), modulo 2^24 as in
+    /// Redis; `None` if the store keeps no access clock (an engine) or holds no `key`.
+    pub fn idle_seconds(&self, key: &[u8]) -> Option<u32> {
+        self.index().and_then(|index| index.idle(key))
+    }
+
+    /// Advances the access clock that reads and writes stamp on keys: seconds, as
+    /// Redis's LRU clock.
+    pub fn set_clock(&self, unix_seconds: u64) {
+        if let Some(index) = self.index() {
+            index.set_clock(unix_seconds as u32);
+        }
     }
 
     /// The HotRing index, where key heat is known; `None` on an engine.

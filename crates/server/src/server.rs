@@ -247,6 +247,7 @@ impl Server {
         loop {
             tick.tick().await;
             self.refresh_memory();
+            self.db.set_clock(crate::entry::now_ms() / 1000);
             n += 1;
             if n.is_multiple_of(10) {
                 let c = &self.clients;

@@ -256,3 +256,50 @@ fn lcs_refuses_a_table_larger_than_a_value_may_be() {
     let _: () = run(&mut c, &["CONFIG", "SET", "proto-max-bulk-len", "512mb"]);
     assert_eq!(run::<i64>(&mut c, &["LCS", "a", "b", "LEN"]), 999);
 }
+
+#[test]
+fn object_idletime_counts_seconds_since_the_last_access() {
+    // As Redis's own test of TOUCH: idle for 3 s, then an access starts it again.
+    // EXISTS, TYPE, TTL, RANDOMKEY and OBJECT only look (LOOKUP_NOTOUCH in Redis).
+    let server = Server::start_memory(&[]);
+    let mut c = server.client();
+    let _: () = run(&mut c, &["SET", "foo", "bar"]);
+    let _: () = run(&mut c, &["SET", "n", "1"]);
+    assert!(run::<i64>(&mut c, &["OBJECT", "IDLETIME", "foo"]) <= 1);
+    std::thread::sleep(std::time::Duration::from_millis(3000));
+    for look in [
+        &["EXISTS", "foo"][..],
+        &["TYPE", "foo"],
+        &["TTL", "foo"],
+        &["PTTL", "foo"],
+        &["RANDOMKEY"],
+        &["OBJECT", "ENCODING", "foo"],
+    ] {
+        let _: redis::Value = run(&mut c, look);
+    }
+    let idle: i64 = run(&mut c, &["OBJECT", "IDLETIME", "foo"]);
+    assert!(idle >= 2, "idle {idle} s after 3 s and only looks");
+    assert_eq!(run::<i64>(&mut c, &["TOUCH", "foo", "nokey"]), 1);
+    assert!(run::<i64>(&mut c, &["OBJECT", "IDLETIME", "foo"]) <= 1);
+    let _: String = run(&mut c, &["GET", "n"]);
+    assert!(run::<i64>(&mut c, &["OBJECT", "IDLETIME", "n"]) <= 1);
+    let none: Option<i64> = run(&mut c, &["OBJECT", "IDLETIME", "nokey"]);
+    assert_eq!(none, None);
+    // An LFU policy tracks frequency instead, as in Redis.
+    let _: () = run(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"],
+    );
+    assert!(run_err(&mut c, &["OBJECT", "IDLETIME", "foo"])
+        .starts_with("ERR An LFU maxmemory policy is selected"));
+}
+
+#[test]
+fn object_idletime_on_the_lsm_engine_says_what_it_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir, &[]);
+    let mut c = server.client();
+    let _: () = run(&mut c, &["SET", "foo", "bar"]);
+    let e = run_err(&mut c, &["OBJECT", "IDLETIME", "foo"]);
+    assert!(e.contains("--engine memory"), "{e}");
+}

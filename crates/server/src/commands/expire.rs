@@ -155,9 +155,10 @@ pub fn pexpireat(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     set_expiry(ctx, args, 1, true, "pexpireat")
 }
 
-/// -2 for a missing key, -1 for one without a deadline, else `f(deadline)`.
+/// -2 for a missing key, -1 for one without a deadline, else `f(deadline)`. Not an
+/// access of the key (OBJECT IDLETIME goes on), as in Redis.
 fn deadline_reply(ctx: &mut Ctx, key: &[u8], f: impl Fn(u64) -> i64) -> Reply {
-    match ctx.read(key)? {
+    match ctx.read_untouched(key)? {
         None => int(-2),
         Some(e) => int(e.deadline.map_or(-1, f)),
     }

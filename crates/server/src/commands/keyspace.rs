@@ -10,7 +10,7 @@ use super::{
 
 /// Every value is a string so far.
 pub fn type_of(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let kind = if ctx.exists(&args[1])? {
+    let kind = if ctx.exists_untouched(&args[1])? {
         "string"
     } else {
         "none"

@@ -172,6 +172,18 @@ impl Ctx<'_> {
         Ok(found)
     }
 
+    /// [`Ctx::read`] without counting an access on the key (see [`Db::peek`]).
+    fn read_untouched(&self, key: &[u8]) -> engine::Result<Option<crate::entry::Entry>> {
+        let found = self.db().peek(key)?;
+        self.hit(key, found.is_some());
+        Ok(found)
+    }
+
+    /// [`Ctx::exists`] without counting an access on the key (see [`Db::peek`]).
+    fn exists_untouched(&self, key: &[u8]) -> engine::Result<bool> {
+        Ok(self.read_untouched(key)?.is_some())
+    }
+
     /// Queues a keyspace notification (see [`crate::keyspace_events`]).
     fn notify(&self, class: u32, event: &'static str, key: &[u8]) {
         self.db().events.fire(class, event, key);
@@ -350,7 +362,7 @@ const TABLE: &[Command] = &[
     cmd("del", -2, WRITE, &[every(RM | DELETE)], KEYSPACE, del::del),
     cmd("unlink", -2, WRITE | FAST, &[every(RM | DELETE)], KEYSPACE, del::del),
     cmd("exists", -2, R | FAST, &[every(RO)], KEYSPACE, exists::exists),
-    cmd("touch", -2, R | FAST, &[every(RO)], KEYSPACE, exists::exists),
+    cmd("touch", -2, R | FAST, &[every(RO)], KEYSPACE, exists::touch),
     cmd("type", 2, R | FAST, &[first(RO)], KEYSPACE, keyspace::type_of),
     cmd("rename", 3, WRITE | ALONE, &[first(RW | ACCESS | DELETE), range(OW | UPDATE, 2, 0, 1)], KEYSPACE, keyspace::rename),
     cmd("renamenx", 3, WRITE | ALONE | FAST, &[first(RW | ACCESS | DELETE), range(OW | INSERT, 2, 0, 1)], KEYSPACE, keyspace::renamenx),

@@ -16,10 +16,10 @@ const EMBSTR_MAX: usize = 44;
 /// policy needs a per-key clock; OBJECT REFCOUNT then reports `i32::MAX`.
 const SHARED_INTEGERS: i64 = 10_000;
 
-/// The entry OBJECT describes: a read for the statistics, but no `keymiss` event,
-/// as in Redis.
+/// The entry OBJECT describes: a read for the statistics, but no `keymiss` event and
+/// no access (its idle time goes on), as in Redis.
 fn read(ctx: &Ctx, key: &[u8]) -> engine::Result<Option<crate::entry::Entry>> {
-    let found = ctx.db().get(key)?;
+    let found = ctx.db().peek(key)?;
     ctx.count_read(found.is_some());
     Ok(found)
 }
@@ -66,10 +66,13 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                      note that when switching between policies at runtime LRU and LFU data \
                      will take some time to adjust.",
                 ),
-                _ => error(
-                    "ERR hotkv keeps no per-key access clock; its index ranks keys by sampled \
-                     accesses instead: see HOTKEYS, or OBJECT FREQ under an LFU policy",
-                ),
+                _ => match ctx.db().idle_seconds(key) {
+                    Some(idle) => int(idle.into()),
+                    None => error(
+                        "ERR the lsm engine keeps no per-key access clock: OBJECT IDLETIME \
+                         needs --engine memory; HOTKEYS ranks keys by access on either engine",
+                    ),
+                },
             }
         }
         _ => super::bad_subcommand("object", &args[1]),

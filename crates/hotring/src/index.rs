@@ -103,6 +103,17 @@ pub struct HotRing {
     clock: std::sync::atomic::AtomicU32,
 }
 
+/// What the index knows of a key's recent accesses, for ranking keys to evict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// `u16::MAX` for an item a head points at (the hottest of its ring), else the
+    /// accesses hotspot detection has counted on it lately (in the current sampling
+    /// round, or cold accesses since the ring's last round); most items have 0.
+    pub heat: u16,
+    /// Clock units (see [`HotRing::set_clock`]) since its last read or write, modulo 2^24.
+    pub idle: u32,
+}
+
 /// Where a key belongs: `pred` (unmarked when read) links to `cur`, and
 /// `pred < key <= cur` in ring order. `cur_link` is `cur`'s unmarked `next` as read.
 pub(crate) struct Position {
@@ -232,22 +243,18 @@ impl HotRing {
         })
     }
 
-    /// Calls `f` with the value stored under `key` and its heat (as [`HotRing::scan`]
-    /// reports it), without counting an access: for looking at keys to evict, which
-    /// must not warm them.
-    pub fn peek_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8], u16) -> R) -> Option<R> {
+    /// Calls `f` with the value stored under `key` and what is known of its accesses,
+    /// without counting an access: for looking at keys to evict, which must not warm
+    /// them, and at a key's idle time, which must not restart it.
+    pub fn peek_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8], Access) -> R) -> Option<R> {
         let hash = ring_hash(key);
         let guard = epoch::pin();
         let slot = self.slot_for(hash, &guard);
         let head = slot.load_head();
         let (found, _, at_head) = self.search(slot, head, hash, key, &guard);
         found.map(|item| {
-            let heat = if at_head {
-                u16::MAX
-            } else {
-                item.load_next().counter()
-            };
-            item.with_value(|v| f(v, heat))
+            let access = self.access_of(item, at_head);
+            item.with_value(|v| f(v, access))
         })
     }
 
@@ -272,11 +279,19 @@ impl HotRing {
     /// How long ago, in the clock's units, `key` was last read or written, modulo 2^24;
     /// the same lookup as [`HotRing::peek_with`], so asking does not count as an access.
     pub fn idle(&self, key: &[u8]) -> Option<u32> {
-        let hash = ring_hash(key);
-        let guard = epoch::pin();
-        let slot = self.slot_for(hash, &guard);
-        let (found, _, _) = self.search(slot, slot.load_head(), hash, key, &guard);
-        found.map(|item| self.now().wrapping_sub(item.clock()) & CLOCK_MASK as u32)
+        self.peek_with(key, |_, access| access.idle)
+    }
+
+    /// What the index knows of `item`'s accesses; `at_head` if a head points at it.
+    pub(crate) fn access_of(&self, item: ItemPtr, at_head: bool) -> Access {
+        Access {
+            heat: if at_head {
+                u16::MAX
+            } else {
+                item.load_next().counter()
+            },
+            idle: self.now().wrapping_sub(item.clock()) & CLOCK_MASK as u32,
+        }
     }
 
     /// The value stored under `key`.

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 
 use crossbeam_epoch as epoch;
 
-use crate::index::HotRing;
+use crate::index::{Access, HotRing};
 use crate::link::Link;
 
 const BATCH: usize = 64;
@@ -86,15 +86,13 @@ impl HotRing {
     /// next call, or `None` at the end. Keys present for a whole sequence of calls are
     /// seen exactly once, across any splits, as with [`HotRing::iter`].
     ///
-    /// `f` also gets the entry's *heat*, for ranking keys to evict: `u16::MAX` for an
-    /// item a head points at (the hottest of its ring), else the accesses hotspot
-    /// detection has counted on it lately (in the current sampling round, or cold
-    /// accesses since the ring's last round); most entries have 0.
+    /// `f` also gets what is known of the entry's accesses ([`Access`]), for ranking
+    /// keys to evict.
     pub fn scan(
         &self,
         from: u64,
         count: usize,
-        mut f: impl FnMut(&[u8], &[u8], u16),
+        mut f: impl FnMut(&[u8], &[u8], Access),
     ) -> Option<u64> {
         let guard = epoch::pin();
         let mut cur = Some(self.slot_for(from, &guard).sentinel());
@@ -108,8 +106,8 @@ impl HotRing {
                 }
                 let is_head =
                     self.slot_for(item.hash(), &guard).load_head().target() == item.as_raw();
-                let heat = if is_head { u16::MAX } else { link.counter() };
-                item.with_value(|v| f(item.key(), v, heat));
+                let access = self.access_of(item, is_head);
+                item.with_value(|v| f(item.key(), v, access));
                 seen += 1;
                 last_hash = Some(item.hash());
             }

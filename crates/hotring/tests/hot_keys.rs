@@ -84,10 +84,10 @@ fn peeking_reports_heat_without_counting_an_access() {
         assert!(index.get(&key(7)).is_some());
     }
     assert_eq!(
-        index.peek_with(&key(7), |v, heat| (v.to_vec(), heat)),
+        index.peek_with(&key(7), |v, access| (v.to_vec(), access.heat)),
         Some((b"v".to_vec(), u16::MAX))
     );
-    assert_eq!(index.peek_with(&key(99_999), |_, heat| heat), None);
+    assert_eq!(index.peek_with(&key(99_999), |_, access| access.heat), None);
     index.reset_access_stats();
     for i in 0..5_000 {
         assert!(index.peek_with(&key(i), |_, _| ()).is_some());

@@ -13,7 +13,7 @@
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use engine::Result;
-use hotring::HotRing;
+use hotring::{Access, HotRing};
 
 use crate::engine_store::EngineStore;
 use crate::entry::{now_ms, Entry};
@@ -565,7 +565,7 @@ fn remove_all(index: &HotRing, mut removed: impl FnMut(&[u8])) {
 
 /// Scans at least `n` entries of `index` from a random hash, wrapping around once if
 /// that point was near the end.
-fn scan_from_random_point(index: &HotRing, n: usize, f: &mut impl FnMut(&[u8], &[u8], u16)) {
+fn scan_from_random_point(index: &HotRing, n: usize, f: &mut impl FnMut(&[u8], &[u8], Access)) {
     if index.scan(rand::random(), n, &mut *f).is_none() {
         index.scan(0, n, f);
     }
@@ -577,35 +577,39 @@ const STATS_SAMPLE_ITEMS: usize = 16_384;
 /// A key met by [`Db::sample`] or [`Db::sample_volatile`].
 pub struct Sampled {
     pub key: Vec<u8>,
-    pub heat: u16,
+    /// What the index knows of the key's accesses; nothing (0 heat, 0 idle) on an engine.
+    pub access: Access,
     /// Bytes of key and stored value, plus a rough per-item overhead.
     pub bytes: usize,
     pub deadline: Option<u64>,
 }
 
+/// What a sampled key's accesses read as on an engine, which does not track them.
+const UNTRACKED: Access = Access { heat: 0, idle: 0 };
+
 /// Index overhead per item beyond key and value: header, link and directory share.
 const ITEM_OVERHEAD: usize = 48;
 
 impl Db {
-    /// Up to `n` keys that follow a random point of the key space, with their heat
-    /// (always 0 on an engine, which does not track it).
+    /// Up to `n` keys that follow a random point of the key space, with what the index
+    /// knows of their accesses (nothing on an engine, which does not track them).
     pub fn sample(&self, n: usize) -> Result<Vec<Sampled>> {
-        let sampled = |k: &[u8], v: &[u8], heat: u16| Sampled {
+        let sampled = |k: &[u8], v: &[u8], access: Access| Sampled {
             key: k.to_vec(),
-            heat,
+            access,
             bytes: k.len() + v.len() + ITEM_OVERHEAD,
             deadline: Entry::stored_deadline(v),
         };
         let mut out = Vec::with_capacity(n);
         match &self.store {
-            Store::Memory(index) => scan_from_random_point(index, n, &mut |k, v, heat| {
+            Store::Memory(index) => scan_from_random_point(index, n, &mut |k, v, access| {
                 if out.len() < n {
-                    out.push(sampled(k, v, heat))
+                    out.push(sampled(k, v, access))
                 }
             }),
             Store::Engine(store) => {
                 for (k, v) in store.sample(n)? {
-                    out.push(sampled(&k, &v, 0));
+                    out.push(sampled(&k, &v, UNTRACKED));
                 }
             }
         }
@@ -613,7 +617,7 @@ impl Db {
     }
 
     /// Up to `n` keys with deadlines that follow a random point of the key space, with
-    /// their heat in the main index (for the volatile-* eviction policies).
+    /// their accesses in the main index (for the volatile-* eviction policies).
     pub fn sample_volatile(&self, n: usize) -> Result<Vec<Sampled>> {
         let mut keys = Vec::with_capacity(n);
         scan_from_random_point(&self.volatile, n, &mut |k, _, _| {
@@ -624,27 +628,27 @@ impl Db {
         let mut out = Vec::with_capacity(keys.len());
         for key in keys {
             let found = match &self.store {
-                Store::Memory(index) => index.peek_with(&key, |v, heat| {
+                Store::Memory(index) => index.peek_with(&key, |v, access| {
                     (
                         key.len() + v.len() + ITEM_OVERHEAD,
-                        heat,
+                        access,
                         Entry::stored_deadline(v),
                     )
                 }),
                 Store::Engine(store) => store.get(&key)?.map(|v| {
                     (
                         key.len() + v.len() + ITEM_OVERHEAD,
-                        0,
+                        UNTRACKED,
                         Entry::stored_deadline(&v),
                     )
                 }),
             };
             // Stale hints (the key is gone or lost its deadline) are skipped here
             // and dropped by the expiry cycle.
-            if let Some((bytes, heat, Some(deadline))) = found {
+            if let Some((bytes, access, Some(deadline))) = found {
                 out.push(Sampled {
                     key,
-                    heat,
+                    access,
                     bytes,
                     deadline: Some(deadline),
                 });

@@ -53,9 +53,12 @@ fn victim(policy: Policy, sample: &[Sampled]) -> Option<&Sampled> {
         Policy::NoEviction => None,
         Policy::AllKeysRandom | Policy::VolatileRandom => sample.first(),
         Policy::VolatileTtl => sample.iter().min_by_key(|s| s.deadline),
-        Policy::AllKeysLru | Policy::AllKeysLfu | Policy::VolatileLru | Policy::VolatileLfu => {
-            sample.iter().min_by_key(|s| s.heat)
-        }
+        // The key idle longest, as Redis's LRU; between keys last touched in the same
+        // second, the colder by hotspot detection's count.
+        Policy::AllKeysLru | Policy::VolatileLru => sample
+            .iter()
+            .max_by_key(|s| (s.access.idle, std::cmp::Reverse(s.access.heat))),
+        Policy::AllKeysLfu | Policy::VolatileLfu => sample.iter().min_by_key(|s| s.access.heat),
     }
 }
 
@@ -298,10 +301,10 @@ impl Server {
 mod tests {
     use super::*;
 
-    fn sampled(key: &str, heat: u16, deadline: Option<u64>) -> Sampled {
+    fn sampled(key: &str, heat: u16, idle: u32, deadline: Option<u64>) -> Sampled {
         Sampled {
             key: key.into(),
-            heat,
+            access: hotring::Access { heat, idle },
             bytes: 100,
             deadline,
         }
@@ -310,13 +313,16 @@ mod tests {
     #[test]
     fn each_policy_picks_its_victim() {
         let sample = [
-            sampled("warm-soon", 5, Some(2_000)),
-            sampled("cold-late", 0, Some(9_000)),
-            sampled("hot-sooner", u16::MAX, Some(1_000)),
+            sampled("warm-soon", 5, 3, Some(2_000)),
+            sampled("cold-late", 0, 1, Some(9_000)),
+            sampled("hot-sooner", u16::MAX, 0, Some(1_000)),
+            sampled("idle-warm", 7, 60, Some(3_000)),
+            sampled("idle-cold", 2, 60, Some(4_000)),
         ];
         let pick = |p| victim(p, &sample).map(|s| String::from_utf8(s.key.clone()).unwrap());
         assert_eq!(pick(Policy::VolatileTtl).as_deref(), Some("hot-sooner"));
-        assert_eq!(pick(Policy::VolatileLru).as_deref(), Some("cold-late"));
+        assert_eq!(pick(Policy::VolatileLru).as_deref(), Some("idle-cold"));
+        assert_eq!(pick(Policy::AllKeysLru).as_deref(), Some("idle-cold"));
         assert_eq!(pick(Policy::AllKeysLfu).as_deref(), Some("cold-late"));
         assert_eq!(pick(Policy::AllKeysRandom).as_deref(), Some("warm-soon"));
         assert_eq!(pick(Policy::NoEviction), None);

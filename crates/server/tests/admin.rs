@@ -1321,3 +1321,40 @@ fn a_synchronous_flush_and_memory_purge_hand_freed_memory_back() {
         "ERR wrong number of arguments for 'memory|purge' command"
     );
 }
+
+#[test]
+fn allkeys_lru_evicts_the_keys_idle_longest() {
+    // Half the keys last touched 2 s before the other half: sampling five keys at a
+    // time and evicting the one idle longest, as Redis does, takes nearly only old
+    // ones. Ranking by hotspot heat alone (0 for every key here) took either half.
+    let server = Server::start_memory(&[]);
+    let mut c = server.client();
+    fill(&mut c, "old", 1000);
+    std::thread::sleep(std::time::Duration::from_millis(2200));
+    fill(&mut c, "new", 1000);
+    run::<()>(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+    );
+    let used: u64 = info_field(&mut c, "used_memory").parse().unwrap();
+    run::<()>(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory", &(used - 40_000).to_string()],
+    );
+    assert!(
+        eventually(5, || {
+            let _: () = run(&mut c, &["SET", "k", "v"]);
+            info_field(&mut c, "evicted_keys").parse::<u64>().unwrap() >= 150
+        }),
+        "nothing evicted"
+    );
+    run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "0"]);
+    let gone = |prefix: &str, c: &mut redis::Connection| {
+        (0..1000)
+            .filter(|i| run::<i64>(c, &["EXISTS", &format!("{prefix}:{i}")]) == 0)
+            .count()
+    };
+    let (old, new) = (gone("old", &mut c), gone("new", &mut c));
+    assert!(old >= 150, "{old} old and {new} new keys evicted");
+    assert!(old > 5 * new, "{old} old and {new} new keys evicted");
+}

@@ -22,6 +22,7 @@ pub struct Client {
     /// Where the last command was counted (`commands::name_of`), +1 (0: none yet).
     pub last_command: AtomicU64,
     pub traffic: Traffic,
+    pub buffers: Buffers,
     pub resp: AtomicU8,
     pub in_multi: AtomicBool,
     pub no_evict: AtomicBool,
@@ -63,6 +64,7 @@ impl Client {
             lib: Mutex::new(Default::default()),
             last_command: AtomicU64::new(0),
             traffic: Traffic::default(),
+            buffers: Buffers::default(),
             resp: AtomicU8::new(2),
             in_multi: AtomicBool::new(false),
             no_evict: AtomicBool::new(false),
@@ -200,6 +202,58 @@ impl Client {
     }
 }
 
+/// A connection's buffers as it last reported them, for CLIENT LIST (qbuf, omem,
+/// tot-mem...), INFO's client_recent_max_* and MEMORY STATS: stored once per read and
+/// per write to the socket, not per command.
+#[derive(Default)]
+pub struct Buffers {
+    /// Bytes read and not yet dropped as served (the request being run included).
+    pub input: AtomicUsize,
+    pub input_capacity: AtomicUsize,
+    /// Reply bytes waiting to be written.
+    pub output: AtomicUsize,
+    pub output_capacity: AtomicUsize,
+    /// Bytes of the commands queued since MULTI, and how many (CLIENT LIST's multi).
+    pub multi: AtomicUsize,
+    pub queued: AtomicUsize,
+}
+
+/// Redis's fixed per-client reply buffer: CLIENT LIST's `obl` counts pending reply bytes
+/// up to this, `oll`/`omem` the blocks and bytes past it.
+pub const REPLY_BUFFER: usize = 16 * 1024;
+
+impl Buffers {
+    /// Everything the client holds: buffers, queued commands, and the connection's
+    /// own state (CLIENT LIST's tot-mem, MEMORY STATS' clients.normal).
+    pub fn total(&self) -> usize {
+        std::mem::size_of::<Client>()
+            + std::mem::size_of::<crate::commands::Session>()
+            + self.input_capacity.load(Ordering::Relaxed)
+            + self.output_capacity.load(Ordering::Relaxed)
+            + self.multi.load(Ordering::Relaxed)
+    }
+
+    /// A command queued after MULTI.
+    pub fn queue(&self, args: &[Vec<u8>]) {
+        let bytes = args.iter().map(Vec::len).sum::<usize>();
+        self.multi.fetch_add(bytes, Ordering::Relaxed);
+        self.queued.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The queue ran or was dropped (EXEC, DISCARD, RESET), or a new one starts.
+    pub fn clear_queue(&self) {
+        self.multi.store(0, Ordering::Relaxed);
+        self.queued.store(0, Ordering::Relaxed);
+    }
+
+    /// Pending reply bytes past Redis's fixed reply buffer (`omem`).
+    pub fn output_beyond_reply_buffer(&self) -> usize {
+        self.output
+            .load(Ordering::Relaxed)
+            .saturating_sub(REPLY_BUFFER)
+    }
+}
+
 /// What INFO sums over clients: one client's, or (`Clients::departed`) the totals of
 /// those that have disconnected, so INFO's counters never go backwards.
 #[derive(Default)]
@@ -306,6 +360,21 @@ impl Clients {
                     timed + usize::from(c.blocked_with_timeout.load(Ordering::SeqCst)),
                 )
             })
+    }
+
+    /// The largest input and output buffers any client holds now (INFO's
+    /// client_recent_max_input_buffer and client_recent_max_output_buffer), and what all
+    /// clients hold together (MEMORY STATS' clients.normal).
+    pub fn buffers(&self) -> (usize, usize, usize) {
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.values().fold((0, 0, 0), |(input, output, total), c| {
+            let b = &c.buffers;
+            (
+                input.max(b.input.load(Ordering::Relaxed)),
+                output.max(b.output.load(Ordering::Relaxed)),
+                total + b.total(),
+            )
+        })
     }
 
     /// A counter summed over live and departed clients.

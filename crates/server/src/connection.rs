@@ -139,6 +139,8 @@ impl Connection {
     /// `client-output-buffer-limit` decides when it is dropped instead: at once above
     /// the hard limit, or when replies above the soft limit stay unwritten that long.
     async fn flush(&mut self) -> Result<(), Ended> {
+        // Seen by CLIENT LIST while a client that does not read keeps this waiting.
+        self.report_buffers();
         let (hard, soft, soft_secs) = self.server.config.output_limit();
         let pending = self.output.len() as u64;
         if hard > 0 && pending > hard {
@@ -164,7 +166,20 @@ impl Connection {
         }
         client.traffic.net_out.fetch_add(pending, Ordering::Relaxed);
         self.output.clear();
+        self.report_buffers();
         Ok(())
+    }
+
+    /// Tells the client's [`Buffers`](crate::clients::Buffers) what this connection
+    /// holds now: after each read, each write, and each batch of requests served.
+    fn report_buffers(&self) {
+        let b = &self.session.client.buffers;
+        b.input.store(self.input.len(), Ordering::Relaxed);
+        b.input_capacity
+            .store(self.input.capacity(), Ordering::Relaxed);
+        b.output.store(self.output.len(), Ordering::Relaxed);
+        b.output_capacity
+            .store(self.output.capacity(), Ordering::Relaxed);
     }
 
     /// Waits `delay` (or for ever) before a reply, as a blocked client does in Redis,
@@ -205,6 +220,7 @@ impl Connection {
                         Ok(0) => break Ok(None),
                         Ok(n) => {
                             client.traffic.net_in.fetch_add(n as u64, Ordering::Relaxed);
+                            self.report_buffers();
                         }
                         Err(e) => break Err(e.into()),
                     }
@@ -337,6 +353,8 @@ impl Connection {
             client.take_outbox(&mut self.output);
             if !self.output.is_empty() {
                 self.flush().await?;
+            } else {
+                self.report_buffers();
             }
             if client.is_killed() {
                 return Err(Ended::killed(&client));
@@ -370,6 +388,7 @@ impl Connection {
                         return Ok(());
                     }
                     client.traffic.net_in.fetch_add(n as u64, Ordering::Relaxed);
+                    self.report_buffers();
                 }
                 // Written out at the top of the loop.
                 _ = client.delivered() => {}

@@ -1256,8 +1256,15 @@ fn memory_stats_malloc_stats_and_doctor_describe_the_allocator() {
         startup > 0 && startup <= total && total <= peak,
         "{stats:?}"
     );
-    assert_eq!(int("dataset.bytes"), total - startup);
-    assert_eq!(int("keys.bytes-per-key"), (total - startup) / 1000);
+    // Overhead: what the server held at startup and what its clients hold now.
+    let overhead = int("overhead.total");
+    assert_eq!(overhead, startup + int("clients.normal"));
+    assert!(
+        int("clients.normal") > 0,
+        "a client is connected: {stats:?}"
+    );
+    assert_eq!(int("dataset.bytes"), total - overhead);
+    assert_eq!(int("keys.bytes-per-key"), (total - overhead) / 1000);
     // A hundred-byte value and its key cannot take less than a hundred bytes.
     assert!(int("keys.bytes-per-key") >= 100, "{stats:?}");
     assert!(int("allocator.resident") >= int("allocator.active"));
@@ -1357,4 +1364,90 @@ fn allkeys_lru_evicts_the_keys_idle_longest() {
     let (old, new) = (gone("old", &mut c), gone("new", &mut c));
     assert!(old >= 150, "{old} old and {new} new keys evicted");
     assert!(old > 5 * new, "{old} old and {new} new keys evicted");
+}
+
+/// `name=value` from a CLIENT LIST line.
+fn client_field(line: &str, name: &str) -> i64 {
+    line.split(' ')
+        .find_map(|f| f.strip_prefix(&format!("{name}=")))
+        .unwrap_or_else(|| panic!("no {name} in {line}"))
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn client_buffers_are_counted_where_redis_shows_them() {
+    // A client halfway through a big request, with two commands queued after MULTI:
+    // CLIENT LIST shows what it holds, INFO the largest input buffer, MEMORY STATS
+    // the sum. The asking client's own line counts its command's arguments.
+    let server = Server::start();
+    let mut admin = server.client();
+    let mut s = server.raw();
+    assert_script(
+        &mut s,
+        &[
+            (b"MULTI\r\n", b"+OK\r\n"),
+            (b"SET a b\r\n", b"+QUEUED\r\n"),
+            (b"SET c ddddddd\r\n", b"+QUEUED\r\n"),
+        ],
+    );
+    let partial = [
+        &b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100000\r\n"[..],
+        &[b'x'; 50_000],
+    ]
+    .concat();
+    std::io::Write::write_all(&mut s, &partial).unwrap();
+    let list = |admin: &mut redis::Connection| run::<String>(admin, &["CLIENT", "LIST"]);
+    assert!(
+        eventually(5, || list(&mut admin)
+            .lines()
+            .any(|l| l.contains("qbuf=50029 "))),
+        "{}",
+        list(&mut admin)
+    );
+    let all = list(&mut admin);
+    let busy = all.lines().find(|l| l.contains("flags=x")).unwrap();
+    assert_eq!(client_field(busy, "multi"), 2, "{busy}");
+    assert_eq!(
+        client_field(busy, "multi-mem"),
+        3 + 1 + 1 + 3 + 1 + 7,
+        "{busy}"
+    );
+    assert_eq!(client_field(busy, "argv-mem"), 0, "{busy}");
+    assert!(client_field(busy, "tot-mem") > 50_029, "{busy}");
+    assert!(
+        busy.contains(" cmd=set "),
+        "the last command sent, queued: {busy}"
+    );
+    let me = all.lines().find(|l| l.contains("cmd=client|list")).unwrap();
+    assert_eq!(
+        client_field(me, "argv-mem"),
+        "CLIENTLIST".len() as i64,
+        "{me}"
+    );
+    assert_eq!(client_field(me, "multi"), -1, "{me}");
+    let max_input: i64 = info_field(&mut admin, "client_recent_max_input_buffer")
+        .parse()
+        .unwrap();
+    assert_eq!(max_input, 50_029);
+    let stats: Vec<redis::Value> = redis::cmd("MEMORY").arg("STATS").query(&mut admin).unwrap();
+    let normal = stats
+        .chunks(2)
+        .find_map(|kv| match (&kv[0], &kv[1]) {
+            (redis::Value::BulkString(k), redis::Value::Int(v)) if k == b"clients.normal" => {
+                Some(*v)
+            }
+            _ => None,
+        })
+        .expect("clients.normal");
+    assert!(normal > 50_029, "clients.normal {normal}");
+    // Served and dropped: the buffer empties, the queue with EXEC.
+    std::io::Write::write_all(&mut s, &[&[b'x'; 50_000][..], b"\r\nEXEC\r\n"].concat()).unwrap();
+    assert!(eventually(5, || {
+        let all = list(&mut admin);
+        all.lines()
+            .filter(|l| !l.contains("cmd=client|list"))
+            .all(|l| client_field(l, "qbuf") == 0 && client_field(l, "multi-mem") == 0)
+    }));
+    assert_eq!(run::<i64>(&mut admin, &["STRLEN", "a"]), 1);
 }

@@ -10,7 +10,7 @@ use resp::Frame;
 use super::{
     error, int, ok, parse_integer, reply, upper, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR,
 };
-use crate::clients::Client;
+use crate::clients::{Client, REPLY_BUFFER};
 
 pub fn client(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let sub = upper(&args[1]);
@@ -37,9 +37,9 @@ pub fn client(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         },
         (b"INFO", []) => reply(Frame::Verbatim {
             format: *b"txt",
-            text: line(ctx, &ctx.session.client).into_bytes(),
+            text: line(ctx, &ctx.session.client, args).into_bytes(),
         }),
-        (b"LIST", filters) => list(ctx, filters),
+        (b"LIST", filters) => list(ctx, filters, args),
         (b"KILL", filters) => kill(ctx, filters),
         (b"SETINFO", [attr, value]) => {
             let value = String::from_utf8_lossy(value).into_owned();
@@ -222,7 +222,8 @@ pub fn set_name(ctx: &mut Ctx, name: &[u8]) -> Result<(), &'static str> {
 
 /// One client as CLIENT LIST describes it, with Redis's field names. Fields hotkv
 /// has no counterpart for (pub/sub) read as Redis reports an idle client.
-fn line(ctx: &Ctx, c: &Client) -> String {
+/// One client's line; `args` is the command asking (its own `argv-mem`).
+fn line(ctx: &Ctx, c: &Client, args: &[Vec<u8>]) -> String {
     let name =
         String::from_utf8_lossy(&c.name.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
     let (lib_name, lib_ver) = c.lib.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -249,11 +250,24 @@ fn line(ctx: &Ctx, c: &Client) -> String {
     if flags.is_empty() {
         flags.push('N');
     }
+    let b = &c.buffers;
+    let (input, input_capacity) = (
+        b.input.load(Ordering::Relaxed),
+        b.input_capacity.load(Ordering::Relaxed),
+    );
+    let output = b.output.load(Ordering::Relaxed);
+    let beyond = b.output_beyond_reply_buffer();
+    // The command being run, for the client that runs it (CLIENT LIST itself).
+    let argv = if c.id == ctx.session.client.id {
+        args.iter().map(Vec::len).sum()
+    } else {
+        0
+    };
     let mut s = String::new();
     let _ = writeln!(
         s,
         "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub={} psub={} ssub={} multi={} \
-         qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r \
+         qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r \
          cmd={} user=default redir={} resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
@@ -265,7 +279,21 @@ fn line(ctx: &Ctx, c: &Client) -> String {
         c.subscriptions[0].load(Ordering::Relaxed),
         c.subscriptions[1].load(Ordering::Relaxed),
         c.subscriptions[2].load(Ordering::Relaxed),
-        if multi { 0 } else { -1 },
+        if multi {
+            b.queued.load(Ordering::Relaxed) as i64
+        } else {
+            -1
+        },
+        input,
+        input_capacity.saturating_sub(input),
+        argv,
+        b.multi.load(Ordering::Relaxed),
+        input_capacity,
+        input_capacity,
+        output.min(REPLY_BUFFER),
+        beyond.div_ceil(REPLY_BUFFER),
+        beyond,
+        b.total() + argv,
         super::name_of(c.last_command.load(Ordering::Relaxed)),
         redirect,
         c.resp.load(Ordering::Relaxed),
@@ -285,7 +313,7 @@ fn client_type(c: &Client) -> &'static str {
 }
 
 /// `CLIENT LIST [TYPE normal] [ID id...]`.
-fn list(ctx: &mut Ctx, filters: &[Vec<u8>]) -> Reply {
+fn list(ctx: &mut Ctx, filters: &[Vec<u8>], args: &[Vec<u8>]) -> Reply {
     let mut ids: Option<Vec<u64>> = None;
     let mut kind = None;
     match filters {
@@ -317,7 +345,7 @@ fn list(ctx: &mut Ctx, filters: &[Vec<u8>]) -> Reply {
         .iter()
         .filter(|c| ids.as_ref().is_none_or(|ids| ids.contains(&c.id)))
         .filter(|c| kind.as_ref().is_none_or(|k| k == client_type(c)))
-        .map(|c| line(ctx, c))
+        .map(|c| line(ctx, c, args))
         .collect();
     reply(Frame::Verbatim {
         format: *b"txt",

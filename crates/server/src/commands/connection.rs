@@ -35,6 +35,7 @@ pub fn quit(_: &mut Ctx, _: &[Vec<u8>]) -> Reply {
 pub fn reset(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     let s = &mut *ctx.session;
     s.multi = None;
+    s.client.buffers.clear_queue();
     s.multi_failed = false;
     s.client.in_multi.store(false, Ordering::Relaxed);
     s.end(ctx.server);

@@ -129,6 +129,9 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             // No cluster bus.
             field("cluster_connections", &0);
             field("maxclients", &server.config.maxclients());
+            let (input, output, _) = server.clients.buffers();
+            field("client_recent_max_input_buffer", &input);
+            field("client_recent_max_output_buffer", &output);
             field("blocked_clients", &blocked);
             field("tracking_clients", &server.db.tracking.stats()[0]);
             field("clients_in_timeout_table", &timed);

@@ -42,8 +42,7 @@ pub fn memory(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 /// MEMORY STATS: Redis's fields, from the allocator and the key count. What hotkv
-/// has no counterpart for (replication, cluster, scripts, per-client buffers, which
-/// no one totals here) reads 0; the per-database hash-table overheads are left out,
+/// has no counterpart for (replication, cluster, scripts) reads 0; the per-database hash-table overheads are left out,
 /// the index not being Redis's dict.
 fn stats(ctx: &Ctx) -> Frame {
     let server = ctx.server;
@@ -51,7 +50,9 @@ fn stats(ctx: &Ctx) -> Frame {
     let peak = server.peak_memory().max(used);
     let startup = server.startup_memory.min(used);
     let keys = ctx.db().len();
-    let dataset = used - startup;
+    let clients = server.clients.buffers().2 as u64;
+    let overhead = (startup + clients).min(used);
+    let dataset = used - overhead;
     let ratio = |a: u64, b: u64| Frame::Double(a as f64 / b.max(1) as f64);
     let percent = |a: u64, b: u64| Frame::Double(a as f64 * 100.0 / b.max(1) as f64);
     let signed = |a: u64, b: u64| Frame::Integer(a as i64 - b as i64);
@@ -60,10 +61,11 @@ fn stats(ctx: &Ctx) -> Frame {
         ("total.allocated", Frame::Integer(used as i64)),
         ("startup.allocated", Frame::Integer(startup as i64)),
     ];
+    for unused in ["replication.backlog", "clients.slaves"] {
+        fields.push((unused, Frame::Integer(0)));
+    }
+    fields.push(("clients.normal", Frame::Integer(clients as i64)));
     for unused in [
-        "replication.backlog",
-        "clients.slaves",
-        "clients.normal",
         "cluster.links",
         "aof.buffer",
         "lua.caches",
@@ -72,7 +74,7 @@ fn stats(ctx: &Ctx) -> Frame {
         fields.push((unused, Frame::Integer(0)));
     }
     fields.extend([
-        ("overhead.total", Frame::Integer(startup as i64)),
+        ("overhead.total", Frame::Integer(overhead as i64)),
         ("keys.count", Frame::Integer(keys as i64)),
         (
             "keys.bytes-per-key",

@@ -548,7 +548,13 @@ fn run(
         }
         if let Some(queue) = session.multi.as_mut() {
             queue.push(args.to_vec());
+            session.client.buffers.queue(args);
         }
+        // CLIENT LIST's cmd: the last command sent, queued ones included, as in Redis.
+        session
+            .client
+            .last_command
+            .store(stat as u64 + 1, Ordering::Relaxed);
         return Action::Reply(Frame::Simple("QUEUED".into()));
     }
     let client = &session.client;

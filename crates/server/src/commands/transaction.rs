@@ -16,6 +16,7 @@ pub fn multi(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
         return error("ERR MULTI calls can not be nested");
     }
     ctx.session.multi = Some(Vec::new());
+    ctx.session.client.buffers.clear_queue();
     ctx.session.multi_failed = false;
     ctx.session.client.in_multi.store(true, Ordering::Relaxed);
     ok()
@@ -25,6 +26,7 @@ pub fn exec(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     let Some(queue) = ctx.session.multi.take() else {
         return error("ERR EXEC without MULTI");
     };
+    ctx.session.client.buffers.clear_queue();
     ctx.session.client.in_multi.store(false, Ordering::Relaxed);
     let server = ctx.server;
     if std::mem::take(&mut ctx.session.multi_failed) {
@@ -57,6 +59,7 @@ pub fn discard(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     if ctx.session.multi.take().is_none() {
         return error("ERR DISCARD without MULTI");
     }
+    ctx.session.client.buffers.clear_queue();
     ctx.session.multi_failed = false;
     ctx.session.client.in_multi.store(false, Ordering::Relaxed);
     ctx.session.unwatch(&ctx.server.db);

@@ -259,6 +259,7 @@ const PUBSUB: u32 = 1 << 12;
 const LOADING: u32 = 1 << 13;
 /// Allowed on a replica whose link to its primary is down.
 const STALE: u32 = 1 << 14;
+/// Allowed whatever the server's state (Redis's CMD_LOADING and CMD_STALE together).
 const ANY_STATE: u32 = LOADING | STALE;
 /// Not allowed from a script.
 const NOSCRIPT: u32 = 1 << 15;

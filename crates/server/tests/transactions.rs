@@ -118,66 +118,33 @@ fn watch_aborts_exactly_when_a_watched_key_changed() {
     assert_eq!(run_err(&mut a, &["EXEC"]), "ERR EXEC without MULTI");
 }
 
-/// Writers move both counters together inside MULTI; readers of both (MGET, which
-/// runs with the gate shared) must never see them differ, and optimistic WATCH
-/// increments from many clients must lose none.
-#[test]
-fn transactions_are_atomic_under_concurrency() {
-    let server = Server::start();
-    let port = server.port;
+/// Runs `writers` threads, each `write(its number, a connection)`, while `readers`
+/// threads call `check` (which returns how many checks it made) until the writers are
+/// done; every reader must have checked something. Returns a connection for a last look.
+fn write_while_checking(
+    server: &Server,
+    readers: usize,
+    check: fn(&mut redis::Connection) -> usize,
+    writers: usize,
+    write: fn(usize, &mut redis::Connection),
+) -> redis::Connection {
     let stop = Arc::new(AtomicBool::new(false));
-    let client = move || {
-        redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-            .unwrap()
-            .get_connection()
-            .unwrap()
-    };
-    let readers: Vec<_> = (0..3)
+    let readers: Vec<_> = (0..readers)
         .map(|_| {
-            let (stop, mut c) = (stop.clone(), client());
+            let (stop, mut c) = (stop.clone(), server.client());
             std::thread::spawn(move || {
                 let mut checks = 0;
                 while !stop.load(Ordering::Relaxed) {
-                    let (a, b): (Option<i64>, Option<i64>) =
-                        redis::cmd("MGET").arg("a").arg("b").query(&mut c).unwrap();
-                    assert_eq!(a, b, "MGET saw a transaction half done");
-                    checks += 1;
+                    checks += check(&mut c);
                 }
                 checks
             })
         })
         .collect();
-    let writers: Vec<_> = (0..4)
-        .map(|_| {
-            let mut c = client();
-            std::thread::spawn(move || {
-                for _ in 0..300 {
-                    let _: Vec<i64> = redis::pipe()
-                        .atomic()
-                        .cmd("INCR")
-                        .arg("a")
-                        .cmd("INCR")
-                        .arg("b")
-                        .query(&mut c)
-                        .unwrap();
-                    // Check-and-set with WATCH, retried until it commits.
-                    loop {
-                        run::<()>(&mut c, &["WATCH", "cas"]);
-                        let n: Option<i64> = run(&mut c, &["GET", "cas"]);
-                        let next = (n.unwrap_or(0) + 1).to_string();
-                        let r: Option<Vec<String>> = redis::pipe()
-                            .atomic()
-                            .cmd("SET")
-                            .arg("cas")
-                            .arg(&next)
-                            .query(&mut c)
-                            .unwrap();
-                        if r.is_some() {
-                            break;
-                        }
-                    }
-                }
-            })
+    let writers: Vec<_> = (0..writers)
+        .map(|w| {
+            let mut c = server.client();
+            std::thread::spawn(move || write(w, &mut c))
         })
         .collect();
     for w in writers {
@@ -187,7 +154,50 @@ fn transactions_are_atomic_under_concurrency() {
     for r in readers {
         assert!(r.join().unwrap() > 0);
     }
-    let mut c = client();
+    server.client()
+}
+
+/// Writers move both counters together inside MULTI; readers of both (MGET, which
+/// runs with the gate shared) must never see them differ, and optimistic WATCH
+/// increments from many clients must lose none.
+#[test]
+fn transactions_are_atomic_under_concurrency() {
+    let server = Server::start();
+    let check = |c: &mut redis::Connection| {
+        let (a, b): (Option<i64>, Option<i64>) =
+            redis::cmd("MGET").arg("a").arg("b").query(c).unwrap();
+        assert_eq!(a, b, "MGET saw a transaction half done");
+        1
+    };
+    let write = |_, c: &mut redis::Connection| {
+        for _ in 0..300 {
+            let _: Vec<i64> = redis::pipe()
+                .atomic()
+                .cmd("INCR")
+                .arg("a")
+                .cmd("INCR")
+                .arg("b")
+                .query(c)
+                .unwrap();
+            // Check-and-set with WATCH, retried until it commits.
+            loop {
+                run::<()>(c, &["WATCH", "cas"]);
+                let n: Option<i64> = run(c, &["GET", "cas"]);
+                let next = (n.unwrap_or(0) + 1).to_string();
+                let r: Option<Vec<String>> = redis::pipe()
+                    .atomic()
+                    .cmd("SET")
+                    .arg("cas")
+                    .arg(&next)
+                    .query(c)
+                    .unwrap();
+                if r.is_some() {
+                    break;
+                }
+            }
+        }
+    };
+    let mut c = write_while_checking(&server, 3, check, 4, write);
     assert_eq!(run::<i64>(&mut c, &["GET", "a"]), 1200);
     assert_eq!(run::<i64>(&mut c, &["GET", "b"]), 1200);
     assert_eq!(run::<i64>(&mut c, &["GET", "cas"]), 1200);
@@ -200,60 +210,31 @@ fn transactions_are_atomic_under_concurrency() {
 #[test]
 fn pipelined_msets_run_alone_under_concurrency() {
     let server = Server::start();
-    let port = server.port;
-    let stop = Arc::new(AtomicBool::new(false));
-    let client = move || {
-        redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-            .unwrap()
-            .get_connection()
-            .unwrap()
+    let check = |c: &mut redis::Connection| {
+        let mut pipe = redis::pipe();
+        for _ in 0..8 {
+            pipe.cmd("MGET").arg("a").arg("b");
+        }
+        let pairs: Vec<(Option<String>, Option<String>)> = pipe.query(c).unwrap();
+        for (a, b) in &pairs {
+            assert_eq!(a, b, "MGET saw an MSET half done");
+        }
+        pairs.len()
     };
-    let readers: Vec<_> = (0..2)
-        .map(|_| {
-            let (stop, mut c) = (stop.clone(), client());
-            std::thread::spawn(move || {
-                let mut checks = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    let mut pipe = redis::pipe();
-                    for _ in 0..8 {
-                        pipe.cmd("MGET").arg("a").arg("b");
-                    }
-                    let pairs: Vec<(Option<String>, Option<String>)> = pipe.query(&mut c).unwrap();
-                    for (a, b) in pairs {
-                        assert_eq!(a, b, "MGET saw an MSET half done");
-                        checks += 1;
-                    }
+    let write = |w, c: &mut redis::Connection| {
+        for round in 0..150 {
+            let mut pipe = redis::pipe();
+            for i in 0..16 {
+                let v = format!("{w}-{round}-{i}");
+                pipe.cmd("MSET").arg("a").arg(&v).arg("b").arg(&v).ignore();
+                if i % 5 == 4 {
+                    pipe.cmd("INCR").arg("n").ignore();
                 }
-                checks
-            })
-        })
-        .collect();
-    let writers: Vec<_> = (0..3)
-        .map(|w| {
-            let mut c = client();
-            std::thread::spawn(move || {
-                for round in 0..150 {
-                    let mut pipe = redis::pipe();
-                    for i in 0..16 {
-                        let v = format!("{w}-{round}-{i}");
-                        pipe.cmd("MSET").arg("a").arg(&v).arg("b").arg(&v).ignore();
-                        if i % 5 == 4 {
-                            pipe.cmd("INCR").arg("n").ignore();
-                        }
-                    }
-                    pipe.query::<()>(&mut c).unwrap();
-                }
-            })
-        })
-        .collect();
-    for w in writers {
-        w.join().unwrap();
-    }
-    stop.store(true, Ordering::Relaxed);
-    for r in readers {
-        assert!(r.join().unwrap() > 0);
-    }
-    let mut c = client();
+            }
+            pipe.query::<()>(c).unwrap();
+        }
+    };
+    let mut c = write_while_checking(&server, 2, check, 3, write);
     assert_eq!(run::<i64>(&mut c, &["GET", "n"]), 3 * 150 * 3);
     let (a, b): (String, String) = redis::cmd("MGET").arg("a").arg("b").query(&mut c).unwrap();
     assert_eq!(a, b);

@@ -1,5 +1,8 @@
 """hotkv-server driven by the clients people use: redis-py and redis-cli."""
 import os
+import pty
+import re
+import select
 import subprocess
 import time
 
@@ -56,6 +59,43 @@ def test_redis_cli_session(server):
     out = subprocess.run(["redis-cli", "-p", str(server)], input="SET a 1\nINCRBY a 41\nGET a\n",
                          capture_output=True, text=True, timeout=30)
     assert out.stdout.split() == ["OK", "42", "42"]
+
+
+def interactive_cli(port, lines):
+    """redis-cli at a terminal, as a user runs it: its help comes from COMMAND DOCS
+    only then. TERM=dumb keeps its line editor from asking the terminal questions."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(["redis-cli", "-p", str(port)], stdin=follower, stdout=follower,
+                            stderr=follower, env={**os.environ, "TERM": "dumb"})
+    os.close(follower)
+    os.write(leader, "".join(f"{line}\n" for line in lines + ["quit"]).encode())
+    out = b""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        ready, _, _ = select.select([leader], [], [], 1)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed: redis-cli has quit
+            break
+        if not chunk:
+            break
+        out += chunk
+    assert proc.wait(timeout=10) == 0
+    os.close(leader)
+    # Without the colours.
+    return re.sub(r"\x1b\[[0-9;]*m", "", out.decode(errors="replace"))
+
+
+def test_redis_cli_help_comes_from_command_docs(server):
+    out = interactive_cli(server, ["help hotkeys", "help set", "help client no-evict"])
+    # redis-cli's built-in help, its fallback when COMMAND DOCS fails, has no HOTKEYS.
+    assert "HOTKEYS [COUNT count]" in out, out
+    assert "summary: Returns the keys the index finds hottest" in out, out
+    assert "SET key value [NX|XX] [GET] [EX seconds|PX milliseconds|" in out, out
+    assert "CLIENT NO-EVICT ON|OFF" in out, out
+    assert "group: connection" in out, out
 
 
 @pytest.mark.parametrize("protocol", [2, 3])

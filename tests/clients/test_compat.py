@@ -639,9 +639,6 @@ def test_command_table_agrees_with_redis(server, redis_port):
     redis_names = set(ask(t, "COMMAND", "LIST"))
     # Ours alone: HOTKEYS, and CLIENT SETINFO (Redis 7.2; the baseline is 7.0).
     shared = [n for n in names if n in redis_names]
-    # No documentation is kept: DOCS is refused (redis-cli then uses its own help).
-    assert "command|docs" not in names
-    assert ask(o, "COMMAND", "DOCS").startswith("ERR unknown subcommand 'DOCS'")
     assert set(names) - set(shared) == {"hotkeys", "client|setinfo"}
     summary = lambda e: e[:9]
     mine = [summary(e) for e in ask(o, "COMMAND", "INFO", *shared)]
@@ -666,6 +663,76 @@ def test_command_table_agrees_with_redis(server, redis_port):
         count = max(abs(arity), len(words)) + (2 if arity < 0 else 0)
         call = words + [f"k{i}" for i in range(count - len(words))]
         assert ask(o, "COMMAND", "GETKEYS", *call) == ask(t, "COMMAND", "GETKEYS", *call), call
+
+
+def docs_dict(flat):
+    """A COMMAND DOCS entry (a flat RESP2 map) as a dict, its arguments and
+    subcommands too."""
+    entry = dict(zip(flat[::2], flat[1::2]))
+    if "arguments" in entry:
+        entry["arguments"] = [docs_dict(a) for a in entry["arguments"]]
+    if "subcommands" in entry:
+        subs = entry["subcommands"]
+        entry["subcommands"] = {n: docs_dict(d) for n, d in zip(subs[::2], subs[1::2])}
+    return entry
+
+
+# hotkv's own words: a command's summary and complexity; and notes hotkv does not keep:
+# a command's history, an argument's summary, since and deprecated_since.
+COMMAND_PROSE = {"summary", "complexity", "history"}
+ARGUMENT_NOTES = {"summary", "since", "deprecated_since"}
+
+
+def structure(entry, top=True):
+    """What a client reads from a docs entry: everything but the prose and notes."""
+    dropped = COMMAND_PROSE if top else ARGUMENT_NOTES
+    kept = {k: v for k, v in entry.items() if k not in dropped}
+    if "arguments" in kept:
+        kept["arguments"] = [structure(a, False) for a in kept["arguments"]]
+    if "subcommands" in kept:
+        kept["subcommands"] = {n: structure(d) for n, d in kept["subcommands"].items()}
+    return kept
+
+
+def test_command_docs_agree_with_redis(server, redis_port):
+    """COMMAND DOCS, which redis-cli builds its help and hints from: for every command
+    both servers have, the group, the version it came in, the deprecation notes and the
+    argument tree (names, types, tokens, flags, key spec indexes) are Redis's; the
+    summary and complexity are hotkv's own words. Unknown names are left out."""
+    ours = socket.create_connection(("127.0.0.1", server), timeout=10)
+    theirs = socket.create_connection(("127.0.0.1", redis_port), timeout=10)
+    o, t = (ours, Reader(ours)), (theirs, Reader(theirs))
+
+    def docs(side, *names):
+        side[0].sendall(encode(["COMMAND", "DOCS", *names]))
+        flat = parse(side[1].reply())
+        return {n: docs_dict(d) for n, d in zip(flat[::2], flat[1::2])}
+
+    mine = docs(o)
+    names = set(parse((ours.sendall(encode(["COMMAND", "LIST"])), o[1].reply())[1]))
+    assert set(mine) == {n for n in names if "|" not in n}
+    for name, entry in mine.items():
+        assert entry["summary"] and entry["complexity"], name
+    redis_names = set(docs(t))
+    shared = sorted(n for n in names if "|" in n or n in redis_names)
+    shared = [n for n in shared if n != "client|setinfo"]
+    mine, expected = docs(o, *shared), docs(t, *shared)
+    assert set(mine) == set(expected) == set(shared)
+    differences = []
+    for name in shared:
+        m, e = structure(mine[name]), structure(expected[name])
+        if "subcommands" in m:
+            m["subcommands"] = {n: d for n, d in m["subcommands"].items() if n in expected}
+        if m != e:
+            differences.append(f"{name}:\n  redis {e}\n  hotkv {m}")
+    assert not differences, "\n".join(differences)
+    # Any case, subcommands by their full name, unknown names left out.
+    picked = docs(o, "GET", "nosuch", "Client|List", "client|nosuch")
+    assert list(picked) == ["get", "client|list"]
+    assert picked["get"]["arguments"] == [{"name": "key", "type": "key", "key_spec_index": 0}]
+    hot = docs(o, "hotkeys")["hotkeys"]
+    assert hot["arguments"] == [{"name": "count", "type": "integer", "token": "COUNT",
+                                 "flags": ["optional"]}]
 
 
 VALUES = [b"", b"0", b"1", b"-1", b"42", b"007", b"3.5", b"abc", b"foobar", b"hello world",

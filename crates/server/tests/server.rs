@@ -200,6 +200,39 @@ fn resp3_after_hello_3() {
 }
 
 #[test]
+fn command_docs_in_resp3_are_maps_and_sets() {
+    use std::io::{Read, Write};
+    let server = Server::start();
+    let mut s = server.raw();
+    exchange(&mut s, b"HELLO 3\r\n", 100);
+    // PING's reply marks the end of DOCS's.
+    s.write_all(b"COMMAND DOCS get hotkeys nosuch\r\nPING\r\n")
+        .unwrap();
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !reply.ends_with(b"+PONG\r\n") {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "closed after {}", String::from_utf8_lossy(&reply));
+        reply.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8(reply).unwrap();
+    // Two entries: the unknown name is left out.
+    assert!(
+        text.starts_with("%2\r\n$3\r\nget\r\n%5\r\n$7\r\nsummary\r\n"),
+        "{text}"
+    );
+    for part in [
+        "$5\r\ngroup\r\n$6\r\nstring\r\n",
+        "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n\
+         $14\r\nkey_spec_index\r\n:0\r\n",
+        "$7\r\nhotkeys\r\n",
+        "$5\r\ntoken\r\n$5\r\nCOUNT\r\n$5\r\nflags\r\n~1\r\n+optional\r\n",
+    ] {
+        assert!(text.contains(part), "{part:?} not in {text}");
+    }
+}
+
+#[test]
 fn ten_thousand_pipelined_commands() {
     let server = Server::start();
     let mut c = server.client();

@@ -1,4 +1,4 @@
-//! COMMAND [COUNT | LIST [FILTERBY ...] | INFO [name ...] | GETKEYS command arg ... |
+//! COMMAND [COUNT | LIST [FILTERBY ...] | INFO [name ...] | DOCS [name ...] | GETKEYS command arg ... |
 //! GETKEYSANDFLAGS command arg ... | HELP]: what the command table holds, in Redis 7's shapes,
 //! for clients that look commands up (cluster clients find keys with GETKEYS or the
 //! key positions of INFO) and for redis-cli.
@@ -27,9 +27,7 @@ pub fn command(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 .map(|name| find(name).unwrap_or(Frame::Null))
                 .collect(),
         )),
-        // DOCS is unknown here, as before Redis 7: documentation is not kept, and
-        // redis-cli takes an error as its cue to use its own built-in help, where an
-        // empty map would leave it with none.
+        b"DOCS" => super::command_docs::command_docs(&args[2..]),
         b"GETKEYS" => getkeys(&args[2..], false),
         b"GETKEYSANDFLAGS" => getkeys(&args[2..], true),
         b"HELP" => super::help(HELP),
@@ -262,6 +260,7 @@ const TIPS: &[(&str, &[&str])] = &[
     ("object|freq", &["nondeterministic_output"]),
     ("object|idletime", &["nondeterministic_output"]),
     ("command", &["nondeterministic_output_order"]),
+    ("command|docs", &["nondeterministic_output_order"]),
     ("command|info", &["nondeterministic_output_order"]),
     ("command|list", &["nondeterministic_output_order"]),
     ("config|set", &["request_policy:all_nodes", "response_policy:all_succeeded"]),
@@ -295,6 +294,10 @@ const HELP: &[&str] = &[
     "    Return a list of all commands in this Redis server.",
     "INFO [<command-name> ...]",
     "    Return details about multiple Redis commands.",
+    "    If no command names are given, documentation details for all",
+    "    commands are returned.",
+    "DOCS [<command-name> ...]",
+    "    Return documentation details about multiple Redis commands.",
     "    If no command names are given, documentation details for all",
     "    commands are returned.",
     "GETKEYS <full-command>",

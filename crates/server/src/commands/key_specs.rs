@@ -59,6 +59,14 @@ pub struct KeySpec {
     notes: &'static str,
 }
 
+impl KeySpec {
+    #[cfg(test)]
+    /// Whether the arguments it finds are shard channels rather than keys.
+    pub fn names_channels(&self) -> bool {
+        self.flags & NOT_KEY != 0
+    }
+}
+
 /// Keys from `begin` to `last` (see [`KeySpec`]), `step` apart.
 pub const fn range(flags: u16, begin: i32, last: i32, step: i32) -> KeySpec {
     KeySpec {

@@ -2,9 +2,11 @@
 //! from arguments to a reply, and [`execute`], which checks arity, authentication,
 //! transactions and memory before running one.
 
+mod arg_syntax;
 mod bits;
 mod client;
 mod command;
+mod command_docs;
 mod config;
 mod connection;
 mod del;
@@ -718,6 +720,7 @@ const SUBCOMMANDS: &[(&str, &[Subcommand])] = &[
     ]),
     ("command", &[
         sub("COUNT", 2, ANY_STATE, NO_KEYS, CONNECTION),
+        sub("DOCS", -2, ANY_STATE, NO_KEYS, CONNECTION),
         sub("INFO", -2, ANY_STATE, NO_KEYS, CONNECTION),
         sub("LIST", -2, ANY_STATE, NO_KEYS, CONNECTION),
         sub("GETKEYS", -4, ANY_STATE, NO_KEYS, CONNECTION),

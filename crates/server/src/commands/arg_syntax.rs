@@ -1,0 +1,450 @@
+//! A command's arguments as COMMAND DOCS describes them: written in the docs table as
+//! one line close to what redis-cli prints (`key value [condition=NX|XX]`), parsed here
+//! into Redis's argument tree.
+//!
+//! The notation:
+//! - `name` is a string argument, `name:type` one of another type (`key`, `integer`,
+//!   `double`, `pattern`, `unix-time`). A colon followed by anything else is part of the
+//!   name, as in `ip:port`.
+//! - A word with no lower-case letters is a token. Followed by an argument or by a
+//!   `(...)` group, it introduces that argument (`EX seconds:integer`); otherwise it
+//!   stands alone (`NX`).
+//! - `[...]` makes what it holds optional, `(...)` only groups. A group of one argument
+//!   is that argument; a group of more needs a name, written `name=` after the bracket:
+//!   alternatives separated by `|` make a one-of, a run of arguments a block.
+//! - `...` after an argument or group: it repeats; `^...`: it repeats, each time after
+//!   its token.
+
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    String,
+    Integer,
+    Double,
+    Key,
+    Pattern,
+    UnixTime,
+    PureToken,
+    OneOf,
+    Block,
+}
+
+impl Kind {
+    /// The type word COMMAND DOCS gives.
+    pub fn word(self) -> &'static str {
+        match self {
+            Kind::String => "string",
+            Kind::Integer => "integer",
+            Kind::Double => "double",
+            Kind::Key => "key",
+            Kind::Pattern => "pattern",
+            Kind::UnixTime => "unix-time",
+            Kind::PureToken => "pure-token",
+            Kind::OneOf => "oneof",
+            Kind::Block => "block",
+        }
+    }
+
+    fn of_value(word: &str) -> Option<Kind> {
+        Some(match word {
+            "key" => Kind::Key,
+            "integer" => Kind::Integer,
+            "double" => Kind::Double,
+            "pattern" => Kind::Pattern,
+            "unix-time" => Kind::UnixTime,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Repeat {
+    #[default]
+    Once,
+    Multiple,
+    /// Each repetition is preceded by the argument's token.
+    MultipleToken,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arg {
+    pub name: String,
+    pub kind: Kind,
+    pub token: Option<String>,
+    pub optional: bool,
+    pub repeat: Repeat,
+    /// The members of a one-of or a block.
+    pub children: Vec<Arg>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct SyntaxError {
+    pub at: usize,
+    pub what: &'static str,
+}
+
+impl fmt::Display for SyntaxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at byte {}", self.what, self.at)
+    }
+}
+
+/// The arguments a syntax line describes, in order.
+pub fn parse(line: &str) -> Result<Vec<Arg>, SyntaxError> {
+    let mut parser = Parser {
+        lexemes: lex(line)?,
+        next: 0,
+        end: line.len(),
+    };
+    let args = parser.sequence()?;
+    match parser.peek() {
+        None => Ok(args),
+        Some(_) => Err(parser.error("a closing bracket or `|` with nothing open")),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lexeme<'a> {
+    Word(&'a str, Repeat),
+    Open(u8),
+    Close(u8, Repeat),
+    Bar,
+    Equals,
+}
+
+fn lex(line: &str) -> Result<Vec<(usize, Lexeme<'_>)>, SyntaxError> {
+    const PUNCTUATION: &[u8] = b"[]()|= ";
+    let bytes = line.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    // A repetition mark directly after a word or a closing bracket.
+    let repeat_at = |i: usize| -> (Repeat, usize) {
+        if line[i..].starts_with("^...") {
+            (Repeat::MultipleToken, i + 4)
+        } else if line[i..].starts_with("...") {
+            (Repeat::Multiple, i + 3)
+        } else {
+            (Repeat::Once, i)
+        }
+    };
+    while i < bytes.len() {
+        let start = i;
+        match bytes[i] {
+            b' ' => i += 1,
+            b'[' | b'(' => {
+                out.push((start, Lexeme::Open(bytes[i])));
+                i += 1;
+            }
+            b']' | b')' => {
+                let (repeat, after) = repeat_at(i + 1);
+                out.push((start, Lexeme::Close(bytes[i], repeat)));
+                i = after;
+            }
+            b'|' => {
+                out.push((start, Lexeme::Bar));
+                i += 1;
+            }
+            b'=' => {
+                out.push((start, Lexeme::Equals));
+                i += 1;
+            }
+            _ => {
+                while i < bytes.len() && !PUNCTUATION.contains(&bytes[i]) {
+                    i += 1;
+                }
+                let mut word = &line[start..i];
+                let mut repeat = Repeat::Once;
+                for (mark, kind) in [("^...", Repeat::MultipleToken), ("...", Repeat::Multiple)] {
+                    if let Some(stem) = word.strip_suffix(mark) {
+                        word = stem;
+                        repeat = kind;
+                        break;
+                    }
+                }
+                if word.is_empty() || word.contains("..") {
+                    return Err(SyntaxError {
+                        at: start,
+                        what: "a repetition mark with no argument before it",
+                    });
+                }
+                out.push((start, Lexeme::Word(word, repeat)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+struct Parser<'a> {
+    lexemes: Vec<(usize, Lexeme<'a>)>,
+    next: usize,
+    end: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn peek(&self) -> Option<Lexeme<'a>> {
+        self.lexemes.get(self.next).map(|&(_, l)| l)
+    }
+
+    fn error(&self, what: &'static str) -> SyntaxError {
+        let at = self.lexemes.get(self.next).map_or(self.end, |&(at, _)| at);
+        SyntaxError { at, what }
+    }
+
+    /// Arguments up to a `|`, a closing bracket or the end.
+    fn sequence(&mut self) -> Result<Vec<Arg>, SyntaxError> {
+        let mut args = Vec::new();
+        while let Some(lexeme) = self.peek() {
+            if matches!(lexeme, Lexeme::Bar | Lexeme::Close(..)) {
+                break;
+            }
+            args.push(self.argument()?);
+        }
+        Ok(args)
+    }
+
+    fn argument(&mut self) -> Result<Arg, SyntaxError> {
+        match self.peek() {
+            Some(Lexeme::Word(word, repeat)) if is_token(word) => {
+                self.next += 1;
+                let introduces = repeat == Repeat::Once
+                    && match self.peek() {
+                        Some(Lexeme::Word(next, _)) => !is_token(next),
+                        Some(Lexeme::Open(b'(')) => true,
+                        _ => false,
+                    };
+                if introduces {
+                    let mut arg = self.argument()?;
+                    arg.token = Some(word.to_string());
+                    return Ok(arg);
+                }
+                Ok(Arg {
+                    name: word.to_ascii_lowercase(),
+                    kind: Kind::PureToken,
+                    token: Some(word.to_string()),
+                    optional: false,
+                    repeat,
+                    children: Vec::new(),
+                })
+            }
+            Some(Lexeme::Word(word, repeat)) => {
+                self.next += 1;
+                let (name, kind) = match word.rsplit_once(':') {
+                    Some((name, kind)) => match Kind::of_value(kind) {
+                        Some(kind) => (name, kind),
+                        None => (word, Kind::String),
+                    },
+                    None => (word, Kind::String),
+                };
+                Ok(Arg {
+                    name: name.to_string(),
+                    kind,
+                    token: None,
+                    optional: false,
+                    repeat,
+                    children: Vec::new(),
+                })
+            }
+            Some(Lexeme::Open(open)) => {
+                let at = self.lexemes[self.next].0;
+                self.next += 1;
+                let mut arg = self.group(at, if open == b'[' { b']' } else { b')' })?;
+                arg.optional |= open == b'[';
+                Ok(arg)
+            }
+            _ => Err(self.error("an argument expected")),
+        }
+    }
+
+    /// What the bracket opened at byte `at` holds, up to and with its closing bracket.
+    fn group(&mut self, at: usize, close: u8) -> Result<Arg, SyntaxError> {
+        let error = |what| SyntaxError { at, what };
+        let label = match (self.peek(), self.lexemes.get(self.next + 1)) {
+            (Some(Lexeme::Word(name, Repeat::Once)), Some((_, Lexeme::Equals))) => {
+                self.next += 2;
+                Some(name)
+            }
+            _ => None,
+        };
+        let mut alternatives = vec![self.sequence()?];
+        while self.peek() == Some(Lexeme::Bar) {
+            self.next += 1;
+            alternatives.push(self.sequence()?);
+        }
+        let repeat = match self.peek() {
+            Some(Lexeme::Close(c, repeat)) if c == close => repeat,
+            _ => return Err(error("an unclosed bracket")),
+        };
+        self.next += 1;
+        let Some(label) = label else {
+            let mut arg = match <[_; 1]>::try_from(alternatives) {
+                Ok([alternative]) => match <[Arg; 1]>::try_from(alternative) {
+                    Ok([arg]) => arg,
+                    Err(_) => return Err(error("a group of several arguments needs a name=")),
+                },
+                Err(_) => return Err(error("a group of several arguments needs a name=")),
+            };
+            if repeat != Repeat::Once {
+                if arg.repeat != Repeat::Once {
+                    return Err(error("an argument repeated twice over"));
+                }
+                arg.repeat = repeat;
+            }
+            return Ok(arg);
+        };
+        let (kind, children) =
+            if alternatives.len() == 1 {
+                (Kind::Block, alternatives.pop().unwrap_or_default())
+            } else {
+                let mut members = Vec::with_capacity(alternatives.len());
+                for alternative in alternatives {
+                    match <[Arg; 1]>::try_from(alternative) {
+                        Ok([arg]) => members.push(arg),
+                        Err(_) => return Err(error(
+                            "an alternative of several arguments needs its own (name=...) group",
+                        )),
+                    }
+                }
+                (Kind::OneOf, members)
+            };
+        if children.is_empty() {
+            return Err(error("an empty group"));
+        }
+        Ok(Arg {
+            name: label.to_string(),
+            kind,
+            token: None,
+            optional: false,
+            repeat,
+            children,
+        })
+    }
+}
+
+fn is_token(word: &str) -> bool {
+    word.starts_with(|c: char| c.is_ascii_uppercase())
+        && !word.contains(|c: char| c.is_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The parameter line redis-cli builds from an argument tree for its help and
+    /// hints (its `cliAddArgument`).
+    pub fn render(args: &[Arg]) -> String {
+        args.iter().map(render_one).collect::<Vec<_>>().join(" ")
+    }
+
+    fn render_one(arg: &Arg) -> String {
+        let body = match arg.kind {
+            Kind::PureToken => String::new(),
+            Kind::OneOf => arg
+                .children
+                .iter()
+                .map(render_one)
+                .collect::<Vec<_>>()
+                .join("|"),
+            Kind::Block => render(&arg.children),
+            _ => arg.name.clone(),
+        };
+        let token = match (&arg.token, arg.kind) {
+            (Some(t), Kind::PureToken) => t.clone(),
+            (Some(t), _) => format!("{t} "),
+            (None, _) => String::new(),
+        };
+        let mut out = format!("{token}{body}");
+        match arg.repeat {
+            Repeat::Once => {}
+            Repeat::Multiple => out = format!("{out} [{body} ...]"),
+            Repeat::MultipleToken => out = format!("{out} [{token}{body} ...]"),
+        }
+        if arg.optional {
+            out = format!("[{out}]");
+        }
+        out
+    }
+
+    #[test]
+    fn set_renders_as_redis_cli_shows_it() {
+        let args = parse(
+            "key:key value [condition=NX|XX] [GET] [expiration=EX seconds:integer|\
+             PX milliseconds:integer|EXAT unix-time-seconds:unix-time|\
+             PXAT unix-time-milliseconds:unix-time|KEEPTTL]",
+        )
+        .unwrap();
+        assert_eq!(
+            render(&args),
+            "key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|\
+             PXAT unix-time-milliseconds|KEEPTTL]"
+        );
+        assert_eq!(args[0].kind, Kind::Key);
+        assert_eq!(args[2].name, "condition");
+        assert_eq!(args[2].kind, Kind::OneOf);
+        assert!(args[2].optional);
+        let ex = &args[4].children[0];
+        assert_eq!(
+            (ex.name.as_str(), ex.kind, ex.token.as_deref()),
+            ("seconds", Kind::Integer, Some("EX"))
+        );
+        assert_eq!(
+            (args[3].name.as_str(), args[3].kind),
+            ("get", Kind::PureToken)
+        );
+    }
+
+    #[test]
+    fn tokens_introduce_groups_and_repeat_with_their_token() {
+        let args =
+            parse("(status=ON|OFF) [PREFIX prefix^...] [ID (id=client-id:integer...)] ip:port")
+                .unwrap();
+        assert_eq!(
+            render(&args),
+            "ON|OFF [PREFIX prefix [PREFIX prefix ...]] [ID client-id [client-id ...]] ip:port"
+        );
+        assert_eq!(args[1].repeat, Repeat::MultipleToken);
+        assert_eq!(
+            (args[2].kind, args[2].token.as_deref()),
+            (Kind::Block, Some("ID"))
+        );
+        assert_eq!(args[2].children[0].repeat, Repeat::Multiple);
+        assert_eq!(
+            (args[3].name.as_str(), args[3].kind),
+            ("ip:port", Kind::String)
+        );
+    }
+
+    #[test]
+    fn groups_repeat_and_nest() {
+        let args = parse(
+            "(data=key:key value)... [index=start:integer [end_index=end:integer [unit=BYTE|BIT]]]",
+        )
+        .unwrap();
+        assert_eq!(
+            render(&args),
+            "key value [key value ...] [start [end [BYTE|BIT]]]"
+        );
+        assert_eq!(
+            (args[0].kind, args[0].repeat),
+            (Kind::Block, Repeat::Multiple)
+        );
+    }
+
+    #[test]
+    fn malformed_lines_say_where() {
+        for (line, at) in [
+            ("key [NX", 4),
+            ("key NX]", 6),
+            ("[a b]", 0),
+            ("k (x=a b|c)", 2),
+            ("key ...", 4),
+            ("(x=)", 0),
+            ("[a...]...", 0),
+            ("|", 0),
+            ("a:key b=", 7),
+        ] {
+            let error = parse(line).unwrap_err();
+            assert_eq!(error.at, at, "{line}: {error}");
+        }
+    }
+}

@@ -1,0 +1,828 @@
+//! COMMAND DOCS: each command's summary, the Redis version it first appeared in, its
+//! group, its cost and its arguments, which redis-cli turns into its `help` pages and
+//! the hints it shows while a command is typed. The argument lines are in the notation
+//! of `arg_syntax.rs`; their trees match redis-server 7.0's for every command both have.
+
+use resp::Frame;
+
+use super::arg_syntax::{self, Arg, Kind, Repeat};
+use super::{find_subcommand, full_name, lookup, reply, subcommands_of, KeySpec, Reply};
+
+struct Doc {
+    /// A command, or a subcommand as `container|sub`.
+    name: &'static str,
+    group: &'static str,
+    since: &'static str,
+    complexity: &'static str,
+    summary: &'static str,
+    arguments: &'static str,
+}
+
+const fn doc(
+    name: &'static str,
+    group: &'static str,
+    since: &'static str,
+    complexity: &'static str,
+    summary: &'static str,
+    arguments: &'static str,
+) -> Doc {
+    Doc {
+        name,
+        group,
+        since,
+        complexity,
+        summary,
+        arguments,
+    }
+}
+
+/// COMMAND DOCS [name ...]: a map from each named command (every command when none
+/// is named) to its documentation; names not known are left out, as Redis does.
+pub fn command_docs(names: &[Vec<u8>]) -> Reply {
+    let entries: Vec<(String, Frame)> = if names.is_empty() {
+        super::TABLE
+            .iter()
+            .map(|c| (c.name.to_string(), describe(c.name)))
+            .collect()
+    } else {
+        names
+            .iter()
+            .filter_map(|name| {
+                let name = canonical(name)?;
+                let entry = describe(&name);
+                Some((name, entry))
+            })
+            .collect()
+    };
+    reply(Frame::Map(
+        entries
+            .into_iter()
+            .map(|(name, entry)| (Frame::bulk(&name), entry))
+            .collect(),
+    ))
+}
+
+/// The table's name for `name`: `get` for `GET`, `client|list` for `Client|List`.
+fn canonical(name: &[u8]) -> Option<String> {
+    match name.iter().position(|&b| b == b'|') {
+        None => lookup(name).map(|(_, c)| c.name.to_string()),
+        Some(bar) => {
+            let (_, c) = lookup(&name[..bar])?;
+            find_subcommand(c.name, &name[bar + 1..]).map(|s| full_name(c.name, s))
+        }
+    }
+}
+
+/// One command's entry, in the order Redis gives its fields.
+fn describe(name: &str) -> Frame {
+    let doc = find(name);
+    let mut fields = vec![
+        ("summary", Frame::bulk(doc.summary)),
+        ("since", Frame::bulk(doc.since)),
+        ("group", Frame::bulk(doc.group)),
+        ("complexity", Frame::bulk(doc.complexity)),
+    ];
+    if let Some(note) = NOTES.iter().find(|n| n.name == name) {
+        let flag = if note.deprecated_since.is_some() {
+            "deprecated"
+        } else {
+            "syscmd"
+        };
+        fields.push(("doc_flags", Frame::Set(vec![Frame::Simple(flag.into())])));
+        if let Some(since) = note.deprecated_since {
+            fields.push(("deprecated_since", Frame::bulk(since)));
+        }
+        if let Some(by) = note.replaced_by {
+            fields.push(("replaced_by", Frame::bulk(by)));
+        }
+    }
+    let args = arg_syntax::parse(doc.arguments)
+        .unwrap_or_else(|e| panic!("the docs of {name}: {e} (the table's tests parse every line)"));
+    if !args.is_empty() {
+        let specs = key_specs_of(name).len();
+        let mut keys = 0;
+        let args = args
+            .iter()
+            .map(|a| arg_frame(a, specs, &mut keys))
+            .collect();
+        fields.push(("arguments", Frame::Array(args)));
+    }
+    let (container, sub) = name.split_once('|').unwrap_or((name, ""));
+    if sub.is_empty() && !subcommands_of(container).is_empty() {
+        let subs = subcommands_of(container)
+            .iter()
+            .map(|s| {
+                let full = full_name(container, s);
+                let entry = describe(&full);
+                (Frame::bulk(&full), entry)
+            })
+            .collect();
+        fields.push(("subcommands", Frame::Map(subs)));
+    }
+    Frame::Map(
+        fields
+            .into_iter()
+            .map(|(k, v)| (Frame::bulk(k), v))
+            .collect(),
+    )
+}
+
+fn find(name: &str) -> &'static Doc {
+    DOCS.iter()
+        .find(|d| d.name == name)
+        .unwrap_or_else(|| panic!("{name} has no docs (the table's tests check every command)"))
+}
+
+fn key_specs_of(name: &str) -> &'static [KeySpec] {
+    let (container, sub) = name.split_once('|').unwrap_or((name, ""));
+    let Some((_, c)) = lookup(container.as_bytes()) else {
+        return &[];
+    };
+    if sub.is_empty() {
+        c.keys
+    } else {
+        find_subcommand(c.name, sub.as_bytes()).map_or(&[], |s| s.keys)
+    }
+}
+
+/// An argument's map. Key arguments point at their key spec: the n-th key argument at
+/// the n-th spec, and any after the last spec at the last (LCS's two keys share one).
+fn arg_frame(arg: &Arg, specs: usize, keys: &mut usize) -> Frame {
+    let mut fields = vec![
+        ("name", Frame::bulk(&arg.name)),
+        ("type", Frame::bulk(arg.kind.word())),
+    ];
+    if arg.kind == Kind::Key {
+        assert!(specs > 0, "a key argument in a command with no key specs");
+        fields.push((
+            "key_spec_index",
+            Frame::Integer((*keys).min(specs - 1) as i64),
+        ));
+        *keys += 1;
+    }
+    if let Some(token) = &arg.token {
+        fields.push(("token", Frame::bulk(token)));
+    }
+    let mut flags = Vec::new();
+    if arg.optional {
+        flags.push("optional");
+    }
+    match arg.repeat {
+        Repeat::Once => {}
+        Repeat::Multiple => flags.push("multiple"),
+        Repeat::MultipleToken => flags.extend(["multiple", "multiple_token"]),
+    }
+    if !flags.is_empty() {
+        let flags = flags.into_iter().map(|f| Frame::Simple(f.into())).collect();
+        fields.push(("flags", Frame::Set(flags)));
+    }
+    if matches!(arg.kind, Kind::OneOf | Kind::Block) {
+        let children = arg
+            .children
+            .iter()
+            .map(|c| arg_frame(c, specs, keys))
+            .collect();
+        fields.push(("arguments", Frame::Array(children)));
+    }
+    Frame::Map(
+        fields
+            .into_iter()
+            .map(|(k, v)| (Frame::bulk(k), v))
+            .collect(),
+    )
+}
+
+/// Commands that are kept for old clients, or that are not meant for applications.
+struct Note {
+    name: &'static str,
+    /// None: a system command (DEBUG).
+    deprecated_since: Option<&'static str>,
+    replaced_by: Option<&'static str>,
+}
+
+const NOTES: &[Note] = &[
+    Note {
+        name: "getset",
+        deprecated_since: Some("6.2.0"),
+        replaced_by: Some("`SET` with the `!GET` argument"),
+    },
+    Note {
+        name: "substr",
+        deprecated_since: Some("2.0.0"),
+        replaced_by: Some("`GETRANGE`"),
+    },
+    Note {
+        name: "debug",
+        deprecated_since: None,
+        replaced_by: None,
+    },
+];
+
+#[rustfmt::skip]
+const DOCS: &[Doc] = &[
+    // Connection.
+    doc("ping", "connection", "1.0.0", "O(1)",
+        "Replies PONG, or the message given, to show the connection is alive.",
+        "[message]"),
+    doc("echo", "connection", "1.0.0", "O(1)",
+        "Replies with the message given.",
+        "message"),
+    doc("quit", "connection", "1.0.0", "O(1)",
+        "Closes the connection once the replies before it are sent.",
+        ""),
+    doc("reset", "connection", "6.2.0", "O(1)",
+        "Returns the connection to its state when it was opened.",
+        ""),
+    doc("hello", "connection", "6.0.0", "O(1)",
+        "Chooses the protocol version (2 or 3), optionally authenticating and naming the connection, and describes the server.",
+        "[arguments=protover:integer [AUTH (username_password=username password)] [SETNAME clientname]]"),
+    doc("auth", "connection", "1.0.0", "O(N) where N is the number of passwords defined for the user",
+        "Authenticates the connection.",
+        "[username] password"),
+    doc("select", "connection", "1.0.0", "O(1)",
+        "Selects the logical database; hotkv has database 0 only.",
+        "index:integer"),
+    doc("client", "connection", "2.4.0", "Depends on subcommand.",
+        "A container for commands about client connections.",
+        ""),
+    doc("client|id", "connection", "5.0.0", "O(1)",
+        "Returns the connection's unique ID.",
+        ""),
+    doc("client|getname", "connection", "2.6.9", "O(1)",
+        "Returns the connection's name.",
+        ""),
+    doc("client|setname", "connection", "2.6.9", "O(1)",
+        "Names the connection.",
+        "connection-name"),
+    doc("client|info", "connection", "6.2.0", "O(1)",
+        "Describes this connection, as one line of CLIENT LIST.",
+        ""),
+    doc("client|list", "connection", "2.4.0", "O(N) where N is the number of client connections",
+        "Describes the open connections, one line each.",
+        "[TYPE (normal_master_replica_pubsub=NORMAL|MASTER|REPLICA|PUBSUB)] [ID (id=client-id:integer...)]"),
+    doc("client|kill", "connection", "2.4.0", "O(N) where N is the number of client connections",
+        "Closes the connections that match an address or filters.",
+        "(filter=ip:port|(new-format=[ID client-id:integer]|[TYPE (normal_master_slave_pubsub=NORMAL|MASTER|SLAVE|REPLICA|PUBSUB)]|[USER username]|[ADDR ip:port]|[LADDR ip:port]|[SKIPME yes/no])...)"),
+    doc("client|setinfo", "connection", "7.2.0", "O(1)",
+        "Records the name or version of the client library, shown by CLIENT LIST.",
+        "(attr=LIB-NAME libname|LIB-VER libver)"),
+    doc("client|no-evict", "connection", "7.0.0", "O(1)",
+        "Exempts the connection from client eviction, or ends the exemption.",
+        "(enabled=ON|OFF)"),
+    doc("client|reply", "connection", "3.2.0", "O(1)",
+        "Turns the server's replies to this connection on or off, or skips the next one.",
+        "(on_off_skip=ON|OFF|SKIP)"),
+    doc("client|pause", "connection", "2.9.50", "O(1)",
+        "Holds the commands of all clients, or only their writes, for a time.",
+        "timeout:integer [mode=WRITE|ALL]"),
+    doc("client|unpause", "connection", "6.2.0", "O(N) where N is the number of paused clients",
+        "Ends a CLIENT PAUSE.",
+        ""),
+    doc("client|unblock", "connection", "5.0.0", "O(log N) where N is the number of client connections",
+        "Wakes a connection blocked in a blocking command.",
+        "client-id:integer [timeout_error=TIMEOUT|ERROR]"),
+    doc("client|tracking", "connection", "6.0.0", "O(1), or O(N) for BCAST where N is the number of prefixes",
+        "Turns server-assisted client-side caching on or off for the connection.",
+        "(status=ON|OFF) [REDIRECT client-id:integer] [PREFIX prefix^...] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]"),
+    doc("client|caching", "connection", "6.0.0", "O(1)",
+        "Says whether the next command's keys are tracked, in OPTIN or OPTOUT tracking.",
+        "(mode=YES|NO)"),
+    doc("client|getredir", "connection", "6.0.0", "O(1)",
+        "Returns the ID of the connection that tracking invalidations are redirected to.",
+        ""),
+    doc("client|trackinginfo", "connection", "6.2.0", "O(1)",
+        "Describes the connection's client-side caching.",
+        ""),
+    doc("client|help", "connection", "5.0.0", "O(1)",
+        "Lists the CLIENT subcommands.",
+        ""),
+    // Strings.
+    doc("get", "string", "1.0.0", "O(1)",
+        "Returns the string value of a key.",
+        "key:key"),
+    doc("getdel", "string", "6.2.0", "O(1)",
+        "Returns the string value of a key and deletes the key.",
+        "key:key"),
+    doc("getex", "string", "6.2.0", "O(1)",
+        "Returns the string value of a key and sets or clears its expiry.",
+        "key:key [expiration=EX seconds:integer|PX milliseconds:integer|EXAT unix-time-seconds:unix-time|PXAT unix-time-milliseconds:unix-time|PERSIST]"),
+    doc("getset", "string", "1.0.0", "O(1)",
+        "Sets the string value of a key and returns the value it replaced.",
+        "key:key value"),
+    doc("set", "string", "1.0.0", "O(1)",
+        "Sets the string value of a key, with optional expiry, condition and the old value returned.",
+        "key:key value [condition=NX|XX] [GET] [expiration=EX seconds:integer|PX milliseconds:integer|EXAT unix-time-seconds:unix-time|PXAT unix-time-milliseconds:unix-time|KEEPTTL]"),
+    doc("setnx", "string", "1.0.0", "O(1)",
+        "Sets the string value of a key only if the key does not exist.",
+        "key:key value"),
+    doc("setex", "string", "2.0.0", "O(1)",
+        "Sets the string value of a key and its expiry in seconds.",
+        "key:key seconds:integer value"),
+    doc("psetex", "string", "2.6.0", "O(1)",
+        "Sets the string value of a key and its expiry in milliseconds.",
+        "key:key milliseconds:integer value"),
+    doc("mget", "string", "1.0.0", "O(N) where N is the number of keys",
+        "Returns the string values of several keys.",
+        "key:key..."),
+    doc("mset", "string", "1.0.1", "O(N) where N is the number of keys",
+        "Sets the string values of several keys, all at once.",
+        "(key_value=key:key value)..."),
+    doc("msetnx", "string", "1.0.1", "O(N) where N is the number of keys",
+        "Sets the string values of several keys, all at once, only if none of them exists.",
+        "(key_value=key:key value)..."),
+    doc("strlen", "string", "2.2.0", "O(1)",
+        "Returns the length of a string value.",
+        "key:key"),
+    doc("append", "string", "2.0.0", "O(1) amortized",
+        "Appends to the string value of a key, creating the key if it does not exist.",
+        "key:key value"),
+    doc("getrange", "string", "2.4.0", "O(N) where N is the length of the returned string",
+        "Returns a substring of a string value, by inclusive byte offsets.",
+        "key:key start:integer end:integer"),
+    doc("substr", "string", "1.0.0", "O(N) where N is the length of the returned string",
+        "Returns a substring of a string value, by inclusive byte offsets.",
+        "key:key start:integer end:integer"),
+    doc("setrange", "string", "2.2.0", "O(1), or O(M) where M is the length of value when the string grows",
+        "Overwrites part of a string value from an offset, padding with zero bytes.",
+        "key:key offset:integer value"),
+    doc("incr", "string", "1.0.0", "O(1)",
+        "Adds one to the integer value of a key, from 0 if it does not exist.",
+        "key:key"),
+    doc("decr", "string", "1.0.0", "O(1)",
+        "Subtracts one from the integer value of a key, from 0 if it does not exist.",
+        "key:key"),
+    doc("incrby", "string", "1.0.0", "O(1)",
+        "Adds an integer to the integer value of a key, from 0 if it does not exist.",
+        "key:key increment:integer"),
+    doc("decrby", "string", "1.0.0", "O(1)",
+        "Subtracts an integer from the integer value of a key, from 0 if it does not exist.",
+        "key:key decrement:integer"),
+    doc("incrbyfloat", "string", "2.6.0", "O(1)",
+        "Adds a floating point number to the value of a key, from 0 if it does not exist.",
+        "key:key increment:double"),
+    doc("getbit", "bitmap", "2.2.0", "O(1)",
+        "Returns the bit at an offset of a string value.",
+        "key:key offset:integer"),
+    doc("setbit", "bitmap", "2.2.0", "O(1)",
+        "Sets or clears the bit at an offset of a string value, growing it as needed.",
+        "key:key offset:integer value:integer"),
+    doc("bitcount", "bitmap", "2.6.0", "O(N)",
+        "Counts the set bits of a string value, or of a range of its bytes or bits.",
+        "key:key [index=start:integer end:integer [index_unit=BYTE|BIT]]"),
+    doc("bitpos", "bitmap", "2.8.7", "O(N)",
+        "Finds the first set or clear bit of a string value, or of a range of it.",
+        "key:key bit:integer [index=start:integer [end_index=end:integer [index_unit=BYTE|BIT]]]"),
+    doc("bitop", "bitmap", "2.6.0", "O(N)",
+        "Combines string values bit by bit (AND, OR, XOR, NOT) into a destination key.",
+        "operation destkey:key key:key..."),
+    doc("lcs", "string", "7.0.0", "O(N*M) where N and M are the lengths of the two strings",
+        "Finds the longest common subsequence of two string values.",
+        "key1:key key2:key [LEN] [IDX] [MINMATCHLEN len:integer] [WITHMATCHLEN]"),
+    // Keyspace.
+    doc("del", "generic", "1.0.0", "O(N) where N is the number of keys",
+        "Deletes keys.",
+        "key:key..."),
+    doc("unlink", "generic", "4.0.0", "O(1) for each key; memory is reclaimed afterwards",
+        "Deletes keys, reclaiming their memory in the background.",
+        "key:key..."),
+    doc("exists", "generic", "1.0.0", "O(N) where N is the number of keys",
+        "Counts how many of the keys exist; a key named twice counts twice.",
+        "key:key..."),
+    doc("touch", "generic", "3.2.1", "O(N) where N is the number of keys",
+        "Marks keys as just accessed and counts how many exist.",
+        "key:key..."),
+    doc("type", "generic", "1.0.0", "O(1)",
+        "Returns the type of a key's value, or none.",
+        "key:key"),
+    doc("rename", "generic", "1.0.0", "O(1)",
+        "Renames a key, replacing any key of the new name.",
+        "key:key newkey:key"),
+    doc("renamenx", "generic", "1.0.0", "O(1)",
+        "Renames a key only if the new name is free.",
+        "key:key newkey:key"),
+    doc("randomkey", "generic", "1.0.0", "O(1)",
+        "Returns a key chosen at random.",
+        ""),
+    doc("keys", "generic", "1.0.0", "O(N) where N is the number of keys in the database",
+        "Returns every key that matches a glob pattern.",
+        "pattern:pattern"),
+    doc("scan", "generic", "2.8.0", "O(1) per call, O(N) for a complete iteration",
+        "Iterates over the keys with a cursor; every key present for the whole iteration is returned.",
+        "cursor:integer [MATCH pattern:pattern] [COUNT count:integer] [TYPE type]"),
+    doc("dbsize", "server", "1.0.0", "O(1)",
+        "Returns the number of keys.",
+        ""),
+    doc("flushdb", "server", "1.0.0", "O(N) where N is the number of keys",
+        "Deletes every key of the database.",
+        "[async=ASYNC|SYNC]"),
+    doc("flushall", "server", "1.0.0", "O(N) where N is the number of keys",
+        "Deletes every key of every database.",
+        "[async=ASYNC|SYNC]"),
+    doc("expire", "generic", "1.0.0", "O(1)",
+        "Sets a key's time to live in seconds.",
+        "key:key seconds:integer [condition=NX|XX|GT|LT]"),
+    doc("pexpire", "generic", "2.6.0", "O(1)",
+        "Sets a key's time to live in milliseconds.",
+        "key:key milliseconds:integer [condition=NX|XX|GT|LT]"),
+    doc("expireat", "generic", "1.2.0", "O(1)",
+        "Sets the Unix time, in seconds, at which a key expires.",
+        "key:key unix-time-seconds:unix-time [condition=NX|XX|GT|LT]"),
+    doc("pexpireat", "generic", "2.6.0", "O(1)",
+        "Sets the Unix time, in milliseconds, at which a key expires.",
+        "key:key unix-time-milliseconds:unix-time [condition=NX|XX|GT|LT]"),
+    doc("ttl", "generic", "1.0.0", "O(1)",
+        "Returns a key's time to live in seconds.",
+        "key:key"),
+    doc("pttl", "generic", "2.6.0", "O(1)",
+        "Returns a key's time to live in milliseconds.",
+        "key:key"),
+    doc("expiretime", "generic", "7.0.0", "O(1)",
+        "Returns the Unix time, in seconds, at which a key expires.",
+        "key:key"),
+    doc("pexpiretime", "generic", "7.0.0", "O(1)",
+        "Returns the Unix time, in milliseconds, at which a key expires.",
+        "key:key"),
+    doc("persist", "generic", "2.2.0", "O(1)",
+        "Removes a key's expiry.",
+        "key:key"),
+    doc("object", "generic", "2.2.3", "Depends on subcommand.",
+        "A container for commands about how values are kept.",
+        ""),
+    doc("object|help", "generic", "6.2.0", "O(1)",
+        "Lists the OBJECT subcommands.",
+        ""),
+    doc("object|encoding", "generic", "2.2.3", "O(1)",
+        "Returns how a key's value is encoded.",
+        "key:key"),
+    doc("object|refcount", "generic", "2.2.3", "O(1)",
+        "Returns the reference count of a key's value.",
+        "key:key"),
+    doc("object|freq", "generic", "4.0.0", "O(1)",
+        "Returns a key's access frequency counter, under an LFU maxmemory policy.",
+        "key:key"),
+    doc("object|idletime", "generic", "2.2.3", "O(1)",
+        "Returns the seconds since a key was last read or written.",
+        "key:key"),
+    doc("copy", "generic", "6.2.0", "O(N) where N is the size of the value",
+        "Copies a key's value to another key.",
+        "source:key destination:key [DB destination-db:integer] [REPLACE]"),
+    doc("move", "generic", "1.0.0", "O(1)",
+        "Moves a key to another database.",
+        "key:key db:integer"),
+    // Transactions.
+    doc("multi", "transactions", "1.2.0", "O(1)",
+        "Starts a transaction: the commands after it are queued until EXEC.",
+        ""),
+    doc("exec", "transactions", "1.2.0", "Depends on the commands in the transaction",
+        "Runs the queued commands of a transaction as one step.",
+        ""),
+    doc("discard", "transactions", "2.0.0", "O(N) where N is the number of queued commands",
+        "Drops the queued commands of a transaction.",
+        ""),
+    doc("watch", "transactions", "2.2.0", "O(1) for every key",
+        "Makes the next EXEC fail if any of the keys changes before it.",
+        "key:key..."),
+    doc("unwatch", "transactions", "2.2.0", "O(1)",
+        "Forgets the keys WATCH named.",
+        ""),
+    // Server.
+    doc("command", "server", "2.8.13", "O(N) where N is the number of commands",
+        "Describes every command.",
+        ""),
+    doc("command|count", "server", "2.8.13", "O(1)",
+        "Returns the number of commands.",
+        ""),
+    doc("command|docs", "server", "7.0.0", "O(N) where N is the number of commands described",
+        "Returns the documentation of the commands named, or of every command.",
+        "[command-name...]"),
+    doc("command|info", "server", "2.8.13", "O(N) where N is the number of commands described",
+        "Describes the commands named, or every command.",
+        "[command-name...]"),
+    doc("command|list", "server", "7.0.0", "O(N) where N is the number of commands",
+        "Lists the command names, optionally those of an ACL category or matching a pattern.",
+        "[FILTERBY (filterby=MODULE module-name|ACLCAT category|PATTERN pattern:pattern)]"),
+    doc("command|getkeys", "server", "2.8.13", "O(N) where N is the number of arguments",
+        "Returns the keys a full command names.",
+        ""),
+    doc("command|getkeysandflags", "server", "7.0.0", "O(N) where N is the number of arguments",
+        "Returns the keys a full command names, with what it does to each.",
+        ""),
+    doc("command|help", "server", "5.0.0", "O(1)",
+        "Lists the COMMAND subcommands.",
+        ""),
+    doc("config", "server", "2.0.0", "Depends on subcommand.",
+        "A container for commands about the configuration.",
+        ""),
+    doc("config|get", "server", "2.0.0", "O(N) where N is the number of parameters",
+        "Returns the values of configuration parameters, named or by glob pattern.",
+        "(parameter=parameter)..."),
+    doc("config|set", "server", "2.0.0", "O(N) where N is the number of parameters",
+        "Sets configuration parameters, all or none.",
+        "(parameter_value=parameter value)..."),
+    doc("config|resetstat", "server", "2.0.0", "O(1)",
+        "Resets the statistics INFO reports.",
+        ""),
+    doc("config|rewrite", "server", "2.8.0", "O(1)",
+        "Writes the running configuration to the configuration file.",
+        ""),
+    doc("config|help", "server", "5.0.0", "O(1)",
+        "Lists the CONFIG subcommands.",
+        ""),
+    doc("info", "server", "1.0.0", "O(1)",
+        "Returns information and statistics about the server, by section; hotkv adds a hotring section.",
+        "[section...]"),
+    doc("time", "server", "2.6.0", "O(1)",
+        "Returns the server's time as seconds and microseconds.",
+        ""),
+    doc("role", "server", "2.8.12", "O(1)",
+        "Returns the replication role: hotkv is always a master.",
+        ""),
+    doc("memory", "server", "4.0.0", "Depends on subcommand.",
+        "A container for commands about memory use.",
+        ""),
+    doc("memory|doctor", "server", "4.0.0", "O(1)",
+        "Reports memory problems and what to do about them.",
+        ""),
+    doc("memory|malloc-stats", "server", "4.0.0", "Depends on how much memory is allocated",
+        "Returns the allocator's statistics.",
+        ""),
+    doc("memory|purge", "server", "4.0.0", "Depends on how much memory is allocated",
+        "Asks the allocator to return free memory to the system.",
+        ""),
+    doc("memory|stats", "server", "4.0.0", "O(1)",
+        "Returns how the server's memory is used.",
+        ""),
+    doc("memory|help", "server", "4.0.0", "O(1)",
+        "Lists the MEMORY subcommands.",
+        ""),
+    doc("memory|usage", "server", "4.0.0", "O(1)",
+        "Returns the bytes a key and its value take.",
+        "key:key [SAMPLES count:integer]"),
+    doc("swapdb", "server", "4.0.0", "O(1)",
+        "Swaps two databases; with database 0 only, swaps it with itself.",
+        "index1:integer index2:integer"),
+    doc("shutdown", "server", "1.0.0", "O(N) where N is the number of keys written when saving",
+        "Stops the server after answering what is in flight, saving first if asked.",
+        "[nosave_save=NOSAVE|SAVE] [NOW] [FORCE] [ABORT]"),
+    doc("slowlog", "server", "2.2.12", "Depends on subcommand.",
+        "A container for commands about the slow log.",
+        ""),
+    doc("slowlog|get", "server", "2.2.12", "O(N) where N is the number of entries returned",
+        "Returns the newest entries of the slow log.",
+        "[count:integer]"),
+    doc("slowlog|len", "server", "2.2.12", "O(1)",
+        "Returns the number of entries in the slow log.",
+        ""),
+    doc("slowlog|reset", "server", "2.2.12", "O(N) where N is the number of entries",
+        "Empties the slow log.",
+        ""),
+    doc("slowlog|help", "server", "6.2.0", "O(1)",
+        "Lists the SLOWLOG subcommands.",
+        ""),
+    doc("latency", "server", "2.8.13", "Depends on subcommand.",
+        "A container for commands about latency events.",
+        ""),
+    doc("latency|latest", "server", "2.8.13", "O(1)",
+        "Returns the latest sample of every latency event.",
+        ""),
+    doc("latency|history", "server", "2.8.13", "O(1)",
+        "Returns the samples of one latency event.",
+        "event"),
+    doc("latency|reset", "server", "2.8.13", "O(1)",
+        "Forgets the samples of the events named, or of every event.",
+        "[event...]"),
+    doc("latency|graph", "server", "2.8.13", "O(1)",
+        "Draws the samples of one latency event as an ASCII graph.",
+        "event"),
+    doc("latency|doctor", "server", "2.8.13", "O(1)",
+        "Explains the latency events in words.",
+        ""),
+    doc("latency|histogram", "server", "7.0.0", "O(N) where N is the number of commands",
+        "Returns the latency histograms of the commands named, or of every command called.",
+        "[command...]"),
+    doc("latency|help", "server", "2.8.13", "O(1)",
+        "Lists the LATENCY subcommands.",
+        ""),
+    doc("save", "server", "1.0.0", "O(N) where N is the number of keys",
+        "Makes the data durable before replying (the lsm engine flushes its memtable).",
+        ""),
+    doc("bgsave", "server", "1.0.0", "O(1)",
+        "Makes the data durable in the background.",
+        "[SCHEDULE]"),
+    doc("lastsave", "server", "1.0.0", "O(1)",
+        "Returns the Unix time of the last successful save.",
+        ""),
+    doc("debug", "server", "1.0.0", "Depends on subcommand.",
+        "Commands for testing and debugging the server.",
+        ""),
+    doc("wait", "generic", "3.0.0", "O(1)",
+        "Waits for replicas to acknowledge the writes before it; hotkv has no replicas.",
+        "numreplicas:integer timeout:integer"),
+    doc("monitor", "server", "1.0.0", "O(N) where N is the number of commands sent while monitoring",
+        "Streams every command the server runs.",
+        ""),
+    doc("hotkeys", "server", "7.0.0", "O(N) where N is the number of rings in the index",
+        "Returns the keys the index finds hottest, with each one's share of the sampled accesses.",
+        "[COUNT count:integer]"),
+    // Pub/sub.
+    doc("subscribe", "pubsub", "2.0.0", "O(N) where N is the number of channels",
+        "Listens for messages published to channels.",
+        "channel..."),
+    doc("unsubscribe", "pubsub", "2.0.0", "O(N) where N is the number of channels",
+        "Stops listening to channels, or to every channel.",
+        "[channel...]"),
+    doc("psubscribe", "pubsub", "2.0.0", "O(N) where N is the number of patterns",
+        "Listens for messages published to channels that match patterns.",
+        "(pattern=pattern:pattern)..."),
+    doc("punsubscribe", "pubsub", "2.0.0", "O(N) where N is the number of patterns",
+        "Stops listening to patterns, or to every pattern.",
+        "[pattern:pattern...]"),
+    doc("ssubscribe", "pubsub", "7.0.0", "O(N) where N is the number of shard channels",
+        "Listens for messages published to shard channels.",
+        "shardchannel..."),
+    doc("sunsubscribe", "pubsub", "7.0.0", "O(N) where N is the number of shard channels",
+        "Stops listening to shard channels, or to every shard channel.",
+        "[shardchannel...]"),
+    doc("publish", "pubsub", "2.0.0", "O(N+M) where N is the number of subscribers and M of patterns",
+        "Sends a message to a channel and returns how many clients received it.",
+        "channel message"),
+    doc("spublish", "pubsub", "7.0.0", "O(N) where N is the number of subscribers",
+        "Sends a message to a shard channel and returns how many clients received it.",
+        "shardchannel message"),
+    doc("pubsub", "pubsub", "2.8.0", "Depends on subcommand.",
+        "A container for commands about channels and subscribers.",
+        ""),
+    doc("pubsub|channels", "pubsub", "2.8.0", "O(N) where N is the number of active channels",
+        "Lists the channels with subscribers, optionally those matching a pattern.",
+        "[pattern:pattern]"),
+    doc("pubsub|numsub", "pubsub", "2.8.0", "O(N) where N is the number of channels named",
+        "Returns the number of subscribers of each channel named.",
+        "[channel...]"),
+    doc("pubsub|numpat", "pubsub", "2.8.0", "O(1)",
+        "Returns the number of patterns subscribed to.",
+        ""),
+    doc("pubsub|shardchannels", "pubsub", "7.0.0", "O(N) where N is the number of active shard channels",
+        "Lists the shard channels with subscribers, optionally those matching a pattern.",
+        "[pattern:pattern]"),
+    doc("pubsub|shardnumsub", "pubsub", "7.0.0", "O(N) where N is the number of shard channels named",
+        "Returns the number of subscribers of each shard channel named.",
+        "[shardchannel...]"),
+    doc("pubsub|help", "pubsub", "6.2.0", "O(1)",
+        "Lists the PUBSUB subcommands.",
+        ""),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::TABLE;
+
+    /// Every command and subcommand the server runs, by its docs name, with its arity
+    /// and the words of its name.
+    fn every_command() -> Vec<(String, i32, usize)> {
+        let mut all = Vec::new();
+        for c in TABLE {
+            all.push((c.name.to_string(), c.arity, 1));
+            for s in subcommands_of(c.name) {
+                all.push((full_name(c.name, s), s.arity, 2));
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn every_command_has_docs_and_every_doc_a_command() {
+        let commands = every_command();
+        for (name, _, _) in &commands {
+            assert_eq!(DOCS.iter().filter(|d| d.name == name).count(), 1, "{name}");
+        }
+        for d in DOCS {
+            assert!(
+                commands.iter().any(|(n, _, _)| n == d.name),
+                "docs of no command: {}",
+                d.name
+            );
+            assert!(
+                !d.summary.is_empty() && !d.complexity.is_empty(),
+                "{}",
+                d.name
+            );
+        }
+        for n in NOTES {
+            assert!(DOCS.iter().any(|d| d.name == n.name), "{}", n.name);
+        }
+    }
+
+    #[test]
+    fn groups_are_redis_groups() {
+        const GROUPS: &[&str] = &[
+            "generic",
+            "string",
+            "list",
+            "set",
+            "sorted-set",
+            "hash",
+            "pubsub",
+            "transactions",
+            "connection",
+            "server",
+            "scripting",
+            "hyperloglog",
+            "cluster",
+            "sentinel",
+            "geo",
+            "stream",
+            "bitmap",
+        ];
+        for d in DOCS {
+            assert!(GROUPS.contains(&d.group), "{}: {}", d.name, d.group);
+            let parts: Vec<_> = d.since.split('.').collect();
+            assert!(
+                parts.len() == 3 && parts.iter().all(|p| p.parse::<u32>().is_ok()),
+                "{}",
+                d.name
+            );
+        }
+    }
+
+    /// The fewest words the arguments can take, and the most (None: no bound).
+    fn words(args: &[Arg]) -> (usize, Option<usize>) {
+        args.iter().fold((0, Some(0)), |(lo, hi), a| {
+            let (a_lo, a_hi) = words_of(a);
+            (lo + a_lo, hi.zip(a_hi).map(|(x, y)| x + y))
+        })
+    }
+
+    fn words_of(arg: &Arg) -> (usize, Option<usize>) {
+        let token = usize::from(arg.token.is_some() && arg.kind != Kind::PureToken);
+        let (lo, hi) = match arg.kind {
+            Kind::OneOf => {
+                let each: Vec<_> = arg.children.iter().map(words_of).collect();
+                let lo = each.iter().map(|w| w.0).min().unwrap_or(0);
+                let hi = each
+                    .iter()
+                    .map(|w| w.1)
+                    .try_fold(0, |m, h| h.map(|h| m.max(h)));
+                (lo, hi)
+            }
+            Kind::Block => words(&arg.children),
+            _ => (1, Some(1)),
+        };
+        let lo = if arg.optional { 0 } else { lo + token };
+        let hi = match arg.repeat {
+            Repeat::Once => hi.map(|h| h + token),
+            Repeat::Multiple | Repeat::MultipleToken => None,
+        };
+        (lo, hi)
+    }
+
+    /// The arguments each line describes are those the command's arity allows: as
+    /// few as it needs, and no more when its arity is fixed. The exceptions are
+    /// Redis's own documentation, which these lines match.
+    #[test]
+    fn argument_lines_agree_with_arities() {
+        // Described with fewer words than they need: GETKEYS's command and DEBUG's
+        // subcommands are not described at all, and CLIENT KILL's filters are each
+        // optional.
+        const UNDERSTATED: &[&str] = &[
+            "command|getkeys",
+            "command|getkeysandflags",
+            "client|kill",
+            "debug",
+        ];
+        let mut wrong = Vec::new();
+        for (name, arity, name_words) in every_command() {
+            if !subcommands_of(&name).is_empty() {
+                // A container: its subcommands are described instead.
+                continue;
+            }
+            let args =
+                arg_syntax::parse(find(&name).arguments).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let (lo, hi) = words(&args);
+            let (lo, hi) = (lo + name_words, hi.map(|h| h + name_words));
+            let agrees = if arity > 0 {
+                (lo, hi) == (arity as usize, Some(arity as usize))
+            } else {
+                lo == (-arity) as usize
+            };
+            if agrees == UNDERSTATED.contains(&name.as_str()) {
+                wrong.push(format!("{name}: {lo} to {hi:?} words, arity {arity}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{wrong:#?}");
+    }
+
+    #[test]
+    fn key_arguments_point_at_key_specs() {
+        for (name, _, _) in every_command() {
+            let specs = key_specs_of(&name).len();
+            let args = arg_syntax::parse(find(&name).arguments).unwrap();
+            let mut keys = 0;
+            // Panics on a key argument of a command without key specs.
+            let _ = args.iter().map(|a| arg_frame(a, specs, &mut keys)).count();
+            // Shard channels have key specs (for cluster routing) but are no keys.
+            let real_keys = key_specs_of(&name).iter().any(|s| !s.names_channels());
+            assert_eq!(keys > 0, real_keys, "{name}");
+        }
+    }
+}

@@ -329,6 +329,7 @@ fn is_token(word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     /// The parameter line redis-cli builds from an argument tree for its help and
     /// hints (its `cliAddArgument`).
@@ -363,6 +364,144 @@ mod tests {
             out = format!("[{out}]");
         }
         out
+    }
+
+    /// The notation for an argument list: what the docs table would say.
+    fn notation(args: &[Arg]) -> String {
+        args.iter().map(notation_of).collect::<Vec<_>>().join(" ")
+    }
+
+    fn notation_of(arg: &Arg) -> String {
+        let repeat = match arg.repeat {
+            Repeat::Once => "",
+            Repeat::Multiple => "...",
+            Repeat::MultipleToken => "^...",
+        };
+        let token = arg
+            .token
+            .as_ref()
+            .map_or(String::new(), |t| format!("{t} "));
+        let (open, close) = if arg.optional { ("[", "]") } else { ("(", ")") };
+        let separator = if arg.kind == Kind::OneOf { "|" } else { " " };
+        let members = || {
+            let members: Vec<_> = arg.children.iter().map(notation_of).collect();
+            members.join(separator)
+        };
+        let typed = match arg.kind {
+            Kind::String => arg.name.clone(),
+            kind => format!("{}:{}", arg.name, kind.word()),
+        };
+        match (arg.kind, arg.optional) {
+            (Kind::PureToken, false) => format!("{}{repeat}", arg.name.to_ascii_uppercase()),
+            (Kind::PureToken, true) => format!("[{}{repeat}]", arg.name.to_ascii_uppercase()),
+            (Kind::OneOf | Kind::Block, _) if arg.token.is_some() => {
+                let group = format!("({}={}){repeat}", arg.name, members());
+                if arg.optional {
+                    format!("[{token}{group}]")
+                } else {
+                    format!("{token}{group}")
+                }
+            }
+            (Kind::OneOf | Kind::Block, _) => {
+                format!("{open}{}={}{close}{repeat}", arg.name, members())
+            }
+            (_, false) => format!("{token}{typed}{repeat}"),
+            (_, true) => format!("[{token}{typed}{repeat}]"),
+        }
+    }
+
+    fn leaf() -> impl Strategy<Value = Arg> {
+        let kinds = prop::sample::select(vec![
+            Kind::String,
+            Kind::Integer,
+            Kind::Double,
+            Kind::Key,
+            Kind::Pattern,
+            Kind::UnixTime,
+            Kind::PureToken,
+        ]);
+        (
+            kinds,
+            "[a-z][a-z0-9_-]{0,5}",
+            "[A-Z][A-Z-]{0,4}",
+            any::<bool>(),
+            0..4u8,
+        )
+            .prop_map(|(kind, name, token, optional, shape)| {
+                let (name, token, repeat) = match (kind, shape) {
+                    (Kind::PureToken, _) => (token.to_ascii_lowercase(), Some(token), Repeat::Once),
+                    (_, 0) => (name, None, Repeat::Once),
+                    (_, 1) => (name, None, Repeat::Multiple),
+                    (_, 2) => (name, Some(token), Repeat::Once),
+                    _ => (name, Some(token), Repeat::MultipleToken),
+                };
+                Arg {
+                    name,
+                    kind,
+                    token,
+                    optional,
+                    repeat,
+                    children: Vec::new(),
+                }
+            })
+    }
+
+    /// Whether `args` as a run reads back as written: a required lone token right
+    /// before a required argument that starts with no token would introduce it.
+    fn unambiguous(args: &[Arg]) -> bool {
+        args.windows(2).all(|w| {
+            let lone =
+                w[0].kind == Kind::PureToken && !w[0].optional && w[0].repeat == Repeat::Once;
+            !(lone && !w[1].optional && w[1].token.is_none())
+        })
+    }
+
+    fn tree() -> impl Strategy<Value = Vec<Arg>> {
+        let arg = leaf().prop_recursive(3, 24, 4, |inner| {
+            (
+                prop::collection::vec(inner, 1..4),
+                "[a-z][a-z_]{0,5}",
+                prop::option::of("[A-Z]{1,4}"),
+                any::<bool>(),
+                any::<bool>(),
+                any::<bool>(),
+            )
+                .prop_filter_map(
+                    "ambiguous",
+                    |(children, name, token, one_of, optional, repeat)| {
+                        let kind = if one_of && children.len() > 1 {
+                            Kind::OneOf
+                        } else {
+                            Kind::Block
+                        };
+                        if kind == Kind::Block && !unambiguous(&children) {
+                            return None;
+                        }
+                        let repeat = if repeat {
+                            Repeat::Multiple
+                        } else {
+                            Repeat::Once
+                        };
+                        Some(Arg {
+                            name,
+                            kind,
+                            token,
+                            optional,
+                            repeat,
+                            children,
+                        })
+                    },
+                )
+        });
+        prop::collection::vec(arg, 0..5).prop_filter("ambiguous", |args| unambiguous(args))
+    }
+
+    proptest! {
+        #[test]
+        fn the_notation_reads_back_as_written(args in tree()) {
+            let line = notation(&args);
+            prop_assert_eq!(parse(&line), Ok(args), "{}", line);
+        }
     }
 
     #[test]

@@ -575,6 +575,7 @@ fn scan_from_random_point(index: &HotRing, n: usize, f: &mut impl FnMut(&[u8], &
 const STATS_SAMPLE_ITEMS: usize = 16_384;
 
 /// A key met by [`Db::sample`] or [`Db::sample_volatile`].
+#[derive(Clone)]
 pub struct Sampled {
     pub key: Vec<u8>,
     /// What the index knows of the key's accesses; nothing (0 heat, 0 idle) on an engine.
@@ -616,6 +617,33 @@ impl Db {
         Ok(out)
     }
 
+    /// `key` as sampling would meet it now: its accesses, bytes and deadline; None if
+    /// it is gone. Reads leave its access clock as it was.
+    pub fn resample(&self, key: &[u8]) -> Result<Option<Sampled>> {
+        let found = match &self.store {
+            Store::Memory(index) => index.peek_with(key, |v, access| {
+                (
+                    key.len() + v.len() + ITEM_OVERHEAD,
+                    access,
+                    Entry::stored_deadline(v),
+                )
+            }),
+            Store::Engine(store) => store.get(key)?.map(|v| {
+                (
+                    key.len() + v.len() + ITEM_OVERHEAD,
+                    UNTRACKED,
+                    Entry::stored_deadline(&v),
+                )
+            }),
+        };
+        Ok(found.map(|(bytes, access, deadline)| Sampled {
+            key: key.to_vec(),
+            access,
+            bytes,
+            deadline,
+        }))
+    }
+
     /// Up to `n` keys with deadlines that follow a random point of the key space, with
     /// their accesses in the main index (for the volatile-* eviction policies).
     pub fn sample_volatile(&self, n: usize) -> Result<Vec<Sampled>> {
@@ -627,31 +655,10 @@ impl Db {
         });
         let mut out = Vec::with_capacity(keys.len());
         for key in keys {
-            let found = match &self.store {
-                Store::Memory(index) => index.peek_with(&key, |v, access| {
-                    (
-                        key.len() + v.len() + ITEM_OVERHEAD,
-                        access,
-                        Entry::stored_deadline(v),
-                    )
-                }),
-                Store::Engine(store) => store.get(&key)?.map(|v| {
-                    (
-                        key.len() + v.len() + ITEM_OVERHEAD,
-                        UNTRACKED,
-                        Entry::stored_deadline(&v),
-                    )
-                }),
-            };
             // Stale hints (the key is gone or lost its deadline) are skipped here
             // and dropped by the expiry cycle.
-            if let Some((bytes, access, Some(deadline))) = found {
-                out.push(Sampled {
-                    key,
-                    access,
-                    bytes,
-                    deadline: Some(deadline),
-                });
+            if let Some(sampled) = self.resample(&key)?.filter(|s| s.deadline.is_some()) {
+                out.push(sampled);
             }
         }
         Ok(out)
@@ -660,22 +667,10 @@ impl Db {
     /// Bytes `key` takes in the store (key, stored value and the per-item overhead),
     /// or `None` if it is not live. Does not count as an access.
     pub fn memory_usage(&self, key: &[u8]) -> Result<Option<usize>> {
-        let found = match &self.store {
-            Store::Memory(index) => index.peek_with(key, |stored, _| {
-                (
-                    key.len() + stored.len() + ITEM_OVERHEAD,
-                    Entry::stored_deadline(stored),
-                )
-            }),
-            Store::Engine(store) => store.get(key)?.map(|stored| {
-                (
-                    key.len() + stored.len() + ITEM_OVERHEAD,
-                    Entry::stored_deadline(&stored),
-                )
-            }),
-        };
-        Ok(found
-            .and_then(|(bytes, deadline)| deadline.is_none_or(|d| d >= now_ms()).then_some(bytes)))
+        Ok(self
+            .resample(key)?
+            .filter(|s| s.deadline.is_none_or(|d| d >= now_ms()))
+            .map(|s| s.bytes))
     }
 
     /// A live key chosen at random (RANDOMKEY), or `None` if there are none.

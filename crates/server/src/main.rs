@@ -8,6 +8,7 @@ mod connection;
 mod db;
 mod engine_store;
 mod entry;
+mod eviction;
 mod gate_hold;
 mod glob;
 mod instantaneous;

@@ -2,6 +2,7 @@
 //! client registry, memory accounting, CLIENT PAUSE and the shutdown signal.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
@@ -9,7 +10,8 @@ use tokio::sync::watch;
 use crate::clients::Clients;
 use crate::command_stats::CommandStats;
 use crate::config::{Config, Policy};
-use crate::db::{Db, Sampled};
+use crate::db::Db;
+use crate::eviction;
 use crate::instantaneous::Rates;
 use crate::latency::LatencyMonitor;
 use crate::monitor::Monitors;
@@ -25,6 +27,8 @@ pub struct Server {
     pub started: Instant,
     pub run_id: String,
     pub evicted: AtomicU64,
+    /// Eviction's candidates, kept between evictions.
+    eviction_pool: Mutex<eviction::Pool>,
     pub pause: Pause,
     pub command_stats: CommandStats,
     pub latency: LatencyMonitor,
@@ -44,23 +48,6 @@ pub struct Server {
 
 /// Why a write was refused.
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
-
-/// The key `policy` evicts among those sampled: the first for the random policies
-/// (the sample starts at a random point), the nearest deadline for volatile-ttl, the
-/// coldest by the index's counters for the LRU and LFU policies.
-fn victim(policy: Policy, sample: &[Sampled]) -> Option<&Sampled> {
-    match policy {
-        Policy::NoEviction => None,
-        Policy::AllKeysRandom | Policy::VolatileRandom => sample.first(),
-        Policy::VolatileTtl => sample.iter().min_by_key(|s| s.deadline),
-        // The key idle longest, as Redis's LRU; between keys last touched in the same
-        // second, the colder by hotspot detection's count.
-        Policy::AllKeysLru | Policy::VolatileLru => sample
-            .iter()
-            .max_by_key(|s| (s.access.idle, std::cmp::Reverse(s.access.heat))),
-        Policy::AllKeysLfu | Policy::VolatileLfu => sample.iter().min_by_key(|s| s.access.heat),
-    }
-}
 
 /// What a client's outbox (MONITOR lines) may hold while the normal clients' output
 /// buffer limit sets no hard limit, as by default: Redis lets a monitor that does not
@@ -89,6 +76,7 @@ impl Server {
                 .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).expect("hex digit"))
                 .collect(),
             evicted: AtomicU64::new(0),
+            eviction_pool: Mutex::default(),
             pause: Pause::default(),
             command_stats: CommandStats::new(crate::commands::count()),
             latency: LatencyMonitor::default(),
@@ -209,6 +197,9 @@ impl Server {
         // refresh measure.
         let mut freed = 0u64;
         let excess = used - max;
+        let now = crate::entry::now_ms() / 1000;
+        // Evictions take turns: the pool is one, as Redis's.
+        let mut pool = self.eviction_pool.lock().unwrap_or_else(|e| e.into_inner());
         let mut rounds = 0;
         while freed < excess && rounds < 64 {
             rounds += 1;
@@ -221,7 +212,11 @@ impl Server {
                 self.db.sample(n)
             };
             let Ok(sample) = sample else { break };
-            let Some(victim) = victim(policy, &sample) else {
+            let current = |key: &[u8]| {
+                let now = self.db.resample(key).ok().flatten()?;
+                (!policy.volatile() || now.deadline.is_some()).then_some(now)
+            };
+            let Some(victim) = pool.victim(policy, sample, now, current) else {
                 break;
             };
             if self.db.remove(&victim.key).unwrap_or(false) {
@@ -294,38 +289,5 @@ impl Server {
                 self.publish_events();
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sampled(key: &str, heat: u16, idle: u32, deadline: Option<u64>) -> Sampled {
-        Sampled {
-            key: key.into(),
-            access: hotring::Access { heat, idle },
-            bytes: 100,
-            deadline,
-        }
-    }
-
-    #[test]
-    fn each_policy_picks_its_victim() {
-        let sample = [
-            sampled("warm-soon", 5, 3, Some(2_000)),
-            sampled("cold-late", 0, 1, Some(9_000)),
-            sampled("hot-sooner", u16::MAX, 0, Some(1_000)),
-            sampled("idle-warm", 7, 60, Some(3_000)),
-            sampled("idle-cold", 2, 60, Some(4_000)),
-        ];
-        let pick = |p| victim(p, &sample).map(|s| String::from_utf8(s.key.clone()).unwrap());
-        assert_eq!(pick(Policy::VolatileTtl).as_deref(), Some("hot-sooner"));
-        assert_eq!(pick(Policy::VolatileLru).as_deref(), Some("idle-cold"));
-        assert_eq!(pick(Policy::AllKeysLru).as_deref(), Some("idle-cold"));
-        assert_eq!(pick(Policy::AllKeysLfu).as_deref(), Some("cold-late"));
-        assert_eq!(pick(Policy::AllKeysRandom).as_deref(), Some("warm-soon"));
-        assert_eq!(pick(Policy::NoEviction), None);
-        assert!(victim(Policy::VolatileTtl, &[]).is_none());
     }
 }

@@ -3,13 +3,25 @@
 //! candidates seen over past samples in a pool of 16, evicting the pool's best. A
 //! sample of five misses the oldest keys often; the pool remembers them. Before a
 //! candidate is evicted its standing is read again: one touched or rewritten since it
-//! was sampled goes back in line by its new rank (Redis evicts on the old one).
+//! was sampled goes back in line by its new rank (Redis evicts on the old one). Each
+//! thread serving connections keeps its own pool.
 
 use crate::config::Policy;
 use crate::db::Sampled;
 
 /// Candidates kept between evictions, as Redis's EVPOOL_SIZE.
 pub const POOL_SIZE: usize = 16;
+
+thread_local! {
+    /// One pool per thread that serves connections: a pool shared by all would make
+    /// evictions take turns.
+    static POOL: std::cell::RefCell<Pool> = std::cell::RefCell::default();
+}
+
+/// Runs `f` with this thread's pool.
+pub fn with_pool<T>(f: impl FnOnce(&mut Pool) -> T) -> T {
+    POOL.with(|pool| f(&mut pool.borrow_mut()))
+}
 
 /// How good a victim a key is under a policy: greater is evicted first. Ranks taken at
 /// different times compare because they hold absolute times (last access, deadline),

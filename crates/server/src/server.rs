@@ -2,7 +2,6 @@
 //! client registry, memory accounting, CLIENT PAUSE and the shutdown signal.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
@@ -27,8 +26,6 @@ pub struct Server {
     pub started: Instant,
     pub run_id: String,
     pub evicted: AtomicU64,
-    /// Eviction's candidates, kept between evictions.
-    eviction_pool: Mutex<eviction::Pool>,
     pub pause: Pause,
     pub command_stats: CommandStats,
     pub latency: LatencyMonitor,
@@ -76,7 +73,6 @@ impl Server {
                 .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).expect("hex digit"))
                 .collect(),
             evicted: AtomicU64::new(0),
-            eviction_pool: Mutex::default(),
             pause: Pause::default(),
             command_stats: CommandStats::new(crate::commands::count()),
             latency: LatencyMonitor::default(),
@@ -198,35 +194,35 @@ impl Server {
         let mut freed = 0u64;
         let excess = used - max;
         let now = crate::entry::now_ms() / 1000;
-        // Evictions take turns: the pool is one, as Redis's.
-        let mut pool = self.eviction_pool.lock().unwrap_or_else(|e| e.into_inner());
-        let mut rounds = 0;
-        while freed < excess && rounds < 64 {
-            rounds += 1;
-            let n = self.config.maxmemory_samples();
-            // Eviction runs in memory only (maxmemory needs the memory engine), where
-            // the store never fails.
-            let sample = if policy.volatile() {
-                self.db.sample_volatile(n)
-            } else {
-                self.db.sample(n)
-            };
-            let Ok(sample) = sample else { break };
-            let current = |key: &[u8]| {
-                let now = self.db.resample(key).ok().flatten()?;
-                (!policy.volatile() || now.deadline.is_some()).then_some(now)
-            };
-            let Some(victim) = pool.victim(policy, sample, now, current) else {
-                break;
-            };
-            if self.db.remove(&victim.key).unwrap_or(false) {
-                self.evicted.fetch_add(1, Ordering::Relaxed);
-                self.db
-                    .events
-                    .fire(crate::keyspace_events::EVICTED, "evicted", &victim.key);
-                freed += victim.bytes as u64;
+        eviction::with_pool(|pool| {
+            let mut rounds = 0;
+            while freed < excess && rounds < 64 {
+                rounds += 1;
+                let n = self.config.maxmemory_samples();
+                // Eviction runs in memory only (maxmemory needs the memory engine), where
+                // the store never fails.
+                let sample = if policy.volatile() {
+                    self.db.sample_volatile(n)
+                } else {
+                    self.db.sample(n)
+                };
+                let Ok(sample) = sample else { break };
+                let current = |key: &[u8]| {
+                    let standing = self.db.resample(key).ok().flatten()?;
+                    (!policy.volatile() || standing.deadline.is_some()).then_some(standing)
+                };
+                let Some(victim) = pool.victim(policy, sample, now, current) else {
+                    break;
+                };
+                if self.db.remove(&victim.key).unwrap_or(false) {
+                    self.evicted.fetch_add(1, Ordering::Relaxed);
+                    self.db
+                        .events
+                        .fire(crate::keyspace_events::EVICTED, "evicted", &victim.key);
+                    freed += victim.bytes as u64;
+                }
             }
-        }
+        });
         self.used_memory
             .fetch_sub(freed.min(used), Ordering::Relaxed);
         if freed == 0 {

@@ -282,6 +282,7 @@ impl Traffic {
 pub struct Clients {
     live: Mutex<BTreeMap<u64, Arc<Client>>>,
     departed: Traffic,
+    peaks: Mutex<RecentPeaks>,
     pub received: AtomicU64,
     pub rejected: AtomicU64,
 }
@@ -362,8 +363,25 @@ impl Clients {
             })
     }
 
-    /// The largest input and output buffers any client holds now (INFO's
-    /// client_recent_max_input_buffer and client_recent_max_output_buffer), and what all
+    /// Notes the largest buffers held now in the peaks of second `second` (Unix
+    /// seconds); the server does it ten times a second, as Redis's client cron.
+    pub fn record_peaks(&self, second: u64) {
+        let (input, output, _) = self.buffers();
+        let mut peaks = self.peaks.lock().unwrap_or_else(|e| e.into_inner());
+        peaks.record(second, input, output);
+    }
+
+    /// The largest input and output buffers held now or noted over the last
+    /// [`PEAK_SECONDS`] seconds: INFO's client_recent_max_input_buffer and
+    /// client_recent_max_output_buffer.
+    pub fn recent_max(&self, second: u64) -> (usize, usize) {
+        let (input, output, _) = self.buffers();
+        let peaks = self.peaks.lock().unwrap_or_else(|e| e.into_inner());
+        let (recent_input, recent_output) = peaks.max(second);
+        (input.max(recent_input), output.max(recent_output))
+    }
+
+    /// The largest input and output buffers any client holds now, and what all
     /// clients hold together (MEMORY STATS' clients.normal).
     pub fn buffers(&self) -> (usize, usize, usize) {
         let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
@@ -388,6 +406,37 @@ impl Clients {
     }
 }
 
+/// Seconds INFO's client_recent_max_* look back, as Redis's CLIENTS_PEAK_MEM_USAGE_SLOTS.
+pub const PEAK_SECONDS: u64 = 8;
+
+/// The largest input and output buffers noted in each of the last [`PEAK_SECONDS`]
+/// seconds, so a client whose big request was just served still shows for a while.
+#[derive(Default)]
+struct RecentPeaks {
+    /// By second modulo PEAK_SECONDS: (the second, input, output).
+    slots: [(u64, usize, usize); PEAK_SECONDS as usize],
+}
+
+impl RecentPeaks {
+    fn record(&mut self, second: u64, input: usize, output: usize) {
+        let slot = &mut self.slots[(second % PEAK_SECONDS) as usize];
+        if slot.0 != second {
+            *slot = (second, 0, 0);
+        }
+        slot.1 = slot.1.max(input);
+        slot.2 = slot.2.max(output);
+    }
+
+    fn max(&self, second: u64) -> (usize, usize) {
+        self.slots
+            .iter()
+            .filter(|slot| slot.0 <= second && second - slot.0 < PEAK_SECONDS)
+            .fold((0, 0), |(input, output), slot| {
+                (input.max(slot.1), output.max(slot.2))
+            })
+    }
+}
+
 /// A client of protocol `resp` that no connection serves, for unit tests of what is
 /// delivered to clients.
 #[cfg(test)]
@@ -404,4 +453,27 @@ pub fn test_outbox(c: &Client) -> Vec<u8> {
     let mut out = Vec::new();
     c.take_outbox(&mut out);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recent_peaks_last_eight_seconds() {
+        let mut peaks = RecentPeaks::default();
+        assert_eq!(peaks.max(1_000), (0, 0));
+        peaks.record(1_000, 50_000, 10);
+        peaks.record(1_000, 20, 7_000);
+        peaks.record(1_003, 100, 100);
+        assert_eq!(peaks.max(1_003), (50_000, 7_000));
+        assert_eq!(peaks.max(1_007), (50_000, 7_000));
+        // Second 1,000 falls out of the window; 1,003 stays until 1,010.
+        assert_eq!(peaks.max(1_008), (100, 100));
+        // Second 1,008 reuses 1,000's slot from scratch.
+        peaks.record(1_008, 30, 0);
+        assert_eq!(peaks.max(1_008), (100, 100));
+        assert_eq!(peaks.max(1_011), (30, 0));
+        assert_eq!(peaks.max(1_016), (0, 0));
+    }
 }

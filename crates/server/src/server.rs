@@ -231,8 +231,9 @@ impl Server {
         Ok(())
     }
 
-    /// The periodic work: memory accounting every 10 ms, active expiry every 100 ms
-    /// (Redis's default `hz 10`), each expiry cycle bounded to 25 ms as Redis bounds it.
+    /// The periodic work: memory accounting every 10 ms; every 100 ms (Redis's default
+    /// `hz 10`) the rates, the clients' buffer peaks and active expiry, each expiry
+    /// cycle bounded to 25 ms as Redis bounds it.
     pub async fn background(&self) {
         let mut tick = tokio::time::interval(Duration::from_millis(10));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -241,10 +242,12 @@ impl Server {
         loop {
             tick.tick().await;
             self.refresh_memory();
-            self.db.set_clock(crate::entry::now_ms() / 1000);
+            let second = crate::entry::now_ms() / 1000;
+            self.db.set_clock(second);
             n += 1;
             if n.is_multiple_of(10) {
                 let c = &self.clients;
+                c.record_peaks(second);
                 self.rates.sample(
                     [
                         c.total(|t| &t.commands),

@@ -1452,6 +1452,8 @@ fn client_buffers_are_counted_where_redis_shows_them() {
         })
         .expect("clients.normal");
     assert!(normal > 50_029, "clients.normal {normal}");
+    // Long enough for the server's 100 ms round to note the peak.
+    std::thread::sleep(std::time::Duration::from_millis(250));
     // Served and dropped: the buffer empties, the queue with EXEC.
     std::io::Write::write_all(&mut s, &[&[b'x'; 50_000][..], b"\r\nEXEC\r\n"].concat()).unwrap();
     assert!(eventually(5, || {
@@ -1461,4 +1463,12 @@ fn client_buffers_are_counted_where_redis_shows_them() {
             .all(|l| client_field(l, "qbuf") == 0 && client_field(l, "multi-mem") == 0)
     }));
     assert_eq!(run::<i64>(&mut admin, &["STRLEN", "a"]), 1);
+    // INFO looks back over the last 8 seconds, as Redis does.
+    let recent: i64 = info_field(&mut admin, "client_recent_max_input_buffer")
+        .parse()
+        .unwrap();
+    assert!(
+        recent >= 50_029,
+        "{recent}: the peak of a request served a moment ago"
+    );
 }

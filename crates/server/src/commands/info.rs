@@ -129,7 +129,7 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             // No cluster bus.
             field("cluster_connections", &0);
             field("maxclients", &server.config.maxclients());
-            let (input, output, _) = server.clients.buffers();
+            let (input, output) = server.clients.recent_max(crate::entry::now_ms() / 1000);
             field("client_recent_max_input_buffer", &input);
             field("client_recent_max_output_buffer", &output);
             field("blocked_clients", &blocked);

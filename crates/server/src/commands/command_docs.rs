@@ -119,6 +119,11 @@ fn describe(name: &str) -> Frame {
             .collect();
         fields.push(("subcommands", Frame::Map(subs)));
     }
+    named_fields(fields)
+}
+
+/// A map of named fields, as both entries and arguments are.
+fn named_fields(fields: Vec<(&str, Frame)>) -> Frame {
     Frame::Map(
         fields
             .into_iter()
@@ -184,12 +189,7 @@ fn arg_frame(arg: &Arg, specs: usize, keys: &mut usize) -> Frame {
             .collect();
         fields.push(("arguments", Frame::Array(children)));
     }
-    Frame::Map(
-        fields
-            .into_iter()
-            .map(|(k, v)| (Frame::bulk(k), v))
-            .collect(),
-    )
+    named_fields(fields)
 }
 
 /// Commands that are kept for old clients, or that are not meant for applications.

@@ -6,6 +6,7 @@ mod commands;
 mod config;
 mod connection;
 mod db;
+mod dump_payload;
 mod engine_store;
 mod entry;
 mod eviction;

@@ -100,6 +100,26 @@ fn each_command_publishes_the_events_redis_publishes() {
             events.iter().flat_map(|(k, e)| event(k, e)).collect();
         assert_eq!(heard(&mut ear), expected, "{command:?}");
     }
+    // RESTORE, whose payload is bytes: an event when it stores, del when a TTL already
+    // past makes REPLACE delete, nothing when that TTL stores nothing.
+    let _: () = run(&mut c, &["SET", "src", "v"]);
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("src").query(&mut c).unwrap();
+    heard(&mut ear);
+    let mut restore = |ttl: &str, options: &[&str], events: &[(&str, &str)]| {
+        let () = redis::cmd("RESTORE")
+            .arg("rs")
+            .arg(ttl)
+            .arg(&payload)
+            .arg(options)
+            .query(&mut c)
+            .unwrap();
+        let expected: Vec<(String, String)> =
+            events.iter().flat_map(|(k, e)| event(k, e)).collect();
+        assert_eq!(heard(&mut ear), expected, "RESTORE {ttl} {options:?}");
+    };
+    restore("0", &[], &[("rs", "restore")]);
+    restore("1", &["REPLACE", "ABSTTL"], &[("rs", "del")]);
+    restore("1", &["ABSTTL"], &[]);
 }
 
 #[test]

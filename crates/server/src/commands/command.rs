@@ -248,6 +248,7 @@ const TIPS: &[(&str, &[&str])] = &[
     ("exists", &["request_policy:multi_shard", "response_policy:agg_sum"]),
     ("touch", &["request_policy:multi_shard", "response_policy:agg_sum"]),
     ("randomkey", &["request_policy:all_shards", "nondeterministic_output"]),
+    ("dump", &["nondeterministic_output"]),
     ("keys", &["request_policy:all_shards", "nondeterministic_output_order"]),
     ("scan", &["nondeterministic_output", "request_policy:special"]),
     ("dbsize", &["request_policy:all_shards", "response_policy:agg_sum"]),

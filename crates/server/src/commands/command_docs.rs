@@ -469,6 +469,12 @@ const DOCS: &[Doc] = &[
     doc("move", "generic", "1.0.0", "O(1)",
         "Moves a key to another database.",
         "key:key db:integer"),
+    doc("dump", "generic", "2.6.0", "O(1) to find the key, O(N) to serialize a value of N bytes",
+        "Returns a key's value serialized in Redis's format, for RESTORE here or in Redis.",
+        "key:key"),
+    doc("restore", "generic", "2.6.0", "O(1) to create the key, O(N) to read a value of N bytes",
+        "Creates a key from a value DUMP serialized, here or in Redis (strings only in hotkv).",
+        "key:key ttl:integer serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds:integer] [FREQ frequency:integer]"),
     // Transactions.
     doc("multi", "transactions", "1.2.0", "O(1)",
         "Starts a transaction: the commands after it are queued until EXEC.",

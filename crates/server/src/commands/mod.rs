@@ -10,6 +10,7 @@ mod command_docs;
 mod config;
 mod connection;
 mod del;
+mod dump;
 mod exists;
 mod expire;
 mod get;
@@ -387,6 +388,8 @@ const TABLE: &[Command] = &[
     cmd("object", -2, 0, NO_KEYS, 0, object::object),
     cmd("copy", -3, W | ALONE, &[first(RO | ACCESS), range(OW | UPDATE, 2, 0, 1)], KEYSPACE, keyspace::copy),
     cmd("move", 3, WRITE | FAST, &[first(RW | ACCESS | UPDATE)], KEYSPACE, keyspace::move_key),
+    cmd("dump", 2, R, &[first(RO | ACCESS)], KEYSPACE, dump::dump),
+    cmd("restore", -4, W, &[first(OW | UPDATE)], KEYSPACE | DANGEROUS, dump::restore),
     // Transactions.
     cmd("multi", 1, NO_QUEUE | FAST | ANY_STATE | NOSCRIPT | ALLOW_BUSY, NO_KEYS, TRANSACTION, transaction::multi),
     cmd("exec", 1, NO_QUEUE | EXEC | ANY_STATE | NOSCRIPT | SKIP_SLOWLOG, NO_KEYS, TRANSACTION, transaction::exec),

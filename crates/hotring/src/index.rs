@@ -282,6 +282,21 @@ impl HotRing {
         self.peek_with(key, |_, access| access.idle)
     }
 
+    /// Makes `key` look last accessed `idle` clock units ago (capped at the clock's
+    /// range), without counting an access: for a key restored with its idle time.
+    /// Whether the key was found.
+    pub fn set_idle(&self, key: &[u8], idle: u32) -> bool {
+        let hash = ring_hash(key);
+        let guard = epoch::pin();
+        let slot = self.slot_for(hash, &guard);
+        let head = slot.load_head();
+        let (found, _, _) = self.search(slot, head, hash, key, &guard);
+        let idle = idle.min(CLOCK_MASK as u32);
+        found
+            .map(|item| item.stamp(self.now().wrapping_sub(idle)))
+            .is_some()
+    }
+
     /// What the index knows of `item`'s accesses; `at_head` if a head points at it.
     pub(crate) fn access_of(&self, item: ItemPtr, at_head: bool) -> Access {
         Access {

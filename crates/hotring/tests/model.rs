@@ -483,4 +483,10 @@ fn reads_and_writes_stamp_the_access_clock_and_looking_does_not() {
     assert!(index.contains_key(b"long"));
     index.set_clock(2);
     assert_eq!(index.idle(b"long"), Some(5));
+    // A restored idle time, capped at what the clock can tell.
+    assert!(index.set_idle(b"short", 1_000));
+    assert_eq!(index.idle(b"short"), Some(1_000));
+    assert!(index.set_idle(b"long", u32::MAX));
+    assert_eq!(index.idle(b"long"), Some((1 << 24) - 1));
+    assert!(!index.set_idle(b"absent", 1));
 }

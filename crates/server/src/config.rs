@@ -23,6 +23,12 @@ pub enum Policy {
 
 impl Policy {
     /// Evicts only keys that have a deadline.
+    /// Whether keys are ranked by access frequency (OBJECT FREQ answers; OBJECT
+    /// IDLETIME and RESTORE's IDLETIME do not apply).
+    pub fn lfu(self) -> bool {
+        matches!(self, Policy::AllKeysLfu | Policy::VolatileLfu)
+    }
+
     pub fn volatile(self) -> bool {
         matches!(
             self,

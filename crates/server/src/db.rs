@@ -694,6 +694,14 @@ impl Db {
         self.index().and_then(|index| index.idle(key))
     }
 
+    /// Makes `key` look last accessed `seconds` ago (RESTORE's IDLETIME); nothing on
+    /// an engine, which keeps no access clock.
+    pub fn set_idle(&self, key: &[u8], seconds: u64) {
+        if let Some(index) = self.index() {
+            index.set_idle(key, u32::try_from(seconds).unwrap_or(u32::MAX));
+        }
+    }
+
     /// Advances the access clock that reads and writes stamp on keys: seconds, as
     /// Redis's LRU clock.
     pub fn set_clock(&self, unix_seconds: u64) {

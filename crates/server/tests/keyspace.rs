@@ -258,6 +258,36 @@ fn lcs_refuses_a_table_larger_than_a_value_may_be() {
 }
 
 #[test]
+fn restore_idletime_sets_the_access_clock_back() {
+    let server = Server::start_memory(&[]);
+    let mut c = server.client();
+    let _: () = run(&mut c, &["SET", "src", "v"]);
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("src").query(&mut c).unwrap();
+    let restore = |c: &mut redis::Connection, key: &str, idle: &str| {
+        let () = redis::cmd("RESTORE")
+            .arg(key)
+            .arg(0)
+            .arg(&payload)
+            .arg("IDLETIME")
+            .arg(idle)
+            .query(c)
+            .unwrap();
+    };
+    restore(&mut c, "aged", "1000");
+    let idle: i64 = run(&mut c, &["OBJECT", "IDLETIME", "aged"]);
+    assert!((1000..=1001).contains(&idle), "{idle}");
+    // Under an LFU policy it does not apply, as in Redis.
+    let _: () = run(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"],
+    );
+    restore(&mut c, "fresh", "1000");
+    let _: () = run(&mut c, &["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+    let idle: i64 = run(&mut c, &["OBJECT", "IDLETIME", "fresh"]);
+    assert!(idle <= 1, "{idle}");
+}
+
+#[test]
 fn object_idletime_counts_seconds_since_the_last_access() {
     // As Redis's own test of TOUCH: idle for 3 s, then an access starts it again.
     // EXISTS, TYPE, TTL, RANDOMKEY and OBJECT only look (LOOKUP_NOTOUCH in Redis).

@@ -22,8 +22,8 @@ pub fn dump(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 /// `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]`:
 /// checks in Redis's order (options, an existing key, the TTL, the payload). A TTL
 /// already past stores nothing (and with REPLACE deletes the key it would replace).
-/// IDLETIME and FREQ are checked and otherwise not applied: the key's access clock
-/// starts now, and its heat is the index's to learn.
+/// IDLETIME sets the key's access clock back (memory engine; as Redis, not under an
+/// LFU policy); FREQ is checked and not applied: a key's heat is the index's to learn.
 pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let (key, payload) = (&args[1], &args[3]);
     let (mut replace, mut absolute) = (false, false);
@@ -98,6 +98,9 @@ pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         }
         Outcome::Stored => {
             if !past {
+                if let Some(seconds) = idle.filter(|_| !ctx.server.config.policy().lfu()) {
+                    ctx.db().set_idle(key, seconds as u64);
+                }
                 ctx.notify(GENERIC, "restore", key);
             }
             ok()

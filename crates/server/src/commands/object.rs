@@ -47,10 +47,7 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             if read(ctx, key)?.is_none() {
                 return reply(Frame::Null);
             }
-            let lfu = matches!(
-                ctx.server.config.policy(),
-                Policy::AllKeysLfu | Policy::VolatileLfu
-            );
+            let lfu = ctx.server.config.policy().lfu();
             match (sub.as_slice(), lfu) {
                 (b"FREQ", true) => match ctx.db().index() {
                     Some(index) => int(frequency(index.access_share(key))),

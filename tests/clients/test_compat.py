@@ -94,6 +94,34 @@ RESTORE r1 1 \x00\x03\x66\x6f\x6f\x0a\x00\x73\x49\x39\xdb\x4d\xc1\xba\x97 ABSTTL
 EXISTS r1
 RESTORE r1 0 \x00\x03\x66\x6f\x6f\x0a\x00\x73\x49\x39\xdb\x4d\xc1\xba\x97 FREQ 7 REPLACE
 GET r1
+ACL WHOAMI
+ACL USERS
+ACL LIST
+ACL GETUSER default
+ACL GETUSER nobody
+ACL CAT
+ACL CAT nosuch
+ACL GENPASS 0
+ACL GENPASS 4097
+ACL GENPASS x
+ACL LOG
+ACL LOG -1
+ACL LOG x
+ACL LOG RESET
+ACL DRYRUN default get
+ACL DRYRUN default get a
+ACL DRYRUN default client list
+ACL DRYRUN default client nosuch
+ACL DRYRUN default nosuch
+ACL DRYRUN nouser get a
+ACL DELUSER foo
+ACL DELUSER default
+ACL DELUSER foo default
+ACL LOAD
+ACL SAVE
+ACL HELP
+ACL NOSUCH
+ACL LIST extra
 MSET a 1 b 2
 MSET a 1 b
 MSETNX a 1 c 3
@@ -678,6 +706,11 @@ def test_command_table_agrees_with_redis(server, redis_port):
                      "slow", "dangerous", "connection", "transaction", "pubsub", "list"]:
         listed = set(ask(o, "COMMAND", "LIST", "FILTERBY", "ACLCAT", category))
         redis_listed = set(ask(t, "COMMAND", "LIST", "FILTERBY", "ACLCAT", category))
+        assert listed - {"hotkeys", "client|setinfo"} == redis_listed & set(shared), category
+    for category in ["keyspace", "read", "write", "string", "admin", "fast", "slow",
+                     "dangerous", "connection"]:
+        listed = set(ask(o, "ACL", "CAT", category))
+        redis_listed = set(ask(t, "ACL", "CAT", category))
         assert listed - {"hotkeys", "client|setinfo"} == redis_listed & set(shared), category
     for pattern in ["*", "get*", "c?ient|*", "*[xy]*"]:
         listed = set(ask(o, "COMMAND", "LIST", "FILTERBY", "PATTERN", pattern))

@@ -29,7 +29,28 @@ fn auth_guards_every_command_until_given() {
         .get_connection()
         .unwrap();
     assert_eq!(run::<String>(&mut c, &["GET", "k"]), "v");
+    // ACL shows the one user with the password's SHA-256, as Redis does.
+    assert_eq!(run::<String>(&mut c, &["ACL", "WHOAMI"]), "default");
+    let sha = "1ec1c26b50d5d3c58d9583181af8076655fe00756bf7285940ba3670f99fcba0";
+    assert_eq!(
+        run::<Vec<String>>(&mut c, &["ACL", "LIST"]),
+        [format!("user default on #{sha} ~* &* +@all")]
+    );
+    let user: Vec<redis::Value> = run(&mut c, &["ACL", "GETUSER", "default"]);
+    assert_eq!(
+        redis::from_redis_value::<Vec<String>>(&user[1]).unwrap(),
+        ["on"]
+    );
+    assert_eq!(
+        redis::from_redis_value::<Vec<String>>(&user[3]).unwrap(),
+        [sha]
+    );
+    assert!(run_err(&mut c, &["ACL", "SETUSER", "alice", "on"]).contains("requirepass"));
     let mut s = server.raw();
+    assert_script(
+        &mut s,
+        &[(b"ACL WHOAMI\r\n", b"-NOAUTH Authentication required.\r\n")],
+    );
     let got = exchange(&mut s, b"HELLO 2 AUTH default s3cret\r\nGET k\r\n", 1);
     assert!(
         got.starts_with(b"*14\r\n"),

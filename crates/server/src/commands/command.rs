@@ -49,6 +49,15 @@ fn list(filter: &[Vec<u8>]) -> Reply {
         },
         _ => return error(SYNTAX_ERROR),
     };
+    reply(Frame::Array(names(&filter)))
+}
+
+/// The commands and subcommands in an ACL category (lower case), as ACL CAT lists them.
+pub fn in_category(category: &str) -> Vec<Frame> {
+    names(&Filter::Category(category.to_string()))
+}
+
+fn names(filter: &Filter) -> Vec<Frame> {
     let mut names = Vec::new();
     for c in TABLE {
         if filter.keeps(c.name, c.flags, c.acl) {
@@ -61,7 +70,7 @@ fn list(filter: &[Vec<u8>]) -> Reply {
             }
         }
     }
-    reply(Frame::Array(names))
+    names
 }
 
 enum Filter<'a> {

@@ -2,6 +2,7 @@
 //! from arguments to a reply, and [`execute`], which checks arity, authentication,
 //! transactions and memory before running one.
 
+mod acl;
 mod arg_syntax;
 mod bits;
 mod client;
@@ -334,6 +335,7 @@ const TABLE: &[Command] = &[
     cmd("auth", -2, NO_AUTH | FAST | ANY_STATE | NOSCRIPT | ALLOW_BUSY, NO_KEYS, CONNECTION, connection::auth),
     cmd("select", 2, FAST | ANY_STATE, NO_KEYS, CONNECTION, connection::select),
     cmd("client", -2, 0, NO_KEYS, 0, client::client),
+    cmd("acl", -2, 0, NO_KEYS, 0, acl::acl),
     // Strings.
     cmd("get", 2, R | FAST, &[first(RO | ACCESS)], STRING, get::get),
     cmd("getdel", 2, WRITE | FAST, &[first(RW | ACCESS | DELETE)], STRING, get::getdel),
@@ -702,6 +704,21 @@ fn record(
 /// container's errors list them.
 #[rustfmt::skip]
 const SUBCOMMANDS: &[(&str, &[Subcommand])] = &[
+    ("acl", &[
+        sub("CAT", -2, ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("DELUSER", -3, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("DRYRUN", -4, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("GENPASS", -2, ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("GETUSER", 3, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("LIST", 2, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("LOAD", 2, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("LOG", -2, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("SAVE", 2, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("SETUSER", -3, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("USERS", 2, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("WHOAMI", 2, ANY_STATE | NOSCRIPT, NO_KEYS, 0),
+        sub("HELP", 2, ANY_STATE, NO_KEYS, 0),
+    ]),
     ("client", &[
         sub("ID", 2, ANY_STATE | NOSCRIPT, NO_KEYS, CONNECTION),
         sub("GETNAME", 2, ANY_STATE | NOSCRIPT, NO_KEYS, CONNECTION),

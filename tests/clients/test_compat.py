@@ -122,6 +122,7 @@ ACL SAVE
 ACL HELP
 ACL NOSUCH
 ACL LIST extra
+INFO modules
 MSET a 1 b 2
 MSET a 1 b
 MSETNX a 1 c 3

@@ -1,5 +1,6 @@
 //! INFO [section...]: Redis's sections (server, clients, memory, persistence, stats,
-//! replication, cpu, cluster, keyspace) with its field names, so monitoring tools read them, and
+//! replication, cpu, modules, errorstats, cluster, keyspace) in its order and with its
+//! field names, so monitoring tools read them, and
 //! either an `engine` section (the storage engine's counters) or, in memory, a
 //! `hotring` section; `commandstats` (calls and time per command) only when asked for.
 
@@ -12,6 +13,7 @@ use super::{reply, Ctx, Reply};
 use crate::instantaneous::Metric;
 use crate::server::Server;
 
+/// In Redis 7.0's order, hotkv's own sections last.
 const SECTIONS: &[&str] = &[
     "server",
     "clients",
@@ -20,13 +22,14 @@ const SECTIONS: &[&str] = &[
     "stats",
     "replication",
     "cpu",
+    "modules",
+    "commandstats",
+    "errorstats",
+    "latencystats",
     "cluster",
     "keyspace",
     "engine",
     "hotring",
-    "commandstats",
-    "errorstats",
-    "latencystats",
 ];
 
 /// Sections INFO lists only when asked for by name or with `all`, as Redis does.
@@ -91,6 +94,9 @@ fn human(bytes: u64) -> String {
 fn write_section(server: &Server, section: &str, out: &mut String) {
     let mut title = section.to_string();
     title[..1].make_ascii_uppercase();
+    if section == "cpu" {
+        title.make_ascii_uppercase();
+    }
     let _ = write!(out, "# {title}\r\n");
     let mut field = |name: &str, value: &dyn std::fmt::Display| {
         let _ = write!(out, "{name}:{value}\r\n");
@@ -280,6 +286,8 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
                 field("used_cpu_user_children", &format!("{children_user:.6}"));
             }
         }
+        // No modules: the section is its title, as Redis's is without any loaded.
+        "modules" => {}
         "cluster" => field("cluster_enabled", &0),
         "keyspace" => {
             let keys = server.db.len();

@@ -292,6 +292,16 @@ const TIPS: &[(&str, &[&str])] = &[
     ("lastsave", &["nondeterministic_output"]),
     ("wait", &["request_policy:all_shards", "response_policy:agg_min"]),
     ("hotkeys", &["nondeterministic_output"]),
+    ("cluster|bumpepoch", &["nondeterministic_output"]),
+    ("cluster|count-failure-reports", &["nondeterministic_output"]),
+    ("cluster|getkeysinslot", &["nondeterministic_output"]),
+    ("cluster|info", &["nondeterministic_output"]),
+    ("cluster|links", &["nondeterministic_output"]),
+    ("cluster|nodes", &["nondeterministic_output"]),
+    ("cluster|replicas", &["nondeterministic_output"]),
+    ("cluster|shards", &["nondeterministic_output"]),
+    ("cluster|slaves", &["nondeterministic_output"]),
+    ("cluster|slots", &["nondeterministic_output"]),
 ];
 
 const HELP: &[&str] = &[

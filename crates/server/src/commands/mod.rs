@@ -6,6 +6,7 @@ mod acl;
 mod arg_syntax;
 mod bits;
 mod client;
+mod cluster;
 mod command;
 mod command_docs;
 mod config;
@@ -426,6 +427,7 @@ const TABLE: &[Command] = &[
     cmd("publish", 3, FAST | ANY_STATE | PUBSUB, NO_KEYS, 0, pubsub::publish),
     cmd("spublish", 3, FAST | ANY_STATE | PUBSUB, &[first(NOT_KEY)], 0, pubsub::spublish),
     cmd("pubsub", -2, 0, NO_KEYS, 0, pubsub::pubsub),
+    cmd("cluster", -2, 0, NO_KEYS, 0, cluster::cluster),
 ];
 
 /// FNV-1a: the command table's keys are a few short known names, so a keyed hash
@@ -704,6 +706,35 @@ fn record(
 /// container's errors list them.
 #[rustfmt::skip]
 const SUBCOMMANDS: &[(&str, &[Subcommand])] = &[
+    ("cluster", &[
+        sub("ADDSLOTS", -3, ADMIN | STALE | NO_ASYNC_LOADING, NO_KEYS, 0),
+        sub("ADDSLOTSRANGE", -4, ADMIN | STALE | NO_ASYNC_LOADING, NO_KEYS, 0),
+        sub("BUMPEPOCH", 2, ADMIN | STALE | NO_ASYNC_LOADING, NO_KEYS, 0),
+        sub("COUNT-FAILURE-REPORTS", 3, ADMIN | STALE, NO_KEYS, 0),
+        sub("COUNTKEYSINSLOT", 3, STALE, NO_KEYS, 0),
+        sub("DELSLOTS", -3, ADMIN | STALE | NO_ASYNC_LOADING, NO_KEYS, 0),
+        sub("DELSLOTSRANGE", -4, ADMIN | STALE | NO_ASYNC_LOADING, NO_KEYS, 0),
+        sub("FAILOVER", -2, ADMIN | STALE | NO_ASYNC_LOADING, NO_KEYS, 0),
+        sub("FLUSHSLOTS", 2, ADMIN | STALE | NO_ASYNC_LOADING, NO_KEYS, 0),
+        sub("FORGET", 3, ADMIN | STALE | NO_ASYNC_LOADING, NO_KEYS, 0),
+        sub("GETKEYSINSLOT", 4, STALE, NO_KEYS, 0),
+        sub("HELP", 2, ANY_STATE, NO_KEYS, 0),
+        sub("INFO", 2, STALE, NO_KEYS, 0),
+        sub("KEYSLOT", 3, STALE, NO_KEYS, 0),
+        sub("LINKS", 2, STALE, NO_KEYS, 0),
+        sub("MEET", -4, ADMIN | STALE | NO_ASYNC_LOADING, NO_KEYS, 0),
+        sub("MYID", 2, STALE, NO_KEYS, 0),
+        sub("NODES", 2, STALE, NO_KEYS, 0),
+        sub("REPLICAS", 3, ADMIN | STALE, NO_KEYS, 0),
+        sub("REPLICATE", 3, ADMIN | STALE | NO_ASYNC_LOADING, NO_KEYS, 0),
+        sub("RESET", -2, ADMIN | NOSCRIPT | STALE, NO_KEYS, 0),
+        sub("SAVECONFIG", 2, ADMIN | STALE | NO_ASYNC_LOADING, NO_KEYS, 0),
+        sub("SET-CONFIG-EPOCH", 3, ADMIN | STALE | NO_ASYNC_LOADING, NO_KEYS, 0),
+        sub("SETSLOT", -4, ADMIN | STALE | NO_ASYNC_LOADING, NO_KEYS, 0),
+        sub("SHARDS", 2, STALE, NO_KEYS, 0),
+        sub("SLAVES", 3, ADMIN | STALE, NO_KEYS, 0),
+        sub("SLOTS", 2, STALE, NO_KEYS, 0),
+    ]),
     ("acl", &[
         sub("CAT", -2, ANY_STATE | NOSCRIPT, NO_KEYS, 0),
         sub("DELUSER", -3, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0),

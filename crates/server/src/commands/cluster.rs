@@ -2,10 +2,10 @@
 //! with cluster support disabled, so clients that probe for cluster mode read the reply
 //! they expect; unknown subcommands and wrong arities get the usual errors first.
 
-use super::{error, find_subcommand, upper, Ctx, Reply};
+use super::{error, find_subcommand, Ctx, Reply};
 
 pub fn cluster(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    match find_subcommand("cluster", &upper(&args[1])) {
+    match find_subcommand("cluster", &args[1]) {
         Some(sub) if super::arity_allows(sub.arity, args.len()) => {
             error("ERR This instance has cluster support disabled")
         }

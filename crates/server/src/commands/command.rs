@@ -7,7 +7,7 @@ use resp::Frame;
 
 use super::{
     arity_allows, error, find_subcommand, full_name, int, key_specs, reply, subcommands_of, upper,
-    Command, Ctx, KeySpec, Reply, Subcommand, ADMIN, ADMIN_CATEGORY, ALLOW_BUSY, BITMAP,
+    Command, Ctx, KeySpec, Named, Reply, Subcommand, ADMIN, ADMIN_CATEGORY, ALLOW_BUSY, BITMAP,
     CONNECTION, DANGEROUS, DENYOOM, FAST, KEYSPACE, LOADING, NOSCRIPT, NO_ASYNC_LOADING, NO_AUTH,
     NO_MULTI, PUBSUB, READONLY, SKIP_SLOWLOG, STALE, STRING, SYNTAX_ERROR, TABLE, TRANSACTION,
     WRITE,
@@ -128,15 +128,10 @@ fn getkeys(full: &[Vec<u8>], with_flags: bool) -> Reply {
 
 /// The entry for `name`: a command, or a subcommand as `container|sub`.
 fn find(name: &[u8]) -> Option<Frame> {
-    let (container, sub) = match name.iter().position(|&b| b == b'|') {
-        Some(bar) => (&name[..bar], Some(&name[bar + 1..])),
-        None => (name, None),
-    };
-    let (_, c) = super::lookup(container)?;
-    match sub {
-        None => Some(describe(c)),
-        Some(sub) => find_subcommand(c.name, sub).map(|s| describe_subcommand(c.name, s)),
-    }
+    Some(match super::resolve(name)? {
+        Named::Command(c) => describe(c),
+        Named::Subcommand(c, s) => describe_subcommand(c.name, s),
+    })
 }
 
 /// A command's COMMAND INFO entry, with its subcommands'.

@@ -6,7 +6,7 @@
 use resp::Frame;
 
 use super::arg_syntax::{self, Arg, Kind, Repeat};
-use super::{find_subcommand, full_name, lookup, reply, subcommands_of, KeySpec, Reply};
+use super::{full_name, reply, resolve, subcommands_of, KeySpec, Named, Reply};
 
 struct Doc {
     /// A command, or a subcommand as `container|sub`.
@@ -64,13 +64,10 @@ pub fn command_docs(names: &[Vec<u8>]) -> Reply {
 
 /// The table's name for `name`: `get` for `GET`, `client|list` for `Client|List`.
 fn canonical(name: &[u8]) -> Option<String> {
-    match name.iter().position(|&b| b == b'|') {
-        None => lookup(name).map(|(_, c)| c.name.to_string()),
-        Some(bar) => {
-            let (_, c) = lookup(&name[..bar])?;
-            find_subcommand(c.name, &name[bar + 1..]).map(|s| full_name(c.name, s))
-        }
-    }
+    Some(match resolve(name)? {
+        Named::Command(c) => c.name.to_string(),
+        Named::Subcommand(c, s) => full_name(c.name, s),
+    })
 }
 
 /// One command's entry, in the order Redis gives its fields.
@@ -139,14 +136,10 @@ fn find(name: &str) -> &'static Doc {
 }
 
 fn key_specs_of(name: &str) -> &'static [KeySpec] {
-    let (container, sub) = name.split_once('|').unwrap_or((name, ""));
-    let Some((_, c)) = lookup(container.as_bytes()) else {
-        return &[];
-    };
-    if sub.is_empty() {
-        c.keys
-    } else {
-        find_subcommand(c.name, sub.as_bytes()).map_or(&[], |s| s.keys)
+    match resolve(name.as_bytes()) {
+        Some(Named::Command(c)) => c.keys,
+        Some(Named::Subcommand(_, s)) => s.keys,
+        None => &[],
     }
 }
 

@@ -866,6 +866,22 @@ fn find_subcommand(container: &str, sub: &[u8]) -> Option<&'static Subcommand> {
         .find(|s| s.name.as_bytes().eq_ignore_ascii_case(sub))
 }
 
+/// What a Redis 7 command name (`get`, `client|list`, any case) names.
+enum Named {
+    Command(&'static Command),
+    Subcommand(&'static Command, &'static Subcommand),
+}
+
+fn resolve(name: &[u8]) -> Option<Named> {
+    match name.iter().position(|&b| b == b'|') {
+        None => lookup(name).map(|(_, c)| Named::Command(c)),
+        Some(bar) => {
+            let (_, c) = lookup(&name[..bar])?;
+            find_subcommand(c.name, &name[bar + 1..]).map(|s| Named::Subcommand(c, s))
+        }
+    }
+}
+
 /// A subcommand's Redis 7 name: `container|sub`, in lower case.
 fn full_name(container: &str, sub: &Subcommand) -> String {
     format!("{container}|{}", sub.name.to_ascii_lowercase())

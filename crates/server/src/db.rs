@@ -16,7 +16,7 @@ use engine::Result;
 use hotring::{Access, HotRing};
 
 use crate::engine_store::EngineStore;
-use crate::entry::{now_ms, Entry};
+use crate::entry::{now_ms, Entry, Kind};
 use crate::keyspace_events::{self as events, KeyspaceEvents};
 use crate::tracking::Tracking;
 
@@ -144,7 +144,7 @@ impl Db {
 
     /// Sets `key` to `entry` whatever it held, keeping its encoding (RENAME, COPY).
     pub fn set_entry(&self, key: &[u8], entry: &Entry) -> Result<()> {
-        let stored = Entry::encode(&entry.value, entry.deadline, entry.raw);
+        let stored = entry.stored();
         self.put(key, stored, entry.deadline)
     }
 
@@ -232,7 +232,7 @@ impl Db {
                     true
                 }
                 (Change::Put(e), None) => {
-                    let ok = index.insert(key, &Entry::encode(&e.value, e.deadline, e.raw));
+                    let ok = index.insert(key, &e.stored());
                     if ok {
                         self.events.fire(events::NEW, "new", key);
                         self.written(key, e.deadline);
@@ -240,7 +240,7 @@ impl Db {
                     ok
                 }
                 (Change::Put(e), Some(old)) => {
-                    let new = Entry::encode(&e.value, e.deadline, e.raw);
+                    let new = e.stored();
                     let ok = index.compare_and_set(key, old, &new);
                     if ok {
                         if expired {
@@ -284,7 +284,7 @@ impl Db {
             Change::Keep => {}
             Change::Put(e) => {
                 let created = locked.stored().is_none();
-                locked.put(&Entry::encode(&e.value, e.deadline, e.raw))?;
+                locked.put(&e.stored())?;
                 if expired {
                     self.replaced_expired(key);
                 } else if created {
@@ -327,14 +327,14 @@ impl Db {
     /// One page of a resumable scan: calls `f` on each live key; returns the next
     /// cursor, 0 at the end. In memory a cursor is a position in hash order (see
     /// [`HotRing::scan`]); on an engine, a number standing for the key to resume from.
-    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8])) -> Result<u64> {
+    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], Kind)) -> Result<u64> {
         let now = now_ms();
         let mut stale = Vec::new();
         let mut visit = |k: &[u8], v: &[u8]| {
             if Entry::stored_deadline(v).is_some_and(|d| d < now) {
                 stale.push((k.to_vec(), v.to_vec()));
             } else {
-                f(k);
+                f(k, Entry::stored_kind(v));
             }
         };
         let next = match &self.store {

@@ -3,15 +3,55 @@
 //! ```text
 //! stored = payload | deadline (8 bytes, little-endian, ms since the Unix epoch) | tag
 //! tag    = bit 0: a deadline is present (else there are no deadline bytes)
-//!          bit 1: raw (see `Entry::raw`); the other bits are 0
+//!          bit 1: raw (see `Entry::raw`; strings only)
+//!          bits 2-4: the type: 0 string, 1 list, 2 hash, 3 set, 4 sorted set
+//!          the other bits are 0
 //! ```
 //!
-//! The tag sits at the end so decoding only truncates the vector it reads: no copy
-//! of the payload. Every value is a Redis string; a type joins the tag when other
-//! types arrive. Stores written before the raw bit existed read unchanged.
+//! A string's payload is its bytes; the other types' is their packed form (see
+//! `packed.rs`). The tag sits at the end so decoding only truncates the vector it
+//! reads: no copy of the payload. Stores written before the raw bit or the types
+//! existed read unchanged (their tags are 0 and 1).
 
 const HAS_DEADLINE: u8 = 1;
 const RAW: u8 = 2;
+const KIND_SHIFT: u8 = 2;
+const KIND_MASK: u8 = 0b111 << KIND_SHIFT;
+
+/// A key's type, as TYPE names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    String,
+    List,
+    Hash,
+    Set,
+    ZSet,
+}
+
+impl Kind {
+    const ALL: [Kind; 5] = [Kind::String, Kind::List, Kind::Hash, Kind::Set, Kind::ZSet];
+
+    /// What TYPE replies.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::String => "string",
+            Kind::List => "list",
+            Kind::Hash => "hash",
+            Kind::Set => "set",
+            Kind::ZSet => "zset",
+        }
+    }
+
+    fn bits(self) -> u8 {
+        (self as u8) << KIND_SHIFT
+    }
+
+    fn of_tag(tag: u8) -> Option<Kind> {
+        Kind::ALL
+            .get(((tag & KIND_MASK) >> KIND_SHIFT) as usize)
+            .copied()
+    }
+}
 
 /// A live value and its expiry deadline.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,22 +63,58 @@ pub struct Entry {
     /// in its `raw` encoding whatever it holds (OBJECT ENCODING reports it; any
     /// other write encodes by the value again).
     pub raw: bool,
+    pub kind: Kind,
 }
 
 impl Entry {
-    /// A value written whole (SET and the like): its encoding follows from it.
+    /// A string written whole (SET and the like): its encoding follows from it.
     pub fn plain(value: Vec<u8>, deadline: Option<u64>) -> Entry {
         Entry {
             value,
             deadline,
             raw: false,
+            kind: Kind::String,
         }
     }
 
+    /// A string as APPEND, SETRANGE, SETBIT and BITOP leave it.
+    pub fn raw_string(value: Vec<u8>, deadline: Option<u64>) -> Entry {
+        Entry {
+            raw: true,
+            ..Entry::plain(value, deadline)
+        }
+    }
+
+    pub fn is_string(&self) -> bool {
+        self.kind == Kind::String
+    }
+
+    /// A list, hash, set or sorted set in its packed form.
+    pub fn collection(kind: Kind, packed: Vec<u8>, deadline: Option<u64>) -> Entry {
+        debug_assert!(kind != Kind::String);
+        Entry {
+            value: packed,
+            deadline,
+            raw: false,
+            kind,
+        }
+    }
+
+    /// The bytes the index stores for this entry.
+    pub fn stored(&self) -> Vec<u8> {
+        Self::encode_as(self.kind, &self.value, self.deadline, self.raw)
+    }
+
+    /// The stored bytes of a string.
     pub fn encode(value: &[u8], deadline: Option<u64>, raw: bool) -> Vec<u8> {
+        Self::encode_as(Kind::String, value, deadline, raw)
+    }
+
+    fn encode_as(kind: Kind, value: &[u8], deadline: Option<u64>, raw: bool) -> Vec<u8> {
+        debug_assert!(!raw || kind == Kind::String);
         let mut out = Vec::with_capacity(value.len() + 9);
         out.extend_from_slice(value);
-        let mut tag = if raw { RAW } else { 0 };
+        let mut tag = kind.bits() | if raw { RAW } else { 0 };
         if let Some(d) = deadline {
             out.extend_from_slice(&d.to_le_bytes());
             tag |= HAS_DEADLINE;
@@ -50,14 +126,24 @@ impl Entry {
     /// Decodes what [`Entry::encode`] wrote. Anything else in the index is a bug.
     pub fn decode(mut stored: Vec<u8>) -> Entry {
         let deadline = Self::stored_deadline(&stored);
-        let raw = stored.last().is_some_and(|tag| tag & RAW != 0);
+        let tag = *stored.last().expect("checked by stored_deadline");
+        let kind = Kind::of_tag(tag).expect("checked by stored_deadline");
         let trailer = if deadline.is_some() { 9 } else { 1 };
         stored.truncate(stored.len() - trailer);
         Entry {
             value: stored,
             deadline,
-            raw,
+            raw: tag & RAW != 0,
+            kind,
         }
+    }
+
+    /// The type of a stored value, without decoding the payload.
+    pub fn stored_kind(stored: &[u8]) -> Kind {
+        stored
+            .last()
+            .and_then(|&tag| Kind::of_tag(tag))
+            .expect("hotkv-server wrote this value")
     }
 
     /// The deadline of a stored value, without decoding the payload. Only values
@@ -70,19 +156,31 @@ impl Entry {
     /// The deadline of a stored value, or what is wrong with it if
     /// [`Entry::encode`] did not write it.
     pub fn check(stored: &[u8]) -> Result<Option<u64>, String> {
-        match stored.split_last() {
-            Some((&tag, rest)) if tag & !RAW == HAS_DEADLINE && rest.len() >= 8 => {
-                Ok(Some(u64::from_le_bytes(
-                    rest[rest.len() - 8..].try_into().expect("8 bytes"),
-                )))
-            }
-            Some((&tag, _)) if tag & !RAW == 0 => Ok(None),
-            Some((&tag, _)) => Err(format!(
+        let Some((&tag, rest)) = stored.split_last() else {
+            return Err("a stored value is empty, which hotkv-server does not write".into());
+        };
+        let kind = Kind::of_tag(tag);
+        let known = tag & !(HAS_DEADLINE | RAW | KIND_MASK) == 0
+            && kind.is_some()
+            && (tag & RAW == 0 || kind == Some(Kind::String));
+        if !known {
+            return Err(format!(
                 "a stored value ends in tag {tag} with {} bytes before it, which hotkv-server does not write",
-                stored.len() - 1
-            )),
-            None => Err("a stored value is empty, which hotkv-server does not write".into()),
+                rest.len()
+            ));
         }
+        if tag & HAS_DEADLINE == 0 {
+            return Ok(None);
+        }
+        let Some(deadline) = rest.len().checked_sub(8).map(|at| &rest[at..]) else {
+            return Err(format!(
+                "a stored value's tag says it has a deadline, but only {} bytes precede it",
+                rest.len()
+            ));
+        };
+        Ok(Some(u64::from_le_bytes(
+            deadline.try_into().expect("8 bytes"),
+        )))
     }
 
     /// As Redis: a key lives through its deadline millisecond.
@@ -116,9 +214,21 @@ mod tests {
                     assert_eq!(Entry::stored_deadline(&stored), deadline);
                     let e = Entry::decode(stored);
                     assert_eq!(
-                        (e.value.as_slice(), e.deadline, e.raw),
-                        (value, deadline, raw)
+                        (e.value.as_slice(), e.deadline, e.raw, e.kind),
+                        (value, deadline, raw, Kind::String)
                     );
+                }
+                for kind in Kind::ALL {
+                    let entry = Entry {
+                        value: value.to_vec(),
+                        deadline,
+                        raw: false,
+                        kind,
+                    };
+                    let stored = entry.stored();
+                    assert_eq!(Entry::check(&stored), Ok(deadline));
+                    assert_eq!(Entry::stored_kind(&stored), kind);
+                    assert_eq!(Entry::decode(stored), entry);
                 }
             }
         }
@@ -133,7 +243,9 @@ mod tests {
             b"ab\x01",
             b"ab\x03",
             b"abc\x07",
-            b"abc\x04",
+            b"abc\x14",
+            b"abc\x22",
+            b"abc\x40",
         ] {
             assert!(Entry::check(bad).is_err(), "{bad:?}");
         }

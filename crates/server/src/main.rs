@@ -19,6 +19,7 @@ mod latency;
 mod long_double;
 mod memory;
 mod monitor;
+mod packed;
 mod pause;
 mod pubsub;
 mod server;

@@ -1,7 +1,9 @@
 //! SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP: a string as an array of bits, bit 0 being the most
 //! significant bit of the first byte, as in Redis.
 
-use super::{error, int, parse_integer, upper, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR};
+use super::{
+    error, int, of_kind, parse_integer, upper, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE,
+};
 use crate::db::Change;
 use crate::entry::Entry;
 use crate::keyspace_events::{GENERIC, STRING};
@@ -30,7 +32,9 @@ pub fn getbit(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         Ok(o) => o,
         Err(e) => return error(e),
     };
-    let value = ctx.read(&args[1])?.map(|e| e.value).unwrap_or_default();
+    let value = of_kind!(ctx.read(&args[1])?, String)
+        .map(|e| e.value)
+        .unwrap_or_default();
     int(bit_at(&value, offset) as i64)
 }
 
@@ -49,6 +53,9 @@ pub fn setbit(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let byte = (offset >> 3) as usize;
     let mask = 0x80u8 >> (offset & 7);
     let old = ctx.db().update(&args[1], |e| {
+        if e.is_some_and(|e| !e.is_string()) {
+            return (Change::Keep, None);
+        }
         let (mut value, deadline) = e.map_or((Vec::new(), None), |e| (e.value.clone(), e.deadline));
         let grown = e.is_none() || value.len() <= byte;
         if value.len() <= byte {
@@ -57,7 +64,7 @@ pub fn setbit(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         let old = value[byte] & mask != 0;
         // As Redis 7.0: a bit set to what it was changes nothing (and aborts no WATCH).
         if !grown && old == on {
-            return (Change::Keep, (old, false));
+            return (Change::Keep, Some((old, false)));
         }
         if on {
             value[byte] |= mask;
@@ -65,15 +72,13 @@ pub fn setbit(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             value[byte] &= !mask;
         }
         (
-            Change::Put(Entry {
-                value,
-                deadline,
-                raw: true,
-            }),
-            (old, true),
+            Change::Put(Entry::raw_string(value, deadline)),
+            Some((old, true)),
         )
     })?;
-    let (old, changed) = old;
+    let Some((old, changed)) = old else {
+        return error(WRONG_TYPE);
+    };
     if changed {
         ctx.notify(STRING, "setbit", &args[1]);
     }
@@ -135,7 +140,7 @@ fn count_ones(value: &[u8], (lo, hi): (u64, u64)) -> u64 {
 /// `BITCOUNT key [start end [BYTE | BIT]]`.
 pub fn bitcount(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     // Redis 7.0 looks the key up first: a missing key counts 0 whatever follows.
-    let Some(entry) = ctx.read(&args[1])? else {
+    let Some(entry) = of_kind!(ctx.read(&args[1])?, String) else {
         return int(0);
     };
     let value = entry.value;
@@ -190,7 +195,7 @@ pub fn bitpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         Some(_) => return error("ERR The bit argument must be 1 or 0."),
         None => return error(NOT_AN_INTEGER),
     };
-    let Some(entry) = ctx.read(&args[1])? else {
+    let Some(entry) = of_kind!(ctx.read(&args[1])?, String) else {
         return int(if want { -1 } else { 0 });
     };
     let value = entry.value;
@@ -227,19 +232,22 @@ pub fn bitpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 /// change halfway.
 pub fn bitop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let op = upper(&args[1]);
+    // As Redis: the operation is checked before any key is read.
+    match op.as_slice() {
+        b"AND" | b"OR" | b"XOR" => {}
+        b"NOT" if args.len() == 4 => {}
+        b"NOT" => return error("ERR BITOP NOT must be called with a single source key."),
+        _ => return error(SYNTAX_ERROR),
+    }
     let mut sources = Vec::with_capacity(args.len() - 3);
     for key in &args[3..] {
-        sources.push(ctx.read(key)?.map(|e| e.value).unwrap_or_default());
+        let found = of_kind!(ctx.read(key)?, String);
+        sources.push(found.map(|e| e.value).unwrap_or_default());
     }
     let len = sources.iter().map(Vec::len).max().unwrap_or(0);
     let byte = |s: &Vec<u8>, i: usize| s.get(i).copied().unwrap_or(0);
     let result: Vec<u8> = match op.as_slice() {
-        b"NOT" => {
-            let [source] = sources.as_slice() else {
-                return error("ERR BITOP NOT must be called with a single source key.");
-            };
-            source.iter().map(|b| !b).collect()
-        }
+        b"NOT" => sources[0].iter().map(|b| !b).collect(),
         b"AND" => (0..len)
             .map(|i| sources.iter().fold(0xFF, |acc, s| acc & byte(s, i)))
             .collect(),
@@ -249,7 +257,7 @@ pub fn bitop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         b"XOR" => (0..len)
             .map(|i| sources.iter().fold(0, |acc, s| acc ^ byte(s, i)))
             .collect(),
-        _ => return error(SYNTAX_ERROR),
+        _ => unreachable!("checked above"),
     };
     let len = result.len();
     if result.is_empty() {
@@ -257,14 +265,8 @@ pub fn bitop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             ctx.notify(GENERIC, "del", &args[2]);
         }
     } else {
-        ctx.db().set_entry(
-            &args[2],
-            &Entry {
-                value: result,
-                deadline: None,
-                raw: true,
-            },
-        )?;
+        ctx.db()
+            .set_entry(&args[2], &Entry::raw_string(result, None))?;
         ctx.notify(STRING, "set", &args[2]);
     }
     int(len as i64)

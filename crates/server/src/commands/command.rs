@@ -8,9 +8,9 @@ use resp::Frame;
 use super::{
     arity_allows, error, find_subcommand, full_name, int, key_specs, reply, subcommands_of, upper,
     Command, Ctx, KeySpec, Named, Reply, Subcommand, ADMIN, ADMIN_CATEGORY, ALLOW_BUSY, BITMAP,
-    CONNECTION, DANGEROUS, DENYOOM, FAST, KEYSPACE, LOADING, NOSCRIPT, NO_ASYNC_LOADING, NO_AUTH,
-    NO_MULTI, PUBSUB, READONLY, SKIP_SLOWLOG, STALE, STRING, SYNTAX_ERROR, TABLE, TRANSACTION,
-    WRITE,
+    CONNECTION, DANGEROUS, DENYOOM, FAST, HASH, KEYSPACE, LIST, LOADING, NOSCRIPT,
+    NO_ASYNC_LOADING, NO_AUTH, NO_MULTI, PUBSUB, READONLY, SET, SKIP_SLOWLOG, SORTEDSET, STALE,
+    STRING, SYNTAX_ERROR, TABLE, TRANSACTION, WRITE,
 };
 
 pub fn command(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
@@ -220,6 +220,10 @@ fn categories(flags: u32, acl: u16) -> Vec<&'static str> {
         ("keyspace", has(KEYSPACE)),
         ("read", flags & READONLY != 0),
         ("write", flags & WRITE != 0),
+        ("set", has(SET)),
+        ("sortedset", has(SORTEDSET)),
+        ("list", has(LIST)),
+        ("hash", has(HASH)),
         ("string", has(STRING)),
         ("bitmap", has(BITMAP)),
         ("pubsub", flags & PUBSUB != 0),
@@ -245,6 +249,11 @@ const TIPS: &[(&str, &[&str])] = &[
     ("client|info", &["nondeterministic_output"]),
     ("client|list", &["nondeterministic_output"]),
     ("mget", &["request_policy:multi_shard"]),
+    ("hgetall", &["nondeterministic_output_order"]),
+    ("hkeys", &["nondeterministic_output_order"]),
+    ("hvals", &["nondeterministic_output_order"]),
+    ("hrandfield", &["nondeterministic_output"]),
+    ("hscan", &["nondeterministic_output"]),
     ("mset", &["request_policy:multi_shard", "response_policy:all_succeeded"]),
     ("msetnx", &["request_policy:multi_shard", "response_policy:agg_min"]),
     ("del", &["request_policy:multi_shard", "response_policy:agg_sum"]),

@@ -3,20 +3,25 @@
 use resp::Frame;
 
 use super::expire::{parse_expiry, take_expiry_option, Expiry};
-use super::{error, reply, Ctx, Reply, SYNTAX_ERROR};
+use super::{error, of_kind, reply, Ctx, Reply, SYNTAX_ERROR, WRONG_TYPE};
 use crate::db::Change;
 use crate::entry::Entry;
 use crate::keyspace_events::GENERIC;
 
 pub fn get(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let found = ctx.read(&args[1])?;
+    let found = of_kind!(ctx.read(&args[1])?, String);
     reply(found.map_or(Frame::Null, |e| Frame::Bulk(e.value)))
 }
 
 pub fn getdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let old = ctx
-        .db()
-        .update(&args[1], |e| (Change::Delete, e.map(|e| e.value.clone())))?;
+    let old = ctx.db().update(&args[1], |e| match e {
+        Some(e) if !e.is_string() => (Change::Keep, Err(())),
+        e => (Change::Delete, Ok(e.map(|e| e.value.clone()))),
+    })?;
+    let Ok(old) = old else {
+        ctx.hit(&args[1], true);
+        return error(WRONG_TYPE);
+    };
     ctx.hit(&args[1], old.is_some());
     if old.is_some() {
         ctx.notify(GENERIC, "del", &args[1]);
@@ -48,6 +53,7 @@ pub fn getex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     };
     let value = ctx.db().update(&args[1], |e| match (e, &expiry) {
         (None, _) => (Change::Keep, Ok((None, None))),
+        (Some(e), _) if !e.is_string() => (Change::Keep, Err(Frame::error(WRONG_TYPE))),
         (Some(_), Err(e)) => (Change::Keep, Err(e.clone())),
         (Some(e), Ok(None)) => (Change::Keep, Ok((Some(e.value.clone()), None))),
         // PERSIST on a key with no expiry changes nothing (and so aborts no WATCH).

@@ -3,7 +3,7 @@
 
 use resp::Frame;
 
-use super::{error, parse_integer, reply, Ctx, Reply, NOT_AN_INTEGER};
+use super::{error, parse_integer, reply, Ctx, Reply, NOT_AN_INTEGER, WRONG_TYPE};
 use crate::db::Change;
 use crate::entry::Entry;
 use crate::keyspace_events::STRING;
@@ -13,6 +13,7 @@ fn add(ctx: &mut Ctx, key: &[u8], delta: i64) -> Reply {
     let result = ctx.db().update(key, |e| {
         let (current, deadline) = match e {
             None => (0, None),
+            Some(e) if !e.is_string() => return (Change::Keep, Err(WRONG_TYPE)),
             Some(e) => match parse_integer(&e.value) {
                 Some(n) => (n, e.deadline),
                 None => return (Change::Keep, Err(NOT_AN_INTEGER)),
@@ -65,7 +66,7 @@ pub fn decrby(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 
 /// A float as Redis's INCRBYFLOAT reads one: the whole string, as `strtold` reads it,
 /// with no leading space and at most Redis's buffer's length.
-fn parse_float(b: &[u8]) -> Option<LongDouble> {
+pub(super) fn parse_float(b: &[u8]) -> Option<LongDouble> {
     if b.len() >= MAX_FLOAT_TEXT || b.first().is_some_and(u8::is_ascii_whitespace) {
         return None;
     }
@@ -82,6 +83,7 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let result = ctx.db().update(&args[1], |e| {
         let (current, deadline) = match e {
             None => (LongDouble::ZERO, None),
+            Some(e) if !e.is_string() => return (Change::Keep, Err(WRONG_TYPE)),
             Some(e) => match parse_float(&e.value) {
                 Some(n) => (n, e.deadline),
                 None => return (Change::Keep, Err("ERR value is not a valid float")),

@@ -8,14 +8,11 @@ use super::{
     error, int, ok, parse_integer, reply, upper, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR,
 };
 
-/// Every value is a string so far.
 pub fn type_of(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let kind = if ctx.exists_untouched(&args[1])? {
-        "string"
-    } else {
-        "none"
-    };
-    reply(Frame::Simple(kind.into()))
+    let found = ctx.read_untouched(&args[1])?;
+    reply(Frame::Simple(
+        found.map_or("none", |e| e.kind.name()).into(),
+    ))
 }
 
 /// Moves `from` to `to`, value and expiry. Runs alone (the command table says so), so

@@ -7,8 +7,15 @@ use super::{error, int, parse_integer, reply, upper, Ctx, Reply, NOT_AN_INTEGER,
 /// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]`, answered as Redis
 /// answers it, matches listed from the ends of the strings backwards.
 pub fn lcs(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let a = ctx.read(&args[1])?.map(|e| e.value).unwrap_or_default();
-    let b = ctx.read(&args[2])?.map(|e| e.value).unwrap_or_default();
+    let (a, b) = (ctx.read(&args[1])?, ctx.read(&args[2])?);
+    if [&a, &b]
+        .iter()
+        .any(|e| e.as_ref().is_some_and(|e| !e.is_string()))
+    {
+        return error("ERR The specified keys must contain string values");
+    }
+    let a = a.map(|e| e.value).unwrap_or_default();
+    let b = b.map(|e| e.value).unwrap_or_default();
     let (mut want_len, mut want_idx, mut with_match_len, mut min_match_len) =
         (false, false, false, 0u64);
     let mut options = args[3..].iter();

@@ -7,6 +7,7 @@ mod arg_syntax;
 mod bits;
 mod client;
 mod cluster;
+mod collections;
 mod command;
 mod command_docs;
 mod config;
@@ -16,6 +17,7 @@ mod dump;
 mod exists;
 mod expire;
 mod get;
+mod hashes;
 mod hotkeys;
 mod incr;
 mod info;
@@ -23,6 +25,7 @@ mod key_specs;
 mod keyspace;
 mod latency;
 mod lcs;
+mod lists;
 mod memory;
 mod monitor;
 mod object;
@@ -31,6 +34,7 @@ mod scan;
 mod server;
 mod set;
 mod slowlog;
+mod sorted_sets;
 mod strings;
 mod tracking;
 mod transaction;
@@ -284,6 +288,10 @@ const TRANSACTION: u16 = 1 << 4;
 /// @admin on a command without the `admin` flag (LASTSAVE, ROLE).
 const ADMIN_CATEGORY: u16 = 1 << 5;
 const DANGEROUS: u16 = 1 << 6;
+const LIST: u16 = 1 << 7;
+const HASH: u16 = 1 << 8;
+const SET: u16 = 1 << 9;
+const SORTEDSET: u16 = 1 << 10;
 
 pub struct Command {
     name: &'static str,
@@ -365,6 +373,40 @@ const TABLE: &[Command] = &[
     cmd("bitpos", -3, R, &[first(RO | ACCESS)], BITMAP, bits::bitpos),
     cmd("bitop", -4, W | ALONE, &[range(OW | UPDATE, 2, 0, 1), range(RO | ACCESS, 3, -1, 1)], BITMAP, bits::bitop),
     cmd("lcs", -3, R, &[range(RO | ACCESS, 1, 1, 1)], STRING, lcs::lcs),
+    // Hashes.
+    cmd("hset", -4, W | FAST, &[first(RW | UPDATE)], HASH, hashes::hset),
+    cmd("hsetnx", 4, W | FAST, &[first(RW | INSERT)], HASH, hashes::hsetnx),
+    cmd("hmset", -4, W | FAST, &[first(RW | UPDATE)], HASH, hashes::hmset),
+    cmd("hget", 3, R | FAST, &[first(RO | ACCESS)], HASH, hashes::hget),
+    cmd("hmget", -3, R | FAST, &[first(RO | ACCESS)], HASH, hashes::hmget),
+    cmd("hdel", -3, WRITE | FAST, &[first(RW | DELETE)], HASH, hashes::hdel),
+    cmd("hlen", 2, R | FAST, &[first(RO)], HASH, hashes::hlen),
+    cmd("hstrlen", 3, R | FAST, &[first(RO)], HASH, hashes::hstrlen),
+    cmd("hexists", 3, R | FAST, &[first(RO)], HASH, hashes::hexists),
+    cmd("hgetall", 2, R, &[first(RO | ACCESS)], HASH, hashes::hgetall),
+    cmd("hkeys", 2, R, &[first(RO | ACCESS)], HASH, hashes::hkeys),
+    cmd("hvals", 2, R, &[first(RO | ACCESS)], HASH, hashes::hvals),
+    cmd("hincrby", 4, W | FAST, &[first(RW | ACCESS | UPDATE)], HASH, hashes::hincrby),
+    cmd("hincrbyfloat", 4, W | FAST, &[first(RW | ACCESS | UPDATE)], HASH, hashes::hincrbyfloat),
+    cmd("hrandfield", -2, R, &[first(RO | ACCESS)], HASH, hashes::hrandfield),
+    cmd("hscan", -3, R, &[first(RO | ACCESS)], HASH, hashes::hscan),
+    // Lists.
+    cmd("lpush", -3, W | FAST, &[first(RW | INSERT)], LIST, lists::lpush),
+    cmd("rpush", -3, W | FAST, &[first(RW | INSERT)], LIST, lists::rpush),
+    cmd("lpushx", -3, W | FAST, &[first(RW | INSERT)], LIST, lists::lpushx),
+    cmd("rpushx", -3, W | FAST, &[first(RW | INSERT)], LIST, lists::rpushx),
+    cmd("lpop", -2, WRITE | FAST, &[first(RW | ACCESS | DELETE)], LIST, lists::lpop),
+    cmd("rpop", -2, WRITE | FAST, &[first(RW | ACCESS | DELETE)], LIST, lists::rpop),
+    cmd("llen", 2, R | FAST, &[first(RO)], LIST, lists::llen),
+    cmd("lindex", 3, R, &[first(RO | ACCESS)], LIST, lists::lindex),
+    cmd("lrange", 4, R, &[first(RO | ACCESS)], LIST, lists::lrange),
+    cmd("lset", 4, W, &[first(RW | UPDATE)], LIST, lists::lset),
+    cmd("ltrim", 4, WRITE, &[first(RW | DELETE)], LIST, lists::ltrim),
+    cmd("lrem", 4, WRITE, &[first(RW | DELETE)], LIST, lists::lrem),
+    cmd("linsert", 5, W, &[first(RW | INSERT)], LIST, lists::linsert),
+    cmd("lpos", -3, R, &[first(RO | ACCESS)], LIST, lists::lpos),
+    cmd("lmove", 5, W | ALONE, &[first(RW | ACCESS | DELETE), range(RW | INSERT, 2, 0, 1)], LIST, lists::lmove),
+    cmd("rpoplpush", 3, W | ALONE, &[first(RW | ACCESS | DELETE), range(RW | INSERT, 2, 0, 1)], LIST, lists::rpoplpush),
     // Keyspace.
     cmd("del", -2, WRITE, &[every(RM | DELETE)], KEYSPACE, del::del),
     cmd("unlink", -2, WRITE | FAST, &[every(RM | DELETE)], KEYSPACE, del::del),
@@ -1136,6 +1178,23 @@ pub(crate) fn upper(arg: &[u8]) -> Vec<u8> {
 }
 
 pub(crate) const NOT_AN_INTEGER: &str = "ERR value is not an integer or out of range";
+/// A command meant for one type met a key of another.
+pub(crate) const WRONG_TYPE: &str =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+/// `found` (an `Option<Entry>`) if it is missing or of the kind named; otherwise the
+/// command answers WRONGTYPE.
+macro_rules! of_kind {
+    ($found:expr, $kind:ident) => {
+        match $found {
+            Some(e) if e.kind != crate::entry::Kind::$kind => {
+                return super::error(super::WRONG_TYPE)
+            }
+            found => found,
+        }
+    };
+}
+pub(crate) use of_kind;
 pub(crate) const SYNTAX_ERROR: &str = "ERR syntax error";
 
 pub(crate) use resp::parse_integer;

@@ -4,6 +4,8 @@ use resp::Frame;
 
 use super::{error, int, parse_integer, reply, upper, Ctx, Reply};
 use crate::config::Policy;
+use crate::entry::Kind;
+use crate::packed;
 
 /// Redis stores a string that reads as a 64-bit integer (in at most 20 bytes) as
 /// `int`, a short one inside its object header as `embstr`, a longer one as `raw`.
@@ -31,7 +33,8 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         (b"ENCODING", [key]) => match read(ctx, key)? {
             None => reply(Frame::Null),
             Some(entry) if entry.raw => reply(Frame::bulk("raw")),
-            Some(entry) => reply(Frame::bulk(encoding(&entry.value))),
+            Some(entry) if entry.is_string() => reply(Frame::bulk(encoding(&entry.value))),
+            Some(entry) => reply(Frame::bulk(collection_encoding(entry.kind, &entry.value))),
         },
         (b"REFCOUNT", [key]) => match read(ctx, key)? {
             None => reply(Frame::Null),
@@ -39,6 +42,7 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 let config = &ctx.server.config;
                 let clocked = matches!(config.policy(), Policy::AllKeysLru | Policy::AllKeysLfu);
                 let shared = (config.maxmemory() == 0 || !clocked)
+                    && entry.is_string()
                     && (0..SHARED_INTEGERS).contains(&parse_int_value(&entry.value));
                 int(if shared { i32::MAX as i64 } else { 1 })
             }
@@ -94,6 +98,32 @@ fn encoding(value: &[u8]) -> &'static str {
     }
 }
 
+/// What Redis 7.0 would call a collection's representation, with its default limits
+/// (`hash-max-listpack-entries` 128 and `-value` 64, `set-max-intset-entries` 512, the
+/// same two for sorted sets). Redis converts a small representation to a large one
+/// once and never back; here the name follows what the collection holds now.
+fn collection_encoding(kind: Kind, value: &[u8]) -> &'static str {
+    // At most 128 entries, none of whose parts is longer than 64 bytes.
+    let small = |mut lengths: Box<dyn Iterator<Item = usize> + '_>| {
+        packed::count(value) <= 128 && lengths.all(|n| n <= 64)
+    };
+    match kind {
+        Kind::String => unreachable!("strings are named by `encoding`"),
+        Kind::List => "quicklist",
+        Kind::Hash if small(Box::new(packed::elements(value).map(<[u8]>::len))) => "listpack",
+        Kind::Hash => "hashtable",
+        Kind::Set
+            if packed::count(value) <= 512
+                && packed::elements(value).all(|m| packed::set_integer(m).is_some()) =>
+        {
+            "intset"
+        }
+        Kind::Set => "hashtable",
+        Kind::ZSet if small(Box::new(packed::scored(value).map(|(m, _)| m.len()))) => "listpack",
+        Kind::ZSet => "skiplist",
+    }
+}
+
 /// The value as an integer if Redis would store it as one, else -1 (never shared).
 fn parse_int_value(value: &[u8]) -> i64 {
     if value.len() <= 20 {
@@ -107,7 +137,8 @@ const HELP: &[&str] = &[
     "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "ENCODING <key>",
     "    The internal representation Redis would use for the value at <key>:",
-    "    int, embstr or raw for strings.",
+    "    int, embstr or raw for strings; quicklist for lists; listpack or hashtable",
+    "    for hashes; intset or hashtable for sets; listpack or skiplist for sorted sets.",
     "FREQ <key>",
     "    Under an LFU policy, a number from 0 to 255 that grows with the logarithm",
     "    of <key>'s share of recent accesses (0 if it is not among the hottest).",

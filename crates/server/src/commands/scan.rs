@@ -17,7 +17,7 @@ pub fn keys(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let mut found = Vec::new();
     let mut cursor = 0;
     loop {
-        cursor = ctx.db().scan(cursor, 1024, |k| {
+        cursor = ctx.db().scan(cursor, 1024, |k, _| {
             if glob_match(pattern, k, false) {
                 found.push(Frame::Bulk(k.to_vec()));
             }
@@ -56,12 +56,14 @@ pub fn scan(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             _ => return error(SYNTAX_ERROR),
         }
     }
-    // Every value is a string so far: TYPE string filters nothing, any other
-    // type filters everything (but the cursor still advances).
-    let strings = kind.is_none_or(|k| k == b"string");
+    // An unknown type filters everything out (the cursor still advances), as in Redis.
     let mut found = Vec::new();
-    let next = ctx.db().scan(cursor, count, |k| {
-        if strings && pattern.is_none_or(|p| glob_match(p, k, false)) {
+    let next = ctx.db().scan(cursor, count, |k, k_kind| {
+        if kind
+            .as_ref()
+            .is_none_or(|want| want == k_kind.name().as_bytes())
+            && pattern.is_none_or(|p| glob_match(p, k, false))
+        {
             found.push(Frame::Bulk(k.to_vec()));
         }
     })?;

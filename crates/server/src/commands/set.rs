@@ -5,6 +5,7 @@ use resp::Frame;
 use super::expire::{parse_expiry, take_expiry_option, Expiry};
 use super::{
     error, int, ok, parse_integer, reply, upper, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR,
+    WRONG_TYPE,
 };
 use crate::db::Change;
 use crate::entry::now_ms;
@@ -43,10 +44,14 @@ pub fn set(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             Err(e) => return reply(e),
         },
     };
-    let (done, old) = ctx.db().update(key, |e| {
+    let outcome = ctx.db().update(key, |e| {
+        // SET GET reads the old value as GET does; without GET, SET replaces any type.
+        if get && e.is_some_and(|e| !e.is_string()) {
+            return (Change::Keep, None);
+        }
         let old = e.map(|e| e.value.clone());
         if (nx && e.is_some()) || (xx && e.is_none()) {
-            return (Change::Keep, (false, old));
+            return (Change::Keep, Some((false, old)));
         }
         let deadline = match expiry {
             None => None,
@@ -55,9 +60,12 @@ pub fn set(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         };
         (
             Change::Put(Entry::plain(value.clone(), deadline)),
-            (true, old),
+            Some((true, old)),
         )
     })?;
+    let Some((done, old)) = outcome else {
+        return error(WRONG_TYPE);
+    };
     if done {
         ctx.notify(STRING, "set", key);
         if matches!(expiry, Some(Expiry::At(_))) {
@@ -123,11 +131,18 @@ pub fn getset(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             ctx.notify(KEY_MISS, "keymiss", key);
             miss_told = true;
         }
-        (
-            Change::Put(Entry::plain(value.clone(), None)),
-            e.map(|e| e.value.clone()),
-        )
+        match e {
+            Some(e) if !e.is_string() => (Change::Keep, Err(())),
+            e => (
+                Change::Put(Entry::plain(value.clone(), None)),
+                Ok(e.map(|e| e.value.clone())),
+            ),
+        }
     })?;
+    let Ok(old) = old else {
+        ctx.count_read(true);
+        return error(WRONG_TYPE);
+    };
     ctx.count_read(old.is_some());
     ctx.notify(STRING, "set", key);
     reply(old.map_or(Frame::Null, Frame::Bulk))

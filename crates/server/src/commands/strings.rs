@@ -2,7 +2,7 @@
 
 use resp::Frame;
 
-use super::{error, int, parse_integer, reply, Ctx, Reply, NOT_AN_INTEGER};
+use super::{error, int, of_kind, parse_integer, reply, Ctx, Reply, NOT_AN_INTEGER, WRONG_TYPE};
 use crate::db::Change;
 use crate::entry::Entry;
 use crate::keyspace_events::STRING;
@@ -10,51 +10,40 @@ use crate::keyspace_events::STRING;
 pub fn mget(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let mut values = Vec::with_capacity(args.len() - 1);
     for key in &args[1..] {
-        let found = ctx.read(key)?;
+        // As Redis: a key of another type reads as missing here, not as an error.
+        let found = ctx.read(key)?.filter(Entry::is_string);
         values.push(found.map_or(Frame::Null, |e| Frame::Bulk(e.value)));
     }
     reply(Frame::Array(values))
 }
 
 pub fn strlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    int(ctx.read(&args[1])?.map_or(0, |e| e.value.len()) as i64)
+    int(of_kind!(ctx.read(&args[1])?, String).map_or(0, |e| e.value.len()) as i64)
 }
 
-/// The longest string SETRANGE and APPEND may build: Redis's default
-/// `proto-max-bulk-len`.
-fn check_size(ctx: &Ctx, len: u64) -> Result<(), &'static str> {
-    if len > ctx.server.config.proto_max_bulk_len() as u64 {
-        Err("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
-    } else {
-        Ok(())
-    }
-}
+const TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 
 pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let tail = &args[2];
     let max = ctx.server.config.proto_max_bulk_len();
     let result = ctx.db().update(&args[1], |e| {
+        if e.is_some_and(|e| !e.is_string()) {
+            return (Change::Keep, Err(WRONG_TYPE));
+        }
         let (mut value, deadline) = e.map_or((Vec::new(), None), |e| (e.value.clone(), e.deadline));
         if value.len() + tail.len() > max {
-            return (Change::Keep, Err(()));
+            return (Change::Keep, Err(TOO_LONG));
         }
         value.extend_from_slice(tail);
         let len = value.len();
-        (
-            Change::Put(Entry {
-                value,
-                deadline,
-                raw: true,
-            }),
-            Ok(len),
-        )
+        (Change::Put(Entry::raw_string(value, deadline)), Ok(len))
     })?;
     match result {
         Ok(len) => {
             ctx.notify(STRING, "append", &args[1]);
             int(len as i64)
         }
-        Err(()) => error("ERR string exceeds maximum allowed size (proto-max-bulk-len)"),
+        Err(e) => error(e),
     }
 }
 
@@ -64,7 +53,9 @@ pub fn getrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     else {
         return error(NOT_AN_INTEGER);
     };
-    let value = ctx.read(&args[1])?.map(|e| e.value).unwrap_or_default();
+    let value = of_kind!(ctx.read(&args[1])?, String)
+        .map(|e| e.value)
+        .unwrap_or_default();
     let len = value.len() as i64;
     if start < 0 && end < 0 && start > end {
         return reply(Frame::Bulk(Vec::new()));
@@ -94,14 +85,15 @@ pub fn setrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     }
     let patch = &args[3];
     let offset = offset as usize;
-    if !patch.is_empty() {
-        if let Err(e) = check_size(ctx, offset as u64 + patch.len() as u64) {
-            return error(e);
-        }
-    }
-    let (len, changed) = ctx.db().update(&args[1], |e| match e {
-        None if patch.is_empty() => (Change::Keep, (0, false)),
-        Some(e) if patch.is_empty() => (Change::Keep, (e.value.len(), false)),
+    // As Redis: the type is checked before the size, and an empty patch changes nothing.
+    // The longest string SETRANGE may build is `proto-max-bulk-len`, as in Redis.
+    let too_long =
+        offset as u64 + patch.len() as u64 > ctx.server.config.proto_max_bulk_len() as u64;
+    let outcome = ctx.db().update(&args[1], |e| match e {
+        Some(e) if !e.is_string() => (Change::Keep, Err(WRONG_TYPE)),
+        None if patch.is_empty() => (Change::Keep, Ok((0, false))),
+        Some(e) if patch.is_empty() => (Change::Keep, Ok((e.value.len(), false))),
+        _ if too_long => (Change::Keep, Err(TOO_LONG)),
         e => {
             let (mut value, deadline) =
                 e.map_or((Vec::new(), None), |e| (e.value.clone(), e.deadline));
@@ -111,15 +103,15 @@ pub fn setrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             value[offset..offset + patch.len()].copy_from_slice(patch);
             let len = value.len();
             (
-                Change::Put(Entry {
-                    value,
-                    deadline,
-                    raw: true,
-                }),
-                (len, true),
+                Change::Put(Entry::raw_string(value, deadline)),
+                Ok((len, true)),
             )
         }
     })?;
+    let (len, changed) = match outcome {
+        Ok(done) => done,
+        Err(e) => return error(e),
+    };
     if changed {
         ctx.notify(STRING, "setrange", &args[1]);
     }

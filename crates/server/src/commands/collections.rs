@@ -1,0 +1,152 @@
+//! What the list, hash, set and sorted-set commands share: changing a key of one type
+//! through its packed form (`packed.rs`), and the cursor of HSCAN, SSCAN and ZSCAN.
+
+use resp::Frame;
+
+use super::{error, parse_integer, reply, upper, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR};
+use crate::db::Change;
+use crate::entry::{Entry, Kind};
+use crate::glob::glob_match;
+use crate::keyspace_events::GENERIC;
+use crate::packed;
+
+/// What an edit does with the packed value it was shown.
+pub enum Edit {
+    Keep,
+    /// Store this packed value; an empty one deletes the key, as Redis deletes a
+    /// collection the moment it is empty.
+    Write(Vec<u8>),
+}
+
+/// How an edit ended, besides its own result.
+pub struct Edited<R> {
+    pub result: R,
+    /// The key now holds a new value.
+    pub wrote: bool,
+    /// The write emptied the collection, so the key is gone.
+    pub emptied: bool,
+}
+
+/// Reads `key` as a collection of `kind` (its packed value, or `None` if missing),
+/// lets `decide` choose an edit, and applies it atomically, keeping the key's expiry.
+/// `None` if the key holds another type (the caller answers WRONGTYPE).
+pub fn edit<R>(
+    ctx: &Ctx,
+    key: &[u8],
+    kind: Kind,
+    mut decide: impl FnMut(Option<&[u8]>) -> (Edit, R),
+) -> engine::Result<Option<Edited<R>>> {
+    ctx.db().update(key, |e| {
+        let Some(deadline) = (match e {
+            Some(e) if e.kind != kind => None,
+            e => Some(e.and_then(|e| e.deadline)),
+        }) else {
+            return (Change::Keep, None);
+        };
+        let (edit, result) = decide(e.map(|e| e.value.as_slice()));
+        let (change, wrote, emptied) = match edit {
+            Edit::Keep => (Change::Keep, false, false),
+            Edit::Write(p) if packed::count(&p) == 0 => (Change::Delete, e.is_some(), true),
+            Edit::Write(p) => (
+                Change::Put(Entry::collection(kind, p, deadline)),
+                true,
+                false,
+            ),
+        };
+        let emptied = emptied && e.is_some();
+        (
+            change,
+            Some(Edited {
+                result,
+                wrote,
+                emptied,
+            }),
+        )
+    })
+}
+
+/// Fires `event` of `class` if the edit wrote, then `del` if it emptied the key: the
+/// order Redis notifies in.
+pub fn notify_edit<R>(ctx: &Ctx, edited: &Edited<R>, class: u32, event: &'static str, key: &[u8]) {
+    if edited.wrote {
+        ctx.notify(class, event, key);
+    }
+    if edited.emptied {
+        ctx.notify(GENERIC, "del", key);
+    }
+}
+
+/// `HSCAN | SSCAN | ZSCAN key cursor [MATCH pattern] [COUNT count]`: the whole
+/// collection in one page, cursor 0, as Redis answers for its small encodings (any
+/// cursor is accepted, as Redis accepts one it did not give). `parts` is how many
+/// elements make one entry (2 for a hash or sorted set): the pattern matches the first.
+pub fn scan(ctx: &Ctx, args: &[Vec<u8>], kind: Kind, parts: usize) -> Reply {
+    if std::str::from_utf8(&args[2])
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .is_none()
+    {
+        return error("ERR invalid cursor");
+    }
+    let mut pattern: Option<&[u8]> = None;
+    for option in args[3..].chunks(2) {
+        let [name, value] = option else {
+            return error(SYNTAX_ERROR);
+        };
+        match upper(name).as_slice() {
+            b"MATCH" => pattern = Some(value),
+            b"COUNT" => match parse_integer(value) {
+                Some(n) if n >= 1 => {}
+                Some(_) => return error(SYNTAX_ERROR),
+                None => return error(NOT_AN_INTEGER),
+            },
+            _ => return error(SYNTAX_ERROR),
+        }
+    }
+    let found = match ctx.read(&args[1])? {
+        Some(e) if e.kind != kind => return error(super::WRONG_TYPE),
+        found => found,
+    };
+    let mut items = Vec::new();
+    if let Some(entry) = found {
+        let elements: Vec<&[u8]> = packed::elements(&entry.value).collect();
+        for entry in elements.chunks(parts) {
+            if pattern.is_none_or(|p| glob_match(p, entry[0], false)) {
+                items.push(Frame::Bulk(entry[0].to_vec()));
+                if kind == Kind::ZSet {
+                    let score = entry[1].try_into().map_or(0.0, f64::from_le_bytes);
+                    items.push(Frame::Bulk(
+                        super::sorted_sets::format_score(score).into_bytes(),
+                    ));
+                } else if parts == 2 {
+                    items.push(Frame::Bulk(entry[1].to_vec()));
+                }
+            }
+        }
+    }
+    reply(Frame::Array(vec![Frame::bulk("0"), Frame::Array(items)]))
+}
+
+/// The most picks a negative count (which may repeat elements) asks for. Redis has no
+/// bound and builds whatever reply is asked; hotkv keeps a reply's memory bounded.
+pub const MAX_REPEATS: usize = 10_000_000;
+pub const TOO_MANY_REPEATS: &str =
+    "ERR count is too large: hotkv returns at most 10000000 random elements at once";
+
+/// The elements a random pick takes (HRANDFIELD, SRANDMEMBER, SPOP): `count` distinct
+/// positions out of `len` if `distinct`, else `count` positions that may repeat.
+pub fn random_positions(len: usize, count: usize, distinct: bool) -> Vec<usize> {
+    use rand::seq::index::sample;
+    use rand::Rng;
+    if len == 0 {
+        return Vec::new();
+    }
+    if distinct {
+        let mut picked = sample(&mut rand::thread_rng(), len, count.min(len)).into_vec();
+        picked.sort_unstable();
+        picked
+    } else {
+        let mut rng = rand::thread_rng();
+        (0..count).map(|_| rng.gen_range(0..len)).collect()
+    }
+}

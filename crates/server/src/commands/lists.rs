@@ -1,0 +1,519 @@
+//! Lists: LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LLEN LINDEX LRANGE LSET LTRIM LREM
+//! LINSERT LPOS LMOVE RPOPLPUSH. A push or pop copies the untouched elements as one
+//! block (see `packed.rs`); the others rebuild the list.
+
+use resp::Frame;
+
+use super::collections::{edit, notify_edit, Edit};
+use super::{error, int, of_kind, ok, parse_integer, reply, upper, Ctx, Reply};
+use super::{NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
+use crate::entry::Kind;
+use crate::keyspace_events::{GENERIC, LIST};
+use crate::packed::{self, Builder, MAX_ELEMENTS};
+
+#[derive(Clone, Copy, PartialEq)]
+enum End {
+    Left,
+    Right,
+}
+
+impl End {
+    fn parse(arg: &[u8]) -> Option<End> {
+        match upper(arg).as_slice() {
+            b"LEFT" => Some(End::Left),
+            b"RIGHT" => Some(End::Right),
+            _ => None,
+        }
+    }
+
+    fn push_event(self) -> &'static str {
+        match self {
+            End::Left => "lpush",
+            End::Right => "rpush",
+        }
+    }
+
+    fn pop_event(self) -> &'static str {
+        match self {
+            End::Left => "lpop",
+            End::Right => "rpop",
+        }
+    }
+}
+
+/// `list` (or an empty one) with `items` pushed one by one at `end`.
+fn pushed<'a>(
+    list: Option<&[u8]>,
+    end: End,
+    items: impl Iterator<Item = &'a [u8]> + Clone,
+) -> Vec<u8> {
+    let list = list.unwrap_or_default();
+    let extra: usize = items.clone().map(|i| i.len() + 5).sum();
+    let old = packed::elements(list).remaining_bytes();
+    let mut b = Builder::with_capacity(list.len() + extra);
+    if end == End::Left {
+        let items: Vec<&[u8]> = items.collect();
+        for item in items.iter().rev() {
+            b.push(item);
+        }
+        b.push_packed(old, packed::count(list));
+    } else {
+        b.push_packed(old, packed::count(list));
+        for item in items {
+            b.push(item);
+        }
+    }
+    b.finish()
+}
+
+/// `list` without `n` elements at `end`, and those elements in the order popped.
+fn popped(list: &[u8], end: End, n: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
+    let len = packed::count(list);
+    let n = n.min(len);
+    let mut elements = packed::elements(list);
+    let mut b = Builder::with_capacity(list.len());
+    let out = if end == End::Left {
+        let out: Vec<Vec<u8>> = elements.by_ref().take(n).map(<[u8]>::to_vec).collect();
+        b.push_packed(elements.remaining_bytes(), len - n);
+        out
+    } else {
+        for e in elements.by_ref().take(len - n) {
+            b.push(e);
+        }
+        let mut out: Vec<Vec<u8>> = elements.map(<[u8]>::to_vec).collect();
+        out.reverse();
+        out
+    };
+    (b.finish(), out)
+}
+
+fn push(ctx: &Ctx, args: &[Vec<u8>], end: End, only_existing: bool) -> Reply {
+    let items = args[2..].iter().map(Vec::as_slice);
+    let Some(edited) = edit(ctx, &args[1], Kind::List, |list| {
+        if only_existing && list.is_none() {
+            return (Edit::Keep, Ok(0));
+        }
+        let len = list.map_or(0, packed::count) + args.len() - 2;
+        if len > MAX_ELEMENTS {
+            return (Edit::Keep, Err(()));
+        }
+        (Edit::Write(pushed(list, end, items.clone())), Ok(len))
+    })?
+    else {
+        return error(WRONG_TYPE);
+    };
+    notify_edit(ctx, &edited, LIST, end.push_event(), &args[1]);
+    match edited.result {
+        Ok(len) => int(len as i64),
+        Err(()) => error("ERR the list would pass 4294967295 elements, hotkv's limit"),
+    }
+}
+
+pub fn lpush(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    push(ctx, args, End::Left, false)
+}
+
+pub fn rpush(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    push(ctx, args, End::Right, false)
+}
+
+pub fn lpushx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    push(ctx, args, End::Left, true)
+}
+
+pub fn rpushx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    push(ctx, args, End::Right, true)
+}
+
+/// `LPOP | RPOP key [count]`: one element (or nil), or an array of up to `count`.
+fn pop(ctx: &Ctx, args: &[Vec<u8>], end: End) -> Reply {
+    let count = match args.get(2).map(|c| parse_integer(c)) {
+        None => None,
+        Some(Some(n)) if n >= 0 => Some(n as usize),
+        Some(_) => return error("ERR value is out of range, must be positive"),
+    };
+    let Some(edited) = edit(ctx, &args[1], Kind::List, |list| match list {
+        None => (Edit::Keep, None),
+        Some(_) if count == Some(0) => (Edit::Keep, Some(Vec::new())),
+        Some(list) => {
+            let (rest, out) = popped(list, end, count.unwrap_or(1));
+            (Edit::Write(rest), Some(out))
+        }
+    })?
+    else {
+        return error(WRONG_TYPE);
+    };
+    notify_edit(ctx, &edited, LIST, end.pop_event(), &args[1]);
+    reply(match (edited.result, count) {
+        (None, None) => Frame::Null,
+        (None, Some(_)) => Frame::NullArray,
+        (Some(mut out), None) => Frame::Bulk(out.pop().expect("a stored list is not empty")),
+        (Some(out), Some(_)) => Frame::Array(out.into_iter().map(Frame::Bulk).collect()),
+    })
+}
+
+pub fn lpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    pop(ctx, args, End::Left)
+}
+
+pub fn rpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    pop(ctx, args, End::Right)
+}
+
+pub fn llen(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let found = of_kind!(ctx.read_untouched(&args[1])?, List);
+    int(found.map_or(0, |e| packed::count(&e.value)) as i64)
+}
+
+/// A position counted from the end when negative, as Redis's list commands take it.
+fn position(index: i64, len: usize) -> Option<usize> {
+    let i = if index < 0 { index + len as i64 } else { index };
+    (0..len as i64).contains(&i).then_some(i as usize)
+}
+
+pub fn lindex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let Some(index) = parse_integer(&args[2]) else {
+        return error(NOT_AN_INTEGER);
+    };
+    let found = of_kind!(ctx.read(&args[1])?, List);
+    let element = found.and_then(|e| {
+        let i = position(index, packed::count(&e.value))?;
+        packed::elements(&e.value).nth(i).map(<[u8]>::to_vec)
+    });
+    reply(element.map_or(Frame::Null, Frame::Bulk))
+}
+
+/// The inclusive range `start..=stop` of a list of `len` clamped as Redis clamps it, or
+/// `None` if it is empty.
+fn clamp(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
+    let len = len as i64;
+    let start = if start < 0 {
+        (start + len).max(0)
+    } else {
+        start
+    };
+    let stop = if stop < 0 {
+        stop + len
+    } else {
+        stop.min(len - 1)
+    };
+    (start <= stop && start < len).then_some((start as usize, stop as usize))
+}
+
+fn range_args(args: &[Vec<u8>]) -> Option<(i64, i64)> {
+    Some((parse_integer(&args[2])?, parse_integer(&args[3])?))
+}
+
+pub fn lrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let Some((start, stop)) = range_args(args) else {
+        return error(NOT_AN_INTEGER);
+    };
+    let found = of_kind!(ctx.read(&args[1])?, List);
+    let list = found.map(|e| e.value).unwrap_or_default();
+    let items = match clamp(start, stop, packed::count(&list)) {
+        None => Vec::new(),
+        Some((from, to)) => packed::elements(&list)
+            .skip(from)
+            .take(to - from + 1)
+            .map(|e| Frame::Bulk(e.to_vec()))
+            .collect(),
+    };
+    reply(Frame::Array(items))
+}
+
+pub fn lset(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let Some(index) = parse_integer(&args[2]) else {
+        return error(NOT_AN_INTEGER);
+    };
+    let value = &args[3];
+    let Some(edited) = edit(ctx, &args[1], Kind::List, |list| {
+        let Some(list) = list else {
+            return (Edit::Keep, Err("ERR no such key"));
+        };
+        let Some(at) = position(index, packed::count(list)) else {
+            return (Edit::Keep, Err("ERR index out of range"));
+        };
+        let mut b = Builder::with_capacity(list.len() + value.len());
+        for (i, e) in packed::elements(list).enumerate() {
+            b.push(if i == at { value } else { e });
+        }
+        (Edit::Write(b.finish()), Ok(()))
+    })?
+    else {
+        return error(WRONG_TYPE);
+    };
+    notify_edit(ctx, &edited, LIST, "lset", &args[1]);
+    match edited.result {
+        Ok(()) => ok(),
+        Err(e) => error(e),
+    }
+}
+
+pub fn ltrim(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let Some((start, stop)) = range_args(args) else {
+        return error(NOT_AN_INTEGER);
+    };
+    let Some(edited) = edit(ctx, &args[1], Kind::List, |list| {
+        let Some(list) = list else {
+            return (Edit::Keep, ());
+        };
+        let mut b = Builder::with_capacity(list.len());
+        if let Some((from, to)) = clamp(start, stop, packed::count(list)) {
+            for e in packed::elements(list).skip(from).take(to - from + 1) {
+                b.push(e);
+            }
+        }
+        // Redis counts LTRIM as a change even when it keeps every element.
+        (Edit::Write(b.finish()), ())
+    })?
+    else {
+        return error(WRONG_TYPE);
+    };
+    notify_edit(ctx, &edited, LIST, "ltrim", &args[1]);
+    ok()
+}
+
+/// `LREM key count element`: removes the first `count` matches (the last `-count` if
+/// negative, all if 0).
+pub fn lrem(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let Some(count) = parse_integer(&args[2]) else {
+        return error(NOT_AN_INTEGER);
+    };
+    let target = args[3].as_slice();
+    let Some(edited) = edit(ctx, &args[1], Kind::List, |list| {
+        let Some(list) = list else {
+            return (Edit::Keep, 0);
+        };
+        let elements: Vec<&[u8]> = packed::elements(list).collect();
+        let limit = if count == 0 {
+            usize::MAX
+        } else {
+            count.unsigned_abs() as usize
+        };
+        let mut drop = vec![false; elements.len()];
+        let order: Box<dyn Iterator<Item = usize>> = if count < 0 {
+            Box::new((0..elements.len()).rev())
+        } else {
+            Box::new(0..elements.len())
+        };
+        let mut removed = 0;
+        for i in order {
+            if removed == limit {
+                break;
+            }
+            if elements[i] == target {
+                drop[i] = true;
+                removed += 1;
+            }
+        }
+        if removed == 0 {
+            return (Edit::Keep, 0);
+        }
+        let mut b = Builder::with_capacity(list.len());
+        for (e, _) in elements.iter().zip(&drop).filter(|(_, d)| !**d) {
+            b.push(e);
+        }
+        (Edit::Write(b.finish()), removed)
+    })?
+    else {
+        return error(WRONG_TYPE);
+    };
+    notify_edit(ctx, &edited, LIST, "lrem", &args[1]);
+    int(edited.result as i64)
+}
+
+/// `LINSERT key BEFORE | AFTER pivot element`: the new length, -1 without the pivot,
+/// 0 without the list.
+pub fn linsert(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let after = match upper(&args[2]).as_slice() {
+        b"BEFORE" => false,
+        b"AFTER" => true,
+        _ => return error(SYNTAX_ERROR),
+    };
+    let (pivot, element) = (args[3].as_slice(), args[4].as_slice());
+    let Some(edited) = edit(ctx, &args[1], Kind::List, |list| {
+        let Some(list) = list else {
+            return (Edit::Keep, 0);
+        };
+        let Some(at) = packed::elements(list).position(|e| e == pivot) else {
+            return (Edit::Keep, -1);
+        };
+        let at = at + after as usize;
+        let mut b = Builder::with_capacity(list.len() + element.len() + 5);
+        for (i, e) in packed::elements(list).enumerate() {
+            if i == at {
+                b.push(element);
+            }
+            b.push(e);
+        }
+        if at == packed::count(list) {
+            b.push(element);
+        }
+        let len = b.count() as i64;
+        (Edit::Write(b.finish()), len)
+    })?
+    else {
+        return error(WRONG_TYPE);
+    };
+    notify_edit(ctx, &edited, LIST, "linsert", &args[1]);
+    int(edited.result)
+}
+
+/// `LPOS key element [RANK rank] [COUNT num] [MAXLEN len]`.
+pub fn lpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let (mut rank, mut count, mut maxlen) = (1i64, None, 0usize);
+    let mut options = args[3..].chunks(2);
+    for option in options.by_ref() {
+        let [name, value] = option else {
+            return error(SYNTAX_ERROR);
+        };
+        let Some(n) = parse_integer(value) else {
+            return error(NOT_AN_INTEGER);
+        };
+        match upper(name).as_slice() {
+            b"RANK" if n == 0 => return error(
+                "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list",
+            ),
+            b"RANK" if n == i64::MIN => return error(
+                "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+            ),
+            b"RANK" => rank = n,
+            b"COUNT" if n < 0 => return error("ERR COUNT can't be negative"),
+            b"COUNT" => count = Some(n as usize),
+            b"MAXLEN" if n < 0 => return error("ERR MAXLEN can't be negative"),
+            b"MAXLEN" => maxlen = n as usize,
+            _ => return error(SYNTAX_ERROR),
+        }
+    }
+    let found = of_kind!(ctx.read(&args[1])?, List);
+    let Some(entry) = found else {
+        return reply(if count.is_some() {
+            Frame::Array(Vec::new())
+        } else {
+            Frame::Null
+        });
+    };
+    let elements: Vec<&[u8]> = packed::elements(&entry.value).collect();
+    let len = elements.len();
+    let order: Box<dyn Iterator<Item = usize>> = if rank < 0 {
+        Box::new((0..len).rev())
+    } else {
+        Box::new(0..len)
+    };
+    let limit = if maxlen == 0 { len } else { maxlen };
+    let wanted = match count {
+        Some(0) => usize::MAX,
+        Some(n) => n,
+        None => 1,
+    };
+    let mut skip = rank.unsigned_abs() - 1;
+    let mut matches = Vec::new();
+    for i in order.take(limit) {
+        if elements[i] != args[2].as_slice() {
+            continue;
+        }
+        if skip > 0 {
+            skip -= 1;
+            continue;
+        }
+        matches.push(Frame::Integer(i as i64));
+        if matches.len() == wanted {
+            break;
+        }
+    }
+    if count.is_some() {
+        reply(Frame::Array(matches))
+    } else {
+        reply(matches.pop().unwrap_or(Frame::Null))
+    }
+}
+
+/// Pops from one end of `source` and pushes at one end of `destination`, atomically
+/// (the command runs alone). Answers the element moved, or nil if `source` is empty.
+fn move_element(ctx: &Ctx, source: &[u8], destination: &[u8], from: End, to: End) -> Reply {
+    let Some(list) = of_kind!(ctx.read(source)?, List) else {
+        return reply(Frame::Null);
+    };
+    if source != destination {
+        of_kind!(ctx.db().peek(destination)?, List);
+    }
+    let (rest, mut out) = popped(&list.value, from, 1);
+    let element = out.pop().expect("a stored list is not empty");
+    let one = std::iter::once(element.as_slice());
+    if source == destination {
+        let Some(edited) = edit(ctx, source, Kind::List, |_| {
+            (Edit::Write(pushed(Some(&rest), to, one.clone())), ())
+        })?
+        else {
+            return error(WRONG_TYPE);
+        };
+        notify_edit(ctx, &edited, LIST, to.push_event(), destination);
+    } else {
+        let pushed_to = edit(ctx, destination, Kind::List, |list| {
+            (Edit::Write(pushed(list, to, one.clone())), ())
+        })?;
+        let Some(pushed_to) = pushed_to else {
+            return error(WRONG_TYPE);
+        };
+        notify_edit(ctx, &pushed_to, LIST, to.push_event(), destination);
+        let popped_from = edit(ctx, source, Kind::List, |_| (Edit::Write(rest.clone()), ()))?;
+        debug_assert!(popped_from.is_some(), "the command runs alone");
+    }
+    ctx.notify(LIST, from.pop_event(), source);
+    if source != destination && packed::count(&list.value) == 1 {
+        ctx.notify(GENERIC, "del", source);
+    }
+    reply(Frame::Bulk(element))
+}
+
+pub fn lmove(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let (Some(from), Some(to)) = (End::parse(&args[3]), End::parse(&args[4])) else {
+        return error(SYNTAX_ERROR);
+    };
+    move_element(ctx, &args[1], &args[2], from, to)
+}
+
+pub fn rpoplpush(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    move_element(ctx, &args[1], &args[2], End::Right, End::Left)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(items: &[&str]) -> Vec<u8> {
+        packed::pack(items.iter().map(|s| s.as_bytes()))
+    }
+
+    fn items(packed: &[u8]) -> Vec<String> {
+        packed::elements(packed)
+            .map(|e| String::from_utf8(e.to_vec()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn pushes_and_pops_at_both_ends() {
+        let l = pushed(None, End::Left, [&b"a"[..], b"b"].into_iter());
+        assert_eq!(items(&l), ["b", "a"]);
+        let l = pushed(Some(&l), End::Right, [&b"c"[..]].into_iter());
+        assert_eq!(items(&l), ["b", "a", "c"]);
+        let (rest, out) = popped(&l, End::Right, 2);
+        assert_eq!(
+            (items(&rest), out),
+            (vec!["b".to_string()], vec![b"c".to_vec(), b"a".to_vec()])
+        );
+        let (rest, out) = popped(&list(&["x", "y"]), End::Left, 5);
+        assert_eq!((packed::count(&rest), out.len()), (0, 2));
+    }
+
+    #[test]
+    fn ranges_clamp_as_redis_clamps() {
+        assert_eq!(clamp(0, -1, 3), Some((0, 2)));
+        assert_eq!(clamp(-100, 100, 3), Some((0, 2)));
+        assert_eq!(clamp(2, 1, 3), None);
+        assert_eq!(clamp(5, 10, 3), None);
+        assert_eq!(clamp(-1, -1, 3), Some((2, 2)));
+        assert_eq!(clamp(0, -5, 3), None);
+        assert_eq!(clamp(0, 0, 0), None);
+    }
+}

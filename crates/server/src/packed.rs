@@ -1,0 +1,261 @@
+//! The packed form of a list, hash, set or sorted set: the payload of its entry (see
+//! `entry.rs`), one contiguous byte string as Redis's listpack is.
+//!
+//! ```text
+//! packed  = count (u32, little-endian) | element*
+//! element = length (LEB128 varint) | bytes
+//! ```
+//!
+//! - list: its elements, head first; `count` elements.
+//! - hash: field, value, field, value ... in the order fields were added (as Redis's
+//!   listpack keeps them); `count` is the number of fields.
+//! - set: its members, sorted as [`set_order`] says; `count` members.
+//! - sorted set: member, score, member, score ... in (score, member) order, each score
+//!   an element of 8 bytes (an f64, little-endian); `count` is the number of members.
+//!
+//! A write builds a new packed value and publishes it with the key's compare-and-set
+//! (or under its lock on an engine), like any other value: readers never see one half
+//! written, and nothing else is needed for atomicity, expiry, transactions or
+//! durability. The price is that a write copies the collection, O(n) bytes; pushes and
+//! pops copy the untouched elements as one block, without parsing them.
+//!
+//! An empty collection is never stored: the write that empties one deletes its key.
+
+use std::cmp::Ordering;
+
+use engine::varint;
+
+const HEADER: usize = 4;
+
+/// The most elements a collection holds (the count is 32 bits).
+pub const MAX_ELEMENTS: usize = u32::MAX as usize;
+
+/// The number of elements (list, set) or of pairs (hash, sorted set) of `packed`.
+pub fn count(packed: &[u8]) -> usize {
+    packed.get(..HEADER).map_or(0, |h| {
+        u32::from_le_bytes(h.try_into().expect("4 bytes")) as usize
+    })
+}
+
+/// The elements of `packed`, in order (for a hash or sorted set, fields and values
+/// alternate).
+pub fn elements(packed: &[u8]) -> Elements<'_> {
+    Elements {
+        rest: packed.get(HEADER..).unwrap_or_default(),
+    }
+}
+
+/// Iterates over the elements of a packed value.
+#[derive(Clone)]
+pub struct Elements<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Elements<'a> {
+    /// The bytes from the next element to the end, as stored: what a push copies whole.
+    pub fn remaining_bytes(&self) -> &'a [u8] {
+        self.rest
+    }
+}
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        // Only this module writes packed values; a malformed one is a bug, but ends
+        // the iteration rather than reading out of bounds.
+        let Some((len, used)) = varint::get(self.rest) else {
+            debug_assert!(false, "a packed element's length is cut short");
+            self.rest = &[];
+            return None;
+        };
+        let end = used
+            .checked_add(len as usize)
+            .filter(|&e| e <= self.rest.len());
+        let Some(end) = end else {
+            debug_assert!(false, "a packed element runs past the value");
+            self.rest = &[];
+            return None;
+        };
+        let element = &self.rest[used..end];
+        self.rest = &self.rest[end..];
+        Some(element)
+    }
+}
+
+/// Builds a packed value.
+pub struct Builder {
+    out: Vec<u8>,
+    count: usize,
+}
+
+impl Builder {
+    pub fn with_capacity(bytes: usize) -> Builder {
+        let mut out = Vec::with_capacity(HEADER + bytes);
+        out.extend_from_slice(&[0; HEADER]);
+        Builder { out, count: 0 }
+    }
+
+    /// Adds one element without counting it: half of a pair, or a whole list element or
+    /// set member that the caller counts.
+    fn push_element(&mut self, element: &[u8]) {
+        varint::put(&mut self.out, element.len() as u64);
+        self.out.extend_from_slice(element);
+    }
+
+    /// Appends a list element or set member.
+    pub fn push(&mut self, element: &[u8]) {
+        self.push_element(element);
+        self.count += 1;
+    }
+
+    /// Appends a hash field and its value.
+    pub fn push_pair(&mut self, field: &[u8], value: &[u8]) {
+        self.push_element(field);
+        self.push_element(value);
+        self.count += 1;
+    }
+
+    /// Appends a sorted-set member and its score.
+    pub fn push_scored(&mut self, member: &[u8], score: f64) {
+        self.push_element(member);
+        self.push_element(&score.to_le_bytes());
+        self.count += 1;
+    }
+
+    /// Appends `count` elements (or pairs) already packed, as [`Elements::remaining_bytes`]
+    /// gives them.
+    pub fn push_packed(&mut self, bytes: &[u8], count: usize) {
+        self.out.extend_from_slice(bytes);
+        self.count += count;
+    }
+
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// The packed value; the caller keeps the count within [`MAX_ELEMENTS`].
+    pub fn finish(mut self) -> Vec<u8> {
+        assert!(
+            self.count <= MAX_ELEMENTS,
+            "a collection past 2^32 - 1 elements"
+        );
+        self.out[..HEADER].copy_from_slice(&(self.count as u32).to_le_bytes());
+        self.out
+    }
+}
+
+/// A packed list of `items`.
+pub fn pack<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut b = Builder::with_capacity(0);
+    for item in items {
+        b.push(item);
+    }
+    b.finish()
+}
+
+/// The pairs of a packed hash: (field, value).
+pub fn pairs(packed: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    let mut it = elements(packed);
+    std::iter::from_fn(move || Some((it.next()?, it.next()?)))
+}
+
+/// The members of a packed sorted set with their scores, in order.
+pub fn scored(packed: &[u8]) -> impl Iterator<Item = (&[u8], f64)> {
+    pairs(packed).map(|(member, score)| {
+        let score = score.try_into().map_or(0.0, f64::from_le_bytes);
+        (member, score)
+    })
+}
+
+/// The order of a set's members: those that are integers as Redis's intset would hold
+/// them (canonical decimal text of an i64), in numeric order, then the others in byte
+/// order. An all-integer set thus lists its members as Redis lists a small one.
+pub fn set_order(a: &[u8], b: &[u8]) -> Ordering {
+    match (set_integer(a), set_integer(b)) {
+        (Some(x), Some(y)) => x.cmp(&y),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => a.cmp(b),
+    }
+}
+
+/// `member` as an integer if Redis would store it in an intset: the text is exactly an
+/// i64 as Redis prints one.
+pub fn set_integer(member: &[u8]) -> Option<i64> {
+    let n = resp::parse_integer(member)?;
+    (n.to_string().as_bytes() == member).then_some(n)
+}
+
+/// The order of a sorted set: by score, then by member bytes.
+pub fn score_order(a: (&[u8], f64), b: (&[u8], f64)) -> Ordering {
+    a.1.total_cmp(&b.1).then_with(|| a.0.cmp(b.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn elements_read_back_as_packed(items in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..300), 0..40)) {
+            let packed = pack(items.iter().map(Vec::as_slice));
+            prop_assert_eq!(count(&packed), items.len());
+            let back: Vec<Vec<u8>> = elements(&packed).map(<[u8]>::to_vec).collect();
+            prop_assert_eq!(back, items.clone());
+            // Copying the tail whole after a new head is a push to the front.
+            let mut b = Builder::with_capacity(packed.len());
+            b.push(b"head");
+            b.push_packed(elements(&packed).remaining_bytes(), count(&packed));
+            let pushed = b.finish();
+            prop_assert_eq!(count(&pushed), items.len() + 1);
+            let back: Vec<&[u8]> = elements(&pushed).collect();
+            prop_assert_eq!(back[0], &b"head"[..]);
+            prop_assert_eq!(back.len(), items.len() + 1);
+        }
+
+        #[test]
+        fn set_order_is_a_total_order(mut members in prop::collection::vec(prop_oneof![
+            any::<i64>().prop_map(|n| n.to_string().into_bytes()),
+            prop::collection::vec(any::<u8>(), 0..6),
+        ], 0..30)) {
+            members.sort_by(|a, b| set_order(a, b));
+            for w in members.windows(2) {
+                prop_assert_ne!(set_order(&w[0], &w[1]), Ordering::Greater);
+                prop_assert_eq!(set_order(&w[0], &w[1]), set_order(&w[1], &w[0]).reverse());
+            }
+        }
+    }
+
+    #[test]
+    fn pairs_and_scores_read_back() {
+        let mut b = Builder::with_capacity(0);
+        b.push_pair(b"f", b"v");
+        b.push_pair(b"", b"\r\n");
+        let packed = b.finish();
+        assert_eq!(count(&packed), 2);
+        let got: Vec<_> = pairs(&packed).collect();
+        assert_eq!(got, vec![(&b"f"[..], &b"v"[..]), (&b""[..], &b"\r\n"[..])]);
+
+        let mut b = Builder::with_capacity(0);
+        b.push_scored(b"a", -1.5);
+        b.push_scored(b"b", f64::INFINITY);
+        let packed = b.finish();
+        let got: Vec<_> = scored(&packed).collect();
+        assert_eq!(got, vec![(&b"a"[..], -1.5), (&b"b"[..], f64::INFINITY)]);
+    }
+
+    #[test]
+    fn integers_are_those_an_intset_holds() {
+        assert_eq!(set_integer(b"-12"), Some(-12));
+        assert_eq!(set_integer(b"012"), None);
+        assert_eq!(set_integer(b"+1"), None);
+        assert_eq!(set_integer(b"9223372036854775808"), None);
+        assert_eq!(set_order(b"10", b"9"), Ordering::Greater);
+        assert_eq!(set_order(b"10", b"a"), Ordering::Less);
+    }
+}

@@ -33,6 +33,7 @@ mod pubsub;
 mod scan;
 mod server;
 mod set;
+mod sets;
 mod slowlog;
 mod sorted_sets;
 mod strings;
@@ -407,6 +408,23 @@ const TABLE: &[Command] = &[
     cmd("lpos", -3, R, &[first(RO | ACCESS)], LIST, lists::lpos),
     cmd("lmove", 5, W | ALONE, &[first(RW | ACCESS | DELETE), range(RW | INSERT, 2, 0, 1)], LIST, lists::lmove),
     cmd("rpoplpush", 3, W | ALONE, &[first(RW | ACCESS | DELETE), range(RW | INSERT, 2, 0, 1)], LIST, lists::rpoplpush),
+    // Sets.
+    cmd("sadd", -3, W | FAST, &[first(RW | INSERT)], SET, sets::sadd),
+    cmd("srem", -3, WRITE | FAST, &[first(RW | DELETE)], SET, sets::srem),
+    cmd("smembers", 2, R, &[first(RO | ACCESS)], SET, sets::smembers),
+    cmd("sismember", 3, R | FAST, &[first(RO)], SET, sets::sismember),
+    cmd("smismember", -3, R | FAST, &[first(RO | ACCESS)], SET, sets::smismember),
+    cmd("scard", 2, R | FAST, &[first(RO)], SET, sets::scard),
+    cmd("spop", -2, WRITE | FAST, &[first(RW | ACCESS | DELETE)], SET, sets::spop),
+    cmd("srandmember", -2, R, &[first(RO | ACCESS)], SET, sets::srandmember),
+    cmd("smove", 4, WRITE | FAST | ALONE, &[first(RW | ACCESS | DELETE), range(RW | INSERT, 2, 0, 1)], SET, sets::smove),
+    cmd("sinter", -2, R | ALONE, &[every(RO | ACCESS)], SET, sets::sinter),
+    cmd("sinterstore", -3, W | ALONE, &[first(RW | UPDATE), range(RO | ACCESS, 2, -1, 1)], SET, sets::sinterstore),
+    cmd("sunion", -2, R | ALONE, &[every(RO | ACCESS)], SET, sets::sunion),
+    cmd("sunionstore", -3, W | ALONE, &[first(OW | UPDATE), range(RO | ACCESS, 2, -1, 1)], SET, sets::sunionstore),
+    cmd("sdiff", -2, R | ALONE, &[every(RO | ACCESS)], SET, sets::sdiff),
+    cmd("sdiffstore", -3, W | ALONE, &[first(OW | UPDATE), range(RO | ACCESS, 2, -1, 1)], SET, sets::sdiffstore),
+    cmd("sscan", -3, R, &[first(RO | ACCESS)], SET, sets::sscan),
     // Keyspace.
     cmd("del", -2, WRITE, &[every(RM | DELETE)], KEYSPACE, del::del),
     cmd("unlink", -2, WRITE | FAST, &[every(RM | DELETE)], KEYSPACE, del::del),

@@ -1,0 +1,363 @@
+//! Sets: SADD SREM SMEMBERS SISMEMBER SMISMEMBER SCARD SPOP SRANDMEMBER SMOVE SINTER
+//! SUNION SDIFF and their STORE forms, SSCAN. Members are kept in `packed::set_order`,
+//! so an all-integer set lists in the order Redis's intset gives.
+
+use std::cmp::Ordering;
+
+use resp::Frame;
+
+use super::collections::{self, edit, notify_edit, Edit};
+use super::{error, int, of_kind, parse_integer, reply, Ctx, Reply, WRONG_TYPE};
+use crate::entry::{Entry, Kind};
+use crate::keyspace_events::{GENERIC, SET};
+use crate::packed::{self, set_order, Builder};
+
+/// The members of a packed set, in order.
+fn members(set: &[u8]) -> Vec<&[u8]> {
+    packed::elements(set).collect()
+}
+
+fn pack(members: &[&[u8]]) -> Vec<u8> {
+    packed::pack(members.iter().copied())
+}
+
+/// `members` sorted and without repeats.
+fn normalized<'a>(mut members: Vec<&'a [u8]>) -> Vec<&'a [u8]> {
+    members.sort_by(|a, b| set_order(a, b));
+    members.dedup();
+    members
+}
+
+/// Whether the sorted `members` hold `m`.
+fn holds(members: &[&[u8]], m: &[u8]) -> bool {
+    members.binary_search_by(|x| set_order(x, m)).is_ok()
+}
+
+/// The union of two sorted member lists, and how many of `b` were not in `a`.
+fn merged<'a>(a: &[&'a [u8]], b: &[&'a [u8]]) -> (Vec<&'a [u8]>, usize) {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j, mut added) = (0, 0, 0);
+    while i < a.len() || j < b.len() {
+        let order = match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) => set_order(x, y),
+            (Some(_), None) => Ordering::Less,
+            _ => Ordering::Greater,
+        };
+        match order {
+            Ordering::Less => {
+                out.push(a[i]);
+                i += 1;
+            }
+            Ordering::Greater => {
+                out.push(b[j]);
+                j += 1;
+                added += 1;
+            }
+            Ordering::Equal => {
+                out.push(a[i]);
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    (out, added)
+}
+
+pub fn sadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let new = normalized(args[2..].iter().map(Vec::as_slice).collect());
+    let Some(edited) = edit(ctx, &args[1], Kind::Set, |set| {
+        let old = members(set.unwrap_or_default());
+        let (all, added) = merged(&old, &new);
+        if added == 0 {
+            return (Edit::Keep, 0);
+        }
+        (Edit::Write(pack(&all)), added)
+    })?
+    else {
+        return error(WRONG_TYPE);
+    };
+    notify_edit(ctx, &edited, SET, "sadd", &args[1]);
+    int(edited.result as i64)
+}
+
+/// `set` without `gone`; None if it held none of them.
+fn without(set: &[u8], gone: &[&[u8]]) -> Option<(Vec<u8>, usize)> {
+    let mut b = Builder::with_capacity(set.len());
+    let mut removed = 0;
+    for m in packed::elements(set) {
+        if holds(gone, m) {
+            removed += 1;
+        } else {
+            b.push(m);
+        }
+    }
+    (removed > 0).then(|| (b.finish(), removed))
+}
+
+pub fn srem(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let gone = normalized(args[2..].iter().map(Vec::as_slice).collect());
+    let Some(edited) = edit(ctx, &args[1], Kind::Set, |set| {
+        match set.and_then(|s| without(s, &gone)) {
+            Some((rest, removed)) => (Edit::Write(rest), removed),
+            None => (Edit::Keep, 0),
+        }
+    })?
+    else {
+        return error(WRONG_TYPE);
+    };
+    notify_edit(ctx, &edited, SET, "srem", &args[1]);
+    int(edited.result as i64)
+}
+
+fn as_set(members: impl IntoIterator<Item = impl AsRef<[u8]>>) -> Frame {
+    Frame::Set(
+        members
+            .into_iter()
+            .map(|m| Frame::Bulk(m.as_ref().to_vec()))
+            .collect(),
+    )
+}
+
+pub fn smembers(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let found = of_kind!(ctx.read(&args[1])?, Set);
+    let set = found.map(|e| e.value).unwrap_or_default();
+    reply(as_set(packed::elements(&set)))
+}
+
+pub fn sismember(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let found = of_kind!(ctx.read(&args[1])?, Set);
+    int(found.is_some_and(|e| holds(&members(&e.value), &args[2])) as i64)
+}
+
+pub fn smismember(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let found = of_kind!(ctx.read(&args[1])?, Set);
+    let set = found.map(|e| e.value).unwrap_or_default();
+    let all = members(&set);
+    let answers = args[2..]
+        .iter()
+        .map(|m| Frame::Integer(holds(&all, m) as i64))
+        .collect();
+    reply(Frame::Array(answers))
+}
+
+pub fn scard(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let found = of_kind!(ctx.read_untouched(&args[1])?, Set);
+    int(found.map_or(0, |e| packed::count(&e.value)) as i64)
+}
+
+/// `SPOP key [count]`: removes random members.
+pub fn spop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    if args.len() > 3 {
+        return error(super::SYNTAX_ERROR);
+    }
+    let count = match args.get(2).map(|c| parse_integer(c)) {
+        None => None,
+        Some(Some(n)) if n >= 0 => Some(n as usize),
+        Some(_) => return error("ERR value is out of range, must be positive"),
+    };
+    let Some(edited) = edit(ctx, &args[1], Kind::Set, |set| {
+        let Some(set) = set.filter(|_| count != Some(0)) else {
+            return (Edit::Keep, Vec::new());
+        };
+        let all = members(set);
+        let picked = collections::random_positions(all.len(), count.unwrap_or(1), true);
+        let taken: Vec<Vec<u8>> = picked.iter().map(|&i| all[i].to_vec()).collect();
+        let mut b = Builder::with_capacity(set.len());
+        let mut next = picked.iter().peekable();
+        for (i, m) in all.iter().enumerate() {
+            if next.peek() == Some(&&i) {
+                next.next();
+            } else {
+                b.push(m);
+            }
+        }
+        (Edit::Write(b.finish()), taken)
+    })?
+    else {
+        return error(WRONG_TYPE);
+    };
+    notify_edit(ctx, &edited, SET, "spop", &args[1]);
+    let mut taken = edited.result;
+    reply(match count {
+        None => taken.pop().map_or(Frame::Null, Frame::Bulk),
+        Some(_) => as_set(taken),
+    })
+}
+
+/// `SRANDMEMBER key [count]`: a positive count picks distinct members, a negative one
+/// may pick a member more than once.
+pub fn srandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    if args.len() > 3 {
+        return error(super::SYNTAX_ERROR);
+    }
+    let count = match args.get(2).map(|c| parse_integer(c)) {
+        None => None,
+        Some(Some(i64::MIN)) => {
+            return error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+        }
+        Some(Some(n)) if n < -(collections::MAX_REPEATS as i64) => {
+            return error(collections::TOO_MANY_REPEATS)
+        }
+        Some(Some(n)) => Some(n),
+        Some(None) => return error(super::NOT_AN_INTEGER),
+    };
+    let found = of_kind!(ctx.read(&args[1])?, Set);
+    let set = found.map(|e| e.value).unwrap_or_default();
+    let all = members(&set);
+    let Some(count) = count else {
+        let picked = collections::random_positions(all.len(), 1, false);
+        return reply(
+            picked
+                .first()
+                .map_or(Frame::Null, |&i| Frame::Bulk(all[i].to_vec())),
+        );
+    };
+    let picked =
+        collections::random_positions(all.len(), count.unsigned_abs() as usize, count >= 0);
+    let picked = picked.into_iter().map(|i| Frame::Bulk(all[i].to_vec()));
+    reply(if count >= 0 {
+        Frame::Set(picked.collect())
+    } else {
+        Frame::Array(picked.collect())
+    })
+}
+
+/// `SMOVE source destination member`. Runs alone.
+pub fn smove(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let (source, destination, member) = (&args[1], &args[2], args[3].as_slice());
+    let (src, dst) = (ctx.read(source)?, ctx.read(destination)?);
+    // As Redis: a missing source answers 0 before any type is checked.
+    if src.is_none() {
+        return int(0);
+    }
+    let (src, dst) = (of_kind!(src, Set), of_kind!(dst, Set));
+    let Some(src) = src.filter(|s| holds(&members(&s.value), member)) else {
+        return int(0);
+    };
+    if source == destination {
+        return int(1);
+    }
+    let (rest, _) = without(&src.value, &[member]).expect("the member is there");
+    let emptied = packed::count(&rest) == 0;
+    let popped = edit(ctx, source, Kind::Set, |_| (Edit::Write(rest.clone()), ()))?;
+    debug_assert!(popped.is_some(), "the command runs alone");
+    ctx.notify(SET, "srem", source);
+    if emptied {
+        ctx.notify(GENERIC, "del", source);
+    }
+    let in_destination = dst.is_some_and(|d| holds(&members(&d.value), member));
+    if !in_destination {
+        let added = edit(ctx, destination, Kind::Set, |set| {
+            let (all, _) = merged(&members(set.unwrap_or_default()), &[member]);
+            (Edit::Write(pack(&all)), ())
+        })?;
+        debug_assert!(added.is_some(), "the command runs alone");
+        ctx.notify(SET, "sadd", destination);
+    }
+    int(1)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Algebra {
+    Inter,
+    Union,
+    Diff,
+}
+
+/// The sorted members `op` makes of the sets at `keys` (missing keys are empty sets), or
+/// the WRONGTYPE reply if one holds another type.
+fn combine(
+    ctx: &Ctx,
+    keys: &[Vec<u8>],
+    op: Algebra,
+) -> engine::Result<Result<Vec<Vec<u8>>, Reply>> {
+    let mut sets = Vec::with_capacity(keys.len());
+    for key in keys {
+        match ctx.read(key)? {
+            Some(e) if e.kind != Kind::Set => return Ok(Err(error(WRONG_TYPE))),
+            found => sets.push(found.map(|e| e.value).unwrap_or_default()),
+        }
+    }
+    let lists: Vec<Vec<&[u8]>> = sets.iter().map(|s| members(s)).collect();
+    let mut result: Vec<&[u8]> = lists[0].clone();
+    for other in &lists[1..] {
+        result = match op {
+            Algebra::Inter => result.into_iter().filter(|m| holds(other, m)).collect(),
+            Algebra::Union => merged(&result, other).0,
+            Algebra::Diff => result.into_iter().filter(|m| !holds(other, m)).collect(),
+        };
+    }
+    Ok(Ok(result.into_iter().map(<[u8]>::to_vec).collect()))
+}
+
+fn algebra(ctx: &Ctx, args: &[Vec<u8>], op: Algebra) -> Reply {
+    match combine(ctx, &args[1..], op)? {
+        Ok(members) => reply(as_set(members)),
+        Err(r) => r,
+    }
+}
+
+/// The STORE forms: the result replaces `destination` whatever it held (no expiry);
+/// an empty result deletes it. Runs alone.
+fn algebra_store(ctx: &Ctx, args: &[Vec<u8>], op: Algebra, event: &'static str) -> Reply {
+    let destination = &args[1];
+    let members = match combine(ctx, &args[2..], op)? {
+        Ok(members) => members,
+        Err(r) => return r,
+    };
+    let len = members.len();
+    if members.is_empty() {
+        if ctx.db().remove(destination)? {
+            ctx.notify(GENERIC, "del", destination);
+        }
+    } else {
+        let packed = packed::pack(members.iter().map(Vec::as_slice));
+        ctx.db()
+            .set_entry(destination, &Entry::collection(Kind::Set, packed, None))?;
+        ctx.notify(SET, event, destination);
+    }
+    int(len as i64)
+}
+
+pub fn sinter(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    algebra(ctx, args, Algebra::Inter)
+}
+
+pub fn sunion(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    algebra(ctx, args, Algebra::Union)
+}
+
+pub fn sdiff(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    algebra(ctx, args, Algebra::Diff)
+}
+
+pub fn sinterstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    algebra_store(ctx, args, Algebra::Inter, "sinterstore")
+}
+
+pub fn sunionstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    algebra_store(ctx, args, Algebra::Union, "sunionstore")
+}
+
+pub fn sdiffstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    algebra_store(ctx, args, Algebra::Diff, "sdiffstore")
+}
+
+pub fn sscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    collections::scan(ctx, args, Kind::Set, 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merging_keeps_order_and_counts_what_is_new() {
+        let a = normalized(vec![b"b", b"10", b"2"]);
+        assert_eq!(a, vec![&b"2"[..], b"10", b"b"]);
+        let (all, added) = merged(&a, &normalized(vec![b"a", b"2", b"-1"]));
+        assert_eq!(all, vec![&b"-1"[..], b"2", b"10", b"a", b"b"]);
+        assert_eq!(added, 2);
+        assert!(holds(&all, b"10") && !holds(&all, b"3"));
+    }
+}

@@ -24,17 +24,34 @@ fn push_bulk(out: &mut Vec<u8>, data: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
-/// A double as Redis writes it: `inf`, `-inf`, `nan`, else the shortest text that
-/// reads back to the same value, with an exponent outside 1e-5..1e17.
-pub(crate) fn format_double(x: f64) -> String {
+/// A double as Redis 7.0 writes it: `inf`, `-inf`, `nan`, else C's `%.17g` (17
+/// significant digits, trailing zeros dropped, an exponent below 1e-4 or from 1e17),
+/// which reads back to the same value.
+pub fn format_double(x: f64) -> String {
     if x.is_nan() {
-        "nan".into()
-    } else if x.is_infinite() {
-        if x > 0.0 { "inf" } else { "-inf" }.into()
-    } else if x == 0.0 || (1e-5..1e17).contains(&x.abs()) {
-        format!("{x}")
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    let scientific = format!("{x:.16e}");
+    let (mantissa, exponent) = scientific.split_once('e').expect("{:e} has an exponent");
+    let exponent: i32 = exponent.parse().expect("{:e}'s exponent is a number");
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if (-4..17).contains(&exponent) {
+        trim(&format!("{x:.*}", (16 - exponent) as usize))
     } else {
-        format!("{x:e}")
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exponent.abs())
     }
 }
 
@@ -168,11 +185,25 @@ mod tests {
     }
 
     #[test]
-    fn doubles() {
-        assert_eq!(format_double(3.0), "3");
-        assert_eq!(format_double(-0.5), "-0.5");
-        assert_eq!(format_double(1e300), "1e300");
-        assert_eq!(format_double(f64::NEG_INFINITY), "-inf");
-        assert_eq!(format_double(0.1), "0.1");
+    fn doubles_print_as_printf_g17_does() {
+        for (x, text) in [
+            (3.0, "3"),
+            (-0.5, "-0.5"),
+            (1.1, "1.1000000000000001"),
+            (0.1, "0.10000000000000001"),
+            (1e-5, "1.0000000000000001e-05"),
+            (0.0001, "0.0001"),
+            (1e17, "1e+17"),
+            (12345678901234567.0, "12345678901234568"),
+            (1e300, "1.0000000000000001e+300"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (-0.0, "-0"),
+        ] {
+            assert_eq!(format_double(x), text, "{x}");
+            if x.is_finite() {
+                assert_eq!(text.parse::<f64>(), Ok(x), "{text} reads back");
+            }
+        }
     }
 }

@@ -18,6 +18,7 @@ mod frame;
 mod parse;
 mod request;
 
+pub use encode::format_double;
 pub use frame::{Frame, Protocol};
 pub use parse::{parse_frame, FrameLimits};
 pub use request::{

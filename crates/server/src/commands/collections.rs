@@ -115,9 +115,7 @@ pub fn scan(ctx: &Ctx, args: &[Vec<u8>], kind: Kind, parts: usize) -> Reply {
                 items.push(Frame::Bulk(entry[0].to_vec()));
                 if kind == Kind::ZSet {
                     let score = entry[1].try_into().map_or(0.0, f64::from_le_bytes);
-                    items.push(Frame::Bulk(
-                        super::sorted_sets::format_score(score).into_bytes(),
-                    ));
+                    items.push(Frame::Bulk(resp::format_double(score).into_bytes()));
                 } else if parts == 2 {
                     items.push(Frame::Bulk(entry[1].to_vec()));
                 }
@@ -148,5 +146,17 @@ pub fn random_positions(len: usize, count: usize, distinct: bool) -> Vec<usize> 
     } else {
         let mut rng = rand::thread_rng();
         (0..count).map(|_| rng.gen_range(0..len)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn scanned_scores_print_as_a_listpack_holds_them() {
+        assert_eq!(super::scanned_score(1e17), "100000000000000000");
+        assert_eq!(super::scanned_score(-0.0), "0");
+        assert_eq!(super::scanned_score(1.5), "1.5");
+        assert_eq!(super::scanned_score(1e19), "1e+19");
+        assert_eq!(super::scanned_score(f64::INFINITY), "inf");
     }
 }

@@ -250,6 +250,8 @@ const TIPS: &[(&str, &[&str])] = &[
     ("client|list", &["nondeterministic_output"]),
     ("mget", &["request_policy:multi_shard"]),
     ("hgetall", &["nondeterministic_output_order"]),
+    ("zrandmember", &["nondeterministic_output"]),
+    ("zscan", &["nondeterministic_output"]),
     ("smembers", &["nondeterministic_output_order"]),
     ("spop", &["nondeterministic_output"]),
     ("srandmember", &["nondeterministic_output"]),

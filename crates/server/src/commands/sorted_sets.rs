@@ -1,30 +1,756 @@
-//! Sorted sets.
+//! Sorted sets: ZADD ZINCRBY ZREM ZCARD ZSCORE ZMSCORE ZRANK ZREVRANK ZCOUNT ZLEXCOUNT
+//! ZRANGE (by rank, score or lex, forwards or reversed, with LIMIT and WITHSCORES) and
+//! its older forms, ZRANGESTORE, ZPOPMIN ZPOPMAX, ZREMRANGEBYRANK / SCORE / LEX,
+//! ZRANDMEMBER, ZSCAN. Members are kept in (score, member) order, as Redis orders them.
 
-/// A score as Redis 7.0 replies with it: C's `%.17g` (17 significant digits, trailing
-/// zeros dropped, an exponent below 1e-4 or from 1e17), `inf` and `-inf`.
-pub fn format_score(x: f64) -> String {
-    if x.is_infinite() {
-        return if x > 0.0 { "inf" } else { "-inf" }.into();
+use resp::Frame;
+
+use super::collections::{self, edit, notify_edit, Edit};
+use super::{error, int, of_kind, parse_integer, reply, upper, Ctx, Reply};
+use super::{NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
+use crate::entry::{Entry, Kind};
+use crate::keyspace_events::{GENERIC, ZSET};
+use crate::packed::{self, score_order, Builder};
+
+type Scored<'a> = (&'a [u8], f64);
+
+const NOT_A_FLOAT: &str = "ERR value is not a valid float";
+const BAD_SCORE_RANGE: &str = "ERR min or max is not a float";
+const BAD_LEX_RANGE: &str = "ERR min or max not valid string range item";
+
+fn entries(zset: &[u8]) -> Vec<Scored<'_>> {
+    packed::scored(zset).collect()
+}
+
+fn pack(entries: &[Scored]) -> Vec<u8> {
+    let bytes: usize = entries.iter().map(|(m, _)| m.len() + 10).sum();
+    let mut b = Builder::with_capacity(bytes);
+    for (member, score) in entries {
+        b.push_scored(member, *score);
     }
-    if x == 0.0 {
-        return if x.is_sign_negative() { "-0" } else { "0" }.into();
+    b.finish()
+}
+
+/// A score as Redis reads one (`strtod` over the whole argument): no leading space,
+/// no NaN, nothing that overflows to infinity or underflows to zero; `inf` and
+/// `-inf` are scores.
+fn parse_score(arg: &[u8]) -> Option<f64> {
+    let text = std::str::from_utf8(arg).ok()?;
+    if text.starts_with(|c: char| c.is_ascii_whitespace()) {
+        return None;
     }
-    let scientific = format!("{x:.16e}");
-    let (mantissa, exponent) = scientific.split_once('e').expect("{:e} has an exponent");
-    let exponent: i32 = exponent.parse().expect("{:e}'s exponent is a number");
-    let trim = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
+    let x: f64 = text.parse().ok()?;
+    let spelled_infinite = text.to_ascii_lowercase().contains("inf");
+    let overflowed = x.is_infinite() && !spelled_infinite;
+    let mantissa = text.split(['e', 'E']).next().unwrap_or_default();
+    let underflowed = x == 0.0 && mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b));
+    (!x.is_nan() && !overflowed && !underflowed).then_some(x)
+}
+
+/// A score as the client's protocol carries one: a double in RESP3, text in RESP2.
+fn score_frame(score: f64) -> Frame {
+    Frame::Double(score)
+}
+
+/// One end of a score range: `(` makes it exclusive.
+#[derive(Clone, Copy)]
+struct ScoreBound {
+    value: f64,
+    exclusive: bool,
+}
+
+impl ScoreBound {
+    fn parse(arg: &[u8]) -> Option<ScoreBound> {
+        let (exclusive, text) = match arg.strip_prefix(b"(") {
+            Some(rest) => (true, rest),
+            None => (false, arg),
+        };
+        // As `strtod` in Redis's range parser: leading space is skipped, and a value
+        // too large is infinity.
+        let text = std::str::from_utf8(text).ok()?.trim_start();
+        let value: f64 = text.parse().ok()?;
+        (!value.is_nan()).then_some(ScoreBound { value, exclusive })
+    }
+
+    fn below(&self, x: f64) -> bool {
+        if self.exclusive {
+            self.value < x
         } else {
-            s.to_string()
+            self.value <= x
         }
-    };
-    if !(-4..17).contains(&exponent) {
-        let sign = if exponent < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", trim(mantissa), exponent.abs())
-    } else {
-        trim(&format!("{x:.*}", (16 - exponent) as usize))
     }
+
+    fn above(&self, x: f64) -> bool {
+        if self.exclusive {
+            x < self.value
+        } else {
+            x <= self.value
+        }
+    }
+}
+
+/// One end of a lex range: `[x` inclusive, `(x` exclusive, `-` and `+` the ends.
+#[derive(Clone, Copy)]
+enum LexBound<'a> {
+    Min,
+    Max,
+    Inclusive(&'a [u8]),
+    Exclusive(&'a [u8]),
+}
+
+impl<'a> LexBound<'a> {
+    fn parse(arg: &'a [u8]) -> Option<LexBound<'a>> {
+        match arg {
+            b"-" => Some(LexBound::Min),
+            b"+" => Some(LexBound::Max),
+            [b'[', rest @ ..] => Some(LexBound::Inclusive(rest)),
+            [b'(', rest @ ..] => Some(LexBound::Exclusive(rest)),
+            _ => None,
+        }
+    }
+
+    /// Whether `m` is at or past this lower bound.
+    fn below(&self, m: &[u8]) -> bool {
+        match self {
+            LexBound::Min => true,
+            LexBound::Max => false,
+            LexBound::Inclusive(b) => *b <= m,
+            LexBound::Exclusive(b) => *b < m,
+        }
+    }
+
+    /// Whether `m` is at or before this upper bound.
+    fn above(&self, m: &[u8]) -> bool {
+        match self {
+            LexBound::Min => false,
+            LexBound::Max => true,
+            LexBound::Inclusive(b) => m <= *b,
+            LexBound::Exclusive(b) => m < *b,
+        }
+    }
+}
+
+/// What a range is of.
+#[derive(Clone, Copy, PartialEq)]
+enum By {
+    Rank,
+    Score,
+    Lex,
+}
+
+/// Which members a range command selects.
+enum Range<'a> {
+    Rank(i64, i64),
+    Score(ScoreBound, ScoreBound),
+    Lex(LexBound<'a>, LexBound<'a>),
+}
+
+impl<'a> Range<'a> {
+    /// The range between `min` and `max` of the kind `by` names.
+    fn parse(by: By, min: &'a [u8], max: &'a [u8]) -> Result<Range<'a>, &'static str> {
+        match by {
+            By::Rank => match (parse_integer(min), parse_integer(max)) {
+                (Some(a), Some(b)) => Ok(Range::Rank(a, b)),
+                _ => Err(NOT_AN_INTEGER),
+            },
+            By::Score => match (ScoreBound::parse(min), ScoreBound::parse(max)) {
+                (Some(a), Some(b)) => Ok(Range::Score(a, b)),
+                _ => Err(BAD_SCORE_RANGE),
+            },
+            By::Lex => match (LexBound::parse(min), LexBound::parse(max)) {
+                (Some(a), Some(b)) => Ok(Range::Lex(a, b)),
+                _ => Err(BAD_LEX_RANGE),
+            },
+        }
+    }
+
+    /// The positions of `entries` in the range, in ascending order.
+    fn positions(&self, entries: &[Scored]) -> std::ops::Range<usize> {
+        let len = entries.len();
+        match self {
+            Range::Rank(start, stop) => {
+                let (l, start, stop) = (len as i64, *start, *stop);
+                let start = if start < 0 { (start + l).max(0) } else { start };
+                let stop = if stop < 0 { stop + l } else { stop.min(l - 1) };
+                if start > stop || start >= l {
+                    0..0
+                } else {
+                    start as usize..stop as usize + 1
+                }
+            }
+            Range::Score(min, max) => {
+                let from = entries.iter().position(|e| min.below(e.1)).unwrap_or(len);
+                let to = from
+                    + entries[from..]
+                        .iter()
+                        .take_while(|e| max.above(e.1))
+                        .count();
+                from..to
+            }
+            Range::Lex(min, max) => {
+                // As Redis: the first member at or past `min`, then on while within `max`.
+                let from = entries.iter().position(|e| min.below(e.0)).unwrap_or(len);
+                let to = from
+                    + entries[from..]
+                        .iter()
+                        .take_while(|e| max.above(e.0))
+                        .count();
+                from..to
+            }
+        }
+    }
+}
+
+/// ZADD's options.
+#[derive(Default)]
+struct AddOptions {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+    ch: bool,
+    incr: bool,
+}
+
+/// `ZADD key [NX | XX] [GT | LT] [CH] [INCR] score member [score member ...]`.
+pub fn zadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let mut o = AddOptions::default();
+    let mut i = 2;
+    while i < args.len() {
+        match upper(&args[i]).as_slice() {
+            b"NX" => o.nx = true,
+            b"XX" => o.xx = true,
+            b"GT" => o.gt = true,
+            b"LT" => o.lt = true,
+            b"CH" => o.ch = true,
+            b"INCR" => o.incr = true,
+            _ => break,
+        }
+        i += 1;
+    }
+    let rest = &args[i..];
+    if rest.is_empty() || rest.len() % 2 != 0 {
+        return error(SYNTAX_ERROR);
+    }
+    if o.nx && o.xx {
+        return error("ERR XX and NX options at the same time are not compatible");
+    }
+    if (o.gt && o.nx) || (o.lt && o.nx) || (o.gt && o.lt) {
+        return error("ERR GT, LT, and/or NX options at the same time are not compatible");
+    }
+    if o.incr && rest.len() > 2 {
+        return error("ERR INCR option supports a single increment-element pair");
+    }
+    let mut pairs = Vec::with_capacity(rest.len() / 2);
+    for pair in rest.chunks(2) {
+        let Some(score) = parse_score(&pair[0]) else {
+            return error(NOT_A_FLOAT);
+        };
+        pairs.push((pair[1].as_slice(), score));
+    }
+    let event = if o.incr { "zincr" } else { "zadd" };
+    let Some(edited) = edit(ctx, &args[1], Kind::ZSet, |zset| {
+        let mut all = entries(zset.unwrap_or_default());
+        let (mut added, mut changed) = (0, 0);
+        let mut incr_result = None;
+        for &(member, score) in &pairs {
+            let found = all.iter().position(|e| e.0 == member);
+            match found {
+                Some(_) if o.nx => continue,
+                None if o.xx => continue,
+                Some(at) => {
+                    let current = all[at].1;
+                    let new = if o.incr { current + score } else { score };
+                    if new.is_nan() {
+                        return (Edit::Keep, Err("ERR resulting score is not a number (NaN)"));
+                    }
+                    if (o.gt && new <= current) || (o.lt && new >= current) {
+                        continue;
+                    }
+                    incr_result = Some(new);
+                    if new != current {
+                        all.remove(at);
+                        insert_sorted(&mut all, (member, new));
+                        changed += 1;
+                    }
+                }
+                None => {
+                    incr_result = Some(score);
+                    insert_sorted(&mut all, (member, score));
+                    added += 1;
+                }
+            }
+        }
+        let result = Ok((added, changed, incr_result));
+        if added + changed == 0 {
+            (Edit::Keep, result)
+        } else {
+            (Edit::Write(pack(&all)), result)
+        }
+    })?
+    else {
+        return error(WRONG_TYPE);
+    };
+    notify_edit(ctx, &edited, ZSET, event, &args[1]);
+    match edited.result {
+        Err(e) => error(e),
+        Ok((_, _, incr)) if o.incr => reply(incr.map_or(Frame::Null, score_frame)),
+        Ok((added, changed, _)) => int(added + if o.ch { changed } else { 0 }),
+    }
+}
+
+/// Puts `entry` in its place in the sorted `all`.
+fn insert_sorted<'a>(all: &mut Vec<Scored<'a>>, entry: Scored<'a>) {
+    let at = all.partition_point(|e| score_order(*e, entry).is_lt());
+    all.insert(at, entry);
+}
+
+pub fn zincrby(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let Some(delta) = parse_score(&args[2]) else {
+        return error(NOT_A_FLOAT);
+    };
+    let member = args[3].as_slice();
+    let Some(edited) = edit(ctx, &args[1], Kind::ZSet, |zset| {
+        let mut all = entries(zset.unwrap_or_default());
+        let at = all.iter().position(|e| e.0 == member);
+        let new = at.map_or(0.0, |at| all[at].1) + delta;
+        if new.is_nan() {
+            return (Edit::Keep, Err("ERR resulting score is not a number (NaN)"));
+        }
+        if let Some(at) = at {
+            all.remove(at);
+        }
+        insert_sorted(&mut all, (member, new));
+        (Edit::Write(pack(&all)), Ok(new))
+    })?
+    else {
+        return error(WRONG_TYPE);
+    };
+    notify_edit(ctx, &edited, ZSET, "zincr", &args[1]);
+    match edited.result {
+        Ok(score) => reply(score_frame(score)),
+        Err(e) => error(e),
+    }
+}
+
+pub fn zrem(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let gone = &args[2..];
+    let Some(edited) = edit(ctx, &args[1], Kind::ZSet, |zset| {
+        let Some(zset) = zset else {
+            return (Edit::Keep, 0);
+        };
+        let all = entries(zset);
+        let kept: Vec<Scored> = all
+            .iter()
+            .copied()
+            .filter(|e| !gone.iter().any(|g| g == e.0))
+            .collect();
+        let removed = all.len() - kept.len();
+        if removed == 0 {
+            return (Edit::Keep, 0);
+        }
+        (Edit::Write(pack(&kept)), removed)
+    })?
+    else {
+        return error(WRONG_TYPE);
+    };
+    notify_edit(ctx, &edited, ZSET, "zrem", &args[1]);
+    int(edited.result as i64)
+}
+
+pub fn zcard(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let found = of_kind!(ctx.read_untouched(&args[1])?, ZSet);
+    int(found.map_or(0, |e| packed::count(&e.value)) as i64)
+}
+
+fn score_of(zset: &[u8], member: &[u8]) -> Option<f64> {
+    packed::scored(zset).find(|e| e.0 == member).map(|e| e.1)
+}
+
+pub fn zscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let found = of_kind!(ctx.read(&args[1])?, ZSet);
+    let score = found.and_then(|e| score_of(&e.value, &args[2]));
+    reply(score.map_or(Frame::Null, score_frame))
+}
+
+pub fn zmscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let found = of_kind!(ctx.read(&args[1])?, ZSet);
+    let zset = found.map(|e| e.value).unwrap_or_default();
+    let scores = args[2..]
+        .iter()
+        .map(|m| score_of(&zset, m).map_or(Frame::Null, score_frame))
+        .collect();
+    reply(Frame::Array(scores))
+}
+
+fn rank(ctx: &Ctx, args: &[Vec<u8>], reverse: bool) -> Reply {
+    let found = of_kind!(ctx.read(&args[1])?, ZSet);
+    let rank = found.and_then(|e| {
+        let at = packed::scored(&e.value).position(|m| m.0 == args[2].as_slice())?;
+        Some(if reverse {
+            packed::count(&e.value) - 1 - at
+        } else {
+            at
+        })
+    });
+    reply(rank.map_or(Frame::Null, |r| Frame::Integer(r as i64)))
+}
+
+pub fn zrank(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    rank(ctx, args, false)
+}
+
+pub fn zrevrank(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    rank(ctx, args, true)
+}
+
+/// ZCOUNT and ZLEXCOUNT: how many members lie in a range.
+fn count_in(ctx: &Ctx, args: &[Vec<u8>], by: By) -> Reply {
+    let range = match Range::parse(by, &args[2], &args[3]) {
+        Ok(r) => r,
+        Err(e) => return error(e),
+    };
+    let found = of_kind!(ctx.read(&args[1])?, ZSet);
+    let zset = found.map(|e| e.value).unwrap_or_default();
+    int(range.positions(&entries(&zset)).len() as i64)
+}
+
+pub fn zcount(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    count_in(ctx, args, By::Score)
+}
+
+pub fn zlexcount(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    count_in(ctx, args, By::Lex)
+}
+
+/// What a ZRANGE-like call asks for.
+struct RangeQuery<'a> {
+    range: Range<'a>,
+    reverse: bool,
+    /// LIMIT's offset and count (-1: all); by score or lex only.
+    limit: (i64, i64),
+    with_scores: bool,
+}
+
+impl RangeQuery<'_> {
+    /// The entries of `all` the query selects, in the order it returns them.
+    fn select<'z>(&self, all: &[Scored<'z>]) -> Vec<Scored<'z>> {
+        let picked: Vec<Scored> = match (&self.range, self.reverse) {
+            (_, false) => all[self.range.positions(all)].to_vec(),
+            // By rank, REV counts ranks from the highest score.
+            (Range::Rank(..), true) => {
+                let reversed: Vec<Scored> = all.iter().rev().copied().collect();
+                reversed[self.range.positions(&reversed)].to_vec()
+            }
+            (_, true) => all[self.range.positions(all)]
+                .iter()
+                .rev()
+                .copied()
+                .collect(),
+        };
+        if matches!(self.range, Range::Rank(..)) {
+            return picked;
+        }
+        let (offset, count) = self.limit;
+        if offset < 0 {
+            return Vec::new();
+        }
+        let rest = picked.into_iter().skip(offset as usize);
+        if count < 0 {
+            rest.collect()
+        } else {
+            rest.take(count as usize).collect()
+        }
+    }
+}
+
+/// The reply listing `entries`, with their scores if asked: flat in RESP2, pairs in
+/// RESP3, as Redis answers.
+fn listing(ctx: &Ctx, entries: &[Scored], with_scores: bool) -> Frame {
+    let resp3 = ctx.session.proto == resp::Protocol::Resp3;
+    let mut out = Vec::with_capacity(entries.len() * if with_scores { 2 } else { 1 });
+    for (member, score) in entries {
+        let member = Frame::Bulk(member.to_vec());
+        match (with_scores, resp3) {
+            (false, _) => out.push(member),
+            (true, true) => out.push(Frame::Array(vec![member, score_frame(*score)])),
+            (true, false) => {
+                out.push(member);
+                out.push(score_frame(*score));
+            }
+        }
+    }
+    Frame::Array(out)
+}
+
+/// Parses the options after `min` and `max` as Redis parses them for ZRANGE and its
+/// older forms. Those fix the kind of range (`by`) and the direction,
+/// so BYSCORE, BYLEX and REV are syntax errors there, as is a second one in ZRANGE.
+fn parse_range_query<'a>(
+    options: &'a [Vec<u8>],
+    min: &'a [u8],
+    max: &'a [u8],
+    mut by: By,
+    mut reverse: bool,
+    generic: bool,
+) -> Result<RangeQuery<'a>, &'static str> {
+    let (mut limit, mut with_scores) = ((0, -1), false);
+    let (mut by_given, mut direction_given) = (!generic, !generic);
+    let mut i = 0;
+    while i < options.len() {
+        match upper(&options[i]).as_slice() {
+            b"WITHSCORES" => with_scores = true,
+            b"LIMIT" if i + 2 < options.len() => {
+                let (Some(offset), Some(count)) = (
+                    parse_integer(&options[i + 1]),
+                    parse_integer(&options[i + 2]),
+                ) else {
+                    return Err(NOT_AN_INTEGER);
+                };
+                limit = (offset, count);
+                i += 2;
+            }
+            b"REV" if !direction_given => (reverse, direction_given) = (true, true),
+            b"BYSCORE" if !by_given => (by, by_given) = (By::Score, true),
+            b"BYLEX" if !by_given => (by, by_given) = (By::Lex, true),
+            _ => return Err(SYNTAX_ERROR),
+        }
+        i += 1;
+    }
+    // As Redis: only a LIMIT with a count other than -1 is refused on ranks.
+    if limit.1 != -1 && by == By::Rank {
+        return Err(
+            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
+        );
+    }
+    if with_scores && by == By::Lex {
+        return Err("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
+    }
+    // Reversed score and lex ranges name the maximum first.
+    let (min, max) = if reverse && by != By::Rank {
+        (max, min)
+    } else {
+        (min, max)
+    };
+    Ok(RangeQuery {
+        range: Range::parse(by, min, max)?,
+        reverse,
+        limit,
+        with_scores,
+    })
+}
+
+fn range_reply(ctx: &Ctx, key: &[u8], query: Result<RangeQuery, &'static str>) -> Reply {
+    let query = match query {
+        Ok(q) => q,
+        Err(e) => return error(e),
+    };
+    let found = of_kind!(ctx.read(key)?, ZSet);
+    let zset = found.map(|e| e.value).unwrap_or_default();
+    let picked = query.select(&entries(&zset));
+    reply(listing(ctx, &picked, query.with_scores))
+}
+
+/// `ZRANGE key start stop [BYSCORE | BYLEX] [REV] [LIMIT offset count] [WITHSCORES]`.
+pub fn zrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let query = parse_range_query(&args[4..], &args[2], &args[3], By::Rank, false, true);
+    range_reply(ctx, &args[1], query)
+}
+
+pub fn zrevrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let query = parse_range_query(&args[4..], &args[2], &args[3], By::Rank, true, false);
+    range_reply(ctx, &args[1], query)
+}
+
+pub fn zrangebyscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let query = parse_range_query(&args[4..], &args[2], &args[3], By::Score, false, false);
+    range_reply(ctx, &args[1], query)
+}
+
+pub fn zrevrangebyscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let query = parse_range_query(&args[4..], &args[2], &args[3], By::Score, true, false);
+    range_reply(ctx, &args[1], query)
+}
+
+pub fn zrangebylex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let query = parse_range_query(&args[4..], &args[2], &args[3], By::Lex, false, false);
+    range_reply(ctx, &args[1], query)
+}
+
+pub fn zrevrangebylex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let query = parse_range_query(&args[4..], &args[2], &args[3], By::Lex, true, false);
+    range_reply(ctx, &args[1], query)
+}
+
+/// `ZRANGESTORE dst src min max [BYSCORE | BYLEX] [REV] [LIMIT offset count]`: the
+/// selection replaces `dst` (no expiry); an empty one deletes it. Runs alone.
+pub fn zrangestore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let (destination, source) = (&args[1], &args[2]);
+    // WITHSCORES is not among ZRANGESTORE's options.
+    if args[5..].iter().any(|a| upper(a) == b"WITHSCORES") {
+        return error(SYNTAX_ERROR);
+    }
+    let query = match parse_range_query(&args[5..], &args[3], &args[4], By::Rank, false, true) {
+        Ok(q) => q,
+        Err(e) => return error(e),
+    };
+    let found = of_kind!(ctx.read(source)?, ZSet);
+    let zset = found.map(|e| e.value).unwrap_or_default();
+    let mut picked = query.select(&entries(&zset));
+    picked.sort_by(|a, b| score_order(*a, *b));
+    if picked.is_empty() {
+        if ctx.db().remove(destination)? {
+            ctx.notify(GENERIC, "del", destination);
+        }
+    } else {
+        let entry = Entry::collection(Kind::ZSet, pack(&picked), None);
+        ctx.db().set_entry(destination, &entry)?;
+        ctx.notify(ZSET, "zrangestore", destination);
+    }
+    int(picked.len() as i64)
+}
+
+/// `ZPOPMIN | ZPOPMAX key [count]`.
+fn pop(ctx: &Ctx, args: &[Vec<u8>], max: bool) -> Reply {
+    if args.len() > 3 {
+        return error(SYNTAX_ERROR);
+    }
+    let count = match args.get(2).map(|c| parse_integer(c)) {
+        None => None,
+        Some(Some(n)) if n >= 0 => Some(n as usize),
+        Some(_) => return error("ERR value is out of range, must be positive"),
+    };
+    let Some(edited) = edit(ctx, &args[1], Kind::ZSet, |zset| {
+        let Some(zset) = zset.filter(|_| count != Some(0)) else {
+            return (Edit::Keep, Vec::new());
+        };
+        let mut all = entries(zset);
+        let n = count.unwrap_or(1).min(all.len());
+        let taken: Vec<(Vec<u8>, f64)> = if max {
+            all.drain(all.len() - n..)
+                .rev()
+                .map(|(m, s)| (m.to_vec(), s))
+                .collect()
+        } else {
+            all.drain(..n).map(|(m, s)| (m.to_vec(), s)).collect()
+        };
+        (Edit::Write(pack(&all)), taken)
+    })?
+    else {
+        return error(WRONG_TYPE);
+    };
+    notify_edit(
+        ctx,
+        &edited,
+        ZSET,
+        if max { "zpopmax" } else { "zpopmin" },
+        &args[1],
+    );
+    let taken: Vec<Scored> = edited
+        .result
+        .iter()
+        .map(|(m, s)| (m.as_slice(), *s))
+        .collect();
+    if count.is_none() {
+        // One member: a flat pair in either protocol, as Redis answers.
+        let flat = taken
+            .iter()
+            .flat_map(|(m, s)| [Frame::Bulk(m.to_vec()), score_frame(*s)])
+            .collect();
+        return reply(Frame::Array(flat));
+    }
+    reply(listing(ctx, &taken, true))
+}
+
+pub fn zpopmin(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    pop(ctx, args, false)
+}
+
+pub fn zpopmax(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    pop(ctx, args, true)
+}
+
+/// ZREMRANGEBYRANK / SCORE / LEX: removes the members in a range.
+fn remove_range(ctx: &Ctx, args: &[Vec<u8>], by: By, event: &'static str) -> Reply {
+    let range = match Range::parse(by, &args[2], &args[3]) {
+        Ok(r) => r,
+        Err(e) => return error(e),
+    };
+    let Some(edited) = edit(ctx, &args[1], Kind::ZSet, |zset| {
+        let Some(zset) = zset else {
+            return (Edit::Keep, 0);
+        };
+        let mut all = entries(zset);
+        let gone = range.positions(&all);
+        let removed = gone.len();
+        if removed == 0 {
+            return (Edit::Keep, 0);
+        }
+        all.drain(gone);
+        (Edit::Write(pack(&all)), removed)
+    })?
+    else {
+        return error(WRONG_TYPE);
+    };
+    notify_edit(ctx, &edited, ZSET, event, &args[1]);
+    int(edited.result as i64)
+}
+
+pub fn zremrangebyrank(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    remove_range(ctx, args, By::Rank, "zremrangebyrank")
+}
+
+pub fn zremrangebyscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    remove_range(ctx, args, By::Score, "zremrangebyscore")
+}
+
+pub fn zremrangebylex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    remove_range(ctx, args, By::Lex, "zremrangebylex")
+}
+
+/// `ZRANDMEMBER key [count [WITHSCORES]]`.
+pub fn zrandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let (count, with_scores) = match &args[2..] {
+        [] => (None, false),
+        [n] => (Some(n), false),
+        [n, w] if upper(w) == b"WITHSCORES" => (Some(n), true),
+        _ => return error(SYNTAX_ERROR),
+    };
+    let count = match count.map(|n| parse_integer(n)) {
+        None => None,
+        Some(Some(i64::MIN)) => {
+            return error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+        }
+        Some(Some(n)) if n < -(i64::MAX / 2) => return error("ERR value is out of range"),
+        Some(Some(n)) if n < -(collections::MAX_REPEATS as i64) => {
+            return error(collections::TOO_MANY_REPEATS)
+        }
+        Some(Some(n)) => Some(n),
+        Some(None) => return error(NOT_AN_INTEGER),
+    };
+    let found = of_kind!(ctx.read(&args[1])?, ZSet);
+    let Some(entry) = found else {
+        return reply(if count.is_some() {
+            Frame::Array(Vec::new())
+        } else {
+            Frame::Null
+        });
+    };
+    let all = entries(&entry.value);
+    let Some(count) = count else {
+        let i = collections::random_positions(all.len(), 1, false)[0];
+        return reply(Frame::Bulk(all[i].0.to_vec()));
+    };
+    let picked: Vec<Scored> =
+        collections::random_positions(all.len(), count.unsigned_abs() as usize, count >= 0)
+            .into_iter()
+            .map(|i| all[i])
+            .collect();
+    reply(listing(ctx, &picked, with_scores))
+}
+
+pub fn zscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    collections::scan(ctx, args, Kind::ZSet, 2)
 }
 
 #[cfg(test)]
@@ -32,22 +758,45 @@ mod tests {
     use super::*;
 
     #[test]
-    fn scores_print_as_printf_g17_does() {
-        for (x, text) in [
-            (1.0, "1"),
-            (1.1, "1.1000000000000001"),
-            (-2.5, "-2.5"),
-            (0.1, "0.10000000000000001"),
-            (1e-5, "1.0000000000000001e-05"),
-            (0.0001, "0.0001"),
-            (1e17, "1e+17"),
-            (12345678901234567.0, "12345678901234568"),
-            (1.5e300, "1.5000000000000001e+300"),
-            (f64::INFINITY, "inf"),
-            (f64::NEG_INFINITY, "-inf"),
-            (-0.0, "-0"),
+    fn scores_read_as_strtod_reads_them_for_redis() {
+        for (text, score) in [
+            ("1", Some(1.0)),
+            ("-1.5e3", Some(-1500.0)),
+            ("inf", Some(f64::INFINITY)),
+            ("-inf", Some(f64::NEG_INFINITY)),
+            ("+inf", Some(f64::INFINITY)),
+            (".5", Some(0.5)),
+            ("nan", None),
+            (" 1", None),
+            ("1 ", None),
+            ("1e400", None),
+            ("1e-400", None),
+            ("0e-400", Some(0.0)),
+            ("", None),
+            ("x", None),
         ] {
-            assert_eq!(format_score(x), text, "{x}");
+            assert_eq!(parse_score(text.as_bytes()), score, "{text}");
         }
+    }
+
+    #[test]
+    fn ranges_select_as_redis_selects() {
+        let all: Vec<Scored> = vec![(b"a", 1.0), (b"b", 2.0), (b"c", 2.0), (b"d", 3.0)];
+        let score =
+            |min: &[u8], max: &[u8]| Range::parse(By::Score, min, max).unwrap().positions(&all);
+        assert_eq!(score(b"2", b"2"), 1..3);
+        assert_eq!(score(b"(1", b"(3"), 1..3);
+        assert_eq!(score(b"-inf", b"+inf"), 0..4);
+        assert_eq!(score(b"5", b"1"), 4..4);
+        let lex = |min: &[u8], max: &[u8]| Range::parse(By::Lex, min, max).unwrap().positions(&all);
+        assert_eq!(lex(b"[b", b"(d"), 1..3);
+        assert_eq!(lex(b"-", b"+"), 0..4);
+        assert!(Range::parse(By::Lex, b"b", b"+").is_err());
+        assert_eq!(
+            Range::parse(By::Rank, b"-2", b"-1")
+                .unwrap()
+                .positions(&all),
+            2..4
+        );
     }
 }

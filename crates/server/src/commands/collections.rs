@@ -115,7 +115,7 @@ pub fn scan(ctx: &Ctx, args: &[Vec<u8>], kind: Kind, parts: usize) -> Reply {
                 items.push(Frame::Bulk(entry[0].to_vec()));
                 if kind == Kind::ZSet {
                     let score = entry[1].try_into().map_or(0.0, f64::from_le_bytes);
-                    items.push(Frame::Bulk(resp::format_double(score).into_bytes()));
+                    items.push(Frame::Bulk(scanned_score(score).into_bytes()));
                 } else if parts == 2 {
                     items.push(Frame::Bulk(entry[1].to_vec()));
                 }
@@ -123,6 +123,17 @@ pub fn scan(ctx: &Ctx, args: &[Vec<u8>], kind: Kind, parts: usize) -> Reply {
         }
     }
     reply(Frame::Array(vec![Frame::bulk("0"), Frame::Array(items)]))
+}
+
+/// A score as ZSCAN shows it: as Redis's listpack stores it, an integer when the
+/// score is one within half of i64's range, else `%.17g`.
+fn scanned_score(score: f64) -> String {
+    let limit = (i64::MAX / 2) as f64;
+    if score.fract() == 0.0 && (-limit..=limit).contains(&score) {
+        (score as i64).to_string()
+    } else {
+        resp::format_double(score)
+    }
 }
 
 /// The most picks a negative count (which may repeat elements) asks for. Redis has no

@@ -11,7 +11,8 @@
 //!   stands alone (`NX`).
 //! - `[...]` makes what it holds optional, `(...)` only groups. A group of one argument
 //!   is that argument; a group of more needs a name, written `name=` after the bracket:
-//!   alternatives separated by `|` make a one-of, a run of arguments a block.
+//!   alternatives separated by `|` make a one-of, a run of arguments a block. A named
+//!   group of one lone token is that token under the name (`[change=CH]`).
 //! - `...` after an argument or group: it repeats; `^...`: it repeats, each time after
 //!   its token.
 
@@ -292,6 +293,22 @@ impl<'a> Parser<'a> {
             }
             return Ok(arg);
         };
+        let lone_token = match alternatives.as_slice() {
+            [alternative] => match alternative.as_slice() {
+                [only] if only.kind == Kind::PureToken && only.repeat == Repeat::Once => {
+                    Some(only.clone())
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(token) = lone_token {
+            return Ok(Arg {
+                name: label.to_string(),
+                repeat,
+                ..token
+            });
+        }
         let (kind, children) =
             if alternatives.len() == 1 {
                 (Kind::Block, alternatives.pop().unwrap_or_default())
@@ -391,7 +408,13 @@ mod tests {
             Kind::String => arg.name.clone(),
             kind => format!("{}:{}", arg.name, kind.word()),
         };
+        let token_named_apart =
+            arg.token.as_ref().map(|t| t.to_ascii_lowercase()) != Some(arg.name.clone());
         match (arg.kind, arg.optional) {
+            (Kind::PureToken, _) if token_named_apart => {
+                let token = arg.token.as_deref().unwrap_or_default();
+                format!("{open}{}={token}{close}{repeat}", arg.name)
+            }
             (Kind::PureToken, false) => format!("{}{repeat}", arg.name.to_ascii_uppercase()),
             (Kind::PureToken, true) => format!("[{}{repeat}]", arg.name.to_ascii_uppercase()),
             (Kind::OneOf | Kind::Block, _) if arg.token.is_some() => {
@@ -477,6 +500,12 @@ mod tests {
                         if kind == Kind::Block && !unambiguous(&children) {
                             return None;
                         }
+                        // A named group of one lone token is that token, renamed.
+                        if let [only] = children.as_slice() {
+                            if only.kind == Kind::PureToken && only.repeat == Repeat::Once {
+                                return None;
+                            }
+                        }
                         let repeat = if repeat {
                             Repeat::Multiple
                         } else {
@@ -530,6 +559,26 @@ mod tests {
             (args[3].name.as_str(), args[3].kind),
             ("get", Kind::PureToken)
         );
+    }
+
+    #[test]
+    fn a_token_can_carry_a_name_of_its_own() {
+        let args = parse("key:key [change=CH] (increment=INCR)").unwrap();
+        let named = |a: &Arg| (a.name.clone(), a.kind, a.token.clone(), a.optional);
+        assert_eq!(
+            named(&args[1]),
+            ("change".into(), Kind::PureToken, Some("CH".into()), true)
+        );
+        assert_eq!(
+            named(&args[2]),
+            (
+                "increment".into(),
+                Kind::PureToken,
+                Some("INCR".into()),
+                false
+            )
+        );
+        assert_eq!(notation(&args), "key:key [change=CH] (increment=INCR)");
     }
 
     #[test]

@@ -590,7 +590,7 @@ const DOCS: &[Doc] = &[
     // Sorted sets.
     doc("zadd", "sorted-set", "1.2.0", "O(N) where N is the size of the sorted set: hotkv copies a sorted set to change it",
         "Adds members with scores to a sorted set or updates their scores, under conditions; creates the set if needed.",
-        "key:key [condition=NX|XX] [comparison=GT|LT] [CH] [INCR] (score_member=score:double member)..."),
+        "key:key [condition=NX|XX] [comparison=GT|LT] [change=CH] [increment=INCR] (score_member=score:double member)..."),
     doc("zincrby", "sorted-set", "1.2.0", "O(N) where N is the size of the sorted set: hotkv copies a sorted set to change it",
         "Adds to the score of a member of a sorted set, from 0 if it is missing.",
         "key:key increment:integer member"),

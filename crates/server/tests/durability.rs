@@ -34,7 +34,7 @@ fn refused_start(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String) 
 }
 
 #[test]
-fn values_deadlines_and_the_key_count_survive_a_restart() {
+fn values_of_every_type_deadlines_and_the_key_count_survive_a_restart() {
     let server = lsm_server(&[]);
     let mut c = server.client();
     for i in 0..2000 {
@@ -51,7 +51,12 @@ fn values_deadlines_and_the_key_count_survive_a_restart() {
     // One atomic batch; a key named twice counts once and keeps its last value (k5
     // was deleted above, so MSET adds two keys).
     run::<()>(&mut c, &["MSET", "m1", "a", "k5", "b", "m1", "c"]);
-    assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 1900 + 6);
+    run::<i64>(&mut c, &["RPUSH", "list", "a", "b\r\n", "c"]);
+    run::<i64>(&mut c, &["HSET", "hash", "f", "v", "g", "w"]);
+    run::<i64>(&mut c, &["SADD", "set", "10", "2", "x"]);
+    run::<i64>(&mut c, &["ZADD", "zset", "1.5", "a", "-2", "b"]);
+    run::<i64>(&mut c, &["EXPIRE", "hash", "1000"]);
+    assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 1900 + 10);
     let dir = server.stop().unwrap();
 
     std::thread::sleep(Duration::from_millis(400));
@@ -72,13 +77,22 @@ fn values_deadlines_and_the_key_count_survive_a_restart() {
     assert_eq!(run::<String>(&mut c, &["GET", "k5"]), "b");
     let ttl: i64 = run(&mut c, &["TTL", "lasting"]);
     assert!((990..=1000).contains(&ttl), "TTL {ttl}");
+    let list: Vec<String> = run(&mut c, &["LRANGE", "list", "0", "-1"]);
+    assert_eq!(list, ["a", "b\r\n", "c"]);
+    let hash: Vec<String> = run(&mut c, &["HGETALL", "hash"]);
+    assert_eq!(hash, ["f", "v", "g", "w"]);
+    assert!(run::<i64>(&mut c, &["TTL", "hash"]) > 990);
+    let set: Vec<String> = run(&mut c, &["SMEMBERS", "set"]);
+    assert_eq!(set, ["2", "10", "x"]);
+    let zset: Vec<String> = run(&mut c, &["ZRANGE", "zset", "0", "-1", "WITHSCORES"]);
+    assert_eq!(zset, ["b", "-2", "a", "1.5"]);
     // The key that expired while the server was down is found by the active cycle,
     // from the deadlines read back at open.
-    assert!(eventually(5, || run::<i64>(&mut c, &["DBSIZE"]) == 1900 + 5));
+    assert!(eventually(5, || run::<i64>(&mut c, &["DBSIZE"]) == 1900 + 9));
     assert_eq!(run::<i64>(&mut c, &["EXISTS", "brief"]), 0);
     let keys: Vec<String> = run(&mut c, &["KEYS", "*"]);
-    assert_eq!(keys.len(), 1905);
-    assert!(info_field(&mut c, "db0").starts_with("keys=1905,expires=1,"));
+    assert_eq!(keys.len(), 1909);
+    assert!(info_field(&mut c, "db0").starts_with("keys=1909,expires=2,"));
     assert_eq!(info_field(&mut c, "aof_enabled"), "1");
     assert!(
         info_field(&mut c, "engine_wal_bytes")

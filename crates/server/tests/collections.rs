@@ -1,0 +1,190 @@
+//! Lists, hashes, sets and sorted sets through the real server: their atomicity under
+//! concurrent clients, and how they live with the keyspace (types, expiry, RENAME,
+//! COPY, transactions). Replies to single commands are checked byte for byte against
+//! redis-server by `tests/clients/test_compat.py`.
+
+mod support;
+
+use std::collections::{BTreeSet, HashSet};
+
+use support::{run, run_err, Server};
+
+const WRONG_TYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+#[test]
+fn concurrent_writers_lose_no_element_field_or_member() {
+    let server = Server::start();
+    const THREADS: usize = 8;
+    const EACH: usize = 300;
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let server = &server;
+            s.spawn(move || {
+                let mut c = server.client();
+                for i in 0..EACH {
+                    let item = format!("{t}:{i}");
+                    let _: i64 = run(&mut c, &["RPUSH", "list", &item]);
+                    let _: i64 = run(&mut c, &["HINCRBY", "hash", &format!("f{}", i % 7), "1"]);
+                    let _: i64 = run(&mut c, &["SADD", "set", &item]);
+                    let _: String = run(&mut c, &["ZINCRBY", "zset", "1", &format!("m{}", i % 5)]);
+                }
+            });
+        }
+    });
+    let mut c = server.client();
+    let list: Vec<String> = run(&mut c, &["LRANGE", "list", "0", "-1"]);
+    assert_eq!(list.len(), THREADS * EACH);
+    assert_eq!(
+        list.iter().collect::<HashSet<_>>().len(),
+        THREADS * EACH,
+        "an element was pushed twice"
+    );
+    // Each writer's elements keep its order.
+    for t in 0..THREADS {
+        let mine: Vec<usize> = list
+            .iter()
+            .filter_map(|e| e.strip_prefix(&format!("{t}:")))
+            .map(|i| i.parse().unwrap())
+            .collect();
+        assert_eq!(mine, (0..EACH).collect::<Vec<_>>());
+    }
+    let fields: Vec<(String, i64)> = run(&mut c, &["HGETALL", "hash"]);
+    assert_eq!(
+        fields.iter().map(|f| f.1).sum::<i64>(),
+        (THREADS * EACH) as i64
+    );
+    let card: usize = run(&mut c, &["SCARD", "set"]);
+    assert_eq!(card, THREADS * EACH);
+    let scores: Vec<(String, f64)> = run(&mut c, &["ZRANGE", "zset", "0", "-1", "WITHSCORES"]);
+    assert_eq!(
+        scores.iter().map(|s| s.1).sum::<f64>(),
+        (THREADS * EACH) as f64
+    );
+}
+
+#[test]
+fn concurrent_pops_hand_each_element_to_one_client() {
+    let server = Server::start();
+    let mut c = server.client();
+    const N: usize = 2000;
+    for chunk in (0..N).collect::<Vec<_>>().chunks(500) {
+        let mut args = vec!["RPUSH".to_string(), "queue".into()];
+        args.extend(chunk.iter().map(|i| i.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let _: i64 = run(&mut c, &args);
+    }
+    let popped: Vec<Vec<String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..6)
+            .map(|t| {
+                let server = &server;
+                s.spawn(move || {
+                    let mut c = server.client();
+                    let mut mine = Vec::new();
+                    loop {
+                        let (cmd, count) = if t % 2 == 0 {
+                            ("LPOP", "3")
+                        } else {
+                            ("RPOP", "2")
+                        };
+                        let got: Option<Vec<String>> = run(&mut c, &[cmd, "queue", count]);
+                        match got {
+                            Some(items) => mine.extend(items),
+                            None => return mine,
+                        }
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let all: Vec<usize> = popped
+        .iter()
+        .flatten()
+        .map(|e| e.parse().unwrap())
+        .collect();
+    assert_eq!(all.len(), N, "every element popped exactly once");
+    assert_eq!(all.iter().collect::<BTreeSet<_>>().len(), N);
+    let exists: i64 = run(&mut c, &["EXISTS", "queue"]);
+    assert_eq!(exists, 0, "the emptied list is deleted");
+}
+
+#[test]
+fn types_are_kept_and_checked() {
+    let server = Server::start();
+    let mut c = server.client();
+    let _: i64 = run(&mut c, &["LPUSH", "l", "a"]);
+    let _: i64 = run(&mut c, &["HSET", "h", "f", "v"]);
+    let _: i64 = run(&mut c, &["SADD", "s", "m"]);
+    let _: i64 = run(&mut c, &["ZADD", "z", "1", "m"]);
+    let _: () = run(&mut c, &["SET", "str", "v"]);
+    for (key, kind) in [
+        ("l", "list"),
+        ("h", "hash"),
+        ("s", "set"),
+        ("z", "zset"),
+        ("str", "string"),
+    ] {
+        let t: String = run(&mut c, &["TYPE", key]);
+        assert_eq!(t, kind);
+        let scanned: (u64, Vec<String>) = run(&mut c, &["SCAN", "0", "COUNT", "100", "TYPE", kind]);
+        assert_eq!(scanned.1, vec![key.to_string()], "SCAN TYPE {kind}");
+    }
+    for (cmd, args) in [
+        ("GET", vec!["l"]),
+        ("INCR", vec!["h"]),
+        ("APPEND", vec!["s", "x"]),
+        ("LPUSH", vec!["h", "x"]),
+        ("HGET", vec!["l", "f"]),
+        ("SADD", vec!["z", "x"]),
+        ("ZADD", vec!["s", "1", "x"]),
+        ("LRANGE", vec!["str", "0", "1"]),
+    ] {
+        let mut call = vec![cmd];
+        call.extend(args);
+        assert_eq!(run_err(&mut c, &call), WRONG_TYPE, "{call:?}");
+    }
+    // SET replaces any type; nothing else was changed by the refused writes.
+    let _: () = run(&mut c, &["SET", "l", "now a string"]);
+    let t: String = run(&mut c, &["TYPE", "l"]);
+    assert_eq!(t, "string");
+    let members: Vec<String> = run(&mut c, &["SMEMBERS", "s"]);
+    assert_eq!(members, vec!["m"]);
+}
+
+#[test]
+fn collections_expire_rename_copy_and_join_transactions() {
+    let server = Server::start();
+    let mut c = server.client();
+    let _: i64 = run(&mut c, &["RPUSH", "l", "a", "b", "c"]);
+    let _: i64 = run(&mut c, &["PEXPIRE", "l", "100000"]);
+    // A write keeps the expiry, as in Redis.
+    let _: i64 = run(&mut c, &["RPUSH", "l", "d"]);
+    let ttl: i64 = run(&mut c, &["PTTL", "l"]);
+    assert!(ttl > 0 && ttl <= 100_000, "{ttl}");
+    let _: () = run(&mut c, &["RENAME", "l", "l2"]);
+    let _: i64 = run(&mut c, &["COPY", "l2", "l3"]);
+    let _: i64 = run(&mut c, &["RPUSH", "l3", "e"]);
+    let l2: Vec<String> = run(&mut c, &["LRANGE", "l2", "0", "-1"]);
+    let l3: Vec<String> = run(&mut c, &["LRANGE", "l3", "0", "-1"]);
+    assert_eq!(l2, ["a", "b", "c", "d"]);
+    assert_eq!(l3, ["a", "b", "c", "d", "e"]);
+    let _: i64 = run(&mut c, &["HSET", "h", "f", "1"]);
+    let _: i64 = run(&mut c, &["PEXPIRE", "h", "30"]);
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    let gone: Option<String> = run(&mut c, &["HGET", "h", "f"]);
+    assert_eq!(gone, None, "an expired hash reads as missing");
+    let replies: (i64, i64, Vec<String>) = redis::pipe()
+        .atomic()
+        .cmd("SADD")
+        .arg("s")
+        .arg("1")
+        .arg("2")
+        .cmd("SREM")
+        .arg("s")
+        .arg("1")
+        .cmd("SMEMBERS")
+        .arg("s")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(replies, (2, 1, vec!["2".to_string()]));
+}

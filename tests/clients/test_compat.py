@@ -569,6 +569,134 @@ CONFIG GET maxmemory-policy
 CONFIG SET maxmemory-policy noeviction
 CONFIG REWRITE
 CONFIG REWRITE extra
+FLUSHALL
+HSET h a 1 b 2 a 3
+HGETALL h
+HSET h c
+HMSET h x 1
+HMGET h a zz b
+HSTRLEN h a
+HINCRBY h a x
+HINCRBY h x 9223372036854775807
+HINCRBY h x 1
+HINCRBYFLOAT h a 1.5
+HSET h s foo
+HINCRBY h s 1
+HINCRBYFLOAT h s 1
+HDEL h a b nope
+HSETNX h c 1
+HRANDFIELD h 0
+HRANDFIELD h -3 withvalues foo
+HRANDFIELD nokey 3
+HRANDFIELD h -9223372036854775808
+HSCAN h 0 match n*
+HSCAN h 0 count 0
+HSCAN h x
+OBJECT ENCODING h
+TYPE h
+GET h
+SET str v
+HGET str a
+LPUSH l a b c
+RPUSH l d e
+LRANGE l -2 100
+LRANGE l x 1
+LINDEX l -1
+LPOP l 2
+LPOP l 0
+LPOP l -1
+LPOP nol 2
+LSET l 9 z
+LSET nol 0 z
+RPUSH l a b a c a
+LREM l 2 a
+LREM l -1 a
+LINSERT l before b X
+LINSERT l middle c Y
+RPUSH p a b c 1 2 3 c c
+LPOS p c rank -1
+LPOS p c count 2 rank -1
+LPOS p c maxlen 3
+LPOS p c rank 0
+LPOS p c count -1
+LPOS p c rank
+LMOVE p q left right
+RPOPLPUSH p q
+LMOVE p p left right
+LMOVE p str left left
+LMOVE p q up left
+LRANGE q 0 -1
+OBJECT ENCODING p
+SADD s 3 1 2 1 -5 10
+SMEMBERS s
+SMISMEMBER s 1 x 10
+SREM s 1 x
+SPOP s 0
+SPOP s -1
+SPOP nos 2
+SPOP s 1 2
+SRANDMEMBER s -9223372036854775808
+SRANDMEMBER s 1 2
+SADD t 2 3 4
+SINTER s t
+SINTERSTORE d s t
+SMEMBERS d
+SDIFFSTORE d nos s
+EXISTS d
+SMOVE s t 10
+SMOVE nos str 1
+SMOVE s str 3
+SSCAN t 0
+OBJECT ENCODING t
+ZADD z 1 a 2 b 3 c 1.1 d -inf e +inf f
+ZADD z nx 5 a 6 g
+ZADD z xx ch 7 a 8 h
+ZADD z gt ch 1 a 100 b
+ZADD z lt ch 1 a 100 c
+ZADD z incr 2 a
+ZADD z incr 1 a 2 b
+ZADD z nx xx 1 a
+ZADD z gt lt 1 a
+ZADD z 1
+ZADD z nan a
+ZADD z incr +inf e
+ZINCRBY z -inf f
+ZMSCORE z a none b
+ZRANK z a
+ZREVRANK z a
+ZCOUNT z (1 3
+ZCOUNT z a 3
+ZRANGE z 0 -1 rev withscores
+ZRANGE z (1 3 byscore limit 1 2
+ZRANGE z 3 1 byscore rev
+ZRANGE z 0 -1 limit 0 1
+ZRANGE z 0 -1 limit 0 -1
+ZRANGE z 0 -1 rev rev
+ZRANGE z 0 -1 bylex withscores
+ZRANGEBYSCORE z -inf +inf withscores limit 1 3
+ZREVRANGEBYSCORE z 3 1 withscores
+ZREVRANGE z 0 2 limit 0 1
+ZADD lex 0 a 0 b 0 c 0 d 0 e
+ZRANGEBYLEX lex [b (e
+ZREVRANGEBYLEX lex [d (a
+ZRANGEBYLEX lex b e
+ZLEXCOUNT lex [b +
+ZREMRANGEBYLEX lex [a [b
+ZRANGESTORE dst z 0 1 withscores
+ZRANGESTORE dst z 2 3 byscore rev limit 0 1
+ZRANGE dst 0 -1 withscores
+ZPOPMIN z
+ZPOPMAX z 2
+ZPOPMIN z 1 2
+ZREMRANGEBYSCORE z (1 5
+ZADD s1 1.5 x 0.1 y 1e-5 z 1e17 w
+ZRANGE s1 0 -1 withscores
+ZSCAN s1 0
+OBJECT ENCODING s1
+ZADD str 1 a
+MULTI
+OBJECT nosuch
+EXEC
 """
 
 
@@ -855,6 +983,8 @@ EXPIRES = [b"1000000", b"86400", b"0", b"-1", b"x", b"1.5", b"922337203685477580
 # a fixed deadline rounds a clock that the two servers read microseconds apart.
 DEADLINES = [b"0", b"-1", b"x", b"-9223372036854775808", b"1.5"]
 INTS = [b"0", b"1", b"-1", b"2", b"5", b"-3", b"7", b"100", b"x", b"9223372036854775807"]
+SCORES = [b"1", b"-2.5", b"0", b"1.5", b"inf", b"-inf", b"1e3", b"0.1", b"abc", b"nan", b"3"]
+BOUNDS = [b"-inf", b"+inf", b"0", b"(1", b"1.5", b"(0.1", b"3", b"x", b"(inf"]
 
 
 def random_command(rng):
@@ -924,6 +1054,55 @@ def random_command(rng):
         lambda: [b"ECHO", value()],
         lambda: [b"PING"] + [value() for _ in range(rng.randrange(3))],
         lambda: [b"SETRANGE", key(), rng.choice([b"536870912", b"-1", b"x"]), value()],
+        # Lists, hashes, sets and sorted sets, on the same keys as the strings, so every
+        # command also meets keys of the other types. Set members are integers: Redis
+        # lists a set of integers in order, others in its hash table's order.
+        lambda: [rng.choice([b"LPUSH", b"RPUSH", b"LPUSHX", b"RPUSHX"]), key()]
+        + [value() for _ in range(rng.randrange(1, 4))],
+        lambda: [rng.choice([b"LPOP", b"RPOP"]), key()] + ([num()] if rng.random() < 0.5 else []),
+        lambda: [b"LRANGE", key(), small(), rng.choice([small(), b"-1", b"-2"])],
+        lambda: [rng.choice([b"LLEN", b"TYPE"]), key()],
+        lambda: [b"LINDEX", key(), rng.choice([small(), b"-1"])],
+        lambda: [b"LSET", key(), rng.choice([small(), b"-1"]), value()],
+        lambda: [b"LTRIM", key(), small(), rng.choice([small(), b"-1"])],
+        lambda: [b"LREM", key(), rng.choice([b"0", b"1", b"-1", b"2"]), value()],
+        lambda: [b"LINSERT", key(), rng.choice([b"BEFORE", b"AFTER", b"x"]), value(), value()],
+        lambda: [b"LPOS", key(), value()] + rng.choice([[], [b"RANK", b"-1"], [b"COUNT", b"0"], [b"MAXLEN", b"2"], [b"RANK", b"2", b"COUNT", b"2"]]),
+        lambda: [b"LMOVE", key(), key(), rng.choice([b"LEFT", b"RIGHT"]), rng.choice([b"LEFT", b"RIGHT"])],
+        lambda: [b"RPOPLPUSH", key(), key()],
+        lambda: [rng.choice([b"HSET", b"HMSET"]), key()]
+        + [x for _ in range(rng.randrange(1, 3)) for x in (b"f%d" % rng.randrange(4), value())],
+        lambda: [b"HSETNX", key(), b"f%d" % rng.randrange(4), value()],
+        lambda: [rng.choice([b"HGET", b"HSTRLEN", b"HEXISTS"]), key(), b"f%d" % rng.randrange(4)],
+        lambda: [b"HMGET", key(), b"f0", b"f%d" % rng.randrange(4)],
+        lambda: [b"HDEL", key()] + [b"f%d" % rng.randrange(4) for _ in range(rng.randrange(1, 3))],
+        lambda: [rng.choice([b"HGETALL", b"HKEYS", b"HVALS", b"HLEN"]), key()],
+        lambda: [b"HINCRBY", key(), b"f%d" % rng.randrange(4), num()],
+        lambda: [b"HSCAN", key(), b"0"] + rng.choice([[], [b"MATCH", b"f[01]"]]),
+        lambda: [b"SADD", key()] + [b"%d" % rng.randrange(-3, 8) for _ in range(rng.randrange(1, 4))],
+        lambda: [b"SREM", key()] + [b"%d" % rng.randrange(-3, 8) for _ in range(rng.randrange(1, 3))],
+        lambda: [rng.choice([b"SMEMBERS", b"SCARD"]), key()],
+        lambda: [rng.choice([b"SISMEMBER", b"SMISMEMBER"]), key(), b"%d" % rng.randrange(-3, 8)],
+        lambda: [rng.choice([b"SINTER", b"SUNION", b"SDIFF"]), key(), key()],
+        lambda: [rng.choice([b"SINTERSTORE", b"SUNIONSTORE", b"SDIFFSTORE"]), key(), key(), key()],
+        lambda: [b"SMOVE", key(), key(), b"%d" % rng.randrange(-3, 8)],
+        lambda: [b"ZADD", key()] + rng.sample([b"NX", b"XX", b"GT", b"LT", b"CH", b"INCR"], rng.randrange(3))
+        + [x for _ in range(rng.randrange(1, 3)) for x in (rng.choice(SCORES), b"m%d" % rng.randrange(4))],
+        lambda: [b"ZINCRBY", key(), rng.choice(SCORES), b"m%d" % rng.randrange(4)],
+        lambda: [b"ZREM", key(), b"m%d" % rng.randrange(4)],
+        lambda: [rng.choice([b"ZSCORE", b"ZRANK", b"ZREVRANK"]), key(), b"m%d" % rng.randrange(4)],
+        lambda: [rng.choice([b"ZCARD", b"ZPOPMIN", b"ZPOPMAX"]), key()],
+        lambda: [rng.choice([b"ZPOPMIN", b"ZPOPMAX"]), key(), rng.choice([b"0", b"2", b"-1"])],
+        lambda: [rng.choice([b"ZCOUNT", b"ZRANGEBYSCORE", b"ZREVRANGEBYSCORE", b"ZREMRANGEBYSCORE"]),
+                 key(), rng.choice(BOUNDS), rng.choice(BOUNDS)],
+        lambda: [b"ZRANGE", key(), small(), rng.choice([small(), b"-1"])]
+        + rng.sample([b"REV", b"WITHSCORES"], rng.randrange(3)),
+        lambda: [b"ZRANGE", key(), rng.choice(BOUNDS), rng.choice(BOUNDS), b"BYSCORE"]
+        + rng.sample([b"REV", b"WITHSCORES", b"LIMIT"], rng.randrange(3))
+        + ([small(), small()] if rng.random() < 0.3 else []),
+        lambda: [rng.choice([b"ZRANGESTORE"]), key(), key(), small(), b"-1"],
+        lambda: [b"ZREMRANGEBYRANK", key(), small(), rng.choice([small(), b"-1"])],
+        lambda: [b"ZSCAN", key(), b"0"],
         # Wrong arity and unknown names get Redis's exact words (an unknown command's
         # arguments are echoed as text, so only UTF-8 ones here).
         lambda: rng.choice([[b"GET"], [b"SET", key()], [b"MSET", key()], [b"GETRANGE", key(), b"0"],

@@ -606,6 +606,14 @@ fn run(
         return refuse(session, unknown(args));
     };
     let stat = stat_slot(index, args);
+    // As Redis 7: a container's unknown subcommand is refused before it runs (so
+    // inside MULTI it is not queued, and the transaction is doomed).
+    if args.len() >= 2
+        && stat_slots().containers[index].is_some()
+        && subcommand_at(index, stat).is_none()
+    {
+        return refuse(session, unknown_subcommand(cmd.name, &args[1]));
+    }
     if let Err(e) = check_arity(index, stat, args) {
         server.command_stats.record_rejected(stat);
         return refuse(session, e);
@@ -1172,12 +1180,16 @@ pub(crate) fn bad_subcommand(container: &str, sub: &[u8]) -> Reply {
             full_name(container, known)
         ))
     } else {
-        error(&format!(
-            "{UNKNOWN_SUBCOMMAND} '{}'. Try {} HELP.",
-            String::from_utf8_lossy(sub),
-            container.to_ascii_uppercase()
-        ))
+        Ok(Action::Reply(unknown_subcommand(container, sub)))
     }
+}
+
+fn unknown_subcommand(container: &str, sub: &[u8]) -> Frame {
+    Frame::error(format!(
+        "{UNKNOWN_SUBCOMMAND} '{}'. Try {} HELP.",
+        String::from_utf8_lossy(sub),
+        container.to_ascii_uppercase()
+    ))
 }
 
 /// The name a call is counted under (INFO commandstats, and CLIENT LIST's `cmd` from a

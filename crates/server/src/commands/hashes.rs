@@ -51,7 +51,7 @@ fn field_of<'a>(hash: &'a [u8], field: &[u8]) -> Option<&'a [u8]> {
 }
 
 fn set_pairs(ctx: &Ctx, args: &[Vec<u8>], name: &str) -> Result<usize, Reply> {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Err(error(&format!(
             "ERR wrong number of arguments for '{name}' command"
         )));

@@ -22,7 +22,7 @@ fn pack(members: &[&[u8]]) -> Vec<u8> {
 }
 
 /// `members` sorted and without repeats.
-fn normalized<'a>(mut members: Vec<&'a [u8]>) -> Vec<&'a [u8]> {
+fn normalized(mut members: Vec<&[u8]>) -> Vec<&[u8]> {
     members.sort_by(|a, b| set_order(a, b));
     members.dedup();
     members

@@ -229,13 +229,13 @@ pub fn zadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         i += 1;
     }
     let rest = &args[i..];
-    if rest.is_empty() || rest.len() % 2 != 0 {
+    if rest.is_empty() || !rest.len().is_multiple_of(2) {
         return error(SYNTAX_ERROR);
     }
     if o.nx && o.xx {
         return error("ERR XX and NX options at the same time are not compatible");
     }
-    if (o.gt && o.nx) || (o.lt && o.nx) || (o.gt && o.lt) {
+    if (o.gt || o.lt) && (o.nx || (o.gt && o.lt)) {
         return error("ERR GT, LT, and/or NX options at the same time are not compatible");
     }
     if o.incr && rest.len() > 2 {

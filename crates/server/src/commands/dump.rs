@@ -14,7 +14,7 @@ const BUSY_KEY: &str = "BUSYKEY Target key name already exists.";
 /// `DUMP key`: the value serialized, or nil.
 pub fn dump(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     match ctx.read(&args[1])? {
-        Some(entry) => reply(Frame::Bulk(dump_payload::dump(&entry.value))),
+        Some(entry) => reply(Frame::Bulk(dump_payload::dump(entry.kind, &entry.value))),
         None => reply(Frame::Null),
     }
 }
@@ -64,8 +64,9 @@ pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         Some(ttl) => ttl as u64,
         None => return error(NOT_AN_INTEGER),
     };
-    let value = match dump_payload::restore(payload, ctx.server.config.proto_max_bulk_len()) {
-        Ok(value) => value,
+    let (kind, value) = match dump_payload::restore(payload, ctx.server.config.proto_max_bulk_len())
+    {
+        Ok(restored) => restored,
         Err(Refusal::VersionOrChecksum) => {
             return error("ERR DUMP payload version or checksum are wrong")
         }
@@ -86,7 +87,10 @@ pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             (true, true, true) => (Change::Delete, Outcome::Deleted),
             (false, _, true) => (Change::Keep, Outcome::Stored),
             _ => (
-                Change::Put(Entry::plain(value.clone(), deadline)),
+                Change::Put(Entry {
+                    kind,
+                    ..Entry::plain(value.clone(), deadline)
+                }),
                 Outcome::Stored,
             ),
         })?;

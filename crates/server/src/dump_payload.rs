@@ -203,11 +203,14 @@ pub fn restore(payload: &[u8], max_len: usize) -> Result<(Kind, Vec<u8>), Refusa
     value.packed()
 }
 
+/// Hash fields and values, in order.
+type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// A collection as read from a payload, before it is checked and packed.
 enum Value {
     List(Vec<Vec<u8>>),
     Set(Vec<Vec<u8>>),
-    Hash(Vec<(Vec<u8>, Vec<u8>)>),
+    Hash(Pairs),
     ZSet(Vec<(Vec<u8>, f64)>),
 }
 
@@ -269,8 +272,8 @@ impl Value {
 }
 
 /// Pairs of consecutive elements (hash fields and values, members and scores).
-fn in_pairs(items: Vec<Vec<u8>>) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Refusal> {
-    if items.len() % 2 != 0 {
+fn in_pairs(items: Vec<Vec<u8>>) -> Result<Pairs, Refusal> {
+    if !items.len().is_multiple_of(2) {
         return Err(Refusal::BadFormat(
             "a listpack of pairs holds an odd number of elements",
         ));
@@ -312,9 +315,10 @@ fn intset(bytes: &[u8]) -> Result<Vec<Vec<u8>>, Refusal> {
 /// bytes (u32) and element count (u16), the elements, and 0xFF. Each element is an
 /// encoding byte, maybe more length bytes, the data, and its own length again
 /// backwards (1 to 5 bytes). Encodings: `0xxxxxxx` a 7-bit unsigned integer; `10xxxxxx`
-/// a string of up to 63 bytes; `110xxxxx` + 1 byte a 13-bit signed integer; `1110xxxx`
-/// + 1 byte a string of up to 4095 bytes; 0xF0 + u32 a longer string; 0xF1-0xF4 a
-/// 16, 24, 32 or 64-bit signed integer; all little-endian.
+/// a string of up to 63 bytes; `110xxxxx` and a byte, a 13-bit signed integer;
+/// `1110xxxx` and a byte, the length of a string of up to 4095 bytes; 0xF0 and a u32,
+/// a longer string's; 0xF1 to 0xF4, a 16, 24, 32 or 64-bit signed integer follows.
+/// All little-endian.
 pub fn listpack(bytes: &[u8]) -> Result<Vec<Vec<u8>>, Refusal> {
     const BAD: Refusal = Refusal::BadFormat("the listpack is corrupt");
     let total = bytes.get(..4).ok_or(BAD)?;

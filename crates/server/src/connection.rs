@@ -9,6 +9,7 @@ use std::time::Duration;
 use resp::{Frame, RequestLimits, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::Notify;
 
 use crate::clients::Client;
 use crate::commands::{self, Action, Session};
@@ -25,6 +26,8 @@ const OUTPUT_FLUSH: usize = 64 * 1024;
 const BLOCKED_INPUT: usize = 1 << 20;
 
 static NEXT_CLIENT_ID: AtomicU64 = AtomicU64::new(1);
+
+const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
 
 pub struct Connection {
     stream: TcpStream,
@@ -57,12 +60,22 @@ impl std::fmt::Display for Ended {
     }
 }
 
-/// How a blocking wait (WAIT) ended, when the connection goes on.
+/// How a blocking wait (WAIT, BLPOP) ended, when the connection goes on.
 enum Waited {
     /// Its time passed, or CLIENT UNBLOCK ended it as if it had (TIMEOUT).
     Elapsed,
     /// CLIENT UNBLOCK ... ERROR.
     UnblockedWithError,
+    /// A key it waits on was written.
+    Woken,
+}
+
+/// A command blocked on keys, to run again when one is written.
+struct BlockedCommand {
+    args: Vec<Vec<u8>>,
+    keys: Vec<Vec<u8>>,
+    timeout: Option<Duration>,
+    timeout_reply: Frame,
 }
 
 /// Why `run_requests` stopped.
@@ -75,6 +88,8 @@ enum Step {
     Paused(Duration),
     /// A command answers after a delay, or when unblocked (WAIT).
     After(Option<Duration>, Frame),
+    /// A command waits for keys to be written (BLPOP).
+    Block(BlockedCommand),
     /// The connection ends once the replies are out (QUIT, a protocol error).
     Close,
     /// CLIENT KILL.
@@ -187,10 +202,14 @@ impl Connection {
     /// cleanly: at shutdown or when the client hangs up (CLIENT KILL is an error, as
     /// elsewhere). What the client sends meanwhile is kept for after, up to
     /// [`BLOCKED_INPUT`] bytes.
+    /// Waits for `delay` (forever if `None`), CLIENT UNBLOCK or a notification of `wake`,
+    /// reading what the client sends meanwhile (up to a limit) to see it hang up. `None`
+    /// if the connection is to end: the client left or the server shuts down.
     async fn wait(
         &mut self,
         delay: Option<Duration>,
         stop: &mut tokio::sync::watch::Receiver<bool>,
+        wake: Option<&Notify>,
     ) -> Result<Option<Waited>, Ended> {
         let client = self.session.client.clone();
         let timed = delay.is_some();
@@ -201,6 +220,13 @@ impl Connection {
             }
         };
         tokio::pin!(delay);
+        let woken = async {
+            match wake {
+                Some(n) => n.notified().await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::pin!(woken);
         let unblocked = client.unblocked();
         tokio::pin!(unblocked);
         unblocked.as_mut().enable();
@@ -208,6 +234,7 @@ impl Connection {
         let waited = loop {
             tokio::select! {
                 _ = &mut delay => break Ok(Some(Waited::Elapsed)),
+                _ = &mut woken => break Ok(Some(Waited::Woken)),
                 _ = &mut unblocked => break Ok(Some(if client.unblocked_with_error() {
                     Waited::UnblockedWithError
                 } else {
@@ -229,6 +256,66 @@ impl Connection {
         };
         client.end_block();
         waited
+    }
+
+    /// Serves a command that blocked on keys: runs it again each time one of its keys
+    /// is written until it is served, its time passes or CLIENT UNBLOCK ends it, and
+    /// writes the reply. `false` if the connection is to end (see [`Connection::wait`]).
+    async fn block_on_keys(
+        &mut self,
+        blocked: BlockedCommand,
+        stop: &mut tokio::sync::watch::Receiver<bool>,
+    ) -> Result<bool, Ended> {
+        let server = self.server.clone();
+        let id = self.session.client.id;
+        let deadline = blocked.timeout.map(|t| tokio::time::Instant::now() + t);
+        let wake = Arc::new(Notify::new());
+        server.db.blocked.register(id, &blocked.keys, &wake);
+        let outcome = loop {
+            // First again at once: a key may have been written between the command's
+            // try and the registration.
+            let action = {
+                let mut gate = GateHold::new(&server.gate);
+                commands::execute(&server, &mut self.session, &blocked.args, &mut gate)
+            };
+            let proto = self.session.proto;
+            let reply = match action {
+                Action::Block { .. } => None,
+                Action::Reply(frame) => Some(frame),
+                Action::Ok => Some(Frame::Simple("OK".into())),
+                _ => unreachable!("a blocking command answers with one reply or blocks"),
+            };
+            let waited = match reply {
+                Some(frame) => {
+                    if !self.session.replies_off {
+                        frame.encode(proto, &mut self.output);
+                    }
+                    break Ok(true);
+                }
+                None => {
+                    let left =
+                        deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
+                    if left == Some(Duration::ZERO) {
+                        Ok(Some(Waited::Elapsed))
+                    } else {
+                        self.wait(left, stop, Some(&wake)).await
+                    }
+                }
+            };
+            let frame = match waited {
+                Err(e) => break Err(e),
+                Ok(None) => break Ok(false),
+                Ok(Some(Waited::Woken)) => continue,
+                Ok(Some(Waited::Elapsed)) => blocked.timeout_reply.clone(),
+                Ok(Some(Waited::UnblockedWithError)) => Frame::error(UNBLOCKED),
+            };
+            if !self.session.replies_off {
+                frame.encode(proto, &mut self.output);
+            }
+            break Ok(true);
+        };
+        server.db.blocked.unregister(id, &blocked.keys);
+        outcome
     }
 
     /// Runs the complete requests in the input from `consumed` on, holding the gate
@@ -288,6 +375,18 @@ impl Connection {
                     }
                 }
                 Action::After(delay, frame) => return Step::After(delay, frame),
+                Action::Block {
+                    keys,
+                    timeout,
+                    timeout_reply,
+                } => {
+                    return Step::Block(BlockedCommand {
+                        args,
+                        keys,
+                        timeout,
+                        timeout_reply,
+                    })
+                }
                 Action::Close(frame) => {
                     if let (Some(frame), false) = (frame, dropped) {
                         frame.encode(proto, &mut self.output);
@@ -338,13 +437,20 @@ impl Connection {
                     Step::After(delay, frame) => {
                         let proto = self.session.proto;
                         self.flush().await?;
-                        match self.wait(delay, &mut stop).await? {
+                        match self.wait(delay, &mut stop, None).await? {
                             None => return Ok(()),
-                            Some(Waited::Elapsed) => frame.encode(proto, &mut self.output),
-                            Some(Waited::UnblockedWithError) => {
-                                Frame::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
-                                    .encode(proto, &mut self.output)
+                            Some(Waited::Elapsed | Waited::Woken) => {
+                                frame.encode(proto, &mut self.output)
                             }
+                            Some(Waited::UnblockedWithError) => {
+                                Frame::error(UNBLOCKED).encode(proto, &mut self.output)
+                            }
+                        }
+                    }
+                    Step::Block(blocked) => {
+                        self.flush().await?;
+                        if !self.block_on_keys(blocked, &mut stop).await? {
+                            return Ok(());
                         }
                     }
                 }

@@ -15,6 +15,7 @@ use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use engine::Result;
 use hotring::{Access, HotRing};
 
+use crate::blocked_keys::BlockedKeys;
 use crate::engine_store::EngineStore;
 use crate::entry::{now_ms, Entry, Kind};
 use crate::keyspace_events::{self as events, KeyspaceEvents};
@@ -45,6 +46,8 @@ pub struct Db {
     pub tracking: Tracking,
     /// Keyspace notifications waiting to be published.
     pub events: KeyspaceEvents,
+    /// Clients waiting for keys to be written (BLPOP and the like).
+    pub blocked: BlockedKeys,
     expired: AtomicU64,
 }
 
@@ -73,6 +76,7 @@ impl Db {
             watches: Watches::default(),
             tracking: Tracking::default(),
             events: KeyspaceEvents::default(),
+            blocked: BlockedKeys::default(),
             expired: AtomicU64::new(0),
         }
     }
@@ -440,10 +444,12 @@ impl Db {
         if let Some(d) = deadline {
             self.volatile.upsert(key, &d.to_le_bytes());
         }
-        // One fence for both: WATCH and tracking each pair it with one of their own.
+        // One fence for all three: WATCH, tracking and blocked clients each pair it with
+        // one of their own.
         fence(Ordering::SeqCst);
         self.watches.touch(key);
         self.tracking.written(key);
+        self.blocked.written(key);
     }
 
     /// Starts watching `key` for WATCH: returns the version EXEC compares against.

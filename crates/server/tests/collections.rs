@@ -188,3 +188,105 @@ fn collections_expire_rename_copy_and_join_transactions() {
         .unwrap();
     assert_eq!(replies, (2, 1, vec!["2".to_string()]));
 }
+
+#[test]
+fn blocked_poppers_each_get_every_element_once() {
+    let server = Server::start();
+    const CONSUMERS: usize = 6;
+    const N: usize = 600;
+    let got: Vec<Vec<String>> = std::thread::scope(|s| {
+        let consumers: Vec<_> = (0..CONSUMERS)
+            .map(|t| {
+                let server = &server;
+                s.spawn(move || {
+                    let mut c = server.client();
+                    let mut mine = Vec::new();
+                    loop {
+                        // Two queues, no timeout; a stop mark ends the consumer.
+                        let cmd = if t % 2 == 0 { "BLPOP" } else { "BRPOP" };
+                        let popped: Option<(String, String)> =
+                            run(&mut c, &[cmd, "q1", "q2", "q3", "0"]);
+                        let (key, element) = popped.expect("no timeout");
+                        if element == "stop" {
+                            return mine;
+                        }
+                        assert!(element.starts_with(&key), "{key} gave {element}");
+                        mine.push(element);
+                    }
+                })
+            })
+            .collect();
+        let server = &server;
+        s.spawn(move || {
+            let mut c = server.client();
+            for i in 0..N {
+                let key = if i % 3 == 0 { "q1" } else { "q2" };
+                let _: i64 = run(&mut c, &["RPUSH", key, &format!("{key}-{i}")]);
+                if i % 50 == 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+            }
+            // Each consumer takes one stop mark and then pops no more; the elements
+            // before the marks in each queue are taken first.
+            for _ in 0..CONSUMERS {
+                let _: i64 = run(&mut c, &["RPUSH", "q3", "stop"]);
+            }
+        });
+        consumers.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let all: Vec<&String> = got.iter().flatten().collect();
+    assert_eq!(all.len(), N);
+    assert_eq!(
+        all.iter().collect::<HashSet<_>>().len(),
+        N,
+        "an element was delivered twice"
+    );
+}
+
+#[test]
+fn a_blocked_client_times_out_is_unblocked_or_moves_what_arrives() {
+    let server = Server::start();
+    let mut c = server.client();
+    let started = std::time::Instant::now();
+    let none: Option<(String, String)> = run(&mut c, &["BLPOP", "nothing", "0.2"]);
+    assert_eq!(none, None);
+    assert!(started.elapsed() >= std::time::Duration::from_millis(200));
+    // Inside a transaction a blocking command answers at once.
+    let replies: (Option<(String, String)>,) = redis::pipe()
+        .atomic()
+        .cmd("BRPOP")
+        .arg("nothing")
+        .arg("0")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(replies.0, None);
+    // BLMOVE waits for its source, then moves.
+    std::thread::scope(|s| {
+        let mover = s.spawn(|| {
+            let mut c = server.client();
+            let moved: Option<String> =
+                run(&mut c, &["BLMOVE", "src", "dst", "LEFT", "RIGHT", "0"]);
+            moved
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let _: i64 = run(&mut c, &["RPUSH", "src", "x"]);
+        assert_eq!(mover.join().unwrap().as_deref(), Some("x"));
+    });
+    let dst: Vec<String> = run(&mut c, &["LRANGE", "dst", "0", "-1"]);
+    assert_eq!(dst, ["x"]);
+    assert_eq!(run::<i64>(&mut c, &["EXISTS", "src"]), 0);
+    // CLIENT UNBLOCK ends a wait that has no timeout.
+    std::thread::scope(|s| {
+        let mut blocked = server.client();
+        let id: i64 = run(&mut blocked, &["CLIENT", "ID"]);
+        let waiter = s.spawn(move || {
+            let popped: Option<(String, String)> = run(&mut blocked, &["BZPOPMIN", "z", "0"]);
+            popped
+        });
+        assert!(support::eventually(5, || {
+            let n: i64 = run(&mut c, &["CLIENT", "UNBLOCK", &id.to_string()]);
+            n == 1
+        }));
+        assert_eq!(waiter.join().unwrap(), None);
+    });
+}

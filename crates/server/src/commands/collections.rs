@@ -136,6 +136,30 @@ fn scanned_score(score: f64) -> String {
     }
 }
 
+/// A blocking command's timeout, in seconds (fractions allowed; 0 waits forever), as
+/// Redis reads it.
+pub fn parse_timeout(arg: &[u8]) -> Result<Option<std::time::Duration>, &'static str> {
+    const NOT_A_FLOAT: &str = "ERR timeout is not a float or out of range";
+    let text = std::str::from_utf8(arg).map_err(|_| NOT_A_FLOAT)?;
+    if text.starts_with(|c: char| c.is_ascii_whitespace()) {
+        return Err(NOT_A_FLOAT);
+    }
+    let seconds: f64 = text.parse().map_err(|_| NOT_A_FLOAT)?;
+    if seconds.is_nan() {
+        return Err(NOT_A_FLOAT);
+    }
+    // Whole milliseconds, as Redis truncates them.
+    let ms = (seconds * 1000.0).trunc();
+    if ms < 0.0 {
+        return Err("ERR timeout is negative");
+    }
+    let now = crate::entry::now_ms() as f64;
+    if ms >= i64::MAX as f64 - now {
+        return Err("ERR timeout is out of range");
+    }
+    Ok((ms > 0.0).then(|| std::time::Duration::from_millis(ms as u64)))
+}
+
 /// The most picks a negative count (which may repeat elements) asks for. Redis has no
 /// bound and builds whatever reply is asked; hotkv keeps a reply's memory bounded.
 pub const MAX_REPEATS: usize = 10_000_000;

@@ -8,7 +8,7 @@ use resp::Frame;
 use super::{
     arity_allows, error, find_subcommand, full_name, int, key_specs, reply, subcommands_of, upper,
     Command, Ctx, KeySpec, Named, Reply, Subcommand, ADMIN, ADMIN_CATEGORY, ALLOW_BUSY, BITMAP,
-    CONNECTION, DANGEROUS, DENYOOM, FAST, HASH, KEYSPACE, LIST, LOADING, NOSCRIPT,
+    BLOCKING, CONNECTION, DANGEROUS, DENYOOM, FAST, HASH, KEYSPACE, LIST, LOADING, NOSCRIPT,
     NO_ASYNC_LOADING, NO_AUTH, NO_MULTI, PUBSUB, READONLY, SET, SKIP_SLOWLOG, SORTEDSET, STALE,
     STRING, SYNTAX_ERROR, TABLE, TRANSACTION, WRITE,
 };
@@ -180,6 +180,7 @@ fn entry(
         (ADMIN, "admin"),
         (PUBSUB, "pubsub"),
         (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
         (LOADING, "loading"),
         (STALE, "stale"),
         (SKIP_SLOWLOG, "skip_slowlog"),
@@ -230,6 +231,7 @@ fn categories(flags: u32, acl: u16) -> Vec<&'static str> {
         ("admin", admin),
         ("fast", flags & FAST != 0),
         ("slow", flags & FAST == 0),
+        ("blocking", flags & BLOCKING != 0),
         ("dangerous", flags & ADMIN != 0 || has(DANGEROUS)),
         ("connection", has(CONNECTION)),
         ("transaction", has(TRANSACTION)),

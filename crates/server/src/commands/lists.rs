@@ -4,8 +4,8 @@
 
 use resp::Frame;
 
-use super::collections::{edit, notify_edit, Edit};
-use super::{error, int, of_kind, ok, parse_integer, reply, upper, Ctx, Reply};
+use super::collections::{edit, notify_edit, parse_timeout, Edit};
+use super::{error, int, of_kind, ok, parse_integer, reply, upper, Action, Ctx, Reply};
 use super::{NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
 use crate::entry::Kind;
 use crate::keyspace_events::{GENERIC, LIST};
@@ -475,6 +475,75 @@ pub fn lmove(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 
 pub fn rpoplpush(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     move_element(ctx, &args[1], &args[2], End::Right, End::Left)
+}
+
+/// `BLPOP | BRPOP key [key ...] timeout`: pops from the first of the lists that has an
+/// element, answering the key and the element, or waits for one.
+fn blocking_pop(ctx: &Ctx, args: &[Vec<u8>], end: End) -> Reply {
+    let timeout = match parse_timeout(&args[args.len() - 1]) {
+        Ok(t) => t,
+        Err(e) => return error(e),
+    };
+    let keys = &args[1..args.len() - 1];
+    for key in keys {
+        let Some(edited) = edit(ctx, key, Kind::List, |list| match list {
+            None => (Edit::Keep, None),
+            Some(list) => {
+                let (rest, mut out) = popped(list, end, 1);
+                (Edit::Write(rest), out.pop())
+            }
+        })?
+        else {
+            return error(WRONG_TYPE);
+        };
+        notify_edit(ctx, &edited, LIST, end.pop_event(), key);
+        if let Some(element) = edited.result {
+            return reply(Frame::Array(vec![
+                Frame::Bulk(key.clone()),
+                Frame::Bulk(element),
+            ]));
+        }
+    }
+    Ok(Action::Block {
+        keys: keys.to_vec(),
+        timeout,
+        timeout_reply: Frame::NullArray,
+    })
+}
+
+pub fn blpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    blocking_pop(ctx, args, End::Left)
+}
+
+pub fn brpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    blocking_pop(ctx, args, End::Right)
+}
+
+/// BLMOVE and BRPOPLPUSH: LMOVE once `source` has an element. Runs alone.
+fn blocking_move(ctx: &Ctx, args: &[Vec<u8>], from: End, to: End, timeout: &[u8]) -> Reply {
+    let timeout = match parse_timeout(timeout) {
+        Ok(t) => t,
+        Err(e) => return error(e),
+    };
+    if of_kind!(ctx.db().peek(&args[1])?, List).is_some() {
+        return move_element(ctx, &args[1], &args[2], from, to);
+    }
+    Ok(Action::Block {
+        keys: vec![args[1].clone()],
+        timeout,
+        timeout_reply: Frame::Null,
+    })
+}
+
+pub fn blmove(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let (Some(from), Some(to)) = (End::parse(&args[3]), End::parse(&args[4])) else {
+        return error(SYNTAX_ERROR);
+    };
+    blocking_move(ctx, args, from, to, &args[5])
+}
+
+pub fn brpoplpush(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    blocking_move(ctx, args, End::Right, End::Left, &args[3])
 }
 
 #[cfg(test)]

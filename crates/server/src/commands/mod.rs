@@ -212,6 +212,14 @@ pub enum Action {
     /// what came before, then waits for the time, the client leaving or shutdown
     /// (WAIT for replicas that hotkv does not have). Inside EXEC, at once.
     After(Option<std::time::Duration>, Frame),
+    /// Nothing to serve yet: wait until one of `keys` is written, then run the command
+    /// again, for at most `timeout` (forever if `None`), after which `timeout_reply`
+    /// answers. Inside EXEC, `timeout_reply` at once.
+    Block {
+        keys: Vec<Vec<u8>>,
+        timeout: Option<std::time::Duration>,
+        timeout_reply: Frame,
+    },
 }
 
 impl Action {
@@ -220,7 +228,11 @@ impl Action {
         match self {
             Action::Reply(Frame::Error(e))
             | Action::Close(Some(Frame::Error(e)))
-            | Action::After(_, Frame::Error(e)) => Some(e),
+            | Action::After(_, Frame::Error(e))
+            | Action::Block {
+                timeout_reply: Frame::Error(e),
+                ..
+            } => Some(e),
             _ => None,
         }
     }
@@ -277,6 +289,8 @@ const NOSCRIPT: u32 = 1 << 15;
 const ALLOW_BUSY: u32 = 1 << 16;
 /// Refused while a replica loads its primary's data in the background.
 const NO_ASYNC_LOADING: u32 = 1 << 17;
+/// May wait for keys to be written (BLPOP): in the @blocking category.
+const BLOCKING: u32 = 1 << 18;
 
 // ACL categories (COMMAND INFO, COMMAND LIST FILTERBY ACLCAT) beyond those Redis derives
 // from the flags (@write, @read, @admin and @dangerous, @fast or else @slow); see
@@ -407,6 +421,10 @@ const TABLE: &[Command] = &[
     cmd("linsert", 5, W, &[first(RW | INSERT)], LIST, lists::linsert),
     cmd("lpos", -3, R, &[first(RO | ACCESS)], LIST, lists::lpos),
     cmd("lmove", 5, W | ALONE, &[first(RW | ACCESS | DELETE), range(RW | INSERT, 2, 0, 1)], LIST, lists::lmove),
+    cmd("blpop", -3, WRITE | NOSCRIPT | BLOCKING, &[range(RW | ACCESS | DELETE, 1, -2, 1)], LIST, lists::blpop),
+    cmd("brpop", -3, WRITE | NOSCRIPT | BLOCKING, &[range(RW | ACCESS | DELETE, 1, -2, 1)], LIST, lists::brpop),
+    cmd("blmove", 6, W | NOSCRIPT | BLOCKING | ALONE, &[first(RW | ACCESS | DELETE), range(RW | INSERT, 2, 0, 1)], LIST, lists::blmove),
+    cmd("brpoplpush", 4, W | NOSCRIPT | BLOCKING | ALONE, &[first(RW | ACCESS | DELETE), range(RW | INSERT, 2, 0, 1)], LIST, lists::brpoplpush),
     cmd("rpoplpush", 3, W | ALONE, &[first(RW | ACCESS | DELETE), range(RW | INSERT, 2, 0, 1)], LIST, lists::rpoplpush),
     // Sets.
     cmd("sadd", -3, W | FAST, &[first(RW | INSERT)], SET, sets::sadd),
@@ -443,6 +461,8 @@ const TABLE: &[Command] = &[
     cmd("zrevrangebylex", -4, R, &[first(RO | ACCESS)], SORTEDSET, sorted_sets::zrevrangebylex),
     cmd("zrevrange", -4, R, &[first(RO | ACCESS)], SORTEDSET, sorted_sets::zrevrange),
     cmd("zrangestore", -5, W | ALONE, &[first(OW | UPDATE), range(RO | ACCESS, 2, 0, 1)], SORTEDSET, sorted_sets::zrangestore),
+    cmd("bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, &[range(RW | ACCESS | DELETE, 1, -2, 1)], SORTEDSET, sorted_sets::bzpopmin),
+    cmd("bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, &[range(RW | ACCESS | DELETE, 1, -2, 1)], SORTEDSET, sorted_sets::bzpopmax),
     cmd("zpopmin", -2, WRITE | FAST, &[first(RW | ACCESS | DELETE)], SORTEDSET, sorted_sets::zpopmin),
     cmd("zpopmax", -2, WRITE | FAST, &[first(RW | ACCESS | DELETE)], SORTEDSET, sorted_sets::zpopmax),
     cmd("zremrangebyrank", 4, WRITE, &[first(RW | DELETE)], SORTEDSET, sorted_sets::zremrangebyrank),
@@ -1083,7 +1103,14 @@ fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> F
             remember_reads(server, session, index, stat, args);
             let started = Instant::now();
             let frame = match (cmd.run)(&mut Ctx { server, session }, args) {
-                Ok(Action::Reply(f) | Action::Close(Some(f)) | Action::After(_, f)) => f,
+                Ok(
+                    Action::Reply(f)
+                    | Action::Close(Some(f))
+                    | Action::After(_, f)
+                    | Action::Block {
+                        timeout_reply: f, ..
+                    },
+                ) => f,
                 Ok(Action::Ok) => Frame::Simple("OK".into()),
                 // SUBSCRIBE with several channels, in a transaction: hotkv keeps one
                 // reply per queued command (Redis would break the EXEC reply's count).

@@ -662,6 +662,60 @@ fn pop(ctx: &Ctx, args: &[Vec<u8>], max: bool) -> Reply {
     reply(listing(ctx, &taken, true))
 }
 
+/// `BZPOPMIN | BZPOPMAX key [key ...] timeout`: pops from the first sorted set that
+/// has a member, answering the key, the member and its score, or waits for one.
+fn blocking_pop(ctx: &Ctx, args: &[Vec<u8>], max: bool) -> Reply {
+    let timeout = match collections::parse_timeout(&args[args.len() - 1]) {
+        Ok(t) => t,
+        Err(e) => return error(e),
+    };
+    let keys = &args[1..args.len() - 1];
+    for key in keys {
+        let Some(edited) = edit(ctx, key, Kind::ZSet, |zset| {
+            let Some(zset) = zset else {
+                return (Edit::Keep, None);
+            };
+            let mut all = entries(zset);
+            let (member, score) = if max {
+                all.pop().expect("a stored sorted set is not empty")
+            } else {
+                all.remove(0)
+            };
+            (Edit::Write(pack(&all)), Some((member.to_vec(), score)))
+        })?
+        else {
+            return error(WRONG_TYPE);
+        };
+        notify_edit(
+            ctx,
+            &edited,
+            ZSET,
+            if max { "zpopmax" } else { "zpopmin" },
+            key,
+        );
+        if let Some((member, score)) = edited.result {
+            return reply(Frame::Array(vec![
+                Frame::Bulk(key.clone()),
+                Frame::Bulk(member),
+                score_frame(score),
+            ]));
+        }
+    }
+    Ok(super::Action::Block {
+        keys: keys.to_vec(),
+        timeout,
+        timeout_reply: Frame::NullArray,
+    })
+}
+
+pub fn bzpopmin(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    blocking_pop(ctx, args, false)
+}
+
+pub fn bzpopmax(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    blocking_pop(ctx, args, true)
+}
+
 pub fn zpopmin(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     pop(ctx, args, false)
 }

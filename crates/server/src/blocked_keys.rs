@@ -18,11 +18,14 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
+/// The clients waiting on one key: their ids and how to wake them.
+type Waiters = Vec<(u64, Arc<Notify>)>;
+
 #[derive(Default)]
 pub struct BlockedKeys {
     /// Registrations, so a write pays one load when nobody is blocked.
     registered: AtomicUsize,
-    waiters: Mutex<HashMap<Vec<u8>, Vec<(u64, Arc<Notify>)>>>,
+    waiters: Mutex<HashMap<Vec<u8>, Waiters>>,
 }
 
 impl BlockedKeys {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # hotkv-server against redis-server under redis-benchmark, in alternating rounds;
 # prints each round and the median requests/s per server and test.
-#   ROUNDS=3 REQUESTS=1000000 CLIENTS=50 PIPELINES="1 16" THREADS=1 bash scripts/bench-redis.sh
+#   ROUNDS=3 REQUESTS=1000000 CLIENTS=50 PIPELINES="1 16" THREADS=1 TESTS=set,get bash scripts/bench-redis.sh
+# TESTS is redis-benchmark's -t; TESTS=default runs its default list (PING to MSET, with
+# the list, set, hash and sorted-set tests).
 # THREADS is redis-benchmark's --threads (its default is 1). By default both servers
 # keep data in memory only; HOTKV_ENGINE=lsm compares hotkv's LSM engine with Redis's
 # append-only file, both syncing once a second (see scripts/servers.sh). KEYSPACE=N
@@ -14,6 +16,7 @@ REQUESTS=${REQUESTS:-1000000}
 CLIENTS=${CLIENTS:-50}
 PIPELINES=${PIPELINES:-"1 16"}
 THREADS=${THREADS:-1}
+TESTS=${TESTS:-set,get}
 REDIS_PORT=${REDIS_PORT:-6401}
 HOTKV_PORT=${HOTKV_PORT:-6402}
 . scripts/servers.sh
@@ -25,8 +28,10 @@ for P in $PIPELINES; do
     if (( r % 2 )); then order="redis:$REDIS_PORT hotkv:$HOTKV_PORT"; else order="hotkv:$HOTKV_PORT redis:$REDIS_PORT"; fi
     for s in $order; do
       name=${s%%:*}; port=${s##*:}
-      redis-benchmark -p "$port" -t set,get -c "$CLIENTS" -n "$REQUESTS" -P "$P" --threads "$THREADS" ${KEYSPACE:+-r "$KEYSPACE"} -q 2>/dev/null | tr '\r' '\n' |
-        awk -v n="$name" -v p="$P" -v r="$r" '/requests per second/ {sub(":","",$1); print n, "P" p, $1, r, $2}' | tee -a "$out"
+      tests=(-t "$TESTS"); [ "$TESTS" = default ] && tests=()
+      redis-cli -p "$port" flushall >/dev/null
+      redis-benchmark -p "$port" "${tests[@]}" -c "$CLIENTS" -n "$REQUESTS" -P "$P" --threads "$THREADS" ${KEYSPACE:+-r "$KEYSPACE"} -q 2>/dev/null | tr '\r' '\n' |
+        awk -F': ' -v n="$name" -v p="$P" -v r="$r" '/requests per second/ {t=$1; gsub(/ /, "_", t); split($2, w, " "); print n, "P" p, t, r, w[1]}' | tee -a "$out"
     done
   done
 done

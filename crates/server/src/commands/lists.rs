@@ -77,9 +77,11 @@ fn popped(list: &[u8], end: End, n: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
         b.push_packed(elements.remaining_bytes(), len - n);
         out
     } else {
-        for e in elements.by_ref().take(len - n) {
-            b.push(e);
-        }
+        // Find where the kept elements end, then copy them as one block.
+        let body = elements.remaining_bytes();
+        elements.by_ref().take(len - n).for_each(drop);
+        let tail = elements.remaining_bytes();
+        b.push_packed(&body[..body.len() - tail.len()], len - n);
         let mut out: Vec<Vec<u8>> = elements.map(<[u8]>::to_vec).collect();
         out.reverse();
         out

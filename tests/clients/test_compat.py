@@ -841,12 +841,13 @@ def test_command_table_agrees_with_redis(server, redis_port):
     differences = [(m, e) for m, e in zip(mine, expected) if m != e]
     assert not differences, differences
     for category in ["keyspace", "read", "write", "string", "bitmap", "admin", "fast",
-                     "slow", "dangerous", "connection", "transaction", "pubsub", "list"]:
+                     "slow", "dangerous", "connection", "transaction", "pubsub", "list",
+                     "hash", "set", "sortedset", "blocking"]:
         listed = set(ask(o, "COMMAND", "LIST", "FILTERBY", "ACLCAT", category))
         redis_listed = set(ask(t, "COMMAND", "LIST", "FILTERBY", "ACLCAT", category))
         assert listed - {"hotkeys", "client|setinfo"} == redis_listed & set(shared), category
     for category in ["keyspace", "read", "write", "string", "admin", "fast", "slow",
-                     "dangerous", "connection"]:
+                     "dangerous", "connection", "list", "hash", "set", "sortedset", "blocking"]:
         listed = set(ask(o, "ACL", "CAT", category))
         redis_listed = set(ask(t, "ACL", "CAT", category))
         assert listed - {"hotkeys", "client|setinfo"} == redis_listed & set(shared), category

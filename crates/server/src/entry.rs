@@ -138,6 +138,16 @@ impl Entry {
         }
     }
 
+    /// The payload of a stored value (a string's bytes, a collection packed), borrowed.
+    pub fn stored_payload(stored: &[u8]) -> &[u8] {
+        let trailer = if Self::stored_deadline(stored).is_some() {
+            9
+        } else {
+            1
+        };
+        &stored[..stored.len() - trailer]
+    }
+
     /// The type of a stored value, without decoding the payload.
     pub fn stored_kind(stored: &[u8]) -> Kind {
         stored

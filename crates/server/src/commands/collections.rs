@@ -65,6 +65,31 @@ pub fn edit<R>(
     })
 }
 
+/// Reads `key` as a collection of `kind` without copying it (see `Db::view`): `f` sees
+/// its packed value, or `None` if it is missing. Counts as a read (hits and misses).
+/// `None` if the key holds another type (the caller answers WRONGTYPE).
+pub fn view<R>(
+    ctx: &Ctx,
+    key: &[u8],
+    kind: Kind,
+    f: impl FnOnce(Option<&[u8]>) -> R,
+) -> engine::Result<Option<R>> {
+    let mut found = false;
+    let result = ctx.db().view(key, |v| match v {
+        Some((k, _)) if k != kind => {
+            found = true;
+            None
+        }
+        Some((_, packed)) => {
+            found = true;
+            Some(f(Some(packed)))
+        }
+        None => Some(f(None)),
+    })?;
+    ctx.hit(key, found);
+    Ok(result)
+}
+
 /// Fires `event` of `class` if the edit wrote, then `del` if it emptied the key: the
 /// order Redis notifies in.
 pub fn notify_edit<R>(ctx: &Ctx, edited: &Edited<R>, class: u32, event: &'static str, key: &[u8]) {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use resp::Frame;
 
-use super::collections::{self, edit, notify_edit, Edit};
+use super::collections::{self, edit, notify_edit, view, Edit};
 use super::incr::parse_float;
 use super::{error, int, of_kind, ok, parse_integer, reply, upper, Ctx, Reply};
 use super::{NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
@@ -103,20 +103,30 @@ pub fn hsetnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     int(edited.result as i64)
 }
 
+/// Answers what `f` makes of the hash at `key` (`None` if missing), read in place.
+fn read_hash(ctx: &Ctx, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> Frame) -> Reply {
+    match view(ctx, key, Kind::Hash, f)? {
+        Some(frame) => reply(frame),
+        None => error(WRONG_TYPE),
+    }
+}
+
 pub fn hget(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let found = of_kind!(ctx.read(&args[1])?, Hash);
-    let value = found.and_then(|e| field_of(&e.value, &args[2]).map(<[u8]>::to_vec));
-    reply(value.map_or(Frame::Null, Frame::Bulk))
+    read_hash(ctx, &args[1], |hash| {
+        let value = hash.and_then(|h| field_of(h, &args[2]));
+        value.map_or(Frame::Null, |v| Frame::Bulk(v.to_vec()))
+    })
 }
 
 pub fn hmget(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let found = of_kind!(ctx.read(&args[1])?, Hash);
-    let hash = found.map(|e| e.value).unwrap_or_default();
-    let values = args[2..]
-        .iter()
-        .map(|f| field_of(&hash, f).map_or(Frame::Null, |v| Frame::Bulk(v.to_vec())))
-        .collect();
-    reply(Frame::Array(values))
+    read_hash(ctx, &args[1], |hash| {
+        let hash = hash.unwrap_or_default();
+        let values = args[2..]
+            .iter()
+            .map(|f| field_of(hash, f).map_or(Frame::Null, |v| Frame::Bulk(v.to_vec())))
+            .collect();
+        Frame::Array(values)
+    })
 }
 
 pub fn hdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
@@ -145,20 +155,24 @@ pub fn hdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 pub fn hlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let found = of_kind!(ctx.read_untouched(&args[1])?, Hash);
-    int(found.map_or(0, |e| packed::count(&e.value)) as i64)
+    read_hash(ctx, &args[1], |hash| {
+        Frame::Integer(hash.map_or(0, packed::count) as i64)
+    })
 }
 
 pub fn hstrlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let found = of_kind!(ctx.read(&args[1])?, Hash);
-    int(found
-        .and_then(|e| field_of(&e.value, &args[2]).map(<[u8]>::len))
-        .unwrap_or(0) as i64)
+    read_hash(ctx, &args[1], |hash| {
+        let len = hash
+            .and_then(|h| field_of(h, &args[2]))
+            .map_or(0, <[u8]>::len);
+        Frame::Integer(len as i64)
+    })
 }
 
 pub fn hexists(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let found = of_kind!(ctx.read(&args[1])?, Hash);
-    int(found.is_some_and(|e| field_of(&e.value, &args[2]).is_some()) as i64)
+    read_hash(ctx, &args[1], |hash| {
+        Frame::Integer(hash.is_some_and(|h| field_of(h, &args[2]).is_some()) as i64)
+    })
 }
 
 /// The fields (`keys`), values, or both of a hash, in order.

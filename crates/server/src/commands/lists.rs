@@ -4,7 +4,7 @@
 
 use resp::Frame;
 
-use super::collections::{edit, notify_edit, parse_timeout, Edit};
+use super::collections::{edit, notify_edit, parse_timeout, view, Edit};
 use super::{error, int, of_kind, ok, parse_integer, reply, upper, Action, Ctx, Reply};
 use super::{NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
 use crate::entry::Kind;
@@ -163,8 +163,10 @@ pub fn rpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 pub fn llen(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let found = of_kind!(ctx.read_untouched(&args[1])?, List);
-    int(found.map_or(0, |e| packed::count(&e.value)) as i64)
+    match view(ctx, &args[1], Kind::List, |l| l.map_or(0, packed::count))? {
+        Some(len) => int(len as i64),
+        None => error(WRONG_TYPE),
+    }
 }
 
 /// A position counted from the end when negative, as Redis's list commands take it.
@@ -177,12 +179,15 @@ pub fn lindex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let Some(index) = parse_integer(&args[2]) else {
         return error(NOT_AN_INTEGER);
     };
-    let found = of_kind!(ctx.read(&args[1])?, List);
-    let element = found.and_then(|e| {
-        let i = position(index, packed::count(&e.value))?;
-        packed::elements(&e.value).nth(i).map(<[u8]>::to_vec)
-    });
-    reply(element.map_or(Frame::Null, Frame::Bulk))
+    let element = view(ctx, &args[1], Kind::List, |list| {
+        let list = list?;
+        let i = position(index, packed::count(list))?;
+        packed::elements(list).nth(i).map(<[u8]>::to_vec)
+    })?;
+    match element {
+        Some(element) => reply(element.map_or(Frame::Null, Frame::Bulk)),
+        None => error(WRONG_TYPE),
+    }
 }
 
 /// The inclusive range `start..=stop` of a list of `len` clamped as Redis clamps it, or
@@ -210,17 +215,21 @@ pub fn lrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let Some((start, stop)) = range_args(args) else {
         return error(NOT_AN_INTEGER);
     };
-    let found = of_kind!(ctx.read(&args[1])?, List);
-    let list = found.map(|e| e.value).unwrap_or_default();
-    let items = match clamp(start, stop, packed::count(&list)) {
-        None => Vec::new(),
-        Some((from, to)) => packed::elements(&list)
-            .skip(from)
-            .take(to - from + 1)
-            .map(|e| Frame::Bulk(e.to_vec()))
-            .collect(),
-    };
-    reply(Frame::Array(items))
+    let items = view(ctx, &args[1], Kind::List, |list| {
+        let list = list.unwrap_or_default();
+        match clamp(start, stop, packed::count(list)) {
+            None => Vec::new(),
+            Some((from, to)) => packed::elements(list)
+                .skip(from)
+                .take(to - from + 1)
+                .map(|e| Frame::Bulk(e.to_vec()))
+                .collect(),
+        }
+    })?;
+    match items {
+        Some(items) => reply(Frame::Array(items)),
+        None => error(WRONG_TYPE),
+    }
 }
 
 pub fn lset(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {

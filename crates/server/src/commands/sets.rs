@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 
 use resp::Frame;
 
-use super::collections::{self, edit, notify_edit, Edit};
+use super::collections::{self, edit, notify_edit, view, Edit};
 use super::{error, int, of_kind, parse_integer, reply, Ctx, Reply, WRONG_TYPE};
 use crate::entry::{Entry, Kind};
 use crate::keyspace_events::{GENERIC, SET};
@@ -124,25 +124,36 @@ pub fn smembers(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     reply(as_set(packed::elements(&set)))
 }
 
+/// Answers what `f` makes of the set at `key` (`None` if missing), read in place.
+fn read_set(ctx: &Ctx, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> Frame) -> Reply {
+    match view(ctx, key, Kind::Set, f)? {
+        Some(frame) => reply(frame),
+        None => error(WRONG_TYPE),
+    }
+}
+
 pub fn sismember(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let found = of_kind!(ctx.read(&args[1])?, Set);
-    int(found.is_some_and(|e| holds(&members(&e.value), &args[2])) as i64)
+    read_set(ctx, &args[1], |set| {
+        let member = args[2].as_slice();
+        Frame::Integer(set.is_some_and(|s| packed::elements(s).any(|m| m == member)) as i64)
+    })
 }
 
 pub fn smismember(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let found = of_kind!(ctx.read(&args[1])?, Set);
-    let set = found.map(|e| e.value).unwrap_or_default();
-    let all = members(&set);
-    let answers = args[2..]
-        .iter()
-        .map(|m| Frame::Integer(holds(&all, m) as i64))
-        .collect();
-    reply(Frame::Array(answers))
+    read_set(ctx, &args[1], |set| {
+        let all = members(set.unwrap_or_default());
+        let answers = args[2..]
+            .iter()
+            .map(|m| Frame::Integer(holds(&all, m) as i64))
+            .collect();
+        Frame::Array(answers)
+    })
 }
 
 pub fn scard(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let found = of_kind!(ctx.read_untouched(&args[1])?, Set);
-    int(found.map_or(0, |e| packed::count(&e.value)) as i64)
+    read_set(ctx, &args[1], |set| {
+        Frame::Integer(set.map_or(0, packed::count) as i64)
+    })
 }
 
 /// `SPOP key [count]`: removes random members.

@@ -358,9 +358,18 @@ pub fn zrem(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     int(edited.result as i64)
 }
 
+/// Answers what `f` makes of the sorted set at `key` (`None` if missing), read in place.
+fn read_zset(ctx: &Ctx, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> Frame) -> Reply {
+    match collections::view(ctx, key, Kind::ZSet, f)? {
+        Some(frame) => reply(frame),
+        None => error(WRONG_TYPE),
+    }
+}
+
 pub fn zcard(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let found = of_kind!(ctx.read_untouched(&args[1])?, ZSet);
-    int(found.map_or(0, |e| packed::count(&e.value)) as i64)
+    read_zset(ctx, &args[1], |z| {
+        Frame::Integer(z.map_or(0, packed::count) as i64)
+    })
 }
 
 fn score_of(zset: &[u8], member: &[u8]) -> Option<f64> {
@@ -368,32 +377,35 @@ fn score_of(zset: &[u8], member: &[u8]) -> Option<f64> {
 }
 
 pub fn zscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let found = of_kind!(ctx.read(&args[1])?, ZSet);
-    let score = found.and_then(|e| score_of(&e.value, &args[2]));
-    reply(score.map_or(Frame::Null, score_frame))
+    read_zset(ctx, &args[1], |z| {
+        let score = z.and_then(|z| score_of(z, &args[2]));
+        score.map_or(Frame::Null, score_frame)
+    })
 }
 
 pub fn zmscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let found = of_kind!(ctx.read(&args[1])?, ZSet);
-    let zset = found.map(|e| e.value).unwrap_or_default();
-    let scores = args[2..]
-        .iter()
-        .map(|m| score_of(&zset, m).map_or(Frame::Null, score_frame))
-        .collect();
-    reply(Frame::Array(scores))
+    read_zset(ctx, &args[1], |z| {
+        let z = z.unwrap_or_default();
+        let scores = args[2..]
+            .iter()
+            .map(|m| score_of(z, m).map_or(Frame::Null, score_frame))
+            .collect();
+        Frame::Array(scores)
+    })
 }
 
 fn rank(ctx: &Ctx, args: &[Vec<u8>], reverse: bool) -> Reply {
-    let found = of_kind!(ctx.read(&args[1])?, ZSet);
-    let rank = found.and_then(|e| {
-        let at = packed::scored(&e.value).position(|m| m.0 == args[2].as_slice())?;
-        Some(if reverse {
-            packed::count(&e.value) - 1 - at
-        } else {
-            at
-        })
-    });
-    reply(rank.map_or(Frame::Null, |r| Frame::Integer(r as i64)))
+    read_zset(ctx, &args[1], |z| {
+        let rank = z.and_then(|z| {
+            let at = packed::scored(z).position(|m| m.0 == args[2].as_slice())?;
+            Some(if reverse {
+                packed::count(z) - 1 - at
+            } else {
+                at
+            })
+        });
+        rank.map_or(Frame::Null, |r| Frame::Integer(r as i64))
+    })
 }
 
 pub fn zrank(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {

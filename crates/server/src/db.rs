@@ -268,21 +268,22 @@ impl Db {
                     true
                 }
                 (Change::Put(e), None) => {
-                    let ok = index.insert(key, &e.stored());
+                    let deadline = e.deadline;
+                    let ok = index.insert(key, &e.into_stored());
                     if ok {
                         self.events.fire(events::NEW, "new", key);
-                        self.written(key, e.deadline);
+                        self.written(key, deadline);
                     }
                     ok
                 }
                 (Change::Put(e), Some(old)) => {
-                    let new = e.stored();
-                    let ok = index.compare_and_set(key, old, &new);
+                    let deadline = e.deadline;
+                    let ok = index.compare_and_set(key, old, &e.into_stored());
                     if ok {
                         if expired {
                             self.replaced_expired(key);
                         }
-                        self.written(key, e.deadline);
+                        self.written(key, deadline);
                     }
                     ok
                 }
@@ -320,13 +321,14 @@ impl Db {
             Change::Keep => {}
             Change::Put(e) => {
                 let created = locked.stored().is_none();
-                locked.put(&e.stored())?;
+                let deadline = e.deadline;
+                locked.put(&e.into_stored())?;
                 if expired {
                     self.replaced_expired(key);
                 } else if created {
                     self.events.fire(events::NEW, "new", key);
                 }
-                self.written(key, e.deadline);
+                self.written(key, deadline);
             }
             Change::Delete => {
                 if locked.delete()? {

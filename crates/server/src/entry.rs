@@ -105,6 +105,19 @@ impl Entry {
         Self::encode_as(self.kind, &self.value, self.deadline, self.raw)
     }
 
+    /// [`Entry::stored`], reusing the payload's buffer: a large collection is not
+    /// copied once more.
+    pub fn into_stored(self) -> Vec<u8> {
+        let mut out = self.value;
+        let mut tag = self.kind.bits() | if self.raw { RAW } else { 0 };
+        if let Some(d) = self.deadline {
+            out.extend_from_slice(&d.to_le_bytes());
+            tag |= HAS_DEADLINE;
+        }
+        out.push(tag);
+        out
+    }
+
     /// The stored bytes of a string.
     pub fn encode(value: &[u8], deadline: Option<u64>, raw: bool) -> Vec<u8> {
         Self::encode_as(Kind::String, value, deadline, raw)
@@ -236,6 +249,7 @@ mod tests {
                         kind,
                     };
                     let stored = entry.stored();
+                    assert_eq!(entry.clone().into_stored(), stored);
                     assert_eq!(Entry::check(&stored), Ok(deadline));
                     assert_eq!(Entry::stored_kind(&stored), kind);
                     assert_eq!(Entry::decode(stored), entry);

@@ -94,7 +94,8 @@ pub struct Builder {
 
 impl Builder {
     pub fn with_capacity(bytes: usize) -> Builder {
-        let mut out = Vec::with_capacity(HEADER + bytes);
+        // Room for the entry's trailer too (see `Entry::into_stored`).
+        let mut out = Vec::with_capacity(HEADER + bytes + 9);
         out.extend_from_slice(&[0; HEADER]);
         Builder { out, count: 0 }
     }

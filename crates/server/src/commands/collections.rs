@@ -191,6 +191,29 @@ pub const MAX_REPEATS: usize = 10_000_000;
 pub const TOO_MANY_REPEATS: &str =
     "ERR count is too large: hotkv returns at most 10000000 random elements at once";
 
+/// The `[count [WITHVALUES | WITHSCORES]]` of HRANDFIELD and ZRANDMEMBER (`pair_word`
+/// the option's name), checked in Redis's order and words: the count, and whether the
+/// values or scores are wanted too.
+pub fn random_count(
+    args: &[Vec<u8>],
+    pair_word: &[u8],
+) -> Result<(Option<i64>, bool), &'static str> {
+    let (count, pairs) = match args {
+        [] => return Ok((None, false)),
+        [n] => (n, false),
+        [n, w] if w.eq_ignore_ascii_case(pair_word) => (n, true),
+        _ => return Err(super::SYNTAX_ERROR),
+    };
+    match super::parse_integer(count) {
+        None => Err(super::NOT_AN_INTEGER),
+        Some(i64::MIN) => Err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"),
+        // Redis refuses a repeat count whose doubling (with the values) could overflow.
+        Some(n) if n < -(i64::MAX / 2) => Err("ERR value is out of range"),
+        Some(n) if n < -(MAX_REPEATS as i64) => Err(TOO_MANY_REPEATS),
+        Some(n) => Ok((Some(n), pairs)),
+    }
+}
+
 /// The elements a random pick takes (HRANDFIELD, SRANDMEMBER, SPOP): `count` distinct
 /// positions out of `len` if `distinct`, else `count` positions that may repeat.
 pub fn random_positions(len: usize, count: usize, distinct: bool) -> Vec<usize> {

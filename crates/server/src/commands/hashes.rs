@@ -8,8 +8,8 @@ use resp::Frame;
 
 use super::collections::{self, edit, notify_edit, view, Edit};
 use super::incr::parse_float;
-use super::{error, int, of_kind, ok, parse_integer, reply, upper, Ctx, Reply};
-use super::{NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
+use super::{error, int, of_kind, ok, parse_integer, reply, Ctx, Reply};
+use super::{NOT_AN_INTEGER, WRONG_TYPE};
 use crate::entry::Kind;
 use crate::keyspace_events::HASH;
 use crate::packed::{self, Builder};
@@ -273,24 +273,9 @@ pub fn hincrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 /// `HRANDFIELD key [count [WITHVALUES]]`: a positive count picks distinct fields, a
 /// negative one may pick a field more than once.
 pub fn hrandfield(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let (count, with_values) = match &args[2..] {
-        [] => (None, false),
-        [n] => (Some(n), false),
-        [n, w] if upper(w) == b"WITHVALUES" => (Some(n), true),
-        _ => return error(SYNTAX_ERROR),
-    };
-    let count = match count.map(|n| parse_integer(n)) {
-        None => None,
-        Some(Some(i64::MIN)) => {
-            return error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-        }
-        // Redis refuses a repeat count whose doubling (field and value) could overflow.
-        Some(Some(n)) if n < -(i64::MAX / 2) => return error("ERR value is out of range"),
-        Some(Some(n)) if n < -(collections::MAX_REPEATS as i64) => {
-            return error(collections::TOO_MANY_REPEATS)
-        }
-        Some(Some(n)) => Some(n),
-        Some(None) => return error(NOT_AN_INTEGER),
+    let (count, with_values) = match collections::random_count(&args[2..], b"WITHVALUES") {
+        Ok(parsed) => parsed,
+        Err(e) => return error(e),
     };
     let found = of_kind!(ctx.read(&args[1])?, Hash);
     let Some(entry) = found else {

@@ -776,23 +776,9 @@ pub fn zremrangebylex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 
 /// `ZRANDMEMBER key [count [WITHSCORES]]`.
 pub fn zrandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let (count, with_scores) = match &args[2..] {
-        [] => (None, false),
-        [n] => (Some(n), false),
-        [n, w] if upper(w) == b"WITHSCORES" => (Some(n), true),
-        _ => return error(SYNTAX_ERROR),
-    };
-    let count = match count.map(|n| parse_integer(n)) {
-        None => None,
-        Some(Some(i64::MIN)) => {
-            return error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-        }
-        Some(Some(n)) if n < -(i64::MAX / 2) => return error("ERR value is out of range"),
-        Some(Some(n)) if n < -(collections::MAX_REPEATS as i64) => {
-            return error(collections::TOO_MANY_REPEATS)
-        }
-        Some(Some(n)) => Some(n),
-        Some(None) => return error(NOT_AN_INTEGER),
+    let (count, with_scores) = match collections::random_count(&args[2..], b"WITHSCORES") {
+        Ok(parsed) => parsed,
+        Err(e) => return error(e),
     };
     let found = of_kind!(ctx.read(&args[1])?, ZSet);
     let Some(entry) = found else {

@@ -991,6 +991,52 @@ def test_values_move_between_redis_and_hotkv_with_dump_and_restore(server, redis
         ours.restore("stream", 0, theirs.dump("stream"))
 
 
+def test_keyspace_events_of_collection_commands_match_redis(server, redis_port):
+    """Every keyspace notification a run of list, hash, set and sorted-set commands
+    makes (pops that empty a key, moves, STORE forms, increments) is the one
+    redis-server 7.0 publishes, in the same order."""
+    import redis as redis_py
+    script = [
+        ["RPUSH", "l", "a", "b"], ["LPOP", "l"], ["LPOP", "l"], ["LPUSHX", "l", "x"],
+        ["RPUSH", "l", "a", "b", "c"], ["LTRIM", "l", "0", "0"], ["LSET", "l", "0", "z"],
+        ["LINSERT", "l", "BEFORE", "z", "y"], ["LREM", "l", "0", "y"],
+        ["RPOPLPUSH", "l", "l2"], ["LMOVE", "l2", "l2", "LEFT", "RIGHT"], ["BLPOP", "l2", "0"],
+        ["HSET", "h", "a", "1"], ["HINCRBY", "h", "a", "2"], ["HINCRBYFLOAT", "h", "a", "1.5"],
+        ["HDEL", "h", "a"], ["HSETNX", "h", "b", "1"],
+        ["SADD", "s", "1", "2"], ["SREM", "s", "1"], ["SMOVE", "s", "s2", "2"], ["SADD", "s", "3"],
+        ["SINTERSTORE", "d", "s", "s"], ["SUNIONSTORE", "d", "nos"], ["SPOP", "s"],
+        ["ZADD", "z", "1", "a", "2", "b"], ["ZINCRBY", "z", "1", "a"], ["ZADD", "z", "INCR", "1", "a"],
+        ["ZREM", "z", "a"], ["ZPOPMIN", "z"], ["ZADD", "z", "1", "a", "2", "b", "3", "c"],
+        ["ZREMRANGEBYRANK", "z", "0", "0"], ["ZRANGESTORE", "d2", "z", "0", "-1"],
+        ["BZPOPMAX", "z", "0"], ["ZREMRANGEBYSCORE", "z", "-inf", "+inf"],
+    ]
+
+    def events(port):
+        c = redis_py.Redis(port=port)
+        c.flushall()
+        c.config_set("notify-keyspace-events", "KEA")
+        sub = c.pubsub()
+        sub.psubscribe("__key*__:*")
+        assert sub.get_message(timeout=5)["type"] == "psubscribe"
+        for command in script:
+            c.execute_command(*command)
+        c.execute_command("PUBLISH", "__keyspace@0__:end", "end")
+        seen = []
+        while True:
+            m = sub.get_message(timeout=5)
+            assert m is not None, f"the end marker never came after {seen[-3:]}"
+            if m["data"] == b"end":
+                break
+            seen.append((m["channel"].decode(), m["data"].decode()))
+        c.config_set("notify-keyspace-events", "")
+        sub.close()
+        return seen
+
+    mine, expected = events(server), events(redis_port)
+    assert len(expected) > 80
+    assert mine == expected
+
+
 VALUES = [b"", b"0", b"1", b"-1", b"42", b"007", b"3.5", b"abc", b"foobar", b"hello world",
           b"9223372036854775807", b"-9223372036854775808", b"\x00\xff\r\n", b"x" * 50, b"\xf0\x0f"]
 # Exact in binary or not: sums are computed in Redis's long double and printed with its

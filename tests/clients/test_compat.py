@@ -697,6 +697,25 @@ ZADD str 1 a
 MULTI
 OBJECT nosuch
 EXEC
+CONFIG GET hash-max-listpack-entries
+CONFIG GET zset-max-ziplist-value
+CONFIG SET hash-max-ziplist-entries 2
+CONFIG GET hash-max-listpack-entries
+CONFIG SET hash-max-listpack-entries -1
+CONFIG SET hash-max-listpack-entries x
+CONFIG SET set-max-intset-entries 1
+CONFIG SET zset-max-listpack-value 3
+CONFIG SET list-compress-depth -1
+HSET enc a 1 b 2 c 3
+OBJECT ENCODING enc
+SADD encs 1 2
+OBJECT ENCODING encs
+ZADD encz 1 abcd
+OBJECT ENCODING encz
+CONFIG SET hash-max-listpack-entries 512
+CONFIG SET set-max-intset-entries 512
+CONFIG SET zset-max-listpack-value 64
+CONFIG SET list-compress-depth 0
 """
 
 

@@ -96,6 +96,10 @@ pub struct Config {
     maxmemory: AtomicU64,
     policy: AtomicU8,
     maxmemory_samples: AtomicU64,
+    /// The collection sizes up to which Redis keeps its compact encodings, in
+    /// [`ENCODING_SETTINGS`] order: what OBJECT ENCODING names (hotkv packs every
+    /// collection the same way).
+    encoding_limits: [AtomicI64; ENCODING_SETTINGS.len()],
     timeout: AtomicU64,
     proto_max_bulk_len: AtomicU64,
     /// Requests taking at least this many microseconds go to the slow log; negative: none.
@@ -141,6 +145,7 @@ impl Default for Config {
             maxmemory: AtomicU64::new(0),
             policy: AtomicU8::new(NO_EVICTION),
             maxmemory_samples: AtomicU64::new(5),
+            encoding_limits: ENCODING_SETTINGS.map(|(_, _, default)| AtomicI64::new(default)),
             timeout: AtomicU64::new(0),
             proto_max_bulk_len: AtomicU64::new(512 * 1024 * 1024),
             slowlog_log_slower_than: AtomicI64::new(10_000),
@@ -156,8 +161,50 @@ impl Default for Config {
     }
 }
 
+/// Redis's encoding thresholds: name, the name Redis before 7.0 gave it (still
+/// accepted), default. The list settings only describe Redis's nodes and are kept for
+/// CONFIG GET.
+const ENCODING_SETTINGS: [(&str, &str, i64); 7] = [
+    ("hash-max-listpack-entries", "hash-max-ziplist-entries", 512),
+    ("hash-max-listpack-value", "hash-max-ziplist-value", 64),
+    ("set-max-intset-entries", "", 512),
+    ("zset-max-listpack-entries", "zset-max-ziplist-entries", 128),
+    ("zset-max-listpack-value", "zset-max-ziplist-value", 64),
+    ("list-max-listpack-size", "list-max-ziplist-size", -2),
+    ("list-compress-depth", "", 0),
+];
+
+/// Which of [`ENCODING_SETTINGS`] OBJECT ENCODING consults.
+#[derive(Clone, Copy)]
+pub enum EncodingLimit {
+    HashEntries = 0,
+    HashValue = 1,
+    SetIntsetEntries = 2,
+    ZsetEntries = 3,
+    ZsetValue = 4,
+}
+
+/// The index in [`ENCODING_SETTINGS`] of `name` or of its old name.
+fn encoding_setting(name: &str) -> Option<usize> {
+    ENCODING_SETTINGS
+        .iter()
+        .position(|(new, old, _)| name == *new || (!old.is_empty() && name == *old))
+}
+
 /// Names CONFIG GET answers, in the order it lists them.
 const NAMES: &[&str] = &[
+    "hash-max-listpack-entries",
+    "hash-max-ziplist-entries",
+    "hash-max-listpack-value",
+    "hash-max-ziplist-value",
+    "set-max-intset-entries",
+    "zset-max-listpack-entries",
+    "zset-max-ziplist-entries",
+    "zset-max-listpack-value",
+    "zset-max-ziplist-value",
+    "list-max-listpack-size",
+    "list-max-ziplist-size",
+    "list-compress-depth",
     "bind",
     "port",
     "protected-mode",
@@ -197,7 +244,17 @@ const LISTS: &[&str] = &[
 /// Settings CONFIG REWRITE keeps out of the file: they describe hotkv rather than
 /// configure it (and `bind`, `port`, `io-threads` and `protected-mode` are written only
 /// when they differ from the defaults, like the rest).
-const NOT_REWRITTEN: &[&str] = &["databases", "save", "appendonly"];
+const NOT_REWRITTEN: &[&str] = &[
+    "databases",
+    "save",
+    "appendonly",
+    // Old names of settings written under their new ones.
+    "hash-max-ziplist-entries",
+    "hash-max-ziplist-value",
+    "zset-max-ziplist-entries",
+    "zset-max-ziplist-value",
+    "list-max-ziplist-size",
+];
 
 const MAXMEMORY_NEEDS_MEMORY: &str = "maxmemory limits the memory engine; the lsm engine keeps its data on disk and its memory to --cache-size and --memtable-size";
 
@@ -273,6 +330,11 @@ impl Config {
         )
     }
 
+    /// One of Redis's encoding thresholds (see [`ENCODING_SETTINGS`]).
+    pub fn encoding_limit(&self, which: EncodingLimit) -> i64 {
+        self.encoding_limits[which as usize].load(Ordering::Relaxed)
+    }
+
     pub fn keyspace_events(&self) -> u32 {
         self.keyspace_events.load(Ordering::Relaxed)
     }
@@ -296,6 +358,9 @@ impl Config {
     }
 
     fn value(&self, name: &str) -> String {
+        if let Some(i) = encoding_setting(name) {
+            return self.encoding_limits[i].load(Ordering::Relaxed).to_string();
+        }
         match name {
             "bind" => self.bind.to_string(),
             "port" => self.port.to_string(),
@@ -361,6 +426,23 @@ impl Config {
         let text = std::str::from_utf8(value)
             .map_err(|_| SetError::Invalid("argument must be text".into()))?;
         let invalid = |why: &str| SetError::Invalid(why.to_string());
+        if let Some(i) = encoding_setting(name) {
+            let n: i64 = text
+                .parse()
+                .map_err(|_| invalid("argument couldn't be parsed into an integer"))?;
+            let (low, high) = match ENCODING_SETTINGS[i].0 {
+                "list-max-listpack-size" => (i32::MIN as i64, i32::MAX as i64),
+                "list-compress-depth" => (0, i32::MAX as i64),
+                _ => (0, i64::MAX),
+            };
+            if !(low..=high).contains(&n) {
+                return Err(invalid(&format!(
+                    "argument must be between {low} and {high} inclusive"
+                )));
+            }
+            self.encoding_limits[i].store(n, Ordering::Relaxed);
+            return Ok(());
+        }
         match name {
             "requirepass" => {
                 *self.requirepass.write().unwrap_or_else(|e| e.into_inner()) =
@@ -789,6 +871,30 @@ mod tests {
             assert_eq!(again.value(name), c.value(name), "{name} in\n{text}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn encoding_settings_answer_to_both_names() {
+        let mut c = Config::default();
+        c.load_file(
+            "hash-max-ziplist-entries 100\nzset-max-listpack-value 10\n",
+            "redis.conf",
+        )
+        .unwrap();
+        assert_eq!(c.encoding_limit(EncodingLimit::HashEntries), 100);
+        assert_eq!(c.encoding_limit(EncodingLimit::ZsetValue), 10);
+        assert_eq!(
+            c.get(b"hash-max-*-entries"),
+            vec![
+                ("hash-max-listpack-entries".to_string(), "100".to_string()),
+                ("hash-max-ziplist-entries".to_string(), "100".to_string()),
+            ]
+        );
+        assert!(matches!(
+            c.set("set-max-intset-entries", b"-1"),
+            Err(SetError::Invalid(e)) if e.contains("between 0 and")
+        ));
+        assert_eq!(c.encoding_limit(EncodingLimit::SetIntsetEntries), 512);
     }
 
     #[test]

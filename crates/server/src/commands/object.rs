@@ -3,7 +3,7 @@
 use resp::Frame;
 
 use super::{error, int, parse_integer, reply, upper, Ctx, Reply};
-use crate::config::Policy;
+use crate::config::{EncodingLimit, Policy};
 use crate::entry::Kind;
 use crate::packed;
 
@@ -34,7 +34,14 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             None => reply(Frame::Null),
             Some(entry) if entry.raw => reply(Frame::bulk("raw")),
             Some(entry) if entry.is_string() => reply(Frame::bulk(encoding(&entry.value))),
-            Some(entry) => reply(Frame::bulk(collection_encoding(entry.kind, &entry.value))),
+            Some(entry) => {
+                let limit = |which| ctx.server.config.encoding_limit(which);
+                reply(Frame::bulk(collection_encoding(
+                    entry.kind,
+                    &entry.value,
+                    limit,
+                )))
+            }
         },
         (b"REFCOUNT", [key]) => match read(ctx, key)? {
             None => reply(Frame::Null),
@@ -98,28 +105,49 @@ fn encoding(value: &[u8]) -> &'static str {
     }
 }
 
-/// What Redis 7.0 would call a collection's representation, with its default limits
-/// (`hash-max-listpack-entries` 128 and `-value` 64, `set-max-intset-entries` 512, the
-/// same two for sorted sets). Redis converts a small representation to a large one
-/// once and never back; here the name follows what the collection holds now.
-fn collection_encoding(kind: Kind, value: &[u8]) -> &'static str {
-    // At most 128 entries, none of whose parts is longer than 64 bytes.
-    let small = |mut lengths: Box<dyn Iterator<Item = usize> + '_>| {
-        packed::count(value) <= 128 && lengths.all(|n| n <= 64)
+/// What Redis 7.0 would call a collection's representation under the thresholds
+/// `limit` gives (`hash-max-listpack-entries` and `-value`, `set-max-intset-entries`,
+/// `zset-max-listpack-entries` and `-value`). Redis converts a small representation to
+/// a large one once and never back; here the name follows what the collection holds now.
+fn collection_encoding(
+    kind: Kind,
+    value: &[u8],
+    limit: impl Fn(EncodingLimit) -> i64,
+) -> &'static str {
+    let count = packed::count(value) as i64;
+    // At most `entries` entries, none of whose parts is longer than `bytes`.
+    let small = |entries, bytes, mut lengths: Box<dyn Iterator<Item = usize> + '_>| {
+        count <= limit(entries) && lengths.all(|n| n as i64 <= limit(bytes))
     };
     match kind {
         Kind::String => unreachable!("strings are named by `encoding`"),
         Kind::List => "quicklist",
-        Kind::Hash if small(Box::new(packed::elements(value).map(<[u8]>::len))) => "listpack",
+        Kind::Hash
+            if small(
+                EncodingLimit::HashEntries,
+                EncodingLimit::HashValue,
+                Box::new(packed::elements(value).map(<[u8]>::len)),
+            ) =>
+        {
+            "listpack"
+        }
         Kind::Hash => "hashtable",
         Kind::Set
-            if packed::count(value) <= 512
+            if count <= limit(EncodingLimit::SetIntsetEntries)
                 && packed::elements(value).all(|m| packed::set_integer(m).is_some()) =>
         {
             "intset"
         }
         Kind::Set => "hashtable",
-        Kind::ZSet if small(Box::new(packed::scored(value).map(|(m, _)| m.len()))) => "listpack",
+        Kind::ZSet
+            if small(
+                EncodingLimit::ZsetEntries,
+                EncodingLimit::ZsetValue,
+                Box::new(packed::scored(value).map(|(m, _)| m.len())),
+            ) =>
+        {
+            "listpack"
+        }
         Kind::ZSet => "skiplist",
     }
 }

@@ -8,9 +8,9 @@ use resp::Frame;
 use super::{
     arity_allows, error, find_subcommand, full_name, int, key_specs, reply, subcommands_of, upper,
     Command, Ctx, KeySpec, Named, Reply, Subcommand, ADMIN, ADMIN_CATEGORY, ALLOW_BUSY, BITMAP,
-    BLOCKING, CONNECTION, DANGEROUS, DENYOOM, FAST, HASH, KEYSPACE, LIST, LOADING, NOSCRIPT,
-    NO_ASYNC_LOADING, NO_AUTH, NO_MULTI, PUBSUB, READONLY, SET, SKIP_SLOWLOG, SORTEDSET, STALE,
-    STRING, SYNTAX_ERROR, TABLE, TRANSACTION, WRITE,
+    BLOCKING, CONNECTION, DANGEROUS, DENYOOM, FAST, HASH, KEYSPACE, LIST, LOADING, MOVABLE_KEYS,
+    NOSCRIPT, NO_ASYNC_LOADING, NO_AUTH, NO_MULTI, PUBSUB, READONLY, SET, SKIP_SLOWLOG, SORTEDSET,
+    STALE, STRING, SYNTAX_ERROR, TABLE, TRANSACTION, WRITE,
 };
 
 pub fn command(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
@@ -120,6 +120,9 @@ fn getkeys(full: &[Vec<u8>], with_flags: bool) -> Reply {
             }
         })
         .collect();
+    if !key_specs::counts_hold(specs, full) {
+        return error("ERR Invalid arguments specified for command");
+    }
     if keys.is_empty() {
         return error("ERR The command has no key arguments");
     }
@@ -188,10 +191,11 @@ fn entry(
         (NO_AUTH, "no_auth"),
         (NO_ASYNC_LOADING, "no_async_loading"),
         (NO_MULTI, "no_multi"),
+        (MOVABLE_KEYS, "movablekeys"),
         (ALLOW_BUSY, "allow_busy"),
     ]
     .iter()
-    .filter(|(bit, _)| flags & bit != 0)
+    .filter(|(bit, _)| flags & bit != 0 || (*bit == MOVABLE_KEYS && key_specs::movable(keys)))
     .map(|(_, name)| Frame::Simple(name.to_string()))
     .collect();
     let categories = categories(flags, acl)

@@ -56,6 +56,9 @@ pub struct KeySpec {
     /// when negative (-1: the last argument).
     last: i32,
     step: i32,
+    /// Redis's `keynum` form instead of a range: the argument at `begin + .0` counts
+    /// the keys, which start at `begin + .1`, `step` apart (ZUNION, SINTERCARD).
+    keynum: Option<(i32, i32)>,
     notes: &'static str,
 }
 
@@ -74,8 +77,36 @@ pub const fn range(flags: u16, begin: i32, last: i32, step: i32) -> KeySpec {
         begin,
         last,
         step,
+        keynum: None,
         notes: "",
     }
+}
+
+/// Keys counted by an argument: the count at `begin + keynumidx`, the keys from
+/// `begin + firstkey`, `step` apart.
+pub const fn counted(flags: u16, begin: i32, keynumidx: i32, firstkey: i32, step: i32) -> KeySpec {
+    KeySpec {
+        flags,
+        begin,
+        last: 0,
+        step,
+        keynum: Some((keynumidx, firstkey)),
+        notes: "",
+    }
+}
+
+/// Whether every key count in `args` that `specs` name is a count of keys there.
+pub fn counts_hold(specs: &[KeySpec], args: &[Vec<u8>]) -> bool {
+    specs
+        .iter()
+        .filter(|s| s.keynum.is_some())
+        .all(|s| s.positions(args).next().is_some())
+}
+
+/// Whether a command's keys can only be found by reading its arguments (Redis's
+/// `movablekeys` flag): a counted spec.
+pub fn movable(specs: &[KeySpec]) -> bool {
+    specs.iter().any(|s| s.keynum.is_some())
 }
 
 /// The first argument, the one key.
@@ -94,17 +125,30 @@ impl KeySpec {
         KeySpec { notes, ..self }
     }
 
-    /// The positions this spec finds in a call of `argc` arguments (arity checked).
-    fn positions(&self, argc: usize) -> impl Iterator<Item = usize> {
-        let n = argc as i32;
+    /// The positions this spec finds in the call `args` (arity checked). A count that
+    /// is not a number or runs past the arguments finds none.
+    fn positions(&self, args: &[Vec<u8>]) -> std::iter::StepBy<std::ops::RangeInclusive<usize>> {
+        let n = args.len() as i32;
+        if let Some((keynumidx, firstkey)) = self.keynum {
+            let count = args
+                .get((self.begin + keynumidx) as usize)
+                .and_then(|c| resp::parse_integer(c))
+                .filter(|&c| c > 0 && c <= i64::from(n));
+            let first = (self.begin + firstkey) as usize;
+            let last = count.map(|c| first + (c as usize - 1) * self.step as usize);
+            let (from, to) = match last {
+                Some(last) if last < args.len() => (first, last),
+                // None: a range that ends before it starts.
+                _ => (1, 0),
+            };
+            return (from..=to).step_by(self.step as usize);
+        }
         let last = if self.last >= 0 {
             (self.begin + self.last).min(n - 1)
         } else {
             n + self.last
         };
-        (self.begin..=last)
-            .step_by(self.step as usize)
-            .map(|i| i as usize)
+        (self.begin as usize..=last as usize).step_by(self.step as usize)
     }
 
     /// COMMAND INFO's description, in Redis's field order.
@@ -125,6 +169,23 @@ impl KeySpec {
                 ),
             ]),
         ));
+        if let Some((keynumidx, firstkey)) = self.keynum {
+            fields.push((
+                text("find_keys"),
+                Frame::Map(vec![
+                    (text("type"), text("keynum")),
+                    (
+                        text("spec"),
+                        Frame::Map(vec![
+                            (text("keynumidx"), Frame::Integer(keynumidx as i64)),
+                            (text("firstkey"), Frame::Integer(firstkey as i64)),
+                            (text("keystep"), Frame::Integer(self.step as i64)),
+                        ]),
+                    ),
+                ]),
+            ));
+            return Frame::Map(fields);
+        }
         fields.push((
             text("find_keys"),
             Frame::Map(vec![
@@ -170,15 +231,17 @@ pub fn legacy_range(specs: &[KeySpec]) -> (i32, i32, i32) {
             s.last
         }
     };
-    match specs {
+    // As Redis: a counted spec cannot be said as a range and is left out.
+    let ranges: Vec<&KeySpec> = specs.iter().filter(|s| s.keynum.is_none()).collect();
+    match ranges.as_slice() {
         [] => (0, 0, 0),
         [s] => (s.begin, absolute_last(s), s.step),
         _ => {
-            let first = specs.iter().map(|s| s.begin).min().unwrap_or(0);
+            let first = ranges.iter().map(|s| s.begin).min().unwrap_or(0);
             // As unsigned, -1 is the largest.
-            let last = specs
+            let last = ranges
                 .iter()
-                .map(absolute_last)
+                .map(|s| absolute_last(s))
                 .max_by_key(|&l| l as u32)
                 .unwrap_or(0);
             (first, last, 1)
@@ -197,7 +260,7 @@ pub fn keys_of_call<'a>(
         .filter(|s| s.flags & NOT_KEY == 0)
         .flat_map(move |s| {
             let flags = flags_of_call(s.flags, args);
-            s.positions(args.len()).map(move |i| (i, flags))
+            s.positions(args).map(move |i| (i, flags))
         })
 }
 
@@ -254,6 +317,32 @@ mod tests {
             keys_of_call(&channels, &call(&["ssubscribe", "c"])).count(),
             0
         );
+    }
+
+    #[test]
+    fn counted_keys_follow_their_count() {
+        let zunionstore = [first(OW | UPDATE), counted(RO | ACCESS, 2, 0, 1, 1)];
+        let keys = |args: &[&str]| -> Vec<usize> {
+            keys_of_call(&zunionstore, &call(args))
+                .map(|(i, _)| i)
+                .collect()
+        };
+        assert_eq!(
+            keys(&["zunionstore", "d", "2", "a", "b", "WEIGHTS", "1", "2"]),
+            [1, 3, 4]
+        );
+        // A count that is not one, or runs past the arguments, finds no counted keys.
+        for bad in [
+            &["zunionstore", "d", "x", "a"][..],
+            &["zunionstore", "d", "3", "a", "b"],
+            &["zunionstore", "d", "0", "a"],
+        ] {
+            assert_eq!(keys(bad), [1]);
+            assert!(!counts_hold(&zunionstore, &call(bad)));
+        }
+        assert!(movable(&zunionstore) && !movable(&[first(RO)]));
+        assert_eq!(legacy_range(&zunionstore), (1, 1, 1));
+        assert_eq!(legacy_range(&[counted(RO, 1, 0, 1, 1)]), (0, 0, 0));
     }
 
     #[test]

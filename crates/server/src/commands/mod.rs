@@ -54,7 +54,7 @@ use crate::gate_hold::GateHold;
 use crate::keyspace_events;
 use crate::server::Server;
 use key_specs::{
-    every, first, range, KeySpec, ACCESS, DELETE, INSERT, NOT_KEY, OW, RM, RO, RW, UPDATE,
+    counted, every, first, range, KeySpec, ACCESS, DELETE, INSERT, NOT_KEY, OW, RM, RO, RW, UPDATE,
     VARIABLE_FLAGS,
 };
 
@@ -291,6 +291,9 @@ const ALLOW_BUSY: u32 = 1 << 16;
 const NO_ASYNC_LOADING: u32 = 1 << 17;
 /// May wait for keys to be written (BLPOP): in the @blocking category.
 const BLOCKING: u32 = 1 << 18;
+/// Never set in the table: COMMAND INFO shows `movablekeys` for commands whose key
+/// specs count their keys (see `key_specs::movable`).
+const MOVABLE_KEYS: u32 = 1 << 19;
 
 // ACL categories (COMMAND INFO, COMMAND LIST FILTERBY ACLCAT) beyond those Redis derives
 // from the flags (@write, @read, @admin and @dangerous, @fast or else @slow); see
@@ -443,6 +446,7 @@ const TABLE: &[Command] = &[
     cmd("sdiff", -2, R | ALONE, &[every(RO | ACCESS)], SET, sets::sdiff),
     cmd("sdiffstore", -3, W | ALONE, &[first(OW | UPDATE), range(RO | ACCESS, 2, -1, 1)], SET, sets::sdiffstore),
     cmd("sscan", -3, R, &[first(RO | ACCESS)], SET, sets::sscan),
+    cmd("sintercard", -3, R | ALONE, &[counted(RO | ACCESS, 1, 0, 1, 1)], SET, sets::sintercard),
     // Sorted sets.
     cmd("zadd", -4, W | FAST, &[first(RW | UPDATE)], SORTEDSET, sorted_sets::zadd),
     cmd("zincrby", 4, W | FAST, &[first(RW | ACCESS | UPDATE)], SORTEDSET, sorted_sets::zincrby),
@@ -470,6 +474,13 @@ const TABLE: &[Command] = &[
     cmd("zremrangebylex", 4, WRITE, &[first(RW | DELETE)], SORTEDSET, sorted_sets::zremrangebylex),
     cmd("zrandmember", -2, R, &[first(RO | ACCESS)], SORTEDSET, sorted_sets::zrandmember),
     cmd("zscan", -3, R, &[first(RO | ACCESS)], SORTEDSET, sorted_sets::zscan),
+    cmd("zunionstore", -4, W | ALONE, &[first(OW | UPDATE), counted(RO | ACCESS, 2, 0, 1, 1)], SORTEDSET, sorted_sets::zunionstore),
+    cmd("zinterstore", -4, W | ALONE, &[first(OW | UPDATE), counted(RO | ACCESS, 2, 0, 1, 1)], SORTEDSET, sorted_sets::zinterstore),
+    cmd("zdiffstore", -4, W | ALONE, &[first(OW | UPDATE), counted(RO | ACCESS, 2, 0, 1, 1)], SORTEDSET, sorted_sets::zdiffstore),
+    cmd("zunion", -3, R | ALONE, &[counted(RO | ACCESS, 1, 0, 1, 1)], SORTEDSET, sorted_sets::zunion),
+    cmd("zinter", -3, R | ALONE, &[counted(RO | ACCESS, 1, 0, 1, 1)], SORTEDSET, sorted_sets::zinter),
+    cmd("zdiff", -3, R | ALONE, &[counted(RO | ACCESS, 1, 0, 1, 1)], SORTEDSET, sorted_sets::zdiff),
+    cmd("zintercard", -3, R | ALONE, &[counted(RO | ACCESS, 1, 0, 1, 1)], SORTEDSET, sorted_sets::zintercard),
     // Keyspace.
     cmd("del", -2, WRITE, &[every(RM | DELETE)], KEYSPACE, del::del),
     cmd("unlink", -2, WRITE | FAST, &[every(RM | DELETE)], KEYSPACE, del::del),

@@ -354,6 +354,33 @@ pub fn sdiffstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     algebra_store(ctx, args, Algebra::Diff, "sdiffstore")
 }
 
+/// `SINTERCARD numkeys key ... [LIMIT limit]`: the intersection's size, counted up to
+/// `limit` (0: no limit).
+pub fn sintercard(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    // As Redis: a count that is not a number is not greater than 0 either.
+    let n = match parse_integer(&args[1]) {
+        Some(n) if n > (args.len() - 2) as i64 => {
+            return error("ERR Number of keys can't be greater than number of args")
+        }
+        Some(n) if n >= 1 => n as usize,
+        _ => return error("ERR numkeys should be greater than 0"),
+    };
+    let mut limit = 0;
+    match &args[2 + n..] {
+        [] => {}
+        [word, l] if word.eq_ignore_ascii_case(b"LIMIT") => match parse_integer(l) {
+            Some(l) if l >= 0 => limit = l as usize,
+            _ => return error("ERR LIMIT can't be negative"),
+        },
+        _ => return error(super::SYNTAX_ERROR),
+    }
+    let size = match combine(ctx, &args[2..2 + n], Algebra::Inter)? {
+        Ok(members) => members.len(),
+        Err(r) => return r,
+    };
+    int(if limit > 0 { size.min(limit) } else { size } as i64)
+}
+
 pub fn sscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     collections::scan(ctx, args, Kind::Set, 1)
 }

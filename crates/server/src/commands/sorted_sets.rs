@@ -801,6 +801,266 @@ pub fn zrandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     reply(listing(ctx, &picked, with_scores))
 }
 
+/// Members and scores, owned.
+type Owned = Vec<(Vec<u8>, f64)>;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Algebra {
+    Union,
+    Inter,
+    Diff,
+}
+
+#[derive(Clone, Copy)]
+enum Aggregate {
+    Sum,
+    Min,
+    Max,
+}
+
+/// Adds `value` into `total` as `how` says; inf + -inf is 0, as in Redis.
+fn aggregate(total: f64, value: f64, how: Aggregate) -> f64 {
+    match how {
+        Aggregate::Sum => {
+            let sum = total + value;
+            if sum.is_nan() {
+                0.0
+            } else {
+                sum
+            }
+        }
+        Aggregate::Min => total.min(value),
+        Aggregate::Max => total.max(value),
+    }
+}
+
+/// What ZUNION, ZINTER, ZDIFF, their STORE forms and ZINTERCARD are asked: the key
+/// count at `args[at]`, the keys, then options.
+struct AlgebraCall {
+    weights: Vec<f64>,
+    how: Aggregate,
+    with_scores: bool,
+    limit: usize,
+}
+
+/// Reads the keys and options as Redis does: the count, each key's type, then the
+/// options. `Err` is the reply.
+fn algebra_call(
+    ctx: &Ctx,
+    args: &[Vec<u8>],
+    at: usize,
+    op: Algebra,
+    store: bool,
+    cardinality: bool,
+) -> engine::Result<Result<(AlgebraCall, Vec<Owned>), Reply>> {
+    let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
+    let n = match parse_integer(&args[at]) {
+        None => return Ok(Err(error(NOT_AN_INTEGER))),
+        Some(n) if n < 1 => {
+            return Ok(Err(error(&format!(
+                "ERR at least 1 input key is needed for '{name}' command"
+            ))))
+        }
+        Some(n) if n as u64 > (args.len() - at - 1) as u64 => return Ok(Err(error(SYNTAX_ERROR))),
+        Some(n) => n as usize,
+    };
+    let mut inputs = Vec::with_capacity(n);
+    for key in &args[at + 1..at + 1 + n] {
+        let found = ctx.read(key)?;
+        // A set takes part with every member scored 1, as in Redis.
+        let members: Owned = match found {
+            None => Vec::new(),
+            Some(e) if e.kind == Kind::ZSet => packed::scored(&e.value)
+                .map(|(m, s)| (m.to_vec(), s))
+                .collect(),
+            Some(e) if e.kind == Kind::Set => packed::elements(&e.value)
+                .map(|m| (m.to_vec(), 1.0))
+                .collect(),
+            Some(_) => return Ok(Err(error(WRONG_TYPE))),
+        };
+        inputs.push(members);
+    }
+    let mut call = AlgebraCall {
+        weights: vec![1.0; n],
+        how: Aggregate::Sum,
+        with_scores: false,
+        limit: 0,
+    };
+    let rest = &args[at + 1 + n..];
+    let mut i = 0;
+    while i < rest.len() {
+        let left = rest.len() - i;
+        match upper(&rest[i]).as_slice() {
+            b"WEIGHTS" if op != Algebra::Diff && !cardinality && left > n => {
+                for (w, arg) in call.weights.iter_mut().zip(&rest[i + 1..=i + n]) {
+                    match parse_score(arg) {
+                        Some(x) => *w = x,
+                        None => return Ok(Err(error("ERR weight value is not a float"))),
+                    }
+                }
+                i += n;
+            }
+            b"AGGREGATE" if op != Algebra::Diff && !cardinality && left >= 2 => {
+                call.how = match upper(&rest[i + 1]).as_slice() {
+                    b"SUM" => Aggregate::Sum,
+                    b"MIN" => Aggregate::Min,
+                    b"MAX" => Aggregate::Max,
+                    _ => return Ok(Err(error(SYNTAX_ERROR))),
+                };
+                i += 1;
+            }
+            b"WITHSCORES" if !store && !cardinality => call.with_scores = true,
+            b"LIMIT" if cardinality && left >= 2 => {
+                call.limit = match parse_integer(&rest[i + 1]) {
+                    Some(l) if l >= 0 => l as usize,
+                    _ => return Ok(Err(error("ERR LIMIT can't be negative"))),
+                };
+                i += 1;
+            }
+            _ => return Ok(Err(error(SYNTAX_ERROR))),
+        }
+        i += 1;
+    }
+    Ok(Ok((call, inputs)))
+}
+
+/// The members `op` makes of `inputs` with their scores, in (score, member) order.
+fn combine(call: &AlgebraCall, inputs: &[Owned], op: Algebra) -> Owned {
+    use std::collections::HashMap;
+    let weighted = |score: f64, i: usize| {
+        let w = score * call.weights[i];
+        if w.is_nan() {
+            0.0
+        } else {
+            w
+        }
+    };
+    let mut result: Owned = match op {
+        Algebra::Union => {
+            let mut totals: HashMap<&[u8], f64> = HashMap::new();
+            let mut order = Vec::new();
+            for (i, input) in inputs.iter().enumerate() {
+                for (m, s) in input {
+                    let v = weighted(*s, i);
+                    match totals.get_mut(m.as_slice()) {
+                        Some(t) => *t = aggregate(*t, v, call.how),
+                        None => {
+                            totals.insert(m, v);
+                            order.push(m.as_slice());
+                        }
+                    }
+                }
+            }
+            order.into_iter().map(|m| (m.to_vec(), totals[m])).collect()
+        }
+        Algebra::Inter => {
+            let others: Vec<HashMap<&[u8], f64>> = inputs[1..]
+                .iter()
+                .map(|input| input.iter().map(|(m, s)| (m.as_slice(), *s)).collect())
+                .collect();
+            inputs[0]
+                .iter()
+                .filter_map(|(m, s)| {
+                    let mut total = weighted(*s, 0);
+                    for (i, other) in others.iter().enumerate() {
+                        total =
+                            aggregate(total, weighted(*other.get(m.as_slice())?, i + 1), call.how);
+                    }
+                    Some((m.clone(), total))
+                })
+                .collect()
+        }
+        Algebra::Diff => {
+            let others: Vec<std::collections::HashSet<&[u8]>> = inputs[1..]
+                .iter()
+                .map(|input| input.iter().map(|(m, _)| m.as_slice()).collect())
+                .collect();
+            inputs[0]
+                .iter()
+                .filter(|(m, _)| !others.iter().any(|o| o.contains(m.as_slice())))
+                .cloned()
+                .collect()
+        }
+    };
+    result.sort_by(|a, b| score_order((&a.0, a.1), (&b.0, b.1)));
+    result
+}
+
+fn borrowed(owned: &Owned) -> Vec<Scored<'_>> {
+    owned.iter().map(|(m, s)| (m.as_slice(), *s)).collect()
+}
+
+/// ZUNION, ZINTER, ZDIFF: `numkeys key ... [WEIGHTS w ...] [AGGREGATE SUM | MIN | MAX]
+/// [WITHSCORES]`. Runs alone.
+fn algebra(ctx: &Ctx, args: &[Vec<u8>], op: Algebra) -> Reply {
+    let (call, inputs) = match algebra_call(ctx, args, 1, op, false, false)? {
+        Ok(parsed) => parsed,
+        Err(r) => return r,
+    };
+    let result = combine(&call, &inputs, op);
+    reply(listing(ctx, &borrowed(&result), call.with_scores))
+}
+
+/// The STORE forms: the result replaces `destination` (no expiry); an empty one
+/// deletes it. Runs alone.
+fn algebra_store(ctx: &Ctx, args: &[Vec<u8>], op: Algebra, event: &'static str) -> Reply {
+    let (call, inputs) = match algebra_call(ctx, args, 2, op, true, false)? {
+        Ok(parsed) => parsed,
+        Err(r) => return r,
+    };
+    let result = combine(&call, &inputs, op);
+    let destination = &args[1];
+    if result.is_empty() {
+        if ctx.db().remove(destination)? {
+            ctx.notify(GENERIC, "del", destination);
+        }
+    } else {
+        let entry = Entry::collection(Kind::ZSet, pack(&borrowed(&result)), None);
+        ctx.db().set_entry(destination, &entry)?;
+        ctx.notify(ZSET, event, destination);
+    }
+    int(result.len() as i64)
+}
+
+pub fn zunion(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    algebra(ctx, args, Algebra::Union)
+}
+
+pub fn zinter(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    algebra(ctx, args, Algebra::Inter)
+}
+
+pub fn zdiff(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    algebra(ctx, args, Algebra::Diff)
+}
+
+pub fn zunionstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    algebra_store(ctx, args, Algebra::Union, "zunionstore")
+}
+
+pub fn zinterstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    algebra_store(ctx, args, Algebra::Inter, "zinterstore")
+}
+
+pub fn zdiffstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    algebra_store(ctx, args, Algebra::Diff, "zdiffstore")
+}
+
+/// `ZINTERCARD numkeys key ... [LIMIT limit]`: the intersection's size, counted up to
+/// `limit` (0: no limit).
+pub fn zintercard(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let (call, inputs) = match algebra_call(ctx, args, 1, Algebra::Inter, false, true)? {
+        Ok(parsed) => parsed,
+        Err(r) => return r,
+    };
+    let size = combine(&call, &inputs, Algebra::Inter).len();
+    int(if call.limit > 0 {
+        size.min(call.limit)
+    } else {
+        size
+    } as i64)
+}
+
 pub fn zscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     collections::scan(ctx, args, Kind::ZSet, 2)
 }

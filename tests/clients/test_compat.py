@@ -1239,6 +1239,43 @@ def encode_bytes(args):
 SEEDS = os.environ.get("COMPAT_SEEDS", "1-3").split("-")
 
 
+COLLECTION_COMMANDS = [c.encode() for c in """lpush rpush lpushx rpushx lpop rpop llen lindex
+lrange lset ltrim lrem linsert lpos lmove rpoplpush blpop brpop blmove brpoplpush lmpop blmpop
+hset hsetnx hmset hget hmget hdel hlen hstrlen hexists hgetall hkeys hvals hincrby hincrbyfloat
+hrandfield hscan sadd srem smembers sismember smismember scard spop srandmember smove sinter
+sunion sdiff sinterstore sunionstore sdiffstore sscan sintercard zadd zincrby zrem zcard zscore
+zmscore zrank zrevrank zcount zlexcount zrange zrangebyscore zrevrangebyscore zrangebylex
+zrevrangebylex zrevrange zrangestore zpopmin zpopmax bzpopmin bzpopmax zremrangebyrank
+zremrangebyscore zremrangebylex zrandmember zscan zunion zinter zdiff zunionstore zinterstore
+zdiffstore zintercard zmpop bzmpop dump object type""".split()]
+ARG_WORDS = [b"k1", b"k2", b"k3", b"0", b"1", b"2", b"-1", b"-2", b"3", b"100", b"x", b"", b"inf",
+             b"-inf", b"(1", b"[a", b"-", b"+", b"LEFT", b"RIGHT", b"MIN", b"MAX", b"COUNT",
+             b"LIMIT", b"WITHSCORES", b"WITHVALUES", b"WEIGHTS", b"AGGREGATE", b"SUM", b"BYSCORE",
+             b"BYLEX", b"REV", b"NX", b"XX", b"GT", b"CH", b"INCR", b"RANK", b"MAXLEN", b"BEFORE",
+             b"AFTER", b"MATCH", b"0.01", b"9223372036854775807", b"-9223372036854775808", b"nan"]
+
+
+@pytest.mark.parametrize("seed", range(int(SEEDS[0]), int(SEEDS[-1]) + 1))
+def test_random_collection_arguments_get_a_reply(server, seed):
+    """Collection commands with random words for arguments (counts, ends, options, keys
+    of every type): each gets a reply and the connection stays open. The blocking ones
+    wait at most 10 ms."""
+    rng = random.Random(seed)
+    sock = socket.create_connection(("127.0.0.1", server), timeout=10)
+    reader = Reader(sock)
+    for _ in range(1500):
+        name = rng.choice(COLLECTION_COMMANDS)
+        args = [name] + [rng.choice(ARG_WORDS) for _ in range(rng.randrange(0, 8))]
+        if name in (b"blmpop", b"bzmpop"):
+            args.insert(1, b"0.01")
+        elif name.startswith(b"b"):
+            args.append(b"0.01")
+        sock.sendall(encode_bytes(args))
+        reader.reply()
+    sock.sendall(encode_bytes([b"PING"]))
+    assert reader.reply() == b"+PONG\r\n"
+
+
 @pytest.mark.parametrize("seed", range(int(SEEDS[0]), int(SEEDS[-1]) + 1))
 def test_random_commands_match_redis(server, redis_port, seed):
     """Seeded random sequences: every reply must be byte-identical to Redis's. A failure

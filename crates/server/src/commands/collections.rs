@@ -185,6 +185,38 @@ pub fn parse_timeout(arg: &[u8]) -> Result<Option<std::time::Duration>, &'static
     Ok((ms > 0.0).then(|| std::time::Duration::from_millis(ms as u64)))
 }
 
+/// The `numkeys key ... END [COUNT count]` of LMPOP and ZMPOP, from `args[0]` (the
+/// count of keys): the keys, whether the end is the second of `ends`, and the count.
+/// Checked in Redis's order and words.
+pub fn multi_pop_args<'a>(
+    args: &'a [Vec<u8>],
+    ends: [&[u8]; 2],
+) -> Result<(&'a [Vec<u8>], bool, usize), &'static str> {
+    let n = match super::parse_integer(&args[0]) {
+        Some(n) if n >= 1 => n as u64,
+        _ => return Err("ERR numkeys should be greater than 0"),
+    };
+    // The end word must follow the keys.
+    if n + 1 >= args.len() as u64 {
+        return Err(super::SYNTAX_ERROR);
+    }
+    let n = n as usize;
+    let second = match &args[1 + n] {
+        end if end.eq_ignore_ascii_case(ends[0]) => false,
+        end if end.eq_ignore_ascii_case(ends[1]) => true,
+        _ => return Err(super::SYNTAX_ERROR),
+    };
+    let count = match &args[2 + n..] {
+        [] => 1,
+        [word, count] if word.eq_ignore_ascii_case(b"COUNT") => match super::parse_integer(count) {
+            Some(c) if c >= 1 => c as usize,
+            _ => return Err("ERR count should be greater than 0"),
+        },
+        _ => return Err(super::SYNTAX_ERROR),
+    };
+    Ok((&args[1..1 + n], second, count))
+}
+
 /// The most picks a negative count (which may repeat elements) asks for. Redis has no
 /// bound and builds whatever reply is asked; hotkv keeps a reply's memory bounded.
 pub const MAX_REPEATS: usize = 10_000_000;

@@ -546,6 +546,58 @@ fn blocking_move(ctx: &Ctx, args: &[Vec<u8>], from: End, to: End, timeout: &[u8]
     })
 }
 
+/// LMPOP and BLMPOP from `args` (the key count first): pops up to `count` elements
+/// from the first non-empty list, answering the key and the elements, or blocks (the
+/// blocking form) for `timeout`.
+fn multi_pop(ctx: &Ctx, args: &[Vec<u8>], blocking: Option<Option<std::time::Duration>>) -> Reply {
+    let (keys, right, count) = match super::collections::multi_pop_args(args, [b"LEFT", b"RIGHT"]) {
+        Ok(parsed) => parsed,
+        Err(e) => return error(e),
+    };
+    let end = if right { End::Right } else { End::Left };
+    for key in keys {
+        let Some(edited) = edit(ctx, key, Kind::List, |list| match list {
+            None => (Edit::Keep, None),
+            Some(list) => {
+                let (rest, out) = popped(list, end, count);
+                (Edit::Write(rest), Some(out))
+            }
+        })?
+        else {
+            return error(WRONG_TYPE);
+        };
+        notify_edit(ctx, &edited, LIST, end.pop_event(), key);
+        if let Some(out) = edited.result {
+            let elements = out.into_iter().map(Frame::Bulk).collect();
+            return reply(Frame::Array(vec![
+                Frame::Bulk(key.clone()),
+                Frame::Array(elements),
+            ]));
+        }
+    }
+    match blocking {
+        None => reply(Frame::NullArray),
+        Some(timeout) => Ok(Action::Block {
+            keys: keys.to_vec(),
+            timeout,
+            timeout_reply: Frame::NullArray,
+        }),
+    }
+}
+
+/// `LMPOP numkeys key ... LEFT | RIGHT [COUNT count]`.
+pub fn lmpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    multi_pop(ctx, &args[1..], None)
+}
+
+/// `BLMPOP timeout numkeys key ... LEFT | RIGHT [COUNT count]`.
+pub fn blmpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    match parse_timeout(&args[1]) {
+        Ok(timeout) => multi_pop(ctx, &args[2..], Some(timeout)),
+        Err(e) => error(e),
+    }
+}
+
 pub fn blmove(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let (Some(from), Some(to)) = (End::parse(&args[3]), End::parse(&args[4])) else {
         return error(SYNTAX_ERROR);

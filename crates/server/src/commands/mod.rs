@@ -428,6 +428,8 @@ const TABLE: &[Command] = &[
     cmd("brpop", -3, WRITE | NOSCRIPT | BLOCKING, &[range(RW | ACCESS | DELETE, 1, -2, 1)], LIST, lists::brpop),
     cmd("blmove", 6, W | NOSCRIPT | BLOCKING | ALONE, &[first(RW | ACCESS | DELETE), range(RW | INSERT, 2, 0, 1)], LIST, lists::blmove),
     cmd("brpoplpush", 4, W | NOSCRIPT | BLOCKING | ALONE, &[first(RW | ACCESS | DELETE), range(RW | INSERT, 2, 0, 1)], LIST, lists::brpoplpush),
+    cmd("lmpop", -4, WRITE, &[counted(RW | ACCESS | DELETE, 1, 0, 1, 1)], LIST, lists::lmpop),
+    cmd("blmpop", -5, WRITE | BLOCKING, &[counted(RW | ACCESS | DELETE, 2, 0, 1, 1)], LIST, lists::blmpop),
     cmd("rpoplpush", 3, W | ALONE, &[first(RW | ACCESS | DELETE), range(RW | INSERT, 2, 0, 1)], LIST, lists::rpoplpush),
     // Sets.
     cmd("sadd", -3, W | FAST, &[first(RW | INSERT)], SET, sets::sadd),
@@ -467,6 +469,8 @@ const TABLE: &[Command] = &[
     cmd("zrangestore", -5, W | ALONE, &[first(OW | UPDATE), range(RO | ACCESS, 2, 0, 1)], SORTEDSET, sorted_sets::zrangestore),
     cmd("bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, &[range(RW | ACCESS | DELETE, 1, -2, 1)], SORTEDSET, sorted_sets::bzpopmin),
     cmd("bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, &[range(RW | ACCESS | DELETE, 1, -2, 1)], SORTEDSET, sorted_sets::bzpopmax),
+    cmd("zmpop", -4, WRITE, &[counted(RW | ACCESS | DELETE, 1, 0, 1, 1)], SORTEDSET, sorted_sets::zmpop),
+    cmd("bzmpop", -5, WRITE | BLOCKING, &[counted(RW | ACCESS | DELETE, 2, 0, 1, 1)], SORTEDSET, sorted_sets::bzmpop),
     cmd("zpopmin", -2, WRITE | FAST, &[first(RW | ACCESS | DELETE)], SORTEDSET, sorted_sets::zpopmin),
     cmd("zpopmax", -2, WRITE | FAST, &[first(RW | ACCESS | DELETE)], SORTEDSET, sorted_sets::zpopmax),
     cmd("zremrangebyrank", 4, WRITE, &[first(RW | DELETE)], SORTEDSET, sorted_sets::zremrangebyrank),

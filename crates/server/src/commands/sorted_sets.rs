@@ -720,6 +720,75 @@ fn blocking_pop(ctx: &Ctx, args: &[Vec<u8>], max: bool) -> Reply {
     })
 }
 
+/// ZMPOP and BZMPOP from `args` (the key count first): pops up to `count` members
+/// from the first non-empty sorted set, answering the key and the members with their
+/// scores, or blocks (the blocking form) for `timeout`.
+fn multi_pop(ctx: &Ctx, args: &[Vec<u8>], blocking: Option<Option<std::time::Duration>>) -> Reply {
+    let (keys, max, count) = match collections::multi_pop_args(args, [b"MIN", b"MAX"]) {
+        Ok(parsed) => parsed,
+        Err(e) => return error(e),
+    };
+    for key in keys {
+        let Some(edited) = edit(ctx, key, Kind::ZSet, |zset| {
+            let Some(zset) = zset else {
+                return (Edit::Keep, None);
+            };
+            let mut all = entries(zset);
+            let n = count.min(all.len());
+            let taken: Vec<(Vec<u8>, f64)> = if max {
+                all.drain(all.len() - n..)
+                    .rev()
+                    .map(|(m, s)| (m.to_vec(), s))
+                    .collect()
+            } else {
+                all.drain(..n).map(|(m, s)| (m.to_vec(), s)).collect()
+            };
+            (Edit::Write(pack(&all)), Some(taken))
+        })?
+        else {
+            return error(WRONG_TYPE);
+        };
+        notify_edit(
+            ctx,
+            &edited,
+            ZSET,
+            if max { "zpopmax" } else { "zpopmin" },
+            key,
+        );
+        if let Some(taken) = edited.result {
+            let members = taken
+                .into_iter()
+                .map(|(m, s)| Frame::Array(vec![Frame::Bulk(m), score_frame(s)]))
+                .collect();
+            return reply(Frame::Array(vec![
+                Frame::Bulk(key.clone()),
+                Frame::Array(members),
+            ]));
+        }
+    }
+    match blocking {
+        None => reply(Frame::NullArray),
+        Some(timeout) => Ok(super::Action::Block {
+            keys: keys.to_vec(),
+            timeout,
+            timeout_reply: Frame::NullArray,
+        }),
+    }
+}
+
+/// `ZMPOP numkeys key ... MIN | MAX [COUNT count]`.
+pub fn zmpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    multi_pop(ctx, &args[1..], None)
+}
+
+/// `BZMPOP timeout numkeys key ... MIN | MAX [COUNT count]`.
+pub fn bzmpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    match collections::parse_timeout(&args[1]) {
+        Ok(timeout) => multi_pop(ctx, &args[2..], Some(timeout)),
+        Err(e) => error(e),
+    }
+}
+
 pub fn bzpopmin(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     blocking_pop(ctx, args, false)
 }

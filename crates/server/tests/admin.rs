@@ -1369,17 +1369,19 @@ fn a_synchronous_flush_and_memory_purge_hand_freed_memory_back() {
 
 #[test]
 fn allkeys_lru_evicts_the_keys_idle_longest() {
-    // Four generations of keys written 1.1 s apart, then a limit that takes about a
+    // Four generations of keys written 1.6 s apart, then a limit that takes about a
     // tenth of the oldest. Evicting the key idle longest of each sample of five alone
     // would take a quarter of its victims from younger generations (a sample misses
     // the oldest a quarter of the time); with Redis's pool of the best candidates seen
-    // over many samples, nearly all come from the oldest. Ranking by hotspot heat
-    // (0 for every key here) took any generation.
+    // over many samples, nearly all come from the oldest (98-100% measured; 90% asked
+    // here, since on a loaded machine a slow fill can leave generations sharing a
+    // second of the access clock, and each serving thread's pool starts empty).
+    // Ranking by hotspot heat (0 for every key here) took any generation.
     let server = Server::start_memory(&[]);
     let mut c = server.client();
     for generation in 0..4 {
         if generation > 0 {
-            std::thread::sleep(std::time::Duration::from_millis(1100));
+            std::thread::sleep(std::time::Duration::from_millis(1600));
         }
         fill(&mut c, &format!("g{generation}"), 1000);
     }
@@ -1410,7 +1412,7 @@ fn allkeys_lru_evicts_the_keys_idle_longest() {
     let total: usize = gone.iter().sum();
     assert!(total >= 80, "evicted per generation: {gone:?}");
     assert!(
-        gone[0] * 100 >= total * 95,
+        gone[0] * 100 >= total * 90,
         "evicted per generation: {gone:?}"
     );
 }

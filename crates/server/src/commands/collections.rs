@@ -65,17 +65,12 @@ pub fn edit<R>(
     })
 }
 
-/// Reads `key` as a collection of `kind` without copying it (see `Db::view`): `f` sees
-/// its packed value, or `None` if it is missing. Counts as a read (hits and misses).
-/// `None` if the key holds another type (the caller answers WRONGTYPE).
-pub fn view<R>(
-    ctx: &Ctx,
-    key: &[u8],
-    kind: Kind,
-    f: impl FnOnce(Option<&[u8]>) -> R,
-) -> engine::Result<Option<R>> {
+/// Answers with what `f` makes of the collection of `kind` at `key` (its packed value,
+/// `None` if missing), read in place without copying it (see `Db::view`); WRONGTYPE if
+/// the key holds another type. Counts as a read (hits and misses).
+pub fn answer(ctx: &Ctx, key: &[u8], kind: Kind, f: impl FnOnce(Option<&[u8]>) -> Frame) -> Reply {
     let mut found = false;
-    let result = ctx.db().view(key, |v| match v {
+    let frame = ctx.db().view(key, |v| match v {
         Some((k, _)) if k != kind => {
             found = true;
             None
@@ -87,7 +82,10 @@ pub fn view<R>(
         None => Some(f(None)),
     })?;
     ctx.hit(key, found);
-    Ok(result)
+    match frame {
+        Some(frame) => reply(frame),
+        None => error(super::WRONG_TYPE),
+    }
 }
 
 /// Fires `event` of `class` if the edit wrote, then `del` if it emptied the key: the

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use resp::Frame;
 
-use super::collections::{self, edit, notify_edit, view, Edit};
+use super::collections::{self, edit, notify_edit, Edit};
 use super::incr::parse_float;
 use super::{error, int, of_kind, ok, parse_integer, reply, Ctx, Reply};
 use super::{NOT_AN_INTEGER, WRONG_TYPE};
@@ -103,23 +103,15 @@ pub fn hsetnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     int(edited.result as i64)
 }
 
-/// Answers what `f` makes of the hash at `key` (`None` if missing), read in place.
-fn read_hash(ctx: &Ctx, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> Frame) -> Reply {
-    match view(ctx, key, Kind::Hash, f)? {
-        Some(frame) => reply(frame),
-        None => error(WRONG_TYPE),
-    }
-}
-
 pub fn hget(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    read_hash(ctx, &args[1], |hash| {
+    collections::answer(ctx, &args[1], Kind::Hash, |hash| {
         let value = hash.and_then(|h| field_of(h, &args[2]));
         value.map_or(Frame::Null, |v| Frame::Bulk(v.to_vec()))
     })
 }
 
 pub fn hmget(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    read_hash(ctx, &args[1], |hash| {
+    collections::answer(ctx, &args[1], Kind::Hash, |hash| {
         let hash = hash.unwrap_or_default();
         let values = args[2..]
             .iter()
@@ -155,13 +147,13 @@ pub fn hdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 pub fn hlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    read_hash(ctx, &args[1], |hash| {
+    collections::answer(ctx, &args[1], Kind::Hash, |hash| {
         Frame::Integer(hash.map_or(0, packed::count) as i64)
     })
 }
 
 pub fn hstrlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    read_hash(ctx, &args[1], |hash| {
+    collections::answer(ctx, &args[1], Kind::Hash, |hash| {
         let len = hash
             .and_then(|h| field_of(h, &args[2]))
             .map_or(0, <[u8]>::len);
@@ -170,7 +162,7 @@ pub fn hstrlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 pub fn hexists(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    read_hash(ctx, &args[1], |hash| {
+    collections::answer(ctx, &args[1], Kind::Hash, |hash| {
         Frame::Integer(hash.is_some_and(|h| field_of(h, &args[2]).is_some()) as i64)
     })
 }

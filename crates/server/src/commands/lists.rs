@@ -4,7 +4,7 @@
 
 use resp::Frame;
 
-use super::collections::{edit, notify_edit, parse_timeout, view, Edit};
+use super::collections::{answer, edit, notify_edit, parse_timeout, Edit};
 use super::{error, int, of_kind, ok, parse_integer, reply, upper, Action, Ctx, Reply};
 use super::{NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
 use crate::entry::Kind;
@@ -163,10 +163,9 @@ pub fn rpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 pub fn llen(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    match view(ctx, &args[1], Kind::List, |l| l.map_or(0, packed::count))? {
-        Some(len) => int(len as i64),
-        None => error(WRONG_TYPE),
-    }
+    answer(ctx, &args[1], Kind::List, |l| {
+        Frame::Integer(l.map_or(0, packed::count) as i64)
+    })
 }
 
 /// A position counted from the end when negative, as Redis's list commands take it.
@@ -179,15 +178,13 @@ pub fn lindex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let Some(index) = parse_integer(&args[2]) else {
         return error(NOT_AN_INTEGER);
     };
-    let element = view(ctx, &args[1], Kind::List, |list| {
-        let list = list?;
-        let i = position(index, packed::count(list))?;
-        packed::elements(list).nth(i).map(<[u8]>::to_vec)
-    })?;
-    match element {
-        Some(element) => reply(element.map_or(Frame::Null, Frame::Bulk)),
-        None => error(WRONG_TYPE),
-    }
+    answer(ctx, &args[1], Kind::List, |list| {
+        let element = list.and_then(|list| {
+            let i = position(index, packed::count(list))?;
+            packed::elements(list).nth(i)
+        });
+        element.map_or(Frame::Null, |e| Frame::Bulk(e.to_vec()))
+    })
 }
 
 /// The inclusive range `start..=stop` of a list of `len` clamped as Redis clamps it, or
@@ -215,21 +212,18 @@ pub fn lrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let Some((start, stop)) = range_args(args) else {
         return error(NOT_AN_INTEGER);
     };
-    let items = view(ctx, &args[1], Kind::List, |list| {
+    answer(ctx, &args[1], Kind::List, |list| {
         let list = list.unwrap_or_default();
-        match clamp(start, stop, packed::count(list)) {
+        let items = match clamp(start, stop, packed::count(list)) {
             None => Vec::new(),
             Some((from, to)) => packed::elements(list)
                 .skip(from)
                 .take(to - from + 1)
                 .map(|e| Frame::Bulk(e.to_vec()))
                 .collect(),
-        }
-    })?;
-    match items {
-        Some(items) => reply(Frame::Array(items)),
-        None => error(WRONG_TYPE),
-    }
+        };
+        Frame::Array(items)
+    })
 }
 
 pub fn lset(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {

@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 
 use resp::Frame;
 
-use super::collections::{self, edit, notify_edit, view, Edit};
+use super::collections::{self, edit, notify_edit, Edit};
 use super::{error, int, of_kind, parse_integer, reply, Ctx, Reply, WRONG_TYPE};
 use crate::entry::{Entry, Kind};
 use crate::keyspace_events::{GENERIC, SET};
@@ -124,23 +124,15 @@ pub fn smembers(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     reply(as_set(packed::elements(&set)))
 }
 
-/// Answers what `f` makes of the set at `key` (`None` if missing), read in place.
-fn read_set(ctx: &Ctx, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> Frame) -> Reply {
-    match view(ctx, key, Kind::Set, f)? {
-        Some(frame) => reply(frame),
-        None => error(WRONG_TYPE),
-    }
-}
-
 pub fn sismember(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    read_set(ctx, &args[1], |set| {
+    collections::answer(ctx, &args[1], Kind::Set, |set| {
         let member = args[2].as_slice();
         Frame::Integer(set.is_some_and(|s| packed::elements(s).any(|m| m == member)) as i64)
     })
 }
 
 pub fn smismember(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    read_set(ctx, &args[1], |set| {
+    collections::answer(ctx, &args[1], Kind::Set, |set| {
         let all = members(set.unwrap_or_default());
         let answers = args[2..]
             .iter()
@@ -151,7 +143,7 @@ pub fn smismember(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 pub fn scard(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    read_set(ctx, &args[1], |set| {
+    collections::answer(ctx, &args[1], Kind::Set, |set| {
         Frame::Integer(set.map_or(0, packed::count) as i64)
     })
 }

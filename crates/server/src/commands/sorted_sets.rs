@@ -358,16 +358,8 @@ pub fn zrem(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     int(edited.result as i64)
 }
 
-/// Answers what `f` makes of the sorted set at `key` (`None` if missing), read in place.
-fn read_zset(ctx: &Ctx, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> Frame) -> Reply {
-    match collections::view(ctx, key, Kind::ZSet, f)? {
-        Some(frame) => reply(frame),
-        None => error(WRONG_TYPE),
-    }
-}
-
 pub fn zcard(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    read_zset(ctx, &args[1], |z| {
+    collections::answer(ctx, &args[1], Kind::ZSet, |z| {
         Frame::Integer(z.map_or(0, packed::count) as i64)
     })
 }
@@ -377,14 +369,14 @@ fn score_of(zset: &[u8], member: &[u8]) -> Option<f64> {
 }
 
 pub fn zscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    read_zset(ctx, &args[1], |z| {
+    collections::answer(ctx, &args[1], Kind::ZSet, |z| {
         let score = z.and_then(|z| score_of(z, &args[2]));
         score.map_or(Frame::Null, score_frame)
     })
 }
 
 pub fn zmscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    read_zset(ctx, &args[1], |z| {
+    collections::answer(ctx, &args[1], Kind::ZSet, |z| {
         let z = z.unwrap_or_default();
         let scores = args[2..]
             .iter()
@@ -395,7 +387,7 @@ pub fn zmscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 fn rank(ctx: &Ctx, args: &[Vec<u8>], reverse: bool) -> Reply {
-    read_zset(ctx, &args[1], |z| {
+    collections::answer(ctx, &args[1], Kind::ZSet, |z| {
         let rank = z.and_then(|z| {
             let at = packed::scored(z).position(|m| m.0 == args[2].as_slice())?;
             Some(if reverse {

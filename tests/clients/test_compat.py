@@ -1293,3 +1293,56 @@ def test_random_commands_match_redis(server, redis_port, seed):
             f"seed {seed}, after {[b' '.join(c) for c in history[-12:]]}: "
             f"redis {expected!r}, hotkv {mine!r}")
         history.append(random_command(rng))
+
+
+def long_list_command(rng, pool):
+    """A list command on two lists long enough to span many nodes of hotkv's split
+    lists (and Redis's quicklist), with positions anywhere along them."""
+    key = lambda: rng.choice([b"L0", b"L1"])
+    pos = lambda: b"%d" % rng.randrange(-2500, 2500)
+    value = lambda: rng.choice(pool)
+    end = lambda: rng.choice([b"LEFT", b"RIGHT"])
+    makers = [
+        lambda: [rng.choice([b"LPUSH", b"RPUSH"]), key()] + [value() for _ in range(rng.randrange(1, 40))],
+        lambda: [rng.choice([b"LPOP", b"RPOP"]), key()] + ([b"%d" % rng.randrange(0, 600)] if rng.random() < 0.6 else []),
+        lambda: [b"LRANGE", key(), pos(), pos()],
+        lambda: [b"LINDEX", key(), pos()],
+        lambda: [b"LLEN", key()],
+        lambda: [b"LSET", key(), pos(), value()],
+        lambda: [b"LINSERT", key(), rng.choice([b"BEFORE", b"AFTER"]), value(), value()],
+        lambda: [b"LREM", key(), rng.choice([b"0", b"1", b"-2", b"3"]), value()],
+        lambda: [b"LPOS", key(), value()] + rng.choice([[], [b"RANK", b"-2"], [b"COUNT", b"0"], [b"COUNT", b"3", b"MAXLEN", b"900"]]),
+        lambda: [b"LMOVE", key(), key(), end(), end()],
+        lambda: [b"RPOPLPUSH", key(), key()],
+        lambda: [b"LMPOP", b"2", key(), key(), end(), b"COUNT", b"%d" % rng.randrange(1, 300)],
+        lambda: [b"COPY", key(), b"C", b"REPLACE"],
+        lambda: [b"LRANGE", b"C", pos(), pos()],
+        lambda: [b"LTRIM", key(), b"%d" % rng.randrange(0, 50), b"%d" % rng.randrange(-50, -1)],
+    ]
+    return rng.choice(makers)()
+
+
+@pytest.mark.parametrize("seed", range(int(SEEDS[0]), int(SEEDS[-1]) + 1))
+def test_long_lists_match_redis(server, redis_port, seed):
+    """Lists of thousands of elements, some longer than a node, pushed, popped, read and
+    edited anywhere: every reply byte-identical to Redis's."""
+    rng = random.Random(seed)
+    pool = [bytes([97 + i % 26]) * n for i, n in enumerate([1, 3, 8, 20, 50, 120, 300, 700, 1500, 5000, 6200] * 3)]
+    ours = socket.create_connection(("127.0.0.1", server), timeout=10)
+    theirs = socket.create_connection(("127.0.0.1", redis_port), timeout=10)
+    r_ours, r_theirs = Reader(ours), Reader(theirs)
+    setup = [[b"FLUSHALL"]] + [[b"RPUSH", key] + [rng.choice(pool[:8]) for _ in range(2000)]
+                               for key in (b"L0", b"L1")]
+    for command in setup:
+        for sock, reader in ((ours, r_ours), (theirs, r_theirs)):
+            sock.sendall(encode_bytes(command))
+        assert r_ours.reply() == r_theirs.reply()
+    history = [[b"LLEN", b"L0"]]
+    for _ in range(600):
+        for sock, reader in ((ours, r_ours), (theirs, r_theirs)):
+            sock.sendall(encode_bytes(history[-1]))
+        mine, expected = r_ours.reply(), r_theirs.reply()
+        assert mine == expected, (
+            f"seed {seed}, after {[b' '.join(c)[:80] for c in history[-8:]]}: "
+            f"redis {expected[:200]!r}, hotkv {mine[:200]!r}")
+        history.append(long_list_command(rng, pool))

@@ -446,20 +446,33 @@ impl HotRing {
 
     /// Inserts `key` if it is absent. Returns whether it was inserted.
     pub fn insert(&self, key: &[u8], value: &[u8]) -> bool {
-        self.write(key, value, WriteMode::Insert) == Written::Inserted
+        self.write(key, value, WriteMode::Insert, |_| {}) == Written::Inserted
     }
 
     /// Replaces the value of `key` if it is present. Returns whether it was.
     pub fn update(&self, key: &[u8], value: &[u8]) -> bool {
-        self.write(key, value, WriteMode::Update) == Written::Updated
+        self.write(key, value, WriteMode::Update, |_| {}) == Written::Updated
     }
 
     /// Inserts or replaces. Returns true if the key was new.
     pub fn upsert(&self, key: &[u8], value: &[u8]) -> bool {
-        self.write(key, value, WriteMode::Upsert) == Written::Inserted
+        self.write(key, value, WriteMode::Upsert, |_| {}) == Written::Inserted
     }
 
-    fn write(&self, key: &[u8], value: &[u8], mode: WriteMode) -> Written {
+    /// [`HotRing::upsert`] that shows `replaced` the value it replaced, unless that value
+    /// was inline (at most [`INLINE_VALUE_MAX`] bytes, which may be overwritten in
+    /// place): for a caller whose longer values own something to release.
+    pub fn upsert_replacing(&self, key: &[u8], value: &[u8], replaced: impl FnOnce(&[u8])) -> bool {
+        self.write(key, value, WriteMode::Upsert, replaced) == Written::Inserted
+    }
+
+    fn write(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        mode: WriteMode,
+        replaced: impl FnOnce(&[u8]),
+    ) -> Written {
         let hash = ring_hash(key);
         let guard = epoch::pin();
         if mode != WriteMode::Insert
@@ -468,6 +481,7 @@ impl HotRing {
         {
             return Written::Updated;
         }
+        let mut replaced = Some(replaced);
         // Allocated once and reused across retries; owned by us until a CAS publishes it.
         let mut fresh: Option<ItemPtr> = None;
         let outcome = loop {
@@ -491,6 +505,10 @@ impl HotRing {
                     let new = *fresh.get_or_insert_with(|| self.alloc(hash, key, value));
                     if self.replace(&pos, cur, cur_link, new, &guard) {
                         fresh = None;
+                        // `cur` is unlinked but not freed while `guard` is held.
+                        if let Some(shown) = replaced.take().filter(|_| !cur.is_inline()) {
+                            cur.with_value(shown);
+                        }
                         // An RCU update is an access to the predecessor, whose `next` it
                         // rewrites: that is what makes a write-hot item's predecessor the head.
                         let hot = head.target() == pos.pred.as_raw();

@@ -6,6 +6,9 @@
 //! - an ordered durable engine (the LSM tree) through [`EngineStore`]: the same
 //!   update runs under the key's stripe lock, since the engine has no compare-and-set.
 //!
+//! In memory, a long list is split into nodes kept in a second index (`list_nodes.rs`);
+//! reads here expand it, so only [`Db::edit_list`] and [`Db::read_list`] see the nodes.
+//!
 //! Expired keys read as absent everywhere and are deleted when met (lazy expiry) or
 //! by [`Db::expire_cycle`] (active expiry). Only engine calls can fail (I/O,
 //! corruption); the memory store never returns an error.
@@ -19,6 +22,7 @@ use crate::blocked_keys::BlockedKeys;
 use crate::engine_store::EngineStore;
 use crate::entry::{now_ms, Entry, Kind};
 use crate::keyspace_events::{self as events, KeyspaceEvents};
+use crate::list_nodes::{self, ListEditor, ListNodes, ListRange};
 use crate::tracking::Tracking;
 
 /// What an [`Db::update`] decides to do with the key.
@@ -28,6 +32,22 @@ pub enum Change {
     Delete,
 }
 
+/// A [`Change`] in stored form: what the memory store publishes.
+enum Write {
+    Keep,
+    Put(Vec<u8>),
+    Delete,
+}
+
+/// How an edit of a collection ended, besides its own result.
+pub struct Edited<R> {
+    pub result: R,
+    /// The key now holds a new value.
+    pub wrote: bool,
+    /// The write emptied the collection, so the key is gone.
+    pub emptied: bool,
+}
+
 enum Store {
     Memory(HotRing),
     Engine(EngineStore),
@@ -35,6 +55,8 @@ enum Store {
 
 pub struct Db {
     store: Store,
+    /// The nodes of long lists: in memory only (an engine stores every list whole).
+    lists: Option<ListNodes>,
     /// Keys given a deadline, each with that deadline: where the active expiry cycle
     /// looks. A hint only: the stored entry decides, and stale hints are dropped when
     /// the cycle meets them. On an engine it is rebuilt by the scan at open.
@@ -60,17 +82,12 @@ impl Default for Db {
     }
 }
 
-/// `stored` decoded, and whether it had expired by `now`.
-fn decode_live(stored: Option<&[u8]>, now: u64) -> (Option<Entry>, bool) {
-    let entry = stored.map(|s| Entry::decode(s.to_vec()));
-    let expired = entry.as_ref().is_some_and(|e| e.expired_at(now));
-    (entry, expired)
-}
-
 impl Db {
     fn on(store: Store) -> Db {
+        let lists = matches!(store, Store::Memory(_)).then(ListNodes::default);
         Db {
             store,
+            lists,
             volatile: HotRing::new(),
             expire_cursor: AtomicU64::new(0),
             watches: Watches::default(),
@@ -102,6 +119,7 @@ impl Db {
 
     /// The live entry of `key`.
     pub fn get(&self, key: &[u8]) -> Result<Option<Entry>> {
+        let _pin = crossbeam_epoch::pin();
         let stored = self.stored(key)?;
         self.live(key, stored)
     }
@@ -109,6 +127,7 @@ impl Db {
     /// The live entry of `key`, leaving its access clock (OBJECT IDLETIME) as it was,
     /// as Redis's lookups with `LOOKUP_NOTOUCH` do (EXISTS, TYPE, OBJECT).
     pub fn peek(&self, key: &[u8]) -> Result<Option<Entry>> {
+        let _pin = crossbeam_epoch::pin();
         let stored = match &self.store {
             Store::Memory(index) => index.peek_with(key, |v, _| v.to_vec()),
             Store::Engine(store) => store.get(key)?,
@@ -117,6 +136,7 @@ impl Db {
     }
 
     /// `stored` (what `key` holds) decoded if it has not expired; deleted if it has.
+    /// The caller is pinned since it read `stored` (a node table is expanded).
     fn live(&self, key: &[u8], stored: Option<Vec<u8>>) -> Result<Option<Entry>> {
         let Some(stored) = stored else {
             return Ok(None);
@@ -125,7 +145,32 @@ impl Db {
             self.remove_expired(key, &stored)?;
             return Ok(None);
         }
-        Ok(Some(Entry::decode(stored)))
+        Ok(Some(self.decode(stored)))
+    }
+
+    /// `stored` decoded, a node table expanded to its list; the caller is pinned since
+    /// it read `stored`.
+    fn decode(&self, stored: Vec<u8>) -> Entry {
+        match &self.lists {
+            Some(lists) if Entry::stored_is_node_table(&stored) => {
+                Entry::decode(lists.expand(&stored))
+            }
+            _ => Entry::decode(stored),
+        }
+    }
+
+    /// The type of `key` if it is live, without copying or expanding its value.
+    pub fn kind(&self, key: &[u8]) -> Result<Option<Kind>> {
+        let Store::Memory(index) = &self.store else {
+            return Ok(self.get(key)?.map(|e| e.kind));
+        };
+        let found = index.get_with(key, |s| (Entry::stored_deadline(s), Entry::stored_kind(s)));
+        match found {
+            None => Ok(None),
+            // Expired: `get` deletes it, or finds a value written meanwhile.
+            Some((Some(d), _)) if d < now_ms() => Ok(self.get(key)?.map(|e| e.kind)),
+            Some((_, kind)) => Ok(Some(kind)),
+        }
     }
 
     /// Runs `f` on `key`'s live value, its type and payload, borrowed from the index
@@ -139,7 +184,10 @@ impl Db {
         let now = now_ms();
         let mut f = Some(f);
         let seen = index.get_with(key, |stored| {
-            if Entry::stored_deadline(stored).is_some_and(|d| d < now) {
+            // A node table is handed to `get`, which expands it.
+            if Entry::stored_deadline(stored).is_some_and(|d| d < now)
+                || Entry::stored_is_node_table(stored)
+            {
                 return None;
             }
             let f = f.take().expect("called once");
@@ -151,8 +199,8 @@ impl Db {
         match (seen, f) {
             (Some(Some(result)), _) => Ok(result),
             (_, Some(f)) => {
-                // Missing, or expired: deleted by `get`, which may find a new value
-                // written meanwhile.
+                // Missing, expired (deleted by `get`, which may find a new value
+                // written meanwhile) or a node table (expanded by `get`).
                 let found = self.get(key)?;
                 Ok(f(found.as_ref().map(|e| (e.kind, e.value.as_slice()))))
             }
@@ -186,7 +234,7 @@ impl Db {
 
     fn put(&self, key: &[u8], stored: Vec<u8>, deadline: Option<u64>) -> Result<()> {
         let created = match &self.store {
-            Store::Memory(index) => index.upsert(key, &stored),
+            Store::Memory(index) => self.upsert(index, key, stored),
             Store::Engine(store) => {
                 let locked = store.lock(key)?;
                 let created = locked.stored().is_none();
@@ -207,7 +255,7 @@ impl Db {
         match &self.store {
             Store::Memory(index) => {
                 for (key, value) in pairs {
-                    if index.upsert(key, &Entry::encode(value, None, false)) {
+                    if self.upsert(index, key, Entry::encode(value, None, false)) {
                         self.events.fire(events::NEW, "new", key);
                     }
                 }
@@ -234,6 +282,17 @@ impl Db {
         Ok(())
     }
 
+    /// Stores `stored` under `key` in memory whatever it held (a long list split into
+    /// nodes); returns whether the key was new.
+    fn upsert(&self, index: &HotRing, key: &[u8], stored: Vec<u8>) -> bool {
+        let lists = self
+            .lists
+            .as_ref()
+            .expect("the memory store has list nodes");
+        let stored = lists.split_if_long(stored);
+        index.upsert_replacing(key, &stored, |old| lists.retire(old, Some(&stored)))
+    }
+
     /// Reads `key`'s live entry, lets `decide` choose a change, and applies it
     /// atomically: if another writer changed the key in between, `decide` runs again
     /// on the new entry. Returns what the last `decide` returned.
@@ -248,49 +307,193 @@ impl Db {
         }
     }
 
+    /// Changes the list at `key` through `f`, which pushes and pops at its ends: in
+    /// memory, a long list's end nodes are all that is copied. `None` if the key holds
+    /// another type. A missing key is an empty list, and a list emptied is deleted.
+    pub fn edit_list<R>(
+        &self,
+        key: &[u8],
+        mut f: impl FnMut(&mut ListEditor) -> R,
+    ) -> Result<Option<Edited<R>>> {
+        let mut edit = |payload: Option<&[u8]>, is_table: bool, deadline: Option<u64>| {
+            let mut editor = ListEditor::new(self.lists.as_ref(), payload, is_table);
+            let existed = editor.exists();
+            let result = f(&mut editor);
+            let (stored, wrote, emptied) = match editor.finish(deadline) {
+                None => (None, false, false),
+                Some(None) => (Some(None), existed, existed),
+                Some(Some(new)) => (Some(Some(new)), true, false),
+            };
+            let edited = Edited {
+                result,
+                wrote,
+                emptied,
+            };
+            (stored, edited)
+        };
+        match &self.store {
+            Store::Memory(index) => Ok(self.write_in_memory(index, key, |live| {
+                if live.is_some_and(|s| Entry::stored_kind(s) != Kind::List) {
+                    return (Write::Keep, None);
+                }
+                let (stored, edited) = edit(
+                    live.map(Entry::stored_payload),
+                    live.is_some_and(Entry::stored_is_node_table),
+                    live.and_then(Entry::stored_deadline),
+                );
+                let write = match stored {
+                    None => Write::Keep,
+                    Some(None) => Write::Delete,
+                    Some(Some(new)) => Write::Put(new),
+                };
+                (write, Some(edited))
+            })),
+            Store::Engine(_) => self.update(key, |found| {
+                if found.is_some_and(|e| e.kind != Kind::List) {
+                    return (Change::Keep, None);
+                }
+                let (stored, edited) = edit(
+                    found.map(|e| e.value.as_slice()),
+                    false,
+                    found.and_then(|e| e.deadline),
+                );
+                let change = match stored {
+                    None => Change::Keep,
+                    Some(None) => Change::Delete,
+                    Some(Some(new)) => Change::Put(Entry::decode(new)),
+                };
+                (change, Some(edited))
+            }),
+        }
+    }
+
+    /// The length of the list at `key` and its elements in the inclusive range `pick`
+    /// chooses from that length: in memory, read in place, copying only the nodes of a
+    /// long list that hold them. A missing key reads as an empty list; `None` if the
+    /// key holds another type.
+    pub fn read_list(
+        &self,
+        key: &[u8],
+        pick: impl FnOnce(usize) -> Option<(usize, usize)>,
+    ) -> Result<Option<ListRange>> {
+        let whole = |found: Option<Entry>, pick| match found {
+            Some(e) if e.kind != Kind::List => None,
+            found => {
+                let payload = found.map(|e| e.value).unwrap_or_default();
+                Some(list_nodes::read_range(None, &payload, false, pick))
+            }
+        };
+        let Store::Memory(index) = &self.store else {
+            return Ok(whole(self.get(key)?, pick));
+        };
+        let _pin = crossbeam_epoch::pin();
+        let now = now_ms();
+        let mut pick = Some(pick);
+        let seen = index.get_with(key, |stored| {
+            if Entry::stored_deadline(stored).is_some_and(|d| d < now) {
+                return None;
+            }
+            if Entry::stored_kind(stored) != Kind::List {
+                return Some(None);
+            }
+            let pick = pick.take().expect("called once");
+            Some(Some(list_nodes::read_range(
+                self.lists.as_ref(),
+                Entry::stored_payload(stored),
+                Entry::stored_is_node_table(stored),
+                pick,
+            )))
+        });
+        match (seen, pick) {
+            (Some(Some(read)), _) => Ok(read),
+            // Missing, or expired: deleted by `get`, which may find a new value.
+            (_, Some(pick)) => Ok(whole(self.get(key)?, pick)),
+            (_, None) => unreachable!("`pick` is taken only when a live value is seen"),
+        }
+    }
+
     fn update_in_memory<R>(
         &self,
         index: &HotRing,
         key: &[u8],
         mut decide: impl FnMut(Option<&Entry>) -> (Change, R),
     ) -> R {
+        let lists = self
+            .lists
+            .as_ref()
+            .expect("the memory store has list nodes");
+        self.write_in_memory(index, key, |live| {
+            let entry = live.map(|stored| self.decode(stored.to_vec()));
+            let (change, result) = decide(entry.as_ref());
+            let write = match change {
+                Change::Keep => Write::Keep,
+                Change::Put(e) => Write::Put(lists.split_if_long(e.into_stored())),
+                Change::Delete => Write::Delete,
+            };
+            (write, result)
+        })
+    }
+
+    /// The loop under [`Db::update`] in memory: `decide` sees the live stored bytes
+    /// (pinned, so a node table's nodes stay readable) and its write is published with
+    /// the key's compare-and-set, or `decide` runs again on what another writer left.
+    fn write_in_memory<R>(
+        &self,
+        index: &HotRing,
+        key: &[u8],
+        mut decide: impl FnMut(Option<&[u8]>) -> (Write, R),
+    ) -> R {
+        let lists = self
+            .lists
+            .as_ref()
+            .expect("the memory store has list nodes");
         loop {
+            let _pin = crossbeam_epoch::pin();
             let stored = index.get(key);
-            let (entry, expired) = decode_live(stored.as_deref(), now_ms());
-            let live = if expired { None } else { entry.as_ref() };
-            let (change, result) = decide(live);
-            let done = match (change, &stored) {
-                (Change::Keep, _) => {
+            let expired = stored
+                .as_deref()
+                .and_then(Entry::stored_deadline)
+                .is_some_and(|d| d < now_ms());
+            let live = if expired { None } else { stored.as_deref() };
+            let (write, result) = decide(live);
+            let done = match (write, &stored) {
+                (Write::Keep, _) => {
                     if let Some(old) = stored.as_deref().filter(|_| expired) {
                         // Infallible in memory.
                         let _ = self.remove_expired(key, old);
                     }
                     true
                 }
-                (Change::Put(e), None) => {
-                    let deadline = e.deadline;
-                    let ok = index.insert(key, &e.into_stored());
+                (Write::Put(new), None) => {
+                    let deadline = Entry::stored_deadline(&new);
+                    let ok = index.insert(key, &new);
                     if ok {
                         self.events.fire(events::NEW, "new", key);
                         self.written(key, deadline);
+                    } else {
+                        lists.abandon(&new, None);
                     }
                     ok
                 }
-                (Change::Put(e), Some(old)) => {
-                    let deadline = e.deadline;
-                    let ok = index.compare_and_set(key, old, &e.into_stored());
+                (Write::Put(new), Some(old)) => {
+                    let deadline = Entry::stored_deadline(&new);
+                    let ok = index.compare_and_set(key, old, &new);
                     if ok {
+                        lists.retire(old, Some(&new));
                         if expired {
                             self.replaced_expired(key);
                         }
                         self.written(key, deadline);
+                    } else {
+                        lists.abandon(&new, Some(old));
                     }
                     ok
                 }
-                (Change::Delete, None) => true,
-                (Change::Delete, Some(old)) => {
+                (Write::Delete, None) => true,
+                (Write::Delete, Some(old)) => {
                     let ok = index.remove_if(key, |v| v == old.as_slice());
                     if ok {
+                        lists.retire(old, None);
                         self.written(key, None);
                     }
                     ok
@@ -309,7 +512,8 @@ impl Db {
         mut decide: impl FnMut(Option<&Entry>) -> (Change, R),
     ) -> Result<R> {
         let locked = store.lock(key)?;
-        let (entry, expired) = decode_live(locked.stored(), now_ms());
+        let entry = locked.stored().map(|s| Entry::decode(s.to_vec()));
+        let expired = entry.as_ref().is_some_and(|e| e.expired_at(now_ms()));
         let (change, result) = decide(if expired { None } else { entry.as_ref() });
         match change {
             Change::Keep if expired => {
@@ -394,10 +598,21 @@ impl Db {
             self.watches.touch(k);
         };
         match &self.store {
-            Store::Memory(index) => remove_all(index, removed),
+            Store::Memory(index) => {
+                let lists = self
+                    .lists
+                    .as_ref()
+                    .expect("the memory store has list nodes");
+                remove_all(index, Entry::stored_is_node_table, |k, old| {
+                    if let Some(old) = old {
+                        lists.retire(old, None);
+                    }
+                    removed(k)
+                })
+            }
             Store::Engine(store) => store.clear(removed)?,
         }
-        remove_all(&self.volatile, |_| {});
+        remove_all(&self.volatile, |_| false, |_, _| {});
         self.tracking.flushed();
         Ok(())
     }
@@ -451,7 +666,15 @@ impl Db {
     /// Deletes `key` if it still holds the expired value `stored`; returns whether it did.
     fn remove_expired(&self, key: &[u8], stored: &[u8]) -> Result<bool> {
         let removed = match &self.store {
-            Store::Memory(index) => index.remove_if(key, |v| v == stored),
+            Store::Memory(index) => {
+                let removed = index.remove_if(key, |v| v == stored);
+                if removed {
+                    if let Some(lists) = &self.lists {
+                        lists.retire(stored, None);
+                    }
+                }
+                removed
+            }
             Store::Engine(store) => {
                 let locked = store.lock(key)?;
                 locked.stored() == Some(stored) && locked.delete()?
@@ -589,15 +812,26 @@ impl Watches {
     }
 }
 
-/// Removes every key of `index`, calling `removed` on each it removed.
-fn remove_all(index: &HotRing, mut removed: impl FnMut(&[u8])) {
+/// Removes every key of `index`, calling `removed` on each it removed, with the value it
+/// removed if `wanted` asks for that value.
+fn remove_all(
+    index: &HotRing,
+    wanted: impl Fn(&[u8]) -> bool,
+    mut removed: impl FnMut(&[u8], Option<&[u8]>),
+) {
     let mut cursor = Some(0);
     while let Some(from) = cursor {
         let mut keys = Vec::new();
         cursor = index.scan(from, 1024, |k, _, _| keys.push(k.to_vec()));
         for k in keys {
-            if index.remove(&k) {
-                removed(&k);
+            let last_seen = std::cell::RefCell::new(None);
+            // The predicate's last call saw the value removed.
+            let accept = |v: &[u8]| {
+                *last_seen.borrow_mut() = wanted(v).then(|| v.to_vec());
+                true
+            };
+            if index.remove_if(&k, accept) {
+                removed(&k, last_seen.borrow().as_deref());
             }
         }
     }
@@ -638,7 +872,7 @@ impl Db {
         let sampled = |k: &[u8], v: &[u8], access: Access| Sampled {
             key: k.to_vec(),
             access,
-            bytes: k.len() + v.len() + ITEM_OVERHEAD,
+            bytes: k.len() + v.len() + ITEM_OVERHEAD + ListNodes::node_bytes(v),
             deadline: Entry::stored_deadline(v),
         };
         let mut out = Vec::with_capacity(n);
@@ -663,7 +897,7 @@ impl Db {
         let found = match &self.store {
             Store::Memory(index) => index.peek_with(key, |v, access| {
                 (
-                    key.len() + v.len() + ITEM_OVERHEAD,
+                    key.len() + v.len() + ITEM_OVERHEAD + ListNodes::node_bytes(v),
                     access,
                     Entry::stored_deadline(v),
                 )
@@ -748,6 +982,12 @@ impl Db {
         if let Some(index) = self.index() {
             index.set_clock(unix_seconds as u32);
         }
+    }
+
+    /// Nodes the memory store's long lists take (see `list_nodes.rs`), counting those
+    /// waiting for readers to unpin; `None` on an engine, which splits no list.
+    pub fn list_nodes(&self) -> Option<usize> {
+        self.lists.as_ref().map(ListNodes::len)
     }
 
     /// The HotRing index, where key heat is known; `None` on an engine.

@@ -5,6 +5,8 @@
 //! tag    = bit 0: a deadline is present (else there are no deadline bytes)
 //!          bit 1: raw (see `Entry::raw`; strings only)
 //!          bits 2-4: the type: 0 string, 1 list, 2 hash, 3 set, 4 sorted set
+//!          bit 5: the payload is a long list's node table (see `list_nodes.rs`); set
+//!                 only in memory, never on an engine
 //!          the other bits are 0
 //! ```
 //!
@@ -17,6 +19,7 @@ const HAS_DEADLINE: u8 = 1;
 const RAW: u8 = 2;
 const KIND_SHIFT: u8 = 2;
 const KIND_MASK: u8 = 0b111 << KIND_SHIFT;
+const NODE_TABLE: u8 = 1 << 5;
 
 /// A key's type, as TYPE names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,10 +139,24 @@ impl Entry {
         out
     }
 
-    /// Decodes what [`Entry::encode`] wrote. Anything else in the index is a bug.
+    /// The stored bytes of a long list split into nodes: its node table.
+    pub fn encode_node_table(table: &[u8], deadline: Option<u64>) -> Vec<u8> {
+        let mut out = Self::encode_as(Kind::List, table, deadline, false);
+        *out.last_mut().expect("a tag") |= NODE_TABLE;
+        out
+    }
+
+    /// Whether `stored` holds a node table (see `list_nodes.rs`) rather than the value.
+    pub fn stored_is_node_table(stored: &[u8]) -> bool {
+        stored.last().is_some_and(|&tag| tag & NODE_TABLE != 0)
+    }
+
+    /// Decodes what [`Entry::encode`] wrote. Anything else in the index is a bug, and
+    /// so is a node table, which the store expands before decoding.
     pub fn decode(mut stored: Vec<u8>) -> Entry {
         let deadline = Self::stored_deadline(&stored);
         let tag = *stored.last().expect("checked by stored_deadline");
+        assert!(tag & NODE_TABLE == 0, "a node table decoded as a value");
         let kind = Kind::of_tag(tag).expect("checked by stored_deadline");
         let trailer = if deadline.is_some() { 9 } else { 1 };
         stored.truncate(stored.len() - trailer);
@@ -173,19 +190,25 @@ impl Entry {
     /// [`Entry::encode`] wrote get here: a durable engine's are checked once, by
     /// [`Entry::check`], when it opens.
     pub fn stored_deadline(stored: &[u8]) -> Option<u64> {
-        Self::check(stored).unwrap_or_else(|e| panic!("{e}"))
+        Self::checked(stored, true).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// The deadline of a stored value, or what is wrong with it if
+    /// The deadline of a value read from a durable engine, or what is wrong with it if
     /// [`Entry::encode`] did not write it.
     pub fn check(stored: &[u8]) -> Result<Option<u64>, String> {
+        Self::checked(stored, false)
+    }
+
+    fn checked(stored: &[u8], in_memory: bool) -> Result<Option<u64>, String> {
         let Some((&tag, rest)) = stored.split_last() else {
             return Err("a stored value is empty, which hotkv-server does not write".into());
         };
         let kind = Kind::of_tag(tag);
-        let known = tag & !(HAS_DEADLINE | RAW | KIND_MASK) == 0
+        let table_bit = if in_memory { NODE_TABLE } else { 0 };
+        let known = tag & !(HAS_DEADLINE | RAW | KIND_MASK | table_bit) == 0
             && kind.is_some()
-            && (tag & RAW == 0 || kind == Some(Kind::String));
+            && (tag & RAW == 0 || kind == Some(Kind::String))
+            && (tag & NODE_TABLE == 0 || kind == Some(Kind::List));
         if !known {
             return Err(format!(
                 "a stored value ends in tag {tag} with {} bytes before it, which hotkv-server does not write",

@@ -17,6 +17,7 @@ mod instantaneous;
 mod io_threads;
 mod keyspace_events;
 mod latency;
+mod list_nodes;
 mod long_double;
 mod memory;
 mod monitor;

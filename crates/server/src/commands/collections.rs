@@ -4,7 +4,7 @@
 use resp::Frame;
 
 use super::{error, parse_integer, reply, upper, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR};
-use crate::db::Change;
+use crate::db::{Change, Edited};
 use crate::entry::{Entry, Kind};
 use crate::glob::glob_match;
 use crate::keyspace_events::GENERIC;
@@ -16,15 +16,6 @@ pub enum Edit {
     /// Store this packed value; an empty one deletes the key, as Redis deletes a
     /// collection the moment it is empty.
     Write(Vec<u8>),
-}
-
-/// How an edit ended, besides its own result.
-pub struct Edited<R> {
-    pub result: R,
-    /// The key now holds a new value.
-    pub wrote: bool,
-    /// The write emptied the collection, so the key is gone.
-    pub emptied: bool,
 }
 
 /// Reads `key` as a collection of `kind` (its packed value, or `None` if missing),

@@ -1,21 +1,18 @@
 //! Lists: LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LLEN LINDEX LRANGE LSET LTRIM LREM
-//! LINSERT LPOS LMOVE RPOPLPUSH. A push or pop copies the untouched elements as one
-//! block (see `packed.rs`); the others rebuild the list.
+//! LINSERT LPOS LMOVE RPOPLPUSH and the blocking pops. Pushes, pops and reads of a
+//! range go through `Db::edit_list` and `Db::read_list`, which touch only a long list's
+//! end nodes in memory (see `list_nodes.rs`); the others rebuild the list.
 
 use resp::Frame;
 
-use super::collections::{answer, edit, notify_edit, parse_timeout, Edit};
+use super::collections::{edit, notify_edit, parse_timeout, Edit};
 use super::{error, int, of_kind, ok, parse_integer, reply, upper, Action, Ctx, Reply};
 use super::{NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
+use crate::db::Edited;
 use crate::entry::Kind;
 use crate::keyspace_events::{GENERIC, LIST};
+use crate::list_nodes::{End, ListRange};
 use crate::packed::{self, Builder, MAX_ELEMENTS};
-
-#[derive(Clone, Copy, PartialEq)]
-enum End {
-    Left,
-    Right,
-}
 
 impl End {
     fn parse(arg: &[u8]) -> Option<End> {
@@ -41,65 +38,18 @@ impl End {
     }
 }
 
-/// `list` (or an empty one) with `items` pushed one by one at `end`.
-fn pushed<'a>(
-    list: Option<&[u8]>,
-    end: End,
-    items: impl Iterator<Item = &'a [u8]> + Clone,
-) -> Vec<u8> {
-    let list = list.unwrap_or_default();
-    let extra: usize = items.clone().map(|i| i.len() + 5).sum();
-    let old = packed::elements(list).remaining_bytes();
-    let mut b = Builder::with_capacity(list.len() + extra);
-    if end == End::Left {
-        let items: Vec<&[u8]> = items.collect();
-        for item in items.iter().rev() {
-            b.push(item);
-        }
-        b.push_packed(old, packed::count(list));
-    } else {
-        b.push_packed(old, packed::count(list));
-        for item in items {
-            b.push(item);
-        }
-    }
-    b.finish()
-}
-
-/// `list` without `n` elements at `end`, and those elements in the order popped.
-fn popped(list: &[u8], end: End, n: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
-    let len = packed::count(list);
-    let n = n.min(len);
-    let mut elements = packed::elements(list);
-    let mut b = Builder::with_capacity(list.len());
-    let out = if end == End::Left {
-        let out: Vec<Vec<u8>> = elements.by_ref().take(n).map(<[u8]>::to_vec).collect();
-        b.push_packed(elements.remaining_bytes(), len - n);
-        out
-    } else {
-        // Find where the kept elements end, then copy them as one block.
-        let body = elements.remaining_bytes();
-        elements.by_ref().take(len - n).for_each(drop);
-        let tail = elements.remaining_bytes();
-        b.push_packed(&body[..body.len() - tail.len()], len - n);
-        let mut out: Vec<Vec<u8>> = elements.map(<[u8]>::to_vec).collect();
-        out.reverse();
-        out
-    };
-    (b.finish(), out)
-}
-
 fn push(ctx: &Ctx, args: &[Vec<u8>], end: End, only_existing: bool) -> Reply {
     let items = args[2..].iter().map(Vec::as_slice);
-    let Some(edited) = edit(ctx, &args[1], Kind::List, |list| {
-        if only_existing && list.is_none() {
-            return (Edit::Keep, Ok(0));
+    let Some(edited) = ctx.db().edit_list(&args[1], |list| {
+        if only_existing && !list.exists() {
+            return Ok(0);
         }
-        let len = list.map_or(0, packed::count) + args.len() - 2;
+        let len = list.len() + items.len();
         if len > MAX_ELEMENTS {
-            return (Edit::Keep, Err(()));
+            return Err(());
         }
-        (Edit::Write(pushed(list, end, items.clone())), Ok(len))
+        list.push(end, items.clone());
+        Ok(len)
     })?
     else {
         return error(WRONG_TYPE);
@@ -134,13 +84,8 @@ fn pop(ctx: &Ctx, args: &[Vec<u8>], end: End) -> Reply {
         Some(Some(n)) if n >= 0 => Some(n as usize),
         Some(_) => return error("ERR value is out of range, must be positive"),
     };
-    let Some(edited) = edit(ctx, &args[1], Kind::List, |list| match list {
-        None => (Edit::Keep, None),
-        Some(_) if count == Some(0) => (Edit::Keep, Some(Vec::new())),
-        Some(list) => {
-            let (rest, out) = popped(list, end, count.unwrap_or(1));
-            (Edit::Write(rest), Some(out))
-        }
+    let Some(edited) = ctx.db().edit_list(&args[1], |list| {
+        list.exists().then(|| list.pop(end, count.unwrap_or(1)))
     })?
     else {
         return error(WRONG_TYPE);
@@ -162,10 +107,24 @@ pub fn rpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     pop(ctx, args, End::Right)
 }
 
+/// Reads the elements of the list at `key` that `pick` chooses from its length, and
+/// answers with what `f` makes of them; WRONGTYPE on another type. Counts as a read.
+fn read(
+    ctx: &Ctx,
+    key: &[u8],
+    pick: impl FnOnce(usize) -> Option<(usize, usize)>,
+    f: impl FnOnce(ListRange) -> Frame,
+) -> Reply {
+    let Some(range) = ctx.db().read_list(key, pick)? else {
+        ctx.hit(key, true);
+        return error(WRONG_TYPE);
+    };
+    ctx.hit(key, range.len > 0);
+    reply(f(range))
+}
+
 pub fn llen(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    answer(ctx, &args[1], Kind::List, |l| {
-        Frame::Integer(l.map_or(0, packed::count) as i64)
-    })
+    read(ctx, &args[1], |_| None, |l| Frame::Integer(l.len as i64))
 }
 
 /// A position counted from the end when negative, as Redis's list commands take it.
@@ -178,12 +137,9 @@ pub fn lindex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let Some(index) = parse_integer(&args[2]) else {
         return error(NOT_AN_INTEGER);
     };
-    answer(ctx, &args[1], Kind::List, |list| {
-        let element = list.and_then(|list| {
-            let i = position(index, packed::count(list))?;
-            packed::elements(list).nth(i)
-        });
-        element.map_or(Frame::Null, |e| Frame::Bulk(e.to_vec()))
+    let pick = |len| position(index, len).map(|i| (i, i));
+    read(ctx, &args[1], pick, |mut l| {
+        l.elements.pop().map_or(Frame::Null, Frame::Bulk)
     })
 }
 
@@ -212,18 +168,12 @@ pub fn lrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let Some((start, stop)) = range_args(args) else {
         return error(NOT_AN_INTEGER);
     };
-    answer(ctx, &args[1], Kind::List, |list| {
-        let list = list.unwrap_or_default();
-        let items = match clamp(start, stop, packed::count(list)) {
-            None => Vec::new(),
-            Some((from, to)) => packed::elements(list)
-                .skip(from)
-                .take(to - from + 1)
-                .map(|e| Frame::Bulk(e.to_vec()))
-                .collect(),
-        };
-        Frame::Array(items)
-    })
+    read(
+        ctx,
+        &args[1],
+        |len| clamp(start, stop, len),
+        |l| Frame::Array(l.elements.into_iter().map(Frame::Bulk).collect()),
+    )
 }
 
 pub fn lset(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
@@ -436,36 +386,47 @@ pub fn lpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 /// Pops from one end of `source` and pushes at one end of `destination`, atomically
 /// (the command runs alone). Answers the element moved, or nil if `source` is empty.
 fn move_element(ctx: &Ctx, source: &[u8], destination: &[u8], from: End, to: End) -> Reply {
-    let Some(list) = of_kind!(ctx.read(source)?, List) else {
-        return reply(Frame::Null);
-    };
-    if source != destination {
-        of_kind!(ctx.db().peek(destination)?, List);
+    match ctx.db().kind(source)? {
+        None => return reply(Frame::Null),
+        Some(Kind::List) => {}
+        Some(_) => return error(WRONG_TYPE),
     }
-    let (rest, mut out) = popped(&list.value, from, 1);
-    let element = out.pop().expect("a stored list is not empty");
-    let one = std::iter::once(element.as_slice());
-    if source == destination {
-        let Some(edited) = edit(ctx, source, Kind::List, |_| {
-            (Edit::Write(pushed(Some(&rest), to, one.clone())), ())
+    if source != destination && ctx.db().kind(destination)?.is_some_and(|k| k != Kind::List) {
+        return error(WRONG_TYPE);
+    }
+    let popped = ctx
+        .db()
+        .edit_list(source, |list| {
+            let element = list.pop(from, 1).pop();
+            if source == destination {
+                if let Some(e) = &element {
+                    list.push(to, std::iter::once(e.as_slice()));
+                }
+            }
+            element
         })?
-        else {
-            return error(WRONG_TYPE);
-        };
-        notify_edit(ctx, &edited, LIST, to.push_event(), destination);
+        .expect("the command runs alone: `source` is still a list");
+    let element = popped
+        .result
+        .expect("the command runs alone: `source` is not empty");
+    if source != destination {
+        let pushed = ctx
+            .db()
+            .edit_list(destination, |list| {
+                list.push(to, std::iter::once(element.as_slice()))
+            })?
+            .expect("the command runs alone: `destination` is a list or missing");
+        notify_edit(ctx, &pushed, LIST, to.push_event(), destination);
     } else {
-        let pushed_to = edit(ctx, destination, Kind::List, |list| {
-            (Edit::Write(pushed(list, to, one.clone())), ())
-        })?;
-        let Some(pushed_to) = pushed_to else {
-            return error(WRONG_TYPE);
+        let pushed = Edited {
+            result: (),
+            wrote: true,
+            emptied: popped.emptied,
         };
-        notify_edit(ctx, &pushed_to, LIST, to.push_event(), destination);
-        let popped_from = edit(ctx, source, Kind::List, |_| (Edit::Write(rest.clone()), ()))?;
-        debug_assert!(popped_from.is_some(), "the command runs alone");
+        notify_edit(ctx, &pushed, LIST, to.push_event(), destination);
     }
     ctx.notify(LIST, from.pop_event(), source);
-    if source != destination && packed::count(&list.value) == 1 {
+    if popped.emptied {
         ctx.notify(GENERIC, "del", source);
     }
     reply(Frame::Bulk(element))
@@ -491,14 +452,7 @@ fn blocking_pop(ctx: &Ctx, args: &[Vec<u8>], end: End) -> Reply {
     };
     let keys = &args[1..args.len() - 1];
     for key in keys {
-        let Some(edited) = edit(ctx, key, Kind::List, |list| match list {
-            None => (Edit::Keep, None),
-            Some(list) => {
-                let (rest, mut out) = popped(list, end, 1);
-                (Edit::Write(rest), out.pop())
-            }
-        })?
-        else {
+        let Some(edited) = ctx.db().edit_list(key, |list| list.pop(end, 1).pop())? else {
             return error(WRONG_TYPE);
         };
         notify_edit(ctx, &edited, LIST, end.pop_event(), key);
@@ -530,7 +484,7 @@ fn blocking_move(ctx: &Ctx, args: &[Vec<u8>], from: End, to: End, timeout: &[u8]
         Ok(t) => t,
         Err(e) => return error(e),
     };
-    if of_kind!(ctx.db().peek(&args[1])?, List).is_some() {
+    if ctx.db().kind(&args[1])?.is_some() {
         return move_element(ctx, &args[1], &args[2], from, to);
     }
     Ok(Action::Block {
@@ -550,13 +504,9 @@ fn multi_pop(ctx: &Ctx, args: &[Vec<u8>], blocking: Option<Option<std::time::Dur
     };
     let end = if right { End::Right } else { End::Left };
     for key in keys {
-        let Some(edited) = edit(ctx, key, Kind::List, |list| match list {
-            None => (Edit::Keep, None),
-            Some(list) => {
-                let (rest, out) = popped(list, end, count);
-                (Edit::Write(rest), Some(out))
-            }
-        })?
+        let Some(edited) = ctx
+            .db()
+            .edit_list(key, |list| list.exists().then(|| list.pop(end, count)))?
         else {
             return error(WRONG_TYPE);
         };
@@ -606,31 +556,6 @@ pub fn brpoplpush(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn list(items: &[&str]) -> Vec<u8> {
-        packed::pack(items.iter().map(|s| s.as_bytes()))
-    }
-
-    fn items(packed: &[u8]) -> Vec<String> {
-        packed::elements(packed)
-            .map(|e| String::from_utf8(e.to_vec()).unwrap())
-            .collect()
-    }
-
-    #[test]
-    fn pushes_and_pops_at_both_ends() {
-        let l = pushed(None, End::Left, [&b"a"[..], b"b"].into_iter());
-        assert_eq!(items(&l), ["b", "a"]);
-        let l = pushed(Some(&l), End::Right, [&b"c"[..]].into_iter());
-        assert_eq!(items(&l), ["b", "a", "c"]);
-        let (rest, out) = popped(&l, End::Right, 2);
-        assert_eq!(
-            (items(&rest), out),
-            (vec!["b".to_string()], vec![b"c".to_vec(), b"a".to_vec()])
-        );
-        let (rest, out) = popped(&list(&["x", "y"]), End::Left, 5);
-        assert_eq!((packed::count(&rest), out.len()), (0, 2));
-    }
 
     #[test]
     fn ranges_clamp_as_redis_clamps() {

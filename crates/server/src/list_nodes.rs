@@ -1,0 +1,844 @@
+//! Long lists in the memory store, split into nodes so that a push or a pop copies one
+//! node of at most [`NODE_BYTES`] rather than the whole list (Redis's quicklist splits
+//! its lists the same way, for the same reason).
+//!
+//! ```text
+//! node table = count (u32 LE: elements in the list) | node*        head first
+//! node       = id (u64 LE) | count (u32 LE) | bytes (u32 LE: its packed size)
+//! ```
+//!
+//! The node table is the payload of the key's entry, marked by a tag bit (`entry.rs`).
+//! Each node is a packed list (`packed.rs`) of at least one element, kept in a second
+//! index under its id (8 bytes, little-endian). A list whose packed form passes
+//! [`NODE_BYTES`] is split; one left with a single node is stored whole again. Only the
+//! memory store splits lists: an engine keeps each value whole, so there every list is
+//! one packed value.
+//!
+//! Why readers and writers need no lock:
+//! - A node is never changed once written, and ids are never reused. A write makes new
+//!   nodes for what it changes and publishes a new node table with the key's
+//!   compare-and-set, as any other write. Two equal tables are therefore the same list,
+//!   so the compare-and-set is exact; a writer that loses it removes the nodes it made,
+//!   which nobody else has seen.
+//! - A node that a published table no longer names is removed once every thread pinned
+//!   (crossbeam-epoch) when it was dropped has unpinned. Readers and writers pin before
+//!   they read the table and stay pinned while they read its nodes, so every node of a
+//!   table they read is there.
+//! - Everything that replaces or deletes a key's value in memory (`db.rs`) hands the old
+//!   value to [`ListNodes::retire`], so nodes are released exactly when their table is.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use hotring::HotRing;
+
+use crate::entry::Entry;
+use crate::packed::{self, Builder, MAX_ELEMENTS};
+
+/// The packed size past which a list is split, and up to which a node is filled:
+/// Redis's default `list-max-listpack-size -2` is 8 KB; half that halves what a push
+/// copies, while a list of a million short elements still has a table of a few
+/// thousand nodes.
+pub const NODE_BYTES: usize = 4096;
+
+const TABLE_HEADER: usize = 4;
+const NODE_REF: usize = 16;
+
+/// Bytes a node costs in the second index beyond its packed elements (item header,
+/// id, link, directory share), for MEMORY USAGE and eviction's accounting.
+const NODE_OVERHEAD: usize = 56;
+
+/// One end of a list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    Left,
+    Right,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct NodeRef {
+    id: u64,
+    count: u32,
+    bytes: u32,
+}
+
+/// A node table, decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Table {
+    count: usize,
+    nodes: Vec<NodeRef>,
+}
+
+impl Table {
+    fn parse(payload: &[u8]) -> Table {
+        let word = |at: usize, n: usize| -> u64 {
+            let mut b = [0u8; 8];
+            b[..n].copy_from_slice(&payload[at..at + n]);
+            u64::from_le_bytes(b)
+        };
+        assert!(
+            payload.len() >= TABLE_HEADER
+                && (payload.len() - TABLE_HEADER).is_multiple_of(NODE_REF),
+            "a node table of {} bytes",
+            payload.len()
+        );
+        let nodes: Vec<NodeRef> = (TABLE_HEADER..payload.len())
+            .step_by(NODE_REF)
+            .map(|at| NodeRef {
+                id: word(at, 8),
+                count: word(at + 8, 4) as u32,
+                bytes: word(at + 12, 4) as u32,
+            })
+            .collect();
+        let table = Table {
+            count: word(0, 4) as usize,
+            nodes,
+        };
+        table.check();
+        table
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        self.check();
+        let mut out = Vec::with_capacity(TABLE_HEADER + NODE_REF * self.nodes.len() + 9);
+        out.extend_from_slice(&(self.count as u32).to_le_bytes());
+        for n in &self.nodes {
+            out.extend_from_slice(&n.id.to_le_bytes());
+            out.extend_from_slice(&n.count.to_le_bytes());
+            out.extend_from_slice(&n.bytes.to_le_bytes());
+        }
+        out
+    }
+
+    /// The invariants every stored table keeps (O(nodes), as reading the table is).
+    fn check(&self) {
+        assert!(self.nodes.len() >= 2, "a table of one node is stored whole");
+        assert!(self.nodes.iter().all(|n| n.count >= 1), "an empty node");
+        assert_eq!(
+            self.nodes.iter().map(|n| n.count as usize).sum::<usize>(),
+            self.count,
+            "a table's count is its nodes' counts"
+        );
+    }
+
+    fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.nodes.iter().map(|n| n.id)
+    }
+}
+
+/// The table of a stored value, if it is one.
+fn table_of(stored: &[u8]) -> Option<Table> {
+    Entry::stored_is_node_table(stored).then(|| Table::parse(Entry::stored_payload(stored)))
+}
+
+/// The nodes of the memory store's long lists.
+pub struct ListNodes {
+    nodes: Arc<HotRing>,
+    next_id: AtomicU64,
+}
+
+impl Default for ListNodes {
+    fn default() -> Self {
+        ListNodes {
+            nodes: Arc::new(HotRing::new()),
+            next_id: AtomicU64::new(1),
+        }
+    }
+}
+
+impl ListNodes {
+    /// Nodes stored, including those waiting for readers to unpin.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    fn write(&self, packed: &[u8]) -> NodeRef {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let inserted = self.nodes.insert(&id.to_le_bytes(), packed);
+        assert!(inserted, "node ids are never reused");
+        NodeRef {
+            id,
+            count: packed::count(packed) as u32,
+            bytes: packed.len() as u32,
+        }
+    }
+
+    /// The packed elements of a node of a table read while pinned.
+    fn read(&self, node: NodeRef) -> Vec<u8> {
+        let found = self.nodes.get(&node.id.to_le_bytes());
+        found.expect("a node outlives every pinned reader of its table")
+    }
+
+    /// Removes nodes no published table named.
+    fn discard(&self, ids: impl Iterator<Item = u64>) {
+        for id in ids {
+            self.nodes.remove(&id.to_le_bytes());
+        }
+    }
+
+    /// `stored` with a long list split into nodes (written here), to be published in
+    /// place of whatever the key held. Anything else is returned as it is.
+    pub fn split_if_long(&self, stored: Vec<u8>) -> Vec<u8> {
+        let payload = Entry::stored_payload(&stored);
+        if Entry::stored_kind(&stored) != crate::entry::Kind::List
+            || Entry::stored_is_node_table(&stored)
+            || !is_long(payload)
+        {
+            return stored;
+        }
+        let table = self.split(payload);
+        Entry::encode_node_table(&table.encode(), Entry::stored_deadline(&stored))
+    }
+
+    /// Writes the elements of `packed` as nodes of up to [`NODE_BYTES`] each.
+    fn split(&self, packed: &[u8]) -> Table {
+        let mut nodes = Vec::new();
+        let mut node = Builder::with_capacity(NODE_BYTES);
+        let mut bytes = 0;
+        for e in packed::elements(packed) {
+            let size = varint_len(e.len()) + e.len();
+            if node.count() > 0 && bytes + size > NODE_BYTES {
+                let full = std::mem::replace(&mut node, Builder::with_capacity(NODE_BYTES));
+                nodes.push(self.write(&full.finish()));
+                bytes = 0;
+            }
+            node.push(e);
+            bytes += size;
+        }
+        if node.count() > 0 {
+            nodes.push(self.write(&node.finish()));
+        }
+        Table {
+            count: packed::count(packed),
+            nodes,
+        }
+    }
+
+    /// `stored` as a value: a node table expanded to the whole packed list; anything
+    /// else copied. The caller is pinned since it read `stored`.
+    pub fn expand(&self, stored: &[u8]) -> Vec<u8> {
+        let Some(table) = table_of(stored) else {
+            return stored.to_vec();
+        };
+        let bytes: usize = table.nodes.iter().map(|n| n.bytes as usize).sum();
+        let mut b = Builder::with_capacity(bytes);
+        for &node in &table.nodes {
+            let packed = self.read(node);
+            b.push_packed(
+                packed::elements(&packed).remaining_bytes(),
+                node.count as usize,
+            );
+        }
+        let list = b.finish();
+        debug_assert_eq!(packed::count(&list), table.count);
+        Entry::collection(
+            crate::entry::Kind::List,
+            list,
+            Entry::stored_deadline(stored),
+        )
+        .into_stored()
+    }
+
+    /// Elements `from..=to` of the list whose node table is `stored` (the caller is
+    /// pinned since it read it), and its length.
+    fn range(&self, table: &Table, from: usize, to: usize) -> Vec<Vec<u8>> {
+        let mut out = Vec::with_capacity(to + 1 - from);
+        let mut first = 0;
+        for &node in &table.nodes {
+            let last = first + node.count as usize - 1;
+            if last >= from && first <= to {
+                let packed = self.read(node);
+                let skip = from.saturating_sub(first);
+                let take = to.min(last) + 1 - (first + skip);
+                out.extend(
+                    packed::elements(&packed)
+                        .skip(skip)
+                        .take(take)
+                        .map(<[u8]>::to_vec),
+                );
+            }
+            if last >= to {
+                break;
+            }
+            first = last + 1;
+        }
+        out
+    }
+
+    /// After `new` (or a delete) replaced `old` in the key's entry: the nodes only
+    /// `old` named are removed once the threads pinned now have unpinned.
+    pub fn retire(&self, old: &[u8], new: Option<&[u8]>) {
+        let Some(old) = table_of(old) else { return };
+        let kept = new.and_then(table_of);
+        let dropped: Vec<u64> = old
+            .ids()
+            .filter(|id| kept.as_ref().is_none_or(|k| !k.ids().any(|k| k == *id)))
+            .collect();
+        if dropped.is_empty() {
+            return;
+        }
+        let nodes = Arc::clone(&self.nodes);
+        let guard = crossbeam_epoch::pin();
+        guard.defer(move || {
+            for id in dropped {
+                nodes.remove(&id.to_le_bytes());
+            }
+        });
+        // Hands this thread's deferred work to the global queue now, so an idle
+        // thread does not hold a deleted list's nodes until it is busy again.
+        guard.flush();
+    }
+
+    /// After `new` lost the race to replace `old`: removes the nodes `new` made, which
+    /// nobody else has seen.
+    pub fn abandon(&self, new: &[u8], old: Option<&[u8]>) {
+        let Some(new) = table_of(new) else { return };
+        let existing = old.and_then(table_of);
+        self.discard(
+            new.ids()
+                .filter(|id| existing.as_ref().is_none_or(|e| !e.ids().any(|e| e == *id))),
+        );
+    }
+
+    /// Bytes the nodes of `stored` take, beyond `stored` itself (0 if it has none).
+    pub fn node_bytes(stored: &[u8]) -> usize {
+        table_of(stored).map_or(0, |t| {
+            t.nodes
+                .iter()
+                .map(|n| n.bytes as usize + NODE_OVERHEAD)
+                .sum()
+        })
+    }
+}
+
+/// Whether the packed list `list` is split where lists are: its elements take more than
+/// one node, so splitting makes two nodes at least.
+fn is_long(list: &[u8]) -> bool {
+    let elements = packed::elements(list).remaining_bytes();
+    elements.len() > NODE_BYTES && packed::count(list) >= 2
+}
+
+fn varint_len(n: usize) -> usize {
+    let bits = usize::BITS - n.leading_zeros();
+    (bits.max(1) as usize).div_ceil(7)
+}
+
+/// `list` (or an empty one) with `items` pushed one by one at `end`.
+fn pushed<'a>(
+    list: Option<&[u8]>,
+    end: End,
+    items: impl Iterator<Item = &'a [u8]> + Clone,
+) -> Vec<u8> {
+    let list = list.unwrap_or_default();
+    let extra: usize = items.clone().map(|i| i.len() + 5).sum();
+    let old = packed::elements(list).remaining_bytes();
+    let mut b = Builder::with_capacity(list.len() + extra);
+    if end == End::Left {
+        let items: Vec<&[u8]> = items.collect();
+        for item in items.iter().rev() {
+            b.push(item);
+        }
+        b.push_packed(old, packed::count(list));
+    } else {
+        b.push_packed(old, packed::count(list));
+        for item in items {
+            b.push(item);
+        }
+    }
+    b.finish()
+}
+
+/// `list` without `n` elements at `end`, and those elements in the order popped.
+fn popped(list: &[u8], end: End, n: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
+    let len = packed::count(list);
+    let n = n.min(len);
+    let mut elements = packed::elements(list);
+    let mut b = Builder::with_capacity(list.len());
+    let out = if end == End::Left {
+        let out: Vec<Vec<u8>> = elements.by_ref().take(n).map(<[u8]>::to_vec).collect();
+        b.push_packed(elements.remaining_bytes(), len - n);
+        out
+    } else {
+        // Find where the kept elements end, then copy them as one block.
+        let body = elements.remaining_bytes();
+        elements.by_ref().take(len - n).for_each(drop);
+        let tail = elements.remaining_bytes();
+        b.push_packed(&body[..body.len() - tail.len()], len - n);
+        let mut out: Vec<Vec<u8>> = elements.map(<[u8]>::to_vec).collect();
+        out.reverse();
+        out
+    };
+    (b.finish(), out)
+}
+
+/// A list as a write finds it and leaves it.
+enum Shape {
+    Missing,
+    Packed(Vec<u8>),
+    Split(Table),
+}
+
+/// A list being changed by one write (see `Db::edit_list`): pushes and pops at its
+/// ends, on its packed form or, for a long list, on its end nodes only.
+pub struct ListEditor<'a> {
+    nodes: Option<&'a ListNodes>,
+    shape: Shape,
+    /// Nodes this edit wrote: removed at once if the edit drops them again.
+    fresh: Vec<u64>,
+    changed: bool,
+}
+
+impl<'a> ListEditor<'a> {
+    /// The list whose stored payload is `payload` (`None` if missing); `nodes` where long
+    /// lists are split (the memory store), `None` where every list is kept whole.
+    pub fn new(nodes: Option<&'a ListNodes>, payload: Option<&[u8]>, is_table: bool) -> Self {
+        let shape = match payload {
+            None => Shape::Missing,
+            Some(p) if is_table => Shape::Split(Table::parse(p)),
+            Some(p) => Shape::Packed(p.to_vec()),
+        };
+        ListEditor {
+            nodes,
+            shape,
+            fresh: Vec::new(),
+            changed: false,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match &self.shape {
+            Shape::Missing => 0,
+            Shape::Packed(p) => packed::count(p),
+            Shape::Split(t) => t.count,
+        }
+    }
+
+    /// Whether the list held elements when the edit began or holds some now.
+    pub fn exists(&self) -> bool {
+        !matches!(self.shape, Shape::Missing)
+    }
+
+    /// Pushes `items` one by one at `end`; the caller keeps the length within
+    /// [`MAX_ELEMENTS`].
+    pub fn push<'i>(&mut self, end: End, items: impl Iterator<Item = &'i [u8]> + Clone) {
+        let added = items.clone().count();
+        if added == 0 {
+            return;
+        }
+        assert!(self.len() + added <= MAX_ELEMENTS);
+        self.changed = true;
+        match std::mem::replace(&mut self.shape, Shape::Missing) {
+            Shape::Missing => self.shape = self.packed(pushed(None, end, items)),
+            Shape::Packed(p) => self.shape = self.packed(pushed(Some(&p), end, items)),
+            Shape::Split(mut table) => {
+                let nodes = self.nodes.expect("only a store with nodes splits lists");
+                let at = match end {
+                    End::Left => 0,
+                    End::Right => table.nodes.len() - 1,
+                };
+                let edge = table.nodes[at];
+                let bytes: usize = items.clone().map(|i| varint_len(i.len()) + i.len()).sum();
+                if edge.bytes as usize + bytes <= NODE_BYTES {
+                    let grown = pushed(Some(&nodes.read(edge)), end, items);
+                    table.nodes[at] = self.write(&grown);
+                    self.drop_node(edge.id);
+                } else {
+                    let new = nodes.split(&pushed(None, end, items));
+                    self.fresh.extend(new.ids());
+                    let at = if end == End::Left {
+                        0
+                    } else {
+                        table.nodes.len()
+                    };
+                    table.nodes.splice(at..at, new.nodes);
+                }
+                table.count += added;
+                self.shape = Shape::Split(table);
+            }
+        }
+    }
+
+    /// Pops up to `n` elements at `end`, returned in the order popped.
+    pub fn pop(&mut self, end: End, n: usize) -> Vec<Vec<u8>> {
+        if n == 0 || !self.exists() {
+            return Vec::new();
+        }
+        self.changed = true;
+        match std::mem::replace(&mut self.shape, Shape::Missing) {
+            Shape::Missing => unreachable!("checked above"),
+            Shape::Packed(p) => {
+                let (rest, out) = popped(&p, end, n);
+                if packed::count(&rest) > 0 {
+                    self.shape = Shape::Packed(rest);
+                }
+                out
+            }
+            Shape::Split(mut table) => {
+                let nodes = self.nodes.expect("only a store with nodes splits lists");
+                let mut out = Vec::with_capacity(n.min(table.count));
+                while out.len() < n && !table.nodes.is_empty() {
+                    let at = match end {
+                        End::Left => 0,
+                        End::Right => table.nodes.len() - 1,
+                    };
+                    let edge = table.nodes[at];
+                    let (rest, taken) = popped(&nodes.read(edge), end, n - out.len());
+                    out.extend(taken);
+                    self.drop_node(edge.id);
+                    if packed::count(&rest) == 0 {
+                        table.nodes.remove(at);
+                    } else {
+                        table.nodes[at] = self.write(&rest);
+                    }
+                }
+                table.count -= out.len();
+                self.shape = match table.nodes.len() {
+                    0 => Shape::Missing,
+                    1 => {
+                        let last = table.nodes[0];
+                        let whole = nodes.read(last);
+                        self.drop_node(last.id);
+                        Shape::Packed(whole)
+                    }
+                    _ => Shape::Split(table),
+                };
+                out
+            }
+        }
+    }
+
+    /// A packed list as this store keeps it: split if long and the store splits.
+    fn packed(&mut self, list: Vec<u8>) -> Shape {
+        match self.nodes {
+            Some(nodes) if is_long(&list) => {
+                let table = nodes.split(&list);
+                self.fresh.extend(table.ids());
+                Shape::Split(table)
+            }
+            _ => Shape::Packed(list),
+        }
+    }
+
+    fn write(&mut self, packed: &[u8]) -> NodeRef {
+        let node = self
+            .nodes
+            .expect("only a store with nodes splits lists")
+            .write(packed);
+        self.fresh.push(node.id);
+        node
+    }
+
+    /// The table no longer names node `id`: if this edit wrote it, nobody has seen it.
+    fn drop_node(&mut self, id: u64) {
+        if let Some(at) = self.fresh.iter().position(|&f| f == id) {
+            self.fresh.swap_remove(at);
+            if let Some(nodes) = self.nodes {
+                nodes.discard(std::iter::once(id));
+            }
+        }
+    }
+
+    /// What to store: `None` if nothing changed, `Some(None)` to delete the key,
+    /// `Some(Some(stored))` otherwise, with `deadline` kept.
+    pub fn finish(self, deadline: Option<u64>) -> Option<Option<Vec<u8>>> {
+        if !self.changed {
+            return None;
+        }
+        Some(match self.shape {
+            Shape::Missing => None,
+            Shape::Packed(p) => {
+                Some(Entry::collection(crate::entry::Kind::List, p, deadline).into_stored())
+            }
+            Shape::Split(t) => Some(Entry::encode_node_table(&t.encode(), deadline)),
+        })
+    }
+}
+
+/// What a read of part of a list sees: its length and the elements asked for.
+pub struct ListRange {
+    pub len: usize,
+    pub elements: Vec<Vec<u8>>,
+}
+
+/// Elements of the list stored as `payload` (a node table if `is_table`) in the range
+/// `pick` chooses from its length (inclusive), read while pinned.
+pub fn read_range(
+    nodes: Option<&ListNodes>,
+    payload: &[u8],
+    is_table: bool,
+    pick: impl FnOnce(usize) -> Option<(usize, usize)>,
+) -> ListRange {
+    if is_table {
+        let table = Table::parse(payload);
+        let nodes = nodes.expect("only a store with nodes splits lists");
+        let elements = match pick(table.count) {
+            Some((from, to)) => nodes.range(&table, from, to),
+            None => Vec::new(),
+        };
+        return ListRange {
+            len: table.count,
+            elements,
+        };
+    }
+    let len = packed::count(payload);
+    let elements = match pick(len) {
+        Some((from, to)) => packed::elements(payload)
+            .skip(from)
+            .take(to + 1 - from)
+            .map(<[u8]>::to_vec)
+            .collect(),
+        None => Vec::new(),
+    };
+    ListRange { len, elements }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::time::{Duration, Instant};
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::db::Db;
+
+    /// Waits for the deferred removals of retired nodes to run (other test threads'
+    /// pins can hold them back for a while).
+    fn settled(nodes: impl Fn() -> usize, live: usize) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(20) {
+            if nodes() == live {
+                return true;
+            }
+            crossbeam_epoch::pin().flush();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        false
+    }
+
+    fn list(items: &[&str]) -> Vec<u8> {
+        packed::pack(items.iter().map(|s| s.as_bytes()))
+    }
+
+    fn items(packed: &[u8]) -> Vec<String> {
+        packed::elements(packed)
+            .map(|e| String::from_utf8(e.to_vec()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn pushes_and_pops_at_both_ends() {
+        let l = pushed(None, End::Left, [&b"a"[..], b"b"].into_iter());
+        assert_eq!(items(&l), ["b", "a"]);
+        let l = pushed(Some(&l), End::Right, [&b"c"[..]].into_iter());
+        assert_eq!(items(&l), ["b", "a", "c"]);
+        let (rest, out) = popped(&l, End::Right, 2);
+        assert_eq!(
+            (items(&rest), out),
+            (vec!["b".to_string()], vec![b"c".to_vec(), b"a".to_vec()])
+        );
+        let (rest, out) = popped(&list(&["x", "y"]), End::Left, 5);
+        assert_eq!((packed::count(&rest), out.len()), (0, 2));
+    }
+
+    fn nodes_named(stored: &Option<Vec<u8>>) -> usize {
+        stored
+            .as_deref()
+            .and_then(table_of)
+            .map_or(0, |t| t.nodes.len())
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Push(bool, Vec<Vec<u8>>),
+        Pop(bool, usize),
+        Range(usize, usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        // Mostly short elements, some longer than a node.
+        let element = prop_oneof![
+            8 => prop::collection::vec(any::<u8>(), 0..40),
+            1 => prop::collection::vec(any::<u8>(), 0..(2 * NODE_BYTES)),
+        ];
+        prop_oneof![
+            4 => (any::<bool>(), prop::collection::vec(element, 1..60))
+                .prop_map(|(l, items)| Op::Push(l, items)),
+            2 => (any::<bool>(), 1..150usize).prop_map(|(l, n)| Op::Pop(l, n)),
+            1 => (0..3000usize, 0..3000usize).prop_map(|(a, b)| Op::Range(a.min(b), a.max(b))),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Pushes, pops and reads of random sizes, each published as the store would,
+        /// read back as a `VecDeque` holds them; nodes are released with their tables.
+        #[test]
+        fn a_split_list_behaves_as_a_deque(ops in prop::collection::vec(op(), 1..80)) {
+            let nodes = ListNodes::default();
+            let mut model: VecDeque<Vec<u8>> = VecDeque::new();
+            let mut stored: Option<Vec<u8>> = None;
+            for op in ops {
+                let _pin = crossbeam_epoch::pin();
+                let is_table = stored.as_deref().is_some_and(Entry::stored_is_node_table);
+                let payload = stored.as_deref().map(Entry::stored_payload);
+                if let Op::Range(from, to) = op {
+                    let read = read_range(Some(&nodes), payload.unwrap_or_default(), is_table, |len| {
+                        (from < len).then(|| (from, to.min(len - 1)))
+                    });
+                    prop_assert_eq!(read.len, model.len());
+                    let want: Vec<Vec<u8>> = model.iter().skip(from).take(to + 1 - from).cloned().collect();
+                    prop_assert_eq!(read.elements, want);
+                    continue;
+                }
+                let mut editor = ListEditor::new(Some(&nodes), payload, is_table);
+                match &op {
+                    Op::Push(left, items) => {
+                        let end = if *left { End::Left } else { End::Right };
+                        editor.push(end, items.iter().map(Vec::as_slice));
+                        for item in items {
+                            if *left { model.push_front(item.clone()) } else { model.push_back(item.clone()) }
+                        }
+                    }
+                    Op::Pop(left, n) => {
+                        let end = if *left { End::Left } else { End::Right };
+                        let got = editor.pop(end, *n);
+                        let want: Vec<Vec<u8>> = (0..*n)
+                            .map_while(|_| if *left { model.pop_front() } else { model.pop_back() })
+                            .collect();
+                        prop_assert_eq!(got, want);
+                    }
+                    Op::Range(..) => unreachable!(),
+                }
+                prop_assert_eq!(editor.len(), model.len());
+                if let Some(new) = editor.finish(None) {
+                    if let Some(old) = &stored {
+                        nodes.retire(old, new.as_deref());
+                    }
+                    stored = new;
+                }
+                let whole = stored.as_deref().map(|s| Entry::decode(nodes.expand(s)).value);
+                let elements: Vec<&[u8]> = whole.as_deref().map(packed::elements).into_iter().flatten().collect();
+                prop_assert!(elements.iter().copied().eq(model.iter().map(Vec::as_slice)));
+                // A long list is split, a short one whole.
+                let bytes: usize = model.iter().map(|e| varint_len(e.len()) + e.len()).sum();
+                let split = stored.as_deref().is_some_and(Entry::stored_is_node_table);
+                prop_assert!(!split || model.len() >= 2);
+                prop_assert!(split || model.len() < 2 || bytes <= NODE_BYTES || matches!(op, Op::Pop(..)));
+            }
+            prop_assert!(settled(|| nodes.len(), nodes_named(&stored)), "{} nodes for {}", nodes.len(), nodes_named(&stored));
+            if let Some(old) = &stored {
+                nodes.retire(old, None);
+            }
+            prop_assert!(settled(|| nodes.len(), 0), "{} nodes left", nodes.len());
+        }
+    }
+
+    /// Many threads push, pop and read one long list through `Db` (compare-and-set
+    /// races, retried edits, readers pinned across node reads): every element is popped
+    /// exactly once, in the order its pusher pushed it, and every node is released.
+    #[test]
+    fn concurrent_pushes_pops_and_reads_lose_nothing() {
+        const PUSHERS: usize = 4;
+        const EACH: usize = 3000;
+        let db = Db::default();
+        let key = b"queue".as_slice();
+        let element = |pusher: usize, i: usize| {
+            // Varied sizes, so nodes fill at different counts.
+            let mut e = format!("{pusher}:{i}:").into_bytes();
+            e.resize(e.len() + (i * 7 + pusher * 13) % 90, b'.');
+            e
+        };
+        let parse = |e: &[u8]| -> (usize, usize) {
+            let text = std::str::from_utf8(e).unwrap();
+            let mut parts = text.split(':');
+            let pusher = parts.next().unwrap().parse().unwrap();
+            let i = parts.next().unwrap().parse().unwrap();
+            assert_eq!(e, element(pusher, i).as_slice(), "an element read whole");
+            (pusher, i)
+        };
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let popped: Vec<Vec<(usize, usize)>> = std::thread::scope(|s| {
+            for p in 0..PUSHERS {
+                let db = &db;
+                let done = &done;
+                s.spawn(move || {
+                    for i in 0..EACH {
+                        let e = element(p, i);
+                        db.edit_list(key, |l| l.push(End::Right, std::iter::once(e.as_slice())))
+                            .unwrap()
+                            .expect("a list");
+                    }
+                    done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                });
+            }
+            for _ in 0..2 {
+                let db = &db;
+                s.spawn(move || {
+                    for n in 0..2000usize {
+                        let read = db
+                            .read_list(key, |len| {
+                                (len > 0).then(|| (len / 3, (len / 3 + n % 700).min(len - 1)))
+                            })
+                            .unwrap()
+                            .expect("a list");
+                        for e in &read.elements {
+                            parse(e);
+                        }
+                        if n % 200 == 0 {
+                            if let Some(entry) = db.get(key).unwrap() {
+                                let count = packed::count(&entry.value);
+                                assert_eq!(packed::elements(&entry.value).count(), count);
+                            }
+                        }
+                    }
+                });
+            }
+            let poppers: Vec<_> = (0..3)
+                .map(|_| {
+                    let db = &db;
+                    let done = &done;
+                    s.spawn(move || {
+                        let mut got = Vec::new();
+                        loop {
+                            let finished =
+                                done.load(std::sync::atomic::Ordering::SeqCst) == PUSHERS;
+                            let out = db
+                                .edit_list(key, |l| l.pop(End::Left, 1 + got.len() % 5))
+                                .unwrap()
+                                .expect("a list")
+                                .result;
+                            if out.is_empty() && finished {
+                                return got;
+                            }
+                            got.extend(out.iter().map(|e| parse(e)));
+                        }
+                    })
+                })
+                .collect();
+            poppers.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut all: Vec<(usize, usize)> = popped.iter().flatten().copied().collect();
+        for seq in &popped {
+            for p in 0..PUSHERS {
+                let mine: Vec<usize> = seq.iter().filter(|e| e.0 == p).map(|e| e.1).collect();
+                assert!(
+                    mine.windows(2).all(|w| w[0] < w[1]),
+                    "one popper saw pusher {p} out of order"
+                );
+            }
+        }
+        all.sort_unstable();
+        let want: Vec<(usize, usize)> = (0..PUSHERS)
+            .flat_map(|p| (0..EACH).map(move |i| (p, i)))
+            .collect();
+        assert_eq!(all, want, "every element popped exactly once");
+        assert!(
+            db.get(key).unwrap().is_none(),
+            "the emptied list is deleted"
+        );
+        let nodes = || db.list_nodes().expect("the memory store");
+        assert!(settled(nodes, 0), "{} nodes left", nodes());
+    }
+}

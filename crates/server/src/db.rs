@@ -6,8 +6,9 @@
 //! - an ordered durable engine (the LSM tree) through [`EngineStore`]: the same
 //!   update runs under the key's stripe lock, since the engine has no compare-and-set.
 //!
-//! In memory, a long list is split into nodes kept in a second index (`list_nodes.rs`);
-//! reads here expand it, so only [`Db::edit_list`] and [`Db::read_list`] see the nodes.
+//! A long list is split into nodes (`list_nodes.rs`): in memory kept in a second
+//! index, on an engine as the server's own records beside the keys. Reads here expand
+//! it, so only [`Db::edit_list`] and [`Db::read_list`] work on the nodes themselves.
 //!
 //! Expired keys read as absent everywhere and are deleted when met (lazy expiry) or
 //! by [`Db::expire_cycle`] (active expiry). Only engine calls can fail (I/O,
@@ -19,10 +20,10 @@ use engine::Result;
 use hotring::{Access, HotRing};
 
 use crate::blocked_keys::BlockedKeys;
-use crate::engine_store::EngineStore;
+use crate::engine_store::{EngineNodes, EngineStore, NodeWrites};
 use crate::entry::{now_ms, Entry, Kind};
 use crate::keyspace_events::{self as events, KeyspaceEvents};
-use crate::list_nodes::{self, ListEditor, ListNodes, ListRange};
+use crate::list_nodes::{self, ListEditor, ListNodes, ListRange, NodeStore};
 use crate::tracking::Tracking;
 
 /// What an [`Db::update`] decides to do with the key.
@@ -32,7 +33,7 @@ pub enum Change {
     Delete,
 }
 
-/// A [`Change`] in stored form: what the memory store publishes.
+/// A [`Change`] in stored form: what a store publishes.
 enum Write {
     Keep,
     Put(Vec<u8>),
@@ -55,7 +56,7 @@ enum Store {
 
 pub struct Db {
     store: Store,
-    /// The nodes of long lists: in memory only (an engine stores every list whole).
+    /// The nodes of long lists in memory (an engine keeps them itself).
     lists: Option<ListNodes>,
     /// Keys given a deadline, each with that deadline: where the active expiry cycle
     /// looks. A hint only: the stored entry decides, and stale hints are dropped when
@@ -136,35 +137,59 @@ impl Db {
     }
 
     /// `stored` (what `key` holds) decoded if it has not expired; deleted if it has.
-    /// The caller is pinned since it read `stored` (a node table is expanded).
+    /// The caller read `stored` pinned; a node table is expanded.
     fn live(&self, key: &[u8], stored: Option<Vec<u8>>) -> Result<Option<Entry>> {
         let Some(stored) = stored else {
             return Ok(None);
         };
-        if Entry::stored_deadline(&stored).is_some_and(|d| d < now_ms()) {
+        if Entry::stored_expired(&stored, now_ms()) {
             self.remove_expired(key, &stored)?;
             return Ok(None);
         }
-        Ok(Some(self.decode(stored)))
+        if !Entry::stored_is_node_table(&stored) {
+            return Ok(Some(Entry::decode(stored)));
+        }
+        match &self.store {
+            Store::Memory(_) => {
+                let whole = list_nodes::expand(self.memory_nodes(), &stored)?;
+                Ok(Some(Entry::decode(whole)))
+            }
+            Store::Engine(store) => {
+                // An engine's nodes are read under the key's lock, which its writers
+                // hold; what the key holds now decides.
+                let locked = store.lock(key)?;
+                let Some(now) = locked.stored() else {
+                    return Ok(None);
+                };
+                if Entry::stored_expired(now, now_ms()) {
+                    let now = now.to_vec();
+                    drop(locked);
+                    self.remove_expired(key, &now)?;
+                    return Ok(None);
+                }
+                let whole = list_nodes::expand(&EngineNodes::new(store), now)?;
+                Ok(Some(Entry::decode(whole)))
+            }
+        }
     }
 
-    /// `stored` decoded, a node table expanded to its list; the caller is pinned since
-    /// it read `stored`.
-    fn decode(&self, stored: Vec<u8>) -> Entry {
-        match &self.lists {
-            Some(lists) if Entry::stored_is_node_table(&stored) => {
-                Entry::decode(lists.expand(&stored))
-            }
-            _ => Entry::decode(stored),
-        }
+    /// The memory store's list nodes.
+    fn memory_nodes(&self) -> &ListNodes {
+        self.lists
+            .as_ref()
+            .expect("the memory store has list nodes")
     }
 
     /// The type of `key` if it is live, without copying or expanding its value.
     pub fn kind(&self, key: &[u8]) -> Result<Option<Kind>> {
-        let Store::Memory(index) = &self.store else {
-            return Ok(self.get(key)?.map(|e| e.kind));
+        let found = match &self.store {
+            Store::Memory(index) => {
+                index.get_with(key, |s| (Entry::stored_deadline(s), Entry::stored_kind(s)))
+            }
+            Store::Engine(store) => store
+                .get(key)?
+                .map(|s| (Entry::stored_deadline(&s), Entry::stored_kind(&s))),
         };
-        let found = index.get_with(key, |s| (Entry::stored_deadline(s), Entry::stored_kind(s)));
         match found {
             None => Ok(None),
             // Expired: `get` deletes it, or finds a value written meanwhile.
@@ -185,9 +210,7 @@ impl Db {
         let mut f = Some(f);
         let seen = index.get_with(key, |stored| {
             // A node table is handed to `get`, which expands it.
-            if Entry::stored_deadline(stored).is_some_and(|d| d < now)
-                || Entry::stored_is_node_table(stored)
-            {
+            if Entry::stored_expired(stored, now) || Entry::stored_is_node_table(stored) {
                 return None;
             }
             let f = f.take().expect("called once");
@@ -238,7 +261,13 @@ impl Db {
             Store::Engine(store) => {
                 let locked = store.lock(key)?;
                 let created = locked.stored().is_none();
-                locked.put(&stored)?;
+                let nodes = EngineNodes::new(store);
+                let stored = list_nodes::split_if_long(&nodes, stored);
+                let released = locked
+                    .stored()
+                    .map(|old| list_nodes::dropped(old, Some(&stored)))
+                    .unwrap_or_default();
+                locked.write(Some(&stored), nodes.into_writes(released))?;
                 created
             }
         };
@@ -285,11 +314,8 @@ impl Db {
     /// Stores `stored` under `key` in memory whatever it held (a long list split into
     /// nodes); returns whether the key was new.
     fn upsert(&self, index: &HotRing, key: &[u8], stored: Vec<u8>) -> bool {
-        let lists = self
-            .lists
-            .as_ref()
-            .expect("the memory store has list nodes");
-        let stored = lists.split_if_long(stored);
+        let lists = self.memory_nodes();
+        let stored = list_nodes::split_if_long(lists, stored);
         index.upsert_replacing(key, &stored, |old| lists.retire(old, Some(&stored)))
     }
 
@@ -299,168 +325,141 @@ impl Db {
     pub fn update<R>(
         &self,
         key: &[u8],
-        decide: impl FnMut(Option<&Entry>) -> (Change, R),
+        mut decide: impl FnMut(Option<&Entry>) -> (Change, R),
     ) -> Result<R> {
-        match &self.store {
-            Store::Memory(index) => Ok(self.update_in_memory(index, key, decide)),
-            Store::Engine(store) => self.update_locked(store, key, decide),
-        }
+        self.write(key, |live, nodes| {
+            let entry = match live {
+                Some(stored) => Some(Entry::decode(list_nodes::expand(nodes, stored)?)),
+                None => None,
+            };
+            let (change, result) = decide(entry.as_ref());
+            let write = match change {
+                Change::Keep => Write::Keep,
+                Change::Put(e) => Write::Put(list_nodes::split_if_long(nodes, e.into_stored())),
+                Change::Delete => Write::Delete,
+            };
+            Ok((write, result))
+        })
     }
 
-    /// Changes the list at `key` through `f`, which pushes and pops at its ends: in
-    /// memory, a long list's end nodes are all that is copied. `None` if the key holds
-    /// another type. A missing key is an empty list, and a list emptied is deleted.
+    /// Changes the list at `key` through `f`, which pushes and pops at its ends: a long
+    /// list's end nodes are all that is copied. `None` if the key holds another type.
+    /// A missing key is an empty list, and a list emptied is deleted.
     pub fn edit_list<R>(
         &self,
         key: &[u8],
         mut f: impl FnMut(&mut ListEditor) -> R,
     ) -> Result<Option<Edited<R>>> {
-        let mut edit = |payload: Option<&[u8]>, is_table: bool, deadline: Option<u64>| {
-            let mut editor = ListEditor::new(self.lists.as_ref(), payload, is_table);
+        self.write(key, |live, nodes| {
+            if live.is_some_and(|s| Entry::stored_kind(s) != Kind::List) {
+                return Ok((Write::Keep, None));
+            }
+            let mut editor = ListEditor::new(nodes, live);
             let existed = editor.exists();
             let result = f(&mut editor);
-            let (stored, wrote, emptied) = match editor.finish(deadline) {
-                None => (None, false, false),
-                Some(None) => (Some(None), existed, existed),
-                Some(Some(new)) => (Some(Some(new)), true, false),
-            };
+            let (write, wrote, emptied) =
+                match editor.finish(live.and_then(Entry::stored_deadline))? {
+                    None => (Write::Keep, false, false),
+                    Some(None) => (Write::Delete, existed, existed),
+                    Some(Some(new)) => (Write::Put(new), true, false),
+                };
             let edited = Edited {
                 result,
                 wrote,
                 emptied,
             };
-            (stored, edited)
-        };
-        match &self.store {
-            Store::Memory(index) => Ok(self.write_in_memory(index, key, |live| {
-                if live.is_some_and(|s| Entry::stored_kind(s) != Kind::List) {
-                    return (Write::Keep, None);
-                }
-                let (stored, edited) = edit(
-                    live.map(Entry::stored_payload),
-                    live.is_some_and(Entry::stored_is_node_table),
-                    live.and_then(Entry::stored_deadline),
-                );
-                let write = match stored {
-                    None => Write::Keep,
-                    Some(None) => Write::Delete,
-                    Some(Some(new)) => Write::Put(new),
-                };
-                (write, Some(edited))
-            })),
-            Store::Engine(_) => self.update(key, |found| {
-                if found.is_some_and(|e| e.kind != Kind::List) {
-                    return (Change::Keep, None);
-                }
-                let (stored, edited) = edit(
-                    found.map(|e| e.value.as_slice()),
-                    false,
-                    found.and_then(|e| e.deadline),
-                );
-                let change = match stored {
-                    None => Change::Keep,
-                    Some(None) => Change::Delete,
-                    Some(Some(new)) => Change::Put(Entry::decode(new)),
-                };
-                (change, Some(edited))
-            }),
-        }
+            Ok((write, Some(edited)))
+        })
     }
 
     /// The length of the list at `key` and its elements in the inclusive range `pick`
-    /// chooses from that length: in memory, read in place, copying only the nodes of a
-    /// long list that hold them. A missing key reads as an empty list; `None` if the
-    /// key holds another type.
+    /// chooses from that length, copying only the nodes of a long list that hold them
+    /// (in memory, a short list is read in place). A missing key reads as an empty
+    /// list; `None` if the key holds another type.
     pub fn read_list(
         &self,
         key: &[u8],
         pick: impl FnOnce(usize) -> Option<(usize, usize)>,
     ) -> Result<Option<ListRange>> {
-        let whole = |found: Option<Entry>, pick| match found {
-            Some(e) if e.kind != Kind::List => None,
-            found => {
-                let payload = found.map(|e| e.value).unwrap_or_default();
-                Some(list_nodes::read_range(None, &payload, false, pick))
-            }
-        };
-        let Store::Memory(index) = &self.store else {
-            return Ok(whole(self.get(key)?, pick));
-        };
-        let _pin = crossbeam_epoch::pin();
         let now = now_ms();
-        let mut pick = Some(pick);
-        let seen = index.get_with(key, |stored| {
-            if Entry::stored_deadline(stored).is_some_and(|d| d < now) {
-                return None;
-            }
+        let read = |nodes: &dyn NodeStore, stored: &[u8], pick| {
             if Entry::stored_kind(stored) != Kind::List {
-                return Some(None);
+                return Ok(None);
             }
-            let pick = pick.take().expect("called once");
-            Some(Some(list_nodes::read_range(
-                self.lists.as_ref(),
-                Entry::stored_payload(stored),
-                Entry::stored_is_node_table(stored),
-                pick,
-            )))
-        });
+            list_nodes::read_range(nodes, Some(stored), pick).map(Some)
+        };
+        let mut pick = Some(pick);
+        let seen = match &self.store {
+            Store::Memory(index) => {
+                let _pin = crossbeam_epoch::pin();
+                index.get_with(key, |stored| {
+                    if Entry::stored_expired(stored, now) {
+                        return None;
+                    }
+                    let pick = pick.take().expect("called once");
+                    Some(read(self.memory_nodes(), stored, pick))
+                })
+            }
+            Store::Engine(store) => {
+                let locked = store.lock(key)?;
+                locked.stored().map(|stored| {
+                    if Entry::stored_expired(stored, now) {
+                        return None;
+                    }
+                    let pick = pick.take().expect("called once");
+                    Some(read(&EngineNodes::new(store), stored, pick))
+                })
+            }
+        };
         match (seen, pick) {
-            (Some(Some(read)), _) => Ok(read),
-            // Missing, or expired: deleted by `get`, which may find a new value.
-            (_, Some(pick)) => Ok(whole(self.get(key)?, pick)),
+            (Some(Some(read)), _) => read,
             (_, None) => unreachable!("`pick` is taken only when a live value is seen"),
+            // Missing, or expired: deleted by `get`, which may find a new value.
+            (_, Some(pick)) => match self.get(key)? {
+                Some(e) if e.kind != Kind::List => Ok(None),
+                found => {
+                    let payload = found.map(|e| e.value).unwrap_or_default();
+                    Ok(Some(list_nodes::read_packed(&payload, pick)))
+                }
+            },
         }
     }
 
-    fn update_in_memory<R>(
+    /// Under [`Db::update`] and [`Db::edit_list`]: `decide` sees the live stored bytes
+    /// (a long list's node table, its nodes in the `NodeStore` it is given) and chooses
+    /// a write, which is applied atomically: in memory by the key's compare-and-set,
+    /// `decide` running again if another writer got there first; on an engine under
+    /// the key's lock, with the nodes in the same batch.
+    fn write<R>(
         &self,
-        index: &HotRing,
         key: &[u8],
-        mut decide: impl FnMut(Option<&Entry>) -> (Change, R),
-    ) -> R {
-        let lists = self
-            .lists
-            .as_ref()
-            .expect("the memory store has list nodes");
-        self.write_in_memory(index, key, |live| {
-            let entry = live.map(|stored| self.decode(stored.to_vec()));
-            let (change, result) = decide(entry.as_ref());
-            let write = match change {
-                Change::Keep => Write::Keep,
-                Change::Put(e) => Write::Put(lists.split_if_long(e.into_stored())),
-                Change::Delete => Write::Delete,
-            };
-            (write, result)
-        })
+        decide: impl FnMut(Option<&[u8]>, &dyn NodeStore) -> Result<(Write, R)>,
+    ) -> Result<R> {
+        match &self.store {
+            Store::Memory(index) => self.write_in_memory(index, key, decide),
+            Store::Engine(store) => self.write_locked(store, key, decide),
+        }
     }
 
-    /// The loop under [`Db::update`] in memory: `decide` sees the live stored bytes
-    /// (pinned, so a node table's nodes stay readable) and its write is published with
-    /// the key's compare-and-set, or `decide` runs again on what another writer left.
     fn write_in_memory<R>(
         &self,
         index: &HotRing,
         key: &[u8],
-        mut decide: impl FnMut(Option<&[u8]>) -> (Write, R),
-    ) -> R {
-        let lists = self
-            .lists
-            .as_ref()
-            .expect("the memory store has list nodes");
+        mut decide: impl FnMut(Option<&[u8]>, &dyn NodeStore) -> Result<(Write, R)>,
+    ) -> Result<R> {
+        let lists = self.memory_nodes();
         loop {
             let _pin = crossbeam_epoch::pin();
             let stored = index.get(key);
             let expired = stored
                 .as_deref()
-                .and_then(Entry::stored_deadline)
-                .is_some_and(|d| d < now_ms());
+                .is_some_and(|s| Entry::stored_expired(s, now_ms()));
             let live = if expired { None } else { stored.as_deref() };
-            let (write, result) = decide(live);
+            let (write, result) = decide(live, lists)?;
             let done = match (write, &stored) {
                 (Write::Keep, _) => {
                     if let Some(old) = stored.as_deref().filter(|_| expired) {
-                        // Infallible in memory.
-                        let _ = self.remove_expired(key, old);
+                        self.remove_expired(key, old)?;
                     }
                     true
                 }
@@ -500,33 +499,43 @@ impl Db {
                 }
             };
             if done {
-                return result;
+                return Ok(result);
             }
         }
     }
 
-    fn update_locked<R>(
+    fn write_locked<R>(
         &self,
         store: &EngineStore,
         key: &[u8],
-        mut decide: impl FnMut(Option<&Entry>) -> (Change, R),
+        mut decide: impl FnMut(Option<&[u8]>, &dyn NodeStore) -> Result<(Write, R)>,
     ) -> Result<R> {
         let locked = store.lock(key)?;
-        let entry = locked.stored().map(|s| Entry::decode(s.to_vec()));
-        let expired = entry.as_ref().is_some_and(|e| e.expired_at(now_ms()));
-        let (change, result) = decide(if expired { None } else { entry.as_ref() });
-        match change {
-            Change::Keep if expired => {
-                locked.delete()?;
+        let old = locked.stored();
+        let expired = old.is_some_and(|s| Entry::stored_expired(s, now_ms()));
+        let nodes = EngineNodes::new(store);
+        let (write, result) = decide(if expired { None } else { old }, &nodes)?;
+        let released = |new: Option<&[u8]>| {
+            old.map(|old| list_nodes::dropped(old, new))
+                .unwrap_or_default()
+        };
+        match write {
+            Write::Keep if expired => {
+                let nodes = NodeWrites {
+                    delete: released(None),
+                    ..NodeWrites::default()
+                };
+                locked.write(None, nodes)?;
                 self.expired.fetch_add(1, Ordering::Relaxed);
                 self.events.fire(events::EXPIRED, "expired", key);
                 self.written(key, None);
             }
-            Change::Keep => {}
-            Change::Put(e) => {
-                let created = locked.stored().is_none();
-                let deadline = e.deadline;
-                locked.put(&e.into_stored())?;
+            Write::Keep => {}
+            Write::Put(new) => {
+                let created = old.is_none();
+                let deadline = Entry::stored_deadline(&new);
+                let writes = nodes.into_writes(released(Some(&new)));
+                locked.write(Some(&new), writes)?;
                 if expired {
                     self.replaced_expired(key);
                 } else if created {
@@ -534,8 +543,13 @@ impl Db {
                 }
                 self.written(key, deadline);
             }
-            Change::Delete => {
-                if locked.delete()? {
+            Write::Delete => {
+                if old.is_some() {
+                    let nodes = NodeWrites {
+                        delete: released(None),
+                        ..NodeWrites::default()
+                    };
+                    locked.write(None, nodes)?;
                     self.written(key, None);
                 }
             }
@@ -573,7 +587,7 @@ impl Db {
         let now = now_ms();
         let mut stale = Vec::new();
         let mut visit = |k: &[u8], v: &[u8]| {
-            if Entry::stored_deadline(v).is_some_and(|d| d < now) {
+            if Entry::stored_expired(v, now) {
                 stale.push((k.to_vec(), v.to_vec()));
             } else {
                 f(k, Entry::stored_kind(v));
@@ -677,7 +691,15 @@ impl Db {
             }
             Store::Engine(store) => {
                 let locked = store.lock(key)?;
-                locked.stored() == Some(stored) && locked.delete()?
+                let current = locked.stored() == Some(stored);
+                if current {
+                    let nodes = NodeWrites {
+                        delete: list_nodes::dropped(stored, None),
+                        ..NodeWrites::default()
+                    };
+                    locked.write(None, nodes)?;
+                }
+                current
             }
         };
         if removed {

@@ -12,17 +12,24 @@
 //!   bounded, and a number it does not know gets `ERR invalid cursor`. Resuming from a
 //!   key (not a position) is what guarantees that every key present for the whole scan
 //!   is returned exactly once.
+//! - Long lists are split into nodes (`list_nodes.rs`), stored as the server's own
+//!   records beside users' keys (`engine_keys.rs`); a write puts a list's table and its
+//!   nodes in one batch, so a crash keeps both or neither.
 //! - EXEC must survive a crash whole or not at all, as Redis's append-only file makes
 //!   it. While a transaction runs (alone: it holds the gate exclusively), writes are
 //!   held in an overlay that reads and scans see, and reach the engine as one batch
 //!   when it ends.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use engine::{Engine, Error, KeyRange, Result, WriteBatch};
+
+use crate::engine_keys::{self, FORMAT, FORMAT_KEY, INTERNAL_END, INTERNAL_START};
+use crate::list_nodes::{self, NodeStore};
 
 /// Read-modify-write locks over the key space.
 const STRIPES: usize = 4096;
@@ -41,6 +48,8 @@ pub type KeyDeadline = (Vec<u8>, u64);
 
 pub struct EngineStore {
     engine: Box<dyn Engine>,
+    /// The next list node id: past every id stored when the store opened.
+    next_node: AtomicU64,
     stripes: Box<[Mutex<()>]>,
     /// Keys stored, expired or not (as Redis's DBSIZE), counting a running
     /// transaction's writes.
@@ -52,7 +61,14 @@ pub struct EngineStore {
     overlay: Mutex<Overlay>,
 }
 
-/// The writes of the running transaction: `None` deletes.
+/// List nodes written and deleted in the same batch as their list's table.
+#[derive(Default)]
+pub struct NodeWrites {
+    pub put: Vec<(u64, Vec<u8>)>,
+    pub delete: Vec<u64>,
+}
+
+/// The writes of the running transaction, by engine key: `None` deletes.
 #[derive(Default)]
 struct Overlay {
     writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
@@ -60,7 +76,7 @@ struct Overlay {
     added: i64,
 }
 
-/// Stored keys and values in order, and whether more may follow.
+/// Stored keys (engine keys) and values in order, and whether more may follow.
 type Page = (Vec<(Vec<u8>, Vec<u8>)>, bool);
 
 /// A key whose stripe lock is held, with what the engine held for it when locked.
@@ -77,18 +93,10 @@ impl Locked<'_> {
         self.stored.as_deref()
     }
 
-    pub fn put(self, stored: &[u8]) -> Result<()> {
-        let added = i64::from(self.stored.is_none());
-        self.store.write(self.key, Some(stored), added)
-    }
-
-    /// Deletes the key; returns whether it existed.
-    pub fn delete(self) -> Result<bool> {
-        if self.stored.is_none() {
-            return Ok(false);
-        }
-        self.store.write(self.key, None, -1)?;
-        Ok(true)
+    /// Puts (`Some`) or deletes the key, with the list nodes `nodes` writes, atomically.
+    pub fn write(self, stored: Option<&[u8]>, nodes: NodeWrites) -> Result<()> {
+        let added = i64::from(stored.is_some()) - i64::from(self.stored.is_some());
+        self.store.write(self.key, stored, added, nodes)
     }
 }
 
@@ -106,11 +114,19 @@ impl EngineStore {
                 "serving from an engine without key order (SCAN needs it)",
             ));
         }
+        upgrade_keys(&*engine, &deadline)?;
         let mut keys = 0u64;
         let mut volatile = Vec::new();
+        let mut last_node = 0;
         {
             let mut cursor = engine.range(KeyRange::all())?;
-            while let Some((key, stored)) = cursor.next()? {
+            while let Some((stored_key, stored)) = cursor.next()? {
+                let Some(key) = engine_keys::decode(stored_key) else {
+                    if let Some(id) = engine_keys::node_id(stored_key) {
+                        last_node = last_node.max(id);
+                    }
+                    continue;
+                };
                 keys += 1;
                 let found = deadline(stored).map_err(|why| {
                     Error::InvalidArgument(format!(
@@ -125,6 +141,7 @@ impl EngineStore {
         }
         let store = EngineStore {
             engine,
+            next_node: AtomicU64::new(last_node + 1),
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             keys: AtomicU64::new(keys),
             cursors: Mutex::new(Cursors::new()),
@@ -135,6 +152,11 @@ impl EngineStore {
     }
 
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_stored(&engine_keys::encode(key))
+    }
+
+    /// What engine key `key` holds, as the running transaction would leave it.
+    fn get_stored(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         if self.in_transaction.load(Ordering::Relaxed) {
             if let Some(write) = self.overlay().writes.get(key) {
                 return Ok(write.clone());
@@ -143,19 +165,66 @@ impl EngineStore {
         self.engine.get(key)
     }
 
-    /// Puts (`Some`) or deletes `key`, which the caller has locked, and moves the key
-    /// count by `added`: into the overlay while a transaction runs, else to the engine.
-    fn write(&self, key: &[u8], stored: Option<&[u8]>, added: i64) -> Result<()> {
+    /// The packed elements of list node `id`. Read it under the lock of the key whose
+    /// table names it: writers of that key replace nodes under the same lock.
+    pub fn node(&self, id: u64) -> Result<Option<Vec<u8>>> {
+        self.get_stored(&engine_keys::node(id))
+    }
+
+    /// A list node id never used before in this store.
+    pub fn next_node_id(&self) -> u64 {
+        self.next_node.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Puts (`Some`) or deletes `key`, which the caller has locked, with the list
+    /// nodes `nodes` writes, and moves the key count by `added`: into the overlay while
+    /// a transaction runs, else to the engine (one batch when there are nodes).
+    fn write(
+        &self,
+        key: &[u8],
+        stored: Option<&[u8]>,
+        added: i64,
+        nodes: NodeWrites,
+    ) -> Result<()> {
+        let key = engine_keys::encode(key);
+        let node_writes = nodes
+            .put
+            .into_iter()
+            .map(|(id, packed)| (engine_keys::node(id), Some(packed)))
+            .chain(
+                nodes
+                    .delete
+                    .into_iter()
+                    .map(|id| (engine_keys::node(id), None)),
+            );
         if self.in_transaction.load(Ordering::Relaxed) {
             let mut overlay = self.overlay();
+            for (node, packed) in node_writes {
+                overlay.writes.insert(node.to_vec(), packed);
+            }
             overlay
                 .writes
                 .insert(key.to_vec(), stored.map(<[u8]>::to_vec));
             overlay.added += added;
         } else {
-            match stored {
-                Some(stored) => self.engine.put(key, stored)?,
-                None => self.engine.delete(key)?,
+            let mut batch = WriteBatch::new();
+            for (node, packed) in node_writes {
+                match packed {
+                    Some(packed) => batch.put(&node, &packed),
+                    None => batch.delete(&node),
+                };
+            }
+            if batch.is_empty() {
+                match stored {
+                    Some(stored) => self.engine.put(&key, stored)?,
+                    None => self.engine.delete(&key)?,
+                }
+            } else {
+                match stored {
+                    Some(stored) => batch.put(&key, stored),
+                    None => batch.delete(&key),
+                };
+                self.engine.write(&batch)?;
             }
         }
         self.keys.fetch_add(added as u64, Ordering::Relaxed);
@@ -224,19 +293,29 @@ impl EngineStore {
         stripes.sort_unstable();
         stripes.dedup();
         let _guards: Vec<_> = stripes.iter().map(|&s| self.lock_stripe(s)).collect();
+        // A long list replaced takes its nodes with it.
+        let nodes_of = |old: &Option<Vec<u8>>| NodeWrites {
+            put: Vec::new(),
+            delete: old.as_deref().map(list_nodes::node_ids).unwrap_or_default(),
+        };
         if self.in_transaction.load(Ordering::Relaxed) {
             // The whole transaction becomes one batch anyway.
             for (key, stored) in pairs {
-                let added = i64::from(self.get(key)?.is_none());
-                self.write(key, Some(stored), added)?;
+                let old = self.get(key)?;
+                let added = i64::from(old.is_none());
+                self.write(key, Some(stored), added, nodes_of(&old))?;
             }
             return Ok(());
         }
-        let keys: Vec<&[u8]> = pairs.iter().map(|(k, _)| *k).collect();
-        let existing = self.engine.multi_get(&keys)?;
+        let keys: Vec<_> = pairs.iter().map(|(k, _)| engine_keys::encode(k)).collect();
+        let key_refs: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
+        let existing = self.engine.multi_get(&key_refs)?;
         let mut batch = WriteBatch::new();
         let mut new_keys = HashSet::new();
-        for ((key, stored), old) in pairs.iter().zip(existing) {
+        for ((key, (_, stored)), old) in key_refs.iter().zip(pairs).zip(existing) {
+            for id in nodes_of(&old).delete {
+                batch.delete(&engine_keys::node(id));
+            }
             batch.put(key, stored);
             if old.is_none() {
                 new_keys.insert(*key);
@@ -263,9 +342,9 @@ impl EngineStore {
                     .ok_or_else(|| Error::InvalidArgument("invalid cursor".into()))?,
             ),
         };
-        let (entries, more) = self.page(resume.as_deref(), None, count.max(1))?;
+        let (entries, more) = self.user_page(resume.as_deref(), None, count.max(1))?;
         for (key, stored) in &entries {
-            f(key, stored);
+            f(engine_keys::decode(key).expect("a user's key"), stored);
         }
         Ok(match entries.last() {
             // There may be more after the last key; its successor is the key with a
@@ -283,11 +362,36 @@ impl EngineStore {
     /// to the start), for RANDOMKEY and sampling.
     pub fn sample(&self, n: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let from: [u8; 8] = rand::random();
-        let (mut out, _) = self.page(Some(&from), None, n)?;
+        let (mut out, _) = self.user_page(Some(&from), None, n)?;
         if out.len() < n {
-            out.extend(self.page(None, Some(&from), n - out.len())?.0);
+            out.extend(self.user_page(None, Some(&from), n - out.len())?.0);
+        }
+        for (key, _) in &mut out {
+            *key = engine_keys::decode(key).expect("a user's key").to_vec();
         }
         Ok(out)
+    }
+
+    /// [`EngineStore::page`] over users' keys only: the ranges below and above the
+    /// server's own records (see `engine_keys.rs`).
+    fn user_page(&self, from: Option<&[u8]>, until: Option<&[u8]>, count: usize) -> Result<Page> {
+        let (mut out, mut more) = (Vec::new(), false);
+        if from.is_none_or(|f| f < INTERNAL_START) {
+            let below = until
+                .filter(|u| *u < INTERNAL_START)
+                .unwrap_or(INTERNAL_START);
+            (out, more) = self.page(from, Some(below), count)?;
+            if out.len() == count {
+                return Ok((out, true));
+            }
+        }
+        if until.is_none_or(|u| u > INTERNAL_END) {
+            let above = from.filter(|f| *f > INTERNAL_END).unwrap_or(INTERNAL_END);
+            let (rest, rest_more) = self.page(Some(above), until, count - out.len())?;
+            out.extend(rest);
+            more = rest_more;
+        }
+        Ok((out, more))
     }
 
     /// Up to `count` stored entries from `from` (inclusive) to `until` (exclusive), as
@@ -374,20 +478,26 @@ impl EngineStore {
         }
         let mut cursor = self.engine.range(KeyRange::all())?;
         let mut batch = WriteBatch::new();
-        let mut pending = 0u64;
+        let (mut pending, mut users) = (0u64, 0u64);
         while let Some((key, _)) = cursor.next()? {
+            if key == FORMAT_KEY {
+                continue;
+            }
             batch.delete(key);
-            removed(key);
+            if let Some(user) = engine_keys::decode(key) {
+                removed(user);
+                users += 1;
+            }
             pending += 1;
             if pending == CLEAR_BATCH {
                 self.engine.write(&batch)?;
-                self.keys.fetch_sub(pending, Ordering::Relaxed);
+                self.keys.fetch_sub(users, Ordering::Relaxed);
                 batch = WriteBatch::new();
-                pending = 0;
+                (pending, users) = (0, 0);
             }
         }
         self.engine.write(&batch)?;
-        self.keys.fetch_sub(pending, Ordering::Relaxed);
+        self.keys.fetch_sub(users, Ordering::Relaxed);
         debug_assert_eq!(self.len(), 0, "a writer ran during FLUSHALL");
         Ok(())
     }
@@ -408,6 +518,84 @@ impl EngineStore {
     fn cursors(&self) -> MutexGuard<'_, Cursors> {
         self.cursors.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// The engine store's [`NodeStore`] for one write or read under a key's lock: nodes
+/// written wait here, and reach the engine in one batch with the key's table.
+pub struct EngineNodes<'a> {
+    store: &'a EngineStore,
+    written: RefCell<BTreeMap<u64, Vec<u8>>>,
+}
+
+impl<'a> EngineNodes<'a> {
+    pub fn new(store: &'a EngineStore) -> Self {
+        EngineNodes {
+            store,
+            written: RefCell::default(),
+        }
+    }
+
+    /// The nodes written, to go in the batch that writes their table, and `delete`.
+    pub fn into_writes(self, delete: Vec<u64>) -> NodeWrites {
+        NodeWrites {
+            put: self.written.into_inner().into_iter().collect(),
+            delete,
+        }
+    }
+}
+
+impl NodeStore for EngineNodes<'_> {
+    fn write(&self, packed: &[u8]) -> u64 {
+        let id = self.store.next_node_id();
+        self.written.borrow_mut().insert(id, packed.to_vec());
+        id
+    }
+
+    fn read(&self, id: u64) -> Result<Vec<u8>> {
+        if let Some(packed) = self.written.borrow().get(&id) {
+            return Ok(packed.clone());
+        }
+        self.store.node(id)?.ok_or_else(|| Error::Corruption {
+            file: Default::default(),
+            offset: 0,
+            detail: format!("list node {id}, named by a list's table, is not in the store"),
+        })
+    }
+
+    fn discard(&self, id: u64) {
+        self.written.borrow_mut().remove(&id);
+    }
+}
+
+/// Brings a store written before `engine_keys.rs`'s format to it: there, keys starting
+/// with 0xFF were users' keys stored as they are. Rewrites them escaped and writes the
+/// marker, in one batch, so a crash leaves the store in the old format or the new.
+/// `value_check` tells a user's value (which an old store may hold under the marker's
+/// name) from a marker: no value the server writes for a user ends as a marker does.
+fn upgrade_keys(
+    engine: &dyn Engine,
+    value_check: impl Fn(&[u8]) -> std::result::Result<Option<u64>, String>,
+) -> Result<()> {
+    match engine.get(FORMAT_KEY)? {
+        Some(format) if format == FORMAT => return Ok(()),
+        Some(format) if value_check(&format).is_err() => {
+            return Err(Error::InvalidArgument(format!(
+                "the store's key format is {:?}; this hotkv-server reads format {:?}",
+                String::from_utf8_lossy(&format),
+                String::from_utf8_lossy(FORMAT)
+            )));
+        }
+        _ => {}
+    }
+    let mut batch = WriteBatch::new();
+    let mut cursor = engine.range(KeyRange::all().from(INTERNAL_START))?;
+    while let Some((key, value)) = cursor.next()? {
+        batch.delete(key);
+        batch.put(&engine_keys::encode(key), value);
+    }
+    drop(cursor);
+    batch.put(FORMAT_KEY, FORMAT);
+    engine.write(&batch)
 }
 
 /// SCAN cursor numbers and the keys they resume from.
@@ -510,7 +698,9 @@ mod tests {
             let store = open_store(dir.path());
             let mut model = BTreeMap::new();
             for (k, v) in initial {
-                store.lock(&[b'k', k]).unwrap().put(&[v]).unwrap();
+                let key = [b'k', k];
+                let locked = store.lock(&key).unwrap();
+                locked.write(Some(&[v]), NodeWrites::default()).unwrap();
                 model.insert(vec![b'k', k], vec![v]);
             }
             store.begin();
@@ -519,11 +709,12 @@ mod tests {
                 let locked = store.lock(&key).unwrap();
                 match v {
                     Some(v) => {
-                        locked.put(&[v]).unwrap();
+                        locked.write(Some(&[v]), NodeWrites::default()).unwrap();
                         model.insert(key.to_vec(), vec![v]);
                     }
                     None => {
-                        let existed = locked.delete().unwrap();
+                        let existed = locked.stored().is_some();
+                        locked.write(None, NodeWrites::default()).unwrap();
                         prop_assert_eq!(existed, model.remove(key.as_slice()).is_some());
                     }
                 }
@@ -535,6 +726,89 @@ mod tests {
             // What the batch wrote is what a reopened store has.
             check(&open_store(dir.path()), &model, count);
         }
+    }
+
+    /// A store written before the key format, with users' keys that start with 0xFF,
+    /// opens with every key and value as it was, and a crash-safe marker after.
+    #[test]
+    fn a_store_from_before_the_key_format_reads_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut model = BTreeMap::new();
+        {
+            let lsm = lsm::Lsm::open(dir.path(), lsm::Options::default()).unwrap();
+            for key in [
+                &b"a"[..],
+                b"\xff",
+                b"\xff\x00x",
+                b"\xff\x01hotkv-keys",
+                b"\xff\xffz",
+                b"\xfe",
+            ] {
+                lsm.put(key, key).unwrap();
+                model.insert(key.to_vec(), key.to_vec());
+            }
+            lsm.close().unwrap();
+        }
+        for _ in 0..2 {
+            let store = open_store(dir.path());
+            assert_eq!(
+                scan_all(&store, 2),
+                model
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect::<Vec<_>>()
+            );
+            assert_eq!(store.len(), model.len() as u64);
+            for (k, v) in &model {
+                assert_eq!(store.get(k).unwrap().as_ref(), Some(v));
+            }
+            store.close().unwrap();
+        }
+    }
+
+    /// List nodes are the server's own records: SCAN, DBSIZE and sampling never show
+    /// them, ids continue past the stored ones after a reopen, and FLUSHALL removes
+    /// them with the keys.
+    #[test]
+    fn list_nodes_stay_out_of_users_sight() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut written = Vec::new();
+        {
+            let store = open_store(dir.path());
+            for key in [&b"k"[..], b"\xffk"] {
+                let nodes = EngineNodes::new(&store);
+                let ids = [nodes.write(b"n1"), nodes.write(b"n2")];
+                written.extend(ids);
+                let locked = store.lock(key).unwrap();
+                locked
+                    .write(Some(b"table"), nodes.into_writes(Vec::new()))
+                    .unwrap();
+                for id in ids {
+                    assert_eq!(
+                        store.node(id).unwrap().as_deref(),
+                        Some(&b"n1"[..]).filter(|_| id == ids[0]).or(Some(b"n2"))
+                    );
+                }
+            }
+            store.close().unwrap();
+        }
+        let store = open_store(dir.path());
+        let next = store.next_node_id();
+        assert!(written.iter().all(|&id| id < next), "ids are never reused");
+        let keys: Vec<Vec<u8>> = scan_all(&store, 1).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(keys, vec![b"k".to_vec(), b"\xffk".to_vec()]);
+        assert_eq!(store.len(), 2);
+        for _ in 0..20 {
+            for (k, _) in store.sample(2).unwrap() {
+                assert!(k == b"k" || k == b"\xffk", "sampled {k:?}");
+            }
+        }
+        store.clear(|_| {}).unwrap();
+        assert_eq!(store.len(), 0);
+        let mut left = store.engine.range(KeyRange::all()).unwrap();
+        let (key, _) = left.next().unwrap().expect("the format marker stays");
+        assert_eq!(key, FORMAT_KEY);
+        assert!(left.next().unwrap().is_none(), "nodes are gone");
     }
 
     #[test]

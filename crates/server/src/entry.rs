@@ -5,8 +5,7 @@
 //! tag    = bit 0: a deadline is present (else there are no deadline bytes)
 //!          bit 1: raw (see `Entry::raw`; strings only)
 //!          bits 2-4: the type: 0 string, 1 list, 2 hash, 3 set, 4 sorted set
-//!          bit 5: the payload is a long list's node table (see `list_nodes.rs`); set
-//!                 only in memory, never on an engine
+//!          bit 5: the payload is a long list's node table (see `list_nodes.rs`)
 //!          the other bits are 0
 //! ```
 //!
@@ -190,22 +189,17 @@ impl Entry {
     /// [`Entry::encode`] wrote get here: a durable engine's are checked once, by
     /// [`Entry::check`], when it opens.
     pub fn stored_deadline(stored: &[u8]) -> Option<u64> {
-        Self::checked(stored, true).unwrap_or_else(|e| panic!("{e}"))
+        Self::check(stored).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// The deadline of a value read from a durable engine, or what is wrong with it if
+    /// The deadline of a stored value, or what is wrong with it if
     /// [`Entry::encode`] did not write it.
     pub fn check(stored: &[u8]) -> Result<Option<u64>, String> {
-        Self::checked(stored, false)
-    }
-
-    fn checked(stored: &[u8], in_memory: bool) -> Result<Option<u64>, String> {
         let Some((&tag, rest)) = stored.split_last() else {
             return Err("a stored value is empty, which hotkv-server does not write".into());
         };
         let kind = Kind::of_tag(tag);
-        let table_bit = if in_memory { NODE_TABLE } else { 0 };
-        let known = tag & !(HAS_DEADLINE | RAW | KIND_MASK | table_bit) == 0
+        let known = tag & !(HAS_DEADLINE | RAW | KIND_MASK | NODE_TABLE) == 0
             && kind.is_some()
             && (tag & RAW == 0 || kind == Some(Kind::String))
             && (tag & NODE_TABLE == 0 || kind == Some(Kind::List));
@@ -229,9 +223,10 @@ impl Entry {
         )))
     }
 
-    /// As Redis: a key lives through its deadline millisecond.
-    pub fn expired_at(&self, now_ms: u64) -> bool {
-        self.deadline.is_some_and(|d| d < now_ms)
+    /// Whether the stored value had expired by `now_ms`. As in Redis, a key lives
+    /// through its deadline millisecond.
+    pub fn stored_expired(stored: &[u8], now_ms: u64) -> bool {
+        Self::stored_deadline(stored).is_some_and(|d| d < now_ms)
     }
 }
 
@@ -306,9 +301,10 @@ mod tests {
 
     #[test]
     fn a_key_lives_through_its_deadline_millisecond() {
-        let e = Entry::plain(vec![], Some(100));
-        assert!(!e.expired_at(100));
-        assert!(e.expired_at(101));
-        assert!(!Entry::plain(vec![], None).expired_at(u64::MAX));
+        let e = Entry::plain(vec![], Some(100)).stored();
+        assert!(!Entry::stored_expired(&e, 100));
+        assert!(Entry::stored_expired(&e, 101));
+        let forever = Entry::plain(vec![], None).stored();
+        assert!(!Entry::stored_expired(&forever, u64::MAX));
     }
 }

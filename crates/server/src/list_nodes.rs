@@ -8,13 +8,15 @@
 //! ```
 //!
 //! The node table is the payload of the key's entry, marked by a tag bit (`entry.rs`).
-//! Each node is a packed list (`packed.rs`) of at least one element, kept in a second
-//! index under its id (8 bytes, little-endian). A list whose packed form passes
-//! [`NODE_BYTES`] is split; one left with a single node is stored whole again. Only the
-//! memory store splits lists: an engine keeps each value whole, so there every list is
-//! one packed value.
+//! Each node is a packed list (`packed.rs`) of at least one element, kept where the
+//! store keeps nodes (a [`NodeStore`]): in memory, a second index under its id (8
+//! bytes, little-endian); on an engine, a record of the server's own beside the keys
+//! (`engine_keys.rs`), written in one batch with the table (`engine_store.rs`). A list
+//! whose packed form passes [`NODE_BYTES`] is split; one left with a single node is
+//! stored whole again.
 //!
-//! Why readers and writers need no lock:
+//! On an engine, a key's writers and the readers of its nodes hold the key's lock. In
+//! memory, readers and writers need no lock:
 //! - A node is never changed once written, and ids are never reused. A write makes new
 //!   nodes for what it changes and publishes a new node table with the key's
 //!   compare-and-set, as any other write. Two equal tables are therefore the same list,
@@ -30,9 +32,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use engine::Result;
 use hotring::HotRing;
 
-use crate::entry::Entry;
+use crate::entry::{Entry, Kind};
 use crate::packed::{self, Builder, MAX_ELEMENTS};
 
 /// The packed size past which a list is split, and up to which a node is filled:
@@ -60,6 +63,18 @@ struct NodeRef {
     id: u64,
     count: u32,
     bytes: u32,
+}
+
+/// Where a store keeps the nodes of its long lists.
+pub trait NodeStore {
+    /// Stores a node under an id never used before; nobody reads it until a published
+    /// table names it.
+    fn write(&self, packed: &[u8]) -> u64;
+    /// The packed elements of node `id`, named by a table the caller read (see the top
+    /// of this file for why it is still there).
+    fn read(&self, id: u64) -> Result<Vec<u8>>;
+    /// Removes node `id`, written by this edit, which no table will name.
+    fn discard(&self, id: u64);
 }
 
 /// A node table, decoded.
@@ -131,6 +146,123 @@ fn table_of(stored: &[u8]) -> Option<Table> {
     Entry::stored_is_node_table(stored).then(|| Table::parse(Entry::stored_payload(stored)))
 }
 
+/// The ids of the nodes `stored` names (none if it is not a node table).
+pub fn node_ids(stored: &[u8]) -> Vec<u64> {
+    table_of(stored).map_or_else(Vec::new, |t| t.ids().collect())
+}
+
+/// The nodes `old` names and `new` does not: what replacing `old` by `new` (or
+/// deleting it, `None`) releases.
+pub fn dropped(old: &[u8], new: Option<&[u8]>) -> Vec<u64> {
+    let mut released = node_ids(old);
+    if !released.is_empty() {
+        let kept = new.map(node_ids).unwrap_or_default();
+        released.retain(|id| !kept.contains(id));
+    }
+    released
+}
+
+fn node_ref(id: u64, packed: &[u8]) -> NodeRef {
+    NodeRef {
+        id,
+        count: packed::count(packed) as u32,
+        bytes: packed.len() as u32,
+    }
+}
+
+/// `stored` with a long list split into nodes written to `nodes`, to be published in
+/// place of whatever the key held. Anything else is returned as it is.
+pub fn split_if_long(nodes: &dyn NodeStore, stored: Vec<u8>) -> Vec<u8> {
+    let payload = Entry::stored_payload(&stored);
+    if Entry::stored_kind(&stored) != Kind::List
+        || Entry::stored_is_node_table(&stored)
+        || !is_long(payload)
+    {
+        return stored;
+    }
+    let table = split(nodes, payload);
+    Entry::encode_node_table(&table.encode(), Entry::stored_deadline(&stored))
+}
+
+/// Writes the elements of `packed` as nodes of up to [`NODE_BYTES`] each.
+fn split(nodes: &dyn NodeStore, packed: &[u8]) -> Table {
+    let mut written = Vec::new();
+    let mut node = Builder::with_capacity(NODE_BYTES);
+    let mut bytes = 0;
+    let mut flush = |node: Builder| {
+        let packed = node.finish();
+        written.push(node_ref(nodes.write(&packed), &packed));
+    };
+    for e in packed::elements(packed) {
+        let size = varint_len(e.len()) + e.len();
+        if node.count() > 0 && bytes + size > NODE_BYTES {
+            flush(std::mem::replace(
+                &mut node,
+                Builder::with_capacity(NODE_BYTES),
+            ));
+            bytes = 0;
+        }
+        node.push(e);
+        bytes += size;
+    }
+    if node.count() > 0 {
+        flush(node);
+    }
+    Table {
+        count: packed::count(packed),
+        nodes: written,
+    }
+}
+
+/// `stored` as a value: a node table expanded to the whole packed list; anything else
+/// copied. The caller read `stored` pinned (memory) or holds the key's lock (engine).
+pub fn expand(nodes: &dyn NodeStore, stored: &[u8]) -> Result<Vec<u8>> {
+    let Some(table) = table_of(stored) else {
+        return Ok(stored.to_vec());
+    };
+    let bytes: usize = table.nodes.iter().map(|n| n.bytes as usize).sum();
+    let mut b = Builder::with_capacity(bytes);
+    for node in &table.nodes {
+        let packed = nodes.read(node.id)?;
+        b.push_packed(
+            packed::elements(&packed).remaining_bytes(),
+            node.count as usize,
+        );
+    }
+    let list = b.finish();
+    assert_eq!(
+        packed::count(&list),
+        table.count,
+        "a table's count is its nodes'"
+    );
+    Ok(Entry::collection(Kind::List, list, Entry::stored_deadline(stored)).into_stored())
+}
+
+/// Elements `from..=to` of the list whose table is `table`.
+fn range(nodes: &dyn NodeStore, table: &Table, from: usize, to: usize) -> Result<Vec<Vec<u8>>> {
+    let mut out = Vec::with_capacity(to + 1 - from);
+    let mut first = 0;
+    for &node in &table.nodes {
+        let last = first + node.count as usize - 1;
+        if last >= from && first <= to {
+            let packed = nodes.read(node.id)?;
+            let skip = from.saturating_sub(first);
+            let take = to.min(last) + 1 - (first + skip);
+            out.extend(
+                packed::elements(&packed)
+                    .skip(skip)
+                    .take(take)
+                    .map(<[u8]>::to_vec),
+            );
+        }
+        if last >= to {
+            break;
+        }
+        first = last + 1;
+    }
+    Ok(out)
+}
+
 /// The nodes of the memory store's long lists.
 pub struct ListNodes {
     nodes: Arc<HotRing>,
@@ -146,134 +278,34 @@ impl Default for ListNodes {
     }
 }
 
+impl NodeStore for ListNodes {
+    fn write(&self, packed: &[u8]) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let inserted = self.nodes.insert(&id.to_le_bytes(), packed);
+        assert!(inserted, "node ids are never reused");
+        id
+    }
+
+    fn read(&self, id: u64) -> Result<Vec<u8>> {
+        let found = self.nodes.get(&id.to_le_bytes());
+        Ok(found.expect("a node outlives every pinned reader of its table"))
+    }
+
+    fn discard(&self, id: u64) {
+        self.nodes.remove(&id.to_le_bytes());
+    }
+}
+
 impl ListNodes {
     /// Nodes stored, including those waiting for readers to unpin.
     pub fn len(&self) -> usize {
         self.nodes.len()
     }
 
-    fn write(&self, packed: &[u8]) -> NodeRef {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let inserted = self.nodes.insert(&id.to_le_bytes(), packed);
-        assert!(inserted, "node ids are never reused");
-        NodeRef {
-            id,
-            count: packed::count(packed) as u32,
-            bytes: packed.len() as u32,
-        }
-    }
-
-    /// The packed elements of a node of a table read while pinned.
-    fn read(&self, node: NodeRef) -> Vec<u8> {
-        let found = self.nodes.get(&node.id.to_le_bytes());
-        found.expect("a node outlives every pinned reader of its table")
-    }
-
-    /// Removes nodes no published table named.
-    fn discard(&self, ids: impl Iterator<Item = u64>) {
-        for id in ids {
-            self.nodes.remove(&id.to_le_bytes());
-        }
-    }
-
-    /// `stored` with a long list split into nodes (written here), to be published in
-    /// place of whatever the key held. Anything else is returned as it is.
-    pub fn split_if_long(&self, stored: Vec<u8>) -> Vec<u8> {
-        let payload = Entry::stored_payload(&stored);
-        if Entry::stored_kind(&stored) != crate::entry::Kind::List
-            || Entry::stored_is_node_table(&stored)
-            || !is_long(payload)
-        {
-            return stored;
-        }
-        let table = self.split(payload);
-        Entry::encode_node_table(&table.encode(), Entry::stored_deadline(&stored))
-    }
-
-    /// Writes the elements of `packed` as nodes of up to [`NODE_BYTES`] each.
-    fn split(&self, packed: &[u8]) -> Table {
-        let mut nodes = Vec::new();
-        let mut node = Builder::with_capacity(NODE_BYTES);
-        let mut bytes = 0;
-        for e in packed::elements(packed) {
-            let size = varint_len(e.len()) + e.len();
-            if node.count() > 0 && bytes + size > NODE_BYTES {
-                let full = std::mem::replace(&mut node, Builder::with_capacity(NODE_BYTES));
-                nodes.push(self.write(&full.finish()));
-                bytes = 0;
-            }
-            node.push(e);
-            bytes += size;
-        }
-        if node.count() > 0 {
-            nodes.push(self.write(&node.finish()));
-        }
-        Table {
-            count: packed::count(packed),
-            nodes,
-        }
-    }
-
-    /// `stored` as a value: a node table expanded to the whole packed list; anything
-    /// else copied. The caller is pinned since it read `stored`.
-    pub fn expand(&self, stored: &[u8]) -> Vec<u8> {
-        let Some(table) = table_of(stored) else {
-            return stored.to_vec();
-        };
-        let bytes: usize = table.nodes.iter().map(|n| n.bytes as usize).sum();
-        let mut b = Builder::with_capacity(bytes);
-        for &node in &table.nodes {
-            let packed = self.read(node);
-            b.push_packed(
-                packed::elements(&packed).remaining_bytes(),
-                node.count as usize,
-            );
-        }
-        let list = b.finish();
-        debug_assert_eq!(packed::count(&list), table.count);
-        Entry::collection(
-            crate::entry::Kind::List,
-            list,
-            Entry::stored_deadline(stored),
-        )
-        .into_stored()
-    }
-
-    /// Elements `from..=to` of the list whose node table is `stored` (the caller is
-    /// pinned since it read it), and its length.
-    fn range(&self, table: &Table, from: usize, to: usize) -> Vec<Vec<u8>> {
-        let mut out = Vec::with_capacity(to + 1 - from);
-        let mut first = 0;
-        for &node in &table.nodes {
-            let last = first + node.count as usize - 1;
-            if last >= from && first <= to {
-                let packed = self.read(node);
-                let skip = from.saturating_sub(first);
-                let take = to.min(last) + 1 - (first + skip);
-                out.extend(
-                    packed::elements(&packed)
-                        .skip(skip)
-                        .take(take)
-                        .map(<[u8]>::to_vec),
-                );
-            }
-            if last >= to {
-                break;
-            }
-            first = last + 1;
-        }
-        out
-    }
-
     /// After `new` (or a delete) replaced `old` in the key's entry: the nodes only
     /// `old` named are removed once the threads pinned now have unpinned.
     pub fn retire(&self, old: &[u8], new: Option<&[u8]>) {
-        let Some(old) = table_of(old) else { return };
-        let kept = new.and_then(table_of);
-        let dropped: Vec<u64> = old
-            .ids()
-            .filter(|id| kept.as_ref().is_none_or(|k| !k.ids().any(|k| k == *id)))
-            .collect();
+        let dropped = dropped(old, new);
         if dropped.is_empty() {
             return;
         }
@@ -292,12 +324,13 @@ impl ListNodes {
     /// After `new` lost the race to replace `old`: removes the nodes `new` made, which
     /// nobody else has seen.
     pub fn abandon(&self, new: &[u8], old: Option<&[u8]>) {
-        let Some(new) = table_of(new) else { return };
-        let existing = old.and_then(table_of);
-        self.discard(
-            new.ids()
-                .filter(|id| existing.as_ref().is_none_or(|e| !e.ids().any(|e| e == *id))),
-        );
+        let made = match old {
+            Some(old) => dropped(new, Some(old)),
+            None => node_ids(new),
+        };
+        for id in made {
+            self.discard(id);
+        }
     }
 
     /// Bytes the nodes of `stored` take, beyond `stored` itself (0 if it has none).
@@ -381,27 +414,32 @@ enum Shape {
 /// A list being changed by one write (see `Db::edit_list`): pushes and pops at its
 /// ends, on its packed form or, for a long list, on its end nodes only.
 pub struct ListEditor<'a> {
-    nodes: Option<&'a ListNodes>,
+    nodes: &'a dyn NodeStore,
     shape: Shape,
     /// Nodes this edit wrote: removed at once if the edit drops them again.
     fresh: Vec<u64>,
     changed: bool,
+    /// The first node read that failed (an engine's I/O): the edit then writes nothing.
+    failed: Option<engine::Error>,
 }
 
 impl<'a> ListEditor<'a> {
-    /// The list whose stored payload is `payload` (`None` if missing); `nodes` where long
-    /// lists are split (the memory store), `None` where every list is kept whole.
-    pub fn new(nodes: Option<&'a ListNodes>, payload: Option<&[u8]>, is_table: bool) -> Self {
-        let shape = match payload {
+    /// The list whose stored value is `stored` (`None` if missing), its long form's
+    /// nodes in `nodes`.
+    pub fn new(nodes: &'a dyn NodeStore, stored: Option<&[u8]>) -> Self {
+        let shape = match stored {
             None => Shape::Missing,
-            Some(p) if is_table => Shape::Split(Table::parse(p)),
-            Some(p) => Shape::Packed(p.to_vec()),
+            Some(s) => match table_of(s) {
+                Some(table) => Shape::Split(table),
+                None => Shape::Packed(Entry::stored_payload(s).to_vec()),
+            },
         };
         ListEditor {
             nodes,
             shape,
             fresh: Vec::new(),
             changed: false,
+            failed: None,
         }
     }
 
@@ -413,7 +451,7 @@ impl<'a> ListEditor<'a> {
         }
     }
 
-    /// Whether the list held elements when the edit began or holds some now.
+    /// Whether the list has elements.
     pub fn exists(&self) -> bool {
         !matches!(self.shape, Shape::Missing)
     }
@@ -422,7 +460,7 @@ impl<'a> ListEditor<'a> {
     /// [`MAX_ELEMENTS`].
     pub fn push<'i>(&mut self, end: End, items: impl Iterator<Item = &'i [u8]> + Clone) {
         let added = items.clone().count();
-        if added == 0 {
+        if added == 0 || self.failed.is_some() {
             return;
         }
         assert!(self.len() + added <= MAX_ELEMENTS);
@@ -431,7 +469,6 @@ impl<'a> ListEditor<'a> {
             Shape::Missing => self.shape = self.packed(pushed(None, end, items)),
             Shape::Packed(p) => self.shape = self.packed(pushed(Some(&p), end, items)),
             Shape::Split(mut table) => {
-                let nodes = self.nodes.expect("only a store with nodes splits lists");
                 let at = match end {
                     End::Left => 0,
                     End::Right => table.nodes.len() - 1,
@@ -439,11 +476,12 @@ impl<'a> ListEditor<'a> {
                 let edge = table.nodes[at];
                 let bytes: usize = items.clone().map(|i| varint_len(i.len()) + i.len()).sum();
                 if edge.bytes as usize + bytes <= NODE_BYTES {
-                    let grown = pushed(Some(&nodes.read(edge)), end, items);
-                    table.nodes[at] = self.write(&grown);
-                    self.drop_node(edge.id);
+                    if let Some(old) = self.read(edge) {
+                        table.nodes[at] = self.write(&pushed(Some(&old), end, items));
+                        self.drop_node(edge.id);
+                    }
                 } else {
-                    let new = nodes.split(&pushed(None, end, items));
+                    let new = split(self.nodes, &pushed(None, end, items));
                     self.fresh.extend(new.ids());
                     let at = if end == End::Left {
                         0
@@ -460,7 +498,7 @@ impl<'a> ListEditor<'a> {
 
     /// Pops up to `n` elements at `end`, returned in the order popped.
     pub fn pop(&mut self, end: End, n: usize) -> Vec<Vec<u8>> {
-        if n == 0 || !self.exists() {
+        if n == 0 || !self.exists() || self.failed.is_some() {
             return Vec::new();
         }
         self.changed = true;
@@ -474,7 +512,6 @@ impl<'a> ListEditor<'a> {
                 out
             }
             Shape::Split(mut table) => {
-                let nodes = self.nodes.expect("only a store with nodes splits lists");
                 let mut out = Vec::with_capacity(n.min(table.count));
                 while out.len() < n && !table.nodes.is_empty() {
                     let at = match end {
@@ -482,7 +519,10 @@ impl<'a> ListEditor<'a> {
                         End::Right => table.nodes.len() - 1,
                     };
                     let edge = table.nodes[at];
-                    let (rest, taken) = popped(&nodes.read(edge), end, n - out.len());
+                    let Some(node) = self.read(edge) else {
+                        return Vec::new();
+                    };
+                    let (rest, taken) = popped(&node, end, n - out.len());
                     out.extend(taken);
                     self.drop_node(edge.id);
                     if packed::count(&rest) == 0 {
@@ -496,7 +536,9 @@ impl<'a> ListEditor<'a> {
                     0 => Shape::Missing,
                     1 => {
                         let last = table.nodes[0];
-                        let whole = nodes.read(last);
+                        let Some(whole) = self.read(last) else {
+                            return Vec::new();
+                        };
                         self.drop_node(last.id);
                         Shape::Packed(whole)
                     }
@@ -507,50 +549,58 @@ impl<'a> ListEditor<'a> {
         }
     }
 
-    /// A packed list as this store keeps it: split if long and the store splits.
+    /// A packed list as stores keep it: split if long.
     fn packed(&mut self, list: Vec<u8>) -> Shape {
-        match self.nodes {
-            Some(nodes) if is_long(&list) => {
-                let table = nodes.split(&list);
-                self.fresh.extend(table.ids());
-                Shape::Split(table)
+        if !is_long(&list) {
+            return Shape::Packed(list);
+        }
+        let table = split(self.nodes, &list);
+        self.fresh.extend(table.ids());
+        Shape::Split(table)
+    }
+
+    fn read(&mut self, node: NodeRef) -> Option<Vec<u8>> {
+        match self.nodes.read(node.id) {
+            Ok(packed) => Some(packed),
+            Err(e) => {
+                self.failed.get_or_insert(e);
+                None
             }
-            _ => Shape::Packed(list),
         }
     }
 
     fn write(&mut self, packed: &[u8]) -> NodeRef {
-        let node = self
-            .nodes
-            .expect("only a store with nodes splits lists")
-            .write(packed);
-        self.fresh.push(node.id);
-        node
+        let id = self.nodes.write(packed);
+        self.fresh.push(id);
+        node_ref(id, packed)
     }
 
     /// The table no longer names node `id`: if this edit wrote it, nobody has seen it.
     fn drop_node(&mut self, id: u64) {
         if let Some(at) = self.fresh.iter().position(|&f| f == id) {
             self.fresh.swap_remove(at);
-            if let Some(nodes) = self.nodes {
-                nodes.discard(std::iter::once(id));
-            }
+            self.nodes.discard(id);
         }
     }
 
     /// What to store: `None` if nothing changed, `Some(None)` to delete the key,
-    /// `Some(Some(stored))` otherwise, with `deadline` kept.
-    pub fn finish(self, deadline: Option<u64>) -> Option<Option<Vec<u8>>> {
-        if !self.changed {
-            return None;
-        }
-        Some(match self.shape {
-            Shape::Missing => None,
-            Shape::Packed(p) => {
-                Some(Entry::collection(crate::entry::Kind::List, p, deadline).into_stored())
+    /// `Some(Some(stored))` otherwise, with `deadline` kept. The error of a node that
+    /// could not be read, if one could not: then nothing is to be stored.
+    pub fn finish(self, deadline: Option<u64>) -> Result<Option<Option<Vec<u8>>>> {
+        if let Some(e) = self.failed {
+            for id in self.fresh {
+                self.nodes.discard(id);
             }
+            return Err(e);
+        }
+        if !self.changed {
+            return Ok(None);
+        }
+        Ok(Some(match self.shape {
+            Shape::Missing => None,
+            Shape::Packed(p) => Some(Entry::collection(Kind::List, p, deadline).into_stored()),
             Shape::Split(t) => Some(Entry::encode_node_table(&t.encode(), deadline)),
-        })
+        }))
     }
 }
 
@@ -560,26 +610,35 @@ pub struct ListRange {
     pub elements: Vec<Vec<u8>>,
 }
 
-/// Elements of the list stored as `payload` (a node table if `is_table`) in the range
-/// `pick` chooses from its length (inclusive), read while pinned.
+/// The elements of the list stored as `stored` (`None`: missing, an empty list) in the
+/// inclusive range `pick` chooses from its length. The caller read `stored` pinned
+/// (memory) or holds the key's lock (engine).
 pub fn read_range(
-    nodes: Option<&ListNodes>,
-    payload: &[u8],
-    is_table: bool,
+    nodes: &dyn NodeStore,
+    stored: Option<&[u8]>,
     pick: impl FnOnce(usize) -> Option<(usize, usize)>,
-) -> ListRange {
-    if is_table {
-        let table = Table::parse(payload);
-        let nodes = nodes.expect("only a store with nodes splits lists");
+) -> Result<ListRange> {
+    if let Some(table) = stored.and_then(table_of) {
         let elements = match pick(table.count) {
-            Some((from, to)) => nodes.range(&table, from, to),
+            Some((from, to)) => range(nodes, &table, from, to)?,
             None => Vec::new(),
         };
-        return ListRange {
+        return Ok(ListRange {
             len: table.count,
             elements,
-        };
+        });
     }
+    Ok(read_packed(
+        stored.map(Entry::stored_payload).unwrap_or_default(),
+        pick,
+    ))
+}
+
+/// [`read_range`] of a list in its packed form, `payload`.
+pub fn read_packed(
+    payload: &[u8],
+    pick: impl FnOnce(usize) -> Option<(usize, usize)>,
+) -> ListRange {
     let len = packed::count(payload);
     let elements = match pick(len) {
         Some((from, to)) => packed::elements(payload)
@@ -681,18 +740,16 @@ mod tests {
             let mut stored: Option<Vec<u8>> = None;
             for op in ops {
                 let _pin = crossbeam_epoch::pin();
-                let is_table = stored.as_deref().is_some_and(Entry::stored_is_node_table);
-                let payload = stored.as_deref().map(Entry::stored_payload);
                 if let Op::Range(from, to) = op {
-                    let read = read_range(Some(&nodes), payload.unwrap_or_default(), is_table, |len| {
+                    let read = read_range(&nodes, stored.as_deref(), |len| {
                         (from < len).then(|| (from, to.min(len - 1)))
-                    });
+                    }).unwrap();
                     prop_assert_eq!(read.len, model.len());
                     let want: Vec<Vec<u8>> = model.iter().skip(from).take(to + 1 - from).cloned().collect();
                     prop_assert_eq!(read.elements, want);
                     continue;
                 }
-                let mut editor = ListEditor::new(Some(&nodes), payload, is_table);
+                let mut editor = ListEditor::new(&nodes, stored.as_deref());
                 match &op {
                     Op::Push(left, items) => {
                         let end = if *left { End::Left } else { End::Right };
@@ -712,13 +769,13 @@ mod tests {
                     Op::Range(..) => unreachable!(),
                 }
                 prop_assert_eq!(editor.len(), model.len());
-                if let Some(new) = editor.finish(None) {
+                if let Some(new) = editor.finish(None).unwrap() {
                     if let Some(old) = &stored {
                         nodes.retire(old, new.as_deref());
                     }
                     stored = new;
                 }
-                let whole = stored.as_deref().map(|s| Entry::decode(nodes.expand(s)).value);
+                let whole = stored.as_deref().map(|s| Entry::decode(expand(&nodes, s).unwrap()).value);
                 let elements: Vec<&[u8]> = whole.as_deref().map(packed::elements).into_iter().flatten().collect();
                 prop_assert!(elements.iter().copied().eq(model.iter().map(Vec::as_slice)));
                 // A long list is split, a short one whole.

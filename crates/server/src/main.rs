@@ -8,6 +8,7 @@ mod config;
 mod connection;
 mod db;
 mod dump_payload;
+mod engine_keys;
 mod engine_store;
 mod entry;
 mod eviction;

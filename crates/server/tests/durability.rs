@@ -204,6 +204,116 @@ fn kill_9_under_fsync_always_loses_no_acknowledged_write() {
     assert!(total > 0, "no write was acknowledged");
 }
 
+/// Long lists (split into nodes written in one batch with their table) under SIGKILL:
+/// writers push at the right and pop at the left of their own list, one element per
+/// command, under `--fsync always`. After each restart a list holds exactly the
+/// elements from the first not yet popped to the last pushed, each whole: acknowledged
+/// pushes and pops all there, and at most the one unacknowledged of each.
+/// `SERVER_CRASH_CYCLES` (default 3) and `SERVER_CRASH_SEED` for longer runs.
+#[test]
+fn kill_9_leaves_long_lists_whole() {
+    const WRITERS: usize = 2;
+    let cycles: usize = std::env::var("SERVER_CRASH_CYCLES").map_or(3, |n| n.parse().unwrap());
+    let seed = std::env::var("SERVER_CRASH_SEED")
+        .map_or_else(|_| rand::random(), |s| s.parse::<u64>().unwrap());
+    eprintln!("seed {seed}");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    // Elements of 60-360 bytes: a node holds a few dozen, a list soon spans many.
+    let element =
+        |w: usize, i: u64| format!("{w}:{i}:{}", "x".repeat(60 + (i as usize * 37) % 300));
+    // Per writer: (first element not popped, next element to push), as acknowledged.
+    let acked: Arc<Vec<[AtomicU64; 2]>> = Arc::new(
+        (0..WRITERS)
+            .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
+            .collect(),
+    );
+    let mut dir = tempfile::tempdir().unwrap();
+    for cycle in 0..cycles {
+        let server = Server::start_in(dir, &["--fsync", "always", "--memtable-size", "1mb"]);
+        let mut c = server.client();
+        for (w, acked) in acked.iter().enumerate() {
+            let (popped, pushed) = (
+                acked[0].load(Ordering::SeqCst),
+                acked[1].load(Ordering::SeqCst),
+            );
+            let list: Vec<String> = run(&mut c, &["LRANGE", &format!("list:{w}"), "0", "-1"]);
+            let first = list
+                .first()
+                .map_or(pushed, |e| e.split(':').nth(1).unwrap().parse().unwrap());
+            assert!(
+                first == popped || first == popped + 1 || list.is_empty(),
+                "cycle {cycle} writer {w}: list starts at {first}, {popped} pops acknowledged"
+            );
+            for (at, e) in list.iter().enumerate() {
+                assert_eq!(
+                    e,
+                    &element(w, first + at as u64),
+                    "cycle {cycle} writer {w}: element {at}"
+                );
+            }
+            let end = first + list.len() as u64;
+            assert!(
+                end == pushed || end == pushed + 1 || (list.is_empty() && first <= pushed + 1),
+                "cycle {cycle} writer {w}: list ends at {end}, {pushed} pushes acknowledged"
+            );
+            acked[0].store(first.min(end), Ordering::SeqCst);
+            acked[1].store(end.max(first), Ordering::SeqCst);
+        }
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let mut c = server.client();
+                let acked = acked.clone();
+                std::thread::spawn(move || {
+                    let key = format!("list:{w}");
+                    for op in 0u64.. {
+                        let [popped, pushed] = &acked[w];
+                        if op % 3 == 2 {
+                            let Ok(got) =
+                                redis::cmd("LPOP").arg(&key).query::<Option<String>>(&mut c)
+                            else {
+                                return;
+                            };
+                            if let Some(e) = got {
+                                assert_eq!(
+                                    e,
+                                    element(w, popped.load(Ordering::SeqCst)),
+                                    "writer {w}"
+                                );
+                                popped.fetch_add(1, Ordering::SeqCst);
+                            }
+                        } else {
+                            let i = pushed.load(Ordering::SeqCst);
+                            if redis::cmd("RPUSH")
+                                .arg(&key)
+                                .arg(element(w, i))
+                                .query::<u64>(&mut c)
+                                .is_err()
+                            {
+                                return;
+                            }
+                            pushed.store(i + 1, Ordering::SeqCst);
+                        }
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(rng.gen_range(300..1500)));
+        dir = server.kill().unwrap();
+        for w in writers {
+            w.join().unwrap();
+        }
+    }
+    let lengths: Vec<u64> = acked
+        .iter()
+        .map(|a| a[1].load(Ordering::SeqCst) - a[0].load(Ordering::SeqCst))
+        .collect();
+    eprintln!("{cycles} kills; lists of {lengths:?} elements checked");
+    assert!(
+        lengths.iter().all(|&n| n > 100),
+        "the lists grew long: {lengths:?}"
+    );
+}
+
 fn transactional(writer: usize) -> bool {
     writer % 2 == 1
 }

@@ -1346,3 +1346,83 @@ def test_long_lists_match_redis(server, redis_port, seed):
             f"seed {seed}, after {[b' '.join(c)[:80] for c in history[-8:]]}: "
             f"redis {expected[:200]!r}, hotkv {mine[:200]!r}")
         history.append(long_list_command(rng, pool))
+
+
+SORT_ELEMENTS = [b"1", b"-2", b"3.5", b"10", b"007", b"1e2", b" 5", b"abc", b"b", b"zz", b"", b"-inf"]
+
+
+def sort_command(rng):
+    """SORT and SORT_RO with options in any order over lists, sets and sorted sets whose
+    elements are numbers and words, with weights and hash fields named after them.
+    ALPHA with BY uses keys that exist for every element with distinct values, since
+    Redis leaves the order of equal text weights to its quicksort."""
+    if rng.random() < 0.15:
+        e = rng.choice(SORT_ELEMENTS)
+        return rng.choice([[b"RPUSH", b"sl", e], [b"LPUSH", b"sl", e], [b"SADD", b"ss", b"%d" % rng.randrange(-5, 30)],
+                           [b"ZADD", b"sz", rng.choice([b"1", b"2", b"-1"]), e], [b"SET", b"w_" + e, rng.choice([b"3", b"-1", b"x", b"2.5"])],
+                           [b"LRANGE", b"dst", b"0", b"-1"], [b"TYPE", b"dst"]])
+    read_only = rng.random() < 0.3
+    key = rng.choice([b"sl", b"ss", b"sz", b"sn", b"missing", b"str", b"dst"])
+    args = [b"SORT_RO" if read_only else b"SORT", key]
+    alpha = rng.random() < 0.4
+    opts = []
+    if rng.random() < 0.5:
+        # What SORT stored in dst need not have text weights.
+        patterns = ([b"aw_*"] if key != b"dst" else []) + [b"nosort"] if alpha else [b"w_*", b"h_*->f", b"nosort", b"nosuch_*", b"aw_*"]
+        opts.append([b"BY", rng.choice(patterns)])
+    if rng.random() < 0.4:
+        opts.append([b"LIMIT", rng.choice([b"0", b"1", b"-1", b"3", b"20", b"x"]), rng.choice([b"0", b"2", b"-1", b"5", b"x"])])
+    for _ in range(rng.choice([0, 0, 1, 2])):
+        opts.append([b"GET", rng.choice([b"#", b"w_*", b"h_*->f", b"h_*->g", b"nosuch_*", b"fixed", b"h_*->"])])
+    if rng.random() < 0.5:
+        opts.append([rng.choice([b"ASC", b"DESC", b"desc"])])
+    if alpha:
+        opts.append([rng.choice([b"ALPHA", b"alpha"])])
+    if rng.random() < 0.3:
+        opts.append([b"STORE", b"dst"])
+    if rng.random() < 0.05:
+        opts.append([rng.choice([b"BY", b"GET", b"LIMIT", b"STORE", b"nope"])])
+    rng.shuffle(opts)
+    return args + [a for o in opts for a in o]
+
+
+@pytest.mark.parametrize("seed", range(int(SEEDS[0]), int(SEEDS[-1]) + 1))
+def test_sort_matches_redis(server, redis_port, seed):
+    """SORT's replies, stored lists and errors, byte for byte as Redis's."""
+    rng = random.Random(seed)
+    ours = socket.create_connection(("127.0.0.1", server), timeout=10)
+    theirs = socket.create_connection(("127.0.0.1", redis_port), timeout=10)
+    r_ours, r_theirs = Reader(ours), Reader(theirs)
+    setup = [[b"FLUSHALL"], [b"RPUSH", b"sl"] + SORT_ELEMENTS + SORT_ELEMENTS[:4],
+             [b"SADD", b"ss", b"3", b"-1", b"10", b"2", b"7"], [b"RPUSH", b"sn", b"3", b"1", b"2", b"10", b"-4"],
+             [b"SET", b"str", b"x"]]
+    setup.append([b"ZADD", b"sz"] + [x for i, e in enumerate(SORT_ELEMENTS) for x in (b"%d" % (i % 4), e)])
+    for i, e in enumerate(SORT_ELEMENTS):
+        setup.append([b"SET", b"aw_" + e, b"t%02d" % ((i * 7) % len(SORT_ELEMENTS))])
+        if i % 3:
+            setup.append([b"SET", b"w_" + e, b"%d" % ((i * 5) % 7 - 3)])
+        if i % 2:
+            setup.append([b"HSET", b"h_" + e, b"f", b"%d" % (i % 4), b"g", b"v" + e])
+    # STORE replaces a key of another type; an empty result deletes it.
+    setup += [[b"SET", b"str2", b"x"], [b"SORT", b"sn", b"STORE", b"str2"], [b"TYPE", b"str2"],
+              [b"LRANGE", b"str2", b"0", b"-1"], [b"SORT", b"missing", b"STORE", b"str2"], [b"EXISTS", b"str2"]]
+    for call in ([b"SORT", b"k"], [b"SORT", b"k", b"STORE", b"d", b"BY", b"w_*", b"GET", b"store", b"LIMIT", b"0", b"1"],
+                 [b"SORT", b"k", b"store", b"a", b"STORE", b"b"], [b"SORT_RO", b"k", b"BY", b"x_*"], [b"SORT", b"k", b"GET", b"STORE"]):
+        setup.append([b"COMMAND", b"GETKEYSANDFLAGS"] + call)
+    for n in range(-5, 30):
+        setup.append([b"SET", b"aw_%d" % n, b"u%03d" % ((n * 13) % 61)])
+        if n % 2:
+            setup.append([b"SET", b"w_%d" % n, b"%d" % (n % 5)])
+    for command in setup:
+        for sock in (ours, theirs):
+            sock.sendall(encode_bytes(command))
+        assert r_ours.reply() == r_theirs.reply(), command
+    history = [[b"PING"]]
+    for _ in range(800):
+        for sock in (ours, theirs):
+            sock.sendall(encode_bytes(history[-1]))
+        mine, expected = r_ours.reply(), r_theirs.reply()
+        assert mine == expected, (
+            f"seed {seed}, after {[b' '.join(c) for c in history[-6:]]}: "
+            f"redis {expected[:300]!r}, hotkv {mine[:300]!r}")
+        history.append(sort_command(rng))

@@ -156,8 +156,9 @@ pub fn node_ids(stored: &[u8]) -> Vec<u64> {
 pub fn dropped(old: &[u8], new: Option<&[u8]>) -> Vec<u64> {
     let mut released = node_ids(old);
     if !released.is_empty() {
-        let kept = new.map(node_ids).unwrap_or_default();
-        released.retain(|id| !kept.contains(id));
+        let mut kept = new.map(node_ids).unwrap_or_default();
+        kept.sort_unstable();
+        released.retain(|id| kept.binary_search(id).is_err());
     }
     released
 }

@@ -17,7 +17,9 @@
 //! (or under its lock on an engine), like any other value: readers never see one half
 //! written, and nothing else is needed for atomicity, expiry, transactions or
 //! durability. The price is that a write copies the collection, O(n) bytes; pushes and
-//! pops copy the untouched elements as one block, without parsing them.
+//! pops copy the untouched elements as one block, without parsing them. A long list is
+//! split into nodes, each a packed list, so that its writes copy one node
+//! (`list_nodes.rs`).
 //!
 //! An empty collection is never stored: the write that empties one deletes its key.
 

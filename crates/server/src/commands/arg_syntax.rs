@@ -15,6 +15,8 @@
 //!   group of one lone token is that token under the name (`[change=CH]`).
 //! - `...` after an argument or group: it repeats; `^...`: it repeats, each time after
 //!   its token.
+//! - `@N` after a type names the key spec the argument's keys fall under
+//!   (`pattern:pattern@1`).
 
 use std::fmt;
 
@@ -77,6 +79,9 @@ pub struct Arg {
     pub repeat: Repeat,
     /// The members of a one-of or a block.
     pub children: Vec<Arg>,
+    /// The key spec a pattern's keys fall under (SORT's BY and GET), or a key's when
+    /// it is not the next spec in order: written `name:type@N`.
+    pub key_spec: Option<usize>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -226,16 +231,23 @@ impl<'a> Parser<'a> {
                     optional: false,
                     repeat,
                     children: Vec::new(),
+                    key_spec: None,
                 })
             }
             Some(Lexeme::Word(word, repeat)) => {
                 self.next += 1;
-                let (name, kind) = match word.rsplit_once(':') {
-                    Some((name, kind)) => match Kind::of_value(kind) {
-                        Some(kind) => (name, kind),
-                        None => (word, Kind::String),
-                    },
-                    None => (word, Kind::String),
+                let (name, kind, key_spec) = match word.rsplit_once(':') {
+                    Some((name, typed)) => {
+                        let (kind, spec) = match typed.split_once('@') {
+                            Some((kind, spec)) => (kind, spec.parse().ok()),
+                            None => (typed, None),
+                        };
+                        match Kind::of_value(kind) {
+                            Some(kind) => (name, kind, spec),
+                            None => (word, Kind::String, None),
+                        }
+                    }
+                    None => (word, Kind::String, None),
                 };
                 Ok(Arg {
                     name: name.to_string(),
@@ -244,6 +256,7 @@ impl<'a> Parser<'a> {
                     optional: false,
                     repeat,
                     children: Vec::new(),
+                    key_spec,
                 })
             }
             Some(Lexeme::Open(open)) => {
@@ -334,6 +347,7 @@ impl<'a> Parser<'a> {
             optional: false,
             repeat,
             children,
+            key_spec: None,
         })
     }
 }
@@ -465,6 +479,7 @@ mod tests {
                     optional,
                     repeat,
                     children: Vec::new(),
+                    key_spec: None,
                 }
             })
     }
@@ -518,6 +533,7 @@ mod tests {
                             optional,
                             repeat,
                             children,
+                            key_spec: None,
                         })
                     },
                 )

@@ -150,7 +150,14 @@ fn arg_frame(arg: &Arg, specs: usize, keys: &mut usize) -> Frame {
         ("name", Frame::bulk(&arg.name)),
         ("type", Frame::bulk(arg.kind.word())),
     ];
-    if arg.kind == Kind::Key {
+    if let Some(spec) = arg.key_spec {
+        assert!(
+            spec < specs,
+            "{} names key spec {spec} of {specs}",
+            arg.name
+        );
+        fields.push(("key_spec_index", Frame::Integer(spec as i64)));
+    } else if arg.kind == Kind::Key {
         assert!(specs > 0, "a key argument in a command with no key specs");
         fields.push((
             "key_spec_index",
@@ -568,6 +575,12 @@ const DOCS: &[Doc] = &[
     doc("srem", "set", "1.0.0", "O(N) where N is the size of the set: hotkv copies a set to change it",
         "Removes members from a set, and the key with its last member.",
         "key:key member..."),
+    doc("sort", "generic", "1.0.0", "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).",
+        "Sort the elements in a list, set or sorted set",
+        "key:key [BY pattern:pattern@1] [LIMIT (offset_count=offset:integer count:integer)] [GET pattern:pattern@1^...] [order=ASC|DESC] [sorting=ALPHA] [STORE destination:key@2]"),
+    doc("sort_ro", "generic", "7.0.0", "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).",
+        "Sort the elements in a list, set or sorted set. Read-only variant of SORT.",
+        "key:key [BY pattern:pattern@1] [LIMIT (offset_count=offset:integer count:integer)] [GET pattern:pattern@1^...] [order=ASC|DESC] [sorting=ALPHA]"),
     doc("smembers", "set", "1.0.0", "O(N) where N is the size of the set",
         "Returns every member of a set.",
         "key:key"),

@@ -1,8 +1,9 @@
 //! Where a command's keys are and what it does to each: Redis 7's key specifications.
 //!
-//! Every command hotkv has finds its keys the simple way, a range of arguments from a
-//! fixed index (`begin_search` of type `index`, `find_keys` of type `range`), so a
-//! spec is four numbers and its flags. COMMAND INFO shows the specs, COMMAND GETKEYS
+//! Most commands find their keys the simple way, a range of arguments from a fixed
+//! index (`begin_search` of type `index`, `find_keys` of type `range`), so a spec is
+//! four numbers and its flags; some count their keys (`keynum`), and SORT's are
+//! `unknown` to the specs. COMMAND INFO shows the specs, COMMAND GETKEYS
 //! and GETKEYSANDFLAGS read them, CLIENT TRACKING finds a read's keys with them, and
 //! the legacy (first, last, step) triple of COMMAND INFO is derived from them, as
 //! Redis derives it.
@@ -48,6 +49,9 @@ const NAMES: [(u16, &str); 10] = [
     (VARIABLE_FLAGS, "variable_flags"),
 ];
 
+/// Finds the one key of a call that a spec of the `unknown` kind covers, if any.
+pub type KeyFinder = fn(&[Vec<u8>]) -> Option<usize>;
+
 pub struct KeySpec {
     flags: u16,
     /// The index of the first key (the command's name is 0).
@@ -59,6 +63,10 @@ pub struct KeySpec {
     /// Redis's `keynum` form instead of a range: the argument at `begin + .0` counts
     /// the keys, which start at `begin + .1`, `step` apart (ZUNION, SINTERCARD).
     keynum: Option<(i32, i32)>,
+    /// Redis's `unknown` kind: the specs cannot say where the keys are. `Some` holds
+    /// what finds the one key of a call, as Redis's own key-finding function for the
+    /// command does (SORT's STORE key); `None` finds none (keys named by patterns).
+    unknown: Option<Option<KeyFinder>>,
     notes: &'static str,
 }
 
@@ -78,6 +86,7 @@ pub const fn range(flags: u16, begin: i32, last: i32, step: i32) -> KeySpec {
         last,
         step,
         keynum: None,
+        unknown: None,
         notes: "",
     }
 }
@@ -91,7 +100,17 @@ pub const fn counted(flags: u16, begin: i32, keynumidx: i32, firstkey: i32, step
         last: 0,
         step,
         keynum: Some((keynumidx, firstkey)),
+        unknown: None,
         notes: "",
+    }
+}
+
+/// Keys the specs cannot place (Redis's `unknown` kind); `find` finds a call's key, if
+/// the command's arguments say where it is.
+pub const fn unknown_keys(flags: u16, find: Option<KeyFinder>) -> KeySpec {
+    KeySpec {
+        unknown: Some(find),
+        ..range(flags, 0, 0, 1)
     }
 }
 
@@ -104,9 +123,11 @@ pub fn counts_hold(specs: &[KeySpec], args: &[Vec<u8>]) -> bool {
 }
 
 /// Whether a command's keys can only be found by reading its arguments (Redis's
-/// `movablekeys` flag): a counted spec.
+/// `movablekeys` flag): a counted or unknown spec.
 pub fn movable(specs: &[KeySpec]) -> bool {
-    specs.iter().any(|s| s.keynum.is_some())
+    specs
+        .iter()
+        .any(|s| s.keynum.is_some() || s.unknown.is_some())
 }
 
 /// The first argument, the one key.
@@ -129,6 +150,13 @@ impl KeySpec {
     /// is not a number or runs past the arguments finds none.
     fn positions(&self, args: &[Vec<u8>]) -> std::iter::StepBy<std::ops::RangeInclusive<usize>> {
         let n = args.len() as i32;
+        if let Some(find) = self.unknown {
+            // None: a range that ends before it starts.
+            let (from, to) = find
+                .and_then(|find| find(args))
+                .map_or((1, 0), |at| (at, at));
+            return (from..=to).step_by(1);
+        }
         if let Some((keynumidx, firstkey)) = self.keynum {
             let count = args
                 .get((self.begin + keynumidx) as usize)
@@ -159,6 +187,17 @@ impl KeySpec {
             fields.push((text("notes"), text(self.notes)));
         }
         fields.push((text("flags"), flag_names(self.flags)));
+        if self.unknown.is_some() {
+            let unknown = || {
+                Frame::Map(vec![
+                    (text("type"), text("unknown")),
+                    (text("spec"), Frame::Map(Vec::new())),
+                ])
+            };
+            fields.push((text("begin_search"), unknown()));
+            fields.push((text("find_keys"), unknown()));
+            return Frame::Map(fields);
+        }
         fields.push((
             text("begin_search"),
             Frame::Map(vec![
@@ -231,8 +270,11 @@ pub fn legacy_range(specs: &[KeySpec]) -> (i32, i32, i32) {
             s.last
         }
     };
-    // As Redis: a counted spec cannot be said as a range and is left out.
-    let ranges: Vec<&KeySpec> = specs.iter().filter(|s| s.keynum.is_none()).collect();
+    // As Redis: a counted or unknown spec cannot be said as a range and is left out.
+    let ranges: Vec<&KeySpec> = specs
+        .iter()
+        .filter(|s| s.keynum.is_none() && s.unknown.is_none())
+        .collect();
     match ranges.as_slice() {
         [] => (0, 0, 0),
         [s] => (s.begin, absolute_last(s), s.step),

@@ -35,6 +35,7 @@ mod server;
 mod set;
 mod sets;
 mod slowlog;
+mod sort;
 mod sorted_sets;
 mod strings;
 mod tracking;
@@ -54,8 +55,8 @@ use crate::gate_hold::GateHold;
 use crate::keyspace_events;
 use crate::server::Server;
 use key_specs::{
-    counted, every, first, range, KeySpec, ACCESS, DELETE, INSERT, NOT_KEY, OW, RM, RO, RW, UPDATE,
-    VARIABLE_FLAGS,
+    counted, every, first, range, unknown_keys, KeySpec, ACCESS, DELETE, INSERT, NOT_KEY, OW, RM,
+    RO, RW, UPDATE, VARIABLE_FLAGS,
 };
 
 /// Per-connection state commands may read or change.
@@ -495,6 +496,15 @@ const TABLE: &[Command] = &[
     cmd("renamenx", 3, WRITE | ALONE | FAST, &[first(RW | ACCESS | DELETE), range(OW | INSERT, 2, 0, 1)], KEYSPACE, keyspace::renamenx),
     cmd("randomkey", 1, R, NO_KEYS, KEYSPACE, keyspace::randomkey),
     cmd("keys", 2, R, NO_KEYS, KEYSPACE | DANGEROUS, scan::keys),
+    cmd("sort", -2, W | ALONE, &[
+        first(RO | ACCESS),
+        unknown_keys(RO | ACCESS, None).noted("For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort"),
+        unknown_keys(OW | UPDATE, Some(sort::store_key)).noted("For the optional STORE keyword. It is marked 'unknown' because the keyword can appear anywhere in the argument array"),
+    ], SET | SORTEDSET | LIST | DANGEROUS, sort::sort),
+    cmd("sort_ro", -2, R | ALONE, &[
+        first(RO | ACCESS),
+        unknown_keys(RO | ACCESS, None).noted("For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort"),
+    ], SET | SORTEDSET | LIST | DANGEROUS, sort::sort_ro),
     cmd("scan", -2, R, NO_KEYS, KEYSPACE, scan::scan),
     cmd("dbsize", 1, R | FAST, NO_KEYS, KEYSPACE, server::dbsize),
     cmd("flushdb", -1, WRITE | ALONE, NO_KEYS, KEYSPACE | DANGEROUS, server::flush),

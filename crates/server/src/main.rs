@@ -14,6 +14,7 @@ mod entry;
 mod eviction;
 mod gate_hold;
 mod glob;
+mod hll;
 mod instantaneous;
 mod io_threads;
 mod keyspace_events;

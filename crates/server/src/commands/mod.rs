@@ -19,6 +19,7 @@ mod expire;
 mod get;
 mod hashes;
 mod hotkeys;
+mod hyperloglog;
 mod incr;
 mod info;
 mod key_specs;
@@ -311,6 +312,7 @@ const LIST: u16 = 1 << 7;
 const HASH: u16 = 1 << 8;
 const SET: u16 = 1 << 9;
 const SORTEDSET: u16 = 1 << 10;
+const HYPERLOGLOG: u16 = 1 << 11;
 
 pub struct Command {
     name: &'static str,
@@ -496,6 +498,9 @@ const TABLE: &[Command] = &[
     cmd("renamenx", 3, WRITE | ALONE | FAST, &[first(RW | ACCESS | DELETE), range(OW | INSERT, 2, 0, 1)], KEYSPACE, keyspace::renamenx),
     cmd("randomkey", 1, R, NO_KEYS, KEYSPACE, keyspace::randomkey),
     cmd("keys", 2, R, NO_KEYS, KEYSPACE | DANGEROUS, scan::keys),
+    cmd("pfadd", -2, W | FAST, &[first(RW | INSERT)], HYPERLOGLOG, hyperloglog::pfadd),
+    cmd("pfcount", -2, R | ALONE, &[every(RW | ACCESS).noted("RW because it may change the internal representation of the key, and propagate to replicas")], HYPERLOGLOG, hyperloglog::pfcount),
+    cmd("pfmerge", -2, W | ALONE, &[first(RW | ACCESS | INSERT), range(RO | ACCESS, 2, -1, 1)], HYPERLOGLOG, hyperloglog::pfmerge),
     cmd("sort", -2, W | ALONE, &[
         first(RO | ACCESS),
         unknown_keys(RO | ACCESS, None).noted("For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort"),

@@ -1318,6 +1318,9 @@ def long_list_command(rng, pool):
         lambda: [b"COPY", key(), b"C", b"REPLACE"],
         lambda: [b"LRANGE", b"C", pos(), pos()],
         lambda: [b"LTRIM", key(), b"%d" % rng.randrange(0, 50), b"%d" % rng.randrange(-50, -1)],
+        # Transactions: on the lsm engine their writes, nodes included, wait in an
+        # overlay that the transaction's own reads must see.
+        lambda: [rng.choice([b"MULTI", b"EXEC", b"EXEC", b"DISCARD"])],
     ]
     return rng.choice(makers)()
 

@@ -96,8 +96,17 @@ fn run(config: Config, ops: Vec<Op>) {
                 assert_eq!(index.insert(&key(k), &v), fresh);
                 model.entry(key(k)).or_insert(v);
             }
-            Op::Upsert(k, v) => {
+            Op::Upsert(k, v) if v.len() % 2 == 0 => {
                 assert_eq!(index.upsert(&key(k), &v), model.insert(key(k), v).is_none())
+            }
+            Op::Upsert(k, v) => {
+                // The replaced value is shown unless it was inline.
+                let mut shown = None;
+                let created = index.upsert_replacing(&key(k), &v, |old| shown = Some(old.to_vec()));
+                let old = model.insert(key(k), v);
+                assert_eq!(created, old.is_none());
+                let expected = old.filter(|o| o.len() > hotring::INLINE_VALUE_MAX);
+                assert_eq!(shown, expected);
             }
             Op::Update(k, v) => {
                 let present = model.contains_key(&key(k));

@@ -712,6 +712,26 @@ SADD encs 1 2
 OBJECT ENCODING encs
 ZADD encz 1 abcd
 OBJECT ENCODING encz
+HDEL enc a b
+OBJECT ENCODING enc
+HSET enc d 4
+OBJECT ENCODING enc
+SREM encs 1
+OBJECT ENCODING encs
+ZADD encz 2 a
+ZREM encz abcd
+OBJECT ENCODING encz
+COPY encz encz2
+OBJECT ENCODING encz2
+RENAME enc enc9
+OBJECT ENCODING enc9
+EXPIRE encs 100
+OBJECT ENCODING encs
+SADD encs2 1 x
+SREM encs2 x
+OBJECT ENCODING encs2
+SINTERSTORE encs3 encs2 encs2
+OBJECT ENCODING encs3
 CONFIG SET hash-max-listpack-entries 512
 CONFIG SET set-max-intset-entries 512
 CONFIG SET zset-max-listpack-value 64
@@ -1276,23 +1296,34 @@ def test_random_collection_arguments_get_a_reply(server, seed):
     assert reader.reply() == b"+PONG\r\n"
 
 
+def replay_against_redis(server, redis_port, seed, setup, make_command, count):
+    """Sends `setup`, then `count` commands from `make_command()`, to hotkv and to
+    redis-server alike; every reply must be byte-identical. A failure names the seed
+    and the commands that led to it, so it replays."""
+    ours = socket.create_connection(("127.0.0.1", server), timeout=10)
+    theirs = socket.create_connection(("127.0.0.1", redis_port), timeout=10)
+    r_ours, r_theirs = Reader(ours), Reader(theirs)
+    for command in setup:
+        for sock in (ours, theirs):
+            sock.sendall(encode_bytes(command))
+        assert r_ours.reply() == r_theirs.reply(), command
+    history = []
+    for _ in range(count):
+        history.append(make_command())
+        for sock in (ours, theirs):
+            sock.sendall(encode_bytes(history[-1]))
+        mine, expected = r_ours.reply(), r_theirs.reply()
+        assert mine == expected, (
+            f"seed {seed}, after {[b' '.join(c)[:80] for c in history[-8:]]}: "
+            f"redis {expected[:300]!r}, hotkv {mine[:300]!r}")
+
+
 @pytest.mark.parametrize("seed", range(int(SEEDS[0]), int(SEEDS[-1]) + 1))
 def test_random_commands_match_redis(server, redis_port, seed):
     """Seeded random sequences: every reply must be byte-identical to Redis's. A failure
     names the seed and the commands that led to it, so it replays."""
     rng = random.Random(seed)
-    ours = socket.create_connection(("127.0.0.1", server), timeout=10)
-    theirs = socket.create_connection(("127.0.0.1", redis_port), timeout=10)
-    r_ours, r_theirs = Reader(ours), Reader(theirs)
-    history = [[b"FLUSHALL"]]
-    for _ in range(2000):
-        for sock, reader in ((ours, r_ours), (theirs, r_theirs)):
-            sock.sendall(encode_bytes(history[-1]))
-        mine, expected = r_ours.reply(), r_theirs.reply()
-        assert mine == expected, (
-            f"seed {seed}, after {[b' '.join(c) for c in history[-12:]]}: "
-            f"redis {expected!r}, hotkv {mine!r}")
-        history.append(random_command(rng))
+    replay_against_redis(server, redis_port, seed, [[b"FLUSHALL"]], lambda: random_command(rng), 2000)
 
 
 def long_list_command(rng, pool):
@@ -1331,24 +1362,9 @@ def test_long_lists_match_redis(server, redis_port, seed):
     edited anywhere: every reply byte-identical to Redis's."""
     rng = random.Random(seed)
     pool = [bytes([97 + i % 26]) * n for i, n in enumerate([1, 3, 8, 20, 50, 120, 300, 700, 1500, 5000, 6200] * 3)]
-    ours = socket.create_connection(("127.0.0.1", server), timeout=10)
-    theirs = socket.create_connection(("127.0.0.1", redis_port), timeout=10)
-    r_ours, r_theirs = Reader(ours), Reader(theirs)
     setup = [[b"FLUSHALL"]] + [[b"RPUSH", key] + [rng.choice(pool[:8]) for _ in range(2000)]
                                for key in (b"L0", b"L1")]
-    for command in setup:
-        for sock, reader in ((ours, r_ours), (theirs, r_theirs)):
-            sock.sendall(encode_bytes(command))
-        assert r_ours.reply() == r_theirs.reply()
-    history = [[b"LLEN", b"L0"]]
-    for _ in range(600):
-        for sock, reader in ((ours, r_ours), (theirs, r_theirs)):
-            sock.sendall(encode_bytes(history[-1]))
-        mine, expected = r_ours.reply(), r_theirs.reply()
-        assert mine == expected, (
-            f"seed {seed}, after {[b' '.join(c)[:80] for c in history[-8:]]}: "
-            f"redis {expected[:200]!r}, hotkv {mine[:200]!r}")
-        history.append(long_list_command(rng, pool))
+    replay_against_redis(server, redis_port, seed, setup, lambda: long_list_command(rng, pool), 600)
 
 
 SORT_ELEMENTS = [b"1", b"-2", b"3.5", b"10", b"007", b"1e2", b" 5", b"abc", b"b", b"zz", b"", b"-inf"]
@@ -1393,9 +1409,6 @@ def sort_command(rng):
 def test_sort_matches_redis(server, redis_port, seed):
     """SORT's replies, stored lists and errors, byte for byte as Redis's."""
     rng = random.Random(seed)
-    ours = socket.create_connection(("127.0.0.1", server), timeout=10)
-    theirs = socket.create_connection(("127.0.0.1", redis_port), timeout=10)
-    r_ours, r_theirs = Reader(ours), Reader(theirs)
     setup = [[b"FLUSHALL"], [b"RPUSH", b"sl"] + SORT_ELEMENTS + SORT_ELEMENTS[:4],
              [b"SADD", b"ss", b"3", b"-1", b"10", b"2", b"7"], [b"RPUSH", b"sn", b"3", b"1", b"2", b"10", b"-4"],
              [b"SET", b"str", b"x"]]
@@ -1416,19 +1429,7 @@ def test_sort_matches_redis(server, redis_port, seed):
         setup.append([b"SET", b"aw_%d" % n, b"u%03d" % ((n * 13) % 61)])
         if n % 2:
             setup.append([b"SET", b"w_%d" % n, b"%d" % (n % 5)])
-    for command in setup:
-        for sock in (ours, theirs):
-            sock.sendall(encode_bytes(command))
-        assert r_ours.reply() == r_theirs.reply(), command
-    history = [[b"PING"]]
-    for _ in range(800):
-        for sock in (ours, theirs):
-            sock.sendall(encode_bytes(history[-1]))
-        mine, expected = r_ours.reply(), r_theirs.reply()
-        assert mine == expected, (
-            f"seed {seed}, after {[b' '.join(c) for c in history[-6:]]}: "
-            f"redis {expected[:300]!r}, hotkv {mine[:300]!r}")
-        history.append(sort_command(rng))
+    replay_against_redis(server, redis_port, seed, setup, lambda: sort_command(rng), 800)
 
 
 def hll_command(rng):
@@ -1468,20 +1469,5 @@ def test_hyperloglog_matches_redis(server, redis_port, seed):
     """PFADD, PFCOUNT and PFMERGE replies and the stored bytes (sparse and dense, with
     the cached count), byte for byte as Redis's."""
     rng = random.Random(seed)
-    ours = socket.create_connection(("127.0.0.1", server), timeout=10)
-    theirs = socket.create_connection(("127.0.0.1", redis_port), timeout=10)
-    r_ours, r_theirs = Reader(ours), Reader(theirs)
     setup = [[b"FLUSHALL"], [b"SET", b"s", b"plain"], [b"RPUSH", b"l", b"x"], [b"SET", b"short", b"HYLL\x01"]]
-    for command in setup:
-        for sock in (ours, theirs):
-            sock.sendall(encode_bytes(command))
-        assert r_ours.reply() == r_theirs.reply(), command
-    history = [[b"PING"]]
-    for _ in range(400):
-        for sock in (ours, theirs):
-            sock.sendall(encode_bytes(history[-1]))
-        mine, expected = r_ours.reply(), r_theirs.reply()
-        assert mine == expected, (
-            f"seed {seed}, after {[b' '.join(c)[:60] for c in history[-6:]]}: "
-            f"redis {expected[:200]!r}, hotkv {mine[:200]!r}")
-        history.append(hll_command(rng))
+    replay_against_redis(server, redis_port, seed, setup, lambda: hll_command(rng), 400)

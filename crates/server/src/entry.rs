@@ -3,7 +3,7 @@
 //! ```text
 //! stored = payload | deadline (8 bytes, little-endian, ms since the Unix epoch) | tag
 //! tag    = bit 0: a deadline is present (else there are no deadline bytes)
-//!          bit 1: raw (see `Entry::raw`; strings only)
+//!          bit 1: raw (see `Entry::raw`; strings, hashes, sets and sorted sets)
 //!          bits 2-4: the type: 0 string, 1 list, 2 hash, 3 set, 4 sorted set
 //!          bit 5: the payload is a long list's node table (see `list_nodes.rs`)
 //!          the other bits are 0
@@ -61,9 +61,11 @@ pub struct Entry {
     pub value: Vec<u8>,
     /// Milliseconds since the Unix epoch after which the key no longer exists.
     pub deadline: Option<u64>,
-    /// Last written by APPEND, SETRANGE, SETBIT or BITOP, which leave a Redis string
-    /// in its `raw` encoding whatever it holds (OBJECT ENCODING reports it; any
-    /// other write encodes by the value again).
+    /// Held in Redis's larger encoding whatever it holds now, which OBJECT ENCODING
+    /// reports: a string last written by APPEND, SETRANGE, SETBIT or BITOP, which
+    /// leave it `raw` (any other write encodes by the value again); a hash, set or
+    /// sorted set that once passed Redis's limits for its small encoding, since Redis
+    /// never converts one back.
     pub raw: bool,
     pub kind: Kind,
 }
@@ -126,7 +128,7 @@ impl Entry {
     }
 
     fn encode_as(kind: Kind, value: &[u8], deadline: Option<u64>, raw: bool) -> Vec<u8> {
-        debug_assert!(!raw || kind == Kind::String);
+        debug_assert!(!raw || kind != Kind::List);
         let mut out = Vec::with_capacity(value.len() + 9);
         out.extend_from_slice(value);
         let mut tag = kind.bits() | if raw { RAW } else { 0 };
@@ -201,7 +203,7 @@ impl Entry {
         let kind = Kind::of_tag(tag);
         let known = tag & !(HAS_DEADLINE | RAW | KIND_MASK | NODE_TABLE) == 0
             && kind.is_some()
-            && (tag & RAW == 0 || kind == Some(Kind::String))
+            && (tag & RAW == 0 || kind != Some(Kind::List))
             && (tag & NODE_TABLE == 0 || kind == Some(Kind::List));
         if !known {
             return Err(format!(

@@ -143,31 +143,42 @@ enum Op {
     Val(u8, usize),
 }
 
-/// The opcodes of a sparse body with their byte lengths, or `None` if the body does
-/// not cover exactly the registers.
-fn sparse_ops(body: &[u8]) -> Option<Vec<(Op, usize)>> {
+impl Op {
+    /// The registers it covers.
+    fn span(self) -> usize {
+        match self {
+            Op::Zero(n) | Op::Val(_, n) => n,
+        }
+    }
+}
+
+/// The opcode at byte `at` of a sparse body and its length in bytes; `None` past the
+/// end, or for a two-byte opcode cut short.
+fn op_at(body: &[u8], at: usize) -> Option<(Op, usize)> {
+    let b = *body.get(at)?;
+    Some(match b & 0xc0 {
+        0x00 => (Op::Zero(usize::from(b & 0x3f) + 1), 1),
+        0x40 => {
+            let low = *body.get(at + 1)?;
+            let n = (usize::from(b & 0x3f) << 8) | usize::from(low);
+            (Op::Zero(n + 1), 2)
+        }
+        _ => (Op::Val(((b >> 2) & 0x1f) + 1, usize::from(b & 3) + 1), 1),
+    })
+}
+
+/// The opcodes of a sparse body, or `None` if they do not cover exactly the
+/// registers.
+fn sparse_ops(body: &[u8]) -> Option<Vec<Op>> {
     let mut ops = Vec::new();
     let (mut at, mut covered) = (0, 0);
     while at < body.len() {
-        let b = body[at];
-        let (op, len) = match b & 0xc0 {
-            0x00 => (Op::Zero(usize::from(b & 0x3f) + 1), 1),
-            0x40 => {
-                let low = *body.get(at + 1)?;
-                (
-                    Op::Zero(((usize::from(b & 0x3f) << 8) | usize::from(low)) + 1),
-                    2,
-                )
-            }
-            _ => (Op::Val(((b >> 2) & 0x1f) + 1, usize::from(b & 3) + 1), 1),
-        };
-        covered += match op {
-            Op::Zero(n) | Op::Val(_, n) => n,
-        };
+        let (op, len) = op_at(body, at)?;
+        covered += op.span();
         if covered > REGISTERS {
             return None;
         }
-        ops.push((op, len));
+        ops.push(op);
         at += len;
     }
     (covered == REGISTERS).then_some(ops)
@@ -180,7 +191,7 @@ pub fn registers(value: &[u8]) -> Option<Vec<u8>> {
         return Some((0..REGISTERS).map(|i| dense_get(body, i)).collect());
     }
     let mut out = Vec::with_capacity(REGISTERS);
-    for (op, _) in sparse_ops(body)? {
+    for op in sparse_ops(body)? {
         match op {
             Op::Zero(n) => out.resize(out.len() + n, 0),
             Op::Val(v, n) => out.resize(out.len() + n, v),
@@ -236,27 +247,13 @@ fn sparse_set(value: &mut Vec<u8>, index: usize, count: u8) -> Option<bool> {
     // Find the opcode holding the register, and the one before it.
     let (mut at, mut first, mut prev) = (0, 0, None);
     let (op, oplen) = loop {
-        let b = *body.get(at)?;
-        let (op, len) = match b & 0xc0 {
-            0x00 => (Op::Zero(usize::from(b & 0x3f) + 1), 1),
-            0x40 => {
-                let low = *body.get(at + 1)?;
-                (
-                    Op::Zero(((usize::from(b & 0x3f) << 8) | usize::from(low)) + 1),
-                    2,
-                )
-            }
-            _ => (Op::Val(((b >> 2) & 0x1f) + 1, usize::from(b & 3) + 1), 1),
-        };
-        let span = match op {
-            Op::Zero(n) | Op::Val(_, n) => n,
-        };
-        if index < first + span {
+        let (op, len) = op_at(body, at)?;
+        if index < first + op.span() {
             break (op, len);
         }
         prev = Some(at);
         at += len;
-        first += span;
+        first += op.span();
     };
     let start = HEADER + at;
     match op {
@@ -265,11 +262,11 @@ fn sparse_set(value: &mut Vec<u8>, index: usize, count: u8) -> Option<bool> {
             value[start] = val(count, 1);
         }
         _ => {
-            let (span, old) = match op {
-                Op::Zero(n) => (n, None),
-                Op::Val(v, n) => (n, Some(v)),
+            let old = match op {
+                Op::Zero(_) => None,
+                Op::Val(v, _) => Some(v),
             };
-            let last = first + span - 1;
+            let last = first + op.span() - 1;
             let mut seq = Vec::with_capacity(5);
             let run = |seq: &mut Vec<u8>, n: usize| match old {
                 None => push_zero(seq, n),

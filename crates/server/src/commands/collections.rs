@@ -38,11 +38,15 @@ pub fn edit<R>(
         let (change, wrote, emptied) = match edit {
             Edit::Keep => (Change::Keep, false, false),
             Edit::Write(p) if packed::count(&p) == 0 => (Change::Delete, e.is_some(), true),
-            Edit::Write(p) => (
-                Change::Put(Entry::collection(kind, p, deadline)),
-                true,
-                false,
-            ),
+            Edit::Write(p) => {
+                // Redis never converts a collection back to its small encoding.
+                let raw = e.is_some_and(|e| e.raw) || super::object::held_large(ctx, kind, &p);
+                let entry = Entry {
+                    raw,
+                    ..Entry::collection(kind, p, deadline)
+                };
+                (Change::Put(entry), true, false)
+            }
         };
         let emptied = emptied && e.is_some();
         (

@@ -32,8 +32,9 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         (b"HELP", []) => super::help(HELP),
         (b"ENCODING", [key]) => match read(ctx, key)? {
             None => reply(Frame::Null),
-            Some(entry) if entry.raw => reply(Frame::bulk("raw")),
+            Some(entry) if entry.is_string() && entry.raw => reply(Frame::bulk("raw")),
             Some(entry) if entry.is_string() => reply(Frame::bulk(encoding(&entry.value))),
+            Some(entry) if entry.raw => reply(Frame::bulk(large_encoding(entry.kind))),
             Some(entry) => {
                 let limit = |which| ctx.server.config.encoding_limit(which);
                 reply(Frame::bulk(collection_encoding(
@@ -105,10 +106,27 @@ fn encoding(value: &[u8]) -> &'static str {
     }
 }
 
+/// Whether Redis 7.0 would hold a hash, set or sorted set of this value in its larger
+/// encoding under the configured limits: once it does, it stays there (`Entry::raw`).
+pub fn held_large(ctx: &Ctx, kind: Kind, value: &[u8]) -> bool {
+    let limit = |which| ctx.server.config.encoding_limit(which);
+    kind != Kind::List && collection_encoding(kind, value, limit) == large_encoding(kind)
+}
+
+/// The larger encoding of a list, hash, set or sorted set.
+fn large_encoding(kind: Kind) -> &'static str {
+    match kind {
+        Kind::String => unreachable!("strings are named by `encoding`"),
+        Kind::List => "quicklist",
+        Kind::Hash | Kind::Set => "hashtable",
+        Kind::ZSet => "skiplist",
+    }
+}
+
 /// What Redis 7.0 would call a collection's representation under the thresholds
 /// `limit` gives (`hash-max-listpack-entries` and `-value`, `set-max-intset-entries`,
-/// `zset-max-listpack-entries` and `-value`). Redis converts a small representation to
-/// a large one once and never back; here the name follows what the collection holds now.
+/// `zset-max-listpack-entries` and `-value`), from what it holds now. Redis converts a
+/// small representation to a large one once and never back, which `Entry::raw` keeps.
 fn collection_encoding(
     kind: Kind,
     value: &[u8],

@@ -83,6 +83,29 @@ pub fn answer(ctx: &Ctx, key: &[u8], kind: Kind, f: impl FnOnce(Option<&[u8]>) -
     }
 }
 
+/// Stores a STORE form's result at `destination`: the collection `packed` of `kind`
+/// replaces whatever the key held, with no expiry, firing `event` of `class`; an empty
+/// one deletes the key, firing `del` if it existed. The caller runs alone.
+pub fn store_result(
+    ctx: &Ctx,
+    destination: &[u8],
+    kind: Kind,
+    packed: Vec<u8>,
+    class: u32,
+    event: &'static str,
+) -> engine::Result<()> {
+    if packed::count(&packed) == 0 {
+        if ctx.db().remove(destination)? {
+            ctx.notify(GENERIC, "del", destination);
+        }
+    } else {
+        ctx.db()
+            .set_entry(destination, &Entry::collection(kind, packed, None))?;
+        ctx.notify(class, event, destination);
+    }
+    Ok(())
+}
+
 /// Fires `event` of `class` if the edit wrote, then `del` if it emptied the key: the
 /// order Redis notifies in.
 pub fn notify_edit<R>(ctx: &Ctx, edited: &Edited<R>, class: u32, event: &'static str, key: &[u8]) {

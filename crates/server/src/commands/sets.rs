@@ -8,7 +8,7 @@ use resp::Frame;
 
 use super::collections::{self, edit, notify_edit, Edit};
 use super::{error, int, of_kind, parse_integer, reply, Ctx, Reply, WRONG_TYPE};
-use crate::entry::{Entry, Kind};
+use crate::entry::Kind;
 use crate::keyspace_events::{GENERIC, SET};
 use crate::packed::{self, set_order, Builder};
 
@@ -308,18 +308,9 @@ fn algebra_store(ctx: &Ctx, args: &[Vec<u8>], op: Algebra, event: &'static str) 
         Ok(members) => members,
         Err(r) => return r,
     };
-    let len = members.len();
-    if members.is_empty() {
-        if ctx.db().remove(destination)? {
-            ctx.notify(GENERIC, "del", destination);
-        }
-    } else {
-        let packed = packed::pack(members.iter().map(Vec::as_slice));
-        ctx.db()
-            .set_entry(destination, &Entry::collection(Kind::Set, packed, None))?;
-        ctx.notify(SET, event, destination);
-    }
-    int(len as i64)
+    let packed = packed::pack(members.iter().map(Vec::as_slice));
+    collections::store_result(ctx, destination, Kind::Set, packed, SET, event)?;
+    int(members.len() as i64)
 }
 
 pub fn sinter(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {

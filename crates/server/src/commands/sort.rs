@@ -8,8 +8,8 @@ use resp::Frame;
 
 use super::{error, int, parse_integer, reply, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR};
 use super::{upper, WRONG_TYPE};
-use crate::entry::{Entry, Kind};
-use crate::keyspace_events::{GENERIC, LIST};
+use crate::entry::Kind;
+use crate::keyspace_events::LIST;
 use crate::packed;
 
 /// A call's options, as Redis parses them: later ones win, LIMIT defaults to all.
@@ -239,16 +239,8 @@ fn sort_generic(ctx: &Ctx, args: &[Vec<u8>], read_only: bool) -> Reply {
             .collect();
         return reply(Frame::Array(frames));
     };
-    if out.is_empty() {
-        if ctx.db().remove(destination)? {
-            ctx.notify(GENERIC, "del", destination);
-        }
-    } else {
-        let list = packed::pack(out.iter().map(|v| v.as_deref().unwrap_or_default()));
-        let entry = Entry::collection(Kind::List, list, None);
-        ctx.db().set_entry(destination, &entry)?;
-        ctx.notify(LIST, "sortstore", destination);
-    }
+    let list = packed::pack(out.iter().map(|v| v.as_deref().unwrap_or_default()));
+    super::collections::store_result(ctx, destination, Kind::List, list, LIST, "sortstore")?;
     int(out.len() as i64)
 }
 

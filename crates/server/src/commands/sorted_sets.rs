@@ -8,8 +8,8 @@ use resp::Frame;
 use super::collections::{self, edit, notify_edit, Edit};
 use super::{error, int, of_kind, parse_integer, reply, upper, Ctx, Reply};
 use super::{NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
-use crate::entry::{Entry, Kind};
-use crate::keyspace_events::{GENERIC, ZSET};
+use crate::entry::Kind;
+use crate::keyspace_events::ZSET;
 use crate::packed::{self, score_order, Builder};
 
 type Scored<'a> = (&'a [u8], f64);
@@ -602,15 +602,8 @@ pub fn zrangestore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let zset = found.map(|e| e.value).unwrap_or_default();
     let mut picked = query.select(&entries(&zset));
     picked.sort_by(|a, b| score_order(*a, *b));
-    if picked.is_empty() {
-        if ctx.db().remove(destination)? {
-            ctx.notify(GENERIC, "del", destination);
-        }
-    } else {
-        let entry = Entry::collection(Kind::ZSet, pack(&picked), None);
-        ctx.db().set_entry(destination, &entry)?;
-        ctx.notify(ZSET, "zrangestore", destination);
-    }
+    let packed = pack(&picked);
+    collections::store_result(ctx, destination, Kind::ZSet, packed, ZSET, "zrangestore")?;
     int(picked.len() as i64)
 }
 
@@ -1070,16 +1063,8 @@ fn algebra_store(ctx: &Ctx, args: &[Vec<u8>], op: Algebra, event: &'static str) 
         Err(r) => return r,
     };
     let result = combine(&call, &inputs, op);
-    let destination = &args[1];
-    if result.is_empty() {
-        if ctx.db().remove(destination)? {
-            ctx.notify(GENERIC, "del", destination);
-        }
-    } else {
-        let entry = Entry::collection(Kind::ZSet, pack(&borrowed(&result)), None);
-        ctx.db().set_entry(destination, &entry)?;
-        ctx.notify(ZSET, event, destination);
-    }
+    let packed = pack(&borrowed(&result));
+    collections::store_result(ctx, &args[1], Kind::ZSet, packed, ZSET, event)?;
     int(result.len() as i64)
 }
 

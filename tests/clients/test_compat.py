@@ -583,6 +583,9 @@ HINCRBYFLOAT h a 1.5
 HSET h s foo
 HINCRBY h s 1
 HINCRBYFLOAT h s 1
+HINCRBYFLOAT h a +inf
+HINCRBYFLOAT hnew a -inf
+EXISTS hnew
 HDEL h a b nope
 HSETNX h c 1
 HRANDFIELD h 0
@@ -764,6 +767,36 @@ ZUNION 2 za str
 COMMAND GETKEYS zunion x za
 COMMAND GETKEYS zunionstore d 2 a b
 COMMAND GETKEYS sintercard 2 a b LIMIT 1
+FUNCTION FLUSH
+FUNCTION FLUSH SYNC
+FUNCTION FLUSH async
+FUNCTION FLUSH x
+FUNCTION FLUSH a b
+FUNCTION LIST
+FUNCTION LIST WITHCODE LIBRARYNAME x*
+FUNCTION LIST LIBRARYNAME
+FUNCTION LIST x
+FUNCTION DUMP
+FUNCTION RESTORE \x0a\x00\x5d\x9b\x5c\x40\x0f\x7f\xa2\xda FLUSH
+FUNCTION RESTORE \x0a\x00\x5d\x9b\x5c\x40\x0f\x7f\xa2\xda
+FUNCTION RESTORE abc
+FUNCTION RESTORE abc x
+FUNCTION RESTORE a b c
+FUNCTION DELETE x
+FUNCTION KILL
+FUNCTION STATS x
+FUNCTION LOAD x
+FUNCTION LOAD REPLACE x
+FUNCTION LOAD a b
+FUNCTION LOAD #!foo\x0ax
+FUNCTION LOAD #!foo
+FUNCTION LOAD #!foo\x20name=b-r\x0ax
+FUNCTION LOAD #!foo\x20name=\x0ax
+FUNCTION LOAD #!foo\x20name=bar\x20x=y\x0ax
+FUNCTION LOAD #!foo\x20NAME=a\x20name=b\x0ax
+FUNCTION LOAD REPLACE #!foo\x20name=bar\x0ax
+FUNCTION HELP
+FUNCTION NOPE
 """
 
 
@@ -909,7 +942,7 @@ def test_command_table_agrees_with_redis(server, redis_port):
     assert not differences, differences
     for category in ["keyspace", "read", "write", "string", "bitmap", "admin", "fast",
                      "slow", "dangerous", "connection", "transaction", "pubsub", "list",
-                     "hash", "set", "sortedset", "blocking"]:
+                     "hash", "set", "sortedset", "blocking", "scripting"]:
         listed = set(ask(o, "COMMAND", "LIST", "FILTERBY", "ACLCAT", category))
         redis_listed = set(ask(t, "COMMAND", "LIST", "FILTERBY", "ACLCAT", category))
         assert listed - {"hotkeys", "client|setinfo"} == redis_listed & set(shared), category

@@ -276,7 +276,9 @@ impl Connection {
             // try and the registration.
             let action = {
                 let mut gate = GateHold::new(&server.gate);
-                commands::execute(&server, &mut self.session, &blocked.args, &mut gate)
+                let run = commands::execute(&server, &mut self.session, &blocked.args, &mut gate);
+                self.session.woken = true;
+                run
             };
             let proto = self.session.proto;
             let reply = match action {
@@ -315,6 +317,7 @@ impl Connection {
             break Ok(true);
         };
         server.db.blocked.unregister(id, &blocked.keys);
+        self.session.woken = false;
         outcome
     }
 

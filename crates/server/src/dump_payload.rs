@@ -96,10 +96,59 @@ pub fn dump(kind: Kind, value: &[u8]) -> Vec<u8> {
             }
         }
     }
+    seal(out)
+}
+
+/// The version and checksum footer appended.
+fn seal(mut out: Vec<u8>) -> Vec<u8> {
     out.extend_from_slice(&WRITTEN_VERSION.to_le_bytes());
     let crc = crc64(0, &out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
+}
+
+/// What precedes the footer, once the footer's version and checksum are checked.
+fn checked_body(payload: &[u8]) -> Result<&[u8], Refusal> {
+    if payload.len() < FOOTER {
+        return Err(Refusal::VersionOrChecksum);
+    }
+    let (body, footer) = payload.split_at(payload.len() - FOOTER);
+    let version = u16::from_le_bytes([footer[0], footer[1]]);
+    let stored_crc = u64::from_le_bytes(footer[2..].try_into().expect("8 bytes"));
+    if version > NEWEST_READ_VERSION || crc64(0, &payload[..payload.len() - 8]) != stored_crc {
+        return Err(Refusal::VersionOrChecksum);
+    }
+    Ok(body)
+}
+
+/// FUNCTION DUMP's payload for no libraries: the footer alone, as Redis writes it.
+pub fn no_functions() -> Vec<u8> {
+    seal(Vec::new())
+}
+
+/// The code of each library a FUNCTION DUMP payload holds. Redis 7.0 writes each as
+/// a type byte (245) and a string; the records of its release candidates (246) are
+/// not read.
+pub fn function_codes(payload: &[u8], max_len: usize) -> Result<Vec<Vec<u8>>, Refusal> {
+    const FUNCTION_TYPE: u8 = 245;
+    const CANDIDATE_FUNCTION_TYPE: u8 = 246;
+    let mut r = Reader {
+        bytes: checked_body(payload)?,
+        at: 0,
+    };
+    let mut codes = Vec::new();
+    while r.at < r.bytes.len() {
+        match r.byte()? {
+            FUNCTION_TYPE => codes.push(r.string(max_len)?),
+            CANDIDATE_FUNCTION_TYPE => {
+                return Err(Refusal::BadFormat(
+                    "functions of a Redis 7.0 release candidate are not read",
+                ))
+            }
+            _ => return Err(Refusal::BadFormat("given type is not a function")),
+        }
+    }
+    Ok(codes)
 }
 
 fn put_string(out: &mut Vec<u8>, value: &[u8]) {
@@ -128,16 +177,10 @@ fn put_string(out: &mut Vec<u8>, value: &[u8]) {
 /// largest value a client could send), so a small payload cannot ask for an unbounded
 /// allocation.
 pub fn restore(payload: &[u8], max_len: usize) -> Result<(Kind, Vec<u8>), Refusal> {
-    if payload.len() < FOOTER {
-        return Err(Refusal::VersionOrChecksum);
-    }
-    let (body, footer) = payload.split_at(payload.len() - FOOTER);
-    let version = u16::from_le_bytes([footer[0], footer[1]]);
-    let stored_crc = u64::from_le_bytes(footer[2..].try_into().expect("8 bytes"));
-    if version > NEWEST_READ_VERSION || crc64(0, &payload[..payload.len() - 8]) != stored_crc {
-        return Err(Refusal::VersionOrChecksum);
-    }
-    let mut r = Reader { bytes: body, at: 0 };
+    let mut r = Reader {
+        bytes: checked_body(payload)?,
+        at: 0,
+    };
     // As Redis, bytes after the object (before the footer) are not looked at.
     let kind = r.byte()?;
     let value = match kind {

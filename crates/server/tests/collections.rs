@@ -290,3 +290,78 @@ fn a_blocked_client_times_out_is_unblocked_or_moves_what_arrives() {
         assert_eq!(waiter.join().unwrap(), None);
     });
 }
+
+/// A blocked pop is not answered WRONGTYPE when the key it waits for becomes another
+/// type: as in Redis, it goes on waiting and is served by the next write of its type.
+/// (On its first try, a key of another type is an error, as before.)
+#[test]
+fn a_blocked_pop_waits_past_a_key_of_another_type() {
+    let server = Server::start();
+    let mut c = server.client();
+    let _: () = run(&mut c, &["SET", "str", "x"]);
+    assert_eq!(run_err(&mut c, &["BLPOP", "str", "0"]), WRONG_TYPE);
+    assert_eq!(
+        run_err(&mut c, &["BLMOVE", "str", "d", "LEFT", "LEFT", "0"]),
+        WRONG_TYPE
+    );
+    for (pop, wait_key, push) in [
+        (
+            &["BZPOPMIN", "k", "0"][..],
+            "k",
+            &["ZADD", "k", "1", "bar"][..],
+        ),
+        (&["BLPOP", "k", "0"][..], "k", &["RPUSH", "k", "bar"][..]),
+        (
+            &["BLMPOP", "0", "1", "k", "LEFT"][..],
+            "k",
+            &["RPUSH", "k", "bar"][..],
+        ),
+        (
+            &["BZMPOP", "0", "1", "k", "MIN"][..],
+            "k",
+            &["ZADD", "k", "1", "bar"][..],
+        ),
+        (
+            &["BLMOVE", "k", "d", "LEFT", "LEFT", "0"][..],
+            "k",
+            &["RPUSH", "k", "bar"][..],
+        ),
+    ] {
+        let _: i64 = run(&mut c, &["DEL", "k", "d"]);
+        std::thread::scope(|s| {
+            let mut blocked = server.client();
+            let waiter = s.spawn(move || {
+                redis::cmd(pop[0])
+                    .arg(&pop[1..])
+                    .query::<redis::Value>(&mut blocked)
+            });
+            assert!(support::eventually(5, || {
+                let info: String = run(&mut c, &["INFO", "clients"]);
+                info.contains("blocked_clients:1")
+            }));
+            // Written, then replaced by a string, in one transaction; the waiter is woken
+            // and finds the string.
+            let _: () = redis::pipe()
+                .atomic()
+                .cmd(push[0])
+                .arg(&push[1..])
+                .cmd("DEL")
+                .arg(wait_key)
+                .cmd("SET")
+                .arg(wait_key)
+                .arg("foo")
+                .query(&mut c)
+                .unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let blocked: String = run(&mut c, &["INFO", "clients"]);
+            assert!(
+                blocked.contains("blocked_clients:1"),
+                "{pop:?} stopped waiting"
+            );
+            let _: i64 = run(&mut c, &["DEL", wait_key]);
+            let _: i64 = run(&mut c, push);
+            let reply = waiter.join().unwrap().expect("served, not an error");
+            assert!(format!("{reply:?}").contains("bar"), "{pop:?}: {reply:?}");
+        });
+    }
+}

@@ -9,7 +9,7 @@ use super::{
     arity_allows, error, find_subcommand, full_name, int, key_specs, reply, subcommands_of, upper,
     Command, Ctx, KeySpec, Named, Reply, Subcommand, ADMIN, ADMIN_CATEGORY, ALLOW_BUSY, BITMAP,
     BLOCKING, CONNECTION, DANGEROUS, DENYOOM, FAST, HASH, HYPERLOGLOG, KEYSPACE, LIST, LOADING,
-    MOVABLE_KEYS, NOSCRIPT, NO_ASYNC_LOADING, NO_AUTH, NO_MULTI, PUBSUB, READONLY, SET,
+    MOVABLE_KEYS, NOSCRIPT, NO_ASYNC_LOADING, NO_AUTH, NO_MULTI, PUBSUB, READONLY, SCRIPTING, SET,
     SKIP_SLOWLOG, SORTEDSET, STALE, STRING, SYNTAX_ERROR, TABLE, TRANSACTION, WRITE,
 };
 
@@ -240,6 +240,7 @@ fn categories(flags: u32, acl: u16) -> Vec<&'static str> {
         ("dangerous", flags & ADMIN != 0 || has(DANGEROUS)),
         ("connection", has(CONNECTION)),
         ("transaction", has(TRANSACTION)),
+        ("scripting", has(SCRIPTING)),
     ]
     .into_iter()
     .filter(|(_, on)| *on)
@@ -284,6 +285,13 @@ const TIPS: &[(&str, &[&str])] = &[
     ("flushdb", &["request_policy:all_shards", "response_policy:all_succeeded"]),
     ("flushall", &["request_policy:all_shards", "response_policy:all_succeeded"]),
     ("ttl", &["nondeterministic_output"]),
+    ("function|list", &["nondeterministic_output_order"]),
+    ("function|kill", &["request_policy:all_shards", "response_policy:one_succeeded"]),
+    ("function|load", &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("function|restore", &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("function|delete", &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("function|flush", &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("function|stats", &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
     ("pttl", &["nondeterministic_output"]),
     ("object|encoding", &["nondeterministic_output"]),
     ("object|refcount", &["nondeterministic_output"]),

@@ -245,6 +245,10 @@ pub fn hincrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let Some(delta) = parse_float(&args[3]) else {
         return error("ERR value is not a valid float");
     };
+    // Redis 7.0 refuses an infinite increment before it looks at the hash.
+    if delta.is_infinite() {
+        return error("ERR value is NaN or Infinity");
+    }
     let result = increment(ctx, args, "hincrbyfloat", |current| {
         let n = match current {
             None => crate::long_double::LongDouble::ZERO,

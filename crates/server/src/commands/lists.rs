@@ -453,7 +453,10 @@ fn blocking_pop(ctx: &Ctx, args: &[Vec<u8>], end: End) -> Reply {
     let keys = &args[1..args.len() - 1];
     for key in keys {
         let Some(edited) = ctx.db().edit_list(key, |list| list.pop(end, 1).pop())? else {
-            return error(WRONG_TYPE);
+            match ctx.wrong_source_type() {
+                Some(refusal) => return refusal,
+                None => continue,
+            }
         };
         notify_edit(ctx, &edited, LIST, end.pop_event(), key);
         if let Some(element) = edited.result {
@@ -484,8 +487,10 @@ fn blocking_move(ctx: &Ctx, args: &[Vec<u8>], from: End, to: End, timeout: &[u8]
         Ok(t) => t,
         Err(e) => return error(e),
     };
-    if ctx.db().kind(&args[1])?.is_some() {
-        return move_element(ctx, &args[1], &args[2], from, to);
+    match ctx.db().kind(&args[1])? {
+        Some(Kind::List) => return move_element(ctx, &args[1], &args[2], from, to),
+        Some(_) if !ctx.session.woken => return error(WRONG_TYPE),
+        _ => {}
     }
     Ok(Action::Block {
         keys: vec![args[1].clone()],
@@ -508,7 +513,10 @@ fn multi_pop(ctx: &Ctx, args: &[Vec<u8>], blocking: Option<Option<std::time::Dur
             .db()
             .edit_list(key, |list| list.exists().then(|| list.pop(end, count)))?
         else {
-            return error(WRONG_TYPE);
+            match (blocking, ctx.wrong_source_type()) {
+                (Some(_), None) => continue,
+                _ => return error(WRONG_TYPE),
+            }
         };
         notify_edit(ctx, &edited, LIST, end.pop_event(), key);
         if let Some(out) = edited.result {

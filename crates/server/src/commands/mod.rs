@@ -16,6 +16,7 @@ mod del;
 mod dump;
 mod exists;
 mod expire;
+mod function;
 mod get;
 mod hashes;
 mod hotkeys;
@@ -82,6 +83,10 @@ pub struct Session {
     /// CLIENT CACHING was given for the next command (or the transaction it opens).
     pub caching: bool,
     pub subscriptions: pubsub::Subscriptions,
+    /// A blocked command runs again because a key it waits for was written: a key of
+    /// the wrong type is then passed over, not an error, as Redis serves a blocked
+    /// client only from a key of the type it waits for.
+    pub woken: bool,
 }
 
 impl Session {
@@ -99,6 +104,7 @@ impl Session {
             tracking: None,
             caching: false,
             subscriptions: Default::default(),
+            woken: false,
         }
     }
 
@@ -147,6 +153,13 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     fn db(&self) -> &Db {
         &self.server.db
+    }
+
+    /// What a blocking command answers when one of the keys it pops from holds another
+    /// type: WRONGTYPE, or, once woken, nothing, so it goes on waiting (see
+    /// [`Session::woken`]).
+    fn wrong_source_type(&self) -> Option<Reply> {
+        (!self.session.woken).then(|| error(WRONG_TYPE))
     }
 
     /// Counts a read of `key` as a hit or a miss (INFO keyspace_hits / misses); a
@@ -313,6 +326,7 @@ const HASH: u16 = 1 << 8;
 const SET: u16 = 1 << 9;
 const SORTEDSET: u16 = 1 << 10;
 const HYPERLOGLOG: u16 = 1 << 11;
+const SCRIPTING: u16 = 1 << 12;
 
 pub struct Command {
     name: &'static str,
@@ -552,6 +566,8 @@ const TABLE: &[Command] = &[
     cmd("wait", 3, NOSCRIPT, NO_KEYS, CONNECTION, server::wait),
     cmd("monitor", 1, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0, monitor::monitor),
     cmd("hotkeys", -1, READONLY, NO_KEYS, KEYSPACE, hotkeys::hotkeys),
+    // Scripting: hotkv has no scripting engine (see `function.rs`).
+    cmd("function", -2, 0, NO_KEYS, 0, function::function),
     // Pub/sub.
     cmd("subscribe", -2, ANY_STATE | PUBSUB | NOSCRIPT, NO_KEYS, 0, pubsub::subscribe),
     cmd("unsubscribe", -1, ANY_STATE | PUBSUB | NOSCRIPT, NO_KEYS, 0, pubsub::unsubscribe),
@@ -959,6 +975,17 @@ const SUBCOMMANDS: &[(&str, &[Subcommand])] = &[
         sub("SHARDCHANNELS", -2, ANY_STATE | PUBSUB, NO_KEYS, 0),
         sub("SHARDNUMSUB", -2, ANY_STATE | PUBSUB, NO_KEYS, 0),
         sub("HELP", 2, ANY_STATE, NO_KEYS, 0),
+    ]),
+    ("function", &[
+        sub("DELETE", 3, WRITE | NOSCRIPT, NO_KEYS, SCRIPTING),
+        sub("DUMP", 2, NOSCRIPT, NO_KEYS, SCRIPTING),
+        sub("FLUSH", -2, WRITE | NOSCRIPT, NO_KEYS, SCRIPTING),
+        sub("HELP", 2, ANY_STATE, NO_KEYS, SCRIPTING),
+        sub("KILL", 2, NOSCRIPT | ALLOW_BUSY, NO_KEYS, SCRIPTING),
+        sub("LIST", -2, NOSCRIPT, NO_KEYS, SCRIPTING),
+        sub("LOAD", -3, WRITE | DENYOOM | NOSCRIPT, NO_KEYS, SCRIPTING),
+        sub("RESTORE", -3, WRITE | DENYOOM | NOSCRIPT, NO_KEYS, SCRIPTING),
+        sub("STATS", 2, NOSCRIPT | ALLOW_BUSY, NO_KEYS, SCRIPTING),
     ]),
     ("slowlog", &[
         sub("GET", -2, ADMIN | ANY_STATE, NO_KEYS, 0),

@@ -681,7 +681,10 @@ fn blocking_pop(ctx: &Ctx, args: &[Vec<u8>], max: bool) -> Reply {
             (Edit::Write(pack(&all)), Some((member.to_vec(), score)))
         })?
         else {
-            return error(WRONG_TYPE);
+            match ctx.wrong_source_type() {
+                Some(refusal) => return refusal,
+                None => continue,
+            }
         };
         notify_edit(
             ctx,
@@ -731,7 +734,10 @@ fn multi_pop(ctx: &Ctx, args: &[Vec<u8>], blocking: Option<Option<std::time::Dur
             (Edit::Write(pack(&all)), Some(taken))
         })?
         else {
-            return error(WRONG_TYPE);
+            match (blocking, ctx.wrong_source_type()) {
+                (Some(_), None) => continue,
+                _ => return error(WRONG_TYPE),
+            }
         };
         notify_edit(
             ctx,

@@ -251,3 +251,26 @@ def test_redis_py_client_side_cache_follows_writes(server, monkeypatch):
     soon(lambda: cached.mget("csc:b", "csc:c"), [b"z", b"y"])
     writer.flushall()
     soon(lambda: cached.get("csc:a"), None)
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_redis_py_scripts_and_locks(server, protocol):
+    """redis-py's Lock is Lua scripts run by EVALSHA (registered with SCRIPT LOAD)."""
+    r = redis.Redis(port=server, protocol=protocol)
+    r.delete("n", "h")
+    lock = r.lock("resource", timeout=5, blocking_timeout=1)
+    assert lock.acquire()
+    other = r.lock("resource", timeout=5, blocking_timeout=0.2)
+    assert not other.acquire()
+    assert lock.extend(5)
+    lock.release()
+    assert other.acquire()
+    other.release()
+    assert r.get("resource") is None
+    incr_by = r.register_script("return redis.call('INCRBY', KEYS[1], ARGV[1])")
+    assert incr_by(keys=["n"], args=[5]) == 5
+    r.script_flush()
+    assert incr_by(keys=["n"], args=[2]) == 7  # reloaded after NOSCRIPT
+    assert r.eval("return redis.call('HGETALL', KEYS[1])", 1, "h") == []
+    r.hset("h", mapping={"f": "v"})
+    assert r.eval("return redis.call('HGETALL', KEYS[1])", 1, "h") == [b"f", b"v"]

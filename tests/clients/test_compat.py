@@ -767,6 +767,55 @@ ZUNION 2 za str
 COMMAND GETKEYS zunion x za
 COMMAND GETKEYS zunionstore d 2 a b
 COMMAND GETKEYS sintercard 2 a b LIMIT 1
+SET s abc
+EVAL return\x20redis.call('incr','s') 0
+EVAL return\x20redis.call('nosuch') 0
+EVAL error('x') 0
+EVAL return\x20{err='My\x20Error'} 0
+EVAL return\x20redis.error_reply('My\x20Error') 0
+EVAL return\x20redis.status_reply('FINE') 0
+EVAL x\x20=\x201 0
+EVAL return\x20print 0
+EVAL return\x201.5 0
+EVAL return\x20-1.9 0
+EVAL return\x201e20 0
+EVAL return\x20true 0
+EVAL return\x20false 0
+EVAL return\x20{1,2,3,'ciao',{1,2},nil,4} 0
+EVAL return\x20redis.pcall('incr','s') 0
+EVAL return\x20redis.call('set','a',{}) 0
+EVAL return\x20redis.call() 0
+EVAL return\x20redis.call('blpop','x',0) 0
+EVAL return\x20redis.call('incr') 0
+EVAL return\x20redis.call('set','a',3.0) 0
+EVAL return\x20redis.call('get','a') 0
+EVAL return\x20'x'\x20..\x20nil 0
+EVAL return\x20KEYS[1]..ARGV[1] 1 kk aa
+EVAL return\x20redis.call('hgetall','nohash') 0
+EVAL return\x20redis.call('zadd','zz',1.5,'a') 0
+EVAL return\x20redis.call('zscore','zz','a') 0
+EVAL return\x20redis.call('lpush','ll',1,2) 0
+EVAL return\x20redis.call('lrange','ll',0,-1) 0
+EVAL return\x20redis.sha1hex('') 0
+EVAL return\x20redis.call( 0
+EVAL return\x201 -1
+EVAL return\x201 2 a
+EVAL return\x201 x
+EVAL #!lua\x20flags=no-writes\x0areturn\x20redis.call('set','a','b') 0
+EVAL #!lua\x20flags=bad\x0areturn\x201 0
+EVAL #!py\x0areturn\x201 0
+EVAL #!lua\x20x=y\x0areturn\x201 0
+EVAL_RO return\x20redis.call('set','a','b') 0
+EVAL_RO return\x20redis.call('get','a') 0
+EVALSHA ffffffffffffffffffffffffffffffffffffffff 0
+SCRIPT LOAD return\x201
+EVALSHA e0e1f9fabfc9d4800c877a703b823ac0578ff8db 0
+SCRIPT EXISTS e0e1f9fabfc9d4800c877a703b823ac0578ff8db E0E1F9FABFC9D4800C877A703B823AC0578FF8DB abc
+SCRIPT FLUSH x
+SCRIPT FLUSH ASYNC
+SCRIPT EXISTS e0e1f9fabfc9d4800c877a703b823ac0578ff8db
+SCRIPT KILL
+SCRIPT LOAD return\x20redis.call(
 FUNCTION FLUSH
 FUNCTION FLUSH SYNC
 FUNCTION FLUSH async

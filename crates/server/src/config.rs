@@ -121,6 +121,9 @@ pub struct Config {
     tracking_table_max_keys: AtomicU64,
     /// `notify-keyspace-events`, as flags (see [`crate::keyspace_events`]).
     keyspace_events: AtomicU32,
+    /// Milliseconds a Lua script may run before hotkv stops it (`busy-reply-threshold`,
+    /// once `lua-time-limit`; see `scripting.rs`).
+    busy_reply_threshold: AtomicU64,
 }
 
 /// The replica class of Redis's `client-output-buffer-limit`, with Redis's defaults:
@@ -157,6 +160,7 @@ impl Default for Config {
             pubsub_output_limit: [32 << 20, 8 << 20, 60].map(AtomicU64::new),
             tracking_table_max_keys: AtomicU64::new(1_000_000),
             keyspace_events: AtomicU32::new(0),
+            busy_reply_threshold: AtomicU64::new(5000),
         }
     }
 }
@@ -229,6 +233,8 @@ const NAMES: &[&str] = &[
     "client-output-buffer-limit",
     "tracking-table-max-keys",
     "notify-keyspace-events",
+    "busy-reply-threshold",
+    "lua-time-limit",
     "databases",
     "save",
     "appendonly",
@@ -246,6 +252,7 @@ const LISTS: &[&str] = &[
 /// when they differ from the defaults, like the rest).
 const NOT_REWRITTEN: &[&str] = &[
     "databases",
+    "lua-time-limit",
     "save",
     "appendonly",
     // Old names of settings written under their new ones.
@@ -316,6 +323,10 @@ impl Config {
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
+    pub fn busy_reply_threshold(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.busy_reply_threshold.load(Ordering::Relaxed))
+    }
+
     pub fn slowlog_max_len(&self) -> usize {
         self.slowlog_max_len.load(Ordering::Relaxed) as usize
     }
@@ -394,6 +405,9 @@ impl Config {
                 .load(Ordering::Relaxed)
                 .to_string(),
             "slowlog-max-len" => self.slowlog_max_len().to_string(),
+            "busy-reply-threshold" | "lua-time-limit" => {
+                self.busy_reply_threshold().as_millis().to_string()
+            }
             "latency-monitor-threshold" => self
                 .latency_monitor_threshold
                 .load(Ordering::Relaxed)
@@ -510,6 +524,10 @@ impl Config {
             "slowlog-max-len" => {
                 let n = non_negative(text).map_err(invalid)?;
                 self.slowlog_max_len.store(n, Ordering::Relaxed);
+            }
+            "busy-reply-threshold" | "lua-time-limit" => {
+                let n = non_negative(text).map_err(invalid)?;
+                self.busy_reply_threshold.store(n, Ordering::Relaxed);
             }
             "latency-monitor-threshold" => {
                 let n = non_negative(text).map_err(invalid)?;

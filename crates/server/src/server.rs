@@ -32,6 +32,8 @@ pub struct Server {
     pub rates: Rates,
     pub monitors: Monitors,
     pub pubsub: PubSub,
+    /// The Lua interpreter and the scripts loaded (EVAL, SCRIPT).
+    pub scripts: std::sync::Mutex<crate::scripting::Scripts>,
     /// Unix seconds of the last successful SAVE or BGSAVE (the start time before one),
     /// and whether the last one succeeded.
     last_save: AtomicU64,
@@ -79,6 +81,9 @@ impl Server {
             rates: Rates::default(),
             monitors: Monitors::default(),
             pubsub: PubSub::default(),
+            scripts: std::sync::Mutex::new(
+                crate::scripting::Scripts::new().expect("Lua starts with its libraries"),
+            ),
             last_save: AtomicU64::new(crate::entry::now_ms() / 1000),
             last_save_failed: AtomicBool::new(false),
             used_memory: AtomicU64::new(0),

@@ -9,8 +9,9 @@ use super::{
     arity_allows, error, find_subcommand, full_name, int, key_specs, reply, subcommands_of, upper,
     Command, Ctx, KeySpec, Named, Reply, Subcommand, ADMIN, ADMIN_CATEGORY, ALLOW_BUSY, BITMAP,
     BLOCKING, CONNECTION, DANGEROUS, DENYOOM, FAST, HASH, HYPERLOGLOG, KEYSPACE, LIST, LOADING,
-    MOVABLE_KEYS, NOSCRIPT, NO_ASYNC_LOADING, NO_AUTH, NO_MULTI, PUBSUB, READONLY, SCRIPTING, SET,
-    SKIP_SLOWLOG, SORTEDSET, STALE, STRING, SYNTAX_ERROR, TABLE, TRANSACTION, WRITE,
+    MOVABLE_KEYS, NOSCRIPT, NO_ASYNC_LOADING, NO_AUTH, NO_MANDATORY_KEYS, NO_MULTI, PUBSUB,
+    READONLY, SCRIPTING, SET, SKIP_MONITOR, SKIP_SLOWLOG, SORTEDSET, STALE, STRING, SYNTAX_ERROR,
+    TABLE, TRANSACTION, WRITE,
 };
 
 pub fn command(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
@@ -99,11 +100,11 @@ fn getkeys(full: &[Vec<u8>], with_flags: bool) -> Reply {
     let Some((_, c)) = super::lookup(&full[0]) else {
         return error(INVALID);
     };
-    let (arity, specs) = if subcommands_of(c.name).is_empty() {
-        (c.arity, c.keys)
+    let (arity, flags, specs) = if subcommands_of(c.name).is_empty() {
+        (c.arity, c.flags, c.keys)
     } else {
         match find_subcommand(c.name, &full[1]) {
-            Some(s) => (s.arity, s.keys),
+            Some(s) => (s.arity, s.flags, s.keys),
             None => return error(INVALID),
         }
     };
@@ -120,6 +121,10 @@ fn getkeys(full: &[Vec<u8>], with_flags: bool) -> Reply {
             }
         })
         .collect();
+    // As Redis: a command whose keys may all be absent (EVAL) has none, not an error.
+    if flags & NO_MANDATORY_KEYS != 0 && (keys.is_empty() || !key_specs::counts_hold(specs, full)) {
+        return reply(Frame::Array(Vec::new()));
+    }
     if !key_specs::counts_hold(specs, full) {
         return error("ERR Invalid arguments specified for command");
     }
@@ -186,9 +191,11 @@ fn entry(
         (BLOCKING, "blocking"),
         (LOADING, "loading"),
         (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
         (SKIP_SLOWLOG, "skip_slowlog"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
         (NO_ASYNC_LOADING, "no_async_loading"),
         (NO_MULTI, "no_multi"),
         (MOVABLE_KEYS, "movablekeys"),
@@ -223,7 +230,8 @@ fn categories(flags: u32, acl: u16) -> Vec<&'static str> {
     let admin = flags & ADMIN != 0 || has(ADMIN_CATEGORY);
     [
         ("keyspace", has(KEYSPACE)),
-        ("read", flags & READONLY != 0),
+        // As Redis: a read-only scripting command (EVAL_RO) is not in @read.
+        ("read", flags & READONLY != 0 && !has(SCRIPTING)),
         ("write", flags & WRITE != 0),
         ("set", has(SET)),
         ("sortedset", has(SORTEDSET)),
@@ -285,6 +293,10 @@ const TIPS: &[(&str, &[&str])] = &[
     ("flushdb", &["request_policy:all_shards", "response_policy:all_succeeded"]),
     ("flushall", &["request_policy:all_shards", "response_policy:all_succeeded"]),
     ("ttl", &["nondeterministic_output"]),
+    ("script|load", &["request_policy:all_nodes", "response_policy:all_succeeded"]),
+    ("script|exists", &["request_policy:all_shards", "response_policy:agg_logical_and"]),
+    ("script|flush", &["request_policy:all_nodes", "response_policy:all_succeeded"]),
+    ("script|kill", &["request_policy:all_shards", "response_policy:one_succeeded"]),
     ("function|list", &["nondeterministic_output_order"]),
     ("function|kill", &["request_policy:all_shards", "response_policy:one_succeeded"]),
     ("function|load", &["request_policy:all_shards", "response_policy:all_succeeded"]),

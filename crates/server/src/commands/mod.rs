@@ -14,6 +14,7 @@ mod config;
 mod connection;
 mod del;
 mod dump;
+mod eval;
 mod exists;
 mod expire;
 mod function;
@@ -309,6 +310,10 @@ const BLOCKING: u32 = 1 << 18;
 /// Never set in the table: COMMAND INFO shows `movablekeys` for commands whose key
 /// specs count their keys (see `key_specs::movable`).
 const MOVABLE_KEYS: u32 = 1 << 19;
+/// Not shown to MONITOR (EVAL: the commands it calls are, as in Redis).
+const SKIP_MONITOR: u32 = 1 << 20;
+/// Its key arguments may all be absent (EVAL with no keys): reported only.
+const NO_MANDATORY_KEYS: u32 = 1 << 21;
 
 // ACL categories (COMMAND INFO, COMMAND LIST FILTERBY ACLCAT) beyond those Redis derives
 // from the flags (@write, @read, @admin and @dangerous, @fast or else @slow); see
@@ -369,6 +374,13 @@ const W: u32 = WRITE | DENYOOM;
 const R: u32 = READONLY;
 
 #[rustfmt::skip]
+/// The notes on the key specs of EVAL and EVAL_RO, as Redis words them (the EVALSHA
+/// forms have none).
+const ASSUME_RW: &str =
+    "We cannot tell how the keys will be used so we assume the worst, RW and UPDATE";
+const ASSUME_RO: &str =
+    "We cannot tell how the keys will be used so we assume the worst, RO and ACCESS";
+
 const TABLE: &[Command] = &[
     // Connection.
     cmd("ping", -1, FAST, NO_KEYS, CONNECTION, connection::ping),
@@ -566,7 +578,13 @@ const TABLE: &[Command] = &[
     cmd("wait", 3, NOSCRIPT, NO_KEYS, CONNECTION, server::wait),
     cmd("monitor", 1, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0, monitor::monitor),
     cmd("hotkeys", -1, READONLY, NO_KEYS, KEYSPACE, hotkeys::hotkeys),
-    // Scripting: hotkv has no scripting engine (see `function.rs`).
+    // Scripting: Lua scripts (see `eval.rs`); function libraries, never loaded (see
+    // `function.rs`).
+    cmd("eval", -3, ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1).noted(ASSUME_RW)], SCRIPTING, eval::eval),
+    cmd("evalsha", -3, ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1)], SCRIPTING, eval::evalsha),
+    cmd("eval_ro", -3, R | ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RO | ACCESS, 2, 0, 1, 1).noted(ASSUME_RO)], SCRIPTING, eval::eval_ro),
+    cmd("evalsha_ro", -3, R | ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RO | ACCESS, 2, 0, 1, 1)], SCRIPTING, eval::evalsha_ro),
+    cmd("script", -2, 0, NO_KEYS, 0, eval::script),
     cmd("function", -2, 0, NO_KEYS, 0, function::function),
     // Pub/sub.
     cmd("subscribe", -2, ANY_STATE | PUBSUB | NOSCRIPT, NO_KEYS, 0, pubsub::subscribe),
@@ -976,6 +994,14 @@ const SUBCOMMANDS: &[(&str, &[Subcommand])] = &[
         sub("SHARDNUMSUB", -2, ANY_STATE | PUBSUB, NO_KEYS, 0),
         sub("HELP", 2, ANY_STATE, NO_KEYS, 0),
     ]),
+    ("script", &[
+        sub("LOAD", 3, NOSCRIPT | STALE, NO_KEYS, SCRIPTING),
+        sub("EXISTS", -3, NOSCRIPT, NO_KEYS, SCRIPTING),
+        sub("FLUSH", -2, NOSCRIPT, NO_KEYS, SCRIPTING),
+        sub("KILL", 2, NOSCRIPT | ALLOW_BUSY, NO_KEYS, SCRIPTING),
+        sub("DEBUG", 3, NOSCRIPT, NO_KEYS, SCRIPTING),
+        sub("HELP", 2, ANY_STATE, NO_KEYS, SCRIPTING),
+    ]),
     ("function", &[
         sub("DELETE", 3, WRITE | NOSCRIPT, NO_KEYS, SCRIPTING),
         sub("DUMP", 2, NOSCRIPT, NO_KEYS, SCRIPTING),
@@ -1143,6 +1169,32 @@ fn is_secret(name: &str, args: &[Vec<u8>], i: usize) -> bool {
 }
 
 /// Runs a command queued by MULTI; the caller holds the gate exclusively.
+/// Runs a command a script called (`redis.call`), refused as Redis refuses it: unknown,
+/// the wrong number of arguments, not allowed in scripts, or a write from a read-only
+/// script. The caller (EVAL) holds the gate exclusively.
+pub(crate) fn execute_in_script(
+    server: &Server,
+    session: &mut Session,
+    args: &[Vec<u8>],
+    read_only: bool,
+) -> Frame {
+    let Some((index, _)) = lookup(&args[0]) else {
+        return Frame::error("ERR Unknown Redis command called from script");
+    };
+    let stat = stat_slot(index, args);
+    if check_arity(index, stat, args).is_err() {
+        return Frame::error("ERR Wrong number of args calling Redis command from script");
+    }
+    let (flags, _) = flags_and_keys(index, stat);
+    if flags & NOSCRIPT != 0 {
+        return Frame::error("ERR This Redis command is not allowed from script");
+    }
+    if read_only && flags & WRITE != 0 {
+        return Frame::error("ERR Write commands are not allowed from read-only scripts.");
+    }
+    execute_queued(server, session, args)
+}
+
 fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Frame {
     let (index, cmd) = lookup(&args[0]).expect("queued commands were looked up");
     let stat = stat_slot(index, args);

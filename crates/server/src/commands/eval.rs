@@ -1,0 +1,147 @@
+//! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO: run a Lua script (see `scripting.rs`); SCRIPT
+//! LOAD | EXISTS | FLUSH | KILL | DEBUG | HELP: the scripts kept (DEBUG: only NO, as
+//! hotkv has no Lua debugger).
+//!
+//! EVAL runs alone (the gate held exclusively), so a script is atomic, as in Redis;
+//! on the lsm engine its writes reach the disk as one batch, as a transaction's do.
+//! The commands it calls run as in a transaction: a blocking command answers at once.
+
+use resp::{Frame, Protocol};
+
+use super::{error, execute_in_script, ok, parse_integer, reply, upper, Ctx, Reply};
+use crate::scripting::Script;
+
+pub fn eval(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    run(ctx, args, Source::Text, false)
+}
+
+pub fn evalsha(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    run(ctx, args, Source::Sha, false)
+}
+
+pub fn eval_ro(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    run(ctx, args, Source::Text, true)
+}
+
+pub fn evalsha_ro(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    run(ctx, args, Source::Sha, true)
+}
+
+/// What EVAL's first argument is: the script, or the SHA-1 of one loaded before.
+#[derive(PartialEq)]
+enum Source {
+    Text,
+    Sha,
+}
+
+/// `EVAL script numkeys [key ...] [arg ...]` and its kin.
+fn run(ctx: &mut Ctx, args: &[Vec<u8>], source: Source, read_only: bool) -> Reply {
+    let count = match parse_integer(&args[2]) {
+        Some(n) if n < 0 => return error("ERR Number of keys can't be negative"),
+        Some(n) if n as u64 > (args.len() - 3) as u64 => {
+            return error("ERR Number of keys can't be greater than number of args")
+        }
+        Some(n) => n as usize,
+        None => return error(super::NOT_AN_INTEGER),
+    };
+    let (keys, argv) = args[3..].split_at(count);
+    let server = ctx.server;
+    let scripts = &mut *server
+        .scripts
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let (sha, script): (String, Script) = match source {
+        Source::Text => match scripts.load(&args[1]) {
+            Ok(loaded) => loaded,
+            Err(e) => return error(&e),
+        },
+        Source::Sha => {
+            let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+            match scripts.get(&sha) {
+                Some(script) => (sha, script),
+                None => return error("NOSCRIPT No matching script. Please use EVAL."),
+            }
+        }
+    };
+    let read_only = read_only || script.flags.no_writes;
+    let limit = Some(server.config.busy_reply_threshold()).filter(|l| !l.is_zero());
+    let session = &mut *ctx.session;
+    // Commands called from a script answer in RESP2, whatever the caller speaks, and
+    // do not block (as inside EXEC).
+    let proto = std::mem::replace(&mut session.proto, Protocol::Resp2);
+    let in_exec = std::mem::replace(&mut session.in_exec, true);
+    let frame = server.db.atomically(|| {
+        scripts.run(&sha, &script, keys, argv, limit, |call| {
+            execute_in_script(server, session, call, read_only)
+        })
+    });
+    session.proto = proto;
+    session.in_exec = in_exec;
+    reply(frame?)
+}
+
+pub fn script(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let lock = || {
+        ctx.server
+            .scripts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    };
+    match (upper(&args[1]).as_slice(), &args[2..]) {
+        (b"LOAD", [text]) => match lock().load(text) {
+            Ok((sha, _)) => reply(Frame::bulk(sha)),
+            Err(e) => error(&e),
+        },
+        (b"EXISTS", shas) if !shas.is_empty() => {
+            let scripts = lock();
+            reply(Frame::Array(
+                shas.iter()
+                    .map(|sha| {
+                        let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
+                        Frame::Integer(scripts.contains(&sha) as i64)
+                    })
+                    .collect(),
+            ))
+        }
+        (b"FLUSH", mode @ ([] | [_])) => {
+            if let Some(mode) = mode.first() {
+                if !matches!(upper(mode).as_slice(), b"SYNC" | b"ASYNC") {
+                    return error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+                }
+            }
+            lock().clear();
+            ok()
+        }
+        // A script holds the gate until it ends, so none is running when this runs.
+        (b"KILL", []) => error("NOTBUSY No scripts in execution right now."),
+        (b"DEBUG", [mode]) => match upper(mode).as_slice() {
+            b"NO" => ok(),
+            b"YES" | b"SYNC" => {
+                error("ERR hotkv has no Lua debugger: SCRIPT DEBUG NO is the one mode")
+            }
+            _ => error("ERR Use SCRIPT DEBUG YES/SYNC/NO"),
+        },
+        (b"HELP", []) => super::help(HELP),
+        _ => super::bad_subcommand("script", &args[1]),
+    }
+}
+
+const HELP: &[&str] = &[
+    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DEBUG (YES|SYNC|NO)",
+    "    Set the debug mode for subsequent scripts executed.",
+    "EXISTS <sha1> [<sha1> ...]",
+    "    Return information about the existence of the scripts in the script cache.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Flush the Lua scripts cache. Very dangerous on replicas.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the scripts cache.",
+    "    * SYNC: Synchronously flush the scripts cache.",
+    "KILL",
+    "    Kill the currently executing Lua script.",
+    "LOAD <script>",
+    "    Load a script into the scripts cache without executing it.",
+    "HELP",
+    "    Prints this help.",
+];

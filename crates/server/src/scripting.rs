@@ -1,0 +1,616 @@
+//! Lua scripts (EVAL, EVALSHA, SCRIPT): one Lua 5.1 interpreter for the server, as in
+//! Redis, holding every script loaded under the SHA-1 of its text.
+//!
+//! A script runs with the gate held exclusively (EVAL runs alone), so nothing else
+//! runs until it ends, as in Redis. It sees Redis's scripting world:
+//! - `KEYS` and `ARGV`, the libraries `string`, `table`, `math` and the base functions
+//!   (less `print`, `loadfile` and `dofile`), and the `redis` table: `call` and
+//!   `pcall` (run a command; an error reply is raised, or returned as `{err=...}`),
+//!   `error_reply`, `status_reply`, `sha1hex`, `log`, `setresp`, `set_repl`,
+//!   `replicate_commands` and their constants.
+//! - Globals are read-only, as in Redis 7: a script that assigns or reads an undefined
+//!   global gets the error Redis gives. Scripts keep their state in locals.
+//! - Replies convert as in Redis, RESP2 only: integers to numbers, bulk strings to
+//!   strings, nulls to `false`, arrays to tables, status and error replies to
+//!   `{ok=...}` and `{err=...}`; back the other way, numbers are truncated to
+//!   integers, `true` is 1, a table is an array up to its first nil.
+//!
+//! Unlike Redis, a script that runs past `busy-reply-threshold` (5 s by default; 0: no
+//! limit) is stopped with an error: while it runs every other client waits on the gate,
+//! and hotkv has no BUSY state in which SCRIPT KILL could reach it. Its writes so far
+//! stay, as a failed Redis script's do. Lua's memory is capped (see [`LUA_MEMORY`]).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use mlua::{
+    Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic, VmState,
+};
+use resp::Frame;
+use sha1::{Digest, Sha1};
+
+/// The most memory Lua may hold, for every script together: a script building an
+/// endless table fails with an out-of-memory error instead of taking the server's.
+const LUA_MEMORY: usize = 1 << 30;
+/// How deep a reply may nest, either way, before it is refused.
+const MAX_DEPTH: usize = 1000;
+/// How often (in Lua instructions) a running script checks the clock.
+const CLOCK_EVERY: u32 = 10_000;
+
+/// The text of a script's SHA-1, in lower-case hex.
+pub fn sha1_hex(text: &[u8]) -> String {
+    Sha1::digest(text)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// What a script's first line (`#!lua flags=...`) asks for.
+#[derive(Clone, Copy, Default)]
+pub struct ScriptFlags {
+    /// `no-writes`: the script may only read, as under EVAL_RO.
+    pub no_writes: bool,
+}
+
+/// A compiled script.
+#[derive(Clone)]
+pub struct Script {
+    function: Function,
+    pub flags: ScriptFlags,
+}
+
+pub struct Scripts {
+    lua: Lua,
+    /// The table scripts see as their globals: reads fall through to Lua's globals,
+    /// writes are refused.
+    env: Table,
+    cache: HashMap<String, Script>,
+}
+
+/// Why a script stopped, carried through Lua as an error.
+#[derive(Debug)]
+enum Stop {
+    /// `redis.call` met an error reply (or was called wrongly) on `line` of the script.
+    Reply {
+        message: String,
+        line: Option<usize>,
+    },
+    /// It ran past the time limit.
+    TimedOut(Duration),
+}
+
+impl fmt::Display for Stop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Stop::Reply { message, .. } => f.write_str(message),
+            Stop::TimedOut(limit) => write!(
+                f,
+                "ERR Script stopped: it ran longer than busy-reply-threshold ({} ms)",
+                limit.as_millis()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Stop {}
+
+const PRELUDE: &str = r#"
+local rawget, error, tostring = rawget, error, tostring
+local globals = _G
+return setmetatable({}, {
+  __index = function(_, name)
+    local value = rawget(globals, name)
+    if value == nil then
+      error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
+    end
+    return value
+  end,
+  __newindex = function()
+    error("Attempt to modify a readonly table", 2)
+  end,
+})
+"#;
+
+impl Scripts {
+    pub fn new() -> mlua::Result<Scripts> {
+        Scripts::with_memory_limit(LUA_MEMORY)
+    }
+
+    fn with_memory_limit(bytes: usize) -> mlua::Result<Scripts> {
+        let lua = Lua::new_with(
+            StdLib::TABLE | StdLib::STRING | StdLib::MATH,
+            LuaOptions::new(),
+        )?;
+        lua.set_memory_limit(bytes)?;
+        let globals = lua.globals();
+        for unsafe_or_noisy in ["print", "loadfile", "dofile"] {
+            globals.raw_set(unsafe_or_noisy, Value::Nil)?;
+        }
+        globals.raw_set("redis", redis_table(&lua)?)?;
+        let env: Table = lua.load(PRELUDE).set_name("=hotkv").eval()?;
+        Ok(Scripts {
+            lua,
+            env,
+            cache: HashMap::new(),
+        })
+    }
+
+    pub fn get(&self, sha: &str) -> Option<Script> {
+        self.cache.get(sha).cloned()
+    }
+
+    pub fn contains(&self, sha: &str) -> bool {
+        self.cache.contains_key(sha)
+    }
+
+    /// SCRIPT FLUSH.
+    pub fn clear(&mut self) {
+        self.cache.clear();
+        // Dropped functions are garbage; collect them now rather than at Lua's pace.
+        let _ = self.lua.gc_collect();
+    }
+
+    /// Compiles `text` (or finds it compiled) and keeps it under its SHA-1, which is
+    /// returned with it. The error is the reply, in Redis's words.
+    pub fn load(&mut self, text: &[u8]) -> Result<(String, Script), String> {
+        let sha = sha1_hex(text);
+        if let Some(script) = self.cache.get(&sha) {
+            return Ok((sha, script.clone()));
+        }
+        let (flags, body) = shebang(text)?;
+        let function = self
+            .lua
+            .load(body)
+            .set_name("@user_script")
+            .set_environment(self.env.clone())
+            .into_function()
+            .map_err(|e| {
+                let why = match &e {
+                    mlua::Error::SyntaxError { message, .. } => message.clone(),
+                    other => other.to_string(),
+                };
+                format!(
+                    "ERR Error compiling script (new function): {}",
+                    first_line(&why)
+                )
+            })?;
+        let script = Script { function, flags };
+        self.cache.insert(sha.clone(), script.clone());
+        Ok((sha, script))
+    }
+
+    /// Runs `script` with `keys` and `args`; `execute` runs a command for
+    /// `redis.call`. Answers the script's reply, or its error as Redis words it.
+    pub fn run(
+        &self,
+        sha: &str,
+        script: &Script,
+        keys: &[Vec<u8>],
+        args: &[Vec<u8>],
+        time_limit: Option<Duration>,
+        execute: impl FnMut(&[Vec<u8>]) -> Frame,
+    ) -> Frame {
+        let lua = &self.lua;
+        let execute = RefCell::new(execute);
+        if let Some(limit) = time_limit {
+            let started = Instant::now();
+            lua.set_hook(
+                HookTriggers::new().every_nth_instruction(CLOCK_EVERY),
+                move |_, _| {
+                    if started.elapsed() > limit {
+                        Err(mlua::Error::external(Stop::TimedOut(limit)))
+                    } else {
+                        Ok(VmState::Continue)
+                    }
+                },
+            )
+            .expect("a hook can always be set outside a script");
+        }
+        let outcome = lua.scope(|scope| {
+            let redis: Table = lua.globals().raw_get("redis")?;
+            let call = scope
+                .create_function(|lua, args: MultiValue| command(lua, &execute, args, true))?;
+            let pcall = scope
+                .create_function(|lua, args: MultiValue| command(lua, &execute, args, false))?;
+            redis.raw_set("call", call)?;
+            redis.raw_set("pcall", pcall)?;
+            self.env.raw_set("KEYS", strings_table(lua, keys)?)?;
+            self.env.raw_set("ARGV", strings_table(lua, args)?)?;
+            let result = script.function.call::<Value>(());
+            redis.raw_set("call", Value::Nil)?;
+            redis.raw_set("pcall", Value::Nil)?;
+            Ok(result.map(|value| to_frame(&value, 0)))
+        });
+        if time_limit.is_some() {
+            lua.remove_hook();
+        }
+        match outcome {
+            Ok(Ok(frame)) => frame,
+            Ok(Err(e)) | Err(e) => error_reply(sha, &e),
+        }
+    }
+}
+
+/// The script's flags from its first line, if that is a `#!` line, and the code to
+/// compile: the first line left empty, so line numbers stay those of the text.
+fn shebang(text: &[u8]) -> Result<(ScriptFlags, &[u8]), String> {
+    let mut flags = ScriptFlags::default();
+    if !text.starts_with(b"#!") {
+        return Ok((flags, text));
+    }
+    let end = text.iter().position(|&b| b == b'\n').unwrap_or(text.len());
+    let line = String::from_utf8_lossy(&text[..end]);
+    let mut parts = line.split_ascii_whitespace();
+    let engine = parts.next().unwrap_or_default();
+    if engine != "#!lua" {
+        return Err(format!("ERR Unexpected engine in script shebang: {engine}"));
+    }
+    for part in parts {
+        let Some(list) = part.strip_prefix("flags=") else {
+            return Err(format!("ERR Unknown lua shebang option: {part}"));
+        };
+        for flag in list.split(',').filter(|f| !f.is_empty()) {
+            match flag {
+                "no-writes" => flags.no_writes = true,
+                // What they allow concerns states hotkv does not have (out of memory
+                // is checked per command, no cluster, no replicas).
+                "allow-oom" | "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                _ => return Err(format!("ERR Unexpected flag in script shebang: {flag}")),
+            }
+        }
+    }
+    Ok((flags, &text[end..]))
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
+}
+
+/// A script's error as Redis replies it: the message, then where it happened.
+fn error_reply(sha: &str, error: &mlua::Error) -> Frame {
+    let mut cause = error;
+    loop {
+        match cause {
+            mlua::Error::CallbackError { cause: inner, .. } => cause = inner,
+            mlua::Error::WithContext { cause: inner, .. } => cause = inner,
+            _ => break,
+        }
+    }
+    let (message, line) = match cause {
+        mlua::Error::ExternalError(e) => match e.downcast_ref::<Stop>() {
+            Some(Stop::Reply { message, line }) => (message.clone(), *line),
+            Some(stop) => return Frame::error(stop.to_string()),
+            None => (format!("ERR {e}"), None),
+        },
+        mlua::Error::RuntimeError(text) => {
+            let text = first_line(text);
+            (format!("ERR {text}"), line_of(text))
+        }
+        mlua::Error::MemoryError(_) => {
+            return Frame::error("ERR Script ran out of memory (hotkv caps Lua at 1 GiB)")
+        }
+        other => (format!("ERR {}", first_line(&other.to_string())), None),
+    };
+    match line {
+        Some(line) => Frame::error(format!("{message} script: {sha}, on @user_script:{line}.")),
+        None => Frame::error(message),
+    }
+}
+
+/// The line a Lua error message names (`user_script:LINE: ...`).
+fn line_of(message: &str) -> Option<usize> {
+    let rest = message.strip_prefix("user_script:")?;
+    rest.split(':').next()?.parse().ok()
+}
+
+/// `redis.call` (`raise`) or `redis.pcall`: the command's reply as a Lua value.
+fn command(
+    lua: &Lua,
+    execute: &RefCell<impl FnMut(&[Vec<u8>]) -> Frame>,
+    args: MultiValue,
+    raise: bool,
+) -> mlua::Result<Value> {
+    let failed = |message: String| -> mlua::Result<Value> {
+        if raise {
+            let line = lua.inspect_stack(1, |d| d.current_line()).flatten();
+            Err(mlua::Error::external(Stop::Reply { message, line }))
+        } else {
+            error_table(lua, &message)
+        }
+    };
+    if args.is_empty() {
+        return failed("ERR Please specify at least one argument for this redis lib call".into());
+    }
+    let mut words = Vec::with_capacity(args.len());
+    for arg in args {
+        let word = match &arg {
+            Value::String(_) | Value::Integer(_) | Value::Number(_) => lua.coerce_string(arg)?,
+            _ => None,
+        };
+        match word {
+            Some(s) => words.push(s.as_bytes().to_vec()),
+            None => {
+                return failed(
+                    "ERR Lua redis lib command arguments must be strings or integers".into(),
+                )
+            }
+        }
+    }
+    let reply = {
+        let mut execute = execute
+            .try_borrow_mut()
+            .map_err(|_| mlua::Error::runtime("redis.call re-entered"))?;
+        execute(&words)
+    };
+    match reply {
+        Frame::Error(message) => failed(message),
+        frame => to_lua(lua, frame, 0),
+    }
+}
+
+fn error_table(lua: &Lua, message: &str) -> mlua::Result<Value> {
+    let t = lua.create_table()?;
+    t.raw_set("err", message)?;
+    Ok(Value::Table(t))
+}
+
+fn strings_table(lua: &Lua, items: &[Vec<u8>]) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, item) in items.iter().enumerate() {
+        t.raw_set(i + 1, lua.create_string(item)?)?;
+    }
+    Ok(t)
+}
+
+/// A reply as a script sees it (RESP2's shapes: RESP3 types as RESP2 sends them).
+fn to_lua(lua: &Lua, frame: Frame, depth: usize) -> mlua::Result<Value> {
+    if depth > MAX_DEPTH {
+        return Err(mlua::Error::runtime("reached lua stack limit"));
+    }
+    let array = |items: Vec<Frame>| -> mlua::Result<Value> {
+        let t = lua.create_table_with_capacity(items.len(), 0)?;
+        for (i, item) in items.into_iter().enumerate() {
+            t.raw_set(i + 1, to_lua(lua, item, depth + 1)?)?;
+        }
+        Ok(Value::Table(t))
+    };
+    Ok(match frame {
+        Frame::Simple(s) => {
+            let t = lua.create_table()?;
+            t.raw_set("ok", s)?;
+            Value::Table(t)
+        }
+        Frame::Error(s) => error_table(lua, &s)?,
+        Frame::BulkError(b) => error_table(lua, &String::from_utf8_lossy(&b))?,
+        Frame::Integer(n) => Value::Number(n as f64),
+        Frame::Boolean(b) => Value::Number(if b { 1.0 } else { 0.0 }),
+        Frame::Bulk(b) | Frame::Verbatim { text: b, .. } => Value::String(lua.create_string(b)?),
+        Frame::Double(x) => Value::String(lua.create_string(resp::format_double(x))?),
+        Frame::BigNumber(s) => Value::String(lua.create_string(s)?),
+        Frame::Null | Frame::NullArray => Value::Boolean(false),
+        Frame::Array(items) | Frame::Set(items) | Frame::Push(items) => array(items)?,
+        Frame::Map(pairs) => array(pairs.into_iter().flat_map(|(k, v)| [k, v]).collect())?,
+    })
+}
+
+/// A script's return value as a reply.
+fn to_frame(value: &Value, depth: usize) -> Frame {
+    if depth > MAX_DEPTH {
+        return Frame::error("ERR reached lua stack limit");
+    }
+    match value {
+        Value::Boolean(true) => Frame::Integer(1),
+        Value::Integer(n) => Frame::Integer(*n),
+        // As Redis's C cast on x86: out of range (or NaN) is the smallest integer.
+        Value::Number(x) if x.is_finite() && x.abs() < 9.2e18 => Frame::Integer(x.trunc() as i64),
+        Value::Number(_) => Frame::Integer(i64::MIN),
+        Value::String(s) => Frame::Bulk(s.as_bytes().to_vec()),
+        Value::Table(t) => {
+            if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
+                return Frame::error(String::from_utf8_lossy(&e.as_bytes()).into_owned());
+            }
+            if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
+                return Frame::Simple(String::from_utf8_lossy(&s.as_bytes()).into_owned());
+            }
+            let mut items = Vec::new();
+            for i in 1.. {
+                match t.raw_get::<Value>(i) {
+                    Ok(Value::Nil) | Err(_) => break,
+                    Ok(v) => items.push(to_frame(&v, depth + 1)),
+                }
+            }
+            Frame::Array(items)
+        }
+        _ => Frame::Null,
+    }
+}
+
+/// The `redis` table, less `call` and `pcall`, which each run sets for its session.
+fn redis_table(lua: &Lua) -> mlua::Result<Table> {
+    let redis = lua.create_table()?;
+    redis.raw_set(
+        "sha1hex",
+        lua.create_function(|_, text: mlua::LuaString| Ok(sha1_hex(&text.as_bytes())))?,
+    )?;
+    redis.raw_set(
+        "error_reply",
+        lua.create_function(|lua, message: String| {
+            let message = message.strip_prefix('-').unwrap_or(&message);
+            error_table(lua, message)
+        })?,
+    )?;
+    redis.raw_set(
+        "status_reply",
+        lua.create_function(|lua, status: String| {
+            let t = lua.create_table()?;
+            t.raw_set("ok", status)?;
+            Ok(t)
+        })?,
+    )?;
+    redis.raw_set(
+        "log",
+        lua.create_function(|_, (level, words): (i64, Variadic<String>)| {
+            let text = words.join(" ");
+            match level {
+                3 => tracing::warn!(target: "script", "{text}"),
+                2 => tracing::info!(target: "script", "{text}"),
+                _ => tracing::debug!(target: "script", "{text}"),
+            }
+            Ok(())
+        })?,
+    )?;
+    redis.raw_set(
+        "setresp",
+        lua.create_function(|_, version: i64| match version {
+            2 => Ok(()),
+            3 => Err(mlua::Error::runtime(
+                "hotkv scripts read replies in RESP2 only",
+            )),
+            _ => Err(mlua::Error::runtime("RESP version must be 2 or 3.")),
+        })?,
+    )?;
+    // Replication settings: hotkv has no replicas, so there is nothing to choose.
+    redis.raw_set("set_repl", lua.create_function(|_, _: i64| Ok(()))?)?;
+    redis.raw_set("replicate_commands", lua.create_function(|_, ()| Ok(true))?)?;
+    for (name, value) in [
+        ("LOG_DEBUG", 0),
+        ("LOG_VERBOSE", 1),
+        ("LOG_NOTICE", 2),
+        ("LOG_WARNING", 3),
+        ("REPL_NONE", 0),
+        ("REPL_AOF", 1),
+        ("REPL_SLAVE", 2),
+        ("REPL_REPLICA", 2),
+        ("REPL_ALL", 3),
+    ] {
+        redis.raw_set(name, value)?;
+    }
+    Ok(redis)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha1_of_known_texts() {
+        assert_eq!(sha1_hex(b""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+        assert_eq!(
+            sha1_hex(b"return 1"),
+            "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"
+        );
+    }
+
+    fn run(scripts: &mut Scripts, text: &str) -> Frame {
+        let (sha, script) = match scripts.load(text.as_bytes()) {
+            Ok(loaded) => loaded,
+            Err(e) => return Frame::Error(e),
+        };
+        scripts.run(
+            &sha,
+            &script,
+            &[b"k".to_vec()],
+            &[b"a".to_vec()],
+            None,
+            |args| match args[0].as_slice() {
+                b"fail" => Frame::error("ERR failed"),
+                _ => Frame::Array(args.iter().map(|a| Frame::Bulk(a.clone())).collect()),
+            },
+        )
+    }
+
+    #[test]
+    fn values_convert_both_ways_as_in_redis() {
+        let mut s = Scripts::new().unwrap();
+        assert_eq!(run(&mut s, "return 1.9"), Frame::Integer(1));
+        assert_eq!(run(&mut s, "return -1.9"), Frame::Integer(-1));
+        assert_eq!(run(&mut s, "return 1e20"), Frame::Integer(i64::MIN));
+        assert_eq!(run(&mut s, "return true"), Frame::Integer(1));
+        assert_eq!(run(&mut s, "return false"), Frame::Null);
+        assert_eq!(
+            run(&mut s, "return {1, 'a', {2}, nil, 3}"),
+            Frame::Array(vec![
+                Frame::Integer(1),
+                Frame::bulk("a"),
+                Frame::Array(vec![Frame::Integer(2)])
+            ])
+        );
+        assert_eq!(
+            run(&mut s, "return {ok='FINE'}"),
+            Frame::Simple("FINE".into())
+        );
+        assert_eq!(
+            run(&mut s, "return redis.error_reply('-E x')"),
+            Frame::error("E x")
+        );
+        assert_eq!(
+            run(
+                &mut s,
+                "return redis.call('echo', KEYS[1], ARGV[1], 3, 1.5)"
+            ),
+            Frame::Array(["echo", "k", "a", "3", "1.5"].map(Frame::bulk).to_vec())
+        );
+    }
+
+    #[test]
+    fn errors_are_worded_as_redis_words_them() {
+        let mut s = Scripts::new().unwrap();
+        let sha = sha1_hex(b"\nreturn redis.call('fail')");
+        assert_eq!(
+            run(&mut s, "\nreturn redis.call('fail')"),
+            Frame::error(format!("ERR failed script: {sha}, on @user_script:2."))
+        );
+        assert_eq!(
+            run(&mut s, "return redis.pcall('fail')['err']"),
+            Frame::bulk("ERR failed")
+        );
+        let sha = sha1_hex(b"x = 1");
+        assert_eq!(
+            run(&mut s, "x = 1"),
+            Frame::error(format!(
+                "ERR user_script:1: Attempt to modify a readonly table script: {sha}, on @user_script:1."
+            ))
+        );
+        assert!(
+            matches!(run(&mut s, "return print"), Frame::Error(e) if e.contains("nonexistent global variable 'print'"))
+        );
+        assert_eq!(
+            run(&mut s, "return redis.call("),
+            Frame::error("ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'")
+        );
+        assert_eq!(
+            run(&mut s, "#!lua flags=bogus\nreturn 1"),
+            Frame::error("ERR Unexpected flag in script shebang: bogus")
+        );
+        assert_eq!(
+            run(&mut s, "#!lua flags=no-writes\nreturn 1"),
+            Frame::Integer(1)
+        );
+    }
+
+    #[test]
+    fn a_script_past_its_time_limit_is_stopped_and_the_next_runs() {
+        let mut s = Scripts::new().unwrap();
+        let (sha, script) = s.load(b"while true do end").unwrap();
+        let limit = Some(Duration::from_millis(50));
+        let reply = s.run(&sha, &script, &[], &[], limit, |_| Frame::Null);
+        assert!(
+            matches!(&reply, Frame::Error(e) if e.contains("busy-reply-threshold")),
+            "{reply:?}"
+        );
+        assert_eq!(run(&mut s, "return 7"), Frame::Integer(7));
+    }
+
+    #[test]
+    fn lua_memory_is_capped() {
+        let mut s = Scripts::with_memory_limit(32 << 20).unwrap();
+        let reply = run(&mut s, "local t = {} local x = string.rep('x', 1024 * 1024) for i = 1, 1e9 do t[i] = x .. i end");
+        assert!(
+            matches!(&reply, Frame::Error(e) if e.contains("memory")),
+            "{reply:?}"
+        );
+        assert_eq!(run(&mut s, "return 7"), Frame::Integer(7));
+    }
+}

@@ -1,0 +1,153 @@
+//! Lua scripts through the real server: a script is atomic against every other client,
+//! the script cache, read-only scripts, the time limit. The conversions and error
+//! words are checked against redis-server by `tests/clients/test_compat.py`.
+
+mod support;
+
+use support::{run, run_err, Server};
+
+/// Eight clients each increment one counter 200 times by a script that reads, then
+/// writes: only if no command of another client runs in between does every increment
+/// count.
+#[test]
+fn scripts_are_atomic_against_other_clients() {
+    let server = Server::start();
+    const INCREMENT: &str =
+        "local n = tonumber(redis.call('GET', KEYS[1]) or '0') redis.call('SET', KEYS[1], n + 1) return n + 1";
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            let server = &server;
+            s.spawn(move || {
+                let mut c = server.client();
+                for _ in 0..200 {
+                    let _: i64 = run(&mut c, &["EVAL", INCREMENT, "1", "counter"]);
+                }
+            });
+        }
+    });
+    let mut c = server.client();
+    assert_eq!(run::<i64>(&mut c, &["GET", "counter"]), 1600);
+}
+
+#[test]
+fn scripts_are_kept_by_sha_until_flushed() {
+    let server = Server::start();
+    let mut c = server.client();
+    const SCRIPT: &str = "return {KEYS[1], ARGV[1], redis.call('INCRBY', KEYS[1], ARGV[1])}";
+    let sha: String = run(&mut c, &["SCRIPT", "LOAD", SCRIPT]);
+    assert_eq!(sha.len(), 40);
+    let reply: (String, String, i64) = run(&mut c, &["EVALSHA", &sha, "1", "n", "5"]);
+    assert_eq!(reply, ("n".into(), "5".into(), 5));
+    // Upper case names the same script, as in Redis.
+    let reply: (String, String, i64) =
+        run(&mut c, &["EVALSHA", &sha.to_uppercase(), "1", "n", "2"]);
+    assert_eq!(reply.2, 7);
+    let exists: Vec<i64> = run(&mut c, &["SCRIPT", "EXISTS", &sha, "0000"]);
+    assert_eq!(exists, [1, 0]);
+    let _: () = run(&mut c, &["SCRIPT", "FLUSH"]);
+    assert_eq!(
+        run_err(&mut c, &["EVALSHA", &sha, "1", "n", "5"]),
+        "NOSCRIPT No matching script. Please use EVAL."
+    );
+    // EVAL keeps what it runs.
+    let _: (String, String, i64) = run(&mut c, &["EVAL", SCRIPT, "1", "n", "1"]);
+    let exists: Vec<i64> = run(&mut c, &["SCRIPT", "EXISTS", &sha]);
+    assert_eq!(exists, [1]);
+}
+
+#[test]
+fn read_only_scripts_cannot_write() {
+    let server = Server::start();
+    let mut c = server.client();
+    let _: () = run(&mut c, &["SET", "k", "v"]);
+    let got: String = run(
+        &mut c,
+        &["EVAL_RO", "return redis.call('GET', KEYS[1])", "1", "k"],
+    );
+    assert_eq!(got, "v");
+    let refused = run_err(
+        &mut c,
+        &[
+            "EVAL_RO",
+            "return redis.call('SET', KEYS[1], 'w')",
+            "1",
+            "k",
+        ],
+    );
+    assert!(refused.starts_with("ERR Write commands are not allowed from read-only scripts."));
+    let refused = run_err(
+        &mut c,
+        &[
+            "EVAL",
+            "#!lua flags=no-writes\nreturn redis.call('DEL', KEYS[1])",
+            "1",
+            "k",
+        ],
+    );
+    assert!(refused.contains("read-only scripts"), "{refused}");
+    assert_eq!(run::<String>(&mut c, &["GET", "k"]), "v");
+}
+
+/// A script that never ends is stopped at the time limit; what it wrote stays, and
+/// the clients that waited on it are served.
+#[test]
+fn a_runaway_script_is_stopped_and_the_server_goes_on() {
+    let server = Server::start();
+    let mut c = server.client();
+    let _: () = run(&mut c, &["CONFIG", "SET", "busy-reply-threshold", "200"]);
+    std::thread::scope(|s| {
+        let waiting = s.spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let mut other = server.client();
+            run::<String>(&mut other, &["PING"])
+        });
+        let stopped = run_err(
+            &mut c,
+            &[
+                "EVAL",
+                "redis.call('SET', 'before', '1') while true do end",
+                "0",
+            ],
+        );
+        assert!(
+            stopped.contains("busy-reply-threshold (200 ms)"),
+            "{stopped}"
+        );
+        assert_eq!(waiting.join().unwrap(), "PONG");
+    });
+    assert_eq!(run::<String>(&mut c, &["GET", "before"]), "1");
+    assert_eq!(run::<i64>(&mut c, &["EVAL", "return 5", "0"]), 5);
+}
+
+/// Inside MULTI a script is queued and runs with the transaction; a blocking command a
+/// script cannot call is refused, the rest run.
+#[test]
+fn scripts_in_transactions_and_refused_commands() {
+    let server = Server::start();
+    let mut c = server.client();
+    let replies: (String, i64) = redis::pipe()
+        .atomic()
+        .cmd("SET")
+        .arg("a")
+        .arg("1")
+        .cmd("EVAL")
+        .arg("return redis.call('INCR', KEYS[1])")
+        .arg(1)
+        .arg("a")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(replies, ("OK".into(), 2));
+    let refused = run_err(&mut c, &["EVAL", "return redis.call('BLPOP', 'l', 0)", "0"]);
+    assert!(refused.starts_with("ERR This Redis command is not allowed from script"));
+    let _: () = run(&mut c, &["SET", "str", "abc"]);
+    let caught: String = run(
+        &mut c,
+        &[
+            "EVAL",
+            "return redis.pcall('INCR', KEYS[1])['err']",
+            "1",
+            "str",
+        ],
+    );
+    assert_eq!(caught, "ERR value is not an integer or out of range");
+}

@@ -1158,6 +1158,10 @@ def test_keyspace_events_of_collection_commands_match_redis(server, redis_port):
         ["ZREM", "z", "a"], ["ZPOPMIN", "z"], ["ZADD", "z", "1", "a", "2", "b", "3", "c"],
         ["ZREMRANGEBYRANK", "z", "0", "0"], ["ZRANGESTORE", "d2", "z", "0", "-1"],
         ["BZPOPMAX", "z", "0"], ["ZREMRANGEBYSCORE", "z", "-inf", "+inf"],
+        ["BITFIELD", "bf", "GET", "u8", "0"], ["BITFIELD", "bf", "SET", "u8", "0", "5"],
+        ["BITFIELD", "bf", "OVERFLOW", "FAIL", "INCRBY", "u2", "100", "9"],
+        ["BITFIELD", "bf", "INCRBY", "i5", "#3", "1", "GET", "u4", "0"],
+        ["BITFIELD", "bf", "SET", "u8", "0", "5", "INCRBY", "u4", "0", "0"],
     ]
 
     def events(port):
@@ -1553,3 +1557,44 @@ def test_hyperloglog_matches_redis(server, redis_port, seed):
     rng = random.Random(seed)
     setup = [[b"FLUSHALL"], [b"SET", b"s", b"plain"], [b"RPUSH", b"l", b"x"], [b"SET", b"short", b"HYLL\x01"]]
     replay_against_redis(server, redis_port, seed, setup, lambda: hll_command(rng), 400)
+
+
+def bitfield_command(rng):
+    """BITFIELD and BITFIELD_RO over a few keys: random widths, offsets (plain and #N),
+    values at and past each type's range, every OVERFLOW policy, and bad arguments; GET
+    compares the stored bytes."""
+    key = lambda: rng.choice([b"b1", b"b2", b"s", b"l"])
+    kind = lambda: rng.choice([b"i", b"u", b"I", b"U", b"x"]) + str(rng.choice(
+        [1, 2, 3, 5, 7, 8, 13, 16, 31, 32, 33, 63, 64, 65, 0])).encode()
+    offset = lambda: rng.choice([b"", b"#"]) + str(rng.choice(
+        [0, 1, 3, 7, 8, 15, 17, 64, 100, -1])).encode() if rng.random() < 0.95 else b"x"
+    number = lambda: str(rng.choice([0, 1, -1, 5, 100, 127, 128, 255, 256, -128, -129,
+                                     2**31, 2**63 - 1, -2**63, rng.randrange(-10**6, 10**6)])).encode()
+    def operation():
+        return rng.choice([
+            lambda: [b"GET", kind(), offset()],
+            lambda: [b"SET", kind(), offset(), number()],
+            lambda: [b"INCRBY", kind(), offset(), number()],
+            lambda: [b"OVERFLOW", rng.choice([b"WRAP", b"SAT", b"FAIL", b"fail", b"bad"])],
+            lambda: [rng.choice([b"GET", b"SET", b"NOPE"])],
+        ])()
+    def operations():
+        out = []
+        for _ in range(rng.choice([0, 1, 2, 3, 5])):
+            out += operation()
+        return out
+    return rng.choice([
+        lambda: [b"BITFIELD", key()] + operations(),
+        lambda: [b"BITFIELD_RO", key()] + operations(),
+        lambda: [b"GET", key()],
+        lambda: [b"DEL", key()],
+        lambda: [b"SETBIT", key(), b"5", b"1"],
+    ])()
+
+
+@pytest.mark.parametrize("seed", range(int(SEEDS[0]), int(SEEDS[-1]) + 1))
+def test_bitfield_matches_redis(server, redis_port, seed):
+    """BITFIELD replies and the bytes stored, byte for byte as Redis's."""
+    rng = random.Random(seed)
+    setup = [[b"FLUSHALL"], [b"SET", b"s", b"plain"], [b"RPUSH", b"l", b"x"]]
+    replay_against_redis(server, redis_port, seed, setup, lambda: bitfield_command(rng), 500)

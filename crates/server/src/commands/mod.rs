@@ -4,6 +4,7 @@
 
 mod acl;
 mod arg_syntax;
+mod bitfield;
 mod bits;
 mod client;
 mod cluster;
@@ -419,6 +420,8 @@ const TABLE: &[Command] = &[
     cmd("bitcount", -2, R, &[first(RO | ACCESS)], BITMAP, bits::bitcount),
     cmd("bitpos", -3, R, &[first(RO | ACCESS)], BITMAP, bits::bitpos),
     cmd("bitop", -4, W | ALONE, &[range(OW | UPDATE, 2, 0, 1), range(RO | ACCESS, 3, -1, 1)], BITMAP, bits::bitop),
+    cmd("bitfield", -2, W, &[first(RW | ACCESS | UPDATE | VARIABLE_FLAGS).noted("This command allows both access and modification of the key")], BITMAP, bitfield::bitfield),
+    cmd("bitfield_ro", -2, R | FAST, &[first(RO | ACCESS)], BITMAP, bitfield::bitfield_ro),
     cmd("lcs", -3, R, &[range(RO | ACCESS, 1, 1, 1)], STRING, lcs::lcs),
     // Hashes.
     cmd("hset", -4, W | FAST, &[first(RW | UPDATE)], HASH, hashes::hset),

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Redis's own test suite (Tcl, from the Redis 7.0.15 source) run against hotkv-server,
+# as Redis runs it against an external server: `--host --port --singledb`, leaving
+# out the tests tagged as needing DEBUG, replication or PFDEBUG, which hotkv does not
+# have. Each test file gets a fresh hotkv-server (some files change settings and a
+# failure midway leaves them changed). Prints per file the tests that passed, those
+# that failed, and the error that stopped the file, if one did (the suite stops a file
+# at the first command it does not know).
+#
+#   bash scripts/redis-tcl-suite.sh [UNIT ...]      e.g. unit/type/zset unit/scripting
+#       default: the units listed below
+#
+# HOTKV_ENGINE=lsm runs the durable engine (default: memory). Needs tclsh (installed
+# if missing) and network access to deb.debian.org for the source. Takes about ten
+# minutes, so CI does not run it; DEVELOPERS.md says what its last run found.
+set -euo pipefail
+version=7.0.15
+work=${REDIS_TCL_WORK:-/tmp/redis-tcl-suite}
+port=${REDIS_TCL_PORT:-6390}
+units=("$@")
+[ ${#units[@]} -gt 0 ] || units=(unit/type/string unit/type/incr unit/keyspace unit/type/hash
+    unit/type/set unit/type/zset unit/type/list unit/type/list-2 unit/type/list-3 unit/expire
+    unit/sort unit/hyperloglog unit/multi unit/pubsub unit/scan unit/info-command unit/protocol
+    unit/bitops unit/dump unit/quit unit/scripting unit/introspection unit/tracking
+    unit/latency-monitor unit/slowlog)
+
+command -v tclsh >/dev/null || { apt-get update -qq && apt-get install -y -qq tcl >/dev/null; }
+mkdir -p "$work"
+src="$work/redis-$version"
+if [ ! -d "$src" ]; then
+    curl -fsSL "http://deb.debian.org/debian/pool/main/r/redis/redis_$version.orig.tar.gz" |
+        tar -xz -C "$work"
+    # scripting.tcl runs every test twice, through EVAL and through FUNCTION/FCALL;
+    # hotkv has no function libraries, so only the EVAL pass is run.
+    sed -i '1s/^foreach is_eval {0 1} {/foreach is_eval {1} {/' "$src/tests/unit/scripting.tcl"
+fi
+cargo build --release -q -p server
+bin=$PWD/target/release/hotkv-server
+server=
+trap '[ -n "$server" ] && kill "$server" 2>/dev/null || true' EXIT
+cd "$src"
+for unit in "${units[@]}"; do
+    data=$(mktemp -d)
+    "$bin" --engine "${HOTKV_ENGINE:-memory}" --dir "$data" --port "$port" 2>/dev/null &
+    server=$!
+    for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+    log="$work/$(echo "$unit" | tr / _).log"
+    timeout 900 ./runtest --host 127.0.0.1 --port "$port" --singledb --single "$unit" \
+        --tags "-needs:debug -needs:repl -needs:pfdebug" --clients 1 >"$log" 2>&1 || true
+    ok=$(grep -ac '\[.\[0;32;49mok' "$log" || true)
+    err=$(grep -ac '^\[.\[0;31;49merr' "$log" || true)
+    stop=$(grep -a -m1 'exception' "$log" | sed 's/.*test client: //' | cut -c1-120 || true)
+    printf '%-22s passed %4s  failed %3s  %s\n' "$unit" "$ok" "$err" "${stop:+stopped: $stop}"
+    kill "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+    server=
+    rm -rf "$data"
+done

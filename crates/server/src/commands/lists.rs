@@ -79,6 +79,10 @@ pub fn rpushx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 
 /// `LPOP | RPOP key [count]`: one element (or nil), or an array of up to `count`.
 fn pop(ctx: &Ctx, args: &[Vec<u8>], end: End) -> Reply {
+    if args.len() > 3 {
+        let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
+        return error(&format!("ERR wrong number of arguments for '{name}' command"));
+    }
     let count = match args.get(2).map(|c| parse_integer(c)) {
         None => None,
         Some(Some(n)) if n >= 0 => Some(n as usize),

@@ -808,6 +808,20 @@ EVAL #!lua\x20x=y\x0areturn\x201 0
 EVAL_RO return\x20redis.call('set','a','b') 0
 EVAL_RO return\x20redis.call('get','a') 0
 EVALSHA ffffffffffffffffffffffffffffffffffffffff 0
+EVAL return\x20cjson.encode({1,2,'a',true,false}) 0
+EVAL return\x20cjson.encode({}) 0
+EVAL return\x20cjson.encode({a='x/y',b={1.5,1e20,-0.1},c={{}}}) 0
+EVAL return\x20cjson.encode({[1]=1,[3]=3}) 0
+EVAL return\x20cjson.encode({[1]=1,[20]=3}) 0
+EVAL return\x20cjson.encode({x=function()\x20end}) 0
+EVAL return\x20cjson.encode(0/0) 0
+EVAL return\x20cjson.encode({[true]=1}) 0
+EVAL return\x20cjson.encode({123456789012345,3,{['1']=1}}) 0
+EVAL return\x20cjson.encode({a=1,b=2,c=3,d={x=1,y=2},e='z',f=1.5}) 0
+EVAL return\x20cjson.encode('\x00\x01\x7f\xc3\xa9"\\\x0a') 0
+EVAL local\x20t=cjson.decode('{"a":[1,2,{"b":null}],"c":"\\u00e9"}')\x20return\x20{t.a[1],t.a[3].b==cjson.null,t.c} 0
+EVAL return\x20cjson.encode(cjson.decode('[1,null,3]')) 0
+EVAL return\x20cjson.decode('12345678901234567890') 0
 SCRIPT LOAD return\x201
 EVALSHA e0e1f9fabfc9d4800c877a703b823ac0578ff8db 0
 SCRIPT EXISTS e0e1f9fabfc9d4800c877a703b823ac0578ff8db E0E1F9FABFC9D4800C877A703B823AC0578FF8DB abc

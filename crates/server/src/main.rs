@@ -26,6 +26,7 @@ mod monitor;
 mod packed;
 mod pause;
 mod pubsub;
+mod script_json;
 mod scripting;
 mod server;
 mod tracking;

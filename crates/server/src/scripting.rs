@@ -7,7 +7,7 @@
 //!   (less `print`, `loadfile` and `dofile`), and the `redis` table: `call` and
 //!   `pcall` (run a command; an error reply is raised, or returned as `{err=...}`),
 //!   `error_reply`, `status_reply`, `sha1hex`, `log`, `setresp`, `set_repl`,
-//!   `replicate_commands` and their constants.
+//!   `replicate_commands` and their constants; `cjson` (see `script_json.rs`).
 //! - Globals are read-only, as in Redis 7: a script that assigns or reads an undefined
 //!   global gets the error Redis gives. Scripts keep their state in locals.
 //! - Replies convert as in Redis, RESP2 only: integers to numbers, bulk strings to
@@ -129,6 +129,7 @@ impl Scripts {
             globals.raw_set(unsafe_or_noisy, Value::Nil)?;
         }
         globals.raw_set("redis", redis_table(&lua)?)?;
+        globals.raw_set("cjson", crate::script_json::library(&lua)?)?;
         let env: Table = lua.load(PRELUDE).set_name("=hotkv").eval()?;
         Ok(Scripts {
             lua,

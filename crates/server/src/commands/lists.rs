@@ -81,7 +81,9 @@ pub fn rpushx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 fn pop(ctx: &Ctx, args: &[Vec<u8>], end: End) -> Reply {
     if args.len() > 3 {
         let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
-        return error(&format!("ERR wrong number of arguments for '{name}' command"));
+        return error(&format!(
+            "ERR wrong number of arguments for '{name}' command"
+        ));
     }
     let count = match args.get(2).map(|c| parse_integer(c)) {
         None => None,

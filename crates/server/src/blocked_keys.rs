@@ -2,10 +2,12 @@
 //! wake them.
 //!
 //! A blocked client registers its keys with a [`Notify`] of its own, then tries its
-//! command again, and waits only if that try finds nothing. A write to a key calls
-//! [`BlockedKeys::written`], which wakes every client waiting on it; each woken client
-//! tries again (the first to run wins the element, as Redis serves the longest waiting
-//! first only approximately here) and waits again if it lost.
+//! command again, and waits only if that try finds nothing. Clients are served in the
+//! order they blocked, as in Redis: a write to a key calls [`BlockedKeys::written`],
+//! which wakes the client that has waited longest on it; that client tries again and,
+//! served or not, passes the turn to the next client on each of its keys
+//! ([`BlockedKeys::pass_on`], or [`BlockedKeys::unregister`] once it stops waiting), so
+//! the waiters try one after the other, oldest first, until the queue ends.
 //!
 //! No wake-up is lost: `Notify::notify_one` keeps a permit for a client not yet
 //! waiting, and registration and the writer's check are ordered by SeqCst fences (the
@@ -44,6 +46,8 @@ impl BlockedKeys {
         fence(Ordering::SeqCst);
     }
 
+    /// Client `id` stops waiting (served, timed out, unblocked or gone); the client
+    /// after it on each key gets its turn.
     pub fn unregister(&self, id: u64, keys: &[Vec<u8>]) {
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         for key in keys {
@@ -51,8 +55,12 @@ impl BlockedKeys {
                 continue;
             };
             if let Some(at) = list.iter().position(|(who, _)| *who == id) {
-                list.swap_remove(at);
+                // `remove`, not `swap_remove`: the queue stays in blocking order.
+                list.remove(at);
                 self.registered.fetch_sub(1, Ordering::SeqCst);
+                if let Some((_, next)) = list.get(at) {
+                    next.notify_one();
+                }
             }
             if list.is_empty() {
                 waiters.remove(key);
@@ -60,14 +68,28 @@ impl BlockedKeys {
         }
     }
 
-    /// Called after a write to `key` is visible and a SeqCst fence.
+    /// Client `id` tried again after a wake-up and still waits: the client after it
+    /// on each key gets its turn.
+    pub fn pass_on(&self, id: u64, keys: &[Vec<u8>]) {
+        let waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        for list in keys.iter().filter_map(|key| waiters.get(key)) {
+            if let Some(at) = list.iter().position(|(who, _)| *who == id) {
+                if let Some((_, next)) = list.get(at + 1) {
+                    next.notify_one();
+                }
+            }
+        }
+    }
+
+    /// Called after a write to `key` is visible and a SeqCst fence: wakes the client
+    /// that has waited longest on it.
     pub fn written(&self, key: &[u8]) {
         if self.registered.load(Ordering::SeqCst) == 0 {
             return;
         }
         let waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-        for (_, wake) in waiters.get(key).into_iter().flatten() {
-            wake.notify_one();
+        if let Some((_, first)) = waiters.get(key).and_then(|list| list.first()) {
+            first.notify_one();
         }
     }
 
@@ -82,23 +104,29 @@ impl BlockedKeys {
 mod tests {
     use super::*;
 
+    fn woken(n: &Notify) -> bool {
+        let f = n.notified();
+        tokio::pin!(f);
+        // A stored permit completes the future at once.
+        f.as_mut().enable()
+    }
+
     #[test]
-    fn a_write_wakes_exactly_the_clients_waiting_on_its_key() {
+    fn a_write_wakes_the_longest_waiting_client_on_its_key() {
         let blocked = BlockedKeys::default();
         let (a, b) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
         blocked.register(1, &[b"x".to_vec(), b"y".to_vec()], &a);
         blocked.register(2, &[b"y".to_vec()], &b);
         assert_eq!(blocked.keys(), 2);
         blocked.written(b"x");
-        let woken = |n: &Notify| {
-            let f = n.notified();
-            tokio::pin!(f);
-            // A stored permit completes the future at once.
-            f.as_mut().enable()
-        };
         assert!(woken(&a), "x's waiter keeps a permit");
         assert!(!woken(&b));
+        blocked.written(b"y");
+        assert!(woken(&a) && !woken(&b), "y's oldest waiter first");
+        blocked.pass_on(1, &[b"x".to_vec(), b"y".to_vec()]);
+        assert!(woken(&b), "then the next, once the first has tried");
         blocked.unregister(1, &[b"x".to_vec(), b"y".to_vec()]);
+        assert!(woken(&b), "the first leaving hands the turn on");
         blocked.written(b"y");
         assert!(!woken(&a), "an unregistered client is not woken");
         assert!(woken(&b));

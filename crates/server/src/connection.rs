@@ -274,12 +274,17 @@ impl Connection {
         let outcome = loop {
             // First again at once: a key may have been written between the command's
             // try and the registration.
+            let was_woken = self.session.woken;
             let action = {
                 let mut gate = GateHold::new(&server.gate);
                 let run = commands::execute(&server, &mut self.session, &blocked.args, &mut gate);
                 self.session.woken = true;
                 run
             };
+            if was_woken && matches!(action, Action::Block { .. }) {
+                // Still waiting: the next client in line tries (see `blocked_keys`).
+                server.db.blocked.pass_on(id, &blocked.keys);
+            }
             let proto = self.session.proto;
             let reply = match action {
                 Action::Block { .. } => None,

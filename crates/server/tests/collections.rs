@@ -365,3 +365,32 @@ fn a_blocked_pop_waits_past_a_key_of_another_type() {
         });
     }
 }
+
+/// Clients blocked on one key are served in the order they blocked, as in Redis: four
+/// BLPOPs, then one push of four elements, give the first waiter the first element.
+#[test]
+fn blocked_clients_are_served_in_the_order_they_blocked() {
+    let server = Server::start();
+    let mut c = server.client();
+    for round in 0..3 {
+        std::thread::scope(|s| {
+            let mut waiters = Vec::new();
+            for i in 0..4 {
+                let server = &server;
+                waiters.push(s.spawn(move || {
+                    let mut w = server.client();
+                    let got: (String, String) = run(&mut w, &["BLPOP", "queue", "0"]);
+                    got.1
+                }));
+                let blocked = format!("blocked_clients:{}", i + 1);
+                assert!(support::eventually(5, || {
+                    let info: String = run(&mut c, &["INFO", "clients"]);
+                    info.contains(&blocked)
+                }));
+            }
+            let _: i64 = run(&mut c, &["RPUSH", "queue", "a", "b", "c", "d"]);
+            let got: Vec<String> = waiters.into_iter().map(|w| w.join().unwrap()).collect();
+            assert_eq!(got, ["a", "b", "c", "d"], "round {round}");
+        });
+    }
+}

@@ -175,6 +175,41 @@ fn a_resp3_subscriber_gets_pushes_and_may_run_anything() {
     quiet(&mut sub);
 }
 
+/// Under CLIENT REPLY OFF a RESP3 client still gets its subscription confirmations and
+/// messages, which are pushes, not replies (as in Redis); its replies stay dropped.
+#[test]
+fn client_reply_off_drops_replies_but_not_pushes() {
+    let server = Server::start();
+    let mut sub = Conn::open(&server, true);
+    let mut publisher = Conn::open(&server, false);
+    sub.send(&["CLIENT", "REPLY", "OFF"]);
+    sub.send(&["SUBSCRIBE", "ch"]);
+    assert_eq!(
+        next(&mut sub),
+        Frame::Push(vec![bulk("subscribe"), bulk("ch"), int(1)])
+    );
+    sub.send(&["PSUBSCRIBE", "c*", "d*"]);
+    assert_eq!(
+        next(&mut sub),
+        Frame::Push(vec![bulk("psubscribe"), bulk("c*"), int(2)])
+    );
+    assert_eq!(
+        next(&mut sub),
+        Frame::Push(vec![bulk("psubscribe"), bulk("d*"), int(3)])
+    );
+    sub.send(&["PING"]);
+    assert_eq!(publisher.call(&["PUBLISH", "ch", "m"]), int(2));
+    assert_eq!(
+        next(&mut sub),
+        Frame::Push(vec![bulk("message"), bulk("ch"), bulk("m")])
+    );
+    assert_eq!(
+        next(&mut sub),
+        Frame::Push(vec![bulk("pmessage"), bulk("c*"), bulk("ch"), bulk("m")])
+    );
+    quiet(&mut sub);
+}
+
 #[test]
 fn messages_come_in_order_and_none_after_the_unsubscribe_confirmation() {
     let server = Server::start();

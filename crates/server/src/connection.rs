@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use resp::{Frame, Protocol, RequestLimits, RequestParser};
+use resp::{Frame, RequestLimits, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
@@ -372,12 +372,10 @@ impl Connection {
             let dropped = self.session.drops_reply();
             let proto = self.session.proto;
             match action {
-                // RESP3 pushes (SUBSCRIBE's confirmations) are not replies: Redis sends
-                // them even under CLIENT REPLY OFF or SKIP.
-                Action::Reply(frame @ Frame::Push(_)) if proto == Protocol::Resp3 => {
-                    frame.encode(proto, &mut self.output)
-                }
-                Action::Replies(frames) if dropped && proto == Protocol::Resp3 => {
+                // Pub/sub confirmations are pushes, not replies (arrays in RESP2): Redis
+                // sends them even under CLIENT REPLY OFF or SKIP.
+                Action::Reply(frame @ Frame::Push(_)) => frame.encode(proto, &mut self.output),
+                Action::Replies(frames) if dropped => {
                     for frame in frames.into_iter().filter(|f| matches!(f, Frame::Push(_))) {
                         frame.encode(proto, &mut self.output);
                     }

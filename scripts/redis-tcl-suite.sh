@@ -10,7 +10,8 @@
 #   bash scripts/redis-tcl-suite.sh [UNIT ...]      e.g. unit/type/zset unit/scripting
 #       default: the units listed below
 #
-# HOTKV_ENGINE=lsm runs the durable engine (default: memory). Needs tclsh (installed
+# HOTKV_ENGINE=lsm runs the durable engine (default: memory); REDIS_TCL_TIMEOUT bounds
+# each file (seconds, default 900: a test waiting for a reply hotkv never sends hangs). Needs tclsh (installed
 # if missing) and network access to deb.debian.org for the source. Takes about ten
 # minutes, so CI does not run it; DEVELOPERS.md says what its last run found.
 set -euo pipefail
@@ -45,7 +46,7 @@ for unit in "${units[@]}"; do
     server=$!
     for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
     log="$work/$(echo "$unit" | tr / _).log"
-    timeout 900 ./runtest --host 127.0.0.1 --port "$port" --singledb --single "$unit" \
+    timeout "${REDIS_TCL_TIMEOUT:-900}" ./runtest --host 127.0.0.1 --port "$port" --singledb --single "$unit" \
         --tags "-needs:debug -needs:repl -needs:pfdebug" --clients 1 >"$log" 2>&1 || true
     ok=$(grep -ac '\[.\[0;32;49mok' "$log" || true)
     err=$(grep -ac '^\[.\[0;31;49merr' "$log" || true)

@@ -311,7 +311,8 @@ const BLOCKING: u32 = 1 << 18;
 /// Never set in the table: COMMAND INFO shows `movablekeys` for commands whose key
 /// specs count their keys (see `key_specs::movable`).
 const MOVABLE_KEYS: u32 = 1 << 19;
-/// Not shown to MONITOR (EVAL: the commands it calls are, as in Redis).
+/// Redis keeps it out of MONITOR (EVAL, whose called commands it shows instead):
+/// reported only, as hotkv's MONITOR shows neither.
 const SKIP_MONITOR: u32 = 1 << 20;
 /// Its key arguments may all be absent (EVAL with no keys): reported only.
 const NO_MANDATORY_KEYS: u32 = 1 << 21;

@@ -311,8 +311,8 @@ const BLOCKING: u32 = 1 << 18;
 /// Never set in the table: COMMAND INFO shows `movablekeys` for commands whose key
 /// specs count their keys (see `key_specs::movable`).
 const MOVABLE_KEYS: u32 = 1 << 19;
-/// Redis keeps it out of MONITOR (EVAL, whose called commands it shows instead):
-/// reported only, as hotkv's MONITOR shows neither.
+/// Redis feeds MONITOR these itself (EVAL, then the commands it calls): reported
+/// only, as hotkv's MONITOR already shows EVAL and each command a script calls.
 const SKIP_MONITOR: u32 = 1 << 20;
 /// Its key arguments may all be absent (EVAL with no keys): reported only.
 const NO_MANDATORY_KEYS: u32 = 1 << 21;

@@ -902,7 +902,7 @@ def encode(args):
 
 
 class Reader:
-    """Reads whole RESP2 replies from a socket."""
+    """Reads whole RESP2 and RESP3 replies from a socket."""
 
     def __init__(self, sock):
         self.sock = sock
@@ -929,8 +929,12 @@ class Reader:
         kind, rest = line[:1], line[1:]
         if kind == b"$" and int(rest) >= 0:
             return line + b"\r\n" + self.exact(int(rest) + 2)
-        if kind == b"*" and int(rest) >= 0:
+        if kind in (b"=", b"!"):
+            return line + b"\r\n" + self.exact(int(rest) + 2)
+        if kind in (b"*", b"~", b">") and int(rest) >= 0:
             return line + b"\r\n" + b"".join(self.reply() for _ in range(int(rest)))
+        if kind == b"%":
+            return line + b"\r\n" + b"".join(self.reply() for _ in range(2 * int(rest)))
         return line + b"\r\n"
 
 
@@ -1401,13 +1405,18 @@ def test_random_collection_arguments_get_a_reply(server, seed):
     assert reader.reply() == b"+PONG\r\n"
 
 
-def replay_against_redis(server, redis_port, seed, setup, make_command, count):
+def replay_against_redis(server, redis_port, seed, setup, make_command, count, protocol=2):
     """Sends `setup`, then `count` commands from `make_command()`, to hotkv and to
-    redis-server alike; every reply must be byte-identical. A failure names the seed
-    and the commands that led to it, so it replays."""
+    redis-server alike, in RESP `protocol`; every reply must be byte-identical. A
+    failure names the seed and the commands that led to it, so it replays."""
     ours = socket.create_connection(("127.0.0.1", server), timeout=10)
     theirs = socket.create_connection(("127.0.0.1", redis_port), timeout=10)
     r_ours, r_theirs = Reader(ours), Reader(theirs)
+    if protocol == 3:
+        # HELLO's reply names each server's version and client id: not compared.
+        for sock, reader in ((ours, r_ours), (theirs, r_theirs)):
+            sock.sendall(encode_bytes([b"HELLO", b"3"]))
+            assert reader.reply().startswith(b"%")
     for command in setup:
         for sock in (ours, theirs):
             sock.sendall(encode_bytes(command))
@@ -1617,3 +1626,86 @@ def test_bitfield_matches_redis(server, redis_port, seed):
     rng = random.Random(seed)
     setup = [[b"FLUSHALL"], [b"SET", b"s", b"plain"], [b"RPUSH", b"l", b"x"]]
     replay_against_redis(server, redis_port, seed, setup, lambda: bitfield_command(rng), 500)
+
+
+# Centres the GEO test scatters points around: Sicily, New York, the antimeridian, the
+# poles' edge (85.05112878 is the last latitude a geohash holds), null island.
+GEO_CENTRES = [(13.36, 38.11), (-73.98, 40.76), (179.9, 10.0), (-179.95, -20.0),
+               (0.0, 84.9), (30.0, -84.95), (0.0, 0.0)]
+
+
+def geo_command(rng):
+    """GEO commands over a few keys: points scattered at several scales around centres
+    chosen to reach the antimeridian and the poles, searches by radius and box in every
+    unit with every option (in random order, some of them wrong), STORE results read
+    back, and sorted sets whose scores GEOADD did not write."""
+    key = lambda: rng.choice([b"g1", b"g1", b"g2", b"s", b"nokey"])
+    member = lambda: b"m%d" % rng.randrange(25)
+    def lonlat():
+        roll = rng.random()
+        if roll < 0.04:
+            return [rng.choice([b"x", b"180.1", b"nan", b"inf", b"", b"-180"]), b"10"]
+        if roll < 0.08:
+            return [b"10", rng.choice([b"85.06", b"-85.05112879", b"85.05112878", b"y", b"-90"])]
+        lon, lat = rng.choice(GEO_CENTRES)
+        spread = rng.choice([0.001, 0.1, 1, 5])
+        lon = max(-180, min(180, lon + rng.uniform(-spread, spread)))
+        lat = max(-85.05112878, min(85.05112878, lat + rng.uniform(-spread, spread)))
+        return [b"%.7f" % lon, b"%.7f" % lat]
+    unit = lambda: rng.choice([b"m", b"km", b"km", b"KM", b"ft", b"mi", b"yd"])
+    distance = lambda: rng.choice([b"0", b"1", b"150", b"2000", b"60000", b"1e7", b"-1",
+                                   b"x", b"0.5", b"30"])
+    def options(store):
+        words = []
+        for _ in range(rng.choice([0, 1, 2, 3, 4])):
+            words += rng.choice([
+                [b"WITHDIST"], [b"WITHHASH"], [b"WITHCOORD"], [b"withdist"],
+                [b"ASC"], [b"DESC"], [b"ANY"],
+                [b"COUNT", rng.choice([b"1", b"2", b"5", b"0", b"-1", b"x"])],
+                [b"COUNT", rng.choice([b"1", b"3"]), b"ANY"],
+                [b"STORE", b"dst"] if store else [b"BOGUS"],
+                [b"STOREDIST", b"dst"] if store else [b"STORE"],
+            ])
+        return words
+    def search_spec():
+        start = rng.choice([[b"FROMMEMBER", member()], [b"FROMLONLAT"] + lonlat(), []])
+        by = rng.choice([
+            [b"BYRADIUS", distance(), unit()],
+            [b"BYBOX", distance(), distance(), unit()],
+            [],
+        ])
+        spec = [start, by, options(False)]
+        rng.shuffle(spec)
+        return [word for part in spec for word in part]
+    def geoadd():
+        flags = [rng.choice([b"NX", b"XX", b"CH", b"ch"]) for _ in range(rng.choice([0, 0, 1, 2]))]
+        points = []
+        for _ in range(rng.choice([1, 1, 3, 10])):
+            points += lonlat() + [member()]
+        return [b"GEOADD", key()] + flags + points
+    return rng.choice([
+        geoadd, geoadd, geoadd,
+        lambda: [b"GEODIST", key(), member(), member()] + rng.choice([[], [unit()], [b"km", b"x"]]),
+        lambda: [b"GEOPOS", key()] + [member() for _ in range(rng.choice([1, 3]))],
+        lambda: [b"GEOHASH", key()] + [member() for _ in range(rng.choice([1, 3]))],
+        lambda: [b"GEORADIUS", key()] + lonlat() + [distance(), unit()] + options(True),
+        lambda: [b"GEORADIUS_RO", key()] + lonlat() + [distance(), unit()] + options(False),
+        lambda: [b"GEORADIUSBYMEMBER", key(), member(), distance(), unit()] + options(True),
+        lambda: [b"GEORADIUSBYMEMBER_RO", key(), member(), distance(), unit()] + options(False),
+        lambda: [b"GEOSEARCH", key()] + search_spec(),
+        lambda: [b"GEOSEARCHSTORE", b"dst", key()] + search_spec() + rng.choice([[], [b"STOREDIST"]]),
+        lambda: [b"ZRANGE", b"dst", b"0", b"-1", b"WITHSCORES"],
+        lambda: [b"ZADD", b"g2", rng.choice([b"0", b"1", b"4503599627370495", b"4503599627370496",
+                                             b"3e15", b"-1", b"1e300"]), member()],
+        lambda: [b"DEL", key()],
+    ])()
+
+
+@pytest.mark.parametrize("seed", range(int(SEEDS[0]), int(SEEDS[-1]) + 1))
+def test_geo_matches_redis(server, redis_port, seed):
+    """GEO replies (distances, coordinates in RESP2 and RESP3, search results in scan
+    order, errors) and stored results byte for byte as Redis's."""
+    rng = random.Random(seed)
+    setup = [[b"FLUSHALL"], [b"SET", b"s", b"plain"]]
+    replay_against_redis(server, redis_port, seed, setup, lambda: geo_command(rng), 600,
+                         protocol=2 + seed % 2)

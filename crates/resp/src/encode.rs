@@ -84,6 +84,8 @@ impl Frame {
             Frame::Boolean(b) => out.extend_from_slice(if *b { b":1\r\n" } else { b":0\r\n" }),
             Frame::Double(x) if v3 => push_line(out, b',', format_double(*x).as_bytes()),
             Frame::Double(x) => push_bulk(out, format_double(*x).as_bytes()),
+            Frame::DoubleText(s) if v3 => push_line(out, b',', s.as_bytes()),
+            Frame::DoubleText(s) => push_bulk(out, s.as_bytes()),
             Frame::BigNumber(s) if v3 => push_line(out, b'(', s.as_bytes()),
             Frame::BigNumber(s) => push_bulk(out, s.as_bytes()),
             Frame::BulkError(b) if v3 => {
@@ -145,6 +147,11 @@ mod tests {
             (Frame::Boolean(true), b":1\r\n", b"#t\r\n"),
             (Frame::Double(1.5), b"$3\r\n1.5\r\n", b",1.5\r\n"),
             (Frame::Double(f64::INFINITY), b"$3\r\ninf\r\n", b",inf\r\n"),
+            (
+                Frame::DoubleText("0.25".into()),
+                b"$4\r\n0.25\r\n",
+                b",0.25\r\n",
+            ),
             (
                 Frame::Map(vec![(Frame::bulk("a"), Frame::Integer(1))]),
                 b"*2\r\n$1\r\na\r\n:1\r\n",

@@ -29,6 +29,10 @@ pub enum Frame {
     Boolean(bool),
     /// RESP3 `,1.5`; RESP2 a bulk string.
     Double(f64),
+    /// RESP3 `,` with this exact text; RESP2 a bulk string: a double that Redis
+    /// prints its own way (GEOPOS's coordinates, as a long double with 17 decimals).
+    /// The parser reads every `,` as [`Frame::Double`].
+    DoubleText(String),
     /// RESP3 `(123...`; RESP2 a bulk string. Kept as its decimal text.
     BigNumber(String),
     /// RESP3 `!`; RESP2 a simple error.

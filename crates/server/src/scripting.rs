@@ -389,7 +389,7 @@ fn to_lua(lua: &Lua, frame: Frame, depth: usize) -> mlua::Result<Value> {
         Frame::Boolean(b) => Value::Number(if b { 1.0 } else { 0.0 }),
         Frame::Bulk(b) | Frame::Verbatim { text: b, .. } => Value::String(lua.create_string(b)?),
         Frame::Double(x) => Value::String(lua.create_string(resp::format_double(x))?),
-        Frame::BigNumber(s) => Value::String(lua.create_string(s)?),
+        Frame::BigNumber(s) | Frame::DoubleText(s) => Value::String(lua.create_string(s)?),
         Frame::Null | Frame::NullArray => Value::Boolean(false),
         Frame::Array(items) | Frame::Set(items) | Frame::Push(items) => array(items)?,
         Frame::Map(pairs) => array(pairs.into_iter().flat_map(|(k, v)| [k, v]).collect())?,

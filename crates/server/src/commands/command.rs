@@ -8,10 +8,10 @@ use resp::Frame;
 use super::{
     arity_allows, error, find_subcommand, full_name, int, key_specs, reply, subcommands_of, upper,
     Command, Ctx, KeySpec, Named, Reply, Subcommand, ADMIN, ADMIN_CATEGORY, ALLOW_BUSY, BITMAP,
-    BLOCKING, CONNECTION, DANGEROUS, DENYOOM, FAST, HASH, HYPERLOGLOG, KEYSPACE, LIST, LOADING,
-    MOVABLE_KEYS, NOSCRIPT, NO_ASYNC_LOADING, NO_AUTH, NO_MANDATORY_KEYS, NO_MULTI, PUBSUB,
-    READONLY, SCRIPTING, SET, SKIP_MONITOR, SKIP_SLOWLOG, SORTEDSET, STALE, STRING, SYNTAX_ERROR,
-    TABLE, TRANSACTION, WRITE,
+    BLOCKING, CONNECTION, DANGEROUS, DENYOOM, FAST, GEO, HASH, HYPERLOGLOG, KEYSPACE, LIST,
+    LOADING, MOVABLE_KEYS, NOSCRIPT, NO_ASYNC_LOADING, NO_AUTH, NO_MANDATORY_KEYS, NO_MULTI,
+    PUBSUB, READONLY, SCRIPTING, SET, SKIP_MONITOR, SKIP_SLOWLOG, SORTEDSET, STALE, STRING,
+    SYNTAX_ERROR, TABLE, TRANSACTION, WRITE,
 };
 
 pub fn command(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
@@ -240,6 +240,7 @@ fn categories(flags: u32, acl: u16) -> Vec<&'static str> {
         ("string", has(STRING)),
         ("bitmap", has(BITMAP)),
         ("hyperloglog", has(HYPERLOGLOG)),
+        ("geo", has(GEO)),
         ("pubsub", flags & PUBSUB != 0),
         ("admin", admin),
         ("fast", flags & FAST != 0),

@@ -232,6 +232,28 @@ const NOTES: &[Note] = &[
         replaced_by: Some("`ZRANGE` with the `REV` argument"),
     },
     Note {
+        name: "georadius",
+        deprecated_since: Some("6.2.0"),
+        replaced_by: Some("`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` argument"),
+    },
+    Note {
+        name: "georadius_ro",
+        deprecated_since: Some("6.2.0"),
+        replaced_by: Some("`GEOSEARCH` with the `BYRADIUS` argument"),
+    },
+    Note {
+        name: "georadiusbymember",
+        deprecated_since: Some("6.2.0"),
+        replaced_by: Some(
+            "`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` and `FROMMEMBER` arguments",
+        ),
+    },
+    Note {
+        name: "georadiusbymember_ro",
+        deprecated_since: Some("6.2.0"),
+        replaced_by: Some("`GEOSEARCH` with the `BYRADIUS` and `FROMMEMBER` arguments"),
+    },
+    Note {
         name: "rpoplpush",
         deprecated_since: Some("6.2.0"),
         replaced_by: Some("`LMOVE` with the `RIGHT` and `LEFT` arguments"),
@@ -267,6 +289,10 @@ const NOTES: &[Note] = &[
         replaced_by: None,
     },
 ];
+
+/// The GEO searches' cost: a copy of the sorted set, then a scan of the nine geohash
+/// boxes around the shape.
+const GEO_SEARCH_COST: &str = "O(N+M) where N is the size of the sorted set (hotkv copies it) and M the number of elements inside the grid-aligned bounding box around the shape";
 
 #[rustfmt::skip]
 const DOCS: &[Doc] = &[
@@ -738,6 +764,36 @@ const DOCS: &[Doc] = &[
     doc("zintercard", "sorted-set", "7.0.0", "O(N log N) where N is the total size of the inputs",
         "Counts the members every one of the sorted sets has, stopping at a limit if given.",
         "numkeys:integer key:key... [LIMIT limit:integer]"),
+    doc("geoadd", "geo", "3.2.0", "O(N) where N is the size of the sorted set: hotkv copies a sorted set to change it",
+        "Add one or more geospatial items in the geospatial index represented using a sorted set",
+        "key:key [condition=NX|XX] [change=CH] (longitude_latitude_member=longitude:double latitude:double member)..."),
+    doc("geodist", "geo", "3.2.0", "O(N) where N is the size of the sorted set",
+        "Returns the distance between two members of a geospatial index",
+        "key:key member1 member2 [unit=M|KM|FT|MI]"),
+    doc("geohash", "geo", "3.2.0", "O(N) for each member requested, where N is the number of elements in the sorted set.",
+        "Returns members of a geospatial index as standard geohash strings",
+        "key:key member..."),
+    doc("geopos", "geo", "3.2.0", "O(N) for each member requested, where N is the number of elements in the sorted set.",
+        "Returns longitude and latitude of members of a geospatial index",
+        "key:key member..."),
+    doc("georadius", "geo", "3.2.0", GEO_SEARCH_COST,
+        "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point",
+        "key:key longitude:double latitude:double radius:double (unit=M|KM|FT|MI) [WITHCOORD] [WITHDIST] [WITHHASH] [count=COUNT count:integer [ANY]] [order=ASC|DESC] [STORE key:key] [STOREDIST key:key]"),
+    doc("georadius_ro", "geo", "3.2.10", GEO_SEARCH_COST,
+        "A read-only variant for GEORADIUS",
+        "key:key longitude:double latitude:double radius:double (unit=M|KM|FT|MI) [WITHCOORD] [WITHDIST] [WITHHASH] [count=COUNT count:integer [ANY]] [order=ASC|DESC]"),
+    doc("georadiusbymember", "geo", "3.2.0", GEO_SEARCH_COST,
+        "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member",
+        "key:key member radius:double (unit=M|KM|FT|MI) [WITHCOORD] [WITHDIST] [WITHHASH] [count=COUNT count:integer [ANY]] [order=ASC|DESC] [STORE key:key] [STOREDIST key:key]"),
+    doc("georadiusbymember_ro", "geo", "3.2.10", GEO_SEARCH_COST,
+        "A read-only variant for GEORADIUSBYMEMBER",
+        "key:key member radius:double (unit=M|KM|FT|MI) [WITHCOORD] [WITHDIST] [WITHHASH] [count=COUNT count:integer [ANY]] [order=ASC|DESC]"),
+    doc("geosearch", "geo", "6.2.0", GEO_SEARCH_COST,
+        "Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.",
+        "key:key (from=FROMMEMBER member|FROMLONLAT (longitude_latitude=longitude:double latitude:double)) (by=(circle=BYRADIUS radius:double (unit=M|KM|FT|MI))|(box=BYBOX width:double height:double (unit=M|KM|FT|MI))) [order=ASC|DESC] [count=COUNT count:integer [ANY]] [WITHCOORD] [WITHDIST] [WITHHASH]"),
+    doc("geosearchstore", "geo", "6.2.0", GEO_SEARCH_COST,
+        "Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle, and store the result in another key.",
+        "destination:key source:key (from=FROMMEMBER member|FROMLONLAT (longitude_latitude=longitude:double latitude:double)) (by=(circle=BYRADIUS radius:double (unit=M|KM|FT|MI))|(box=BYBOX width:double height:double (unit=M|KM|FT|MI))) [order=ASC|DESC] [count=COUNT count:integer [ANY]] [STOREDIST]"),
     doc("sintercard", "set", "7.0.0", "O(N) where N is the total size of the sets",
         "Counts the members every one of the sets has, stopping at a limit if given.",
         "numkeys:integer key:key... [LIMIT limit:integer]"),

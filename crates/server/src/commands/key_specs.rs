@@ -2,8 +2,8 @@
 //!
 //! Most commands find their keys the simple way, a range of arguments from a fixed
 //! index (`begin_search` of type `index`, `find_keys` of type `range`), so a spec is
-//! four numbers and its flags; some count their keys (`keynum`), and SORT's are
-//! `unknown` to the specs. COMMAND INFO shows the specs, COMMAND GETKEYS
+//! four numbers and its flags; some count their keys (`keynum`), some follow a
+//! keyword (`keyword`: GEORADIUS's STORE), and SORT's are `unknown` to the specs. COMMAND INFO shows the specs, COMMAND GETKEYS
 //! and GETKEYSANDFLAGS read them, CLIENT TRACKING finds a read's keys with them, and
 //! the legacy (first, last, step) triple of COMMAND INFO is derived from them, as
 //! Redis derives it.
@@ -63,6 +63,9 @@ pub struct KeySpec {
     /// Redis's `keynum` form instead of a range: the argument at `begin + .0` counts
     /// the keys, which start at `begin + .1`, `step` apart (ZUNION, SINTERCARD).
     keynum: Option<(i32, i32)>,
+    /// Redis's `keyword` search instead of an index: the key range starts after the
+    /// first argument from `begin` on that equals this word (any case).
+    keyword: Option<&'static str>,
     /// Redis's `unknown` kind: the specs cannot say where the keys are. `Some` holds
     /// what finds the one key of a call, as Redis's own key-finding function for the
     /// command does (SORT's STORE key); `None` finds none (keys named by patterns).
@@ -86,6 +89,7 @@ pub const fn range(flags: u16, begin: i32, last: i32, step: i32) -> KeySpec {
         last,
         step,
         keynum: None,
+        keyword: None,
         unknown: None,
         notes: "",
     }
@@ -100,8 +104,17 @@ pub const fn counted(flags: u16, begin: i32, keynumidx: i32, firstkey: i32, step
         last: 0,
         step,
         keynum: Some((keynumidx, firstkey)),
+        keyword: None,
         unknown: None,
         notes: "",
+    }
+}
+
+/// The one key after `word`, searched for from the argument `startfrom` on.
+pub const fn keyword(flags: u16, word: &'static str, startfrom: i32) -> KeySpec {
+    KeySpec {
+        keyword: Some(word),
+        ..range(flags, startfrom, 0, 1)
     }
 }
 
@@ -123,11 +136,11 @@ pub fn counts_hold(specs: &[KeySpec], args: &[Vec<u8>]) -> bool {
 }
 
 /// Whether a command's keys can only be found by reading its arguments (Redis's
-/// `movablekeys` flag): a counted or unknown spec.
+/// `movablekeys` flag): a counted, keyword or unknown spec.
 pub fn movable(specs: &[KeySpec]) -> bool {
     specs
         .iter()
-        .any(|s| s.keynum.is_some() || s.unknown.is_some())
+        .any(|s| s.keynum.is_some() || s.keyword.is_some() || s.unknown.is_some())
 }
 
 /// The first argument, the one key.
@@ -171,12 +184,26 @@ impl KeySpec {
             };
             return (from..=to).step_by(self.step as usize);
         }
+        let mut begin = self.begin;
+        if let Some(word) = self.keyword {
+            // As Redis: the word is looked for up to the next-to-last argument.
+            let at = (self.begin as usize..args.len().saturating_sub(1))
+                .find(|&i| args[i].eq_ignore_ascii_case(word.as_bytes()));
+            match at {
+                Some(at) => begin = at as i32 + 1,
+                None => {
+                    // A range that ends before it starts.
+                    let (from, to) = (1, 0);
+                    return (from..=to).step_by(1);
+                }
+            }
+        }
         let last = if self.last >= 0 {
-            (self.begin + self.last).min(n - 1)
+            (begin + self.last).min(n - 1)
         } else {
             n + self.last
         };
-        (self.begin as usize..=last as usize).step_by(self.step as usize)
+        (begin as usize..=last as usize).step_by(self.step as usize)
     }
 
     /// COMMAND INFO's description, in Redis's field order.
@@ -198,16 +225,26 @@ impl KeySpec {
             fields.push((text("find_keys"), unknown()));
             return Frame::Map(fields);
         }
-        fields.push((
-            text("begin_search"),
-            Frame::Map(vec![
+        let begin_search = match self.keyword {
+            Some(word) => vec![
+                (text("type"), text("keyword")),
+                (
+                    text("spec"),
+                    Frame::Map(vec![
+                        (text("keyword"), text(word)),
+                        (text("startfrom"), Frame::Integer(self.begin as i64)),
+                    ]),
+                ),
+            ],
+            None => vec![
                 (text("type"), text("index")),
                 (
                     text("spec"),
                     Frame::Map(vec![(text("index"), Frame::Integer(self.begin as i64))]),
                 ),
-            ]),
-        ));
+            ],
+        };
+        fields.push((text("begin_search"), Frame::Map(begin_search)));
         if let Some((keynumidx, firstkey)) = self.keynum {
             fields.push((
                 text("find_keys"),
@@ -270,10 +307,11 @@ pub fn legacy_range(specs: &[KeySpec]) -> (i32, i32, i32) {
             s.last
         }
     };
-    // As Redis: a counted or unknown spec cannot be said as a range and is left out.
+    // As Redis: a counted, keyword or unknown spec cannot be said as a range and is
+    // left out.
     let ranges: Vec<&KeySpec> = specs
         .iter()
-        .filter(|s| s.keynum.is_none() && s.unknown.is_none())
+        .filter(|s| s.keynum.is_none() && s.keyword.is_none() && s.unknown.is_none())
         .collect();
     match ranges.as_slice() {
         [] => (0, 0, 0),
@@ -385,6 +423,29 @@ mod tests {
         assert!(movable(&zunionstore) && !movable(&[first(RO)]));
         assert_eq!(legacy_range(&zunionstore), (1, 1, 1));
         assert_eq!(legacy_range(&[counted(RO, 1, 0, 1, 1)]), (0, 0, 0));
+    }
+
+    #[test]
+    fn keyword_keys_follow_their_word() {
+        let georadius = [
+            first(RO | ACCESS),
+            keyword(OW | UPDATE, "STORE", 6),
+            keyword(OW | UPDATE, "STOREDIST", 6),
+        ];
+        let keys = |args: &[&str]| -> Vec<usize> {
+            keys_of_call(&georadius, &call(args))
+                .map(|(i, _)| i)
+                .collect()
+        };
+        let base = ["georadius", "k", "0", "0", "1", "m"];
+        let with = |extra: &[&'static str]| [&base[..], extra].concat();
+        assert_eq!(keys(&with(&["store", "d"])), [1, 7]);
+        assert_eq!(keys(&with(&["STOREDIST", "d", "STORE", "e"])), [1, 9, 7]);
+        // The word as the last argument names no key; before `startfrom` it is not looked for.
+        assert_eq!(keys(&with(&["WITHDIST", "STORE"])), [1]);
+        assert_eq!(keys(&["georadius", "k", "0", "STORE", "1", "m"]), [1]);
+        assert!(movable(&georadius));
+        assert_eq!(legacy_range(&georadius), (1, 1, 1));
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod eval;
 mod exists;
 mod expire;
 mod function;
+mod geo;
 mod get;
 mod hashes;
 mod hotkeys;
@@ -59,8 +60,8 @@ use crate::gate_hold::GateHold;
 use crate::keyspace_events;
 use crate::server::Server;
 use key_specs::{
-    counted, every, first, range, unknown_keys, KeySpec, ACCESS, DELETE, INSERT, NOT_KEY, OW, RM,
-    RO, RW, UPDATE, VARIABLE_FLAGS,
+    counted, every, first, keyword, range, unknown_keys, KeySpec, ACCESS, DELETE, INSERT, NOT_KEY,
+    OW, RM, RO, RW, UPDATE, VARIABLE_FLAGS,
 };
 
 /// Per-connection state commands may read or change.
@@ -334,6 +335,7 @@ const SET: u16 = 1 << 9;
 const SORTEDSET: u16 = 1 << 10;
 const HYPERLOGLOG: u16 = 1 << 11;
 const SCRIPTING: u16 = 1 << 12;
+const GEO: u16 = 1 << 13;
 
 pub struct Command {
     name: &'static str,
@@ -518,6 +520,17 @@ const TABLE: &[Command] = &[
     cmd("zinter", -3, R | ALONE, &[counted(RO | ACCESS, 1, 0, 1, 1)], SORTEDSET, sorted_sets::zinter),
     cmd("zdiff", -3, R | ALONE, &[counted(RO | ACCESS, 1, 0, 1, 1)], SORTEDSET, sorted_sets::zdiff),
     cmd("zintercard", -3, R | ALONE, &[counted(RO | ACCESS, 1, 0, 1, 1)], SORTEDSET, sorted_sets::zintercard),
+    // Geospatial indexes (sorted sets scored by geohash).
+    cmd("geoadd", -5, W, &[first(RW | UPDATE)], GEO, geo::geoadd),
+    cmd("geodist", -4, R, &[first(RO | ACCESS)], GEO, geo::geodist),
+    cmd("geohash", -2, R, &[first(RO | ACCESS)], GEO, geo::geohash),
+    cmd("geopos", -2, R, &[first(RO | ACCESS)], GEO, geo::geopos),
+    cmd("georadius", -6, W | ALONE, &[first(RO | ACCESS), keyword(OW | UPDATE, "STORE", 6), keyword(OW | UPDATE, "STOREDIST", 6)], GEO, geo::georadius),
+    cmd("georadius_ro", -6, R, &[first(RO | ACCESS)], GEO, geo::georadius_ro),
+    cmd("georadiusbymember", -5, W | ALONE, &[first(RO | ACCESS), keyword(OW | UPDATE, "STORE", 5), keyword(OW | UPDATE, "STOREDIST", 5)], GEO, geo::georadiusbymember),
+    cmd("georadiusbymember_ro", -5, R, &[first(RO | ACCESS)], GEO, geo::georadiusbymember_ro),
+    cmd("geosearch", -7, R, &[first(RO | ACCESS)], GEO, geo::geosearch),
+    cmd("geosearchstore", -8, W | ALONE, &[first(OW | UPDATE), range(RO | ACCESS, 2, 0, 1)], GEO, geo::geosearchstore),
     // Keyspace.
     cmd("del", -2, WRITE, &[every(RM | DELETE)], KEYSPACE, del::del),
     cmd("unlink", -2, WRITE | FAST, &[every(RM | DELETE)], KEYSPACE, del::del),
@@ -629,14 +642,19 @@ impl Hasher for Fnv {
 fn lookup(name: &[u8]) -> Option<(usize, &'static Command)> {
     type ByName = HashMap<&'static [u8], usize, BuildHasherDefault<Fnv>>;
     static BY_NAME: OnceLock<ByName> = OnceLock::new();
+    // The longest name, "georadiusbymember_ro", has 20 letters.
+    const LONGEST: usize = 24;
     let map = BY_NAME.get_or_init(|| {
         TABLE
             .iter()
             .enumerate()
-            .map(|(i, c)| (c.name.as_bytes(), i))
+            .map(|(i, c)| {
+                assert!(c.name.len() <= LONGEST, "{} is too long to look up", c.name);
+                (c.name.as_bytes(), i)
+            })
             .collect()
     });
-    let mut lower = [0u8; 16];
+    let mut lower = [0u8; LONGEST];
     let lower = lower.get_mut(..name.len())?;
     for (l, c) in lower.iter_mut().zip(name) {
         *l = c.to_ascii_lowercase();

@@ -14,7 +14,7 @@ use crate::packed::{self, score_order, Builder};
 
 type Scored<'a> = (&'a [u8], f64);
 
-const NOT_A_FLOAT: &str = "ERR value is not a valid float";
+pub(super) const NOT_A_FLOAT: &str = "ERR value is not a valid float";
 const BAD_SCORE_RANGE: &str = "ERR min or max is not a float";
 const BAD_LEX_RANGE: &str = "ERR min or max not valid string range item";
 
@@ -34,7 +34,7 @@ fn pack(entries: &[Scored]) -> Vec<u8> {
 /// A score as Redis reads one (`strtod` over the whole argument): no leading space,
 /// no NaN, nothing that overflows to infinity or underflows to zero; `inf` and
 /// `-inf` are scores.
-fn parse_score(arg: &[u8]) -> Option<f64> {
+pub(super) fn parse_score(arg: &[u8]) -> Option<f64> {
     let text = std::str::from_utf8(arg).ok()?;
     if text.starts_with(|c: char| c.is_ascii_whitespace()) {
         return None;

@@ -1709,3 +1709,78 @@ def test_geo_matches_redis(server, redis_port, seed):
     setup = [[b"FLUSHALL"], [b"SET", b"s", b"plain"]]
     replay_against_redis(server, redis_port, seed, setup, lambda: geo_command(rng), 600,
                          protocol=2 + seed % 2)
+
+
+def stream_command(rng, clock):
+    """Stream commands over a few keys with explicit IDs (`*` would take each server's
+    clock): growing IDs, `ms-*`, IDs at and below the top, trimming by MAXLEN and MINID
+    exact and with `~` (nodes of 100 entries, small entries), LIMIT, deletes, XSETID,
+    ranges with exclusive ends and COUNT, XREAD without blocking, and bad arguments."""
+    key = lambda: rng.choice([b"x1", b"x1", b"x2", b"s", b"nokey"])
+    def fresh_id():
+        clock[0] += rng.choice([0, 1, 1, 2, 50])
+        return b"%d-%d" % (clock[0], rng.randrange(3)) if rng.random() < 0.7 else b"%d-*" % clock[0]
+    def some_id():
+        roll = rng.random()
+        if roll < 0.1:
+            return rng.choice([b"0", b"0-0", b"-", b"+", b"x", b"1-x", b"-1", b"18446744073709551615-18446744073709551615"])
+        ms = rng.randrange(max(1, clock[0] + 3))
+        return b"%d" % ms if roll < 0.3 else b"%d-%d" % (ms, rng.randrange(3))
+    fields = lambda: [w for i in range(rng.choice([1, 1, 2, 3])) for w in (b"f%d" % i, b"v%d" % rng.randrange(100))]
+    def trim_spec():
+        spec = [rng.choice([b"MAXLEN", b"MINID", b"maxlen"])]
+        if rng.random() < 0.5:
+            spec.append(rng.choice([b"~", b"="]))
+        spec.append(rng.choice([b"0", b"1", b"5", b"50", b"150", b"-1", b"x"]) if spec[0] != b"MINID" else some_id())
+        if rng.random() < 0.2:
+            spec += [b"LIMIT", rng.choice([b"0", b"10", b"100", b"-1"])]
+        return spec
+    def xadd():
+        words = [b"XADD", key()]
+        if rng.random() < 0.1:
+            words.append(b"NOMKSTREAM")
+        if rng.random() < 0.3:
+            words += trim_spec()
+        words.append(fresh_id() if rng.random() < 0.92 else some_id())
+        return words + (fields() if rng.random() < 0.97 else [b"lonely"])
+    def bulk_add():
+        # Enough entries to fill several nodes, so `~` has whole nodes to remove.
+        commands = []
+        for _ in range(rng.choice([20, 120])):
+            clock[0] += 1
+            commands.append([b"XADD", b"x1", b"%d-0" % clock[0], b"f", b"v"])
+        return commands
+    bound = lambda: (b"(" if rng.random() < 0.2 else b"") + some_id()
+    count = lambda: [b"COUNT", rng.choice([b"0", b"1", b"3", b"-1", b"x"])] if rng.random() < 0.4 else []
+    return rng.choice([
+        xadd, xadd, xadd, xadd, bulk_add,
+        lambda: [b"XLEN", key()],
+        lambda: [b"XRANGE", key(), bound(), bound()] + count(),
+        lambda: [b"XRANGE", key(), b"-", b"+"],
+        lambda: [b"XREVRANGE", key(), bound(), bound()] + count(),
+        lambda: [b"XDEL", key()] + [some_id() for _ in range(rng.choice([1, 2, 4]))],
+        lambda: [b"XTRIM", key()] + (trim_spec() if rng.random() < 0.9 else [b"LIMIT", b"5"]),
+        lambda: [b"XREAD"] + count() + [b"STREAMS"] + rng.choice([
+            [key(), some_id()], [b"x1", b"x2", some_id(), some_id()], [b"x1", b"$"], [b"x1"]]),
+        lambda: [b"XSETID", key(), some_id()] + rng.choice([
+            [], [b"ENTRIESADDED", rng.choice([b"0", b"1000", b"-1"])],
+            [b"MAXDELETEDID", some_id()], [b"BOGUS"]]),
+        lambda: [b"TYPE", key()],
+        lambda: [b"OBJECT", b"ENCODING", key()],
+        lambda: [b"DEL", key()],
+    ])()
+
+
+@pytest.mark.parametrize("seed", range(int(SEEDS[0]), int(SEEDS[-1]) + 1))
+def test_streams_match_redis(server, redis_port, seed):
+    """Stream replies byte for byte as Redis's, in RESP2 and RESP3."""
+    rng = random.Random(seed)
+    clock = [rng.randrange(1, 1000)]
+    pending = []
+    def next_command():
+        if not pending:
+            made = stream_command(rng, clock)
+            pending.extend(made if isinstance(made[0], list) else [made])
+        return pending.pop(0)
+    setup = [[b"FLUSHALL"], [b"SET", b"s", b"plain"], [b"CONFIG", b"SET", b"stream-node-max-entries", b"100"]]
+    replay_against_redis(server, redis_port, seed, setup, next_command, 800, protocol=2 + seed % 2)

@@ -168,7 +168,7 @@ impl Default for Config {
 /// Redis's encoding thresholds: name, the name Redis before 7.0 gave it (still
 /// accepted), default. The list settings only describe Redis's nodes and are kept for
 /// CONFIG GET.
-const ENCODING_SETTINGS: [(&str, &str, i64); 7] = [
+const ENCODING_SETTINGS: [(&str, &str, i64); 9] = [
     ("hash-max-listpack-entries", "hash-max-ziplist-entries", 512),
     ("hash-max-listpack-value", "hash-max-ziplist-value", 64),
     ("set-max-intset-entries", "", 512),
@@ -176,6 +176,8 @@ const ENCODING_SETTINGS: [(&str, &str, i64); 7] = [
     ("zset-max-listpack-value", "zset-max-ziplist-value", 64),
     ("list-max-listpack-size", "list-max-ziplist-size", -2),
     ("list-compress-depth", "", 0),
+    ("stream-node-max-entries", "", 100),
+    ("stream-node-max-bytes", "", 4096),
 ];
 
 /// Which of [`ENCODING_SETTINGS`] OBJECT ENCODING consults.
@@ -186,6 +188,8 @@ pub enum EncodingLimit {
     SetIntsetEntries = 2,
     ZsetEntries = 3,
     ZsetValue = 4,
+    /// How many entries a stream's node holds before the next goes to a new one.
+    StreamNodeEntries = 7,
 }
 
 /// The index in [`ENCODING_SETTINGS`] of `name` or of its old name.
@@ -209,6 +213,8 @@ const NAMES: &[&str] = &[
     "list-max-listpack-size",
     "list-max-ziplist-size",
     "list-compress-depth",
+    "stream-node-max-entries",
+    "stream-node-max-bytes",
     "bind",
     "port",
     "protected-mode",

@@ -395,9 +395,10 @@ impl Connection {
                     keys,
                     timeout,
                     timeout_reply,
+                    rerun,
                 } => {
                     return Step::Block(BlockedCommand {
-                        args,
+                        args: rerun.unwrap_or(args),
                         keys,
                         timeout,
                         timeout_reply,

@@ -95,6 +95,7 @@ pub fn dump(kind: Kind, value: &[u8]) -> Vec<u8> {
                 out.extend_from_slice(&score.to_le_bytes());
             }
         }
+        Kind::Stream => unreachable!("DUMP refuses streams before it gets here"),
     }
     seal(out)
 }

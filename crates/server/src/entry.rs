@@ -4,7 +4,7 @@
 //! stored = payload | deadline (8 bytes, little-endian, ms since the Unix epoch) | tag
 //! tag    = bit 0: a deadline is present (else there are no deadline bytes)
 //!          bit 1: raw (see `Entry::raw`; strings, hashes, sets and sorted sets)
-//!          bits 2-4: the type: 0 string, 1 list, 2 hash, 3 set, 4 sorted set
+//!          bits 2-4: the type: 0 string, 1 list, 2 hash, 3 set, 4 sorted set, 5 stream
 //!          bit 5: the payload is a long list's node table (see `list_nodes.rs`)
 //!          the other bits are 0
 //! ```
@@ -28,10 +28,18 @@ pub enum Kind {
     Hash,
     Set,
     ZSet,
+    Stream,
 }
 
 impl Kind {
-    const ALL: [Kind; 5] = [Kind::String, Kind::List, Kind::Hash, Kind::Set, Kind::ZSet];
+    const ALL: [Kind; 6] = [
+        Kind::String,
+        Kind::List,
+        Kind::Hash,
+        Kind::Set,
+        Kind::ZSet,
+        Kind::Stream,
+    ];
 
     /// What TYPE replies.
     pub fn name(self) -> &'static str {
@@ -41,6 +49,7 @@ impl Kind {
             Kind::Hash => "hash",
             Kind::Set => "set",
             Kind::ZSet => "zset",
+            Kind::Stream => "stream",
         }
     }
 
@@ -287,7 +296,7 @@ mod tests {
             b"ab\x01",
             b"ab\x03",
             b"abc\x07",
-            b"abc\x14",
+            b"abc\x18",
             b"abc\x22",
             b"abc\x40",
         ] {

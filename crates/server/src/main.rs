@@ -31,6 +31,7 @@ mod pubsub;
 mod script_json;
 mod scripting;
 mod server;
+mod stream;
 mod tracking;
 
 use std::sync::Arc;

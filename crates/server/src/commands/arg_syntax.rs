@@ -6,6 +6,8 @@
 //! - `name` is a string argument, `name:type` one of another type (`key`, `integer`,
 //!   `double`, `pattern`, `unix-time`). A colon followed by anything else is part of the
 //!   name, as in `ip:port`.
+//! - `\` before one character makes it a token that stands alone (XADD's `\*`,
+//!   `\=`, `\~`), since symbols are not words.
 //! - A word with no lower-case letters is a token. Followed by an argument or by a
 //!   `(...)` group, it introduces that argument (`EX seconds:integer`); otherwise it
 //!   stands alone (`NX`).
@@ -113,6 +115,8 @@ pub fn parse(line: &str) -> Result<Vec<Arg>, SyntaxError> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Lexeme<'a> {
     Word(&'a str, Repeat),
+    /// A one-character token written `\c`.
+    Symbol(&'a str),
     Open(u8),
     Close(u8, Repeat),
     Bar,
@@ -154,6 +158,17 @@ fn lex(line: &str) -> Result<Vec<(usize, Lexeme<'_>)>, SyntaxError> {
             b'=' => {
                 out.push((start, Lexeme::Equals));
                 i += 1;
+            }
+            b'\\' => {
+                let symbol = line[i + 1..].chars().next().ok_or(SyntaxError {
+                    at: start,
+                    what: "a character expected after \\",
+                })?;
+                out.push((
+                    start,
+                    Lexeme::Symbol(&line[i + 1..i + 1 + symbol.len_utf8()]),
+                ));
+                i += 1 + symbol.len_utf8();
             }
             _ => {
                 while i < bytes.len() && !PUNCTUATION.contains(&bytes[i]) {
@@ -211,6 +226,18 @@ impl<'a> Parser<'a> {
 
     fn argument(&mut self) -> Result<Arg, SyntaxError> {
         match self.peek() {
+            Some(Lexeme::Symbol(symbol)) => {
+                self.next += 1;
+                Ok(Arg {
+                    name: symbol.to_string(),
+                    kind: Kind::PureToken,
+                    token: Some(symbol.to_string()),
+                    optional: false,
+                    repeat: Repeat::Once,
+                    children: Vec::new(),
+                    key_spec: None,
+                })
+            }
             Some(Lexeme::Word(word, repeat)) if is_token(word) => {
                 self.next += 1;
                 let introduces = repeat == Repeat::Once

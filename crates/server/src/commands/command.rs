@@ -10,8 +10,8 @@ use super::{
     Command, Ctx, KeySpec, Named, Reply, Subcommand, ADMIN, ADMIN_CATEGORY, ALLOW_BUSY, BITMAP,
     BLOCKING, CONNECTION, DANGEROUS, DENYOOM, FAST, GEO, HASH, HYPERLOGLOG, KEYSPACE, LIST,
     LOADING, MOVABLE_KEYS, NOSCRIPT, NO_ASYNC_LOADING, NO_AUTH, NO_MANDATORY_KEYS, NO_MULTI,
-    PUBSUB, READONLY, SCRIPTING, SET, SKIP_MONITOR, SKIP_SLOWLOG, SORTEDSET, STALE, STRING,
-    SYNTAX_ERROR, TABLE, TRANSACTION, WRITE,
+    PUBSUB, READONLY, SCRIPTING, SET, SKIP_MONITOR, SKIP_SLOWLOG, SORTEDSET, STALE,
+    STREAM_CATEGORY, STRING, SYNTAX_ERROR, TABLE, TRANSACTION, WRITE,
 };
 
 pub fn command(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
@@ -129,7 +129,13 @@ fn getkeys(full: &[Vec<u8>], with_flags: bool) -> Reply {
         return error("ERR Invalid arguments specified for command");
     }
     if keys.is_empty() {
-        return error("ERR The command has no key arguments");
+        // As Redis: keys its specs could find and did not (XREAD without STREAMS) are
+        // bad arguments; a command without specs has none to find.
+        return error(if key_specs::names_keys(specs) {
+            "ERR Invalid arguments specified for command"
+        } else {
+            "ERR The command has no key arguments"
+        });
     }
     reply(Frame::Array(keys))
 }
@@ -241,6 +247,7 @@ fn categories(flags: u32, acl: u16) -> Vec<&'static str> {
         ("bitmap", has(BITMAP)),
         ("hyperloglog", has(HYPERLOGLOG)),
         ("geo", has(GEO)),
+        ("stream", has(STREAM_CATEGORY)),
         ("pubsub", flags & PUBSUB != 0),
         ("admin", admin),
         ("fast", flags & FAST != 0),
@@ -269,6 +276,8 @@ const TIPS: &[(&str, &[&str])] = &[
     ("hgetall", &["nondeterministic_output_order"]),
     ("zrandmember", &["nondeterministic_output"]),
     ("zscan", &["nondeterministic_output"]),
+    ("xadd", &["nondeterministic_output"]),
+    ("xtrim", &["nondeterministic_output"]),
     ("smembers", &["nondeterministic_output_order"]),
     ("spop", &["nondeterministic_output"]),
     ("srandmember", &["nondeterministic_output"]),

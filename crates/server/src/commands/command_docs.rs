@@ -294,6 +294,11 @@ const NOTES: &[Note] = &[
 /// boxes around the shape.
 const GEO_SEARCH_COST: &str = "O(N+M) where N is the size of the sorted set (hotkv copies it) and M the number of elements inside the grid-aligned bounding box around the shape";
 
+/// A stream is decoded whole to be read, and stored whole again to be changed.
+const STREAM_READ_COST: &str = "O(N) where N is the size of the stream (hotkv decodes it)";
+const STREAM_WRITE_COST: &str =
+    "O(N) where N is the size of the stream: hotkv copies a stream to change it";
+
 #[rustfmt::skip]
 const DOCS: &[Doc] = &[
     // Connection.
@@ -764,6 +769,30 @@ const DOCS: &[Doc] = &[
     doc("zintercard", "sorted-set", "7.0.0", "O(N log N) where N is the total size of the inputs",
         "Counts the members every one of the sorted sets has, stopping at a limit if given.",
         "numkeys:integer key:key... [LIMIT limit:integer]"),
+    doc("xadd", "stream", "5.0.0", STREAM_WRITE_COST,
+        "Appends a new entry to a stream",
+        "key:key [NOMKSTREAM] [trim=(strategy=MAXLEN|MINID) [operator=(equal=\\=)|(approximately=\\~)] threshold [LIMIT count:integer]] (id_or_auto=(auto_id=\\*)|id) (field_value=field value)..."),
+    doc("xlen", "stream", "5.0.0", STREAM_READ_COST,
+        "Return the number of entries in a stream",
+        "key:key"),
+    doc("xrange", "stream", "5.0.0", STREAM_READ_COST,
+        "Return a range of elements in a stream, with IDs matching the specified IDs interval",
+        "key:key start end [COUNT count:integer]"),
+    doc("xrevrange", "stream", "5.0.0", STREAM_READ_COST,
+        "Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE",
+        "key:key end start [COUNT count:integer]"),
+    doc("xdel", "stream", "5.0.0", STREAM_WRITE_COST,
+        "Removes the specified entries from the stream. Returns the number of items actually deleted, that may be different from the number of IDs passed in case certain IDs do not exist.",
+        "key:key id..."),
+    doc("xtrim", "stream", "5.0.0", STREAM_WRITE_COST,
+        "Trims the stream to (approximately if '~' is passed) a certain size",
+        "key:key (trim=(strategy=MAXLEN|MINID) [operator=(equal=\\=)|(approximately=\\~)] threshold [LIMIT count:integer])"),
+    doc("xread", "stream", "5.0.0", "O(N) for each stream mentioned, where N is the size of the stream (hotkv decodes it)",
+        "Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.",
+        "[COUNT count:integer] [BLOCK milliseconds:integer] STREAMS (streams=key:key... id...)"),
+    doc("xsetid", "stream", "5.0.0", STREAM_WRITE_COST,
+        "An internal command for replicating stream values",
+        "key:key last-id [ENTRIESADDED entries_added:integer] [MAXDELETEDID max_deleted_entry_id]"),
     doc("geoadd", "geo", "3.2.0", "O(N) where N is the size of the sorted set: hotkv copies a sorted set to change it",
         "Add one or more geospatial items in the geospatial index represented using a sorted set",
         "key:key [condition=NX|XX] [change=CH] (longitude_latitude_member=longitude:double latitude:double member)..."),
@@ -1382,14 +1411,17 @@ mod tests {
     fn argument_lines_agree_with_arities() {
         // Described with fewer words than they need: GETKEYS's command and DEBUG's
         // subcommands are not described at all, and CLIENT KILL's filters are each
-        // optional. Or with more than they need: PFMERGE's sources, which Redis 7.0's
-        // docs do not mark optional though its arity does.
+        // optional. Or with more than they need: PFMERGE's sources and GEOHASH's and
+        // GEOPOS's members, which Redis 7.0's docs do not mark optional though its
+        // arity does.
         const UNDERSTATED: &[&str] = &[
             "command|getkeys",
             "command|getkeysandflags",
             "client|kill",
             "debug",
             "pfmerge",
+            "geohash",
+            "geopos",
         ];
         let mut wrong = Vec::new();
         for (name, arity, name_words) in every_command() {

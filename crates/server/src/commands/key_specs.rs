@@ -66,6 +66,9 @@ pub struct KeySpec {
     /// Redis's `keyword` search instead of an index: the key range starts after the
     /// first argument from `begin` on that equals this word (any case).
     keyword: Option<&'static str>,
+    /// With a `last` counted from the end: only the first 1/`limit` of the arguments
+    /// from the first key on are keys (XREAD's keys, then as many IDs). 0: all.
+    limit: i32,
     /// Redis's `unknown` kind: the specs cannot say where the keys are. `Some` holds
     /// what finds the one key of a call, as Redis's own key-finding function for the
     /// command does (SORT's STORE key); `None` finds none (keys named by patterns).
@@ -90,6 +93,7 @@ pub const fn range(flags: u16, begin: i32, last: i32, step: i32) -> KeySpec {
         step,
         keynum: None,
         keyword: None,
+        limit: 0,
         unknown: None,
         notes: "",
     }
@@ -105,6 +109,7 @@ pub const fn counted(flags: u16, begin: i32, keynumidx: i32, firstkey: i32, step
         step,
         keynum: Some((keynumidx, firstkey)),
         keyword: None,
+        limit: 0,
         unknown: None,
         notes: "",
     }
@@ -115,6 +120,22 @@ pub const fn keyword(flags: u16, word: &'static str, startfrom: i32) -> KeySpec 
     KeySpec {
         keyword: Some(word),
         ..range(flags, startfrom, 0, 1)
+    }
+}
+
+/// Keys from the argument after `word` (searched for from `startfrom` on) to `last`
+/// (see [`KeySpec`]), `step` apart, of the first 1/`limit` of what follows.
+pub const fn keyword_range(
+    flags: u16,
+    word: &'static str,
+    startfrom: i32,
+    last: i32,
+    limit: i32,
+) -> KeySpec {
+    KeySpec {
+        keyword: Some(word),
+        limit,
+        ..range(flags, startfrom, last, 1)
     }
 }
 
@@ -133,6 +154,11 @@ pub fn counts_hold(specs: &[KeySpec], args: &[Vec<u8>]) -> bool {
         .iter()
         .filter(|s| s.keynum.is_some())
         .all(|s| s.positions(args).next().is_some())
+}
+
+/// Whether any spec finds keys (rather than shard channels).
+pub fn names_keys(specs: &[KeySpec]) -> bool {
+    specs.iter().any(|s| s.flags & NOT_KEY == 0)
 }
 
 /// Whether a command's keys can only be found by reading its arguments (Redis's
@@ -200,6 +226,8 @@ impl KeySpec {
         }
         let last = if self.last >= 0 {
             (begin + self.last).min(n - 1)
+        } else if self.limit > 0 {
+            begin + (n - begin) / self.limit + self.last
         } else {
             n + self.last
         };
@@ -271,7 +299,7 @@ impl KeySpec {
                     Frame::Map(vec![
                         (text("lastkey"), Frame::Integer(self.last as i64)),
                         (text("keystep"), Frame::Integer(self.step as i64)),
-                        (text("limit"), Frame::Integer(0)),
+                        (text("limit"), Frame::Integer(self.limit as i64)),
                     ]),
                 ),
             ]),
@@ -445,6 +473,15 @@ mod tests {
         assert_eq!(keys(&with(&["WITHDIST", "STORE"])), [1]);
         assert_eq!(keys(&["georadius", "k", "0", "STORE", "1", "m"]), [1]);
         assert!(movable(&georadius));
+        // XREAD: the keys are the first half of what follows STREAMS.
+        let xread = [keyword_range(RO | ACCESS, "STREAMS", 1, -1, 2)];
+        let keys: Vec<usize> = keys_of_call(
+            &xread,
+            &call(&["xread", "count", "2", "streams", "a", "b", "0", "0"]),
+        )
+        .map(|(i, _)| i)
+        .collect();
+        assert_eq!(keys, [4, 5]);
         assert_eq!(legacy_range(&georadius), (1, 1, 1));
     }
 

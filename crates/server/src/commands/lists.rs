@@ -476,6 +476,7 @@ fn blocking_pop(ctx: &Ctx, args: &[Vec<u8>], end: End) -> Reply {
         keys: keys.to_vec(),
         timeout,
         timeout_reply: Frame::NullArray,
+        rerun: None,
     })
 }
 
@@ -502,6 +503,7 @@ fn blocking_move(ctx: &Ctx, args: &[Vec<u8>], from: End, to: End, timeout: &[u8]
         keys: vec![args[1].clone()],
         timeout,
         timeout_reply: Frame::Null,
+        rerun: None,
     })
 }
 
@@ -539,6 +541,7 @@ fn multi_pop(ctx: &Ctx, args: &[Vec<u8>], blocking: Option<Option<std::time::Dur
             keys: keys.to_vec(),
             timeout,
             timeout_reply: Frame::NullArray,
+            rerun: None,
         }),
     }
 }

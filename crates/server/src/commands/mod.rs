@@ -42,6 +42,7 @@ mod sets;
 mod slowlog;
 mod sort;
 mod sorted_sets;
+mod streams;
 mod strings;
 mod tracking;
 mod transaction;
@@ -60,8 +61,8 @@ use crate::gate_hold::GateHold;
 use crate::keyspace_events;
 use crate::server::Server;
 use key_specs::{
-    counted, every, first, keyword, range, unknown_keys, KeySpec, ACCESS, DELETE, INSERT, NOT_KEY,
-    OW, RM, RO, RW, UPDATE, VARIABLE_FLAGS,
+    counted, every, first, keyword, keyword_range, range, unknown_keys, KeySpec, ACCESS, DELETE,
+    INSERT, NOT_KEY, OW, RM, RO, RW, UPDATE, VARIABLE_FLAGS,
 };
 
 /// Per-connection state commands may read or change.
@@ -231,12 +232,14 @@ pub enum Action {
     /// (WAIT for replicas that hotkv does not have). Inside EXEC, at once.
     After(Option<std::time::Duration>, Frame),
     /// Nothing to serve yet: wait until one of `keys` is written, then run the command
-    /// again, for at most `timeout` (forever if `None`), after which `timeout_reply`
-    /// answers. Inside EXEC, `timeout_reply` at once.
+    /// again (or `rerun`, if given: XREAD's `$` resolved), for at most `timeout`
+    /// (forever if `None`), after which `timeout_reply` answers. Inside EXEC,
+    /// `timeout_reply` at once.
     Block {
         keys: Vec<Vec<u8>>,
         timeout: Option<std::time::Duration>,
         timeout_reply: Frame,
+        rerun: Option<Vec<Vec<u8>>>,
     },
 }
 
@@ -336,6 +339,7 @@ const SORTEDSET: u16 = 1 << 10;
 const HYPERLOGLOG: u16 = 1 << 11;
 const SCRIPTING: u16 = 1 << 12;
 const GEO: u16 = 1 << 13;
+const STREAM_CATEGORY: u16 = 1 << 14;
 
 pub struct Command {
     name: &'static str,
@@ -520,6 +524,15 @@ const TABLE: &[Command] = &[
     cmd("zinter", -3, R | ALONE, &[counted(RO | ACCESS, 1, 0, 1, 1)], SORTEDSET, sorted_sets::zinter),
     cmd("zdiff", -3, R | ALONE, &[counted(RO | ACCESS, 1, 0, 1, 1)], SORTEDSET, sorted_sets::zdiff),
     cmd("zintercard", -3, R | ALONE, &[counted(RO | ACCESS, 1, 0, 1, 1)], SORTEDSET, sorted_sets::zintercard),
+    // Streams.
+    cmd("xadd", -5, W | FAST, &[first(RW | UPDATE).noted("UPDATE instead of INSERT because of the optional trimming feature")], STREAM_CATEGORY, streams::xadd),
+    cmd("xlen", 2, R | FAST, &[first(RO)], STREAM_CATEGORY, streams::xlen),
+    cmd("xrange", -4, R, &[first(RO | ACCESS)], STREAM_CATEGORY, streams::xrange),
+    cmd("xrevrange", -4, R, &[first(RO | ACCESS)], STREAM_CATEGORY, streams::xrevrange),
+    cmd("xdel", -3, WRITE | FAST, &[first(RW | DELETE)], STREAM_CATEGORY, streams::xdel),
+    cmd("xtrim", -4, WRITE, &[first(RW | DELETE)], STREAM_CATEGORY, streams::xtrim),
+    cmd("xread", -4, R | BLOCKING, &[keyword_range(RO | ACCESS, "STREAMS", 1, -1, 2)], STREAM_CATEGORY, streams::xread),
+    cmd("xsetid", -3, W | FAST, &[first(RW | UPDATE)], STREAM_CATEGORY, streams::xsetid),
     // Geospatial indexes (sorted sets scored by geohash).
     cmd("geoadd", -5, W, &[first(RW | UPDATE)], GEO, geo::geoadd),
     cmd("geodist", -4, R, &[first(RO | ACCESS)], GEO, geo::geodist),

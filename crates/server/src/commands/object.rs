@@ -120,6 +120,7 @@ fn large_encoding(kind: Kind) -> &'static str {
         Kind::List => "quicklist",
         Kind::Hash | Kind::Set => "hashtable",
         Kind::ZSet => "skiplist",
+        Kind::Stream => "stream",
     }
 }
 
@@ -167,6 +168,7 @@ fn collection_encoding(
             "listpack"
         }
         Kind::ZSet => "skiplist",
+        Kind::Stream => "stream",
     }
 }
 

@@ -705,6 +705,7 @@ fn blocking_pop(ctx: &Ctx, args: &[Vec<u8>], max: bool) -> Reply {
         keys: keys.to_vec(),
         timeout,
         timeout_reply: Frame::NullArray,
+        rerun: None,
     })
 }
 
@@ -763,6 +764,7 @@ fn multi_pop(ctx: &Ctx, args: &[Vec<u8>], blocking: Option<Option<std::time::Dur
             keys: keys.to_vec(),
             timeout,
             timeout_reply: Frame::NullArray,
+            rerun: None,
         }),
     }
 }

@@ -1,0 +1,581 @@
+//! A stream value: entries ordered by ID, the stream's counters, and its consumer
+//! groups, with the stored form the index keeps.
+//!
+//! ```text
+//! stream   = last_id first_id max_deleted_id entries_added:u64
+//!            tail_node:u64 tail_node_added:u64
+//!            group_count:u32 group* entry_count:u64 entry*
+//! id       = ms:u64 seq:u64
+//! entry    = id node:u64 field_count:u32 (bytes bytes)*field_count
+//! group    = name:bytes last_id entries_read:i64 (-1: unknown)
+//!            pending_count:u32 pending* consumer_count:u32 consumer*
+//! pending  = id consumer:bytes delivered_ms:u64 deliveries:u64
+//! consumer = name:bytes seen_ms:u64
+//! bytes    = len:u32 byte*len
+//! ```
+//!
+//! Integers are little-endian. A command decodes the whole value, changes it and
+//! stores it again (O(size), as hotkv's other collections).
+//!
+//! Redis keeps entries in nodes of up to `stream-node-max-entries` (100) and
+//! `stream-node-max-bytes` (4096), and trims with `~` only whole nodes. The `node`
+//! number of each entry models those nodes by count alone, so `MAXLEN ~` trims what
+//! Redis trims for entries small enough that the byte limit does not close a node
+//! first; with larger entries hotkv's nodes are larger than Redis's.
+
+use std::fmt;
+
+/// A stream entry ID: milliseconds, then a sequence number.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Id {
+    pub ms: u64,
+    pub seq: u64,
+}
+
+impl Id {
+    pub const ZERO: Id = Id { ms: 0, seq: 0 };
+    pub const MAX: Id = Id {
+        ms: u64::MAX,
+        seq: u64::MAX,
+    };
+
+    /// The next ID, `None` past the last.
+    pub fn next(self) -> Option<Id> {
+        match (self.ms, self.seq) {
+            (u64::MAX, u64::MAX) => None,
+            (ms, u64::MAX) => Some(Id { ms: ms + 1, seq: 0 }),
+            (ms, seq) => Some(Id { ms, seq: seq + 1 }),
+        }
+    }
+
+    /// The previous ID, `None` before 0-0.
+    pub fn previous(self) -> Option<Id> {
+        match (self.ms, self.seq) {
+            (0, 0) => None,
+            (ms, 0) => Some(Id {
+                ms: ms - 1,
+                seq: u64::MAX,
+            }),
+            (ms, seq) => Some(Id { ms, seq: seq - 1 }),
+        }
+    }
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}-{}", self.ms, self.seq)
+    }
+}
+
+/// How an ID argument is read.
+#[derive(Clone, Copy, PartialEq)]
+pub enum IdSyntax {
+    /// `-` and `+` allowed (range ends).
+    Range,
+    /// A concrete ID only.
+    Strict,
+    /// A concrete ID, or `ms-*` (XADD: the sequence is chosen).
+    Add,
+}
+
+/// A parsed ID argument: the ID, and whether its sequence was given (not `ms-*`).
+pub struct ParsedId {
+    pub id: Id,
+    pub seq_given: bool,
+}
+
+/// Reads an ID as Redis does: `ms[-seq]` (a missing sequence is `missing_seq`), or
+/// with [`IdSyntax::Range`] `-` / `+`.
+pub fn parse_id(arg: &[u8], missing_seq: u64, syntax: IdSyntax) -> Option<ParsedId> {
+    if arg.len() > 127 {
+        return None;
+    }
+    let given = |id| ParsedId {
+        id,
+        seq_given: true,
+    };
+    match arg {
+        b"-" if syntax == IdSyntax::Range => return Some(given(Id::ZERO)),
+        b"+" if syntax == IdSyntax::Range => return Some(given(Id::MAX)),
+        _ => {}
+    }
+    let number = |s: &[u8]| -> Option<u64> {
+        // As Redis's string2ull: digits only, no sign, no leading zeros but "0".
+        if s.is_empty() || !s.iter().all(u8::is_ascii_digit) || (s.len() > 1 && s[0] == b'0') {
+            return None;
+        }
+        std::str::from_utf8(s).ok()?.parse().ok()
+    };
+    let (ms, seq) = match arg.iter().position(|&c| c == b'-') {
+        None => {
+            return Some(given(Id {
+                ms: number(arg)?,
+                seq: missing_seq,
+            }))
+        }
+        Some(dash) => (&arg[..dash], &arg[dash + 1..]),
+    };
+    let ms = number(ms)?;
+    if syntax == IdSyntax::Add && seq == b"*" {
+        return Some(ParsedId {
+            id: Id { ms, seq: 0 },
+            seq_given: false,
+        });
+    }
+    Some(given(Id {
+        ms,
+        seq: number(seq)?,
+    }))
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    pub id: Id,
+    /// The Redis node this entry was added to (see the module's documentation).
+    pub node: u64,
+    pub fields: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+/// A message delivered to a consumer and not yet acknowledged.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pending {
+    pub id: Id,
+    pub consumer: Vec<u8>,
+    pub delivered_ms: u64,
+    pub deliveries: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Consumer {
+    pub name: Vec<u8>,
+    pub seen_ms: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Group {
+    pub name: Vec<u8>,
+    pub last_id: Id,
+    /// Entries the group has read, counted as Redis counts them for its lag; `None`
+    /// when it cannot be known.
+    pub entries_read: Option<u64>,
+    /// Ordered by ID.
+    pub pending: Vec<Pending>,
+    /// In the order they were created.
+    pub consumers: Vec<Consumer>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stream {
+    pub last_id: Id,
+    /// The first entry's ID, 0-0 when empty (kept as Redis keeps it).
+    pub first_id: Id,
+    pub max_deleted_id: Id,
+    /// Entries ever added.
+    pub entries_added: u64,
+    tail_node: u64,
+    tail_node_added: u64,
+    pub groups: Vec<Group>,
+    /// Ordered by ID.
+    pub entries: Vec<Entry>,
+}
+
+/// Why a stored value could not be read: the store holds a value no version of
+/// hotkv wrote.
+#[derive(Debug)]
+pub struct Corrupt;
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], Corrupt> {
+        if self.bytes.len() < n {
+            return Err(Corrupt);
+        }
+        let (head, rest) = self.bytes.split_at(n);
+        self.bytes = rest;
+        Ok(head)
+    }
+    fn u64(&mut self) -> Result<u64, Corrupt> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+    fn u32(&mut self) -> Result<u32, Corrupt> {
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+    fn id(&mut self) -> Result<Id, Corrupt> {
+        Ok(Id {
+            ms: self.u64()?,
+            seq: self.u64()?,
+        })
+    }
+    fn bytes(&mut self) -> Result<Vec<u8>, Corrupt> {
+        let n = self.u32()? as usize;
+        Ok(self.take(n)?.to_vec())
+    }
+    /// A count of things each at least `min_size` bytes long, checked against what
+    /// is left, so a corrupt count cannot make a huge allocation.
+    fn count(&mut self, n: u64, min_size: usize) -> Result<usize, Corrupt> {
+        let n = usize::try_from(n).map_err(|_| Corrupt)?;
+        if n.saturating_mul(min_size) > self.bytes.len() {
+            return Err(Corrupt);
+        }
+        Ok(n)
+    }
+}
+
+fn put_u64(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(&n.to_le_bytes());
+}
+
+fn put_u32(out: &mut Vec<u8>, n: usize) {
+    let n = u32::try_from(n).expect("a stream part is below 4 GiB");
+    out.extend_from_slice(&n.to_le_bytes());
+}
+
+fn put_id(out: &mut Vec<u8>, id: Id) {
+    put_u64(out, id.ms);
+    put_u64(out, id.seq);
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_u32(out, b.len());
+    out.extend_from_slice(b);
+}
+
+impl Stream {
+    pub fn decode(bytes: &[u8]) -> Result<Stream, Corrupt> {
+        let mut r = Reader { bytes };
+        let mut s = Stream {
+            last_id: r.id()?,
+            first_id: r.id()?,
+            max_deleted_id: r.id()?,
+            entries_added: r.u64()?,
+            tail_node: r.u64()?,
+            tail_node_added: r.u64()?,
+            ..Stream::default()
+        };
+        let groups = r.u32()?;
+        for _ in 0..r.count(u64::from(groups), 4 + 16 + 8 + 8)? {
+            let name = r.bytes()?;
+            let last_id = r.id()?;
+            let entries_read = r.u64()? as i64;
+            let pending_count = r.u32()?;
+            let mut pending = Vec::with_capacity(r.count(u64::from(pending_count), 36)?);
+            for _ in 0..pending.capacity() {
+                pending.push(Pending {
+                    id: r.id()?,
+                    consumer: r.bytes()?,
+                    delivered_ms: r.u64()?,
+                    deliveries: r.u64()?,
+                });
+            }
+            let consumer_count = r.u32()?;
+            let mut consumers = Vec::with_capacity(r.count(u64::from(consumer_count), 12)?);
+            for _ in 0..consumers.capacity() {
+                consumers.push(Consumer {
+                    name: r.bytes()?,
+                    seen_ms: r.u64()?,
+                });
+            }
+            s.groups.push(Group {
+                name,
+                last_id,
+                entries_read: u64::try_from(entries_read).ok(),
+                pending,
+                consumers,
+            });
+        }
+        let entries = r.u64()?;
+        s.entries.reserve(r.count(entries, 28)?);
+        for _ in 0..entries {
+            let id = r.id()?;
+            let node = r.u64()?;
+            let field_count = r.u32()?;
+            let mut fields = Vec::with_capacity(r.count(u64::from(field_count), 8)?);
+            for _ in 0..field_count {
+                fields.push((r.bytes()?, r.bytes()?));
+            }
+            s.entries.push(Entry { id, node, fields });
+        }
+        if !r.bytes.is_empty() {
+            return Err(Corrupt);
+        }
+        Ok(s)
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let fields: usize = self
+            .entries
+            .iter()
+            .flat_map(|e| &e.fields)
+            .map(|(f, v)| f.len() + v.len() + 8)
+            .sum();
+        let mut out = Vec::with_capacity(100 + fields + self.entries.len() * 28);
+        put_id(&mut out, self.last_id);
+        put_id(&mut out, self.first_id);
+        put_id(&mut out, self.max_deleted_id);
+        put_u64(&mut out, self.entries_added);
+        put_u64(&mut out, self.tail_node);
+        put_u64(&mut out, self.tail_node_added);
+        put_u32(&mut out, self.groups.len());
+        for g in &self.groups {
+            put_bytes(&mut out, &g.name);
+            put_id(&mut out, g.last_id);
+            put_u64(&mut out, g.entries_read.map_or(u64::MAX, |n| n));
+            put_u32(&mut out, g.pending.len());
+            for p in &g.pending {
+                put_id(&mut out, p.id);
+                put_bytes(&mut out, &p.consumer);
+                put_u64(&mut out, p.delivered_ms);
+                put_u64(&mut out, p.deliveries);
+            }
+            put_u32(&mut out, g.consumers.len());
+            for c in &g.consumers {
+                put_bytes(&mut out, &c.name);
+                put_u64(&mut out, c.seen_ms);
+            }
+        }
+        put_u64(&mut out, self.entries.len() as u64);
+        for e in &self.entries {
+            put_id(&mut out, e.id);
+            put_u64(&mut out, e.node);
+            put_u32(&mut out, e.fields.len());
+            for (f, v) in &e.fields {
+                put_bytes(&mut out, f);
+                put_bytes(&mut out, v);
+            }
+        }
+        out
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The position of the first entry at or after `id`.
+    pub fn position(&self, id: Id) -> usize {
+        self.entries.partition_point(|e| e.id < id)
+    }
+
+    /// Appends an entry with `id`, which must be above `last_id`, into the tail node
+    /// or a new one once the tail holds `node_entries` (live or deleted).
+    pub fn append(&mut self, id: Id, fields: Vec<(Vec<u8>, Vec<u8>)>, node_entries: u64) {
+        assert!(id > self.last_id, "stream IDs only grow");
+        let tail_gone = self.entries.last().is_none_or(|e| e.node != self.tail_node);
+        if self.tail_node_added == 0 || tail_gone || self.tail_node_added >= node_entries.max(1) {
+            self.tail_node += 1;
+            self.tail_node_added = 0;
+        }
+        self.tail_node_added += 1;
+        if self.entries.is_empty() {
+            self.first_id = id;
+        }
+        self.entries.push(Entry {
+            id,
+            node: self.tail_node,
+            fields,
+        });
+        self.last_id = id;
+        self.entries_added += 1;
+    }
+
+    /// Removes the entry `id`, if present; keeps `first_id` and `max_deleted_id` as
+    /// XDEL does.
+    pub fn delete(&mut self, id: Id) -> bool {
+        let at = self.position(id);
+        if self.entries.get(at).is_none_or(|e| e.id != id) {
+            return false;
+        }
+        self.entries.remove(at);
+        self.max_deleted_id = self.max_deleted_id.max(id);
+        self.first_id = self.entries.first().map_or(Id::ZERO, |e| e.id);
+        true
+    }
+
+    /// Removes entries from the head: while more than `maxlen` remain, or those below
+    /// `minid`. With `approx`, only whole nodes, and no more than `limit` entries
+    /// (0: no limit). Returns how many went.
+    pub fn trim(&mut self, strategy: Trim, approx: bool, limit: u64) -> u64 {
+        let mut removed = 0usize;
+        let len = self.entries.len();
+        while removed < len {
+            let left = (len - removed) as u64;
+            if let Trim::MaxLen(max) = strategy {
+                if left <= max {
+                    break;
+                }
+            }
+            let node = self.entries[removed].node;
+            let in_node = self.entries[removed..]
+                .iter()
+                .take_while(|e| e.node == node)
+                .count();
+            if limit != 0 && (removed + in_node) as u64 > limit {
+                break;
+            }
+            let whole_node = match strategy {
+                Trim::MaxLen(max) => left - in_node as u64 >= max,
+                Trim::MinId(min) => self.entries[removed + in_node - 1].id < min,
+            };
+            if whole_node {
+                removed += in_node;
+                continue;
+            }
+            if approx {
+                break;
+            }
+            let keep = match strategy {
+                Trim::MaxLen(max) => (left - max) as usize,
+                Trim::MinId(min) => self.entries[removed..removed + in_node]
+                    .iter()
+                    .take_while(|e| e.id < min)
+                    .count(),
+            };
+            removed += keep;
+            break;
+        }
+        self.entries.drain(..removed);
+        self.first_id = self.entries.first().map_or(Id::ZERO, |e| e.id);
+        removed as u64
+    }
+}
+
+/// What XTRIM and XADD's trimming keep.
+#[derive(Clone, Copy, Debug)]
+pub enum Trim {
+    MaxLen(u64),
+    MinId(Id),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(ms: u64, seq: u64) -> Id {
+        Id { ms, seq }
+    }
+
+    fn filled(n: u64, node_entries: u64) -> Stream {
+        let mut s = Stream::default();
+        for i in 1..=n {
+            s.append(
+                id(i, 0),
+                vec![(b"f".to_vec(), i.to_string().into_bytes())],
+                node_entries,
+            );
+        }
+        s
+    }
+
+    #[test]
+    fn ids_parse_as_redis_reads_them() {
+        let p = |a: &str, syntax| parse_id(a.as_bytes(), 7, syntax).map(|p| (p.id, p.seq_given));
+        assert_eq!(p("5", IdSyntax::Strict), Some((id(5, 7), true)));
+        assert_eq!(p("5-3", IdSyntax::Strict), Some((id(5, 3), true)));
+        assert_eq!(p("5-*", IdSyntax::Add), Some((id(5, 0), false)));
+        assert_eq!(p("5-*", IdSyntax::Strict), None);
+        assert_eq!(p("-", IdSyntax::Range), Some((Id::ZERO, true)));
+        assert_eq!(p("+", IdSyntax::Range), Some((Id::MAX, true)));
+        assert_eq!(p("+", IdSyntax::Strict), None);
+        for bad in [
+            "",
+            "-1",
+            "1-",
+            "01",
+            "a",
+            "1-2-3",
+            "18446744073709551616",
+            " 1",
+        ] {
+            assert_eq!(p(bad, IdSyntax::Strict), None, "{bad:?}");
+        }
+        assert_eq!(
+            p(
+                "18446744073709551615-18446744073709551615",
+                IdSyntax::Strict
+            ),
+            Some((Id::MAX, true))
+        );
+    }
+
+    #[test]
+    fn ids_step_across_their_limits() {
+        assert_eq!(id(1, u64::MAX).next(), Some(id(2, 0)));
+        assert_eq!(Id::MAX.next(), None);
+        assert_eq!(id(2, 0).previous(), Some(id(1, u64::MAX)));
+        assert_eq!(Id::ZERO.previous(), None);
+    }
+
+    #[test]
+    fn the_stored_form_round_trips() {
+        let mut s = filled(250, 100);
+        s.delete(id(3, 0));
+        s.groups.push(Group {
+            name: b"g".to_vec(),
+            last_id: id(10, 0),
+            entries_read: Some(9),
+            pending: vec![Pending {
+                id: id(4, 0),
+                consumer: b"alice".to_vec(),
+                delivered_ms: 123,
+                deliveries: 2,
+            }],
+            consumers: vec![Consumer {
+                name: b"alice".to_vec(),
+                seen_ms: 456,
+            }],
+        });
+        s.groups.push(Group {
+            name: b"h".to_vec(),
+            last_id: Id::ZERO,
+            entries_read: None,
+            pending: vec![],
+            consumers: vec![],
+        });
+        let bytes = s.encode();
+        assert_eq!(Stream::decode(&bytes).unwrap(), s);
+        // Every cut, and a byte too many, is refused rather than misread.
+        for cut in 0..bytes.len() {
+            assert!(Stream::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(Stream::decode(&longer).is_err());
+    }
+
+    #[test]
+    fn approximate_trims_remove_whole_nodes_only() {
+        let mut s = filled(1000, 100);
+        assert_eq!(s.trim(Trim::MaxLen(555), true, 0), 400);
+        assert_eq!(s.len(), 600);
+        // Exact trimming goes into the node.
+        assert_eq!(s.trim(Trim::MaxLen(555), false, 0), 45);
+        assert_eq!(s.first_id, id(446, 0));
+        // A limit stops before a node that would pass it.
+        let mut s = filled(1000, 100);
+        assert_eq!(s.trim(Trim::MaxLen(0), true, 250), 200);
+        let mut s = filled(1000, 100);
+        assert_eq!(s.trim(Trim::MinId(id(250, 0)), true, 0), 200);
+        assert_eq!(s.trim(Trim::MinId(id(250, 0)), false, 0), 49);
+        assert_eq!(s.first_id, id(250, 0));
+    }
+
+    #[test]
+    fn a_node_emptied_by_deletes_is_not_appended_to() {
+        let mut s = filled(3, 100);
+        for i in 1..=3 {
+            assert!(s.delete(id(i, 0)));
+        }
+        assert!(!s.delete(id(2, 0)));
+        assert_eq!((s.first_id, s.max_deleted_id), (Id::ZERO, id(3, 0)));
+        s.append(id(4, 0), vec![], 100);
+        s.append(id(5, 0), vec![], 100);
+        assert_ne!(s.entries[0].node, 1);
+        assert_eq!(s.entries[0].node, s.entries[1].node);
+    }
+}

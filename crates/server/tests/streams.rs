@@ -1,0 +1,116 @@
+//! Streams through the real server: automatic IDs, blocking reads woken by writers,
+//! a stream outliving a restart of the lsm engine. Replies are checked byte for byte
+//! against redis-server by `tests/clients/test_compat.py`.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{run, run_err, Server};
+
+type Entries = Vec<(String, Vec<(String, String)>)>;
+
+/// `*` IDs follow the clock and never repeat, even when many land in one millisecond.
+#[test]
+fn automatic_ids_only_grow() {
+    let server = Server::start();
+    let mut c = server.client();
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let mut ids = Vec::new();
+    for i in 0..500 {
+        let id: String = run(&mut c, &["XADD", "s", "*", "n", &i.to_string()]);
+        let (ms, seq) = id.split_once('-').unwrap();
+        ids.push((ms.parse::<u64>().unwrap(), seq.parse::<u64>().unwrap()));
+    }
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "IDs grow");
+    assert!(ids[0].0 >= before);
+    assert_eq!(run::<i64>(&mut c, &["XLEN", "s"]), 500);
+    let last: Entries = run(&mut c, &["XREVRANGE", "s", "+", "-", "COUNT", "1"]);
+    assert_eq!(last[0].1, [("n".to_string(), "499".to_string())]);
+    // Below the top is refused; an ID past it is taken.
+    let top = format!("{}-{}", ids[499].0, ids[499].1);
+    assert_eq!(
+        run_err(&mut c, &["XADD", "s", &top, "a", "b"]),
+        "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+    );
+    let far = format!("{}-0", ids[499].0 + 1000);
+    assert_eq!(run::<String>(&mut c, &["XADD", "s", &far, "a", "b"]), far);
+}
+
+/// Four clients block on XREAD (`$`: only entries added later); one XADD wakes them
+/// all with that entry; a client blocked past its timeout gets a null reply.
+#[test]
+fn blocking_reads_wake_on_new_entries() {
+    let server = Server::start();
+    let mut c = server.client();
+    let _: String = run(&mut c, &["XADD", "s", "1-0", "old", "x"]);
+    std::thread::scope(|scope| {
+        let readers: Vec<_> = (0..4)
+            .map(|_| {
+                let server = &server;
+                scope.spawn(move || {
+                    let mut c = server.client();
+                    let reply: Vec<(String, Entries)> = run(
+                        &mut c,
+                        &["XREAD", "BLOCK", "10000", "STREAMS", "other", "s", "$", "$"],
+                    );
+                    reply
+                })
+            })
+            .collect();
+        // Wait for the four to block.
+        assert!(support::eventually(10, || {
+            support::info_field(&mut server.client(), "blocked_clients") == "4"
+        }));
+        let _: String = run(&mut c, &["XADD", "s", "2-0", "new", "y"]);
+        for reader in readers {
+            let reply = reader.join().unwrap();
+            assert_eq!(reply.len(), 1);
+            assert_eq!(reply[0].0, "s");
+            assert_eq!(
+                reply[0].1,
+                [(
+                    "2-0".to_string(),
+                    vec![("new".to_string(), "y".to_string())]
+                )]
+            );
+        }
+    });
+    let started = std::time::Instant::now();
+    let reply: Option<Vec<(String, Entries)>> =
+        run(&mut c, &["XREAD", "BLOCK", "200", "STREAMS", "s", "$"]);
+    assert!(reply.is_none());
+    assert!(started.elapsed() >= Duration::from_millis(150));
+}
+
+/// On the lsm engine a stream, its counters and an emptied stream outlive a restart.
+#[test]
+fn streams_survive_a_restart() {
+    let server = Server::start_in(tempfile::tempdir().unwrap(), &[]);
+    let mut c = server.client();
+    for i in 1..=300 {
+        let _: String = run(
+            &mut c,
+            &["XADD", "s", &format!("{i}-1"), "f", &format!("v{i}")],
+        );
+    }
+    let _: i64 = run(&mut c, &["XDEL", "s", "5-1"]);
+    let _: i64 = run(&mut c, &["XTRIM", "s", "MAXLEN", "250"]);
+    let _: String = run(&mut c, &["XADD", "empty", "1-1", "f", "v"]);
+    let _: i64 = run(&mut c, &["XDEL", "empty", "1-1"]);
+    let dir = server.stop().unwrap();
+    let server = Server::start_in(dir, &[]);
+    let mut c = server.client();
+    assert_eq!(run::<i64>(&mut c, &["XLEN", "s"]), 250);
+    let first: Entries = run(&mut c, &["XRANGE", "s", "-", "+", "COUNT", "1"]);
+    assert_eq!(first[0].0, "51-1");
+    // The emptied stream is still a stream, and remembers its last ID.
+    assert_eq!(run::<String>(&mut c, &["TYPE", "empty"]), "stream");
+    assert_eq!(
+        run_err(&mut c, &["XADD", "empty", "1-1", "f", "v"]),
+        "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+    );
+}

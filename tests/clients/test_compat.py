@@ -1751,6 +1751,31 @@ def stream_command(rng, clock):
             commands.append([b"XADD", b"x1", b"%d-0" % clock[0], b"f", b"v"])
         return commands
     bound = lambda: (b"(" if rng.random() < 0.2 else b"") + some_id()
+    group = lambda: rng.choice([b"g1", b"g1", b"g2", b"nogroup"])
+    consumer = lambda: rng.choice([b"alice", b"bob", b"carol"])
+    def group_command():
+        # Consumer groups, leaving out what reports the clock (idle times, delivery
+        # and seen times: XPENDING's extended form, XINFO CONSUMERS and STREAM).
+        return rng.choice([
+            lambda: [b"XGROUP", b"CREATE", key(), group(), rng.choice([b"$", b"0", some_id()])]
+                    + rng.choice([[], [b"MKSTREAM"], [b"ENTRIESREAD", rng.choice([b"0", b"3", b"-1", b"-2"])], [b"BAD"]]),
+            lambda: [b"XGROUP", b"SETID", key(), group(), rng.choice([b"$", b"0", some_id()])]
+                    + rng.choice([[], [b"ENTRIESREAD", rng.choice([b"0", b"5", b"-1"])]]),
+            lambda: [b"XGROUP", b"DESTROY", key(), group()],
+            lambda: [b"XGROUP", b"CREATECONSUMER", key(), group(), consumer()],
+            lambda: [b"XGROUP", b"DELCONSUMER", key(), group(), consumer()],
+            lambda: [b"XREADGROUP", b"GROUP", group(), consumer()] + count()
+                    + rng.choice([[], [], [b"NOACK"]]) + [b"STREAMS"]
+                    + rng.choice([[key(), b">"], [key(), b">"], [key(), rng.choice([b"0", some_id(), b"$"])],
+                                  [b"x1", b"x2", b">", b">"]]),
+            lambda: [b"XACK", key(), group()] + [some_id() for _ in range(rng.choice([1, 2, 3]))],
+            lambda: [b"XPENDING", key(), group()],
+            lambda: [b"XCLAIM", key(), group(), consumer(), b"0"] + [some_id() for _ in range(rng.choice([1, 3]))]
+                    + rng.choice([[], [b"JUSTID"], [b"FORCE"], [b"RETRYCOUNT", b"7"], [b"LASTID", some_id()], [b"BOGUS"]]),
+            lambda: [b"XAUTOCLAIM", key(), group(), consumer(), b"0", bound()]
+                    + rng.choice([[], [b"COUNT", rng.choice([b"1", b"2", b"0", b"x"])], [b"JUSTID"]]),
+            lambda: [b"XINFO", b"GROUPS", key()],
+        ])()
     count = lambda: [b"COUNT", rng.choice([b"0", b"1", b"3", b"-1", b"x"])] if rng.random() < 0.4 else []
     return rng.choice([
         xadd, xadd, xadd, xadd, bulk_add,
@@ -1768,6 +1793,9 @@ def stream_command(rng, clock):
         lambda: [b"TYPE", key()],
         lambda: [b"OBJECT", b"ENCODING", key()],
         lambda: [b"DEL", key()],
+        group_command,
+        group_command,
+        group_command,
     ])()
 
 

@@ -160,8 +160,85 @@ pub struct Group {
     pub entries_read: Option<u64>,
     /// Ordered by ID.
     pub pending: Vec<Pending>,
-    /// In the order they were created.
+    /// Ordered by name, as Redis lists them.
     pub consumers: Vec<Consumer>,
+}
+
+impl Group {
+    pub fn new(name: &[u8], last_id: Id, entries_read: Option<u64>) -> Group {
+        Group {
+            name: name.to_vec(),
+            last_id,
+            entries_read,
+            pending: Vec::new(),
+            consumers: Vec::new(),
+        }
+    }
+
+    /// The position of the first pending message at or after `id`.
+    pub fn pending_from(&self, id: Id) -> usize {
+        self.pending.partition_point(|p| p.id < id)
+    }
+
+    pub fn pending_of(&self, consumer: &[u8]) -> usize {
+        self.pending
+            .iter()
+            .filter(|p| p.consumer == consumer)
+            .count()
+    }
+
+    pub fn consumer(&self, name: &[u8]) -> Option<&Consumer> {
+        self.consumers.iter().find(|c| c.name == name)
+    }
+
+    /// The consumer `name`, created if missing (`true` then), its seen time set to
+    /// `now`.
+    pub fn touch_consumer(&mut self, name: &[u8], now: u64) -> bool {
+        match self
+            .consumers
+            .binary_search_by(|c| c.name.as_slice().cmp(name))
+        {
+            Ok(at) => {
+                self.consumers[at].seen_ms = now;
+                false
+            }
+            Err(at) => {
+                self.consumers.insert(
+                    at,
+                    Consumer {
+                        name: name.to_vec(),
+                        seen_ms: now,
+                    },
+                );
+                true
+            }
+        }
+    }
+
+    /// Removes the consumer `name` and its pending messages: how many it had, `None`
+    /// if there was no such consumer.
+    pub fn remove_consumer(&mut self, name: &[u8]) -> Option<usize> {
+        let at = self.consumers.iter().position(|c| c.name == name)?;
+        self.consumers.remove(at);
+        let before = self.pending.len();
+        self.pending.retain(|p| p.consumer != name);
+        Some(before - self.pending.len())
+    }
+
+    /// Delivers `id` to `consumer` at `now`: pending for it alone, delivered once.
+    pub fn deliver(&mut self, id: Id, consumer: &[u8], now: u64) {
+        let fresh = Pending {
+            id,
+            consumer: consumer.to_vec(),
+            delivered_ms: now,
+            deliveries: 1,
+        };
+        let at = self.pending_from(id);
+        match self.pending.get_mut(at) {
+            Some(p) if p.id == id => *p = fresh,
+            _ => self.pending.insert(at, fresh),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -442,6 +519,96 @@ impl Stream {
         self.entries.drain(..removed);
         self.first_id = self.entries.first().map_or(Id::ZERO, |e| e.id);
         removed as u64
+    }
+}
+
+impl Stream {
+    pub fn entry(&self, id: Id) -> Option<&Entry> {
+        self.entries.get(self.position(id)).filter(|e| e.id == id)
+    }
+
+    pub fn group(&self, name: &[u8]) -> Option<&Group> {
+        self.groups.iter().find(|g| g.name == name)
+    }
+
+    pub fn group_mut(&mut self, name: &[u8]) -> Option<&mut Group> {
+        self.groups.iter_mut().find(|g| g.name == name)
+    }
+
+    /// Adds `group`, kept in name order; `false` if one of that name exists.
+    pub fn add_group(&mut self, group: Group) -> bool {
+        match self.groups.binary_search_by(|g| g.name.cmp(&group.name)) {
+            Ok(_) => false,
+            Err(at) => {
+                self.groups.insert(at, group);
+                true
+            }
+        }
+    }
+
+    /// Whether an entry from `start` on may have been deleted (Redis's tombstone
+    /// test: only the largest deleted ID is known).
+    pub fn may_have_deleted_from(&self, start: Id) -> bool {
+        !self.entries.is_empty()
+            && self.max_deleted_id != Id::ZERO
+            && self.first_id <= self.max_deleted_id
+            && start <= self.max_deleted_id
+    }
+
+    /// How many entries were added up to `id`, when that can be known (Redis's
+    /// estimate of a group's place from the first entry ever).
+    pub fn entries_up_to(&self, id: Id) -> Option<u64> {
+        if self.entries_added == 0 {
+            return Some(0);
+        }
+        let len = self.entries.len() as u64;
+        if len == 0 && id <= self.last_id {
+            return Some(self.entries_added);
+        }
+        match id.cmp(&self.last_id) {
+            std::cmp::Ordering::Equal => return Some(self.entries_added),
+            std::cmp::Ordering::Greater => return None,
+            std::cmp::Ordering::Less => {}
+        }
+        if self.max_deleted_id == Id::ZERO || self.max_deleted_id < self.first_id {
+            match id.cmp(&self.first_id) {
+                std::cmp::Ordering::Less => return Some(self.entries_added - len),
+                std::cmp::Ordering::Equal => return Some(self.entries_added - len + 1),
+                std::cmp::Ordering::Greater => {}
+            }
+        }
+        None
+    }
+
+    /// How far behind the stream's end the group `g` is, when that can be known.
+    pub fn lag(&self, g: &Group) -> Option<i64> {
+        if self.entries_added == 0 {
+            return Some(0);
+        }
+        let read = match g.entries_read {
+            Some(read) if !self.may_have_deleted_from(g.last_id) => Some(read),
+            _ => self.entries_up_to(g.last_id),
+        };
+        // Negative if XGROUP SETID claimed more entries read than were added.
+        read.map(|read| self.entries_added as i64 - read as i64)
+    }
+
+    /// Moves the group `name`'s place to `id` as XREADGROUP delivers it, counting
+    /// the entries read as Redis counts them.
+    pub fn advance_group(&mut self, name: &[u8], id: Id) {
+        let exact = !self.may_have_deleted_from(id);
+        let estimate = self.entries_up_to(id);
+        let added = self.entries_added;
+        let g = self.group_mut(name).expect("the group was looked up");
+        if id <= g.last_id {
+            return;
+        }
+        match g.entries_read {
+            Some(read) if exact => g.entries_read = Some(read + 1),
+            _ if added > 0 => g.entries_read = estimate,
+            _ => {}
+        }
+        g.last_id = id;
     }
 }
 

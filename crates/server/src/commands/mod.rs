@@ -42,6 +42,7 @@ mod sets;
 mod slowlog;
 mod sort;
 mod sorted_sets;
+mod stream_groups;
 mod streams;
 mod strings;
 mod tracking;
@@ -533,6 +534,13 @@ const TABLE: &[Command] = &[
     cmd("xtrim", -4, WRITE, &[first(RW | DELETE)], STREAM_CATEGORY, streams::xtrim),
     cmd("xread", -4, R | BLOCKING, &[keyword_range(RO | ACCESS, "STREAMS", 1, -1, 2)], STREAM_CATEGORY, streams::xread),
     cmd("xsetid", -3, W | FAST, &[first(RW | UPDATE)], STREAM_CATEGORY, streams::xsetid),
+    cmd("xreadgroup", -7, WRITE | BLOCKING, &[keyword_range(RO | ACCESS, "STREAMS", 4, -1, 2)], STREAM_CATEGORY, stream_groups::xreadgroup),
+    cmd("xack", -4, WRITE | FAST, &[first(RW | UPDATE)], STREAM_CATEGORY, stream_groups::xack),
+    cmd("xpending", -3, R, &[first(RO | ACCESS)], STREAM_CATEGORY, stream_groups::xpending),
+    cmd("xclaim", -6, WRITE | FAST, &[first(RW | UPDATE)], STREAM_CATEGORY, stream_groups::xclaim),
+    cmd("xautoclaim", -6, WRITE | FAST, &[first(RW | DELETE)], STREAM_CATEGORY, stream_groups::xautoclaim),
+    cmd("xgroup", -2, 0, NO_KEYS, 0, stream_groups::xgroup),
+    cmd("xinfo", -2, 0, NO_KEYS, 0, stream_groups::xinfo),
     // Geospatial indexes (sorted sets scored by geohash).
     cmd("geoadd", -5, W, &[first(RW | UPDATE)], GEO, geo::geoadd),
     cmd("geodist", -4, R, &[first(RO | ACCESS)], GEO, geo::geodist),
@@ -1028,6 +1036,20 @@ const SUBCOMMANDS: &[(&str, &[Subcommand])] = &[
         sub("SHARDCHANNELS", -2, ANY_STATE | PUBSUB, NO_KEYS, 0),
         sub("SHARDNUMSUB", -2, ANY_STATE | PUBSUB, NO_KEYS, 0),
         sub("HELP", 2, ANY_STATE, NO_KEYS, 0),
+    ]),
+    ("xgroup", &[
+        sub("CREATE", -5, W, &[range(RW | INSERT, 2, 0, 1)], STREAM_CATEGORY),
+        sub("SETID", -5, WRITE, &[range(RW | UPDATE, 2, 0, 1)], STREAM_CATEGORY),
+        sub("DESTROY", 4, WRITE, &[range(RW | DELETE, 2, 0, 1)], STREAM_CATEGORY),
+        sub("CREATECONSUMER", 5, W, &[range(RW | INSERT, 2, 0, 1)], STREAM_CATEGORY),
+        sub("DELCONSUMER", 5, WRITE, &[range(RW | DELETE, 2, 0, 1)], STREAM_CATEGORY),
+        sub("HELP", 2, ANY_STATE, NO_KEYS, STREAM_CATEGORY),
+    ]),
+    ("xinfo", &[
+        sub("STREAM", -3, R, &[range(RO | ACCESS, 2, 0, 1)], STREAM_CATEGORY),
+        sub("GROUPS", 3, R, &[range(RO | ACCESS, 2, 0, 1)], STREAM_CATEGORY),
+        sub("CONSUMERS", 4, R, &[range(RO | ACCESS, 2, 0, 1)], STREAM_CATEGORY),
+        sub("HELP", 2, ANY_STATE, NO_KEYS, STREAM_CATEGORY),
     ]),
     ("script", &[
         sub("LOAD", 3, NOSCRIPT | STALE, NO_KEYS, SCRIPTING),

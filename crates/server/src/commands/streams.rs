@@ -25,7 +25,6 @@ macro_rules! or_reply {
         }
     };
 }
-#[allow(unused_imports)] // for stream_groups.rs
 pub(super) use or_reply;
 
 /// What reading a key as a stream found.
@@ -136,13 +135,24 @@ struct TrimArgs {
     limit: Option<u64>,
 }
 
+/// What XADD's arguments before the fields say.
+struct AddArgs {
+    trim: TrimArgs,
+    no_create: bool,
+    /// `None`: `*`.
+    id: Option<stream::ParsedId>,
+    /// Where the ID is.
+    at: usize,
+}
+
 /// Reads XADD's (`adding`) or XTRIM's options from `args[2..]`, in Redis's order and
-/// words; for XADD, also NOMKSTREAM and the ID, whose position is returned.
-fn trim_args(args: &[Vec<u8>], adding: bool) -> Result<(TrimArgs, bool, usize), &'static str> {
+/// words; for XADD, also NOMKSTREAM and the ID, read where the options end.
+fn trim_args(args: &[Vec<u8>], adding: bool) -> Result<AddArgs, &'static str> {
     const BOTH: &str =
         "ERR syntax error, MAXLEN and MINID options at the same time are not compatible";
     let mut t = TrimArgs::default();
     let mut no_create = false;
+    let mut id = None;
     let mut i = 2;
     while i < args.len() {
         let more = args.len() - 1 - i;
@@ -179,8 +189,10 @@ fn trim_args(args: &[Vec<u8>], adding: bool) -> Result<(TrimArgs, bool, usize), 
                 i += 1;
             }
             b"NOMKSTREAM" if adding => no_create = true,
-            // The ID: checked by the caller.
-            _ if adding => break,
+            _ if adding => {
+                id = Some(id_arg(&args[i], 0, IdSyntax::Add)?);
+                break;
+            }
             _ => return Err(SYNTAX_ERROR),
         }
         i += 1;
@@ -196,7 +208,12 @@ fn trim_args(args: &[Vec<u8>], adding: bool) -> Result<(TrimArgs, bool, usize), 
     if t.limit.is_some() && !t.approx {
         return Err("ERR syntax error, LIMIT cannot be used without the special ~ option");
     }
-    Ok((t, no_create, i))
+    Ok(AddArgs {
+        trim: t,
+        no_create,
+        id,
+        at: i,
+    })
 }
 
 impl TrimArgs {
@@ -224,17 +241,14 @@ fn node_entries(ctx: &Ctx) -> u64 {
 /// `XADD key [NOMKSTREAM] [MAXLEN | MINID [= | ~] threshold [LIMIT count]] * | id
 /// field value [field value ...]`.
 pub fn xadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let (trim, no_create, at) = match trim_args(args, true) {
+    let AddArgs {
+        trim,
+        no_create,
+        id: given,
+        at,
+    } = match trim_args(args, true) {
         Ok(parsed) => parsed,
         Err(e) => return error(e),
-    };
-    let given = if at < args.len() && args[at] != b"*" {
-        match id_arg(&args[at], 0, IdSyntax::Add) {
-            Ok(p) => Some(p),
-            Err(e) => return error(e),
-        }
-    } else {
-        None
     };
     let fields = args.get(at + 1..).unwrap_or_default();
     if fields.len() < 2 || !fields.len().is_multiple_of(2) {
@@ -307,8 +321,8 @@ pub fn xadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 
 /// `XTRIM key MAXLEN | MINID [= | ~] threshold [LIMIT count]`.
 pub fn xtrim(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let (trim, _, _) = match trim_args(args, false) {
-        Ok(parsed) => parsed,
+    let trim = match trim_args(args, false) {
+        Ok(parsed) => parsed.trim,
         Err(e) => return error(e),
     };
     let strategy = trim.strategy.expect("XTRIM's arguments name a strategy");

@@ -313,8 +313,14 @@ impl Connection {
                 Err(e) => break Err(e),
                 Ok(None) => break Ok(false),
                 Ok(Some(Waited::Woken)) => continue,
-                Ok(Some(Waited::Elapsed)) => blocked.timeout_reply.clone(),
-                Ok(Some(Waited::UnblockedWithError)) => Frame::error(UNBLOCKED),
+                Ok(Some(Waited::Elapsed)) => {
+                    commands::count_unblocked(&server, &blocked.args, false);
+                    blocked.timeout_reply.clone()
+                }
+                Ok(Some(Waited::UnblockedWithError)) => {
+                    commands::count_unblocked(&server, &blocked.args, true);
+                    Frame::error(UNBLOCKED)
+                }
             };
             if !self.session.replies_off {
                 frame.encode(proto, &mut self.output);

@@ -610,6 +610,8 @@ impl Db {
         let removed = |k: &[u8]| {
             fence(Ordering::SeqCst);
             self.watches.touch(k);
+            // A blocked XREADGROUP learns its stream is gone.
+            self.blocked.written(k);
         };
         match &self.store {
             Store::Memory(index) => {

@@ -431,7 +431,7 @@ fn type_name(kind: u8) -> &'static str {
         10 | 14 => "the payload holds a list in the ziplist form of Redis before 7.0, which hotkv does not read",
         12 => "the payload holds a sorted set in the ziplist form of Redis before 7.0, which hotkv does not read",
         9 | 13 => "the payload holds a hash in a form of Redis before 7.0, which hotkv does not read",
-        15 | 19 | 21 => "the payload holds a stream; hotkv has no streams",
+        15 | 19 | 21 => "the payload holds a stream, which hotkv cannot restore yet",
         6 | 7 => "the payload holds a module value; hotkv has no modules",
         _ => "the payload's type is unknown",
     }

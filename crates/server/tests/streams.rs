@@ -114,3 +114,87 @@ fn streams_survive_a_restart() {
         "ERR The ID specified in XADD is equal or smaller than the target stream top item"
     );
 }
+
+/// Six consumers of one group read while a producer adds 3,000 entries: each entry is
+/// delivered to exactly one consumer, and once all are acknowledged nothing is pending.
+#[test]
+fn a_group_delivers_each_entry_once_across_consumers() {
+    let server = Server::start();
+    let mut c = server.client();
+    let _: () = run(
+        &mut c,
+        &["XGROUP", "CREATE", "jobs", "workers", "$", "MKSTREAM"],
+    );
+    const ENTRIES: usize = 3000;
+    let produced = std::sync::atomic::AtomicBool::new(false);
+    let delivered: Vec<Vec<String>> = std::thread::scope(|scope| {
+        let producer = scope.spawn(|| {
+            let mut c = server.client();
+            for i in 0..ENTRIES {
+                let _: String = run(&mut c, &["XADD", "jobs", "*", "n", &i.to_string()]);
+            }
+            produced.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        let consumers: Vec<_> = (0..6)
+            .map(|k| {
+                let (server, produced) = (&server, &produced);
+                scope.spawn(move || {
+                    let mut c = server.client();
+                    let name = format!("c{k}");
+                    let mut got = Vec::new();
+                    loop {
+                        // Read to know whether the producer was done before this read.
+                        let finished = produced.load(std::sync::atomic::Ordering::SeqCst);
+                        let reply: Option<Vec<(String, Entries)>> = run(
+                            &mut c,
+                            &[
+                                "XREADGROUP",
+                                "GROUP",
+                                "workers",
+                                &name,
+                                "COUNT",
+                                "7",
+                                "BLOCK",
+                                "300",
+                                "STREAMS",
+                                "jobs",
+                                ">",
+                            ],
+                        );
+                        let Some(reply) = reply else {
+                            if finished {
+                                break;
+                            }
+                            continue;
+                        };
+                        for (id, _) in &reply[0].1 {
+                            let acked: i64 = run(&mut c, &["XACK", "jobs", "workers", id]);
+                            assert_eq!(acked, 1, "{id} acknowledged once");
+                            got.push(id.clone());
+                        }
+                    }
+                    got
+                })
+            })
+            .collect();
+        producer.join().unwrap();
+        consumers.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut all: Vec<String> = delivered.into_iter().flatten().collect();
+    assert_eq!(all.len(), ENTRIES, "every entry delivered");
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), ENTRIES, "no entry delivered twice");
+    let summary: (
+        i64,
+        Option<String>,
+        Option<String>,
+        Option<Vec<(String, String)>>,
+    ) = run(&mut c, &["XPENDING", "jobs", "workers"]);
+    assert_eq!(summary.0, 0);
+    let groups: Vec<std::collections::HashMap<String, redis::Value>> =
+        run(&mut c, &["XINFO", "GROUPS", "jobs"]);
+    assert_eq!(groups.len(), 1);
+    assert_eq!(groups[0]["lag"], redis::Value::Int(0));
+    assert_eq!(groups[0]["entries-read"], redis::Value::Int(ENTRIES as i64));
+}

@@ -812,7 +812,13 @@ fn run(
         (cmd.run)(&mut Ctx { server, session }, args)
     };
     let action = outcome.unwrap_or_else(|e| Action::Reply(storage_error(&e)));
-    record(server, session, index, stat, args, started, action.error());
+    if matches!(action, Action::Block { .. }) {
+        // Counted once, when it is served or gives up (`count_unblocked`), as Redis
+        // counts a blocked command.
+        feed_monitors(server, session, index, stat, args, None);
+    } else {
+        record(server, session, index, stat, args, started, action.error());
+    }
     action
 }
 
@@ -843,6 +849,45 @@ fn remember_reads(server: &Server, session: &Session, index: usize, stat: usize,
 /// wrong number of arguments, which only the container can tell, is a refusal, as
 /// Redis counts it. EXEC is timed as a whole but not logged: the commands it ran are,
 /// one by one, as in Redis.
+/// Shows the command to MONITOR clients. As Redis: administrative commands are not
+/// shown, nor is a container's unknown subcommand, which Redis refuses before it runs.
+fn feed_monitors(
+    server: &Server,
+    session: &Session,
+    index: usize,
+    stat: usize,
+    args: &[Vec<u8>],
+    error: Option<&str>,
+) {
+    let name = TABLE[index].name;
+    let (flags, _) = flags_and_keys(index, stat);
+    if server.monitors.active()
+        && flags & ADMIN == 0
+        && !error.is_some_and(|e| e.starts_with(UNKNOWN_SUBCOMMAND))
+    {
+        server.monitors.feed(
+            &session.client,
+            args,
+            |i| is_secret(name, args, i),
+            server.outbox_limit(),
+        );
+    }
+}
+
+/// A blocked command that ended unserved (its time ran out, or CLIENT UNBLOCK): one
+/// call, failed if it was unblocked with an error.
+pub fn count_unblocked(server: &Server, args: &[Vec<u8>], failed: bool) {
+    if let Some((index, _)) = lookup(&args[0]) {
+        let stat = stat_slot(index, args);
+        server.command_stats.record_call(
+            stat,
+            std::time::Duration::ZERO,
+            failed,
+            server.config.latency_tracking(),
+        );
+    }
+}
+
 fn record(
     server: &Server,
     session: &Session,
@@ -876,21 +921,7 @@ fn record(
                 .record(event, ms, crate::entry::now_ms() / 1000);
         }
     }
-    let name = TABLE[index].name;
-    let (flags, _) = flags_and_keys(index, stat);
-    // As Redis: administrative commands are not shown, nor is a container's unknown
-    // subcommand, which Redis refuses before it runs.
-    if server.monitors.active()
-        && flags & ADMIN == 0
-        && !error.is_some_and(|e| e.starts_with(UNKNOWN_SUBCOMMAND))
-    {
-        server.monitors.feed(
-            &session.client,
-            args,
-            |i| is_secret(name, args, i),
-            server.outbox_limit(),
-        );
-    }
+    feed_monitors(server, session, index, stat, args, error);
     let slow = server.config.slowlog_threshold().is_some_and(|t| took >= t);
     if !slow || TABLE[index].flags & SKIP_SLOWLOG != 0 {
         return;
@@ -899,7 +930,7 @@ fn record(
         .iter()
         .enumerate()
         .map(|(i, a)| {
-            if is_secret(name, args, i) {
+            if is_secret(TABLE[index].name, args, i) {
                 b"(redacted)"
             } else {
                 a.as_slice()

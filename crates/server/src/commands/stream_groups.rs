@@ -246,18 +246,20 @@ pub fn xreadgroup(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let mut after = Vec::with_capacity(keys.len());
     for (key, id) in keys.iter().zip(id_args) {
         let found = match or_reply!(read(ctx, key)) {
-            Found::Other => match ctx.wrong_source_type() {
-                Some(refusal) => return refusal,
-                None => None,
-            },
+            // Woken (see `Session::woken`): what it waited on went away, as Redis
+            // tells a blocked consumer.
+            Found::Other | Found::Missing if ctx.session.woken => {
+                return error("UNBLOCKED the stream key no longer exists")
+            }
+            Found::Other => return error(WRONG_TYPE),
             Found::Missing => None,
             Found::Stream(s) => Some(s),
         };
         if found.as_ref().and_then(|s| s.group(group)).is_none() {
-            // Woken, a stream or group that went away is waited on.
             if ctx.session.woken {
-                after.push(None);
-                continue;
+                return error(
+                    "NOGROUP the consumer group this client was blocked on no longer exists",
+                );
             }
             return error(&format!(
                 "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",

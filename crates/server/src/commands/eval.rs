@@ -70,6 +70,7 @@ fn run(ctx: &mut Ctx, args: &[Vec<u8>], source: Source, read_only: bool) -> Repl
     // do not block (as inside EXEC).
     let proto = std::mem::replace(&mut session.proto, Protocol::Resp2);
     let in_exec = std::mem::replace(&mut session.in_exec, true);
+    session.in_script = true;
     let frame = server.db.atomically(|| {
         scripts.run(&sha, &script, keys, argv, limit, |call| {
             execute_in_script(server, session, call, read_only)
@@ -77,6 +78,7 @@ fn run(ctx: &mut Ctx, args: &[Vec<u8>], source: Source, read_only: bool) -> Repl
     });
     session.proto = proto;
     session.in_exec = in_exec;
+    session.in_script = false;
     reply(frame?)
 }
 

@@ -83,6 +83,8 @@ pub struct Session {
     pub replies_to_skip: u8,
     /// Running the commands of an EXEC, which may not block or start MONITOR.
     pub in_exec: bool,
+    /// Running the commands of a Lua script (EVAL), where XREAD's BLOCK is refused.
+    pub in_script: bool,
     /// CLIENT TRACKING's options while it is on.
     pub tracking: Option<crate::tracking::Options>,
     /// CLIENT CACHING was given for the next command (or the transaction it opens).
@@ -106,6 +108,7 @@ impl Session {
             replies_off: false,
             replies_to_skip: 0,
             in_exec: false,
+            in_script: false,
             tracking: None,
             caching: false,
             subscriptions: Default::default(),
@@ -1256,7 +1259,6 @@ fn is_secret(name: &str, args: &[Vec<u8>], i: usize) -> bool {
     }
 }
 
-/// Runs a command queued by MULTI; the caller holds the gate exclusively.
 /// Runs a command a script called (`redis.call`), refused as Redis refuses it: unknown,
 /// the wrong number of arguments, not allowed in scripts, or a write from a read-only
 /// script. The caller (EVAL) holds the gate exclusively.
@@ -1283,6 +1285,7 @@ pub(crate) fn execute_in_script(
     execute_queued(server, session, args)
 }
 
+/// Runs a command queued by MULTI; the caller holds the gate exclusively.
 fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Frame {
     let (index, cmd) = lookup(&args[0]).expect("queued commands were looked up");
     let stat = stat_slot(index, args);

@@ -470,6 +470,12 @@ pub fn xread(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         let more = args.len() - i - 1;
         match upper(&args[i]).as_slice() {
             b"BLOCK" if more > 0 => {
+                if ctx.session.in_script {
+                    return error(&format!(
+                        "ERR {} command is not allowed with BLOCK option from scripts",
+                        String::from_utf8_lossy(&args[0])
+                    ));
+                }
                 timeout = match block_timeout(&args[i + 1]) {
                     Ok(t) => Some(t),
                     Err(e) => return error(e),

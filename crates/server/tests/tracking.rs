@@ -447,3 +447,28 @@ fn a_cache_kept_by_invalidations_is_never_left_stale_under_concurrent_writes() {
         w.join().unwrap();
     }
 }
+
+/// A script's keys are remembered as Redis remembers them: the keys EVAL was given,
+/// and only if the script called a read-only command; the keys its commands touch
+/// besides are not.
+#[test]
+fn a_script_that_reads_is_tracked_by_its_declared_keys() {
+    let server = Server::start();
+    let mut reader = Conn::open(&server, true);
+    let mut writer = Conn::open(&server, false);
+    assert_eq!(reader.call(&["CLIENT", "TRACKING", "ON"]), ok());
+    // Only a write: nothing is remembered.
+    reader.call(&["EVAL", "redis.call('set', 'other', 'x')", "2", "k1", "k2"]);
+    writer.call(&["MSET", "k1", "1", "k2", "1", "other", "2"]);
+    reader.no_push();
+    // A read: the declared keys are remembered, not the key it read.
+    reader.call(&["EVAL", "return redis.call('get', 'other')", "2", "k1", "k2"]);
+    writer.call(&["MSET", "other", "3", "k2", "2", "k1", "2"]);
+    assert_eq!(reader.push(), invalidate(Some(&["k2"])));
+    assert_eq!(reader.push(), invalidate(Some(&["k1"])));
+    reader.no_push();
+    // EVAL_RO alike.
+    reader.call(&["EVAL_RO", "return redis.call('ping')", "1", "k1"]);
+    writer.call(&["SET", "k1", "3"]);
+    reader.no_push();
+}

@@ -71,6 +71,7 @@ fn run(ctx: &mut Ctx, args: &[Vec<u8>], source: Source, read_only: bool) -> Repl
     let proto = std::mem::replace(&mut session.proto, Protocol::Resp2);
     let in_exec = std::mem::replace(&mut session.in_exec, true);
     session.in_script = true;
+    session.script_read = false;
     let frame = server.db.atomically(|| {
         scripts.run(&sha, &script, keys, argv, limit, |call| {
             execute_in_script(server, session, call, read_only)
@@ -79,6 +80,9 @@ fn run(ctx: &mut Ctx, args: &[Vec<u8>], source: Source, read_only: bool) -> Repl
     session.proto = proto;
     session.in_exec = in_exec;
     session.in_script = false;
+    if session.script_read {
+        super::remember_keys(server, session, keys.iter());
+    }
     reply(frame?)
 }
 

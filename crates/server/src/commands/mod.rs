@@ -85,6 +85,9 @@ pub struct Session {
     pub in_exec: bool,
     /// Running the commands of a Lua script (EVAL), where XREAD's BLOCK is refused.
     pub in_script: bool,
+    /// The running script called a read-only command (CLIENT TRACKING then
+    /// remembers the script's keys).
+    pub script_read: bool,
     /// CLIENT TRACKING's options while it is on.
     pub tracking: Option<crate::tracking::Options>,
     /// CLIENT CACHING was given for the next command (or the transaction it opens).
@@ -109,6 +112,7 @@ impl Session {
             replies_to_skip: 0,
             in_exec: false,
             in_script: false,
+            script_read: false,
             tracking: None,
             caching: false,
             subscriptions: Default::default(),
@@ -828,21 +832,40 @@ fn run(
 /// CLIENT TRACKING: the keys a read-only command is about to read are remembered
 /// for the client, unless OPTIN / OPTOUT and CLIENT CACHING say otherwise, or BCAST
 /// tells it of every change anyway.
+/// A script's reads are not remembered one by one: EVAL remembers the keys it was
+/// given if the script read anything (`remember_keys`), as Redis does.
 fn remember_reads(server: &Server, session: &Session, index: usize, stat: usize, args: &[Vec<u8>]) {
+    let (flags, keys) = flags_and_keys(index, stat);
+    if flags & READONLY == 0 || TABLE[index].acl & SCRIPTING != 0 {
+        return;
+    }
+    remember_keys(
+        server,
+        session,
+        key_specs::keys_of_call(keys, args).map(|(i, _)| &args[i]),
+    );
+}
+
+/// CLIENT TRACKING: remembers `keys` as read by the client, unless its mode says
+/// otherwise.
+pub(crate) fn remember_keys<'a>(
+    server: &Server,
+    session: &Session,
+    keys: impl Iterator<Item = &'a Vec<u8>>,
+) {
     let Some(mode) = &session.tracking else {
         return;
     };
-    let (flags, keys) = flags_and_keys(index, stat);
     let wanted = if mode.optin {
         session.caching
     } else {
         !(mode.optout && session.caching)
     };
-    if flags & READONLY == 0 || mode.bcast || !wanted {
+    if mode.bcast || !wanted {
         return;
     }
-    for (i, _) in key_specs::keys_of_call(keys, args) {
-        server.db.tracking.remember(&args[i], session.client.id);
+    for key in keys {
+        server.db.tracking.remember(key, session.client.id);
     }
 }
 
@@ -1300,7 +1323,11 @@ fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> F
             Frame::error(e)
         }
         None => {
-            remember_reads(server, session, index, stat, args);
+            if session.in_script {
+                session.script_read |= flags_and_keys(index, stat).0 & READONLY != 0;
+            } else {
+                remember_reads(server, session, index, stat, args);
+            }
             let started = Instant::now();
             let frame = match (cmd.run)(&mut Ctx { server, session }, args) {
                 Ok(

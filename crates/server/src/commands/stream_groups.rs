@@ -5,7 +5,8 @@
 use resp::Frame;
 
 use super::streams::{
-    block_timeout, edit, entry_frame, id_arg, id_frame, or_reply, per_stream, read, Found, Write,
+    edit, entry_frame, id_arg, id_frame, or_reply, per_stream, read, read_args, Found, ReadArgs,
+    Write,
 };
 use super::{error, help, int, parse_integer, reply, upper, Ctx, Reply};
 use super::{NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
@@ -195,59 +196,15 @@ pub fn xgroup(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 /// (and makes them pending for the consumer, unless NOACK); another ID rereads the
 /// consumer's own pending entries after it.
 pub fn xreadgroup(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let (mut count, mut timeout, mut noack) = (0usize, None, false);
-    let mut group_names = None;
-    let mut streams_at = None;
-    let mut i = 1;
-    while i < args.len() {
-        let more = args.len() - i - 1;
-        match upper(&args[i]).as_slice() {
-            b"BLOCK" if more > 0 => {
-                if ctx.session.in_script {
-                    return error(&format!(
-                        "ERR {} command is not allowed with BLOCK option from scripts",
-                        String::from_utf8_lossy(&args[0])
-                    ));
-                }
-                timeout = match block_timeout(&args[i + 1]) {
-                    Ok(t) => Some(t),
-                    Err(e) => return error(e),
-                };
-                i += 1;
-            }
-            b"COUNT" if more > 0 => {
-                let Some(n) = parse_integer(&args[i + 1]) else {
-                    return error(NOT_AN_INTEGER);
-                };
-                count = n.max(0) as usize;
-                i += 1;
-            }
-            b"STREAMS" if more > 0 => {
-                streams_at = Some(i + 1);
-                break;
-            }
-            b"GROUP" if more >= 2 => {
-                group_names = Some((&args[i + 1], &args[i + 2]));
-                i += 2;
-            }
-            b"NOACK" => noack = true,
-            _ => return error(SYNTAX_ERROR),
-        }
-        i += 1;
-    }
-    let Some(at) = streams_at else {
-        return error(SYNTAX_ERROR);
-    };
-    let rest = &args[at..];
-    if !rest.len().is_multiple_of(2) {
-        return error(
-            "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
-        );
-    }
-    let Some((group, consumer)) = group_names else {
-        return error("ERR Missing GROUP option for XREADGROUP");
-    };
-    let (keys, id_args) = rest.split_at(rest.len() / 2);
+    let ReadArgs {
+        count,
+        timeout,
+        noack,
+        group,
+        keys,
+        ids: id_args,
+    } = or_reply!(read_args(ctx, args, true));
+    let (group, consumer) = group.expect("read_args requires GROUP");
     // Each key checked, then its ID, in order; `None`: new entries (`>`).
     let mut after = Vec::with_capacity(keys.len());
     for (key, id) in keys.iter().zip(id_args) {

@@ -450,7 +450,7 @@ pub fn xrevrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 /// A BLOCK argument: milliseconds, 0 for no limit.
-pub(super) fn block_timeout(arg: &[u8]) -> Result<Option<std::time::Duration>, &'static str> {
+fn block_timeout(arg: &[u8]) -> Result<Option<std::time::Duration>, &'static str> {
     let ms = parse_integer(arg).ok_or("ERR timeout is not an integer or out of range")?;
     if ms < 0 {
         return Err("ERR timeout is negative");
@@ -458,12 +458,34 @@ pub(super) fn block_timeout(arg: &[u8]) -> Result<Option<std::time::Duration>, &
     Ok((ms > 0).then(|| std::time::Duration::from_millis(ms as u64)))
 }
 
-/// `XREAD [COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]`.
-/// Blocking, it waits after the IDs it resolved (`$`: the last ID then), which the
-/// rerun on waking is given in place of `$`.
-pub fn xread(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let mut count = 0usize;
-    let mut timeout = None;
+/// XREAD's and XREADGROUP's arguments.
+pub(super) struct ReadArgs<'a> {
+    /// 0: no limit.
+    pub count: usize,
+    /// BLOCK's: `None` without BLOCK, `Some(None)` to wait for ever.
+    pub timeout: Option<Option<std::time::Duration>>,
+    pub noack: bool,
+    /// XREADGROUP's group and consumer.
+    pub group: Option<(&'a [u8], &'a [u8])>,
+    pub keys: &'a [Vec<u8>],
+    pub ids: &'a [Vec<u8>],
+}
+
+/// Reads XREAD's (or, `grouped`, XREADGROUP's) arguments in Redis's order and words.
+pub(super) fn read_args<'a>(
+    ctx: &Ctx,
+    args: &'a [Vec<u8>],
+    grouped: bool,
+) -> Result<ReadArgs<'a>, Reply> {
+    const GROUPED_ONLY: &str = "option is only supported by XREADGROUP. You called XREAD instead.";
+    let mut parsed = ReadArgs {
+        count: 0,
+        timeout: None,
+        noack: false,
+        group: None,
+        keys: &[],
+        ids: &[],
+    };
     let mut streams_at = None;
     let mut i = 1;
     while i < args.len() {
@@ -471,48 +493,67 @@ pub fn xread(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         match upper(&args[i]).as_slice() {
             b"BLOCK" if more > 0 => {
                 if ctx.session.in_script {
-                    return error(&format!(
+                    return Err(error(&format!(
                         "ERR {} command is not allowed with BLOCK option from scripts",
                         String::from_utf8_lossy(&args[0])
-                    ));
+                    )));
                 }
-                timeout = match block_timeout(&args[i + 1]) {
-                    Ok(t) => Some(t),
-                    Err(e) => return error(e),
-                };
+                parsed.timeout = Some(block_timeout(&args[i + 1]).map_err(error)?);
                 i += 1;
             }
             b"COUNT" if more > 0 => {
-                let Some(n) = parse_integer(&args[i + 1]) else {
-                    return error(NOT_AN_INTEGER);
-                };
-                count = n.max(0) as usize;
+                let n = parse_integer(&args[i + 1]).ok_or_else(|| error(NOT_AN_INTEGER))?;
+                parsed.count = n.max(0) as usize;
                 i += 1;
             }
             b"STREAMS" if more > 0 => {
                 streams_at = Some(i + 1);
                 break;
             }
-            b"GROUP" if more >= 2 => return error(
-                "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.",
-            ),
-            b"NOACK" => return error(
-                "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.",
-            ),
-            _ => return error(SYNTAX_ERROR),
+            b"GROUP" if more >= 2 => {
+                if !grouped {
+                    return Err(error(&format!("ERR The GROUP {GROUPED_ONLY}")));
+                }
+                parsed.group = Some((&args[i + 1], &args[i + 2]));
+                i += 2;
+            }
+            b"NOACK" => {
+                if !grouped {
+                    return Err(error(&format!("ERR The NOACK {GROUPED_ONLY}")));
+                }
+                parsed.noack = true;
+            }
+            _ => return Err(error(SYNTAX_ERROR)),
         }
         i += 1;
     }
     let Some(at) = streams_at else {
-        return error(SYNTAX_ERROR);
+        return Err(error(SYNTAX_ERROR));
     };
     let rest = &args[at..];
     if !rest.len().is_multiple_of(2) {
-        return error(
+        return Err(error(
             "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
-        );
+        ));
     }
-    let (keys, id_args) = rest.split_at(rest.len() / 2);
+    if grouped && parsed.group.is_none() {
+        return Err(error("ERR Missing GROUP option for XREADGROUP"));
+    }
+    (parsed.keys, parsed.ids) = rest.split_at(rest.len() / 2);
+    Ok(parsed)
+}
+
+/// `XREAD [COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]`.
+/// Blocking, it waits after the IDs it resolved (`$`: the last ID then), which the
+/// rerun on waking is given in place of `$`.
+pub fn xread(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let ReadArgs {
+        count,
+        timeout,
+        keys,
+        ids: id_args,
+        ..
+    } = or_reply!(read_args(ctx, args, false));
     let mut streams = Vec::with_capacity(keys.len());
     let mut after = Vec::with_capacity(keys.len());
     for (key, id) in keys.iter().zip(id_args) {

@@ -5,8 +5,8 @@
 use resp::Frame;
 
 use super::streams::{
-    edit, entry_frame, id_arg, id_frame, or_reply, per_stream, read, read_args, Found, ReadArgs,
-    Write,
+    edit, entry_frame, id_arg, id_frame, or_reply, per_stream, range_end, read, read_args, Found,
+    ReadArgs, Write,
 };
 use super::{error, help, int, parse_integer, reply, upper, Ctx, Reply};
 use super::{NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
@@ -388,20 +388,6 @@ pub fn xack(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     }
 }
 
-/// A range end of XPENDING and XAUTOCLAIM: `(` excludes it.
-fn bound(arg: &[u8], missing_seq: u64, start: bool) -> Result<Id, &'static str> {
-    let exclusive = arg.len() > 1 && arg[0] == b'(';
-    if !exclusive {
-        return Ok(id_arg(arg, missing_seq, IdSyntax::Range)?.id);
-    }
-    let id = id_arg(&arg[1..], missing_seq, IdSyntax::Strict)?.id;
-    if start {
-        id.next().ok_or("ERR invalid start ID for the interval")
-    } else {
-        id.previous().ok_or("ERR invalid end ID for the interval")
-    }
-}
-
 /// `XPENDING key group [[IDLE min-idle-time] start end count [consumer]]`.
 pub fn xpending(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let n = args.len();
@@ -425,11 +411,11 @@ pub fn xpending(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         let Some(count) = parse_integer(&args[at + 2]) else {
             return error(NOT_AN_INTEGER);
         };
-        let start = match bound(&args[at], 0, true) {
+        let start = match range_end(&args[at], 0, true) {
             Ok(id) => id,
             Err(e) => return error(e),
         };
-        let end = match bound(&args[at + 1], u64::MAX, false) {
+        let end = match range_end(&args[at + 1], u64::MAX, false) {
             Ok(id) => id,
             Err(e) => return error(e),
         };
@@ -664,7 +650,7 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         return error("ERR Invalid min-idle-time argument for XAUTOCLAIM");
     };
     let min_idle = min_idle.max(0);
-    let start = match bound(&args[5], 0, true) {
+    let start = match range_end(&args[5], 0, true) {
         Ok(id) => id,
         Err(e) => return error(e),
     };

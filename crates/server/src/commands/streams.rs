@@ -379,8 +379,9 @@ pub fn xlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     }
 }
 
-/// A range end: `(` excludes it (then moving one ID inward must be possible).
-fn range_end(arg: &[u8], missing_seq: u64, start: bool) -> Result<Id, &'static str> {
+/// A range end (XRANGE, XPENDING, XAUTOCLAIM): `(` excludes it (then moving one ID
+/// inward must be possible).
+pub(super) fn range_end(arg: &[u8], missing_seq: u64, start: bool) -> Result<Id, &'static str> {
     let exclusive = arg.len() > 1 && arg[0] == b'(';
     if !exclusive {
         return Ok(id_arg(arg, missing_seq, IdSyntax::Range)?.id);

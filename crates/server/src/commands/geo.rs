@@ -7,14 +7,14 @@ use std::collections::HashSet;
 
 use resp::Frame;
 
-use super::sorted_sets::{self, parse_score, NOT_A_FLOAT};
+use super::sorted_sets::{self, pack, parse_score, score_of, NOT_A_FLOAT};
 use super::{collections, error, int, of_kind, parse_integer, reply, upper, Ctx, Reply};
 use super::{NOT_AN_INTEGER, SYNTAX_ERROR};
 use crate::entry::Kind;
 use crate::geohash::{self, Search, Shape};
 use crate::keyspace_events::ZSET;
 use crate::long_double::LongDouble;
-use crate::packed::{self, score_order, Builder};
+use crate::packed::{self, score_order};
 use crate::partial_sort;
 
 const NOT_A_MEMBER: &str = "ERR could not decode requested zset member";
@@ -57,10 +57,6 @@ fn distance_frame(d: f64) -> Frame {
 /// trimmed.
 fn coordinate_frame(x: f64) -> Frame {
     Frame::DoubleText(LongDouble::from_f64(x).to_human_string())
-}
-
-fn score_of(zset: &[u8], member: &[u8]) -> Option<f64> {
-    packed::scored(zset).find(|e| e.0 == member).map(|e| e.1)
 }
 
 /// `GEOADD key [NX | XX] [CH] longitude latitude member [...]`: ZADD with each
@@ -405,16 +401,12 @@ fn search(ctx: &mut Ctx, args: &[Vec<u8>], form: Form) -> Reply {
             })
             .collect();
         scored.sort_by(|a, b| score_order(*a, *b));
-        let mut b = Builder::with_capacity(scored.iter().map(|(m, _)| m.len() + 10).sum());
-        for (member, score) in &scored {
-            b.push_scored(member, *score);
-        }
         let event = if matches!(form, Form::Search { .. }) {
             "geosearchstore"
         } else {
             "georadiusstore"
         };
-        collections::store_result(ctx, store, Kind::ZSet, b.finish(), ZSET, event)?;
+        collections::store_result(ctx, store, Kind::ZSet, pack(&scored), ZSET, event)?;
         return int(found.len() as i64);
     }
     let extras = [q.with_distance, q.with_hash, q.with_coordinates];

@@ -22,7 +22,7 @@ fn entries(zset: &[u8]) -> Vec<Scored<'_>> {
     packed::scored(zset).collect()
 }
 
-fn pack(entries: &[Scored]) -> Vec<u8> {
+pub(super) fn pack(entries: &[Scored]) -> Vec<u8> {
     let bytes: usize = entries.iter().map(|(m, _)| m.len() + 10).sum();
     let mut b = Builder::with_capacity(bytes);
     for (member, score) in entries {
@@ -364,7 +364,7 @@ pub fn zcard(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     })
 }
 
-fn score_of(zset: &[u8], member: &[u8]) -> Option<f64> {
+pub(super) fn score_of(zset: &[u8], member: &[u8]) -> Option<f64> {
     packed::scored(zset).find(|e| e.0 == member).map(|e| e.1)
 }
 

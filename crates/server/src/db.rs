@@ -6,9 +6,10 @@
 //! - an ordered durable engine (the LSM tree) through [`EngineStore`]: the same
 //!   update runs under the key's stripe lock, since the engine has no compare-and-set.
 //!
-//! A long list is split into nodes (`list_nodes.rs`): in memory kept in a second
-//! index, on an engine as the server's own records beside the keys. Reads here expand
-//! it, so only [`Db::edit_list`] and [`Db::read_list`] work on the nodes themselves.
+//! A long list, and a large hash or set, is split into nodes (`nodes.rs`): in memory
+//! kept in a second index, on an engine as the server's own records beside the keys.
+//! Reads here expand it, so only [`Db::edit_list`], [`Db::read_list`],
+//! [`Db::edit_fields`] and [`Db::read_fields`] work on the nodes themselves.
 //!
 //! Expired keys read as absent everywhere and are deleted when met (lazy expiry) or
 //! by [`Db::expire_cycle`] (active expiry). Only engine calls can fail (I/O,
@@ -22,8 +23,10 @@ use hotring::{Access, HotRing};
 use crate::blocked_keys::BlockedKeys;
 use crate::engine_store::{EngineNodes, EngineStore, NodeWrites};
 use crate::entry::{now_ms, Entry, Kind};
+use crate::field_nodes::{FieldEditor, FieldReader};
 use crate::keyspace_events::{self as events, KeyspaceEvents};
-use crate::list_nodes::{self, ListEditor, ListNodes, ListRange, NodeStore};
+use crate::list_nodes::{self, ListEditor, ListRange};
+use crate::nodes::{self, MemoryNodes, NodeStore};
 use crate::tracking::Tracking;
 
 /// What an [`Db::update`] decides to do with the key.
@@ -56,8 +59,8 @@ enum Store {
 
 pub struct Db {
     store: Store,
-    /// The nodes of long lists in memory (an engine keeps them itself).
-    lists: Option<ListNodes>,
+    /// The nodes of large collections in memory (an engine keeps them itself).
+    nodes: Option<MemoryNodes>,
     /// Keys given a deadline, each with that deadline: where the active expiry cycle
     /// looks. A hint only: the stored entry decides, and stale hints are dropped when
     /// the cycle meets them. On an engine it is rebuilt by the scan at open.
@@ -85,10 +88,10 @@ impl Default for Db {
 
 impl Db {
     fn on(store: Store) -> Db {
-        let lists = matches!(store, Store::Memory(_)).then(ListNodes::default);
+        let nodes = matches!(store, Store::Memory(_)).then(MemoryNodes::default);
         Db {
             store,
-            lists,
+            nodes,
             volatile: HotRing::new(),
             expire_cursor: AtomicU64::new(0),
             watches: Watches::default(),
@@ -151,7 +154,7 @@ impl Db {
         }
         match &self.store {
             Store::Memory(_) => {
-                let whole = list_nodes::expand(self.memory_nodes(), &stored)?;
+                let whole = nodes::expand(self.memory_nodes(), &stored)?;
                 Ok(Some(Entry::decode(whole)))
             }
             Store::Engine(store) => {
@@ -167,17 +170,17 @@ impl Db {
                     self.remove_expired(key, &now)?;
                     return Ok(None);
                 }
-                let whole = list_nodes::expand(&EngineNodes::new(store), now)?;
+                let whole = nodes::expand(&EngineNodes::new(store), now)?;
                 Ok(Some(Entry::decode(whole)))
             }
         }
     }
 
     /// The memory store's list nodes.
-    fn memory_nodes(&self) -> &ListNodes {
-        self.lists
+    fn memory_nodes(&self) -> &MemoryNodes {
+        self.nodes
             .as_ref()
-            .expect("the memory store has list nodes")
+            .expect("the memory store has a node store")
     }
 
     /// The type of `key` if it is live, without copying or expanding its value.
@@ -262,10 +265,10 @@ impl Db {
                 let locked = store.lock(key)?;
                 let created = locked.stored().is_none();
                 let nodes = EngineNodes::new(store);
-                let stored = list_nodes::split_if_long(&nodes, stored);
+                let stored = nodes::split_if_large(&nodes, stored);
                 let released = locked
                     .stored()
-                    .map(|old| list_nodes::dropped(old, Some(&stored)))
+                    .map(|old| nodes::dropped(old, Some(&stored)))
                     .unwrap_or_default();
                 locked.write(Some(&stored), nodes.into_writes(released))?;
                 created
@@ -311,12 +314,12 @@ impl Db {
         Ok(())
     }
 
-    /// Stores `stored` under `key` in memory whatever it held (a long list split into
+    /// Stores `stored` under `key` in memory whatever it held (a large collection split into
     /// nodes); returns whether the key was new.
     fn upsert(&self, index: &HotRing, key: &[u8], stored: Vec<u8>) -> bool {
-        let lists = self.memory_nodes();
-        let stored = list_nodes::split_if_long(lists, stored);
-        index.upsert_replacing(key, &stored, |old| lists.retire(old, Some(&stored)))
+        let node_store = self.memory_nodes();
+        let stored = nodes::split_if_large(node_store, stored);
+        index.upsert_replacing(key, &stored, |old| node_store.retire(old, Some(&stored)))
     }
 
     /// Reads `key`'s live entry, lets `decide` choose a change, and applies it
@@ -329,13 +332,13 @@ impl Db {
     ) -> Result<R> {
         self.write(key, |live, nodes| {
             let entry = match live {
-                Some(stored) => Some(Entry::decode(list_nodes::expand(nodes, stored)?)),
+                Some(stored) => Some(Entry::decode(nodes::expand(nodes, stored)?)),
                 None => None,
             };
             let (change, result) = decide(entry.as_ref());
             let write = match change {
                 Change::Keep => Write::Keep,
-                Change::Put(e) => Write::Put(list_nodes::split_if_long(nodes, e.into_stored())),
+                Change::Put(e) => Write::Put(nodes::split_if_large(nodes, e.into_stored())),
                 Change::Delete => Write::Delete,
             };
             Ok((write, result))
@@ -350,19 +353,58 @@ impl Db {
         key: &[u8],
         mut f: impl FnMut(&mut ListEditor) -> R,
     ) -> Result<Option<Edited<R>>> {
-        self.write(key, |live, nodes| {
-            if live.is_some_and(|s| Entry::stored_kind(s) != Kind::List) {
-                return Ok((Write::Keep, None));
-            }
+        self.edit_collection(key, Kind::List, |nodes, live| {
             let mut editor = ListEditor::new(nodes, live);
             let existed = editor.exists();
             let result = f(&mut editor);
-            let (write, wrote, emptied) =
-                match editor.finish(live.and_then(Entry::stored_deadline))? {
-                    None => (Write::Keep, false, false),
-                    Some(None) => (Write::Delete, existed, existed),
-                    Some(Some(new)) => (Write::Put(new), true, false),
-                };
+            let deadline = live.and_then(Entry::stored_deadline);
+            Ok((existed, editor.finish(deadline)?, result))
+        })
+    }
+
+    /// Changes the hash or set (`kind`) at `key` through `f`, which sets, removes and
+    /// reads fields: a large one's nodes that hold them are all that is copied.
+    /// `large` tells whether a packed value passes Redis's limits for its small
+    /// encoding. `None` if the key holds another type. A missing key is an empty
+    /// collection, and one emptied is deleted.
+    pub fn edit_fields<R>(
+        &self,
+        key: &[u8],
+        kind: Kind,
+        large: &dyn Fn(&[u8]) -> bool,
+        mut f: impl FnMut(&mut FieldEditor) -> R,
+    ) -> Result<Option<Edited<R>>> {
+        self.edit_collection(key, kind, |nodes, live| {
+            let mut editor = FieldEditor::new(nodes, kind, live, large);
+            let existed = editor.exists();
+            let result = f(&mut editor);
+            let deadline = live.and_then(Entry::stored_deadline);
+            Ok((existed, editor.finish(deadline)?, result))
+        })
+    }
+
+    /// Under [`Db::edit_list`] and [`Db::edit_fields`]: `edit` sees the live stored
+    /// value of `key` if it is of `kind`, and says whether it existed, what to store
+    /// (`None`: nothing; `Some(None)`: delete the key) and its result.
+    fn edit_collection<R>(
+        &self,
+        key: &[u8],
+        kind: Kind,
+        mut edit: impl FnMut(
+            &dyn NodeStore,
+            Option<&[u8]>,
+        ) -> Result<(bool, Option<Option<Vec<u8>>>, R)>,
+    ) -> Result<Option<Edited<R>>> {
+        self.write(key, |live, nodes| {
+            if live.is_some_and(|s| Entry::stored_kind(s) != kind) {
+                return Ok((Write::Keep, None));
+            }
+            let (existed, stored, result) = edit(nodes, live)?;
+            let (write, wrote, emptied) = match stored {
+                None => (Write::Keep, false, false),
+                Some(None) => (Write::Delete, existed, existed),
+                Some(Some(new)) => (Write::Put(new), true, false),
+            };
             let edited = Edited {
                 result,
                 wrote,
@@ -370,6 +412,73 @@ impl Db {
             };
             Ok((write, Some(edited)))
         })
+    }
+
+    /// What `f` makes of the hash or set (`kind`) at `key`, whose fields it looks up
+    /// one by one: a large one's nodes that hold them are all that is read (in memory,
+    /// a small one is read in place). `f` sees `None` if the key is missing; `None` if
+    /// it holds another type.
+    pub fn read_fields<R>(
+        &self,
+        key: &[u8],
+        kind: Kind,
+        f: impl FnOnce(Option<&FieldReader>) -> Result<R>,
+    ) -> Result<Option<R>> {
+        fn read<R>(
+            nodes: &dyn NodeStore,
+            stored: &[u8],
+            kind: Kind,
+            f: impl FnOnce(Option<&FieldReader>) -> Result<R>,
+        ) -> Result<Option<R>> {
+            if Entry::stored_kind(stored) != kind {
+                return Ok(None);
+            }
+            f(Some(&FieldReader::new(nodes, stored))).map(Some)
+        }
+        let now = now_ms();
+        let mut f = Some(f);
+        let seen = match &self.store {
+            Store::Memory(index) => {
+                let _pin = crossbeam_epoch::pin();
+                index.get_with(key, |stored| {
+                    if Entry::stored_expired(stored, now) {
+                        return None;
+                    }
+                    let f = f.take().expect("called once");
+                    Some(read(self.memory_nodes(), stored, kind, f))
+                })
+            }
+            Store::Engine(store) => {
+                let locked = store.lock(key)?;
+                locked.stored().map(|stored| {
+                    if Entry::stored_expired(stored, now) {
+                        return None;
+                    }
+                    let f = f.take().expect("called once");
+                    Some(read(&EngineNodes::new(store), stored, kind, f))
+                })
+            }
+        };
+        match (seen, f) {
+            (Some(Some(read)), _) => read,
+            (_, None) => unreachable!("`f` is taken only when a live value is seen"),
+            // Missing, or expired: deleted by `get`, which may find a new value (whole:
+            // its nodes are not read).
+            (_, Some(f)) => match self.get(key)? {
+                None => f(None).map(Some),
+                Some(found) => {
+                    let engine_nodes;
+                    let nodes: &dyn NodeStore = match &self.store {
+                        Store::Memory(_) => self.memory_nodes(),
+                        Store::Engine(store) => {
+                            engine_nodes = EngineNodes::new(store);
+                            &engine_nodes
+                        }
+                    };
+                    read(nodes, &found.into_stored(), kind, f)
+                }
+            },
+        }
     }
 
     /// The length of the list at `key` and its elements in the inclusive range `pick`
@@ -447,7 +556,7 @@ impl Db {
         key: &[u8],
         mut decide: impl FnMut(Option<&[u8]>, &dyn NodeStore) -> Result<(Write, R)>,
     ) -> Result<R> {
-        let lists = self.memory_nodes();
+        let node_store = self.memory_nodes();
         loop {
             let _pin = crossbeam_epoch::pin();
             let stored = index.get(key);
@@ -455,7 +564,7 @@ impl Db {
                 .as_deref()
                 .is_some_and(|s| Entry::stored_expired(s, now_ms()));
             let live = if expired { None } else { stored.as_deref() };
-            let (write, result) = decide(live, lists)?;
+            let (write, result) = decide(live, node_store)?;
             let done = match (write, &stored) {
                 (Write::Keep, _) => {
                     if let Some(old) = stored.as_deref().filter(|_| expired) {
@@ -470,7 +579,7 @@ impl Db {
                         self.events.fire(events::NEW, "new", key);
                         self.written(key, deadline);
                     } else {
-                        lists.abandon(&new, None);
+                        node_store.abandon(&new, None);
                     }
                     ok
                 }
@@ -478,13 +587,13 @@ impl Db {
                     let deadline = Entry::stored_deadline(&new);
                     let ok = index.compare_and_set(key, old, &new);
                     if ok {
-                        lists.retire(old, Some(&new));
+                        node_store.retire(old, Some(&new));
                         if expired {
                             self.replaced_expired(key);
                         }
                         self.written(key, deadline);
                     } else {
-                        lists.abandon(&new, Some(old));
+                        node_store.abandon(&new, Some(old));
                     }
                     ok
                 }
@@ -492,7 +601,7 @@ impl Db {
                 (Write::Delete, Some(old)) => {
                     let ok = index.remove_if(key, |v| v == old.as_slice());
                     if ok {
-                        lists.retire(old, None);
+                        node_store.retire(old, None);
                         self.written(key, None);
                     }
                     ok
@@ -515,10 +624,8 @@ impl Db {
         let expired = old.is_some_and(|s| Entry::stored_expired(s, now_ms()));
         let nodes = EngineNodes::new(store);
         let (write, result) = decide(if expired { None } else { old }, &nodes)?;
-        let released = |new: Option<&[u8]>| {
-            old.map(|old| list_nodes::dropped(old, new))
-                .unwrap_or_default()
-        };
+        let released =
+            |new: Option<&[u8]>| old.map(|old| nodes::dropped(old, new)).unwrap_or_default();
         match write {
             Write::Keep if expired => {
                 let nodes = NodeWrites {
@@ -615,13 +722,10 @@ impl Db {
         };
         match &self.store {
             Store::Memory(index) => {
-                let lists = self
-                    .lists
-                    .as_ref()
-                    .expect("the memory store has list nodes");
+                let node_store = self.memory_nodes();
                 remove_all(index, Entry::stored_is_node_table, |k, old| {
                     if let Some(old) = old {
-                        lists.retire(old, None);
+                        node_store.retire(old, None);
                     }
                     removed(k)
                 })
@@ -685,8 +789,8 @@ impl Db {
             Store::Memory(index) => {
                 let removed = index.remove_if(key, |v| v == stored);
                 if removed {
-                    if let Some(lists) = &self.lists {
-                        lists.retire(stored, None);
+                    if let Some(nodes) = &self.nodes {
+                        nodes.retire(stored, None);
                     }
                 }
                 removed
@@ -696,7 +800,7 @@ impl Db {
                 let current = locked.stored() == Some(stored);
                 if current {
                     let nodes = NodeWrites {
-                        delete: list_nodes::dropped(stored, None),
+                        delete: nodes::dropped(stored, None),
                         ..NodeWrites::default()
                     };
                     locked.write(None, nodes)?;
@@ -896,7 +1000,7 @@ impl Db {
         let sampled = |k: &[u8], v: &[u8], access: Access| Sampled {
             key: k.to_vec(),
             access,
-            bytes: k.len() + v.len() + ITEM_OVERHEAD + ListNodes::node_bytes(v),
+            bytes: k.len() + v.len() + ITEM_OVERHEAD + nodes::node_bytes(v),
             deadline: Entry::stored_deadline(v),
         };
         let mut out = Vec::with_capacity(n);
@@ -921,7 +1025,7 @@ impl Db {
         let found = match &self.store {
             Store::Memory(index) => index.peek_with(key, |v, access| {
                 (
-                    key.len() + v.len() + ITEM_OVERHEAD + ListNodes::node_bytes(v),
+                    key.len() + v.len() + ITEM_OVERHEAD + nodes::node_bytes(v),
                     access,
                     Entry::stored_deadline(v),
                 )
@@ -1008,10 +1112,10 @@ impl Db {
         }
     }
 
-    /// Nodes the memory store's long lists take (see `list_nodes.rs`), counting those
-    /// waiting for readers to unpin; `None` on an engine, which splits no list.
-    pub fn list_nodes(&self) -> Option<usize> {
-        self.lists.as_ref().map(ListNodes::len)
+    /// Nodes the memory store's large collections take (see `nodes.rs`), counting
+    /// those waiting for readers to unpin; `None` on an engine, which keeps its own.
+    pub fn collection_nodes(&self) -> Option<usize> {
+        self.nodes.as_ref().map(MemoryNodes::len)
     }
 
     /// The HotRing index, where key heat is known; `None` on an engine.

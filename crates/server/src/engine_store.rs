@@ -29,7 +29,7 @@ use std::sync::{Mutex, MutexGuard};
 use engine::{Engine, Error, KeyRange, Result, WriteBatch};
 
 use crate::engine_keys::{self, FORMAT, FORMAT_KEY, INTERNAL_END, INTERNAL_START};
-use crate::list_nodes::{self, NodeStore};
+use crate::nodes::{self, NodeStore};
 
 /// Read-modify-write locks over the key space.
 const STRIPES: usize = 4096;
@@ -296,7 +296,7 @@ impl EngineStore {
         // A long list replaced takes its nodes with it.
         let nodes_of = |old: &Option<Vec<u8>>| NodeWrites {
             put: Vec::new(),
-            delete: old.as_deref().map(list_nodes::node_ids).unwrap_or_default(),
+            delete: old.as_deref().map(nodes::node_ids).unwrap_or_default(),
         };
         if self.in_transaction.load(Ordering::Relaxed) {
             // The whole transaction becomes one batch anyway.
@@ -558,7 +558,7 @@ impl NodeStore for EngineNodes<'_> {
         self.store.node(id)?.ok_or_else(|| Error::Corruption {
             file: Default::default(),
             offset: 0,
-            detail: format!("list node {id}, named by a list's table, is not in the store"),
+            detail: format!("node {id}, named by a collection's node table, is not in the store"),
         })
     }
 

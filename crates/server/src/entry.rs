@@ -5,7 +5,7 @@
 //! tag    = bit 0: a deadline is present (else there are no deadline bytes)
 //!          bit 1: raw (see `Entry::raw`; strings, hashes, sets and sorted sets)
 //!          bits 2-4: the type: 0 string, 1 list, 2 hash, 3 set, 4 sorted set, 5 stream
-//!          bit 5: the payload is a long list's node table (see `list_nodes.rs`)
+//!          bit 5: the payload is a node table (see `nodes.rs`)
 //!          the other bits are 0
 //! ```
 //!
@@ -149,14 +149,19 @@ impl Entry {
         out
     }
 
-    /// The stored bytes of a long list split into nodes: its node table.
-    pub fn encode_node_table(table: &[u8], deadline: Option<u64>) -> Vec<u8> {
-        let mut out = Self::encode_as(Kind::List, table, deadline, false);
+    /// The stored bytes of a collection of `kind` split into nodes: its node table.
+    pub fn encode_node_table(
+        kind: Kind,
+        table: &[u8],
+        deadline: Option<u64>,
+        raw: bool,
+    ) -> Vec<u8> {
+        let mut out = Self::encode_as(kind, table, deadline, raw);
         *out.last_mut().expect("a tag") |= NODE_TABLE;
         out
     }
 
-    /// Whether `stored` holds a node table (see `list_nodes.rs`) rather than the value.
+    /// Whether `stored` holds a node table (see `nodes.rs`) rather than the value.
     pub fn stored_is_node_table(stored: &[u8]) -> bool {
         stored.last().is_some_and(|&tag| tag & NODE_TABLE != 0)
     }
@@ -188,6 +193,11 @@ impl Entry {
         &stored[..stored.len() - trailer]
     }
 
+    /// Whether a stored value is held in Redis's larger encoding (see [`Entry::raw`]).
+    pub fn stored_raw(stored: &[u8]) -> bool {
+        stored.last().is_some_and(|&tag| tag & RAW != 0)
+    }
+
     /// The type of a stored value, without decoding the payload.
     pub fn stored_kind(stored: &[u8]) -> Kind {
         stored
@@ -213,7 +223,9 @@ impl Entry {
         let known = tag & !(HAS_DEADLINE | RAW | KIND_MASK | NODE_TABLE) == 0
             && kind.is_some()
             && (tag & RAW == 0 || kind != Some(Kind::List))
-            && (tag & NODE_TABLE == 0 || kind == Some(Kind::List));
+            && (tag & NODE_TABLE == 0
+                || kind == Some(Kind::List)
+                || (tag & RAW != 0 && matches!(kind, Some(Kind::Hash | Kind::Set))));
         if !known {
             return Err(format!(
                 "a stored value ends in tag {tag} with {} bytes before it, which hotkv-server does not write",

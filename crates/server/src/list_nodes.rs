@@ -1,55 +1,25 @@
-//! Long lists in the memory store, split into nodes so that a push or a pop copies one
-//! node of at most [`NODE_BYTES`] rather than the whole list (Redis's quicklist splits
-//! its lists the same way, for the same reason).
+//! Long lists split into nodes in order, so that a push or a pop copies one node of
+//! at most [`NODE_BYTES`] and the node table rather than the whole list (Redis's
+//! quicklist splits its lists the same way, for the same reason). How nodes are stored
+//! and released, and why readers need no lock, is in `nodes.rs`.
 //!
 //! ```text
 //! node table = count (u32 LE: elements in the list) | node*        head first
 //! node       = id (u64 LE) | count (u32 LE) | bytes (u32 LE: its packed size)
 //! ```
 //!
-//! The node table is the payload of the key's entry, marked by a tag bit (`entry.rs`).
-//! Each node is a packed list (`packed.rs`) of at least one element, kept where the
-//! store keeps nodes (a [`NodeStore`]): in memory, a second index under its id (8
-//! bytes, little-endian); on an engine, a record of the server's own beside the keys
-//! (`engine_keys.rs`), written in one batch with the table (`engine_store.rs`). A list
-//! whose packed form passes [`NODE_BYTES`] is split; one left with a single node is
-//! stored whole again.
-//!
-//! On an engine, a key's writers and the readers of its nodes hold the key's lock. In
-//! memory, readers and writers need no lock:
-//! - A node is never changed once written, and ids are never reused. A write makes new
-//!   nodes for what it changes and publishes a new node table with the key's
-//!   compare-and-set, as any other write. Two equal tables are therefore the same list,
-//!   so the compare-and-set is exact; a writer that loses it removes the nodes it made,
-//!   which nobody else has seen.
-//! - A node that a published table no longer names is removed once every thread pinned
-//!   (crossbeam-epoch) when it was dropped has unpinned. Readers and writers pin before
-//!   they read the table and stay pinned while they read its nodes, so every node of a
-//!   table they read is there.
-//! - Everything that replaces or deletes a key's value in memory (`db.rs`) hands the old
-//!   value to [`ListNodes::retire`], so nodes are released exactly when their table is.
-
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+//! Each node is a packed list (`packed.rs`) of at least one element. A list whose
+//! packed form passes [`NODE_BYTES`] is split; one left with a single node is stored
+//! whole again.
 
 use engine::Result;
-use hotring::HotRing;
 
 use crate::entry::{Entry, Kind};
-use crate::packed::{self, Builder, MAX_ELEMENTS};
-
-/// The packed size past which a list is split, and up to which a node is filled:
-/// Redis's default `list-max-listpack-size -2` is 8 KB; half that halves what a push
-/// copies, while a list of a million short elements still has a table of a few
-/// thousand nodes.
-pub const NODE_BYTES: usize = 4096;
+use crate::nodes::{NodeStore, NODE_BYTES};
+use crate::packed::{self, element_size, Builder, MAX_ELEMENTS};
 
 const TABLE_HEADER: usize = 4;
 const NODE_REF: usize = 16;
-
-/// Bytes a node costs in the second index beyond its packed elements (item header,
-/// id, link, directory share), for MEMORY USAGE and eviction's accounting.
-const NODE_OVERHEAD: usize = 56;
 
 /// One end of a list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,18 +33,6 @@ struct NodeRef {
     id: u64,
     count: u32,
     bytes: u32,
-}
-
-/// Where a store keeps the nodes of its long lists.
-pub trait NodeStore {
-    /// Stores a node under an id never used before; nobody reads it until a published
-    /// table names it.
-    fn write(&self, packed: &[u8]) -> u64;
-    /// The packed elements of node `id`, named by a table the caller read (see the top
-    /// of this file for why it is still there).
-    fn read(&self, id: u64) -> Result<Vec<u8>>;
-    /// Removes node `id`, written by this edit, which no table will name.
-    fn discard(&self, id: u64);
 }
 
 /// A node table, decoded.
@@ -141,26 +99,19 @@ impl Table {
     }
 }
 
-/// The table of a stored value, if it is one.
+/// The table of a stored list, if it is one.
 fn table_of(stored: &[u8]) -> Option<Table> {
     Entry::stored_is_node_table(stored).then(|| Table::parse(Entry::stored_payload(stored)))
 }
 
-/// The ids of the nodes `stored` names (none if it is not a node table).
-pub fn node_ids(stored: &[u8]) -> Vec<u64> {
-    table_of(stored).map_or_else(Vec::new, |t| t.ids().collect())
-}
-
-/// The nodes `old` names and `new` does not: what replacing `old` by `new` (or
-/// deleting it, `None`) releases.
-pub fn dropped(old: &[u8], new: Option<&[u8]>) -> Vec<u64> {
-    let mut released = node_ids(old);
-    if !released.is_empty() {
-        let mut kept = new.map(node_ids).unwrap_or_default();
-        kept.sort_unstable();
-        released.retain(|id| kept.binary_search(id).is_err());
-    }
-    released
+/// The nodes `table` names, each its id and packed size.
+pub fn nodes(table: &[u8]) -> Vec<(u64, usize)> {
+    let table = Table::parse(table);
+    table
+        .nodes
+        .iter()
+        .map(|n| (n.id, n.bytes as usize))
+        .collect()
 }
 
 fn node_ref(id: u64, packed: &[u8]) -> NodeRef {
@@ -171,18 +122,10 @@ fn node_ref(id: u64, packed: &[u8]) -> NodeRef {
     }
 }
 
-/// `stored` with a long list split into nodes written to `nodes`, to be published in
-/// place of whatever the key held. Anything else is returned as it is.
-pub fn split_if_long(nodes: &dyn NodeStore, stored: Vec<u8>) -> Vec<u8> {
-    let payload = Entry::stored_payload(&stored);
-    if Entry::stored_kind(&stored) != Kind::List
-        || Entry::stored_is_node_table(&stored)
-        || !is_long(payload)
-    {
-        return stored;
-    }
-    let table = split(nodes, payload);
-    Entry::encode_node_table(&table.encode(), Entry::stored_deadline(&stored))
+/// The node table of the packed list `list` split into nodes written to `nodes`, if
+/// it is long.
+pub fn split_if_long(nodes: &dyn NodeStore, list: &[u8]) -> Option<Vec<u8>> {
+    is_long(list).then(|| split(nodes, list).encode())
 }
 
 /// Writes the elements of `packed` as nodes of up to [`NODE_BYTES`] each.
@@ -195,7 +138,7 @@ fn split(nodes: &dyn NodeStore, packed: &[u8]) -> Table {
         written.push(node_ref(nodes.write(&packed), &packed));
     };
     for e in packed::elements(packed) {
-        let size = varint_len(e.len()) + e.len();
+        let size = element_size(e);
         if node.count() > 0 && bytes + size > NODE_BYTES {
             flush(std::mem::replace(
                 &mut node,
@@ -215,12 +158,10 @@ fn split(nodes: &dyn NodeStore, packed: &[u8]) -> Table {
     }
 }
 
-/// `stored` as a value: a node table expanded to the whole packed list; anything else
-/// copied. The caller read `stored` pinned (memory) or holds the key's lock (engine).
-pub fn expand(nodes: &dyn NodeStore, stored: &[u8]) -> Result<Vec<u8>> {
-    let Some(table) = table_of(stored) else {
-        return Ok(stored.to_vec());
-    };
+/// The whole packed list whose node table is `table`. The caller read the table
+/// pinned (memory) or holds the key's lock (engine).
+pub fn expand(nodes: &dyn NodeStore, table: &[u8]) -> Result<Vec<u8>> {
+    let table = Table::parse(table);
     let bytes: usize = table.nodes.iter().map(|n| n.bytes as usize).sum();
     let mut b = Builder::with_capacity(bytes);
     for node in &table.nodes {
@@ -236,7 +177,7 @@ pub fn expand(nodes: &dyn NodeStore, stored: &[u8]) -> Result<Vec<u8>> {
         table.count,
         "a table's count is its nodes'"
     );
-    Ok(Entry::collection(Kind::List, list, Entry::stored_deadline(stored)).into_stored())
+    Ok(list)
 }
 
 /// Elements `from..=to` of the list whose table is `table`.
@@ -264,97 +205,11 @@ fn range(nodes: &dyn NodeStore, table: &Table, from: usize, to: usize) -> Result
     Ok(out)
 }
 
-/// The nodes of the memory store's long lists.
-pub struct ListNodes {
-    nodes: Arc<HotRing>,
-    next_id: AtomicU64,
-}
-
-impl Default for ListNodes {
-    fn default() -> Self {
-        ListNodes {
-            nodes: Arc::new(HotRing::new()),
-            next_id: AtomicU64::new(1),
-        }
-    }
-}
-
-impl NodeStore for ListNodes {
-    fn write(&self, packed: &[u8]) -> u64 {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let inserted = self.nodes.insert(&id.to_le_bytes(), packed);
-        assert!(inserted, "node ids are never reused");
-        id
-    }
-
-    fn read(&self, id: u64) -> Result<Vec<u8>> {
-        let found = self.nodes.get(&id.to_le_bytes());
-        Ok(found.expect("a node outlives every pinned reader of its table"))
-    }
-
-    fn discard(&self, id: u64) {
-        self.nodes.remove(&id.to_le_bytes());
-    }
-}
-
-impl ListNodes {
-    /// Nodes stored, including those waiting for readers to unpin.
-    pub fn len(&self) -> usize {
-        self.nodes.len()
-    }
-
-    /// After `new` (or a delete) replaced `old` in the key's entry: the nodes only
-    /// `old` named are removed once the threads pinned now have unpinned.
-    pub fn retire(&self, old: &[u8], new: Option<&[u8]>) {
-        let dropped = dropped(old, new);
-        if dropped.is_empty() {
-            return;
-        }
-        let nodes = Arc::clone(&self.nodes);
-        let guard = crossbeam_epoch::pin();
-        guard.defer(move || {
-            for id in dropped {
-                nodes.remove(&id.to_le_bytes());
-            }
-        });
-        // Hands this thread's deferred work to the global queue now, so an idle
-        // thread does not hold a deleted list's nodes until it is busy again.
-        guard.flush();
-    }
-
-    /// After `new` lost the race to replace `old`: removes the nodes `new` made, which
-    /// nobody else has seen.
-    pub fn abandon(&self, new: &[u8], old: Option<&[u8]>) {
-        let made = match old {
-            Some(old) => dropped(new, Some(old)),
-            None => node_ids(new),
-        };
-        for id in made {
-            self.discard(id);
-        }
-    }
-
-    /// Bytes the nodes of `stored` take, beyond `stored` itself (0 if it has none).
-    pub fn node_bytes(stored: &[u8]) -> usize {
-        table_of(stored).map_or(0, |t| {
-            t.nodes
-                .iter()
-                .map(|n| n.bytes as usize + NODE_OVERHEAD)
-                .sum()
-        })
-    }
-}
-
 /// Whether the packed list `list` is split where lists are: its elements take more than
 /// one node, so splitting makes two nodes at least.
 fn is_long(list: &[u8]) -> bool {
     let elements = packed::elements(list).remaining_bytes();
     elements.len() > NODE_BYTES && packed::count(list) >= 2
-}
-
-fn varint_len(n: usize) -> usize {
-    let bits = usize::BITS - n.leading_zeros();
-    (bits.max(1) as usize).div_ceil(7)
 }
 
 /// `list` (or an empty one) with `items` pushed one by one at `end`.
@@ -475,7 +330,7 @@ impl<'a> ListEditor<'a> {
                     End::Right => table.nodes.len() - 1,
                 };
                 let edge = table.nodes[at];
-                let bytes: usize = items.clone().map(|i| varint_len(i.len()) + i.len()).sum();
+                let bytes: usize = items.clone().map(element_size).sum();
                 if edge.bytes as usize + bytes <= NODE_BYTES {
                     if let Some(old) = self.read(edge) {
                         table.nodes[at] = self.write(&pushed(Some(&old), end, items));
@@ -600,7 +455,12 @@ impl<'a> ListEditor<'a> {
         Ok(Some(match self.shape {
             Shape::Missing => None,
             Shape::Packed(p) => Some(Entry::collection(Kind::List, p, deadline).into_stored()),
-            Shape::Split(t) => Some(Entry::encode_node_table(&t.encode(), deadline)),
+            Shape::Split(t) => Some(Entry::encode_node_table(
+                Kind::List,
+                &t.encode(),
+                deadline,
+                false,
+            )),
         }))
     }
 }
@@ -661,6 +521,7 @@ mod tests {
 
     use super::*;
     use crate::db::Db;
+    use crate::nodes::MemoryNodes;
 
     /// Waits for the deferred removals of retired nodes to run (other test threads'
     /// pins can hold them back for a while).
@@ -736,7 +597,7 @@ mod tests {
         /// read back as a `VecDeque` holds them; nodes are released with their tables.
         #[test]
         fn a_split_list_behaves_as_a_deque(ops in prop::collection::vec(op(), 1..80)) {
-            let nodes = ListNodes::default();
+            let nodes = MemoryNodes::default();
             let mut model: VecDeque<Vec<u8>> = VecDeque::new();
             let mut stored: Option<Vec<u8>> = None;
             for op in ops {
@@ -776,11 +637,11 @@ mod tests {
                     }
                     stored = new;
                 }
-                let whole = stored.as_deref().map(|s| Entry::decode(expand(&nodes, s).unwrap()).value);
+                let whole = stored.as_deref().map(|s| Entry::decode(crate::nodes::expand(&nodes, s).unwrap()).value);
                 let elements: Vec<&[u8]> = whole.as_deref().map(packed::elements).into_iter().flatten().collect();
                 prop_assert!(elements.iter().copied().eq(model.iter().map(Vec::as_slice)));
                 // A long list is split, a short one whole.
-                let bytes: usize = model.iter().map(|e| varint_len(e.len()) + e.len()).sum();
+                let bytes: usize = model.iter().map(|e| element_size(e)).sum();
                 let split = stored.as_deref().is_some_and(Entry::stored_is_node_table);
                 prop_assert!(!split || model.len() >= 2);
                 prop_assert!(split || model.len() < 2 || bytes <= NODE_BYTES || matches!(op, Op::Pop(..)));
@@ -896,7 +757,7 @@ mod tests {
             db.get(key).unwrap().is_none(),
             "the emptied list is deleted"
         );
-        let nodes = || db.list_nodes().expect("the memory store");
+        let nodes = || db.collection_nodes().expect("the memory store");
         assert!(settled(nodes, 0), "{} nodes left", nodes());
     }
 }

@@ -17,9 +17,9 @@
 //! (or under its lock on an engine), like any other value: readers never see one half
 //! written, and nothing else is needed for atomicity, expiry, transactions or
 //! durability. The price is that a write copies the collection, O(n) bytes; pushes and
-//! pops copy the untouched elements as one block, without parsing them. A long list is
-//! split into nodes, each a packed list, so that its writes copy one node
-//! (`list_nodes.rs`).
+//! pops copy the untouched elements as one block, without parsing them. A long list, and
+//! a large hash or set, is split into nodes, each a packed value, so that its writes
+//! copy the nodes they change (`nodes.rs`).
 //!
 //! An empty collection is never stored: the write that empties one deletes its key.
 
@@ -45,6 +45,12 @@ pub fn elements(packed: &[u8]) -> Elements<'_> {
     Elements {
         rest: packed.get(HEADER..).unwrap_or_default(),
     }
+}
+
+/// The elements of `bytes`, packed elements without the count before them (as
+/// [`Elements::remaining_bytes`] gives them).
+pub fn elements_of(bytes: &[u8]) -> Elements<'_> {
+    Elements { rest: bytes }
 }
 
 /// Iterates over the elements of a packed value.
@@ -105,8 +111,7 @@ impl Builder {
     /// Adds one element without counting it: half of a pair, or a whole list element or
     /// set member that the caller counts.
     fn push_element(&mut self, element: &[u8]) {
-        varint::put(&mut self.out, element.len() as u64);
-        self.out.extend_from_slice(element);
+        put_element(&mut self.out, element);
     }
 
     /// Appends a list element or set member.
@@ -149,6 +154,25 @@ impl Builder {
         self.out[..HEADER].copy_from_slice(&(self.count as u32).to_le_bytes());
         self.out
     }
+}
+
+/// Sets the count of a packed value edited in place (the caller keeps it within
+/// [`MAX_ELEMENTS`]).
+pub fn set_count(packed: &mut [u8], count: usize) {
+    assert!(count <= MAX_ELEMENTS, "a collection past 2^32 - 1 elements");
+    packed[..HEADER].copy_from_slice(&(count as u32).to_le_bytes());
+}
+
+/// Appends `element` to `out` as a packed value holds it, uncounted (see [`set_count`]).
+pub fn put_element(out: &mut Vec<u8>, element: &[u8]) {
+    varint::put(out, element.len() as u64);
+    out.extend_from_slice(element);
+}
+
+/// The bytes `element` takes in a packed value: its length's varint and itself.
+pub fn element_size(element: &[u8]) -> usize {
+    let bits = usize::BITS - element.len().leading_zeros();
+    (bits.max(1) as usize).div_ceil(7) + element.len()
 }
 
 /// A packed list of `items`.

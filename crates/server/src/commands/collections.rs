@@ -6,6 +6,7 @@ use resp::Frame;
 use super::{error, parse_integer, reply, upper, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR};
 use crate::db::{Change, Edited};
 use crate::entry::{Entry, Kind};
+use crate::field_nodes::{FieldEditor, FieldReader};
 use crate::glob::glob_match;
 use crate::keyspace_events::GENERIC;
 use crate::packed;
@@ -58,6 +59,40 @@ pub fn edit<R>(
             }),
         )
     })
+}
+
+/// Changes the hash or set (`kind`) at `key` through `f`, field by field (see
+/// `Db::edit_fields`: a large one's nodes that hold them are all that is copied),
+/// keeping its expiry. `None` if the key holds another type.
+pub fn edit_fields<R>(
+    ctx: &Ctx,
+    key: &[u8],
+    kind: Kind,
+    f: impl FnMut(&mut FieldEditor) -> R,
+) -> engine::Result<Option<Edited<R>>> {
+    let large = |packed: &[u8]| super::object::held_large(ctx, kind, packed);
+    ctx.db().edit_fields(key, kind, &large, f)
+}
+
+/// Answers with what `f` makes of the hash or set (`kind`) at `key`, looked up field
+/// by field (see `Db::read_fields`; `None` if missing); WRONGTYPE if the key holds
+/// another type. Counts as a read (hits and misses).
+pub fn answer_fields(
+    ctx: &Ctx,
+    key: &[u8],
+    kind: Kind,
+    f: impl FnOnce(Option<&FieldReader>) -> engine::Result<Frame>,
+) -> Reply {
+    let mut found = true;
+    let frame = ctx.db().read_fields(key, kind, |fields| {
+        found = fields.is_some();
+        f(fields)
+    })?;
+    ctx.hit(key, found);
+    match frame {
+        Some(frame) => reply(frame),
+        None => error(super::WRONG_TYPE),
+    }
 }
 
 /// Answers with what `f` makes of the collection of `kind` at `key` (its packed value,

@@ -2,53 +2,16 @@
 //! HINCRBY HINCRBYFLOAT HRANDFIELD HSCAN. Fields keep the order they were added in, as
 //! in Redis's listpack, so small hashes list as Redis lists them.
 
-use std::collections::HashMap;
-
 use resp::Frame;
 
-use super::collections::{self, edit, notify_edit, Edit};
+use super::collections::{self, answer_fields, edit_fields, notify_edit};
 use super::incr::parse_float;
 use super::{error, int, of_kind, ok, parse_integer, reply, Ctx, Reply};
 use super::{NOT_AN_INTEGER, WRONG_TYPE};
 use crate::entry::Kind;
+use crate::field_nodes::FieldReader;
 use crate::keyspace_events::HASH;
-use crate::packed::{self, Builder};
-
-/// `hash` with `updates` applied: each field set to its value (the last one given
-/// wins), new fields after the old ones in the order given. Returns the new packed
-/// hash and how many fields it added.
-fn with_fields(hash: Option<&[u8]>, updates: &[(&[u8], &[u8])]) -> (Vec<u8>, usize) {
-    let mut latest: HashMap<&[u8], (usize, &[u8])> = HashMap::with_capacity(updates.len());
-    for (i, (field, value)) in updates.iter().enumerate() {
-        latest
-            .entry(field)
-            .and_modify(|v| v.1 = value)
-            .or_insert((i, value));
-    }
-    let old = hash.unwrap_or_default();
-    let extra: usize = updates.iter().map(|(f, v)| f.len() + v.len() + 10).sum();
-    let mut b = Builder::with_capacity(old.len() + extra);
-    for (field, value) in packed::pairs(old) {
-        match latest.remove(field) {
-            Some((_, new)) => b.push_pair(field, new),
-            None => b.push_pair(field, value),
-        }
-    }
-    let mut added: Vec<(usize, &[u8], &[u8])> =
-        latest.into_iter().map(|(f, (i, v))| (i, f, v)).collect();
-    added.sort_unstable_by_key(|a| a.0);
-    for (_, field, value) in &added {
-        b.push_pair(field, value);
-    }
-    (b.finish(), added.len())
-}
-
-/// The value of `field` in a packed hash.
-fn field_of<'a>(hash: &'a [u8], field: &[u8]) -> Option<&'a [u8]> {
-    packed::pairs(hash)
-        .find(|(f, _)| *f == field)
-        .map(|(_, v)| v)
-}
+use crate::packed;
 
 fn set_pairs(ctx: &Ctx, args: &[Vec<u8>], name: &str) -> Result<usize, Reply> {
     if !args.len().is_multiple_of(2) {
@@ -56,13 +19,12 @@ fn set_pairs(ctx: &Ctx, args: &[Vec<u8>], name: &str) -> Result<usize, Reply> {
             "ERR wrong number of arguments for '{name}' command"
         )));
     }
-    let updates: Vec<(&[u8], &[u8])> = args[2..]
-        .chunks(2)
-        .map(|p| (p[0].as_slice(), p[1].as_slice()))
-        .collect();
-    let edited = edit(ctx, &args[1], Kind::Hash, |hash| {
-        let (new, added) = with_fields(hash, &updates);
-        (Edit::Write(new), added)
+    let edited = edit_fields(ctx, &args[1], Kind::Hash, |hash| {
+        // A field given twice keeps its first place and its last value.
+        args[2..]
+            .chunks(2)
+            .filter(|p| hash.set(&p[0], &p[1]))
+            .count()
     })
     .map_err(Err)?;
     let Some(edited) = edited else {
@@ -90,11 +52,8 @@ pub fn hmset(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 
 pub fn hsetnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let (field, value) = (&args[2], &args[3]);
-    let Some(edited) = edit(ctx, &args[1], Kind::Hash, |hash| {
-        if hash.is_some_and(|h| field_of(h, field).is_some()) {
-            return (Edit::Keep, false);
-        }
-        (Edit::Write(with_fields(hash, &[(field, value)]).0), true)
+    let Some(edited) = edit_fields(ctx, &args[1], Kind::Hash, |hash| {
+        hash.get(field).is_none() && hash.set(field, value)
     })?
     else {
         return error(WRONG_TYPE);
@@ -103,41 +62,31 @@ pub fn hsetnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     int(edited.result as i64)
 }
 
+/// The value of `field` as a reply: nil if missing.
+fn value_reply(hash: Option<&FieldReader>, field: &[u8]) -> engine::Result<Frame> {
+    let value = match hash {
+        Some(h) => h.get(field)?,
+        None => None,
+    };
+    Ok(value.map_or(Frame::Null, Frame::Bulk))
+}
+
 pub fn hget(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    collections::answer(ctx, &args[1], Kind::Hash, |hash| {
-        let value = hash.and_then(|h| field_of(h, &args[2]));
-        value.map_or(Frame::Null, |v| Frame::Bulk(v.to_vec()))
+    answer_fields(ctx, &args[1], Kind::Hash, |hash| {
+        value_reply(hash, &args[2])
     })
 }
 
 pub fn hmget(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    collections::answer(ctx, &args[1], Kind::Hash, |hash| {
-        let hash = hash.unwrap_or_default();
-        let values = args[2..]
-            .iter()
-            .map(|f| field_of(hash, f).map_or(Frame::Null, |v| Frame::Bulk(v.to_vec())))
-            .collect();
-        Frame::Array(values)
+    answer_fields(ctx, &args[1], Kind::Hash, |hash| {
+        let values = args[2..].iter().map(|f| value_reply(hash, f));
+        Ok(Frame::Array(values.collect::<engine::Result<_>>()?))
     })
 }
 
 pub fn hdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let fields = &args[2..];
-    let Some(edited) = edit(ctx, &args[1], Kind::Hash, |hash| {
-        let Some(hash) = hash else {
-            return (Edit::Keep, 0);
-        };
-        let mut b = Builder::with_capacity(hash.len());
-        for (field, value) in packed::pairs(hash) {
-            if !fields.iter().any(|f| f == field) {
-                b.push_pair(field, value);
-            }
-        }
-        let removed = packed::count(hash) - b.count();
-        if removed == 0 {
-            return (Edit::Keep, 0);
-        }
-        (Edit::Write(b.finish()), removed)
+    let Some(edited) = edit_fields(ctx, &args[1], Kind::Hash, |hash| {
+        args[2..].iter().filter(|f| hash.remove(f)).count()
     })?
     else {
         return error(WRONG_TYPE);
@@ -147,23 +96,28 @@ pub fn hdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 pub fn hlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    collections::answer(ctx, &args[1], Kind::Hash, |hash| {
-        Frame::Integer(hash.map_or(0, packed::count) as i64)
+    answer_fields(ctx, &args[1], Kind::Hash, |hash| {
+        Ok(Frame::Integer(hash.map_or(0, FieldReader::len) as i64))
     })
 }
 
 pub fn hstrlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    collections::answer(ctx, &args[1], Kind::Hash, |hash| {
-        let len = hash
-            .and_then(|h| field_of(h, &args[2]))
-            .map_or(0, <[u8]>::len);
-        Frame::Integer(len as i64)
+    answer_fields(ctx, &args[1], Kind::Hash, |hash| {
+        let len = match hash {
+            Some(h) => h.get(&args[2])?.map_or(0, |v| v.len()),
+            None => 0,
+        };
+        Ok(Frame::Integer(len as i64))
     })
 }
 
 pub fn hexists(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    collections::answer(ctx, &args[1], Kind::Hash, |hash| {
-        Frame::Integer(hash.is_some_and(|h| field_of(h, &args[2]).is_some()) as i64)
+    answer_fields(ctx, &args[1], Kind::Hash, |hash| {
+        let found = match hash {
+            Some(h) => h.get(&args[2])?.is_some(),
+            None => false,
+        };
+        Ok(Frame::Integer(found as i64))
     })
 }
 
@@ -204,15 +158,10 @@ fn increment(
     next: impl Fn(Option<&[u8]>) -> Result<Vec<u8>, &'static str>,
 ) -> engine::Result<Result<Vec<u8>, Reply>> {
     let field = &args[2];
-    let edited = edit(ctx, &args[1], Kind::Hash, |hash| {
-        let current = hash.and_then(|h| field_of(h, field));
-        match next(current) {
-            Ok(value) => (
-                Edit::Write(with_fields(hash, &[(field, &value)]).0),
-                Ok(value),
-            ),
-            Err(e) => (Edit::Keep, Err(e)),
-        }
+    let edited = edit_fields(ctx, &args[1], Kind::Hash, |hash| {
+        let value = next(hash.get(field).as_deref())?;
+        hash.set(field, &value);
+        Ok(value)
     })?;
     let Some(edited) = edited else {
         return Ok(Err(error(WRONG_TYPE)));
@@ -308,26 +257,4 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 
 pub fn hscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     collections::scan(ctx, args, Kind::Hash, 2)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fields_keep_their_place_and_the_last_value_given_wins() {
-        let (h, added) = with_fields(None, &[(b"a", b"1"), (b"b", b"2"), (b"a", b"3")]);
-        assert_eq!(added, 2);
-        let (h, added) = with_fields(Some(&h), &[(b"c", b"4"), (b"a", b"5")]);
-        assert_eq!(added, 1);
-        let got: Vec<_> = packed::pairs(&h).collect();
-        assert_eq!(
-            got,
-            vec![
-                (&b"a"[..], &b"5"[..]),
-                (&b"b"[..], &b"2"[..]),
-                (&b"c"[..], &b"4"[..])
-            ]
-        );
-    }
 }

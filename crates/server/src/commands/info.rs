@@ -331,8 +331,11 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             // `Db::index_stats`); the other fields are exact counters.
             field("hotring_ring_lengths_sampled", &lengths.join(","));
             field("hotring_bytes_per_key", &format!("{:.1}", s.bytes_per_key));
-            // Nodes of long lists (see `list_nodes.rs`), held in a second index.
-            field("hotring_list_nodes", &server.db.list_nodes().unwrap_or(0));
+            // Nodes of large collections (see `nodes.rs`), held in a second index.
+            field(
+                "hotring_collection_nodes",
+                &server.db.collection_nodes().unwrap_or(0),
+            );
         }
         _ => unreachable!("SECTIONS lists the sections"),
     }

@@ -6,9 +6,10 @@ use std::cmp::Ordering;
 
 use resp::Frame;
 
-use super::collections::{self, edit, notify_edit, Edit};
+use super::collections::{self, answer_fields, edit, edit_fields, notify_edit, Edit};
 use super::{error, int, of_kind, parse_integer, reply, Ctx, Reply, WRONG_TYPE};
 use crate::entry::Kind;
+use crate::field_nodes::FieldReader;
 use crate::keyspace_events::{GENERIC, SET};
 use crate::packed::{self, set_order, Builder};
 
@@ -19,13 +20,6 @@ fn members(set: &[u8]) -> Vec<&[u8]> {
 
 fn pack(members: &[&[u8]]) -> Vec<u8> {
     packed::pack(members.iter().copied())
-}
-
-/// `members` sorted and without repeats.
-fn normalized(mut members: Vec<&[u8]>) -> Vec<&[u8]> {
-    members.sort_by(|a, b| set_order(a, b));
-    members.dedup();
-    members
 }
 
 /// Whether the sorted `members` hold `m`.
@@ -64,14 +58,8 @@ fn merged<'a>(a: &[&'a [u8]], b: &[&'a [u8]]) -> (Vec<&'a [u8]>, usize) {
 }
 
 pub fn sadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let new = normalized(args[2..].iter().map(Vec::as_slice).collect());
-    let Some(edited) = edit(ctx, &args[1], Kind::Set, |set| {
-        let old = members(set.unwrap_or_default());
-        let (all, added) = merged(&old, &new);
-        if added == 0 {
-            return (Edit::Keep, 0);
-        }
-        (Edit::Write(pack(&all)), added)
+    let Some(edited) = edit_fields(ctx, &args[1], Kind::Set, |set| {
+        args[2..].iter().filter(|m| set.set(m, b"")).count()
     })?
     else {
         return error(WRONG_TYPE);
@@ -95,12 +83,8 @@ fn without(set: &[u8], gone: &[&[u8]]) -> Option<(Vec<u8>, usize)> {
 }
 
 pub fn srem(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let gone = normalized(args[2..].iter().map(Vec::as_slice).collect());
-    let Some(edited) = edit(ctx, &args[1], Kind::Set, |set| {
-        match set.and_then(|s| without(s, &gone)) {
-            Some((rest, removed)) => (Edit::Write(rest), removed),
-            None => (Edit::Keep, 0),
-        }
+    let Some(edited) = edit_fields(ctx, &args[1], Kind::Set, |set| {
+        args[2..].iter().filter(|m| set.remove(m)).count()
     })?
     else {
         return error(WRONG_TYPE);
@@ -124,27 +108,29 @@ pub fn smembers(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     reply(as_set(packed::elements(&set)))
 }
 
+/// Whether `member` is in the set (missing: none is).
+fn is_member(set: Option<&FieldReader>, member: &[u8]) -> engine::Result<Frame> {
+    let found = match set {
+        Some(s) => s.get(member)?.is_some(),
+        None => false,
+    };
+    Ok(Frame::Integer(found as i64))
+}
+
 pub fn sismember(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    collections::answer(ctx, &args[1], Kind::Set, |set| {
-        let member = args[2].as_slice();
-        Frame::Integer(set.is_some_and(|s| packed::elements(s).any(|m| m == member)) as i64)
-    })
+    answer_fields(ctx, &args[1], Kind::Set, |set| is_member(set, &args[2]))
 }
 
 pub fn smismember(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    collections::answer(ctx, &args[1], Kind::Set, |set| {
-        let all = members(set.unwrap_or_default());
-        let answers = args[2..]
-            .iter()
-            .map(|m| Frame::Integer(holds(&all, m) as i64))
-            .collect();
-        Frame::Array(answers)
+    answer_fields(ctx, &args[1], Kind::Set, |set| {
+        let answers = args[2..].iter().map(|m| is_member(set, m));
+        Ok(Frame::Array(answers.collect::<engine::Result<_>>()?))
     })
 }
 
 pub fn scard(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    collections::answer(ctx, &args[1], Kind::Set, |set| {
-        Frame::Integer(set.map_or(0, packed::count) as i64)
+    answer_fields(ctx, &args[1], Kind::Set, |set| {
+        Ok(Frame::Integer(set.map_or(0, FieldReader::len) as i64))
     })
 }
 
@@ -371,6 +357,13 @@ pub fn sscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `members` sorted and without repeats.
+    fn normalized(mut members: Vec<&[u8]>) -> Vec<&[u8]> {
+        members.sort_by(|a, b| set_order(a, b));
+        members.dedup();
+        members
+    }
 
     #[test]
     fn merging_keeps_order_and_counts_what_is_new() {

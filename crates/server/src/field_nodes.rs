@@ -1,0 +1,996 @@
+//! Large hashes and sets split into nodes by the hash of their fields (a set's members
+//! are its fields), so that HSET, HGET, HDEL, SADD, SISMEMBER and the like read and
+//! copy the one node a field falls in, and the node table, rather than the whole
+//! value. How nodes are stored and released, and why readers need no lock, is in
+//! `nodes.rs`.
+//!
+//! ```text
+//! node table = count (u32 LE: fields of the hash, members of the set) | node*
+//! node       = low (u64 LE) | id (u64 LE) | count (u32 LE) | bytes (u32 LE: its packed size)
+//! ```
+//!
+//! Nodes are in ascending order of `low`. A node holds the fields whose hash
+//! ([`field_hash`]) lies from its `low` up to the next node's `low` (the last node's
+//! up to 2^64 - 1); the first node also holds every hash below its `low`. A node's
+//! `low` is fixed when it is written, so a node id names the same range in every table
+//! that holds it (which lets [`dropped`] compare two tables in one pass). A node is a
+//! packed hash (field, value pairs) or a packed set (members) of at least one field,
+//! in the order they were added to it.
+//!
+//! Only a hash or set held in Redis's large encoding (`Entry::raw`: a hashtable, whose
+//! order is no order) is split, once its packed form passes [`NODE_BYTES`]; a small
+//! hash keeps the insertion order Redis's listpack lists it in. A node that passes
+//! [`NODE_BYTES`] is split at hashes between its fields; a node emptied is dropped,
+//! the node before it taking its range (or, for the first, the one after); a table
+//! left with one node, or with two holding less than half of [`NODE_BYTES`], is stored
+//! whole again, a set with its members
+//! sorted again as `packed::set_order` keeps a whole set.
+
+use std::collections::{btree_map, BTreeMap};
+
+use engine::Result;
+
+use crate::entry::{Entry, Kind};
+use crate::nodes::{NodeStore, NODE_BYTES};
+use crate::packed::{self, set_order, Builder};
+
+const TABLE_HEADER: usize = 4;
+const NODE_REF: usize = 24;
+
+/// How full a split leaves a node, so that the next few writes to it do not split it
+/// again.
+const FILL: usize = NODE_BYTES * 3 / 4;
+
+/// The hash that places a field in a node. It is part of the stored format on an
+/// engine: a change to it would lose the fields of tables already written.
+pub fn field_hash(field: &[u8]) -> u64 {
+    hotring::hash::hash64(field)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct NodeRef {
+    low: u64,
+    id: u64,
+    count: u32,
+    bytes: u32,
+}
+
+/// A node table as stored: fixed-size records read and patched in place, so that a
+/// write copies the table once and changes only the records of the nodes it touched.
+struct Table<B> {
+    bytes: B,
+}
+
+impl<B: AsRef<[u8]>> Table<B> {
+    fn new(bytes: B) -> Self {
+        let table = Table { bytes };
+        let len = table.bytes.as_ref().len();
+        assert!(
+            len >= TABLE_HEADER + 2 * NODE_REF && (len - TABLE_HEADER).is_multiple_of(NODE_REF),
+            "a field node table of {len} bytes"
+        );
+        if cfg!(debug_assertions) {
+            table.check();
+        }
+        table
+    }
+
+    fn word(&self, at: usize, n: usize) -> u64 {
+        let mut b = [0u8; 8];
+        b[..n].copy_from_slice(&self.bytes.as_ref()[at..at + n]);
+        u64::from_le_bytes(b)
+    }
+
+    fn count(&self) -> usize {
+        self.word(0, 4) as usize
+    }
+
+    /// Nodes in the table.
+    fn len(&self) -> usize {
+        (self.bytes.as_ref().len() - TABLE_HEADER) / NODE_REF
+    }
+
+    fn node(&self, i: usize) -> NodeRef {
+        let at = TABLE_HEADER + i * NODE_REF;
+        NodeRef {
+            low: self.word(at, 8),
+            id: self.word(at + 8, 8),
+            count: self.word(at + 16, 4) as u32,
+            bytes: self.word(at + 20, 4) as u32,
+        }
+    }
+
+    fn nodes(&self) -> impl Iterator<Item = NodeRef> + '_ {
+        (0..self.len()).map(|i| self.node(i))
+    }
+
+    /// The node whose range holds `hash`.
+    fn find(&self, hash: u64) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.node(mid).low <= hash {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo.max(1) - 1
+    }
+
+    /// The invariants every stored table keeps: O(nodes), so checked in full by debug
+    /// builds, and around each change by every build.
+    fn check(&self) {
+        let nodes: Vec<NodeRef> = self.nodes().collect();
+        assert!(nodes.len() >= 2, "a table of one node is stored whole");
+        assert!(
+            nodes.windows(2).all(|w| w[0].low < w[1].low),
+            "nodes in ascending order of their ranges"
+        );
+        assert!(nodes.iter().all(|n| n.count >= 1), "an empty node");
+        assert_eq!(
+            nodes.iter().map(|n| n.count as usize).sum::<usize>(),
+            self.count(),
+            "a table's count is its nodes' counts"
+        );
+    }
+}
+
+impl Table<Vec<u8>> {
+    fn of(count: usize, nodes: &[NodeRef]) -> Self {
+        let mut bytes = Vec::with_capacity(TABLE_HEADER + NODE_REF * nodes.len() + 9);
+        bytes.extend_from_slice(&(count as u32).to_le_bytes());
+        let mut table = Table { bytes };
+        table.splice(0..0, nodes);
+        Table::new(table.bytes)
+    }
+
+    fn set_count(&mut self, count: usize) {
+        packed::set_count(&mut self.bytes, count);
+    }
+
+    /// Replaces nodes `range` by `nodes`, which keep the ranges in order with their
+    /// neighbours.
+    fn splice(&mut self, range: std::ops::Range<usize>, nodes: &[NodeRef]) {
+        let mut records = Vec::with_capacity(nodes.len() * NODE_REF);
+        for n in nodes {
+            records.extend_from_slice(&n.low.to_le_bytes());
+            records.extend_from_slice(&n.id.to_le_bytes());
+            records.extend_from_slice(&n.count.to_le_bytes());
+            records.extend_from_slice(&n.bytes.to_le_bytes());
+        }
+        let at = |i: usize| TABLE_HEADER + i * NODE_REF;
+        let (start, end) = (range.start, range.end);
+        self.bytes.splice(at(start)..at(end), records);
+        let last = start + nodes.len();
+        if start > 0 && last > start {
+            assert!(
+                self.node(start - 1).low < self.node(start).low,
+                "ranges in order"
+            );
+        }
+        if last > 0 && last < self.len() {
+            assert!(
+                self.node(last - 1).low < self.node(last).low,
+                "ranges in order"
+            );
+        }
+    }
+}
+
+/// The nodes `table` names, each its id and packed size.
+pub fn nodes(table: &[u8]) -> Vec<(u64, usize)> {
+    let table = Table::new(table);
+    table.nodes().map(|n| (n.id, n.bytes as usize)).collect()
+}
+
+/// The nodes the table `old` names and the table `new` does not, in one pass: a node's
+/// range is fixed with its id, so both tables list the nodes they share in one order.
+pub fn dropped(old: &[u8], new: &[u8]) -> Vec<u64> {
+    let (old, new) = (Table::new(old), Table::new(new));
+    let mut out = Vec::new();
+    let mut j = 0;
+    for node in old.nodes() {
+        while j < new.len() && new.node(j).low < node.low {
+            j += 1;
+        }
+        if j >= new.len() || new.node(j).id != node.id {
+            out.push(node.id);
+        }
+    }
+    out
+}
+
+/// The fields of a packed hash or set, each with the bytes of its whole entry as
+/// packed (a hash's field and value, a set's member).
+fn entries(kind: Kind, packed: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    let width = if kind == Kind::Hash { 2 } else { 1 };
+    let mut it = packed::elements(packed);
+    std::iter::from_fn(move || {
+        let before = it.remaining_bytes();
+        let field = it.next()?;
+        for _ in 1..width {
+            it.next()?;
+        }
+        let used = before.len() - it.remaining_bytes().len();
+        Some((field, &before[..used]))
+    })
+}
+
+/// What a lookup of a field answers: a hash's value; for a set, an empty value.
+fn value_of(kind: Kind, entry: &[u8]) -> Vec<u8> {
+    if kind == Kind::Set {
+        return Vec::new();
+    }
+    let mut it = packed::elements_of(entry);
+    it.next();
+    it.next().unwrap_or_default().to_vec()
+}
+
+/// Where `field`'s entry lies in the packed value `packed`: its byte range.
+fn locate(kind: Kind, packed: &[u8], field: &[u8]) -> Option<std::ops::Range<usize>> {
+    let body = packed::elements(packed).remaining_bytes();
+    let start = packed.len() - body.len();
+    let mut at = start;
+    for (f, entry) in entries(kind, packed) {
+        if f == field {
+            return Some(at..at + entry.len());
+        }
+        at += entry.len();
+    }
+    None
+}
+
+/// The packed entry of `field` (and `value`, for a hash).
+fn entry_bytes(kind: Kind, field: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(field.len() + value.len() + 10);
+    packed::put_element(&mut out, field);
+    if kind == Kind::Hash {
+        packed::put_element(&mut out, value);
+    }
+    out
+}
+
+/// Cuts `entries` (hash, entry bytes), sorted by hash, into runs of about [`FILL`]
+/// bytes, at least two if they allow: never between two entries of one hash, so each
+/// run is a range of hashes. Returns where each run starts.
+fn cut(entries: &[(u64, &[u8])]) -> Vec<usize> {
+    let total: usize = entries.iter().map(|e| e.1.len()).sum();
+    let runs = total.div_ceil(FILL).max(2);
+    let mut starts = vec![0];
+    let mut acc = 0;
+    for (i, e) in entries.iter().enumerate() {
+        let due = total * starts.len() / runs;
+        if i > 0 && acc >= due && e.0 != entries[i - 1].0 && starts.len() < runs {
+            starts.push(i);
+        }
+        acc += e.1.len();
+    }
+    starts
+}
+
+/// Writes the entries of the packed hash or set `packed` as nodes covering the hashes
+/// from `low` on, [`cut`] by hash. None if they make one node only.
+fn split(nodes: &dyn NodeStore, kind: Kind, packed: &[u8], low: u64) -> Option<Vec<NodeRef>> {
+    let mut sorted: Vec<(u64, &[u8])> = entries(kind, packed)
+        .map(|(f, e)| (field_hash(f), e))
+        .collect();
+    sorted.sort_by_key(|e| e.0);
+    let starts = cut(&sorted);
+    if starts.len() < 2 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(starts.len());
+    for (i, &start) in starts.iter().enumerate() {
+        let end = starts.get(i + 1).copied().unwrap_or(sorted.len());
+        let run = &sorted[start..end];
+        let mut b = Builder::with_capacity(run.iter().map(|e| e.1.len()).sum());
+        for e in run {
+            b.push_packed(e.1, 1);
+        }
+        let node = b.finish();
+        out.push(NodeRef {
+            low: if i == 0 { low } else { run[0].0 },
+            id: nodes.write(&node),
+            count: packed::count(&node) as u32,
+            bytes: node.len() as u32,
+        });
+    }
+    Some(out)
+}
+
+/// The node table of the packed hash or set `packed` split into nodes written to
+/// `nodes`, if it passes [`NODE_BYTES`] and its fields make two nodes at least. Only
+/// for a value held in Redis's large encoding (see the top of this file).
+pub fn split_if_large(nodes: &dyn NodeStore, kind: Kind, packed: &[u8]) -> Option<Vec<u8>> {
+    if packed.len() <= NODE_BYTES {
+        return None;
+    }
+    let refs = split(nodes, kind, packed, 0)?;
+    Some(Table::of(packed::count(packed), &refs).bytes)
+}
+
+/// The whole packed hash or set of `packed` nodes, in table order: a set's members
+/// sorted by `packed::set_order`, as a whole set keeps them.
+fn joined(kind: Kind, nodes: &[Vec<u8>]) -> Vec<u8> {
+    let bytes = nodes.iter().map(Vec::len).sum();
+    if kind == Kind::Set {
+        let mut members: Vec<&[u8]> = nodes.iter().flat_map(|n| packed::elements(n)).collect();
+        members.sort_by(|a, b| set_order(a, b));
+        let mut b = Builder::with_capacity(bytes);
+        for m in members {
+            b.push(m);
+        }
+        return b.finish();
+    }
+    let mut b = Builder::with_capacity(bytes);
+    for n in nodes {
+        b.push_packed(packed::elements(n).remaining_bytes(), packed::count(n));
+    }
+    b.finish()
+}
+
+/// The whole packed hash or set whose node table is `table`. The caller read the table
+/// pinned (memory) or holds the key's lock (engine).
+pub fn expand(nodes: &dyn NodeStore, kind: Kind, table: &[u8]) -> Result<Vec<u8>> {
+    let table = Table::new(table);
+    let read: Vec<Vec<u8>> = table
+        .nodes()
+        .map(|n| nodes.read(n.id))
+        .collect::<Result<_>>()?;
+    let whole = joined(kind, &read);
+    assert_eq!(
+        packed::count(&whole),
+        table.count(),
+        "a table's count is its nodes'"
+    );
+    Ok(whole)
+}
+
+/// A hash or set as a read finds it: its fields looked up one node at a time.
+pub struct FieldReader<'a> {
+    kind: Kind,
+    nodes: &'a dyn NodeStore,
+    /// The packed value, or the node table if `table` is set.
+    payload: &'a [u8],
+    table: Option<Table<&'a [u8]>>,
+}
+
+impl<'a> FieldReader<'a> {
+    /// The hash or set stored as `stored`, its nodes (if split) in `nodes`.
+    pub fn new(nodes: &'a dyn NodeStore, stored: &'a [u8]) -> Self {
+        let payload = Entry::stored_payload(stored);
+        FieldReader {
+            kind: Entry::stored_kind(stored),
+            nodes,
+            payload,
+            table: Entry::stored_is_node_table(stored).then(|| Table::new(payload)),
+        }
+    }
+
+    /// Fields of the hash, members of the set.
+    pub fn len(&self) -> usize {
+        self.table
+            .as_ref()
+            .map_or_else(|| packed::count(self.payload), Table::count)
+    }
+
+    /// `field`'s value in a hash, an empty value for a member of a set; `None` if
+    /// missing.
+    pub fn get(&self, field: &[u8]) -> Result<Option<Vec<u8>>> {
+        let kind = self.kind;
+        let found = |p: &[u8]| locate(kind, p, field).map(|r| value_of(kind, &p[r]));
+        Ok(match &self.table {
+            None => found(self.payload),
+            Some(t) => found(&self.nodes.read(t.node(t.find(field_hash(field))).id)?),
+        })
+    }
+}
+
+/// A hash or set as a write finds it and leaves it.
+enum Shape {
+    Missing,
+    Packed(Vec<u8>),
+    /// The table, and the nodes this edit read, by their place in it.
+    Split(Table<Vec<u8>>, BTreeMap<usize, Loaded>),
+}
+
+struct Loaded {
+    packed: Vec<u8>,
+    changed: bool,
+}
+
+/// A hash or set being changed by one write (see `Db::edit_fields`): fields set and
+/// removed in its packed form or, if split, in the nodes they fall in only. Every
+/// write leaves what it changed within [`NODE_BYTES`] at once, so that a command
+/// naming thousands of fields costs what as many commands would, not their square.
+pub struct FieldEditor<'a> {
+    nodes: &'a dyn NodeStore,
+    kind: Kind,
+    shape: Shape,
+    /// Held in Redis's large encoding: from before, or since `large` said so.
+    raw: bool,
+    large: &'a dyn Fn(&[u8]) -> bool,
+    /// Nodes this edit wrote: removed at once if the edit drops them again.
+    fresh: Vec<u64>,
+    changed: bool,
+    /// The first node read that failed (an engine's I/O): the edit then writes nothing.
+    failed: Option<engine::Error>,
+}
+
+impl<'a> FieldEditor<'a> {
+    /// The hash or set of `kind` stored as `stored` (`None` if missing), its nodes in
+    /// `nodes`; `large` tells whether a packed value passes Redis's limits for its
+    /// small encoding.
+    pub fn new(
+        nodes: &'a dyn NodeStore,
+        kind: Kind,
+        stored: Option<&[u8]>,
+        large: &'a dyn Fn(&[u8]) -> bool,
+    ) -> Self {
+        assert!(matches!(kind, Kind::Hash | Kind::Set));
+        let shape = match stored {
+            None => Shape::Missing,
+            Some(s) if Entry::stored_is_node_table(s) => {
+                let table = Table::new(Entry::stored_payload(s).to_vec());
+                Shape::Split(table, BTreeMap::new())
+            }
+            Some(s) => Shape::Packed(Entry::stored_payload(s).to_vec()),
+        };
+        FieldEditor {
+            nodes,
+            kind,
+            shape,
+            raw: stored.is_some_and(Entry::stored_raw),
+            large,
+            fresh: Vec::new(),
+            changed: false,
+            failed: None,
+        }
+    }
+
+    /// Whether the hash or set has fields.
+    pub fn exists(&self) -> bool {
+        !matches!(self.shape, Shape::Missing)
+    }
+
+    /// The packed value (or node) that holds `field` if anything does, read if need
+    /// be and marked changed if `change`; `None` if missing, or if a node could not be
+    /// read.
+    fn home(&mut self, field: &[u8], change: bool) -> Option<&mut Vec<u8>> {
+        if self.failed.is_some() {
+            return None;
+        }
+        match &mut self.shape {
+            Shape::Missing => None,
+            Shape::Packed(p) => Some(p),
+            Shape::Split(table, loaded) => {
+                let at = table.find(field_hash(field));
+                if let btree_map::Entry::Vacant(v) = loaded.entry(at) {
+                    match self.nodes.read(table.node(at).id) {
+                        Ok(packed) => {
+                            v.insert(Loaded {
+                                packed,
+                                changed: false,
+                            });
+                        }
+                        Err(e) => {
+                            self.failed = Some(e);
+                            return None;
+                        }
+                    }
+                }
+                let node = loaded.get_mut(&at).expect("loaded above");
+                node.changed |= change;
+                Some(&mut node.packed)
+            }
+        }
+    }
+
+    /// `field`'s value in a hash, an empty value for a member of a set; `None` if
+    /// missing.
+    pub fn get(&mut self, field: &[u8]) -> Option<Vec<u8>> {
+        let kind = self.kind;
+        let packed = self.home(field, false)?;
+        locate(kind, packed, field).map(|r| value_of(kind, &packed[r]))
+    }
+
+    /// Sets `field` to `value` in a hash (a new field goes after the others), adds the
+    /// member `field` to a set (`value` unused); returns whether `field` is new. A
+    /// hash's write counts as a change even if the value is the same, as in Redis; a
+    /// set's member already there changes nothing.
+    pub fn set(&mut self, field: &[u8], value: &[u8]) -> bool {
+        if self.failed.is_some() {
+            return false;
+        }
+        let kind = self.kind;
+        if kind == Kind::Set && self.get(field).is_some() {
+            return false;
+        }
+        if matches!(self.shape, Shape::Missing) {
+            self.shape = Shape::Packed(Builder::with_capacity(0).finish());
+        }
+        let sorted = kind == Kind::Set && matches!(self.shape, Shape::Packed(_));
+        self.changed = true;
+        let Some(packed) = self.home(field, true) else {
+            return false;
+        };
+        let entry = entry_bytes(kind, field, value);
+        let added = match locate(kind, packed, field) {
+            Some(r) => {
+                packed.splice(r, entry);
+                false
+            }
+            None => {
+                let at = if sorted {
+                    // A whole set keeps `set_order` (see `packed.rs`).
+                    let body = packed::elements(packed).remaining_bytes();
+                    let mut at = packed.len() - body.len();
+                    for (m, e) in entries(kind, packed) {
+                        if set_order(m, field).is_gt() {
+                            break;
+                        }
+                        at += e.len();
+                    }
+                    at
+                } else {
+                    packed.len()
+                };
+                packed.splice(at..at, entry);
+                let n = packed::count(packed) + 1;
+                packed::set_count(packed, n);
+                true
+            }
+        };
+        if added {
+            self.counted(1);
+        }
+        self.settle(field);
+        added
+    }
+
+    /// Removes `field`; returns whether it was there.
+    pub fn remove(&mut self, field: &[u8]) -> bool {
+        if self.get(field).is_none() {
+            return false;
+        }
+        let kind = self.kind;
+        self.changed = true;
+        let Some(packed) = self.home(field, true) else {
+            return false;
+        };
+        let r = locate(kind, packed, field).expect("found above");
+        packed.drain(r);
+        let n = packed::count(packed) - 1;
+        packed::set_count(packed, n);
+        self.counted(-1);
+        true
+    }
+
+    /// Keeps a split value's count with a field added (1) or removed (-1): a packed
+    /// value's, or a node's, is kept where it was changed.
+    fn counted(&mut self, change: isize) {
+        if let Shape::Split(table, _) = &mut self.shape {
+            let count = table.count().checked_add_signed(change).expect("a count");
+            table.set_count(count);
+        }
+    }
+
+    /// After `field` was written: splits what holds it if that passed [`NODE_BYTES`]
+    /// (a packed value in Redis's large encoding into nodes, a node in two or more).
+    fn settle(&mut self, field: &[u8]) {
+        let (nodes, kind) = (self.nodes, self.kind);
+        match &mut self.shape {
+            Shape::Missing => {}
+            Shape::Packed(p) => {
+                if p.len() <= NODE_BYTES || !(self.raw || (self.large)(p)) {
+                    return;
+                }
+                self.raw = true;
+                if let Some(refs) = split(nodes, kind, p, 0) {
+                    self.fresh.extend(refs.iter().map(|r| r.id));
+                    let table = Table::of(packed::count(p), &refs);
+                    self.shape = Shape::Split(table, BTreeMap::new());
+                }
+            }
+            Shape::Split(table, loaded) => {
+                let at = table.find(field_hash(field));
+                let node = &loaded[&at].packed;
+                if node.len() <= NODE_BYTES {
+                    return;
+                }
+                let Some(parts) = split(nodes, kind, node, table.node(at).low) else {
+                    return;
+                };
+                self.fresh.extend(parts.iter().map(|r| r.id));
+                let more = parts.len() - 1;
+                let replaced = table.node(at).id;
+                table.splice(at..at + 1, &parts);
+                *loaded = std::mem::take(loaded)
+                    .into_iter()
+                    .filter(|(k, _)| *k != at)
+                    .map(|(k, v)| (if k > at { k + more } else { k }, v))
+                    .collect();
+                drop_fresh(nodes, &mut self.fresh, replaced);
+            }
+        }
+    }
+
+    /// What to store: `None` if nothing changed, `Some(None)` to delete the key,
+    /// `Some(Some(stored))` otherwise, with `deadline` kept. The error of a node that
+    /// could not be read, if one could not: then nothing is to be stored.
+    pub fn finish(mut self, deadline: Option<u64>) -> Result<Option<Option<Vec<u8>>>> {
+        if let Some(e) = self.failed.take() {
+            for id in self.fresh.drain(..) {
+                self.nodes.discard(id);
+            }
+            return Err(e);
+        }
+        if !self.changed {
+            return Ok(None);
+        }
+        let kind = self.kind;
+        let packed = match std::mem::replace(&mut self.shape, Shape::Missing) {
+            Shape::Missing => unreachable!("a change leaves fields or a packed value"),
+            Shape::Packed(p) => p,
+            Shape::Split(table, loaded) => match self.rebuilt(table, loaded) {
+                Err(e) => {
+                    for id in self.fresh.drain(..) {
+                        self.nodes.discard(id);
+                    }
+                    return Err(e);
+                }
+                Ok(Ok(table)) => {
+                    if cfg!(debug_assertions) {
+                        table.check();
+                    }
+                    return Ok(Some(Some(Entry::encode_node_table(
+                        kind,
+                        &table.bytes,
+                        deadline,
+                        true,
+                    ))));
+                }
+                Ok(Err(whole)) => {
+                    for id in self.fresh.drain(..) {
+                        self.nodes.discard(id);
+                    }
+                    whole
+                }
+            },
+        };
+        if packed::count(&packed) == 0 {
+            return Ok(Some(None));
+        }
+        let raw = self.raw || (self.large)(&packed);
+        let stored = Entry {
+            value: packed,
+            deadline,
+            raw,
+            kind,
+        };
+        Ok(Some(Some(stored.into_stored())))
+    }
+
+    /// The table with the changed nodes written (dropped if emptied); or, if it is
+    /// left with one node, or two holding less than half of [`NODE_BYTES`], the whole
+    /// packed value instead (empty if every field went).
+    fn rebuilt(
+        &mut self,
+        mut table: Table<Vec<u8>>,
+        loaded: BTreeMap<usize, Loaded>,
+    ) -> Result<std::result::Result<Table<Vec<u8>>, Vec<u8>>> {
+        let changed: BTreeMap<usize, Vec<u8>> = loaded
+            .into_iter()
+            .filter(|(_, l)| l.changed)
+            .map(|(at, l)| (at, l.packed))
+            .collect();
+        let emptied = changed.values().filter(|p| packed::count(p) == 0).count();
+        let left = table.len() - emptied;
+        if left <= 2 {
+            let mut all = Vec::with_capacity(table.len());
+            for (at, node) in table.nodes().enumerate() {
+                match changed.get(&at) {
+                    Some(p) => all.push(p.clone()),
+                    None => all.push(self.nodes.read(node.id)?),
+                }
+            }
+            let bytes: usize = all.iter().map(Vec::len).sum();
+            if left <= 1 || bytes < NODE_BYTES / 2 {
+                return Ok(Err(joined(self.kind, &all)));
+            }
+        }
+        for (at, packed) in changed.into_iter().rev() {
+            let old = table.node(at);
+            drop_fresh(self.nodes, &mut self.fresh, old.id);
+            if packed::count(&packed) > 0 {
+                let node = NodeRef {
+                    low: old.low,
+                    id: self.nodes.write(&packed),
+                    count: packed::count(&packed) as u32,
+                    bytes: packed.len() as u32,
+                };
+                table.splice(at..at + 1, &[node]);
+            } else {
+                table.splice(at..at + 1, &[]);
+            }
+        }
+        Ok(Ok(table))
+    }
+}
+
+/// The table no longer names node `id`: if this edit wrote it (`fresh`), nobody has
+/// seen it.
+fn drop_fresh(nodes: &dyn NodeStore, fresh: &mut Vec<u64>, id: u64) {
+    if let Some(at) = fresh.iter().position(|&f| f == id) {
+        fresh.swap_remove(at);
+        nodes.discard(id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeSet, HashMap};
+    use std::time::{Duration, Instant};
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::db::Db;
+    use crate::nodes::MemoryNodes;
+
+    /// Waits for the deferred removals of retired nodes to run (other test threads'
+    /// pins can hold them back for a while).
+    fn settled(nodes: impl Fn() -> usize, live: usize) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(20) {
+            if nodes() == live {
+                return true;
+            }
+            crossbeam_epoch::pin().flush();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        false
+    }
+
+    /// Redis's default limit of the small encoding, by count only.
+    fn large(packed: &[u8]) -> bool {
+        packed::count(packed) > 128
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Set(Vec<u8>, Vec<u8>),
+        Remove(Vec<u8>),
+        Get(Vec<u8>),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        // Fields from a small space, so sets, removes and gets meet; values mostly
+        // short, some longer than a node.
+        let field = (0..600u32).prop_map(|n| format!("f{n}").into_bytes());
+        let value = prop_oneof![
+            20 => prop::collection::vec(any::<u8>(), 0..30),
+            1 => prop::collection::vec(any::<u8>(), 0..(2 * NODE_BYTES)),
+        ];
+        prop_oneof![
+            6 => (field.clone(), value).prop_map(|(f, v)| Op::Set(f, v)),
+            3 => field.clone().prop_map(Op::Remove),
+            1 => field.prop_map(Op::Get),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Batches of sets, removes and gets, each batch one edit published as the
+        /// store would, read back as a `HashMap` (hash) or `BTreeSet` (set) holds them,
+        /// through the editor, the reader and the expanded value; a large value is
+        /// split, and nodes are released with their tables.
+        #[test]
+        fn split_hashes_and_sets_behave_as_maps(
+            is_hash in any::<bool>(),
+            batches in prop::collection::vec(prop::collection::vec(op(), 1..120), 1..30),
+        ) {
+            let kind = if is_hash { Kind::Hash } else { Kind::Set };
+            let value_of = |v: &[u8]| if is_hash { v.to_vec() } else { Vec::new() };
+            let nodes = MemoryNodes::default();
+            let mut model: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
+            let mut stored: Option<Vec<u8>> = None;
+            for batch in batches {
+                let _pin = crossbeam_epoch::pin();
+                let mut editor = FieldEditor::new(&nodes, kind, stored.as_deref(), &large);
+                for op in &batch {
+                    match op {
+                        Op::Set(f, v) => {
+                            let new = editor.set(f, v);
+                            let old = model.insert(f.clone(), value_of(v));
+                            prop_assert_eq!(new, old.is_none());
+                        }
+                        Op::Remove(f) => prop_assert_eq!(editor.remove(f), model.remove(f).is_some()),
+                        Op::Get(f) => prop_assert_eq!(editor.get(f), model.get(f).cloned()),
+                    }
+                }
+                if let Some(new) = editor.finish(None).unwrap() {
+                    if let Some(old) = &stored {
+                        nodes.retire(old, new.as_deref());
+                    }
+                    stored = new;
+                }
+                prop_assert_eq!(stored.is_none(), model.is_empty());
+                let Some(s) = stored.as_deref() else { continue };
+                let reader = FieldReader::new(&nodes, s);
+                prop_assert_eq!(reader.len(), model.len());
+                for op in &batch {
+                    let (Op::Set(f, _) | Op::Remove(f) | Op::Get(f)) = op;
+                    prop_assert_eq!(reader.get(f).unwrap(), model.get(f).cloned());
+                }
+                let whole = Entry::decode(crate::nodes::expand(&nodes, s).unwrap());
+                prop_assert_eq!(whole.kind, kind);
+                let fields: Vec<(&[u8], &[u8])> = entries(kind, &whole.value).collect();
+                prop_assert_eq!(fields.len(), model.len());
+                for (f, e) in &fields {
+                    prop_assert_eq!(Some(super::value_of(kind, e)), model.get(*f).cloned());
+                }
+                if kind == Kind::Set {
+                    // A whole set keeps `set_order`, however it was stored.
+                    prop_assert!(fields.windows(2).all(|w| set_order(w[0].0, w[1].0).is_lt()));
+                }
+                // Split only in the large encoding, and there whenever fields can be.
+                if Entry::stored_is_node_table(s) {
+                    prop_assert!(whole.raw && model.len() >= 2);
+                } else if whole.raw && model.len() >= 2 {
+                    prop_assert!(whole.value.len() <= NODE_BYTES, "{} bytes whole", whole.value.len());
+                }
+            }
+            let named = stored.as_deref().map_or(0, |s| crate::nodes::node_ids(s).len());
+            prop_assert!(settled(|| nodes.len(), named), "{} nodes for {named}", nodes.len());
+            if let Some(old) = &stored {
+                nodes.retire(old, None);
+            }
+            prop_assert!(settled(|| nodes.len(), 0), "{} nodes left", nodes.len());
+        }
+    }
+
+    /// A hash of a few thousand fields is split, its nodes stay within their size, and
+    /// a field's write copies one node: the table names many nodes, each under
+    /// [`NODE_BYTES`] but for a field larger than that on its own.
+    #[test]
+    fn a_large_hash_is_split_into_nodes_by_hash() {
+        let nodes = MemoryNodes::default();
+        let mut stored: Option<Vec<u8>> = None;
+        for i in 0..5000 {
+            let mut editor = FieldEditor::new(&nodes, Kind::Hash, stored.as_deref(), &large);
+            assert!(editor.set(format!("field:{i}").as_bytes(), b"value"));
+            let new = editor.finish(None).unwrap().expect("a write");
+            if let Some(old) = &stored {
+                nodes.retire(old, new.as_deref());
+            }
+            stored = new;
+        }
+        let s = stored.unwrap();
+        assert!(Entry::stored_is_node_table(&s));
+        let table = Table::new(Entry::stored_payload(&s));
+        table.check();
+        assert_eq!(table.count(), 5000);
+        assert!(table.len() > 20, "{} nodes", table.len());
+        for n in table.nodes() {
+            assert!(
+                n.bytes as usize <= NODE_BYTES,
+                "a node of {} bytes",
+                n.bytes
+            );
+            let node = nodes.read(n.id).unwrap();
+            for (f, _) in entries(Kind::Hash, &node) {
+                assert_eq!(
+                    table.find(field_hash(f)),
+                    table.nodes().position(|m| m == n).unwrap()
+                );
+            }
+        }
+        nodes.retire(&s, None);
+    }
+
+    /// Many threads set, remove and read fields of one hash and one set through `Db`
+    /// (compare-and-set races, retried edits, readers pinned across node reads): every
+    /// field's last write wins, removed fields stay removed, and every node is
+    /// released once the keys are deleted.
+    #[test]
+    fn concurrent_field_writes_and_reads_lose_nothing() {
+        const WRITERS: usize = 4;
+        const EACH: usize = 1500;
+        let db = Db::default();
+        let large: &(dyn Fn(&[u8]) -> bool + Sync) = &large;
+        let value =
+            |w: usize, i: usize, round: usize| format!("{w}:{i}:{round}:{}", "v".repeat(i % 40));
+        std::thread::scope(|s| {
+            for w in 0..WRITERS {
+                let db = &db;
+                s.spawn(move || {
+                    for round in 0..2 {
+                        for i in 0..EACH {
+                            let field = format!("{w}:{i}");
+                            let v = value(w, i, round);
+                            db.edit_fields(b"hash", Kind::Hash, large, |h| {
+                                h.set(field.as_bytes(), v.as_bytes())
+                            })
+                            .unwrap()
+                            .expect("a hash");
+                            db.edit_fields(b"set", Kind::Set, large, |h| {
+                                h.set(field.as_bytes(), b"")
+                            })
+                            .unwrap()
+                            .expect("a set");
+                        }
+                    }
+                    // Every third field removed, in batches of a few.
+                    for chunk in (0..EACH).step_by(3).collect::<Vec<_>>().chunks(7) {
+                        let fields: Vec<String> =
+                            chunk.iter().map(|i| format!("{w}:{i}")).collect();
+                        for key in [&b"hash"[..], b"set"] {
+                            let kind = if key == b"hash" {
+                                Kind::Hash
+                            } else {
+                                Kind::Set
+                            };
+                            let removed = db
+                                .edit_fields(key, kind, large, |h| {
+                                    fields.iter().filter(|f| h.remove(f.as_bytes())).count()
+                                })
+                                .unwrap()
+                                .expect("the right type")
+                                .result;
+                            assert_eq!(removed, fields.len(), "each removed once");
+                        }
+                    }
+                });
+            }
+            for r in 0..2 {
+                let db = &db;
+                s.spawn(move || {
+                    for n in 0..4000usize {
+                        let (w, i) = ((n + r) % WRITERS, (n * 7) % EACH);
+                        let field = format!("{w}:{i}");
+                        let got = db
+                            .read_fields(b"hash", Kind::Hash, |h| match h {
+                                Some(h) => h.get(field.as_bytes()),
+                                None => Ok(None),
+                            })
+                            .unwrap()
+                            .expect("a hash");
+                        if let Some(v) = got {
+                            let v = String::from_utf8(v).unwrap();
+                            assert!(
+                                v == value(w, i, 0) || v == value(w, i, 1),
+                                "{field} read {v}"
+                            );
+                        }
+                    }
+                });
+            }
+        });
+        let hash = db.get(b"hash").unwrap().expect("the hash");
+        let set = db.get(b"set").unwrap().expect("the set");
+        let mut want: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
+        for w in 0..WRITERS {
+            for i in (0..EACH).filter(|i| i % 3 != 0) {
+                want.insert(format!("{w}:{i}").into_bytes(), value(w, i, 1).into_bytes());
+            }
+        }
+        let got: HashMap<Vec<u8>, Vec<u8>> = packed::pairs(&hash.value)
+            .map(|(f, v)| (f.to_vec(), v.to_vec()))
+            .collect();
+        assert_eq!(got.len(), packed::count(&hash.value));
+        assert!(
+            got == want,
+            "the hash holds every last write and no removed field"
+        );
+        let members: BTreeSet<Vec<u8>> = packed::elements(&set.value).map(<[u8]>::to_vec).collect();
+        assert_eq!(members, want.keys().cloned().collect::<BTreeSet<_>>());
+        assert!(db.collection_nodes().unwrap() > 10, "both were split");
+        db.remove(b"hash").unwrap();
+        db.remove(b"set").unwrap();
+        let nodes = || db.collection_nodes().expect("the memory store");
+        assert!(settled(nodes, 0), "{} nodes left", nodes());
+    }
+}

@@ -1,0 +1,221 @@
+//! Large collections split into nodes, so that a write copies the nodes it changes
+//! and the key's node table rather than the whole value: long lists in order
+//! (`list_nodes.rs`, as Redis's quicklist) and large hashes and sets by field hash
+//! (`field_nodes.rs`, as Redis's hashtable buckets). The key's entry holds the node
+//! table, marked by a tag bit (`entry.rs`); each node is a packed value (`packed.rs`)
+//! kept where the store keeps nodes (a [`NodeStore`]): in memory, a second index under
+//! its id (8 bytes, little-endian); on an engine, a record of the server's own beside
+//! the keys (`engine_keys.rs`), written in one batch with the table (`engine_store.rs`).
+//!
+//! On an engine, a key's writers and the readers of its nodes hold the key's lock. In
+//! memory, readers and writers need no lock:
+//! - A node is never changed once written, and ids are never reused. A write makes new
+//!   nodes for what it changes and publishes a new node table with the key's
+//!   compare-and-set, as any other write. Two equal tables are therefore the same
+//!   value, so the compare-and-set is exact; a writer that loses it removes the nodes
+//!   it made, which nobody else has seen.
+//! - A node that a published table no longer names is removed once every thread pinned
+//!   (crossbeam-epoch) when it was dropped has unpinned. Readers and writers pin before
+//!   they read the table and stay pinned while they read its nodes, so every node of a
+//!   table they read is there.
+//! - Everything that replaces or deletes a key's value in memory (`db.rs`) hands the old
+//!   value to [`MemoryNodes::retire`], so nodes are released exactly when their table is.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use engine::Result;
+use hotring::HotRing;
+
+use crate::entry::{Entry, Kind};
+use crate::{field_nodes, list_nodes};
+
+/// The packed size past which a collection is split, and up to which a node is
+/// filled: Redis's default `list-max-listpack-size -2` is 8 KB; half that halves what
+/// a write copies, while a collection of a million short elements still has a table of
+/// a few thousand nodes.
+pub const NODE_BYTES: usize = 4096;
+
+/// Bytes a node costs in the second index beyond its packed elements (item header,
+/// id, link, directory share), for MEMORY USAGE and eviction's accounting.
+const NODE_OVERHEAD: usize = 56;
+
+/// Where a store keeps the nodes of its large collections.
+pub trait NodeStore {
+    /// Stores a node under an id never used before; nobody reads it until a published
+    /// table names it.
+    fn write(&self, packed: &[u8]) -> u64;
+    /// The packed elements of node `id`, named by a table the caller read (see the top
+    /// of this file for why it is still there).
+    fn read(&self, id: u64) -> Result<Vec<u8>>;
+    /// Removes node `id`, written by this edit, which no table will name.
+    fn discard(&self, id: u64);
+}
+
+/// The table of `stored` and its type, if `stored` is a node table.
+fn table_of(stored: &[u8]) -> Option<(Kind, &[u8])> {
+    Entry::stored_is_node_table(stored)
+        .then(|| (Entry::stored_kind(stored), Entry::stored_payload(stored)))
+}
+
+/// The nodes `stored` names, each its id and packed size (none if it is not a node
+/// table).
+fn nodes_of(stored: &[u8]) -> Vec<(u64, usize)> {
+    match table_of(stored) {
+        None => Vec::new(),
+        Some((Kind::List, table)) => list_nodes::nodes(table),
+        Some((_, table)) => field_nodes::nodes(table),
+    }
+}
+
+/// The ids of the nodes `stored` names (none if it is not a node table).
+pub fn node_ids(stored: &[u8]) -> Vec<u64> {
+    nodes_of(stored).into_iter().map(|(id, _)| id).collect()
+}
+
+/// The nodes `old` names and `new` does not: what replacing `old` by `new` (or
+/// deleting it, `None`) releases.
+pub fn dropped(old: &[u8], new: Option<&[u8]>) -> Vec<u64> {
+    match (table_of(old), new.and_then(table_of)) {
+        (Some((kind, old)), Some((new_kind, new)))
+            if kind != Kind::List && new_kind != Kind::List =>
+        {
+            return field_nodes::dropped(old, new);
+        }
+        _ => {}
+    }
+    let mut released = node_ids(old);
+    if !released.is_empty() {
+        let mut kept = new.map(node_ids).unwrap_or_default();
+        kept.sort_unstable();
+        released.retain(|id| kept.binary_search(id).is_err());
+    }
+    released
+}
+
+/// Bytes the nodes of `stored` take, beyond `stored` itself (0 if it has none).
+pub fn node_bytes(stored: &[u8]) -> usize {
+    nodes_of(stored)
+        .iter()
+        .map(|&(_, bytes)| bytes + NODE_OVERHEAD)
+        .sum()
+}
+
+/// `stored` with a large collection split into nodes written to `nodes`, to be
+/// published in place of whatever the key held: a long list, or a hash or set in
+/// Redis's large encoding (`Entry::raw`) past [`NODE_BYTES`]. Anything else is
+/// returned as it is.
+pub fn split_if_large(nodes: &dyn NodeStore, stored: Vec<u8>) -> Vec<u8> {
+    if Entry::stored_is_node_table(&stored) {
+        return stored;
+    }
+    let kind = Entry::stored_kind(&stored);
+    let payload = Entry::stored_payload(&stored);
+    let table = match kind {
+        Kind::List => list_nodes::split_if_long(nodes, payload),
+        Kind::Hash | Kind::Set if Entry::stored_raw(&stored) => {
+            field_nodes::split_if_large(nodes, kind, payload)
+        }
+        _ => None,
+    };
+    match table {
+        Some(table) => Entry::encode_node_table(
+            kind,
+            &table,
+            Entry::stored_deadline(&stored),
+            Entry::stored_raw(&stored),
+        ),
+        None => stored,
+    }
+}
+
+/// `stored` as a value: a node table expanded to the whole packed collection;
+/// anything else copied. The caller read `stored` pinned (memory) or holds the key's
+/// lock (engine).
+pub fn expand(nodes: &dyn NodeStore, stored: &[u8]) -> Result<Vec<u8>> {
+    let Some((kind, table)) = table_of(stored) else {
+        return Ok(stored.to_vec());
+    };
+    let value = match kind {
+        Kind::List => list_nodes::expand(nodes, table)?,
+        _ => field_nodes::expand(nodes, kind, table)?,
+    };
+    let entry = Entry {
+        value,
+        deadline: Entry::stored_deadline(stored),
+        raw: Entry::stored_raw(stored),
+        kind,
+    };
+    Ok(entry.into_stored())
+}
+
+/// The nodes of the memory store's large collections.
+pub struct MemoryNodes {
+    nodes: Arc<HotRing>,
+    next_id: AtomicU64,
+}
+
+impl Default for MemoryNodes {
+    fn default() -> Self {
+        MemoryNodes {
+            nodes: Arc::new(HotRing::new()),
+            next_id: AtomicU64::new(1),
+        }
+    }
+}
+
+impl NodeStore for MemoryNodes {
+    fn write(&self, packed: &[u8]) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let inserted = self.nodes.insert(&id.to_le_bytes(), packed);
+        assert!(inserted, "node ids are never reused");
+        id
+    }
+
+    fn read(&self, id: u64) -> Result<Vec<u8>> {
+        let found = self.nodes.get(&id.to_le_bytes());
+        Ok(found.expect("a node outlives every pinned reader of its table"))
+    }
+
+    fn discard(&self, id: u64) {
+        self.nodes.remove(&id.to_le_bytes());
+    }
+}
+
+impl MemoryNodes {
+    /// Nodes stored, including those waiting for readers to unpin.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// After `new` (or a delete) replaced `old` in the key's entry: the nodes only
+    /// `old` named are removed once the threads pinned now have unpinned.
+    pub fn retire(&self, old: &[u8], new: Option<&[u8]>) {
+        let dropped = dropped(old, new);
+        if dropped.is_empty() {
+            return;
+        }
+        let nodes = Arc::clone(&self.nodes);
+        let guard = crossbeam_epoch::pin();
+        guard.defer(move || {
+            for id in dropped {
+                nodes.remove(&id.to_le_bytes());
+            }
+        });
+        // Hands this thread's deferred work to the global queue now, so an idle
+        // thread does not hold a deleted collection's nodes until it is busy again.
+        guard.flush();
+    }
+
+    /// After `new` lost the race to replace `old`: removes the nodes `new` made, which
+    /// nobody else has seen.
+    pub fn abandon(&self, new: &[u8], old: Option<&[u8]>) {
+        let made = match old {
+            Some(old) => dropped(new, Some(old)),
+            None => node_ids(new),
+        };
+        for id in made {
+            self.discard(id);
+        }
+    }
+}

@@ -29,6 +29,7 @@
 use std::collections::{btree_map, BTreeMap};
 
 use engine::Result;
+use rand::Rng;
 
 use crate::entry::{Entry, Kind};
 use crate::nodes::{NodeStore, NODE_BYTES};
@@ -387,6 +388,81 @@ impl<'a> FieldReader<'a> {
     }
 }
 
+impl FieldReader<'_> {
+    /// A field and its value (empty for a set), chosen uniformly at random; `None` if
+    /// there are none.
+    pub fn random(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let entry_at = |p: &[u8], skip: usize| {
+            entries(self.kind, p)
+                .nth(skip)
+                .map(|(f, e)| (f.to_vec(), value_of(self.kind, e)))
+        };
+        Ok(match &self.table {
+            None if packed::count(self.payload) == 0 => None,
+            None => entry_at(
+                self.payload,
+                rand::thread_rng().gen_range(0..packed::count(self.payload)),
+            ),
+            Some(t) => {
+                let (at, skip) = pick(t.count(), t.nodes().map(|n| n.count as usize));
+                entry_at(&self.nodes.read(t.node(at).id)?, skip)
+            }
+        })
+    }
+}
+
+impl FieldReader<'_> {
+    /// HSCAN and SSCAN: from `cursor`, calls `f` on each field and its value (empty for
+    /// a set) of whole nodes until `count` are seen; returns the cursor to go on from,
+    /// 0 at the end. A cursor is a field hash, the `low` of the next node, so a scan
+    /// goes on where it was however the nodes were split or merged meanwhile: a field
+    /// there for the whole scan is seen at least once. A value not split is seen whole
+    /// at once (as Redis scans its small encodings).
+    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], &[u8])) -> Result<u64> {
+        let kind = self.kind;
+        let mut visit = |p: &[u8], from: Option<u64>| {
+            let mut seen = 0;
+            for (field, entry) in entries(kind, p) {
+                if from.is_none_or(|c| field_hash(field) >= c) {
+                    let mut parts = packed::elements_of(entry);
+                    parts.next();
+                    f(field, parts.next().unwrap_or_default());
+                    seen += 1;
+                }
+            }
+            seen
+        };
+        let Some(table) = &self.table else {
+            visit(self.payload, None);
+            return Ok(0);
+        };
+        let mut at = table.find(cursor);
+        let mut seen = visit(&self.nodes.read(table.node(at).id)?, Some(cursor));
+        while seen < count && at + 1 < table.len() {
+            at += 1;
+            seen += visit(&self.nodes.read(table.node(at).id)?, None);
+        }
+        Ok(if at + 1 < table.len() {
+            table.node(at + 1).low
+        } else {
+            0
+        })
+    }
+}
+
+/// One of `total` fields chosen uniformly at random, from nodes holding `counts`
+/// fields each: its node and its place there.
+fn pick(total: usize, counts: impl Iterator<Item = usize>) -> (usize, usize) {
+    let mut skip = rand::thread_rng().gen_range(0..total);
+    for (at, count) in counts.enumerate() {
+        match skip.checked_sub(count) {
+            Some(rest) => skip = rest,
+            None => return (at, skip),
+        }
+    }
+    unreachable!("a table's count is its nodes' counts")
+}
+
 /// A hash or set as a write finds it and leaves it.
 enum Shape {
     Missing,
@@ -458,6 +534,16 @@ impl<'a> FieldEditor<'a> {
     /// be and marked changed if `change`; `None` if missing, or if a node could not be
     /// read.
     fn home(&mut self, field: &[u8], change: bool) -> Option<&mut Vec<u8>> {
+        let at = match &self.shape {
+            Shape::Split(table, _) => table.find(field_hash(field)),
+            _ => 0,
+        };
+        self.node(at, change)
+    }
+
+    /// The packed value, or node `at` of a split one, read if need be and marked
+    /// changed if `change`; `None` if missing, or if the node could not be read.
+    fn node(&mut self, at: usize, change: bool) -> Option<&mut Vec<u8>> {
         if self.failed.is_some() {
             return None;
         }
@@ -465,7 +551,6 @@ impl<'a> FieldEditor<'a> {
             Shape::Missing => None,
             Shape::Packed(p) => Some(p),
             Shape::Split(table, loaded) => {
-                let at = table.find(field_hash(field));
                 if let btree_map::Entry::Vacant(v) = loaded.entry(at) {
                     match self.nodes.read(table.node(at).id) {
                         Ok(packed) => {
@@ -485,6 +570,30 @@ impl<'a> FieldEditor<'a> {
                 Some(&mut node.packed)
             }
         }
+    }
+
+    /// A field chosen uniformly at random; `None` if there are none (or a node could
+    /// not be read).
+    pub fn random_field(&mut self) -> Option<Vec<u8>> {
+        // The edit may have removed every field already.
+        let (at, skip) = match &self.shape {
+            Shape::Missing => return None,
+            Shape::Packed(p) if packed::count(p) == 0 => return None,
+            Shape::Packed(p) => (0, rand::thread_rng().gen_range(0..packed::count(p))),
+            Shape::Split(table, _) if table.count() == 0 => return None,
+            Shape::Split(table, loaded) => {
+                // The nodes this edit changed count what they hold now.
+                let counts = (0..table.len()).map(|at| {
+                    loaded
+                        .get(&at)
+                        .map_or(table.node(at).count as usize, |l| packed::count(&l.packed))
+                });
+                pick(table.count(), counts)
+            }
+        };
+        let kind = self.kind;
+        let node = self.node(at, false)?;
+        entries(kind, node).nth(skip).map(|(f, _)| f.to_vec())
     }
 
     /// `field`'s value in a hash, an empty value for a member of a set; `None` if
@@ -889,6 +998,124 @@ mod tests {
             }
         }
         nodes.retire(&s, None);
+    }
+
+    /// Writes `fields` (with `value`) into the hash or set `stored` in one edit each and
+    /// returns the new stored value.
+    fn written(
+        nodes: &MemoryNodes,
+        kind: Kind,
+        stored: Option<Vec<u8>>,
+        fields: &[Vec<u8>],
+        value: &[u8],
+    ) -> Option<Vec<u8>> {
+        let mut editor = FieldEditor::new(nodes, kind, stored.as_deref(), &large);
+        for f in fields {
+            editor.set(f, value);
+        }
+        let new = editor.finish(None).unwrap().expect("a write");
+        if let Some(old) = &stored {
+            nodes.retire(old, new.as_deref());
+        }
+        new
+    }
+
+    /// A scan sees every field there for the whole scan, at least once, while other
+    /// fields come and go between its pages, splitting and dropping nodes; seeded.
+    #[test]
+    fn a_scan_sees_every_lasting_field_across_splits() {
+        use rand::{Rng, SeedableRng};
+        let seed: u64 = rand::random();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let nodes = MemoryNodes::default();
+        let lasting: Vec<Vec<u8>> = (0..3000)
+            .map(|i| format!("lasting:{i}").into_bytes())
+            .collect();
+        let mut stored = written(&nodes, Kind::Hash, None, &lasting, b"v");
+        let mut seen = BTreeSet::new();
+        let (mut cursor, mut pages, mut churn) = (0, 0, 0usize);
+        loop {
+            let _pin = crossbeam_epoch::pin();
+            let reader = FieldReader::new(&nodes, stored.as_deref().unwrap());
+            cursor = reader
+                .scan(cursor, rng.gen_range(1..200), |f, v| {
+                    assert!(v == b"v" || v == b"w", "seed {seed}");
+                    seen.insert(f.to_vec());
+                })
+                .unwrap();
+            pages += 1;
+            if cursor == 0 {
+                break;
+            }
+            // Fields added between pages (enough to split nodes), and some removed.
+            let added: Vec<Vec<u8>> = (0..rng.gen_range(0..300))
+                .map(|_| {
+                    format!("churn:{}", {
+                        churn += 1;
+                        churn
+                    })
+                    .into_bytes()
+                })
+                .collect();
+            stored = written(&nodes, Kind::Hash, stored, &added, b"w");
+            let mut editor = FieldEditor::new(&nodes, Kind::Hash, stored.as_deref(), &large);
+            for i in 0..rng.gen_range(0..100) {
+                editor.remove(format!("churn:{}", churn.saturating_sub(i * 3)).as_bytes());
+            }
+            if let Some(new) = editor.finish(None).unwrap() {
+                nodes.retire(stored.as_deref().unwrap(), new.as_deref());
+                stored = new;
+            }
+        }
+        let missed = lasting.iter().filter(|f| !seen.contains(*f)).count();
+        assert_eq!(
+            missed, 0,
+            "seed {seed}: {missed} lasting fields missed in {pages} pages"
+        );
+        assert!(pages > 10, "seed {seed}: {pages} pages");
+    }
+
+    /// Random picks reach every field of a split set, and popping picks one by one
+    /// takes each member exactly once.
+    #[test]
+    fn random_picks_reach_every_field_and_pops_take_each_once() {
+        let nodes = MemoryNodes::default();
+        let members: Vec<Vec<u8>> = (0..500)
+            .map(|i| format!("member:{i}").into_bytes())
+            .collect();
+        let mut stored = written(&nodes, Kind::Set, None, &members, b"");
+        let _pin = crossbeam_epoch::pin();
+        let s = stored.clone().unwrap();
+        assert!(Entry::stored_is_node_table(&s));
+        let reader = FieldReader::new(&nodes, &s);
+        let mut picked = BTreeSet::new();
+        for _ in 0..20_000 {
+            picked.insert(reader.random().unwrap().expect("a member").0);
+        }
+        assert_eq!(
+            picked.len(),
+            members.len(),
+            "every member picked at some point"
+        );
+        let mut popped = Vec::new();
+        while let Some(s) = stored.take() {
+            let mut editor = FieldEditor::new(&nodes, Kind::Set, Some(&s), &large);
+            for _ in 0..7.min(members.len() - popped.len()) {
+                let m = editor.random_field().expect("a member left");
+                assert!(editor.remove(&m));
+                popped.push(m);
+            }
+            assert_eq!(
+                editor.random_field().is_none(),
+                popped.len() == members.len()
+            );
+            stored = editor.finish(None).unwrap().expect("a write");
+            nodes.retire(&s, stored.as_deref());
+        }
+        popped.sort();
+        let mut want = members.clone();
+        want.sort();
+        assert_eq!(popped, want);
     }
 
     /// Many threads set, remove and read fields of one hash and one set through `Db`

@@ -394,3 +394,145 @@ fn blocked_clients_are_served_in_the_order_they_blocked() {
         });
     }
 }
+
+/// Every field or member a full HSCAN or SSCAN of `key` returns, page by page with
+/// `COUNT count`, and how many pages it took.
+fn scanned(
+    c: &mut redis::Connection,
+    command: &str,
+    key: &str,
+    count: usize,
+) -> (Vec<String>, usize) {
+    let (mut cursor, mut pages, mut out) = ("0".to_string(), 0, Vec::new());
+    loop {
+        let (next, items): (String, Vec<String>) =
+            run(c, &[command, key, &cursor, "COUNT", &count.to_string()]);
+        let step = if command == "HSCAN" { 2 } else { 1 };
+        out.extend(items.into_iter().step_by(step));
+        pages += 1;
+        cursor = next;
+        if cursor == "0" {
+            return (out, pages);
+        }
+    }
+}
+
+/// Hashes and sets large enough to be split into nodes (`field_nodes.rs`) answer as
+/// a map and a set would: fields set one by one and thousands at once, removed,
+/// incremented, scanned page by page, popped and picked at random, copied, renamed
+/// and deleted.
+#[test]
+fn large_hashes_and_sets_answer_field_by_field() {
+    let server = Server::start();
+    let mut c = server.client();
+    let mut pipe = redis::pipe();
+    for i in 0..3000 {
+        pipe.cmd("HSET")
+            .arg("big")
+            .arg(format!("f{i}"))
+            .arg(format!("v{i}"))
+            .ignore();
+        pipe.cmd("SADD")
+            .arg("members")
+            .arg(format!("m{i}"))
+            .ignore();
+    }
+    pipe.query::<()>(&mut c).unwrap();
+    // One command naming 3,000 fields, a third of them already there.
+    let mut hset = redis::cmd("HSET");
+    hset.arg("big");
+    for i in 2000..5000 {
+        hset.arg(format!("f{i}")).arg(format!("w{i}"));
+    }
+    assert_eq!(hset.query::<i64>(&mut c).unwrap(), 2000);
+    assert_eq!(
+        run::<String>(&mut c, &["OBJECT", "ENCODING", "big"]),
+        "hashtable"
+    );
+    assert_eq!(run::<i64>(&mut c, &["HLEN", "big"]), 5000);
+    assert_eq!(run::<String>(&mut c, &["HGET", "big", "f10"]), "v10");
+    assert_eq!(run::<String>(&mut c, &["HGET", "big", "f2500"]), "w2500");
+    assert_eq!(
+        run::<Option<String>>(&mut c, &["HGET", "big", "f5000"]),
+        None
+    );
+    let got: Vec<Option<String>> = run(&mut c, &["HMGET", "big", "f1", "nope", "f4999"]);
+    assert_eq!(got, [Some("v1".into()), None, Some("w4999".into())]);
+    let fields: Vec<String> = (0..5000).step_by(2).map(|i| format!("f{i}")).collect();
+    let mut hdel = redis::cmd("HDEL");
+    hdel.arg("big").arg(&fields).arg("f0");
+    assert_eq!(hdel.query::<i64>(&mut c).unwrap(), 2500);
+    assert_eq!(run::<i64>(&mut c, &["HINCRBY", "big", "counter", "5"]), 5);
+    assert_eq!(run::<i64>(&mut c, &["HINCRBY", "big", "counter", "-7"]), -2);
+    assert_eq!(run::<i64>(&mut c, &["HEXISTS", "big", "f2"]), 0);
+    assert_eq!(run::<i64>(&mut c, &["HSTRLEN", "big", "f4001"]), 5);
+    assert_eq!(run::<i64>(&mut c, &["HSETNX", "big", "f3", "x"]), 0);
+    let want: BTreeSet<String> = (1..5000)
+        .step_by(2)
+        .map(|i| format!("f{i}"))
+        .chain(["counter".to_string()])
+        .collect();
+    let (seen, pages) = scanned(&mut c, "HSCAN", "big", 50);
+    assert!(pages > 10, "{pages} pages");
+    assert_eq!(seen.len(), want.len(), "a field scanned twice or missed");
+    assert_eq!(seen.into_iter().collect::<BTreeSet<_>>(), want);
+    let all: Vec<String> = run(&mut c, &["HKEYS", "big"]);
+    assert_eq!(all.into_iter().collect::<BTreeSet<_>>(), want);
+    let field: String = run(&mut c, &["HRANDFIELD", "big"]);
+    assert!(want.contains(&field));
+
+    assert_eq!(run::<i64>(&mut c, &["SCARD", "members"]), 3000);
+    assert_eq!(run::<i64>(&mut c, &["SISMEMBER", "members", "m2999"]), 1);
+    let got: Vec<i64> = run(&mut c, &["SMISMEMBER", "members", "m0", "x", "m7"]);
+    assert_eq!(got, [1, 0, 1]);
+    assert_eq!(run::<i64>(&mut c, &["SADD", "members", "m1", "new"]), 1);
+    assert_eq!(
+        run::<i64>(&mut c, &["SREM", "members", "m1", "m1", "gone"]),
+        1
+    );
+    let mut popped: Vec<String> = run(&mut c, &["SPOP", "members", "40"]);
+    popped.push(run(&mut c, &["SPOP", "members"]));
+    assert_eq!(popped.iter().collect::<BTreeSet<_>>().len(), 41);
+    let mut left: BTreeSet<String> = (0..3000).map(|i| format!("m{i}")).collect();
+    left.insert("new".into());
+    left.remove("m1");
+    for m in &popped {
+        assert!(left.remove(m), "{m} popped but not a member");
+    }
+    assert_eq!(run::<i64>(&mut c, &["SCARD", "members"]), left.len() as i64);
+    let (seen, _) = scanned(&mut c, "SSCAN", "members", 100);
+    assert_eq!(seen.into_iter().collect::<BTreeSet<_>>(), left);
+    let member: String = run(&mut c, &["SRANDMEMBER", "members"]);
+    assert!(left.contains(&member));
+    let _: i64 = run(&mut c, &["SADD", "small", "m5", "m6", "absent"]);
+    let inter: BTreeSet<String> = run(&mut c, &["SINTER", "small", "members"]);
+    let want_inter: BTreeSet<String> = ["m5", "m6"]
+        .iter()
+        .filter(|m| left.contains(**m))
+        .map(|m| m.to_string())
+        .collect();
+    assert_eq!(inter, want_inter);
+
+    // The keyspace moves and copies a split value whole.
+    assert_eq!(run::<i64>(&mut c, &["COPY", "big", "copy"]), 1);
+    let _: () = run(&mut c, &["RENAME", "big", "renamed"]);
+    assert_eq!(run::<i64>(&mut c, &["HDEL", "copy", "f1"]), 1);
+    assert_eq!(run::<String>(&mut c, &["HGET", "renamed", "f1"]), "v1");
+    assert_eq!(run::<i64>(&mut c, &["HLEN", "copy"]), want.len() as i64 - 1);
+    assert_eq!(run::<i64>(&mut c, &["EXPIRE", "renamed", "100"]), 1);
+    let _: i64 = run(&mut c, &["HSET", "renamed", "f1", "again"]);
+    assert!(
+        run::<i64>(&mut c, &["TTL", "renamed"]) > 90,
+        "a field's write keeps the deadline"
+    );
+    assert_eq!(
+        run::<i64>(&mut c, &["DEL", "renamed", "copy", "members"]),
+        3
+    );
+    if support::test_engine() == "memory" {
+        assert!(support::eventually(10, || support::info_field(
+            &mut c,
+            "hotring_collection_nodes"
+        ) == "0"));
+    }
+}

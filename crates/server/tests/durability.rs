@@ -458,3 +458,45 @@ fn a_directory_holding_another_programs_store_is_refused() {
         "{err}"
     );
 }
+
+/// Hashes and sets split into nodes (`field_nodes.rs`), whose nodes are the server's
+/// own records written in one batch with the key's table, outlive a restart: every
+/// field and member, after single and batched writes and removals.
+#[test]
+fn large_hashes_and_sets_survive_a_restart() {
+    let server = lsm_server(&[]);
+    let mut c = server.client();
+    let mut pipe = redis::pipe();
+    for i in 0..4000 {
+        pipe.cmd("HSET")
+            .arg("hash")
+            .arg(format!("f{i}"))
+            .arg(format!("v{i}"))
+            .ignore();
+        pipe.cmd("SADD").arg("set").arg(format!("m{i}")).ignore();
+    }
+    for i in (0..4000).step_by(3) {
+        pipe.cmd("HDEL").arg("hash").arg(format!("f{i}")).ignore();
+        pipe.cmd("SREM").arg("set").arg(format!("m{i}")).ignore();
+    }
+    pipe.query::<()>(&mut c).unwrap();
+    let dir = server.stop().unwrap();
+
+    let server = Server::start_in(dir, &[]);
+    let mut c = server.client();
+    let kept: Vec<usize> = (0..4000).filter(|i| i % 3 != 0).collect();
+    assert_eq!(run::<i64>(&mut c, &["HLEN", "hash"]), kept.len() as i64);
+    assert_eq!(run::<i64>(&mut c, &["SCARD", "set"]), kept.len() as i64);
+    let hash: std::collections::HashMap<String, String> = run(&mut c, &["HGETALL", "hash"]);
+    let want: std::collections::HashMap<String, String> = kept
+        .iter()
+        .map(|i| (format!("f{i}"), format!("v{i}")))
+        .collect();
+    assert!(hash == want, "the hash read back differs");
+    let set: std::collections::BTreeSet<String> = run(&mut c, &["SMEMBERS", "set"]);
+    assert_eq!(set, kept.iter().map(|i| format!("m{i}")).collect());
+    assert_eq!(run::<String>(&mut c, &["HGET", "hash", "f3998"]), "v3998");
+    assert_eq!(run::<i64>(&mut c, &["SISMEMBER", "set", "m3"]), 0);
+    assert_eq!(run::<i64>(&mut c, &["DEL", "hash", "set"]), 2);
+    assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 0);
+}

@@ -95,6 +95,16 @@ pub fn answer_fields(
     }
 }
 
+/// A field of the hash or member of the set `fields` chosen at random, as HRANDFIELD and
+/// SRANDMEMBER without a count answer: nil if missing.
+pub fn random_field(fields: Option<&FieldReader>) -> engine::Result<Frame> {
+    let picked = match fields {
+        Some(f) => f.random()?,
+        None => None,
+    };
+    Ok(picked.map_or(Frame::Null, |(field, _)| Frame::Bulk(field)))
+}
+
 /// Answers with what `f` makes of the collection of `kind` at `key` (its packed value,
 /// `None` if missing), read in place without copying it (see `Db::view`); WRONGTYPE if
 /// the key holds another type. Counts as a read (hits and misses).
@@ -152,19 +162,20 @@ pub fn notify_edit<R>(ctx: &Ctx, edited: &Edited<R>, class: u32, event: &'static
     }
 }
 
-/// `HSCAN | SSCAN | ZSCAN key cursor [MATCH pattern] [COUNT count]`: the whole
-/// collection in one page, cursor 0, as Redis answers for its small encodings (any
-/// cursor is accepted, as Redis accepts one it did not give). `parts` is how many
-/// elements make one entry (2 for a hash or sorted set): the pattern matches the first.
-pub fn scan(ctx: &Ctx, args: &[Vec<u8>], kind: Kind, parts: usize) -> Reply {
-    if std::str::from_utf8(&args[2])
+/// `HSCAN | SSCAN | ZSCAN key cursor [MATCH pattern] [COUNT count]`: a hash or set
+/// split into nodes page by page (see `FieldReader::scan`), anything else whole in one
+/// page with cursor 0, as Redis answers for its small encodings (any cursor is
+/// accepted, as Redis accepts one it did not give). The pattern matches the field or
+/// member; a hash's values and a sorted set's scores come with them.
+pub fn scan(ctx: &Ctx, args: &[Vec<u8>], kind: Kind) -> Reply {
+    let Some(cursor) = std::str::from_utf8(&args[2])
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
-        .is_none()
-    {
+    else {
         return error("ERR invalid cursor");
-    }
+    };
     let mut pattern: Option<&[u8]> = None;
+    let mut count = 10;
     for option in args[3..].chunks(2) {
         let [name, value] = option else {
             return error(SYNTAX_ERROR);
@@ -172,12 +183,31 @@ pub fn scan(ctx: &Ctx, args: &[Vec<u8>], kind: Kind, parts: usize) -> Reply {
         match upper(name).as_slice() {
             b"MATCH" => pattern = Some(value),
             b"COUNT" => match parse_integer(value) {
-                Some(n) if n >= 1 => {}
+                Some(n) if n >= 1 => count = n as usize,
                 Some(_) => return error(SYNTAX_ERROR),
                 None => return error(NOT_AN_INTEGER),
             },
             _ => return error(SYNTAX_ERROR),
         }
+    }
+    let wanted = |field: &[u8]| pattern.is_none_or(|p| glob_match(p, field, false));
+    if kind != Kind::ZSet {
+        return answer_fields(ctx, &args[1], kind, |fields| {
+            let mut items = Vec::new();
+            let next = match fields {
+                None => 0,
+                Some(fields) => fields.scan(cursor, count, |field, value| {
+                    if wanted(field) {
+                        items.push(Frame::Bulk(field.to_vec()));
+                        if kind == Kind::Hash {
+                            items.push(Frame::Bulk(value.to_vec()));
+                        }
+                    }
+                })?,
+            };
+            let next = Frame::Bulk(next.to_string().into_bytes());
+            Ok(Frame::Array(vec![next, Frame::Array(items)]))
+        });
     }
     let found = match ctx.read(&args[1])? {
         Some(e) if e.kind != kind => return error(super::WRONG_TYPE),
@@ -185,16 +215,10 @@ pub fn scan(ctx: &Ctx, args: &[Vec<u8>], kind: Kind, parts: usize) -> Reply {
     };
     let mut items = Vec::new();
     if let Some(entry) = found {
-        let elements: Vec<&[u8]> = packed::elements(&entry.value).collect();
-        for entry in elements.chunks(parts) {
-            if pattern.is_none_or(|p| glob_match(p, entry[0], false)) {
-                items.push(Frame::Bulk(entry[0].to_vec()));
-                if kind == Kind::ZSet {
-                    let score = entry[1].try_into().map_or(0.0, f64::from_le_bytes);
-                    items.push(Frame::Bulk(scanned_score(score).into_bytes()));
-                } else if parts == 2 {
-                    items.push(Frame::Bulk(entry[1].to_vec()));
-                }
+        for (member, score) in packed::scored(&entry.value) {
+            if wanted(member) {
+                items.push(Frame::Bulk(member.to_vec()));
+                items.push(Frame::Bulk(scanned_score(score).into_bytes()));
             }
         }
     }

@@ -222,19 +222,14 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         Ok(parsed) => parsed,
         Err(e) => return error(e),
     };
+    let Some(count) = count else {
+        return answer_fields(ctx, &args[1], Kind::Hash, collections::random_field);
+    };
     let found = of_kind!(ctx.read(&args[1])?, Hash);
     let Some(entry) = found else {
-        return reply(if count.is_some() {
-            Frame::Array(Vec::new())
-        } else {
-            Frame::Null
-        });
+        return reply(Frame::Array(Vec::new()));
     };
     let pairs: Vec<(&[u8], &[u8])> = packed::pairs(&entry.value).collect();
-    let Some(count) = count else {
-        let i = collections::random_positions(pairs.len(), 1, false)[0];
-        return reply(Frame::Bulk(pairs[i].0.to_vec()));
-    };
     let positions =
         collections::random_positions(pairs.len(), count.unsigned_abs() as usize, count >= 0);
     let mut out = Vec::with_capacity(positions.len() * if with_values { 2 } else { 1 });
@@ -256,5 +251,5 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 pub fn hscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    collections::scan(ctx, args, Kind::Hash, 2)
+    collections::scan(ctx, args, Kind::Hash)
 }

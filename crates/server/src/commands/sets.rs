@@ -144,7 +144,43 @@ pub fn spop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         Some(Some(n)) if n >= 0 => Some(n as usize),
         Some(_) => return error("ERR value is out of range, must be positive"),
     };
-    let Some(edited) = edit(ctx, &args[1], Kind::Set, |set| {
+    // A few members are popped one by one, touching the nodes that hold them; more
+    // are picked from the whole set at once.
+    let edited = match count {
+        Some(n) if n == 0 || n > FEW => edit_whole(ctx, &args[1], count)?,
+        _ => edit_fields(ctx, &args[1], Kind::Set, |set| {
+            let mut taken = Vec::new();
+            while taken.len() < count.unwrap_or(1) {
+                let Some(member) = set.random_field() else {
+                    break;
+                };
+                set.remove(&member);
+                taken.push(member);
+            }
+            taken
+        })?,
+    };
+    let Some(edited) = edited else {
+        return error(WRONG_TYPE);
+    };
+    notify_edit(ctx, &edited, SET, "spop", &args[1]);
+    let mut taken = edited.result;
+    reply(match count {
+        None => taken.pop().map_or(Frame::Null, Frame::Bulk),
+        Some(_) => as_set(taken),
+    })
+}
+
+/// The most members SPOP pops one by one.
+const FEW: usize = 64;
+
+/// SPOP of `count` members picked from the whole set.
+fn edit_whole(
+    ctx: &Ctx,
+    key: &[u8],
+    count: Option<usize>,
+) -> engine::Result<Option<crate::db::Edited<Vec<Vec<u8>>>>> {
+    edit(ctx, key, Kind::Set, |set| {
         let Some(set) = set.filter(|_| count != Some(0)) else {
             return (Edit::Keep, Vec::new());
         };
@@ -161,15 +197,6 @@ pub fn spop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             }
         }
         (Edit::Write(b.finish()), taken)
-    })?
-    else {
-        return error(WRONG_TYPE);
-    };
-    notify_edit(ctx, &edited, SET, "spop", &args[1]);
-    let mut taken = edited.result;
-    reply(match count {
-        None => taken.pop().map_or(Frame::Null, Frame::Bulk),
-        Some(_) => as_set(taken),
     })
 }
 
@@ -190,17 +217,12 @@ pub fn srandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         Some(Some(n)) => Some(n),
         Some(None) => return error(super::NOT_AN_INTEGER),
     };
+    let Some(count) = count else {
+        return answer_fields(ctx, &args[1], Kind::Set, collections::random_field);
+    };
     let found = of_kind!(ctx.read(&args[1])?, Set);
     let set = found.map(|e| e.value).unwrap_or_default();
     let all = members(&set);
-    let Some(count) = count else {
-        let picked = collections::random_positions(all.len(), 1, false);
-        return reply(
-            picked
-                .first()
-                .map_or(Frame::Null, |&i| Frame::Bulk(all[i].to_vec())),
-        );
-    };
     let picked =
         collections::random_positions(all.len(), count.unsigned_abs() as usize, count >= 0);
     let picked = picked.into_iter().map(|i| Frame::Bulk(all[i].to_vec()));
@@ -351,7 +373,7 @@ pub fn sintercard(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 pub fn sscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    collections::scan(ctx, args, Kind::Set, 1)
+    collections::scan(ctx, args, Kind::Set)
 }
 
 #[cfg(test)]

@@ -1116,7 +1116,7 @@ pub fn zintercard(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 pub fn zscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    collections::scan(ctx, args, Kind::ZSet, 2)
+    collections::scan(ctx, args, Kind::ZSet)
 }
 
 #[cfg(test)]

@@ -149,14 +149,21 @@ impl Entry {
         out
     }
 
-    /// The stored bytes of a collection of `kind` split into nodes: its node table.
+    /// The stored bytes of a collection of `kind` split into nodes: its node table,
+    /// whose buffer they reuse.
     pub fn encode_node_table(
         kind: Kind,
-        table: &[u8],
+        table: Vec<u8>,
         deadline: Option<u64>,
         raw: bool,
     ) -> Vec<u8> {
-        let mut out = Self::encode_as(kind, table, deadline, raw);
+        let entry = Entry {
+            value: table,
+            deadline,
+            raw,
+            kind,
+        };
+        let mut out = entry.into_stored();
         *out.last_mut().expect("a tag") |= NODE_TABLE;
         out
     }

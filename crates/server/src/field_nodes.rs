@@ -185,17 +185,36 @@ pub fn nodes(table: &[u8]) -> Vec<(u64, usize)> {
     table.nodes().map(|n| (n.id, n.bytes as usize)).collect()
 }
 
-/// The nodes the table `old` names and the table `new` does not, in one pass: a node's
-/// range is fixed with its id, so both tables list the nodes they share in one order.
+/// The nodes the table `old` names and the table `new` does not. A write changes a
+/// few records in the middle, so the records both tables start and end with are
+/// skipped by comparing bytes; in the rest, a node's range is fixed with its id, so
+/// both list the nodes they share in one order and one pass compares them.
 pub fn dropped(old: &[u8], new: &[u8]) -> Vec<u64> {
+    fn record(t: &[u8], i: usize) -> &[u8] {
+        let at = TABLE_HEADER + i * NODE_REF;
+        &t[at..at + NODE_REF]
+    }
+    let (old_len, new_len) = (
+        (old.len() - TABLE_HEADER) / NODE_REF,
+        (new.len() - TABLE_HEADER) / NODE_REF,
+    );
+    let shorter = old_len.min(new_len);
+    let front = (0..shorter)
+        .take_while(|&i| record(old, i) == record(new, i))
+        .count();
+    let back = (0..shorter - front)
+        .take_while(|&k| record(old, old_len - 1 - k) == record(new, new_len - 1 - k))
+        .count();
     let (old, new) = (Table::new(old), Table::new(new));
+    let new_end = new.len() - back;
     let mut out = Vec::new();
-    let mut j = 0;
-    for node in old.nodes() {
-        while j < new.len() && new.node(j).low < node.low {
+    let mut j = front;
+    for i in front..old.len() - back {
+        let node = old.node(i);
+        while j < new_end && new.node(j).low < node.low {
             j += 1;
         }
-        if j >= new.len() || new.node(j).id != node.id {
+        if j >= new_end || new.node(j).id != node.id {
             out.push(node.id);
         }
     }
@@ -755,7 +774,7 @@ impl<'a> FieldEditor<'a> {
                     }
                     return Ok(Some(Some(Entry::encode_node_table(
                         kind,
-                        &table.bytes,
+                        table.bytes,
                         deadline,
                         true,
                     ))));
@@ -922,6 +941,16 @@ mod tests {
                 }
                 if let Some(new) = editor.finish(None).unwrap() {
                     if let Some(old) = &stored {
+                        // What a write releases is every node only the old table named.
+                        let kept = new.as_deref().map(crate::nodes::node_ids).unwrap_or_default();
+                        let mut naive: Vec<u64> = crate::nodes::node_ids(old)
+                            .into_iter()
+                            .filter(|id| !kept.contains(id))
+                            .collect();
+                        let mut released = crate::nodes::dropped(old, new.as_deref());
+                        naive.sort_unstable();
+                        released.sort_unstable();
+                        prop_assert_eq!(released, naive);
                         nodes.retire(old, new.as_deref());
                     }
                     stored = new;

@@ -457,7 +457,7 @@ impl<'a> ListEditor<'a> {
             Shape::Packed(p) => Some(Entry::collection(Kind::List, p, deadline).into_stored()),
             Shape::Split(t) => Some(Entry::encode_node_table(
                 Kind::List,
-                &t.encode(),
+                t.encode(),
                 deadline,
                 false,
             )),

@@ -121,7 +121,7 @@ pub fn split_if_large(nodes: &dyn NodeStore, stored: Vec<u8>) -> Vec<u8> {
     match table {
         Some(table) => Entry::encode_node_table(
             kind,
-            &table,
+            table,
             Entry::stored_deadline(&stored),
             Entry::stored_raw(&stored),
         ),

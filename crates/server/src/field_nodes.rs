@@ -859,27 +859,12 @@ fn drop_fresh(nodes: &dyn NodeStore, fresh: &mut Vec<u64>, id: u64) {
 #[cfg(test)]
 mod tests {
     use std::collections::{BTreeSet, HashMap};
-    use std::time::{Duration, Instant};
 
     use proptest::prelude::*;
 
     use super::*;
     use crate::db::Db;
-    use crate::nodes::MemoryNodes;
-
-    /// Waits for the deferred removals of retired nodes to run (other test threads'
-    /// pins can hold them back for a while).
-    fn settled(nodes: impl Fn() -> usize, live: usize) -> bool {
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(20) {
-            if nodes() == live {
-                return true;
-            }
-            crossbeam_epoch::pin().flush();
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        false
-    }
+    use crate::nodes::{settled, MemoryNodes};
 
     /// Redis's default limit of the small encoding, by count only.
     fn large(packed: &[u8]) -> bool {

@@ -219,3 +219,19 @@ impl MemoryNodes {
         }
     }
 }
+
+/// Waits for the deferred removals of retired nodes to run, until `nodes()` counts
+/// `live` (other test threads' pins can hold them back for a while); whether it did.
+#[cfg(test)]
+pub fn settled(nodes: impl Fn() -> usize, live: usize) -> bool {
+    use std::time::{Duration, Instant};
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(20) {
+        if nodes() == live {
+            return true;
+        }
+        crossbeam_epoch::pin().flush();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    false
+}

@@ -176,7 +176,7 @@ impl Db {
         }
     }
 
-    /// The memory store's list nodes.
+    /// The memory store's node store.
     fn memory_nodes(&self) -> &MemoryNodes {
         self.nodes
             .as_ref()

@@ -314,6 +314,113 @@ fn kill_9_leaves_long_lists_whole() {
     );
 }
 
+/// Large hashes (split into nodes written in one batch with their table) under
+/// SIGKILL: writers set field i of their own hash, and remove their oldest field every
+/// third command, one field per command, under `--fsync always`. After each restart a
+/// hash holds exactly the fields from the first not yet removed to the last set, each
+/// with its value: acknowledged writes all there, and at most the one unacknowledged of
+/// each kind. `SERVER_CRASH_CYCLES` (default 3) and `SERVER_CRASH_SEED` for longer runs.
+#[test]
+fn kill_9_leaves_large_hashes_whole() {
+    const WRITERS: usize = 2;
+    let cycles: usize = std::env::var("SERVER_CRASH_CYCLES").map_or(3, |n| n.parse().unwrap());
+    let seed = std::env::var("SERVER_CRASH_SEED")
+        .map_or_else(|_| rand::random(), |s| s.parse::<u64>().unwrap());
+    eprintln!("seed {seed}");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    // Values of 10-200 bytes: a node holds a few dozen fields, a hash soon spans many.
+    let value = |w: usize, i: u64| format!("{w}:{i}:{}", "x".repeat(10 + (i as usize * 37) % 190));
+    // Per writer: (first field not removed, next field to set), as acknowledged.
+    let acked: Arc<Vec<[AtomicU64; 2]>> = Arc::new(
+        (0..WRITERS)
+            .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
+            .collect(),
+    );
+    let mut dir = tempfile::tempdir().unwrap();
+    for cycle in 0..cycles {
+        let server = Server::start_in(dir, &["--fsync", "always", "--memtable-size", "1mb"]);
+        let mut c = server.client();
+        for (w, acked) in acked.iter().enumerate() {
+            let (removed, set) = (
+                acked[0].load(Ordering::SeqCst),
+                acked[1].load(Ordering::SeqCst),
+            );
+            let hash: std::collections::HashMap<u64, String> =
+                run(&mut c, &["HGETALL", &format!("hash:{w}")]);
+            let mut fields: Vec<u64> = hash.keys().copied().collect();
+            fields.sort_unstable();
+            let first = fields.first().copied().unwrap_or(set);
+            let end = fields.last().map_or(first, |l| l + 1);
+            assert_eq!(
+                fields.len() as u64,
+                end - first,
+                "cycle {cycle} writer {w}: the fields from {first} to {end} have gaps"
+            );
+            for (i, v) in &hash {
+                assert_eq!(v, &value(w, *i), "cycle {cycle} writer {w}: field {i}");
+            }
+            assert!(
+                first == removed || first == removed + 1 || fields.is_empty(),
+                "cycle {cycle} writer {w}: fields start at {first}, {removed} removals acknowledged"
+            );
+            assert!(
+                end == set || end == set + 1 || (fields.is_empty() && first <= set + 1),
+                "cycle {cycle} writer {w}: fields end at {end}, {set} sets acknowledged"
+            );
+            acked[0].store(first.min(end), Ordering::SeqCst);
+            acked[1].store(end.max(first), Ordering::SeqCst);
+        }
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let mut c = server.client();
+                let acked = acked.clone();
+                std::thread::spawn(move || {
+                    let key = format!("hash:{w}");
+                    for op in 0u64.. {
+                        let [removed, set] = &acked[w];
+                        if op % 3 == 2 {
+                            let i = removed.load(Ordering::SeqCst);
+                            let Ok(n) = redis::cmd("HDEL").arg(&key).arg(i).query::<u64>(&mut c)
+                            else {
+                                return;
+                            };
+                            if n == 1 {
+                                removed.store(i + 1, Ordering::SeqCst);
+                            }
+                        } else {
+                            let i = set.load(Ordering::SeqCst);
+                            if redis::cmd("HSET")
+                                .arg(&key)
+                                .arg(i)
+                                .arg(value(w, i))
+                                .query::<u64>(&mut c)
+                                .is_err()
+                            {
+                                return;
+                            }
+                            set.store(i + 1, Ordering::SeqCst);
+                        }
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(rng.gen_range(300..1500)));
+        dir = server.kill().unwrap();
+        for w in writers {
+            w.join().unwrap();
+        }
+    }
+    let sizes: Vec<u64> = acked
+        .iter()
+        .map(|a| a[1].load(Ordering::SeqCst) - a[0].load(Ordering::SeqCst))
+        .collect();
+    eprintln!("{cycles} kills; hashes of {sizes:?} fields checked");
+    assert!(
+        sizes.iter().all(|&n| n > 300),
+        "the hashes grew large: {sizes:?}"
+    );
+}
+
 fn transactional(writer: usize) -> bool {
     writer % 2 == 1
 }

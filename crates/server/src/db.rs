@@ -424,61 +424,11 @@ impl Db {
         kind: Kind,
         f: impl FnOnce(Option<&FieldReader>) -> Result<R>,
     ) -> Result<Option<R>> {
-        fn read<R>(
-            nodes: &dyn NodeStore,
-            stored: &[u8],
-            kind: Kind,
-            f: impl FnOnce(Option<&FieldReader>) -> Result<R>,
-        ) -> Result<Option<R>> {
-            if Entry::stored_kind(stored) != kind {
-                return Ok(None);
-            }
-            f(Some(&FieldReader::new(nodes, stored))).map(Some)
-        }
-        let now = now_ms();
-        let mut f = Some(f);
-        let seen = match &self.store {
-            Store::Memory(index) => {
-                let _pin = crossbeam_epoch::pin();
-                index.get_with(key, |stored| {
-                    if Entry::stored_expired(stored, now) {
-                        return None;
-                    }
-                    let f = f.take().expect("called once");
-                    Some(read(self.memory_nodes(), stored, kind, f))
-                })
-            }
-            Store::Engine(store) => {
-                let locked = store.lock(key)?;
-                locked.stored().map(|stored| {
-                    if Entry::stored_expired(stored, now) {
-                        return None;
-                    }
-                    let f = f.take().expect("called once");
-                    Some(read(&EngineNodes::new(store), stored, kind, f))
-                })
-            }
-        };
-        match (seen, f) {
-            (Some(Some(read)), _) => read,
-            (_, None) => unreachable!("`f` is taken only when a live value is seen"),
-            // Missing, or expired: deleted by `get`, which may find a new value (whole:
-            // its nodes are not read).
-            (_, Some(f)) => match self.get(key)? {
-                None => f(None).map(Some),
-                Some(found) => {
-                    let engine_nodes;
-                    let nodes: &dyn NodeStore = match &self.store {
-                        Store::Memory(_) => self.memory_nodes(),
-                        Store::Engine(store) => {
-                            engine_nodes = EngineNodes::new(store);
-                            &engine_nodes
-                        }
-                    };
-                    read(nodes, &found.into_stored(), kind, f)
-                }
-            },
-        }
+        self.read_live(key, |nodes, stored| match stored {
+            Some(s) if Entry::stored_kind(s) != kind => Ok(None),
+            Some(s) => f(Some(&FieldReader::new(nodes, s))).map(Some),
+            None => f(None).map(Some),
+        })?
     }
 
     /// The length of the list at `key` and its elements in the inclusive range `pick`
@@ -490,14 +440,23 @@ impl Db {
         key: &[u8],
         pick: impl FnOnce(usize) -> Option<(usize, usize)>,
     ) -> Result<Option<ListRange>> {
+        self.read_live(key, |nodes, stored| match stored {
+            Some(s) if Entry::stored_kind(s) != Kind::List => Ok(None),
+            stored => list_nodes::read_range(nodes, stored, pick).map(Some),
+        })?
+    }
+
+    /// Runs `read` on `key`'s live stored value (`None` if missing), a node table's
+    /// nodes in the store it is given: in memory pinned and in place, on an engine
+    /// under the key's lock. An expired value is left to [`Db::get`], which deletes it
+    /// and may find a value written meanwhile, read whole.
+    fn read_live<R>(
+        &self,
+        key: &[u8],
+        read: impl FnOnce(&dyn NodeStore, Option<&[u8]>) -> R,
+    ) -> Result<R> {
         let now = now_ms();
-        let read = |nodes: &dyn NodeStore, stored: &[u8], pick| {
-            if Entry::stored_kind(stored) != Kind::List {
-                return Ok(None);
-            }
-            list_nodes::read_range(nodes, Some(stored), pick).map(Some)
-        };
-        let mut pick = Some(pick);
+        let mut read = Some(read);
         let seen = match &self.store {
             Store::Memory(index) => {
                 let _pin = crossbeam_epoch::pin();
@@ -505,8 +464,8 @@ impl Db {
                     if Entry::stored_expired(stored, now) {
                         return None;
                     }
-                    let pick = pick.take().expect("called once");
-                    Some(read(self.memory_nodes(), stored, pick))
+                    let read = read.take().expect("called once");
+                    Some(read(self.memory_nodes(), Some(stored)))
                 })
             }
             Store::Engine(store) => {
@@ -515,23 +474,25 @@ impl Db {
                     if Entry::stored_expired(stored, now) {
                         return None;
                     }
-                    let pick = pick.take().expect("called once");
-                    Some(read(&EngineNodes::new(store), stored, pick))
+                    let read = read.take().expect("called once");
+                    Some(read(&EngineNodes::new(store), Some(stored)))
                 })
             }
         };
-        match (seen, pick) {
-            (Some(Some(read)), _) => read,
-            (_, None) => unreachable!("`pick` is taken only when a live value is seen"),
-            // Missing, or expired: deleted by `get`, which may find a new value.
-            (_, Some(pick)) => match self.get(key)? {
-                Some(e) if e.kind != Kind::List => Ok(None),
-                found => {
-                    let payload = found.map(|e| e.value).unwrap_or_default();
-                    Ok(Some(list_nodes::read_packed(&payload, pick)))
-                }
-            },
+        if let Some(Some(result)) = seen {
+            return Ok(result);
         }
+        let read = read.expect("`read` runs only on a live value");
+        let found = self.get(key)?.map(Entry::into_stored);
+        let engine_nodes;
+        let nodes: &dyn NodeStore = match &self.store {
+            Store::Memory(_) => self.memory_nodes(),
+            Store::Engine(store) => {
+                engine_nodes = EngineNodes::new(store);
+                &engine_nodes
+            }
+        };
+        Ok(read(nodes, found.as_deref()))
     }
 
     /// Under [`Db::update`] and [`Db::edit_list`]: `decide` sees the live stored bytes

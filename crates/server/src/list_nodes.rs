@@ -496,10 +496,7 @@ pub fn read_range(
 }
 
 /// [`read_range`] of a list in its packed form, `payload`.
-pub fn read_packed(
-    payload: &[u8],
-    pick: impl FnOnce(usize) -> Option<(usize, usize)>,
-) -> ListRange {
+fn read_packed(payload: &[u8], pick: impl FnOnce(usize) -> Option<(usize, usize)>) -> ListRange {
     let len = packed::count(payload);
     let elements = match pick(len) {
         Some((from, to)) => packed::elements(payload)

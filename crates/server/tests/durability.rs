@@ -204,135 +204,30 @@ fn kill_9_under_fsync_always_loses_no_acknowledged_write() {
     assert!(total > 0, "no write was acknowledged");
 }
 
-/// Long lists (split into nodes written in one batch with their table) under SIGKILL:
-/// writers push at the right and pop at the left of their own list, one element per
-/// command, under `--fsync always`. After each restart a list holds exactly the
-/// elements from the first not yet popped to the last pushed, each whole: acknowledged
-/// pushes and pops all there, and at most the one unacknowledged of each.
-/// `SERVER_CRASH_CYCLES` (default 3) and `SERVER_CRASH_SEED` for longer runs.
-#[test]
-fn kill_9_leaves_long_lists_whole() {
-    const WRITERS: usize = 2;
-    let cycles: usize = std::env::var("SERVER_CRASH_CYCLES").map_or(3, |n| n.parse().unwrap());
-    let seed = std::env::var("SERVER_CRASH_SEED")
-        .map_or_else(|_| rand::random(), |s| s.parse::<u64>().unwrap());
-    eprintln!("seed {seed}");
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    // Elements of 60-360 bytes: a node holds a few dozen, a list soon spans many.
-    let element =
-        |w: usize, i: u64| format!("{w}:{i}:{}", "x".repeat(60 + (i as usize * 37) % 300));
-    // Per writer: (first element not popped, next element to push), as acknowledged.
-    let acked: Arc<Vec<[AtomicU64; 2]>> = Arc::new(
-        (0..WRITERS)
-            .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
-            .collect(),
-    );
-    let mut dir = tempfile::tempdir().unwrap();
-    for cycle in 0..cycles {
-        let server = Server::start_in(dir, &["--fsync", "always", "--memtable-size", "1mb"]);
-        let mut c = server.client();
-        for (w, acked) in acked.iter().enumerate() {
-            let (popped, pushed) = (
-                acked[0].load(Ordering::SeqCst),
-                acked[1].load(Ordering::SeqCst),
-            );
-            let list: Vec<String> = run(&mut c, &["LRANGE", &format!("list:{w}"), "0", "-1"]);
-            let first = list
-                .first()
-                .map_or(pushed, |e| e.split(':').nth(1).unwrap().parse().unwrap());
-            assert!(
-                first == popped || first == popped + 1 || list.is_empty(),
-                "cycle {cycle} writer {w}: list starts at {first}, {popped} pops acknowledged"
-            );
-            for (at, e) in list.iter().enumerate() {
-                assert_eq!(
-                    e,
-                    &element(w, first + at as u64),
-                    "cycle {cycle} writer {w}: element {at}"
-                );
-            }
-            let end = first + list.len() as u64;
-            assert!(
-                end == pushed || end == pushed + 1 || (list.is_empty() && first <= pushed + 1),
-                "cycle {cycle} writer {w}: list ends at {end}, {pushed} pushes acknowledged"
-            );
-            acked[0].store(first.min(end), Ordering::SeqCst);
-            acked[1].store(end.max(first), Ordering::SeqCst);
-        }
-        let writers: Vec<_> = (0..WRITERS)
-            .map(|w| {
-                let mut c = server.client();
-                let acked = acked.clone();
-                std::thread::spawn(move || {
-                    let key = format!("list:{w}");
-                    for op in 0u64.. {
-                        let [popped, pushed] = &acked[w];
-                        if op % 3 == 2 {
-                            let Ok(got) =
-                                redis::cmd("LPOP").arg(&key).query::<Option<String>>(&mut c)
-                            else {
-                                return;
-                            };
-                            if let Some(e) = got {
-                                assert_eq!(
-                                    e,
-                                    element(w, popped.load(Ordering::SeqCst)),
-                                    "writer {w}"
-                                );
-                                popped.fetch_add(1, Ordering::SeqCst);
-                            }
-                        } else {
-                            let i = pushed.load(Ordering::SeqCst);
-                            if redis::cmd("RPUSH")
-                                .arg(&key)
-                                .arg(element(w, i))
-                                .query::<u64>(&mut c)
-                                .is_err()
-                            {
-                                return;
-                            }
-                            pushed.store(i + 1, Ordering::SeqCst);
-                        }
-                    }
-                })
-            })
-            .collect();
-        std::thread::sleep(Duration::from_millis(rng.gen_range(300..1500)));
-        dir = server.kill().unwrap();
-        for w in writers {
-            w.join().unwrap();
-        }
-    }
-    let lengths: Vec<u64> = acked
-        .iter()
-        .map(|a| a[1].load(Ordering::SeqCst) - a[0].load(Ordering::SeqCst))
-        .collect();
-    eprintln!("{cycles} kills; lists of {lengths:?} elements checked");
-    assert!(
-        lengths.iter().all(|&n| n > 100),
-        "the lists grew long: {lengths:?}"
-    );
-}
+/// Per writer of a crash test: (the first item not yet taken away, the next item to
+/// add), as acknowledged by the server.
+type Acked = Arc<Vec<[AtomicU64; 2]>>;
 
-/// Large hashes (split into nodes written in one batch with their table) under
-/// SIGKILL: writers set field i of their own hash, and remove their oldest field every
-/// third command, one field per command, under `--fsync always`. After each restart a
-/// hash holds exactly the fields from the first not yet removed to the last set, each
-/// with its value: acknowledged writes all there, and at most the one unacknowledged of
-/// each kind. `SERVER_CRASH_CYCLES` (default 3) and `SERVER_CRASH_SEED` for longer runs.
-#[test]
-fn kill_9_leaves_large_hashes_whole() {
-    const WRITERS: usize = 2;
+/// Crash cycles over a collection per writer: `writers` threads write to a server under
+/// `--fsync always` (memtables small enough that kills land in flushes and compactions
+/// too) until it is killed with SIGKILL at a random moment, `SERVER_CRASH_CYCLES`
+/// times (default 3; `SERVER_CRASH_SEED` replays one run). After each restart `held`
+/// reads writer w's collection as the items from its first to its end (`None` if it is
+/// empty), checking each, and the range must hold every acknowledged write and at
+/// most the one unacknowledged of each kind; `write(w, connection, acked)` then writes until its
+/// connection fails. Returns how many items each writer's collection ends with.
+fn kill_9_cycles(
+    writers: usize,
+    held: impl Fn(usize, &mut redis::Connection) -> Option<(u64, u64)>,
+    write: impl Fn(usize, redis::Connection, &[AtomicU64; 2]) + Send + Sync + Copy + 'static,
+) -> Vec<u64> {
     let cycles: usize = std::env::var("SERVER_CRASH_CYCLES").map_or(3, |n| n.parse().unwrap());
     let seed = std::env::var("SERVER_CRASH_SEED")
         .map_or_else(|_| rand::random(), |s| s.parse::<u64>().unwrap());
     eprintln!("seed {seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    // Values of 10-200 bytes: a node holds a few dozen fields, a hash soon spans many.
-    let value = |w: usize, i: u64| format!("{w}:{i}:{}", "x".repeat(10 + (i as usize * 37) % 190));
-    // Per writer: (first field not removed, next field to set), as acknowledged.
-    let acked: Arc<Vec<[AtomicU64; 2]>> = Arc::new(
-        (0..WRITERS)
+    let acked: Acked = Arc::new(
+        (0..writers)
             .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
             .collect(),
     );
@@ -341,80 +236,151 @@ fn kill_9_leaves_large_hashes_whole() {
         let server = Server::start_in(dir, &["--fsync", "always", "--memtable-size", "1mb"]);
         let mut c = server.client();
         for (w, acked) in acked.iter().enumerate() {
-            let (removed, set) = (
+            let (taken, added) = (
                 acked[0].load(Ordering::SeqCst),
                 acked[1].load(Ordering::SeqCst),
             );
-            let hash: std::collections::HashMap<u64, String> =
-                run(&mut c, &["HGETALL", &format!("hash:{w}")]);
-            let mut fields: Vec<u64> = hash.keys().copied().collect();
-            fields.sort_unstable();
-            let first = fields.first().copied().unwrap_or(set);
-            let end = fields.last().map_or(first, |l| l + 1);
-            assert_eq!(
-                fields.len() as u64,
-                end - first,
-                "cycle {cycle} writer {w}: the fields from {first} to {end} have gaps"
-            );
-            for (i, v) in &hash {
-                assert_eq!(v, &value(w, *i), "cycle {cycle} writer {w}: field {i}");
-            }
+            let (first, end) = held(w, &mut c).unwrap_or((added, added));
+            let empty = first == end;
             assert!(
-                first == removed || first == removed + 1 || fields.is_empty(),
-                "cycle {cycle} writer {w}: fields start at {first}, {removed} removals acknowledged"
+                first == taken || first == taken + 1 || empty,
+                "cycle {cycle} writer {w}: starts at {first}, {taken} removals acknowledged"
             );
             assert!(
-                end == set || end == set + 1 || (fields.is_empty() && first <= set + 1),
-                "cycle {cycle} writer {w}: fields end at {end}, {set} sets acknowledged"
+                end == added || end == added + 1 || (empty && first <= added + 1),
+                "cycle {cycle} writer {w}: ends at {end}, {added} additions acknowledged"
             );
-            acked[0].store(first.min(end), Ordering::SeqCst);
-            acked[1].store(end.max(first), Ordering::SeqCst);
+            acked[0].store(first, Ordering::SeqCst);
+            acked[1].store(end, Ordering::SeqCst);
         }
-        let writers: Vec<_> = (0..WRITERS)
+        let threads: Vec<_> = (0..writers)
             .map(|w| {
-                let mut c = server.client();
+                let c = server.client();
                 let acked = acked.clone();
-                std::thread::spawn(move || {
-                    let key = format!("hash:{w}");
-                    for op in 0u64.. {
-                        let [removed, set] = &acked[w];
-                        if op % 3 == 2 {
-                            let i = removed.load(Ordering::SeqCst);
-                            let Ok(n) = redis::cmd("HDEL").arg(&key).arg(i).query::<u64>(&mut c)
-                            else {
-                                return;
-                            };
-                            if n == 1 {
-                                removed.store(i + 1, Ordering::SeqCst);
-                            }
-                        } else {
-                            let i = set.load(Ordering::SeqCst);
-                            if redis::cmd("HSET")
-                                .arg(&key)
-                                .arg(i)
-                                .arg(value(w, i))
-                                .query::<u64>(&mut c)
-                                .is_err()
-                            {
-                                return;
-                            }
-                            set.store(i + 1, Ordering::SeqCst);
-                        }
-                    }
-                })
+                std::thread::spawn(move || write(w, c, &acked[w]))
             })
             .collect();
         std::thread::sleep(Duration::from_millis(rng.gen_range(300..1500)));
         dir = server.kill().unwrap();
-        for w in writers {
-            w.join().unwrap();
+        for t in threads {
+            t.join().unwrap();
         }
     }
     let sizes: Vec<u64> = acked
         .iter()
         .map(|a| a[1].load(Ordering::SeqCst) - a[0].load(Ordering::SeqCst))
         .collect();
-    eprintln!("{cycles} kills; hashes of {sizes:?} fields checked");
+    eprintln!("{cycles} kills; collections of {sizes:?} items checked");
+    sizes
+}
+
+/// Elements of 60-360 bytes: a list node holds a few dozen, a list soon spans many.
+fn list_element(w: usize, i: u64) -> String {
+    format!("{w}:{i}:{}", "x".repeat(60 + (i as usize * 37) % 300))
+}
+
+/// Long lists (split into nodes written in one batch with their table) under SIGKILL:
+/// writers push at the right and pop at the left of their own list, one element per
+/// command. After each restart a list holds exactly the elements from the first not yet
+/// popped to the last pushed, each whole (see [`kill_9_cycles`]).
+#[test]
+fn kill_9_leaves_long_lists_whole() {
+    let held = |w: usize, c: &mut redis::Connection| {
+        let list: Vec<String> = run(c, &["LRANGE", &format!("list:{w}"), "0", "-1"]);
+        let head = list.first()?;
+        let first: u64 = head.split(':').nth(1).unwrap().parse().unwrap();
+        for (at, e) in list.iter().enumerate() {
+            assert_eq!(
+                e,
+                &list_element(w, first + at as u64),
+                "writer {w}: element {at}"
+            );
+        }
+        Some((first, first + list.len() as u64))
+    };
+    let write = |w: usize, mut c: redis::Connection, acked: &[AtomicU64; 2]| {
+        let key = format!("list:{w}");
+        let [popped, pushed] = acked;
+        for op in 0u64.. {
+            if op % 3 == 2 {
+                let Ok(got) = redis::cmd("LPOP").arg(&key).query::<Option<String>>(&mut c) else {
+                    return;
+                };
+                if let Some(e) = got {
+                    assert_eq!(
+                        e,
+                        list_element(w, popped.load(Ordering::SeqCst)),
+                        "writer {w}"
+                    );
+                    popped.fetch_add(1, Ordering::SeqCst);
+                }
+            } else {
+                let i = pushed.load(Ordering::SeqCst);
+                let mut push = redis::cmd("RPUSH");
+                push.arg(&key).arg(list_element(w, i));
+                if push.query::<u64>(&mut c).is_err() {
+                    return;
+                }
+                pushed.store(i + 1, Ordering::SeqCst);
+            }
+        }
+    };
+    let lengths = kill_9_cycles(2, held, write);
+    assert!(
+        lengths.iter().all(|&n| n > 100),
+        "the lists grew long: {lengths:?}"
+    );
+}
+
+/// Values of 10-200 bytes: a hash node holds a few dozen fields, a hash soon spans many.
+fn hash_value(w: usize, i: u64) -> String {
+    format!("{w}:{i}:{}", "x".repeat(10 + (i as usize * 37) % 190))
+}
+
+/// Large hashes (split into nodes by field hash, written in one batch with their table)
+/// under SIGKILL: writers set field i of their own hash, and remove their oldest field
+/// every third command. After each restart a hash holds exactly the fields from the
+/// first not yet removed to the last set, each with its value (see [`kill_9_cycles`]).
+#[test]
+fn kill_9_leaves_large_hashes_whole() {
+    let held = |w: usize, c: &mut redis::Connection| {
+        let hash: std::collections::HashMap<u64, String> =
+            run(c, &["HGETALL", &format!("hash:{w}")]);
+        let (&first, &last) = (hash.keys().min()?, hash.keys().max()?);
+        assert_eq!(
+            hash.len() as u64,
+            last + 1 - first,
+            "writer {w}: the fields have gaps"
+        );
+        for (i, v) in &hash {
+            assert_eq!(v, &hash_value(w, *i), "writer {w}: field {i}");
+        }
+        Some((first, last + 1))
+    };
+    let write = |w: usize, mut c: redis::Connection, acked: &[AtomicU64; 2]| {
+        let key = format!("hash:{w}");
+        let [removed, set] = acked;
+        for op in 0u64.. {
+            if op % 3 == 2 {
+                let i = removed.load(Ordering::SeqCst);
+                let Ok(n) = redis::cmd("HDEL").arg(&key).arg(i).query::<u64>(&mut c) else {
+                    return;
+                };
+                if n == 1 {
+                    removed.store(i + 1, Ordering::SeqCst);
+                }
+            } else {
+                let i = set.load(Ordering::SeqCst);
+                let mut hset = redis::cmd("HSET");
+                hset.arg(&key).arg(i).arg(hash_value(w, i));
+                if hset.query::<u64>(&mut c).is_err() {
+                    return;
+                }
+                set.store(i + 1, Ordering::SeqCst);
+            }
+        }
+    };
+    let sizes = kill_9_cycles(2, held, write);
     assert!(
         sizes.iter().all(|&n| n > 300),
         "the hashes grew large: {sizes:?}"

@@ -10,16 +10,12 @@ use super::collections::{self, answer_fields, edit, edit_fields, notify_edit, Ed
 use super::{error, int, of_kind, parse_integer, reply, Ctx, Reply, WRONG_TYPE};
 use crate::entry::Kind;
 use crate::field_nodes::FieldReader;
-use crate::keyspace_events::{GENERIC, SET};
+use crate::keyspace_events::SET;
 use crate::packed::{self, set_order, Builder};
 
 /// The members of a packed set, in order.
 fn members(set: &[u8]) -> Vec<&[u8]> {
     packed::elements(set).collect()
-}
-
-fn pack(members: &[&[u8]]) -> Vec<u8> {
-    packed::pack(members.iter().copied())
 }
 
 /// Whether the sorted `members` hold `m`.
@@ -66,20 +62,6 @@ pub fn sadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     };
     notify_edit(ctx, &edited, SET, "sadd", &args[1]);
     int(edited.result as i64)
-}
-
-/// `set` without `gone`; None if it held none of them.
-fn without(set: &[u8], gone: &[&[u8]]) -> Option<(Vec<u8>, usize)> {
-    let mut b = Builder::with_capacity(set.len());
-    let mut removed = 0;
-    for m in packed::elements(set) {
-        if holds(gone, m) {
-            removed += 1;
-        } else {
-            b.push(m);
-        }
-    }
-    (removed > 0).then(|| (b.finish(), removed))
 }
 
 pub fn srem(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
@@ -233,36 +215,33 @@ pub fn srandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     })
 }
 
-/// `SMOVE source destination member`. Runs alone.
+/// `SMOVE source destination member`: touches the nodes that hold the member in each
+/// set. Runs alone, so its two edits are one change to everyone else.
 pub fn smove(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let (source, destination, member) = (&args[1], &args[2], args[3].as_slice());
-    let (src, dst) = (ctx.read(source)?, ctx.read(destination)?);
+    let (src, dst) = (ctx.db().kind(source)?, ctx.db().kind(destination)?);
     // As Redis: a missing source answers 0 before any type is checked.
-    if src.is_none() {
-        return int(0);
-    }
-    let (src, dst) = (of_kind!(src, Set), of_kind!(dst, Set));
-    let Some(src) = src.filter(|s| holds(&members(&s.value), member)) else {
+    let Some(src) = src else {
         return int(0);
     };
+    if src != Kind::Set || dst.is_some_and(|k| k != Kind::Set) {
+        return error(WRONG_TYPE);
+    }
     if source == destination {
-        return int(1);
-    }
-    let (rest, _) = without(&src.value, &[member]).expect("the member is there");
-    let emptied = packed::count(&rest) == 0;
-    let popped = edit(ctx, source, Kind::Set, |_| (Edit::Write(rest.clone()), ()))?;
-    debug_assert!(popped.is_some(), "the command runs alone");
-    ctx.notify(SET, "srem", source);
-    if emptied {
-        ctx.notify(GENERIC, "del", source);
-    }
-    let in_destination = dst.is_some_and(|d| holds(&members(&d.value), member));
-    if !in_destination {
-        let added = edit(ctx, destination, Kind::Set, |set| {
-            let (all, _) = merged(&members(set.unwrap_or_default()), &[member]);
-            (Edit::Write(pack(&all)), ())
+        let found = ctx.db().read_fields(source, Kind::Set, |set| match set {
+            Some(set) => Ok(set.get(member)?.is_some()),
+            None => Ok(false),
         })?;
-        debug_assert!(added.is_some(), "the command runs alone");
+        return int(i64::from(found == Some(true)));
+    }
+    let removed = edit_fields(ctx, source, Kind::Set, |set| set.remove(member))?;
+    let removed = removed.expect("the command runs alone");
+    if !removed.result {
+        return int(0);
+    }
+    notify_edit(ctx, &removed, SET, "srem", source);
+    let added = edit_fields(ctx, destination, Kind::Set, |set| set.set(member, b""))?;
+    if added.expect("the command runs alone").result {
         ctx.notify(SET, "sadd", destination);
     }
     int(1)

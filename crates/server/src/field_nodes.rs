@@ -23,8 +23,8 @@
 //! [`NODE_BYTES`] is split at hashes between its fields; a node emptied is dropped,
 //! the node before it taking its range (or, for the first, the one after); a table
 //! left with one node, or with two holding less than half of [`NODE_BYTES`], is stored
-//! whole again, a set with its members
-//! sorted again as `packed::set_order` keeps a whole set.
+//! whole again, a set with its members sorted again as `packed::set_order` keeps a
+//! whole set.
 
 use std::collections::{btree_map, BTreeMap};
 
@@ -289,8 +289,10 @@ fn cut(entries: &[(u64, &[u8])]) -> Vec<usize> {
     starts
 }
 
-/// Writes the entries of the packed hash or set `packed` as nodes covering the hashes
-/// from `low` on, [`cut`] by hash. None if they make one node only.
+/// Writes the entries of the packed hash or set `packed`, a node starting at `low`, as
+/// nodes [`cut`] by hash; None if they make one node only. The first part starts at
+/// `low`, or below it at its least hash: only the table's first node holds hashes
+/// below its `low`, and the parts after it must start above them.
 fn split(nodes: &dyn NodeStore, kind: Kind, packed: &[u8], low: u64) -> Option<Vec<NodeRef>> {
     let mut sorted: Vec<(u64, &[u8])> = entries(kind, packed)
         .map(|(f, e)| (field_hash(f), e))
@@ -310,7 +312,7 @@ fn split(nodes: &dyn NodeStore, kind: Kind, packed: &[u8], low: u64) -> Option<V
         }
         let node = b.finish();
         out.push(NodeRef {
-            low: if i == 0 { low } else { run[0].0 },
+            low: if i == 0 { low.min(run[0].0) } else { run[0].0 },
             id: nodes.write(&node),
             count: packed::count(&node) as u32,
             bytes: node.len() as u32,
@@ -1032,6 +1034,56 @@ mod tests {
             nodes.retire(old, new.as_deref());
         }
         new
+    }
+
+    /// The first node, once the node before it is dropped, holds hashes below its
+    /// `low`; split, its parts keep the ranges in order and every field is found.
+    #[test]
+    fn a_first_node_holding_hashes_below_its_low_splits_in_order() {
+        let nodes = MemoryNodes::default();
+        let fields: Vec<Vec<u8>> = (0..3000).map(|i| format!("f{i}").into_bytes()).collect();
+        let mut stored = written(&nodes, Kind::Hash, None, &fields, b"v");
+        let _pin = crossbeam_epoch::pin();
+        // Empty the first node: the next one becomes first, its `low` above zero.
+        let first: Vec<Vec<u8>> = {
+            let table = Table::new(Entry::stored_payload(stored.as_deref().unwrap()));
+            let below = table.node(1).low;
+            fields
+                .iter()
+                .filter(|f| field_hash(f) < below)
+                .cloned()
+                .collect()
+        };
+        let mut editor = FieldEditor::new(&nodes, Kind::Hash, stored.as_deref(), &large);
+        for f in &first {
+            assert!(editor.remove(f));
+        }
+        let new = editor.finish(None).unwrap().expect("a write");
+        nodes.retire(stored.as_deref().unwrap(), new.as_deref());
+        stored = new;
+        let low = Table::new(Entry::stored_payload(stored.as_deref().unwrap()))
+            .node(0)
+            .low;
+        assert!(low > 0);
+        // Fields hashing below that `low` all land in the first node and split it.
+        let below: Vec<Vec<u8>> = (0..)
+            .map(|i| format!("g{i}").into_bytes())
+            .filter(|f| field_hash(f) < low)
+            .take(1500)
+            .collect();
+        stored = written(&nodes, Kind::Hash, stored, &below, b"w");
+        let s = stored.unwrap();
+        let table = Table::new(Entry::stored_payload(&s));
+        table.check();
+        let reader = FieldReader::new(&nodes, &s);
+        assert_eq!(reader.len(), 3000 - first.len() + below.len());
+        for f in &below {
+            assert_eq!(reader.get(f).unwrap().as_deref(), Some(&b"w"[..]));
+        }
+        for f in fields.iter().filter(|f| !first.contains(f)) {
+            assert_eq!(reader.get(f).unwrap().as_deref(), Some(&b"v"[..]));
+        }
+        nodes.retire(&s, None);
     }
 
     /// A scan sees every field there for the whole scan, at least once, while other

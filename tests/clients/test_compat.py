@@ -638,6 +638,11 @@ SPOP s 0
 SPOP s -1
 SPOP nos 2
 SPOP s 1 2
+SADD whole 30 -2 7 100
+SPOP whole 4
+EXISTS whole
+SADD whole 30 -2 7 100
+SPOP whole 99
 SRANDMEMBER s -9223372036854775808
 SRANDMEMBER s 1 2
 SADD t 2 3 4
@@ -1177,6 +1182,8 @@ def test_keyspace_events_of_collection_commands_match_redis(server, redis_port):
         ["HDEL", "h", "a"], ["HSETNX", "h", "b", "1"],
         ["SADD", "s", "1", "2"], ["SREM", "s", "1"], ["SMOVE", "s", "s2", "2"], ["SADD", "s", "3"],
         ["SINTERSTORE", "d", "s", "s"], ["SUNIONSTORE", "d", "nos"], ["SPOP", "s"],
+        ["SADD", "s", "5", "1", "3"], ["SPOP", "s", "1"], ["SPOP", "s", "9"],
+        ["SADD", "s", "a", "b"], ["SPOP", "s", "2"], ["SPOP", "s", "0"],
         ["ZADD", "z", "1", "a", "2", "b"], ["ZINCRBY", "z", "1", "a"], ["ZADD", "z", "INCR", "1", "a"],
         ["ZREM", "z", "a"], ["ZPOPMIN", "z"], ["ZADD", "z", "1", "a", "2", "b", "3", "c"],
         ["ZREMRANGEBYRANK", "z", "0", "0"], ["ZRANGESTORE", "d2", "z", "0", "-1"],

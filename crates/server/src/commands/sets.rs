@@ -131,6 +131,10 @@ pub fn spop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let edited = match count {
         Some(n) if n == 0 || n > FEW => edit_whole(ctx, &args[1], count)?,
         _ => edit_fields(ctx, &args[1], Kind::Set, |set| {
+            if count.is_some_and(|n| n >= set.len()) {
+                // As Redis: the whole set, in its order.
+                return set.take_all();
+            }
             let mut taken = Vec::new();
             while taken.len() < count.unwrap_or(1) {
                 let Some(member) = set.random_field() else {

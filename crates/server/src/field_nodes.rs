@@ -247,11 +247,14 @@ fn value_of(kind: Kind, entry: &[u8]) -> Vec<u8> {
     it.next().unwrap_or_default().to_vec()
 }
 
+/// Where the first element of the packed value `packed` starts.
+fn body_start(packed: &[u8]) -> usize {
+    packed.len() - packed::elements(packed).remaining_bytes().len()
+}
+
 /// Where `field`'s entry lies in the packed value `packed`: its byte range.
 fn locate(kind: Kind, packed: &[u8], field: &[u8]) -> Option<std::ops::Range<usize>> {
-    let body = packed::elements(packed).remaining_bytes();
-    let start = packed.len() - body.len();
-    let mut at = start;
+    let mut at = body_start(packed);
     for (f, entry) in entries(kind, packed) {
         if f == field {
             return Some(at..at + entry.len());
@@ -587,14 +590,13 @@ impl<'a> FieldEditor<'a> {
     }
 
     /// The packed value (or node) that holds `field` if anything does, read if need
-    /// be and marked changed if `change`; `None` if missing, or if a node could not be
-    /// read.
-    fn home(&mut self, field: &[u8], change: bool) -> Option<&mut Vec<u8>> {
+    /// be; `None` if missing, or if a node could not be read.
+    fn home(&mut self, field: &[u8]) -> Option<&mut Vec<u8>> {
         let at = match &self.shape {
             Shape::Split(table, _) => table.find(field_hash(field)),
             _ => 0,
         };
-        self.node(at, change)
+        self.node(at, false)
     }
 
     /// The packed value, or node `at` of a split one, read if need be and marked
@@ -656,7 +658,7 @@ impl<'a> FieldEditor<'a> {
     /// missing.
     pub fn get(&mut self, field: &[u8]) -> Option<Vec<u8>> {
         let kind = self.kind;
-        let packed = self.home(field, false)?;
+        let packed = self.home(field)?;
         locate(kind, packed, field).map(|r| value_of(kind, &packed[r]))
     }
 
@@ -669,19 +671,19 @@ impl<'a> FieldEditor<'a> {
             return false;
         }
         let kind = self.kind;
-        if kind == Kind::Set && self.get(field).is_some() {
-            return false;
-        }
         if matches!(self.shape, Shape::Missing) {
             self.shape = Shape::Packed(Builder::with_capacity(0).finish());
         }
         let sorted = kind == Kind::Set && matches!(self.shape, Shape::Packed(_));
-        self.changed = true;
-        let Some(packed) = self.home(field, true) else {
+        let Some(packed) = self.home(field) else {
             return false;
         };
+        let found = locate(kind, packed, field);
+        if kind == Kind::Set && found.is_some() {
+            return false;
+        }
         let entry = entry_bytes(kind, field, value);
-        let added = match locate(kind, packed, field) {
+        let added = match found {
             Some(r) => {
                 packed.splice(r, entry);
                 false
@@ -689,8 +691,7 @@ impl<'a> FieldEditor<'a> {
             None => {
                 let at = if sorted {
                     // A whole set keeps `set_order` (see `packed.rs`).
-                    let body = packed::elements(packed).remaining_bytes();
-                    let mut at = packed.len() - body.len();
+                    let mut at = body_start(packed);
                     for (m, e) in entries(kind, packed) {
                         if set_order(m, field).is_gt() {
                             break;
@@ -707,36 +708,39 @@ impl<'a> FieldEditor<'a> {
                 true
             }
         };
-        if added {
-            self.counted(1);
-        }
+        self.wrote(field, isize::from(added));
         self.settle(field);
         added
     }
 
     /// Removes `field`; returns whether it was there.
     pub fn remove(&mut self, field: &[u8]) -> bool {
-        if self.get(field).is_none() {
-            return false;
-        }
         let kind = self.kind;
-        self.changed = true;
-        let Some(packed) = self.home(field, true) else {
+        let Some(packed) = self.home(field) else {
             return false;
         };
-        let r = locate(kind, packed, field).expect("found above");
+        let Some(r) = locate(kind, packed, field) else {
+            return false;
+        };
         packed.drain(r);
         let n = packed::count(packed) - 1;
         packed::set_count(packed, n);
-        self.counted(-1);
+        self.wrote(field, -1);
         true
     }
 
-    /// Keeps a split value's count with a field added (1) or removed (-1): a packed
-    /// value's, or a node's, is kept where it was changed.
-    fn counted(&mut self, change: isize) {
-        if let Shape::Split(table, _) = &mut self.shape {
-            let count = table.count().checked_add_signed(change).expect("a count");
+    /// After a write of `field` that `added` (1), removed (-1) or replaced (0) a field:
+    /// the edit has changed, and if split, so has the node that holds `field`, and the
+    /// table's count follows.
+    fn wrote(&mut self, field: &[u8], added: isize) {
+        self.changed = true;
+        if let Shape::Split(table, loaded) = &mut self.shape {
+            let at = table.find(field_hash(field));
+            loaded
+                .get_mut(&at)
+                .expect("the node written was read")
+                .changed = true;
+            let count = table.count().checked_add_signed(added).expect("a count");
             table.set_count(count);
         }
     }

@@ -27,6 +27,7 @@ use crate::field_nodes::{FieldEditor, FieldReader};
 use crate::keyspace_events::{self as events, KeyspaceEvents};
 use crate::list_nodes::{self, ListEditor, ListRange};
 use crate::nodes::{self, MemoryNodes, NodeStore};
+use crate::score_nodes::{ZsetEditor, ZsetReader};
 use crate::tracking::Tracking;
 
 /// What an [`Db::update`] decides to do with the key.
@@ -383,7 +384,27 @@ impl Db {
         })
     }
 
-    /// Under [`Db::edit_list`] and [`Db::edit_fields`]: `edit` sees the live stored
+    /// Changes the sorted set at `key` through `f`, which scores, sets, removes and pops
+    /// members: a large one's nodes that hold them are all that is copied. `large`
+    /// tells whether a packed value passes Redis's limits for its small encoding.
+    /// `None` if the key holds another type. A missing key is an empty sorted set, and
+    /// one emptied is deleted.
+    pub fn edit_zset<R>(
+        &self,
+        key: &[u8],
+        large: &dyn Fn(&[u8]) -> bool,
+        mut f: impl FnMut(&mut ZsetEditor) -> R,
+    ) -> Result<Option<Edited<R>>> {
+        self.edit_collection(key, Kind::ZSet, |nodes, live| {
+            let mut editor = ZsetEditor::new(nodes, live, large);
+            let existed = editor.exists();
+            let result = f(&mut editor);
+            let deadline = live.and_then(Entry::stored_deadline);
+            Ok((existed, editor.finish(deadline)?, result))
+        })
+    }
+
+    /// Under [`Db::edit_list`], [`Db::edit_fields`] and [`Db::edit_zset`]: `edit` sees the live stored
     /// value of `key` if it is of `kind`, and says whether it existed, what to store
     /// (`None`: nothing; `Some(None)`: delete the key) and its result.
     fn edit_collection<R>(
@@ -427,6 +448,22 @@ impl Db {
         self.read_live(key, |nodes, stored| match stored {
             Some(s) if Entry::stored_kind(s) != kind => Ok(None),
             Some(s) => f(Some(&FieldReader::new(nodes, s))).map(Some),
+            None => f(None).map(Some),
+        })?
+    }
+
+    /// What `f` makes of the sorted set at `key`, whose members it looks up by name or
+    /// rank: a large one's nodes that hold them are all that is read (in memory, a
+    /// small one is read in place). `f` sees `None` if the key is missing; `None` if it
+    /// holds another type.
+    pub fn read_zset<R>(
+        &self,
+        key: &[u8],
+        f: impl FnOnce(Option<&ZsetReader>) -> Result<R>,
+    ) -> Result<Option<R>> {
+        self.read_live(key, |nodes, stored| match stored {
+            Some(s) if Entry::stored_kind(s) != Kind::ZSet => Ok(None),
+            Some(s) => f(Some(&ZsetReader::new(nodes, s))).map(Some),
             None => f(None).map(Some),
         })?
     }

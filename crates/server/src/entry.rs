@@ -232,7 +232,7 @@ impl Entry {
             && (tag & RAW == 0 || kind != Some(Kind::List))
             && (tag & NODE_TABLE == 0
                 || kind == Some(Kind::List)
-                || (tag & RAW != 0 && matches!(kind, Some(Kind::Hash | Kind::Set))));
+                || (tag & RAW != 0 && matches!(kind, Some(Kind::Hash | Kind::Set | Kind::ZSet))));
         if !known {
             return Err(format!(
                 "a stored value ends in tag {tag} with {} bytes before it, which hotkv-server does not write",

@@ -30,6 +30,7 @@ mod packed;
 mod partial_sort;
 mod pause;
 mod pubsub;
+mod score_nodes;
 mod script_json;
 mod scripting;
 mod server;

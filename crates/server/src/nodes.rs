@@ -1,7 +1,8 @@
 //! Large collections split into nodes, so that a write copies the nodes it changes
 //! and the key's node table rather than the whole value: long lists in order
 //! (`list_nodes.rs`, as Redis's quicklist) and large hashes and sets by field hash
-//! (`field_nodes.rs`, as Redis's hashtable buckets). The key's entry holds the node
+//! (`field_nodes.rs`, as Redis's hashtable buckets), large sorted sets by member and in
+//! order (`score_nodes.rs`, as Redis's dict and skiplist). The key's entry holds the node
 //! table, marked by a tag bit (`entry.rs`); each node is a packed value (`packed.rs`)
 //! kept where the store keeps nodes (a [`NodeStore`]): in memory, a second index under
 //! its id (8 bytes, little-endian); on an engine, a record of the server's own beside
@@ -28,7 +29,7 @@ use engine::Result;
 use hotring::HotRing;
 
 use crate::entry::{Entry, Kind};
-use crate::{field_nodes, list_nodes};
+use crate::{field_nodes, list_nodes, score_nodes};
 
 /// The packed size past which a collection is split, and up to which a node is
 /// filled: Redis's default `list-max-listpack-size -2` is 8 KB; half that halves what
@@ -64,6 +65,11 @@ fn nodes_of(stored: &[u8]) -> Vec<(u64, usize)> {
     match table_of(stored) {
         None => Vec::new(),
         Some((Kind::List, table)) => list_nodes::nodes(table),
+        Some((Kind::ZSet, table)) => {
+            let mut all = nodes_of(score_nodes::members(table));
+            all.extend(score_nodes::order_nodes(table));
+            all
+        }
         Some((_, table)) => field_nodes::nodes(table),
     }
 }
@@ -78,7 +84,7 @@ pub fn node_ids(stored: &[u8]) -> Vec<u64> {
 pub fn dropped(old: &[u8], new: Option<&[u8]>) -> Vec<u64> {
     match (table_of(old), new.and_then(table_of)) {
         (Some((kind, old)), Some((new_kind, new)))
-            if kind != Kind::List && new_kind != Kind::List =>
+            if matches!(kind, Kind::Hash | Kind::Set) && kind == new_kind =>
         {
             return field_nodes::dropped(old, new);
         }
@@ -102,8 +108,8 @@ pub fn node_bytes(stored: &[u8]) -> usize {
 }
 
 /// `stored` with a large collection split into nodes written to `nodes`, to be
-/// published in place of whatever the key held: a long list, or a hash or set in
-/// Redis's large encoding (`Entry::raw`) past [`NODE_BYTES`]. Anything else is
+/// published in place of whatever the key held: a long list, or a hash, set or sorted
+/// set in Redis's large encoding (`Entry::raw`) past [`NODE_BYTES`]. Anything else is
 /// returned as it is.
 pub fn split_if_large(nodes: &dyn NodeStore, stored: Vec<u8>) -> Vec<u8> {
     if Entry::stored_is_node_table(&stored) {
@@ -116,6 +122,7 @@ pub fn split_if_large(nodes: &dyn NodeStore, stored: Vec<u8>) -> Vec<u8> {
         Kind::Hash | Kind::Set if Entry::stored_raw(&stored) => {
             field_nodes::split_if_large(nodes, kind, payload)
         }
+        Kind::ZSet if Entry::stored_raw(&stored) => score_nodes::split_if_large(nodes, payload),
         _ => None,
     };
     match table {
@@ -138,6 +145,7 @@ pub fn expand(nodes: &dyn NodeStore, stored: &[u8]) -> Result<Vec<u8>> {
     };
     let value = match kind {
         Kind::List => list_nodes::expand(nodes, table)?,
+        Kind::ZSet => score_nodes::expand(nodes, table)?,
         _ => field_nodes::expand(nodes, kind, table)?,
     };
     let entry = Entry {

@@ -8,9 +8,11 @@ use resp::Frame;
 use super::collections::{self, edit, notify_edit, Edit};
 use super::{error, int, of_kind, parse_integer, reply, upper, Ctx, Reply};
 use super::{NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
+use crate::db::Edited;
 use crate::entry::Kind;
 use crate::keyspace_events::ZSET;
 use crate::packed::{self, score_order, Builder};
+use crate::score_nodes::{ZsetEditor, ZsetReader};
 
 type Scored<'a> = (&'a [u8], f64);
 
@@ -168,16 +170,7 @@ impl<'a> Range<'a> {
     fn positions(&self, entries: &[Scored]) -> std::ops::Range<usize> {
         let len = entries.len();
         match self {
-            Range::Rank(start, stop) => {
-                let (l, start, stop) = (len as i64, *start, *stop);
-                let start = if start < 0 { (start + l).max(0) } else { start };
-                let stop = if stop < 0 { stop + l } else { stop.min(l - 1) };
-                if start > stop || start >= l {
-                    0..0
-                } else {
-                    start as usize..stop as usize + 1
-                }
-            }
+            Range::Rank(start, stop) => rank_span(*start, *stop, len),
             Range::Score(min, max) => {
                 let from = entries.iter().position(|e| min.below(e.1)).unwrap_or(len);
                 let to = from
@@ -198,6 +191,19 @@ impl<'a> Range<'a> {
                 from..to
             }
         }
+    }
+}
+
+/// The ranks from `start` to `stop` (inclusive, negative ones counted from the end) of
+/// a sorted set of `len` members, within it.
+fn rank_span(start: i64, stop: i64, len: usize) -> std::ops::Range<usize> {
+    let l = len as i64;
+    let start = if start < 0 { (start + l).max(0) } else { start };
+    let stop = if stop < 0 { stop + l } else { stop.min(l - 1) };
+    if start > stop || start >= l {
+        0..0
+    } else {
+        start as usize..stop as usize + 1
     }
 }
 
@@ -249,44 +255,35 @@ pub fn zadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         pairs.push((pair[1].as_slice(), score));
     }
     let event = if o.incr { "zincr" } else { "zadd" };
-    let Some(edited) = edit(ctx, &args[1], Kind::ZSet, |zset| {
-        let mut all = entries(zset.unwrap_or_default());
+    let Some(edited) = edit_zset(ctx, &args[1], |zset| {
         let (mut added, mut changed) = (0, 0);
         let mut incr_result = None;
         for &(member, score) in &pairs {
-            let found = all.iter().position(|e| e.0 == member);
-            match found {
+            match zset.score(member) {
                 Some(_) if o.nx => continue,
                 None if o.xx => continue,
-                Some(at) => {
-                    let current = all[at].1;
+                Some(current) => {
                     let new = if o.incr { current + score } else { score };
                     if new.is_nan() {
-                        return (Edit::Keep, Err("ERR resulting score is not a number (NaN)"));
+                        return Err("ERR resulting score is not a number (NaN)");
                     }
                     if (o.gt && new <= current) || (o.lt && new >= current) {
                         continue;
                     }
                     incr_result = Some(new);
                     if new != current {
-                        all.remove(at);
-                        insert_sorted(&mut all, (member, new));
+                        zset.set(member, new);
                         changed += 1;
                     }
                 }
                 None => {
                     incr_result = Some(score);
-                    insert_sorted(&mut all, (member, score));
+                    zset.set(member, score);
                     added += 1;
                 }
             }
         }
-        let result = Ok((added, changed, incr_result));
-        if added + changed == 0 {
-            (Edit::Keep, result)
-        } else {
-            (Edit::Write(pack(&all)), result)
-        }
+        Ok((added, changed, incr_result))
     })?
     else {
         return error(WRONG_TYPE);
@@ -299,10 +296,35 @@ pub fn zadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     }
 }
 
-/// Puts `entry` in its place in the sorted `all`.
-fn insert_sorted<'a>(all: &mut Vec<Scored<'a>>, entry: Scored<'a>) {
-    let at = all.partition_point(|e| score_order(*e, entry).is_lt());
-    all.insert(at, entry);
+/// Changes the sorted set at `key` through `f` (see `Db::edit_zset`: a large one's
+/// nodes that hold the members named are all that is copied).
+fn edit_zset<R>(
+    ctx: &Ctx,
+    key: &[u8],
+    f: impl FnMut(&mut ZsetEditor) -> R,
+) -> engine::Result<Option<Edited<R>>> {
+    let large = |packed: &[u8]| super::object::held_large(ctx, Kind::ZSet, packed);
+    ctx.db().edit_zset(key, &large, f)
+}
+
+/// Answers with what `f` makes of the sorted set at `key`, looked up member by member
+/// or by rank (see `Db::read_zset`; `None` if missing); WRONGTYPE if the key holds
+/// another type. Counts as a read (hits and misses).
+fn answer_zset(
+    ctx: &Ctx,
+    key: &[u8],
+    f: impl FnOnce(Option<&ZsetReader>) -> engine::Result<Frame>,
+) -> Reply {
+    let mut found = true;
+    let frame = ctx.db().read_zset(key, |zset| {
+        found = zset.is_some();
+        f(zset)
+    })?;
+    ctx.hit(key, found);
+    match frame {
+        Some(frame) => reply(frame),
+        None => error(WRONG_TYPE),
+    }
 }
 
 pub fn zincrby(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
@@ -310,18 +332,13 @@ pub fn zincrby(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         return error(NOT_A_FLOAT);
     };
     let member = args[3].as_slice();
-    let Some(edited) = edit(ctx, &args[1], Kind::ZSet, |zset| {
-        let mut all = entries(zset.unwrap_or_default());
-        let at = all.iter().position(|e| e.0 == member);
-        let new = at.map_or(0.0, |at| all[at].1) + delta;
+    let Some(edited) = edit_zset(ctx, &args[1], |zset| {
+        let new = zset.score(member).unwrap_or(0.0) + delta;
         if new.is_nan() {
-            return (Edit::Keep, Err("ERR resulting score is not a number (NaN)"));
+            return Err("ERR resulting score is not a number (NaN)");
         }
-        if let Some(at) = at {
-            all.remove(at);
-        }
-        insert_sorted(&mut all, (member, new));
-        (Edit::Write(pack(&all)), Ok(new))
+        zset.set(member, new);
+        Ok(new)
     })?
     else {
         return error(WRONG_TYPE);
@@ -334,22 +351,11 @@ pub fn zincrby(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 pub fn zrem(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let gone = &args[2..];
-    let Some(edited) = edit(ctx, &args[1], Kind::ZSet, |zset| {
-        let Some(zset) = zset else {
-            return (Edit::Keep, 0);
-        };
-        let all = entries(zset);
-        let kept: Vec<Scored> = all
+    let Some(edited) = edit_zset(ctx, &args[1], |zset| {
+        args[2..]
             .iter()
-            .copied()
-            .filter(|e| !gone.iter().any(|g| g == e.0))
-            .collect();
-        let removed = all.len() - kept.len();
-        if removed == 0 {
-            return (Edit::Keep, 0);
-        }
-        (Edit::Write(pack(&kept)), removed)
+            .filter(|m| zset.remove(m).is_some())
+            .count()
     })?
     else {
         return error(WRONG_TYPE);
@@ -359,8 +365,8 @@ pub fn zrem(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 pub fn zcard(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    collections::answer(ctx, &args[1], Kind::ZSet, |z| {
-        Frame::Integer(z.map_or(0, packed::count) as i64)
+    answer_zset(ctx, &args[1], |z| {
+        Ok(Frame::Integer(z.map_or(0, ZsetReader::len) as i64))
     })
 }
 
@@ -369,34 +375,38 @@ pub(super) fn score_of(zset: &[u8], member: &[u8]) -> Option<f64> {
 }
 
 pub fn zscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    collections::answer(ctx, &args[1], Kind::ZSet, |z| {
-        let score = z.and_then(|z| score_of(z, &args[2]));
-        score.map_or(Frame::Null, score_frame)
+    answer_zset(ctx, &args[1], |z| {
+        let score = match z {
+            Some(z) => z.score(&args[2])?,
+            None => None,
+        };
+        Ok(score.map_or(Frame::Null, score_frame))
     })
 }
 
 pub fn zmscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    collections::answer(ctx, &args[1], Kind::ZSet, |z| {
-        let z = z.unwrap_or_default();
-        let scores = args[2..]
-            .iter()
-            .map(|m| score_of(z, m).map_or(Frame::Null, score_frame))
-            .collect();
-        Frame::Array(scores)
+    answer_zset(ctx, &args[1], |z| {
+        let mut scores = Vec::with_capacity(args.len() - 2);
+        for member in &args[2..] {
+            let score = match z {
+                Some(z) => z.score(member)?,
+                None => None,
+            };
+            scores.push(score.map_or(Frame::Null, score_frame));
+        }
+        Ok(Frame::Array(scores))
     })
 }
 
 fn rank(ctx: &Ctx, args: &[Vec<u8>], reverse: bool) -> Reply {
-    collections::answer(ctx, &args[1], Kind::ZSet, |z| {
-        let rank = z.and_then(|z| {
-            let at = packed::scored(z).position(|m| m.0 == args[2].as_slice())?;
-            Some(if reverse {
-                packed::count(z) - 1 - at
-            } else {
-                at
-            })
-        });
-        rank.map_or(Frame::Null, |r| Frame::Integer(r as i64))
+    answer_zset(ctx, &args[1], |z| {
+        let Some(z) = z else {
+            return Ok(Frame::Null);
+        };
+        let rank = z
+            .rank(&args[2])?
+            .map(|at| if reverse { z.len() - 1 - at } else { at });
+        Ok(rank.map_or(Frame::Null, |r| Frame::Integer(r as i64)))
     })
 }
 
@@ -549,6 +559,27 @@ fn range_reply(ctx: &Ctx, key: &[u8], query: Result<RangeQuery, &'static str>) -
         Ok(q) => q,
         Err(e) => return error(e),
     };
+    if let Range::Rank(start, stop) = query.range {
+        // Only the nodes that hold the ranks asked for are read.
+        return answer_zset(ctx, key, |z| {
+            let len = z.map_or(0, ZsetReader::len);
+            let span = rank_span(start, stop, len);
+            let forward = if query.reverse {
+                len - span.end..len - span.start
+            } else {
+                span
+            };
+            let mut picked = match z {
+                Some(z) => z.by_rank(forward)?,
+                None => Vec::new(),
+            };
+            if query.reverse {
+                picked.reverse();
+            }
+            let picked: Vec<Scored> = picked.iter().map(|(m, s)| (m.as_slice(), *s)).collect();
+            Ok(listing(ctx, &picked, query.with_scores))
+        });
+    }
     let found = of_kind!(ctx.read(key)?, ZSet);
     let zset = found.map(|e| e.value).unwrap_or_default();
     let picked = query.select(&entries(&zset));
@@ -617,21 +648,9 @@ fn pop(ctx: &Ctx, args: &[Vec<u8>], max: bool) -> Reply {
         Some(Some(n)) if n >= 0 => Some(n as usize),
         Some(_) => return error("ERR value is out of range, must be positive"),
     };
-    let Some(edited) = edit(ctx, &args[1], Kind::ZSet, |zset| {
-        let Some(zset) = zset.filter(|_| count != Some(0)) else {
-            return (Edit::Keep, Vec::new());
-        };
-        let mut all = entries(zset);
-        let n = count.unwrap_or(1).min(all.len());
-        let taken: Vec<(Vec<u8>, f64)> = if max {
-            all.drain(all.len() - n..)
-                .rev()
-                .map(|(m, s)| (m.to_vec(), s))
-                .collect()
-        } else {
-            all.drain(..n).map(|(m, s)| (m.to_vec(), s)).collect()
-        };
-        (Edit::Write(pack(&all)), taken)
+    let Some(edited) = edit_zset(ctx, &args[1], |zset| {
+        let n = count.unwrap_or(1).min(zset.len());
+        (0..n).map_while(|_| zset.pop(max)).collect::<Vec<_>>()
     })?
     else {
         return error(WRONG_TYPE);

@@ -1,0 +1,1098 @@
+//! Large sorted sets split into nodes, so that ZADD, ZINCRBY, ZREM and ZPOPMIN copy
+//! the few nodes they change and the tables, not the whole set, and ZSCORE, ZRANK and
+//! ranges by rank read only the nodes that hold what they answer. Redis holds a large
+//! sorted set as a dict (member to score) beside a skiplist in (score, member) order; a
+//! split one here has the same two halves. How nodes are stored and released, and why
+//! readers need no lock, is in `nodes.rs`.
+//!
+//! ```text
+//! zset table = members size (u32 LE) | members | order
+//! members    = a stored hash (`entry.rs`) of member -> score (8 bytes, an f64 LE):
+//!              packed, or itself split by member hash (`field_nodes.rs`)
+//! order      = count (u32 LE: members) | node*            in (score, member) order
+//! node       = id (u64 LE) | count (u32 LE) | bytes (u32 LE: its packed size)
+//!              | first (f64 LE: the score of its first member)
+//! ```
+//!
+//! An order node is a packed sorted set (`packed.rs`) of at least one member, every
+//! one of them after those of the node before. A member is looked up by its score
+//! among the nodes' first scores and, where several nodes start with that score, by
+//! their first members, read in a binary search (so a large set of equal scores
+//! costs a few node reads per lookup).
+//!
+//! Only a sorted set held in Redis's large encoding (skiplist, `Entry::raw`) whose
+//! packed form passes [`NODE_BYTES`] is split. An order node that passes
+//! [`NODE_BYTES`] is cut in parts of about [`FILL`] bytes, one emptied is dropped,
+//! and a set left with one order node, or two holding less than half of
+//! [`NODE_BYTES`], is stored whole again.
+
+use std::ops::Range;
+
+use engine::Result;
+
+use crate::entry::{Entry, Kind};
+use crate::field_nodes::{FieldEditor, FieldReader};
+use crate::nodes::{self, NodeStore, NODE_BYTES};
+use crate::packed::{self, score_order, Builder};
+
+const SIZE_HEADER: usize = 4;
+const ORDER_HEADER: usize = 4;
+const NODE_REF: usize = 24;
+
+/// How full a cut leaves an order node, so that the next few inserts into it do not
+/// cut it again.
+const FILL: usize = NODE_BYTES * 3 / 4;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct NodeRef {
+    id: u64,
+    count: u32,
+    bytes: u32,
+    first: f64,
+}
+
+/// The members half (a stored hash) and the order table of a zset table.
+fn halves(table: &[u8]) -> (&[u8], &[u8]) {
+    let size = u32::from_le_bytes(table[..SIZE_HEADER].try_into().expect("4 bytes")) as usize;
+    table[SIZE_HEADER..].split_at(size)
+}
+
+/// The stored hash of member -> score that the zset table `table` holds.
+pub fn members(table: &[u8]) -> &[u8] {
+    halves(table).0
+}
+
+/// The members count and order nodes of an order table.
+fn parse_order(order: &[u8]) -> (usize, Vec<NodeRef>) {
+    assert!(
+        order.len() >= ORDER_HEADER && (order.len() - ORDER_HEADER).is_multiple_of(NODE_REF),
+        "an order table of {} bytes",
+        order.len()
+    );
+    let word = |at: usize, n: usize| -> u64 {
+        let mut b = [0u8; 8];
+        b[..n].copy_from_slice(&order[at..at + n]);
+        u64::from_le_bytes(b)
+    };
+    let refs = (ORDER_HEADER..order.len())
+        .step_by(NODE_REF)
+        .map(|at| NodeRef {
+            id: word(at, 8),
+            count: word(at + 8, 4) as u32,
+            bytes: word(at + 12, 4) as u32,
+            first: f64::from_bits(word(at + 16, 8)),
+        })
+        .collect();
+    (word(0, 4) as usize, refs)
+}
+
+/// A zset table of the stored hash `members` and the order nodes `refs`.
+fn encode(members: &[u8], count: usize, refs: &[NodeRef]) -> Vec<u8> {
+    assert!(refs.len() >= 2, "a set of one order node is stored whole");
+    assert!(refs.iter().all(|n| n.count >= 1), "an empty order node");
+    assert_eq!(
+        refs.iter().map(|n| n.count as usize).sum::<usize>(),
+        count,
+        "a table's count is its nodes' counts"
+    );
+    let mut out =
+        Vec::with_capacity(SIZE_HEADER + members.len() + ORDER_HEADER + NODE_REF * refs.len() + 9);
+    out.extend_from_slice(&(members.len() as u32).to_le_bytes());
+    out.extend_from_slice(members);
+    out.extend_from_slice(&(count as u32).to_le_bytes());
+    for n in refs {
+        out.extend_from_slice(&n.id.to_le_bytes());
+        out.extend_from_slice(&n.count.to_le_bytes());
+        out.extend_from_slice(&n.bytes.to_le_bytes());
+        out.extend_from_slice(&n.first.to_bits().to_le_bytes());
+    }
+    out
+}
+
+/// The order nodes the zset table `table` names, each its id and packed size (the
+/// members half names its own, see `nodes.rs`).
+pub fn order_nodes(table: &[u8]) -> Vec<(u64, usize)> {
+    let (_, refs) = parse_order(halves(table).1);
+    refs.iter().map(|n| (n.id, n.bytes as usize)).collect()
+}
+
+/// The members of the packed sorted set `packed`, each with the bytes it takes there.
+fn placed(packed: &[u8]) -> impl Iterator<Item = (Range<usize>, &[u8], f64)> + '_ {
+    let mut it = packed::elements(packed);
+    std::iter::from_fn(move || {
+        let start = packed.len() - it.remaining_bytes().len();
+        let member = it.next()?;
+        let score = it.next()?;
+        let end = packed.len() - it.remaining_bytes().len();
+        let score = f64::from_le_bytes(score.try_into().expect("a score is 8 bytes"));
+        Some((start..end, member, score))
+    })
+}
+
+/// The first member of a packed sorted set of at least one.
+fn first_member(packed: &[u8]) -> &[u8] {
+    packed::elements(packed)
+        .next()
+        .expect("an order node is never empty")
+}
+
+/// `member`'s bytes and score in the packed sorted set `packed`, if it is there.
+fn find(packed: &[u8], member: &[u8]) -> Option<(Range<usize>, f64)> {
+    placed(packed).find_map(|(r, m, s)| (m == member).then_some((r, s)))
+}
+
+/// Puts `member` with `score` in its place in the packed sorted set `packed`, which
+/// does not hold it.
+fn insert(packed: &mut Vec<u8>, member: &[u8], score: f64) {
+    let at = placed(packed)
+        .find(|(_, m, s)| score_order((m, *s), (member, score)).is_gt())
+        .map_or(packed.len(), |(r, _, _)| r.start);
+    let mut entry = Vec::with_capacity(member.len() + 11);
+    packed::put_element(&mut entry, member);
+    packed::put_element(&mut entry, &score.to_le_bytes());
+    packed.splice(at..at, entry);
+    let n = packed::count(packed) + 1;
+    packed::set_count(packed, n);
+}
+
+/// Removes the member taking the bytes `r` of `packed`.
+fn remove_at(packed: &mut Vec<u8>, r: Range<usize>) {
+    packed.drain(r);
+    let n = packed::count(packed) - 1;
+    packed::set_count(packed, n);
+}
+
+/// The packed sorted set `packed` cut in parts of about [`FILL`] bytes, none past
+/// [`NODE_BYTES`] but a member that large on its own.
+fn cut(packed: &[u8]) -> Vec<Vec<u8>> {
+    // A part's packed size is its members' and its count's.
+    let room = NODE_BYTES - 4;
+    let mut parts = Vec::new();
+    let mut part = Builder::with_capacity(FILL);
+    let mut bytes = 0;
+    for (r, member, score) in placed(packed) {
+        if bytes >= FILL || (bytes > 0 && bytes + r.len() > room) {
+            parts.push(std::mem::replace(&mut part, Builder::with_capacity(FILL)).finish());
+            bytes = 0;
+        }
+        part.push_scored(member, score);
+        bytes += r.len();
+    }
+    parts.push(part.finish());
+    parts
+}
+
+fn node_ref(id: u64, packed: &[u8]) -> NodeRef {
+    let (_, _, first) = placed(packed).next().expect("an order node is never empty");
+    NodeRef {
+        id,
+        count: packed::count(packed) as u32,
+        bytes: packed.len() as u32,
+        first,
+    }
+}
+
+/// The stored hash of member -> score of the packed sorted set `packed`, in Redis's
+/// large encoding, so that it is split as soon as it passes [`NODE_BYTES`].
+fn members_hash(packed: &[u8]) -> Vec<u8> {
+    let mut b = Builder::with_capacity(packed.len());
+    for (_, member, score) in placed(packed) {
+        b.push_pair(member, &score.to_le_bytes());
+    }
+    let entry = Entry {
+        value: b.finish(),
+        deadline: None,
+        raw: true,
+        kind: Kind::Hash,
+    };
+    entry.into_stored()
+}
+
+/// The zset table of the packed sorted set `packed` split into nodes written to
+/// `nodes`, if it passes [`NODE_BYTES`] (only for one held in Redis's large encoding,
+/// see the top of this file).
+pub fn split_if_large(nodes: &dyn NodeStore, packed: &[u8]) -> Option<Vec<u8>> {
+    if packed.len() <= NODE_BYTES {
+        return None;
+    }
+    let parts = cut(packed);
+    if parts.len() < 2 {
+        return None;
+    }
+    let members = nodes::split_if_large(nodes, members_hash(packed));
+    let refs: Vec<NodeRef> = parts.iter().map(|p| node_ref(nodes.write(p), p)).collect();
+    Some(encode(&members, packed::count(packed), &refs))
+}
+
+/// The whole packed sorted set whose zset table is `table`.
+pub fn expand(nodes: &dyn NodeStore, table: &[u8]) -> Result<Vec<u8>> {
+    let (count, refs) = parse_order(halves(table).1);
+    let bytes = refs.iter().map(|n| n.bytes as usize).sum();
+    let mut b = Builder::with_capacity(bytes);
+    for n in &refs {
+        let node = nodes.read(n.id)?;
+        b.push_packed(
+            packed::elements(&node).remaining_bytes(),
+            packed::count(&node),
+        );
+    }
+    assert_eq!(b.count(), count, "a table's count is its nodes'");
+    Ok(b.finish())
+}
+
+/// Where the order nodes whose first score is `score` lie, given each node's first
+/// score: nodes `.0..` start at or after it, nodes `.1..` after it.
+fn tied(len: usize, first: impl Fn(usize) -> f64, score: f64) -> (usize, usize) {
+    let partition = |pred: &dyn Fn(f64) -> bool| {
+        let (mut lo, mut hi) = (0, len);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if pred(first(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    };
+    (
+        partition(&|f| f.total_cmp(&score).is_lt()),
+        partition(&|f| f.total_cmp(&score).is_le()),
+    )
+}
+
+/// The order node that holds, or would hold, a member of some score, given where the
+/// nodes starting with that score lie (`tied`) and whether a node's first member
+/// comes after the member (`after`): the last node that starts at or before it, the
+/// first node if none does.
+fn home((lo, hi): (usize, usize), mut after: impl FnMut(usize) -> Result<bool>) -> Result<usize> {
+    let (mut a, mut b) = (lo, hi);
+    while a < b {
+        let mid = (a + b) / 2;
+        if after(mid)? {
+            b = mid;
+        } else {
+            a = mid + 1;
+        }
+    }
+    Ok(a.saturating_sub(1))
+}
+
+/// A sorted set as a read finds it: a split one's members looked up in the members
+/// half, and its ranks counted in the order table, reading the nodes that hold them.
+pub struct ZsetReader<'a> {
+    nodes: &'a dyn NodeStore,
+    /// The packed sorted set, if it is not split.
+    packed: Option<&'a [u8]>,
+    /// If split: its members half, count and order nodes.
+    split: Option<(FieldReader<'a>, usize, Vec<NodeRef>)>,
+}
+
+impl<'a> ZsetReader<'a> {
+    /// The sorted set stored as `stored`, its nodes (if split) in `nodes`.
+    pub fn new(nodes: &'a dyn NodeStore, stored: &'a [u8]) -> Self {
+        let payload = Entry::stored_payload(stored);
+        if !Entry::stored_is_node_table(stored) {
+            return ZsetReader {
+                nodes,
+                packed: Some(payload),
+                split: None,
+            };
+        }
+        let (members, order) = halves(payload);
+        let (count, refs) = parse_order(order);
+        ZsetReader {
+            nodes,
+            packed: None,
+            split: Some((FieldReader::new(nodes, members), count, refs)),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match (&self.packed, &self.split) {
+            (Some(p), _) => packed::count(p),
+            (None, Some((_, count, _))) => *count,
+            (None, None) => unreachable!("a reader holds one shape"),
+        }
+    }
+
+    /// `member`'s score, if it is there.
+    pub fn score(&self, member: &[u8]) -> Result<Option<f64>> {
+        Ok(match (&self.packed, &self.split) {
+            (Some(p), _) => find(p, member).map(|(_, s)| s),
+            (None, Some((members, _, _))) => members
+                .get(member)?
+                .map(|s| f64::from_le_bytes(s.as_slice().try_into().expect("a score is 8 bytes"))),
+            (None, None) => unreachable!("a reader holds one shape"),
+        })
+    }
+
+    /// `member`'s rank, counted from the least, if it is there.
+    pub fn rank(&self, member: &[u8]) -> Result<Option<usize>> {
+        let position = |p: &[u8]| placed(p).position(|(_, m, _)| m == member);
+        let Some((_, _, refs)) = &self.split else {
+            return Ok(self.packed.and_then(position));
+        };
+        let Some(score) = self.score(member)? else {
+            return Ok(None);
+        };
+        let at = home(tied(refs.len(), |at| refs[at].first, score), |at| {
+            Ok(first_member(&self.nodes.read(refs[at].id)?) > member)
+        })?;
+        let before: usize = refs[..at].iter().map(|n| n.count as usize).sum();
+        let node = self.nodes.read(refs[at].id)?;
+        Ok(position(&node).map(|p| before + p))
+    }
+
+    /// The members of ranks `ranks` (counted from the least; the caller keeps them
+    /// within the set) with their scores, in order.
+    pub fn by_rank(&self, ranks: Range<usize>) -> Result<Vec<(Vec<u8>, f64)>> {
+        let mut out = Vec::with_capacity(ranks.len());
+        let take = |p: &[u8], skip: usize, out: &mut Vec<(Vec<u8>, f64)>| {
+            let want = ranks.len() - out.len();
+            out.extend(
+                placed(p)
+                    .skip(skip)
+                    .take(want)
+                    .map(|(_, m, s)| (m.to_vec(), s)),
+            );
+        };
+        let Some((_, _, refs)) = &self.split else {
+            take(self.packed.unwrap_or_default(), ranks.start, &mut out);
+            return Ok(out);
+        };
+        let mut start = 0;
+        for n in refs {
+            let end = start + n.count as usize;
+            if out.len() == ranks.len() {
+                break;
+            }
+            if end > ranks.start {
+                let node = self.nodes.read(n.id)?;
+                take(&node, ranks.start.saturating_sub(start), &mut out);
+            }
+            start = end;
+        }
+        Ok(out)
+    }
+}
+
+/// An order node as an edit holds it.
+struct Slot {
+    /// Its record; the id is the stored node's unless `changed`.
+    node: NodeRef,
+    /// Its members, once read.
+    packed: Option<Vec<u8>>,
+    /// Written at the end of the edit.
+    changed: bool,
+}
+
+/// A split sorted set being changed.
+struct Split<'a> {
+    members: FieldEditor<'a>,
+    /// The members half as it was stored before the edit (`None` if the edit split
+    /// the set): nodes the final half names and this does not are the edit's own.
+    members_before: Option<Vec<u8>>,
+    /// The stored hash the member editor started from.
+    members_base: Vec<u8>,
+    count: usize,
+    slots: Vec<Slot>,
+}
+
+/// A sorted set as a write finds it and leaves it.
+enum Shape<'a> {
+    Missing,
+    Packed(Vec<u8>),
+    Split(Box<Split<'a>>),
+}
+
+/// A sorted set being changed by one write (see `Db::edit_zset`): members set and
+/// removed in its packed form or, if split, in the members half and the order node
+/// they fall in only. Every write leaves what it changed within [`NODE_BYTES`].
+pub struct ZsetEditor<'a> {
+    nodes: &'a dyn NodeStore,
+    shape: Shape<'a>,
+    /// Held in Redis's large encoding: from before, or since `large` said so.
+    raw: bool,
+    large: &'a dyn Fn(&[u8]) -> bool,
+    changed: bool,
+    /// The first node read that failed (an engine's I/O): the edit then writes nothing.
+    failed: Option<engine::Error>,
+}
+
+/// The member editor's `large`: the members half is always a large hash.
+fn always(_: &[u8]) -> bool {
+    true
+}
+
+impl<'a> Split<'a> {
+    fn new(nodes: &'a dyn NodeStore, members: &[u8], count: usize, refs: Vec<NodeRef>) -> Self {
+        Split {
+            members: FieldEditor::new(nodes, Kind::Hash, Some(members), &always),
+            members_before: Some(members.to_vec()),
+            members_base: members.to_vec(),
+            count,
+            slots: refs
+                .into_iter()
+                .map(|node| Slot {
+                    node,
+                    packed: None,
+                    changed: false,
+                })
+                .collect(),
+        }
+    }
+
+    /// The packed sorted set `packed` split in this edit: its members half is written
+    /// at the end, and its order nodes are all new.
+    fn of(nodes: &'a dyn NodeStore, packed: &[u8]) -> Self {
+        let members = members_hash(packed);
+        Split {
+            members: FieldEditor::new(nodes, Kind::Hash, Some(&members), &always),
+            members_before: None,
+            members_base: members,
+            count: packed::count(packed),
+            slots: cut(packed)
+                .into_iter()
+                .map(|p| Slot {
+                    node: node_ref(0, &p),
+                    packed: Some(p),
+                    changed: true,
+                })
+                .collect(),
+        }
+    }
+
+    /// Order node `at`'s members, read if need be.
+    fn load(&mut self, nodes: &dyn NodeStore, at: usize) -> Result<&mut Vec<u8>> {
+        let slot = &mut self.slots[at];
+        if slot.packed.is_none() {
+            slot.packed = Some(nodes.read(slot.node.id)?);
+        }
+        Ok(slot.packed.as_mut().expect("read above"))
+    }
+
+    /// The order node that holds, or would hold, `member` with `score`.
+    fn home(&mut self, nodes: &dyn NodeStore, member: &[u8], score: f64) -> Result<usize> {
+        let slots = &self.slots;
+        let bounds = tied(slots.len(), |at| slots[at].node.first, score);
+        home(
+            bounds,
+            |at| Ok(first_member(self.load(nodes, at)?) > member),
+        )
+    }
+
+    /// After order node `at` changed: drops it if emptied, cuts it if it passed
+    /// [`NODE_BYTES`], and keeps its record.
+    fn settle(&mut self, at: usize) {
+        let packed = self.slots[at]
+            .packed
+            .take()
+            .expect("a changed node was read");
+        if packed::count(&packed) == 0 {
+            self.slots.remove(at);
+            return;
+        }
+        let parts = if packed.len() > NODE_BYTES {
+            cut(&packed)
+        } else {
+            vec![packed]
+        };
+        let slots = parts.into_iter().map(|p| Slot {
+            node: node_ref(0, &p),
+            packed: Some(p),
+            changed: true,
+        });
+        self.slots.splice(at..at + 1, slots);
+    }
+
+    fn insert(&mut self, nodes: &dyn NodeStore, member: &[u8], score: f64) -> Result<()> {
+        let at = if self.slots.is_empty() {
+            let empty = Builder::with_capacity(0).finish();
+            self.slots.push(Slot {
+                node: NodeRef {
+                    id: 0,
+                    count: 0,
+                    bytes: 0,
+                    first: score,
+                },
+                packed: Some(empty),
+                changed: true,
+            });
+            0
+        } else {
+            self.home(nodes, member, score)?
+        };
+        insert(self.load(nodes, at)?, member, score);
+        self.settle(at);
+        Ok(())
+    }
+
+    fn remove(&mut self, nodes: &dyn NodeStore, member: &[u8], score: f64) -> Result<()> {
+        let at = self.home(nodes, member, score)?;
+        let node = self.load(nodes, at)?;
+        let (r, _) = find(node, member).expect("the members half and the order agree");
+        remove_at(node, r);
+        self.settle(at);
+        Ok(())
+    }
+
+    /// Removes the least (or, if `max`, the greatest) member.
+    fn pop(&mut self, nodes: &dyn NodeStore, max: bool) -> Result<Option<(Vec<u8>, f64)>> {
+        if self.slots.is_empty() {
+            return Ok(None);
+        }
+        let at = if max { self.slots.len() - 1 } else { 0 };
+        let node = self.load(nodes, at)?;
+        let end = if max {
+            placed(node).last()
+        } else {
+            placed(node).next()
+        };
+        let (r, member, score) = end.expect("an order node is never empty");
+        let member = member.to_vec();
+        remove_at(node, r);
+        self.settle(at);
+        self.members.remove(&member);
+        self.count -= 1;
+        Ok(Some((member, score)))
+    }
+
+    /// The members half as the edit leaves it, split if it passed [`NODE_BYTES`]; the
+    /// error of a node its editor could not read.
+    fn members_after(&mut self, nodes: &'a dyn NodeStore) -> Result<Vec<u8>> {
+        let members = std::mem::replace(
+            &mut self.members,
+            FieldEditor::new(nodes, Kind::Hash, None, &always),
+        );
+        let after = match members.finish(None)? {
+            None => self.members_base.clone(),
+            Some(None) => Vec::new(),
+            Some(Some(stored)) => stored,
+        };
+        if after.is_empty() {
+            return Ok(after);
+        }
+        Ok(nodes::split_if_large(nodes, after))
+    }
+
+    /// Removes the nodes of `members_after` that the stored members half did not name:
+    /// the edit's own, which nobody else has seen.
+    fn discard_members(&self, nodes: &dyn NodeStore, after: &[u8]) {
+        if after.is_empty() {
+            return;
+        }
+        for id in nodes::dropped(after, self.members_before.as_deref()) {
+            nodes.discard(id);
+        }
+    }
+}
+
+impl<'a> ZsetEditor<'a> {
+    /// The sorted set stored as `stored` (`None` if missing), its nodes in `nodes`;
+    /// `large` tells whether a packed value passes Redis's limits for its small
+    /// encoding.
+    pub fn new(
+        nodes: &'a dyn NodeStore,
+        stored: Option<&[u8]>,
+        large: &'a dyn Fn(&[u8]) -> bool,
+    ) -> Self {
+        let shape = match stored {
+            None => Shape::Missing,
+            Some(s) if Entry::stored_is_node_table(s) => {
+                let (members, order) = halves(Entry::stored_payload(s));
+                let (count, refs) = parse_order(order);
+                Shape::Split(Box::new(Split::new(nodes, members, count, refs)))
+            }
+            Some(s) => Shape::Packed(Entry::stored_payload(s).to_vec()),
+        };
+        ZsetEditor {
+            nodes,
+            shape,
+            raw: stored.is_some_and(Entry::stored_raw),
+            large,
+            changed: false,
+            failed: None,
+        }
+    }
+
+    /// Whether the sorted set has members.
+    pub fn exists(&self) -> bool {
+        !matches!(self.shape, Shape::Missing)
+    }
+
+    /// Members, with this edit's changes.
+    pub fn len(&self) -> usize {
+        match &self.shape {
+            Shape::Missing => 0,
+            Shape::Packed(p) => packed::count(p),
+            Shape::Split(s) => s.count,
+        }
+    }
+
+    /// Notes the error of a node that could not be read: the edit then writes nothing.
+    fn failed<T>(&mut self, r: Result<T>) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.failed.get_or_insert(e);
+                None
+            }
+        }
+    }
+
+    /// `member`'s score, if it is there.
+    pub fn score(&mut self, member: &[u8]) -> Option<f64> {
+        if self.failed.is_some() {
+            return None;
+        }
+        match &mut self.shape {
+            Shape::Missing => None,
+            Shape::Packed(p) => find(p, member).map(|(_, s)| s),
+            Shape::Split(s) => s
+                .members
+                .get(member)
+                .map(|s| f64::from_le_bytes(s.as_slice().try_into().expect("a score is 8 bytes"))),
+        }
+    }
+
+    /// Gives `member` the score `score`, adding it if it is not there; returns whether
+    /// it was added.
+    pub fn set(&mut self, member: &[u8], score: f64) -> bool {
+        assert!(!score.is_nan(), "a sorted set holds no NaN score");
+        let old = self.score(member);
+        if self.failed.is_some() || old.is_some_and(|o| o.total_cmp(&score).is_eq()) {
+            return false;
+        }
+        self.changed = true;
+        let nodes = self.nodes;
+        let done = match &mut self.shape {
+            Shape::Missing | Shape::Packed(_) => {
+                let mut p = match std::mem::replace(&mut self.shape, Shape::Missing) {
+                    Shape::Packed(p) => p,
+                    _ => Builder::with_capacity(0).finish(),
+                };
+                if old.is_some() {
+                    let (r, _) = find(&p, member).expect("scored above");
+                    remove_at(&mut p, r);
+                }
+                insert(&mut p, member, score);
+                if p.len() > NODE_BYTES && (self.raw || (self.large)(&p)) && cut(&p).len() > 1 {
+                    self.raw = true;
+                    self.shape = Shape::Split(Box::new(Split::of(nodes, &p)));
+                } else {
+                    self.shape = Shape::Packed(p);
+                }
+                Ok(())
+            }
+            Shape::Split(s) => (|| {
+                if let Some(old) = old {
+                    s.remove(nodes, member, old)?;
+                } else {
+                    s.count += 1;
+                }
+                s.members.set(member, &score.to_le_bytes());
+                s.insert(nodes, member, score)
+            })(),
+        };
+        self.failed(done);
+        old.is_none()
+    }
+
+    /// Removes `member`; returns its score if it was there.
+    pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
+        let score = self.score(member)?;
+        self.changed = true;
+        let nodes = self.nodes;
+        let done = match &mut self.shape {
+            Shape::Missing => unreachable!("scored above"),
+            Shape::Packed(p) => {
+                let (r, _) = find(p, member).expect("scored above");
+                remove_at(p, r);
+                Ok(())
+            }
+            Shape::Split(s) => {
+                s.members.remove(member);
+                s.count -= 1;
+                s.remove(nodes, member, score)
+            }
+        };
+        self.failed(done)?;
+        Some(score)
+    }
+
+    /// Removes the least (or, if `max`, the greatest) member and returns it with its
+    /// score; `None` if there is none.
+    pub fn pop(&mut self, max: bool) -> Option<(Vec<u8>, f64)> {
+        if self.failed.is_some() {
+            return None;
+        }
+        let nodes = self.nodes;
+        let popped = match &mut self.shape {
+            Shape::Missing => Ok(None),
+            Shape::Packed(p) => {
+                let end = if max {
+                    placed(p).last()
+                } else {
+                    placed(p).next()
+                };
+                let taken = end.map(|(r, m, s)| (r, m.to_vec(), s));
+                Ok(taken.map(|(r, m, s)| {
+                    remove_at(p, r);
+                    (m, s)
+                }))
+            }
+            Shape::Split(s) => s.pop(nodes, max),
+        };
+        let popped = self.failed(popped)??;
+        self.changed = true;
+        Some(popped)
+    }
+
+    /// What to store: `None` if nothing changed, `Some(None)` to delete the key,
+    /// `Some(Some(stored))` otherwise, with `deadline` kept. The error of a node that
+    /// could not be read, if one could not: then nothing is to be stored.
+    pub fn finish(mut self, deadline: Option<u64>) -> Result<Option<Option<Vec<u8>>>> {
+        let nodes = self.nodes;
+        let shape = std::mem::replace(&mut self.shape, Shape::Missing);
+        if let Some(e) = self.failed.take() {
+            if let Shape::Split(mut s) = shape {
+                if let Ok(after) = s.members_after(nodes) {
+                    s.discard_members(nodes, &after);
+                }
+            }
+            return Err(e);
+        }
+        if !self.changed {
+            return Ok(None);
+        }
+        let packed = match shape {
+            Shape::Missing => unreachable!("a change leaves a packed value or nodes"),
+            Shape::Packed(p) => p,
+            Shape::Split(mut s) => {
+                let members = s.members_after(nodes)?;
+                let bytes: usize = s.slots.iter().map(|n| n.node.bytes as usize).sum();
+                let small = s.slots.len() <= 1 || (s.slots.len() == 2 && bytes < NODE_BYTES / 2);
+                if small {
+                    s.discard_members(nodes, &members);
+                    let mut b = Builder::with_capacity(bytes);
+                    for at in 0..s.slots.len() {
+                        let node = s.load(nodes, at)?;
+                        b.push_packed(
+                            packed::elements(node).remaining_bytes(),
+                            packed::count(node),
+                        );
+                    }
+                    b.finish()
+                } else {
+                    let refs: Vec<NodeRef> = s
+                        .slots
+                        .iter()
+                        .map(|slot| match (&slot.packed, slot.changed) {
+                            (Some(p), true) => node_ref(nodes.write(p), p),
+                            _ => slot.node,
+                        })
+                        .collect();
+                    let table = encode(&members, s.count, &refs);
+                    return Ok(Some(Some(Entry::encode_node_table(
+                        Kind::ZSet,
+                        table,
+                        deadline,
+                        true,
+                    ))));
+                }
+            }
+        };
+        if packed::count(&packed) == 0 {
+            return Ok(Some(None));
+        }
+        let raw = self.raw || (self.large)(&packed);
+        let stored = Entry {
+            value: packed,
+            deadline,
+            raw,
+            kind: Kind::ZSet,
+        };
+        Ok(Some(Some(stored.into_stored())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::db::Db;
+    use crate::nodes::{settled, MemoryNodes};
+
+    /// Redis's default limit of the small encoding, by count only.
+    fn large(packed: &[u8]) -> bool {
+        packed::count(packed) > 128
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Set(Vec<u8>, f64),
+        Remove(Vec<u8>),
+        Score(Vec<u8>),
+        Pop(bool),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        // Members from a small space so that writes meet, mostly short, a few longer
+        // than a node; scores from a few values, so that many nodes start tied.
+        let member = prop_oneof![
+            30 => (0..700u32).prop_map(|n| format!("m{n}").into_bytes()),
+            1 => (0..3u32, 1..2 * NODE_BYTES).prop_map(|(n, len)| vec![b'a' + n as u8; len]),
+        ];
+        let score = prop_oneof![
+            3 => (-3..3i32).prop_map(f64::from),
+            1 => any::<f64>().prop_filter("a score", |s| !s.is_nan()),
+        ];
+        prop_oneof![
+            8 => (member.clone(), score).prop_map(|(m, s)| Op::Set(m, s)),
+            3 => member.clone().prop_map(Op::Remove),
+            2 => member.prop_map(Op::Score),
+            1 => any::<bool>().prop_map(Op::Pop),
+        ]
+    }
+
+    /// The model's members in the set's order.
+    fn ordered(model: &BTreeMap<Vec<u8>, f64>) -> Vec<(Vec<u8>, f64)> {
+        let mut all: Vec<(Vec<u8>, f64)> = model.iter().map(|(m, s)| (m.clone(), *s)).collect();
+        all.sort_by(|a, b| score_order((&a.0, a.1), (&b.0, b.1)));
+        all
+    }
+
+    /// The invariants of a stored split set: order nodes within their size (but for a
+    /// member larger on its own), their records true to them, their members in order
+    /// across nodes, and the members half holding the same members and scores.
+    fn check_split(nodes: &MemoryNodes, stored: &[u8], want: &[(Vec<u8>, f64)]) {
+        let table = Entry::stored_payload(stored);
+        let (members, order) = halves(table);
+        let (count, refs) = parse_order(order);
+        assert_eq!(count, want.len());
+        let mut all = Vec::new();
+        for n in &refs {
+            let node = nodes.read(n.id).unwrap();
+            assert_eq!(node_ref(n.id, &node), *n, "a record true to its node");
+            assert!(
+                node.len() <= NODE_BYTES
+                    || n.count == 1
+                    || placed(&node).any(|(r, _, _)| r.len() > FILL)
+            );
+            all.extend(placed(&node).map(|(_, m, s)| (m.to_vec(), s)));
+        }
+        assert_eq!(all, want, "the order nodes hold the set in order");
+        let reader = FieldReader::new(nodes, members);
+        assert_eq!(reader.len(), want.len());
+        for (m, s) in want {
+            assert_eq!(reader.get(m).unwrap(), Some(s.to_le_bytes().to_vec()));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Batches of sets, removes, lookups and pops, each batch one edit published as
+        /// the store would, checked against a map of member to score: through the
+        /// editor, the reader (scores, ranks, ranges by rank) and the expanded value; a
+        /// large set is split, and nodes are released with their tables.
+        #[test]
+        fn split_sorted_sets_behave_as_ordered_maps(
+            batches in prop::collection::vec(prop::collection::vec(op(), 1..150), 1..25),
+        ) {
+            let nodes = MemoryNodes::default();
+            let mut model: BTreeMap<Vec<u8>, f64> = BTreeMap::new();
+            let mut stored: Option<Vec<u8>> = None;
+            for batch in batches {
+                let _pin = crossbeam_epoch::pin();
+                let mut editor = ZsetEditor::new(&nodes, stored.as_deref(), &large);
+                for op in &batch {
+                    match op {
+                        Op::Set(m, s) => {
+                            let added = editor.set(m, *s);
+                            prop_assert_eq!(added, model.insert(m.clone(), *s).is_none());
+                        }
+                        Op::Remove(m) => prop_assert_eq!(editor.remove(m), model.remove(m)),
+                        Op::Score(m) => prop_assert_eq!(editor.score(m), model.get(m).copied()),
+                        Op::Pop(max) => {
+                            let all = ordered(&model);
+                            let want = if *max { all.last() } else { all.first() };
+                            let popped = editor.pop(*max);
+                            prop_assert_eq!(popped.as_ref(), want);
+                            if let Some((m, _)) = want {
+                                model.remove(m);
+                            }
+                        }
+                    }
+                    prop_assert_eq!(editor.len(), model.len());
+                }
+                if let Some(new) = editor.finish(None).unwrap() {
+                    if let Some(old) = &stored {
+                        nodes.retire(old, new.as_deref());
+                    }
+                    stored = new;
+                }
+                prop_assert_eq!(stored.is_none(), model.is_empty());
+                let Some(s) = stored.as_deref() else { continue };
+                let want = ordered(&model);
+                if Entry::stored_is_node_table(s) {
+                    check_split(&nodes, s, &want);
+                }
+                let whole = Entry::decode(crate::nodes::expand(&nodes, s).unwrap());
+                prop_assert_eq!(whole.kind, Kind::ZSet);
+                let got: Vec<(Vec<u8>, f64)> =
+                    packed::scored(&whole.value).map(|(m, s)| (m.to_vec(), s)).collect();
+                prop_assert_eq!(&got, &want);
+                // Split only in the large encoding, and there whenever it is large.
+                if Entry::stored_is_node_table(s) {
+                    prop_assert!(whole.raw);
+                } else if whole.raw && model.len() >= 2 {
+                    prop_assert!(whole.value.len() <= NODE_BYTES || cut(&whole.value).len() < 2);
+                }
+                let reader = ZsetReader::new(&nodes, s);
+                prop_assert_eq!(reader.len(), want.len());
+                for op in &batch {
+                    let (Op::Set(m, _) | Op::Remove(m) | Op::Score(m)) = op else { continue };
+                    prop_assert_eq!(reader.score(m).unwrap(), model.get(m).copied());
+                    let rank = want.iter().position(|(w, _)| w == m);
+                    prop_assert_eq!(reader.rank(m).unwrap(), rank);
+                }
+                let len = want.len();
+                for ranks in [0..len, 0..len.min(3), len / 2..len, len.saturating_sub(1)..len] {
+                    prop_assert_eq!(reader.by_rank(ranks.clone()).unwrap(), want[ranks].to_vec());
+                }
+            }
+            let named = stored.as_deref().map_or(0, |s| crate::nodes::node_ids(s).len());
+            prop_assert!(settled(|| nodes.len(), named), "{} nodes for {named}", nodes.len());
+            if let Some(old) = &stored {
+                nodes.retire(old, None);
+            }
+            prop_assert!(settled(|| nodes.len(), 0), "{} nodes left", nodes.len());
+        }
+    }
+
+    /// A set of one score (ordered by member only) is split, and every member is
+    /// found by rank through the binary search among the nodes that start tied.
+    #[test]
+    fn members_of_one_score_are_found_among_tied_nodes() {
+        let nodes = MemoryNodes::default();
+        let _pin = crossbeam_epoch::pin();
+        let mut editor = ZsetEditor::new(&nodes, None, &large);
+        let members: Vec<Vec<u8>> = (0..5000)
+            .map(|i| format!("member:{i:05}").into_bytes())
+            .collect();
+        for m in members.iter().rev() {
+            assert!(editor.set(m, 1.5));
+        }
+        let stored = editor.finish(None).unwrap().unwrap().unwrap();
+        assert!(Entry::stored_is_node_table(&stored));
+        let (_, refs) = parse_order(halves(Entry::stored_payload(&stored)).1);
+        assert!(refs.len() > 20 && refs.iter().all(|n| n.first == 1.5));
+        let reader = ZsetReader::new(&nodes, &stored);
+        for (i, m) in members.iter().enumerate().step_by(37) {
+            assert_eq!(reader.rank(m).unwrap(), Some(i));
+        }
+        assert_eq!(reader.rank(b"member:").unwrap(), None);
+        let want: Vec<(Vec<u8>, f64)> = members.iter().map(|m| (m.clone(), 1.5)).collect();
+        check_split(&nodes, &stored, &want);
+        nodes.retire(&stored, None);
+    }
+
+    /// Many threads add, rescore, remove and pop members of one sorted set through
+    /// `Db` (compare-and-set races, retried edits, readers pinned across node reads):
+    /// every member's last score wins, removed members stay removed, each pop takes a
+    /// member once, and every node is released once the key is deleted.
+    #[test]
+    fn concurrent_sorted_set_writes_and_reads_lose_nothing() {
+        const WRITERS: usize = 4;
+        const EACH: usize = 1500;
+        let db = Db::default();
+        let large: &(dyn Fn(&[u8]) -> bool + Sync) = &large;
+        let score =
+            |w: usize, i: usize, round: usize| ((i * 7 + w) % 50) as f64 + round as f64 / 2.0;
+        let popped = std::sync::Mutex::new(Vec::new());
+        // Pops start once every writer is done, so none takes a member still written.
+        let done = std::sync::Barrier::new(WRITERS);
+        std::thread::scope(|s| {
+            for w in 0..WRITERS {
+                let (db, popped, done) = (&db, &popped, &done);
+                s.spawn(move || {
+                    for round in 0..2 {
+                        for i in 0..EACH {
+                            let member = format!("{w}:{i}");
+                            db.edit_zset(b"z", large, |z| {
+                                z.set(member.as_bytes(), score(w, i, round))
+                            })
+                            .unwrap()
+                            .expect("a sorted set");
+                        }
+                    }
+                    for chunk in (0..EACH).step_by(3).collect::<Vec<_>>().chunks(7) {
+                        let removed = db
+                            .edit_zset(b"z", large, |z| {
+                                chunk
+                                    .iter()
+                                    .filter(|i| z.remove(format!("{w}:{i}").as_bytes()).is_some())
+                                    .count()
+                            })
+                            .unwrap()
+                            .expect("a sorted set")
+                            .result;
+                        assert_eq!(removed, chunk.len(), "each removed once");
+                    }
+                    done.wait();
+                    let taken = db.edit_zset(b"z", large, |z| z.pop(w % 2 == 0)).unwrap();
+                    popped
+                        .lock()
+                        .unwrap()
+                        .push(taken.expect("a sorted set").result.expect("a member"));
+                });
+            }
+            for r in 0..2 {
+                let db = &db;
+                s.spawn(move || {
+                    for n in 0..3000usize {
+                        let (w, i) = ((n + r) % WRITERS, (n * 7) % EACH);
+                        let member = format!("{w}:{i}");
+                        let got = db
+                            .read_zset(b"z", |z| match z {
+                                Some(z) => z.score(member.as_bytes()),
+                                None => Ok(None),
+                            })
+                            .unwrap()
+                            .expect("a sorted set");
+                        if let Some(s) = got {
+                            assert!(
+                                s == score(w, i, 0) || s == score(w, i, 1),
+                                "{member} scored {s}"
+                            );
+                        }
+                    }
+                });
+            }
+        });
+        let mut want: BTreeMap<Vec<u8>, f64> = BTreeMap::new();
+        for w in 0..WRITERS {
+            for i in (0..EACH).filter(|i| i % 3 != 0) {
+                want.insert(format!("{w}:{i}").into_bytes(), score(w, i, 1));
+            }
+        }
+        let popped = popped.into_inner().unwrap();
+        for (m, s) in &popped {
+            assert_eq!(want.remove(m), Some(*s), "popped once, with its last score");
+        }
+        let zset = db.get(b"z").unwrap().expect("the sorted set");
+        let got: Vec<(Vec<u8>, f64)> = packed::scored(&zset.value)
+            .map(|(m, s)| (m.to_vec(), s))
+            .collect();
+        assert_eq!(got, ordered(&want));
+        assert!(db.collection_nodes().unwrap() > 10, "it was split");
+        db.remove(b"z").unwrap();
+        let nodes = || db.collection_nodes().expect("the memory store");
+        assert!(settled(nodes, 0), "{} nodes left", nodes());
+    }
+}

@@ -536,3 +536,85 @@ fn large_hashes_and_sets_answer_field_by_field() {
         ) == "0"));
     }
 }
+
+/// A sorted set of thousands of members is split (`score_nodes.rs`): members written,
+/// scored, ranked, ranged and popped one node at a time answer as a whole one would,
+/// a deadline is kept by a member's write, and deleting it releases its nodes.
+#[test]
+fn large_sorted_sets_answer_member_by_member() {
+    let server = Server::start();
+    let mut c = server.client();
+    // One command naming 5,000 members, scores 0 to 9 so that many nodes tie.
+    let mut zadd = redis::cmd("ZADD");
+    zadd.arg("board");
+    for i in 0..5000 {
+        zadd.arg(i % 10).arg(format!("p{i:04}"));
+    }
+    assert_eq!(zadd.query::<i64>(&mut c).unwrap(), 5000);
+    assert_eq!(
+        run::<String>(&mut c, &["OBJECT", "ENCODING", "board"]),
+        "skiplist"
+    );
+    if support::test_engine() == "memory" {
+        let nodes: usize = support::info_field(&mut c, "hotring_collection_nodes")
+            .parse()
+            .unwrap();
+        assert!(nodes > 20, "{nodes} nodes");
+    }
+    let mut want: Vec<(String, f64)> = (0..5000)
+        .map(|i| (format!("p{i:04}"), (i % 10) as f64))
+        .collect();
+    let order = |want: &mut Vec<(String, f64)>| {
+        want.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)))
+    };
+    order(&mut want);
+    assert_eq!(run::<i64>(&mut c, &["ZCARD", "board"]), 5000);
+    assert_eq!(run::<f64>(&mut c, &["ZSCORE", "board", "p1237"]), 7.0);
+    let rank = want.iter().position(|(m, _)| m == "p1237").unwrap();
+    assert_eq!(run::<usize>(&mut c, &["ZRANK", "board", "p1237"]), rank);
+    assert_eq!(
+        run::<usize>(&mut c, &["ZREVRANK", "board", "p1237"]),
+        4999 - rank
+    );
+    let got: Vec<(String, f64)> = run(&mut c, &["ZRANGE", "board", "2490", "2509", "WITHSCORES"]);
+    assert_eq!(got, want[2490..2510]);
+    let got: Vec<String> = run(&mut c, &["ZREVRANGE", "board", "0", "2"]);
+    let top: Vec<String> = want[4997..].iter().rev().map(|(m, _)| m.clone()).collect();
+    assert_eq!(got, top);
+    // Rescored members move; removed and popped ones go.
+    assert_eq!(
+        run::<f64>(&mut c, &["ZINCRBY", "board", "100", "p0000"]),
+        100.0
+    );
+    assert_eq!(
+        run::<i64>(
+            &mut c,
+            &["ZADD", "board", "XX", "CH", "-1", "p4999", "5", "new"]
+        ),
+        1
+    );
+    assert_eq!(
+        run::<i64>(&mut c, &["ZREM", "board", "p0001", "p0001", "none"]),
+        1
+    );
+    let got: Vec<(String, f64)> = run(&mut c, &["ZPOPMAX", "board"]);
+    assert_eq!(got, [("p0000".to_string(), 100.0)]);
+    let got: Vec<(String, f64)> = run(&mut c, &["ZPOPMIN", "board", "2"]);
+    assert_eq!(got[0], ("p4999".to_string(), -1.0));
+    assert_eq!(got[1], want[1], "p0000 was rescored");
+    assert_eq!(run::<i64>(&mut c, &["ZCARD", "board"]), 4996);
+    assert_eq!(run::<i64>(&mut c, &["EXPIRE", "board", "100"]), 1);
+    let _: i64 = run(&mut c, &["ZADD", "board", "3", "late"]);
+    assert!(
+        run::<i64>(&mut c, &["TTL", "board"]) > 90,
+        "a member's write keeps the deadline"
+    );
+    assert_eq!(run::<i64>(&mut c, &["ZCOUNT", "board", "3", "3"]), 501);
+    assert_eq!(run::<i64>(&mut c, &["DEL", "board"]), 1);
+    if support::test_engine() == "memory" {
+        assert!(support::eventually(10, || support::info_field(
+            &mut c,
+            "hotring_collection_nodes"
+        ) == "0"));
+    }
+}

@@ -387,6 +387,59 @@ fn kill_9_leaves_large_hashes_whole() {
     );
 }
 
+/// As `kill_9_leaves_large_hashes_whole`, for sorted sets: each writer adds members
+/// scored by their number and pops the least, and after every crash its set holds a
+/// run of members, each with its score, in order.
+#[test]
+fn kill_9_leaves_large_sorted_sets_whole() {
+    let held = |w: usize, c: &mut redis::Connection| {
+        let zset: Vec<(String, f64)> = run(
+            c,
+            &["ZRANGE", &format!("zset:{w}"), "0", "-1", "WITHSCORES"],
+        );
+        let (first, _) = zset.first()?;
+        let first: u64 = first.trim_start_matches('m').parse().unwrap();
+        for (at, (member, score)) in zset.iter().enumerate() {
+            let i = first + at as u64;
+            assert_eq!(
+                member,
+                &format!("m{i:06}"),
+                "writer {w}: the members have gaps"
+            );
+            assert_eq!(*score, i as f64, "writer {w}: member {i}");
+        }
+        Some((first, first + zset.len() as u64))
+    };
+    let write = |w: usize, mut c: redis::Connection, acked: &[AtomicU64; 2]| {
+        let key = format!("zset:{w}");
+        let [popped, added] = acked;
+        for op in 0u64.. {
+            if op % 3 == 2 {
+                let i = popped.load(Ordering::SeqCst);
+                let Ok(got) = redis::cmd("ZPOPMIN").arg(&key).query::<Vec<String>>(&mut c) else {
+                    return;
+                };
+                if got.first() == Some(&format!("m{i:06}")) {
+                    popped.store(i + 1, Ordering::SeqCst);
+                }
+            } else {
+                let i = added.load(Ordering::SeqCst);
+                let mut zadd = redis::cmd("ZADD");
+                zadd.arg(&key).arg(i).arg(format!("m{i:06}"));
+                if zadd.query::<u64>(&mut c).is_err() {
+                    return;
+                }
+                added.store(i + 1, Ordering::SeqCst);
+            }
+        }
+    };
+    let sizes = kill_9_cycles(2, held, write);
+    assert!(
+        sizes.iter().all(|&n| n > 300),
+        "the sorted sets grew large: {sizes:?}"
+    );
+}
+
 fn transactional(writer: usize) -> bool {
     writer % 2 == 1
 }
@@ -536,7 +589,7 @@ fn a_directory_holding_another_programs_store_is_refused() {
 /// own records written in one batch with the key's table, outlive a restart: every
 /// field and member, after single and batched writes and removals.
 #[test]
-fn large_hashes_and_sets_survive_a_restart() {
+fn large_hashes_sets_and_sorted_sets_survive_a_restart() {
     let server = lsm_server(&[]);
     let mut c = server.client();
     let mut pipe = redis::pipe();
@@ -547,10 +600,16 @@ fn large_hashes_and_sets_survive_a_restart() {
             .arg(format!("v{i}"))
             .ignore();
         pipe.cmd("SADD").arg("set").arg(format!("m{i}")).ignore();
+        pipe.cmd("ZADD")
+            .arg("zset")
+            .arg(i % 7)
+            .arg(format!("m{i}"))
+            .ignore();
     }
     for i in (0..4000).step_by(3) {
         pipe.cmd("HDEL").arg("hash").arg(format!("f{i}")).ignore();
         pipe.cmd("SREM").arg("set").arg(format!("m{i}")).ignore();
+        pipe.cmd("ZREM").arg("zset").arg(format!("m{i}")).ignore();
     }
     pipe.query::<()>(&mut c).unwrap();
     let dir = server.stop().unwrap();
@@ -570,6 +629,19 @@ fn large_hashes_and_sets_survive_a_restart() {
     assert_eq!(set, kept.iter().map(|i| format!("m{i}")).collect());
     assert_eq!(run::<String>(&mut c, &["HGET", "hash", "f3998"]), "v3998");
     assert_eq!(run::<i64>(&mut c, &["SISMEMBER", "set", "m3"]), 0);
-    assert_eq!(run::<i64>(&mut c, &["DEL", "hash", "set"]), 2);
+    let zset: Vec<(String, f64)> = run(&mut c, &["ZRANGE", "zset", "0", "-1", "WITHSCORES"]);
+    let mut want: Vec<(String, f64)> = kept
+        .iter()
+        .map(|i| (format!("m{i}"), (i % 7) as f64))
+        .collect();
+    want.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+    assert_eq!(zset, want);
+    assert_eq!(
+        run::<f64>(&mut c, &["ZSCORE", "zset", "m3998"]),
+        (3998 % 7) as f64
+    );
+    let rank = want.iter().position(|(m, _)| m == "m3998").unwrap();
+    assert_eq!(run::<usize>(&mut c, &["ZRANK", "zset", "m3998"]), rank);
+    assert_eq!(run::<i64>(&mut c, &["DEL", "hash", "set", "zset"]), 3);
     assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 0);
 }

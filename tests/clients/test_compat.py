@@ -1936,6 +1936,11 @@ def large_zset_command(rng):
         lambda: [b"ZCOUNT", key(), bound(), bound()],
         lambda: [b"ZRANGE", key(), rank(), rank()] + rng.choice([[], [b"WITHSCORES"], [b"REV"]]),
         lambda: [b"ZRANGE", key(), bound(), bound(), b"BYSCORE", b"LIMIT", b"%d" % rng.randrange(0, 50), b"%d" % rng.randrange(-1, 30)],
+        lambda: [b"ZRANGE", key(), bound(), bound(), b"BYSCORE", b"REV", b"LIMIT", b"%d" % rng.randrange(-1, 50), b"%d" % rng.randrange(-1, 30)],
+        lambda: [rng.choice([b"ZRANGEBYSCORE", b"ZREVRANGEBYSCORE"]), key(), bound(), bound()] + rng.choice([[], [b"WITHSCORES"]]),
+        lambda: [b"ZMPOP", b"2", key(), key(), rng.choice([b"MIN", b"MAX"]), b"COUNT", b"%d" % rng.randrange(1, 30)],
+        # Blocks (10 ms) only if every set is empty.
+        lambda: [rng.choice([b"BZPOPMIN", b"BZPOPMAX"]), key(), b"Z0", b"Z1", b"Z2", b"0.01"],
         # Lexicographic ranges are defined only where every score is equal: on L.
         lambda: [b"ZADD", b"L", b"0", member()],
         lambda: [b"ZREM", b"L", member()],

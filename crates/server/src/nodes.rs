@@ -88,6 +88,11 @@ pub fn dropped(old: &[u8], new: Option<&[u8]>) -> Vec<u64> {
         {
             return field_nodes::dropped(old, new);
         }
+        (Some((Kind::ZSet, old)), Some((Kind::ZSet, new))) => {
+            let mut released = dropped(score_nodes::members(old), Some(score_nodes::members(new)));
+            released.extend(score_nodes::dropped_order(old, new));
+            return released;
+        }
         _ => {}
     }
     let mut released = node_ids(old);

@@ -116,6 +116,43 @@ pub fn order_nodes(table: &[u8]) -> Vec<(u64, usize)> {
     refs.iter().map(|n| (n.id, n.bytes as usize)).collect()
 }
 
+/// The order nodes the zset table `old` names and the zset table `new` does not. A
+/// write changes a few records in the middle, so the records both order tables start
+/// and end with are skipped by comparing bytes.
+pub fn dropped_order(old: &[u8], new: &[u8]) -> Vec<u64> {
+    let records = |table| {
+        let order = halves(table).1;
+        order[ORDER_HEADER..].chunks_exact(NODE_REF)
+    };
+    let (old, new) = (records(old), records(new));
+    let same = |(a, b): (&[u8], &[u8])| a == b;
+    let prefix = old
+        .clone()
+        .zip(new.clone())
+        .take_while(|&p| same(p))
+        .count();
+    let (old_len, new_len) = (old.len(), new.len());
+    let suffix = old
+        .clone()
+        .rev()
+        .zip(new.clone().rev())
+        .take(old_len.min(new_len) - prefix)
+        .take_while(|&p| same(p))
+        .count();
+    let id = |r: &[u8]| u64::from_le_bytes(r[..8].try_into().expect("8 bytes"));
+    let mut kept: Vec<u64> = new
+        .skip(prefix)
+        .take(new_len - prefix - suffix)
+        .map(id)
+        .collect();
+    kept.sort_unstable();
+    old.skip(prefix)
+        .take(old_len - prefix - suffix)
+        .map(id)
+        .filter(|i| kept.binary_search(i).is_err())
+        .collect()
+}
+
 /// The members of the packed sorted set `packed`, each with the bytes it takes there.
 fn placed(packed: &[u8]) -> impl Iterator<Item = (Range<usize>, &[u8], f64)> + '_ {
     let mut it = packed::elements(packed);
@@ -342,6 +379,23 @@ impl<'a> ZsetReader<'a> {
         let before: usize = refs[..at].iter().map(|n| n.count as usize).sum();
         let node = self.nodes.read(refs[at].id)?;
         Ok(position(&node).map(|p| before + p))
+    }
+
+    /// How many members have a score for which `below` holds, `below` holding for the
+    /// least scores up to some score and for none after it: the rank where a range of
+    /// scores starts or ends. Reads one node.
+    pub fn count_below(&self, below: impl Fn(f64) -> bool) -> Result<usize> {
+        let in_node = |p: &[u8]| placed(p).take_while(|(_, _, s)| below(*s)).count();
+        let Some((_, _, refs)) = &self.split else {
+            return Ok(self.packed.map_or(0, in_node));
+        };
+        // Nodes before `k` start below; the last of them may end past it.
+        let k = refs.partition_point(|n| below(n.first));
+        let Some(last) = k.checked_sub(1) else {
+            return Ok(0);
+        };
+        let before: usize = refs[..last].iter().map(|n| n.count as usize).sum();
+        Ok(before + in_node(&self.nodes.read(refs[last].id)?))
     }
 
     /// The members of ranks `ranks` (counted from the least; the caller keeps them
@@ -932,6 +986,16 @@ mod tests {
                 }
                 if let Some(new) = editor.finish(None).unwrap() {
                     if let Some(old) = &stored {
+                        // What a write releases is every node only the old table named.
+                        let kept = new.as_deref().map(crate::nodes::node_ids).unwrap_or_default();
+                        let mut naive: Vec<u64> = crate::nodes::node_ids(old)
+                            .into_iter()
+                            .filter(|id| !kept.contains(id))
+                            .collect();
+                        let mut released = crate::nodes::dropped(old, new.as_deref());
+                        naive.sort_unstable();
+                        released.sort_unstable();
+                        prop_assert_eq!(released, naive);
                         nodes.retire(old, new.as_deref());
                     }
                     stored = new;

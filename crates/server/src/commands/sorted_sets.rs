@@ -418,12 +418,34 @@ pub fn zrevrank(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     rank(ctx, args, true)
 }
 
+/// The ranks of the members whose scores lie from `min` to `max`, counted from the
+/// least: found from the nodes' first scores, reading the two nodes where the range
+/// starts and ends.
+fn score_span(
+    z: &ZsetReader,
+    min: ScoreBound,
+    max: ScoreBound,
+) -> engine::Result<std::ops::Range<usize>> {
+    let start = z.count_below(|s| !min.below(s))?;
+    let end = z.count_below(|s| max.above(s))?;
+    Ok(start..end.max(start))
+}
+
 /// ZCOUNT and ZLEXCOUNT: how many members lie in a range.
 fn count_in(ctx: &Ctx, args: &[Vec<u8>], by: By) -> Reply {
     let range = match Range::parse(by, &args[2], &args[3]) {
         Ok(r) => r,
         Err(e) => return error(e),
     };
+    if let Range::Score(min, max) = range {
+        return answer_zset(ctx, &args[1], |z| {
+            let span = match z {
+                Some(z) => score_span(z, min, max)?,
+                None => 0..0,
+            };
+            Ok(Frame::Integer(span.len() as i64))
+        });
+    }
     let found = of_kind!(ctx.read(&args[1])?, ZSet);
     let zset = found.map(|e| e.value).unwrap_or_default();
     int(range.positions(&entries(&zset)).len() as i64)
@@ -580,6 +602,37 @@ fn range_reply(ctx: &Ctx, key: &[u8], query: Result<RangeQuery, &'static str>) -
             Ok(listing(ctx, &picked, query.with_scores))
         });
     }
+    if let Range::Score(min, max) = query.range {
+        return answer_zset(ctx, key, |z| {
+            let Some(z) = z else {
+                return Ok(listing(ctx, &[], query.with_scores));
+            };
+            let span = score_span(z, min, max)?;
+            let (offset, count) = query.limit;
+            let count = if count < 0 {
+                usize::MAX
+            } else {
+                count as usize
+            };
+            let ranks = match usize::try_from(offset) {
+                Err(_) => 0..0,
+                Ok(offset) if query.reverse => {
+                    let end = span.end.saturating_sub(offset).max(span.start);
+                    end.saturating_sub(count).max(span.start)..end
+                }
+                Ok(offset) => {
+                    let start = span.start.saturating_add(offset).min(span.end);
+                    start..start.saturating_add(count).min(span.end)
+                }
+            };
+            let mut picked = z.by_rank(ranks)?;
+            if query.reverse {
+                picked.reverse();
+            }
+            let picked: Vec<Scored> = picked.iter().map(|(m, s)| (m.as_slice(), *s)).collect();
+            Ok(listing(ctx, &picked, query.with_scores))
+        });
+    }
     let found = of_kind!(ctx.read(key)?, ZSet);
     let zset = found.map(|e| e.value).unwrap_or_default();
     let picked = query.select(&entries(&zset));
@@ -648,25 +701,10 @@ fn pop(ctx: &Ctx, args: &[Vec<u8>], max: bool) -> Reply {
         Some(Some(n)) if n >= 0 => Some(n as usize),
         Some(_) => return error("ERR value is out of range, must be positive"),
     };
-    let Some(edited) = edit_zset(ctx, &args[1], |zset| {
-        let n = count.unwrap_or(1).min(zset.len());
-        (0..n).map_while(|_| zset.pop(max)).collect::<Vec<_>>()
-    })?
-    else {
+    let Some(taken) = pop_members(ctx, &args[1], max, count.unwrap_or(1))? else {
         return error(WRONG_TYPE);
     };
-    notify_edit(
-        ctx,
-        &edited,
-        ZSET,
-        if max { "zpopmax" } else { "zpopmin" },
-        &args[1],
-    );
-    let taken: Vec<Scored> = edited
-        .result
-        .iter()
-        .map(|(m, s)| (m.as_slice(), *s))
-        .collect();
+    let taken: Vec<Scored> = taken.iter().map(|(m, s)| (m.as_slice(), *s)).collect();
     if count.is_none() {
         // One member: a flat pair in either protocol, as Redis answers.
         let flat = taken
@@ -678,6 +716,27 @@ fn pop(ctx: &Ctx, args: &[Vec<u8>], max: bool) -> Reply {
     reply(listing(ctx, &taken, true))
 }
 
+/// Pops up to `count` members from the least (or, if `max`, the greatest) end of the
+/// sorted set at `key`, firing the event; none if it is missing, `None` if the key
+/// holds another type.
+fn pop_members(
+    ctx: &Ctx,
+    key: &[u8],
+    max: bool,
+    count: usize,
+) -> engine::Result<Option<Owned>> {
+    let Some(edited) = edit_zset(ctx, key, |zset| {
+        let n = count.min(zset.len());
+        (0..n).map_while(|_| zset.pop(max)).collect::<Vec<_>>()
+    })?
+    else {
+        return Ok(None);
+    };
+    let event = if max { "zpopmax" } else { "zpopmin" };
+    notify_edit(ctx, &edited, ZSET, event, key);
+    Ok(Some(edited.result))
+}
+
 /// `BZPOPMIN | BZPOPMAX key [key ...] timeout`: pops from the first sorted set that
 /// has a member, answering the key, the member and its score, or waits for one.
 fn blocking_pop(ctx: &Ctx, args: &[Vec<u8>], max: bool) -> Reply {
@@ -687,32 +746,13 @@ fn blocking_pop(ctx: &Ctx, args: &[Vec<u8>], max: bool) -> Reply {
     };
     let keys = &args[1..args.len() - 1];
     for key in keys {
-        let Some(edited) = edit(ctx, key, Kind::ZSet, |zset| {
-            let Some(zset) = zset else {
-                return (Edit::Keep, None);
-            };
-            let mut all = entries(zset);
-            let (member, score) = if max {
-                all.pop().expect("a stored sorted set is not empty")
-            } else {
-                all.remove(0)
-            };
-            (Edit::Write(pack(&all)), Some((member.to_vec(), score)))
-        })?
-        else {
+        let Some(mut taken) = pop_members(ctx, key, max, 1)? else {
             match ctx.wrong_source_type() {
                 Some(refusal) => return refusal,
                 None => continue,
             }
         };
-        notify_edit(
-            ctx,
-            &edited,
-            ZSET,
-            if max { "zpopmax" } else { "zpopmin" },
-            key,
-        );
-        if let Some((member, score)) = edited.result {
+        if let Some((member, score)) = taken.pop() {
             return reply(Frame::Array(vec![
                 Frame::Bulk(key.clone()),
                 Frame::Bulk(member),
@@ -737,36 +777,13 @@ fn multi_pop(ctx: &Ctx, args: &[Vec<u8>], blocking: Option<Option<std::time::Dur
         Err(e) => return error(e),
     };
     for key in keys {
-        let Some(edited) = edit(ctx, key, Kind::ZSet, |zset| {
-            let Some(zset) = zset else {
-                return (Edit::Keep, None);
-            };
-            let mut all = entries(zset);
-            let n = count.min(all.len());
-            let taken: Vec<(Vec<u8>, f64)> = if max {
-                all.drain(all.len() - n..)
-                    .rev()
-                    .map(|(m, s)| (m.to_vec(), s))
-                    .collect()
-            } else {
-                all.drain(..n).map(|(m, s)| (m.to_vec(), s)).collect()
-            };
-            (Edit::Write(pack(&all)), Some(taken))
-        })?
-        else {
+        let Some(taken) = pop_members(ctx, key, max, count)? else {
             match (blocking, ctx.wrong_source_type()) {
                 (Some(_), None) => continue,
                 _ => return error(WRONG_TYPE),
             }
         };
-        notify_edit(
-            ctx,
-            &edited,
-            ZSET,
-            if max { "zpopmax" } else { "zpopmin" },
-            key,
-        );
-        if let Some(taken) = edited.result {
+        if !taken.is_empty() {
             let members = taken
                 .into_iter()
                 .map(|(m, s)| Frame::Array(vec![Frame::Bulk(m), score_frame(s)]))

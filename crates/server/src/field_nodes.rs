@@ -190,21 +190,8 @@ pub fn nodes(table: &[u8]) -> Vec<(u64, usize)> {
 /// skipped by comparing bytes; in the rest, a node's range is fixed with its id, so
 /// both list the nodes they share in one order and one pass compares them.
 pub fn dropped(old: &[u8], new: &[u8]) -> Vec<u64> {
-    fn record(t: &[u8], i: usize) -> &[u8] {
-        let at = TABLE_HEADER + i * NODE_REF;
-        &t[at..at + NODE_REF]
-    }
-    let (old_len, new_len) = (
-        (old.len() - TABLE_HEADER) / NODE_REF,
-        (new.len() - TABLE_HEADER) / NODE_REF,
-    );
-    let shorter = old_len.min(new_len);
-    let front = (0..shorter)
-        .take_while(|&i| record(old, i) == record(new, i))
-        .count();
-    let back = (0..shorter - front)
-        .take_while(|&k| record(old, old_len - 1 - k) == record(new, new_len - 1 - k))
-        .count();
+    let (front, back) =
+        crate::nodes::common_records(&old[TABLE_HEADER..], &new[TABLE_HEADER..], NODE_REF);
     let (old, new) = (Table::new(old), Table::new(new));
     let new_end = new.len() - back;
     let mut out = Vec::new();

@@ -104,6 +104,40 @@ pub fn dropped(old: &[u8], new: Option<&[u8]>) -> Vec<u64> {
     released
 }
 
+/// How many of the fixed-size records (`size` bytes each) of two node tables' bodies
+/// `a` and `b` are equal at their start, and how many of the rest at their end: the
+/// records a write left alone, compared in blocks rather than one record at a time.
+pub fn common_records(a: &[u8], b: &[u8], size: usize) -> (usize, usize) {
+    const BLOCK: usize = 64;
+    let equal_run = |a: &[u8], b: &[u8], from_end: bool| {
+        let n = a.len().min(b.len());
+        let (a, b) = if from_end {
+            (&a[a.len() - n..], &b[b.len() - n..])
+        } else {
+            (&a[..n], &b[..n])
+        };
+        let block = |i: usize| {
+            if from_end {
+                n - i - BLOCK..n - i
+            } else {
+                i..i + BLOCK
+            }
+        };
+        let mut same = 0;
+        while same + BLOCK <= n && a[block(same)] == b[block(same)] {
+            same += BLOCK;
+        }
+        let byte = |i: usize| if from_end { n - 1 - i } else { i };
+        while same < n && a[byte(same)] == b[byte(same)] {
+            same += 1;
+        }
+        same
+    };
+    let front = equal_run(a, b, false) / size;
+    let back = equal_run(&a[front * size..], &b[front * size..], true) / size;
+    (front, back)
+}
+
 /// Bytes the nodes of `stored` take, beyond `stored` itself (0 if it has none).
 pub fn node_bytes(stored: &[u8]) -> usize {
     nodes_of(stored)
@@ -247,4 +281,34 @@ pub fn settled(nodes: impl Fn() -> usize, live: usize) -> bool {
         std::thread::sleep(Duration::from_millis(1));
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::common_records;
+
+    proptest! {
+        /// Counted in blocks, the equal records at both ends are those a record-by-record
+        /// comparison finds, and never overlap.
+        #[test]
+        fn common_records_are_those_equal_one_by_one(
+            size in 1usize..30,
+            shared in prop::collection::vec(any::<u8>(), 0..400),
+            a_middle in prop::collection::vec(any::<u8>(), 0..200),
+            b_middle in prop::collection::vec(any::<u8>(), 0..200),
+            split in any::<prop::sample::Index>(),
+        ) {
+            let whole = |v: &[u8]| v[..v.len() / size * size].to_vec();
+            let (shared, a_middle, b_middle) = (whole(&shared), whole(&a_middle), whole(&b_middle));
+            let at = split.index(shared.len() / size + 1) * size;
+            let a = [&shared[..at], &a_middle, &shared[at..]].concat();
+            let b = [&shared[..at], &b_middle, &shared[at..]].concat();
+            let (ra, rb): (Vec<&[u8]>, Vec<&[u8]>) = (a.chunks(size).collect(), b.chunks(size).collect());
+            let front = ra.iter().zip(&rb).take_while(|(x, y)| x == y).count();
+            let back = ra[front..].iter().rev().zip(rb[front..].iter().rev()).take_while(|(x, y)| x == y).count();
+            prop_assert_eq!(common_records(&a, &b, size), (front, back));
+        }
+    }
 }

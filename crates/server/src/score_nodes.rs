@@ -26,6 +26,7 @@
 //! and a set left with one order node, or two holding less than half of
 //! [`NODE_BYTES`], is stored whole again.
 
+use std::collections::{btree_map, BTreeMap};
 use std::ops::Range;
 
 use engine::Result;
@@ -62,6 +63,27 @@ pub fn members(table: &[u8]) -> &[u8] {
     halves(table).0
 }
 
+fn read_record(r: &[u8]) -> NodeRef {
+    let word = |at: usize, n: usize| -> u64 {
+        let mut b = [0u8; 8];
+        b[..n].copy_from_slice(&r[at..at + n]);
+        u64::from_le_bytes(b)
+    };
+    NodeRef {
+        id: word(0, 8),
+        count: word(8, 4) as u32,
+        bytes: word(12, 4) as u32,
+        first: f64::from_bits(word(16, 8)),
+    }
+}
+
+fn put_record(out: &mut Vec<u8>, n: NodeRef) {
+    out.extend_from_slice(&n.id.to_le_bytes());
+    out.extend_from_slice(&n.count.to_le_bytes());
+    out.extend_from_slice(&n.bytes.to_le_bytes());
+    out.extend_from_slice(&n.first.to_bits().to_le_bytes());
+}
+
 /// The members count and order nodes of an order table.
 fn parse_order(order: &[u8]) -> (usize, Vec<NodeRef>) {
     assert!(
@@ -69,44 +91,34 @@ fn parse_order(order: &[u8]) -> (usize, Vec<NodeRef>) {
         "an order table of {} bytes",
         order.len()
     );
-    let word = |at: usize, n: usize| -> u64 {
-        let mut b = [0u8; 8];
-        b[..n].copy_from_slice(&order[at..at + n]);
-        u64::from_le_bytes(b)
-    };
-    let refs = (ORDER_HEADER..order.len())
-        .step_by(NODE_REF)
-        .map(|at| NodeRef {
-            id: word(at, 8),
-            count: word(at + 8, 4) as u32,
-            bytes: word(at + 12, 4) as u32,
-            first: f64::from_bits(word(at + 16, 8)),
-        })
+    let count = u32::from_le_bytes(order[..ORDER_HEADER].try_into().expect("4 bytes"));
+    let refs = order[ORDER_HEADER..]
+        .chunks_exact(NODE_REF)
+        .map(read_record)
         .collect();
-    (word(0, 4) as usize, refs)
+    (count as usize, refs)
 }
 
-/// A zset table of the stored hash `members` and the order nodes `refs`.
-fn encode(members: &[u8], count: usize, refs: &[NodeRef]) -> Vec<u8> {
+/// A zset table of the stored hash `members` and the order table `order`.
+fn encode(members: &[u8], order: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(SIZE_HEADER + members.len() + order.len() + 9);
+    out.extend_from_slice(&(members.len() as u32).to_le_bytes());
+    out.extend_from_slice(members);
+    out.extend_from_slice(order);
+    out
+}
+
+/// The invariants every stored zset table keeps, `count` members in all (O(nodes)).
+fn check(table: &[u8], count: usize) {
+    let (counted, refs) = parse_order(halves(table).1);
     assert!(refs.len() >= 2, "a set of one order node is stored whole");
     assert!(refs.iter().all(|n| n.count >= 1), "an empty order node");
+    assert_eq!(counted, count);
     assert_eq!(
         refs.iter().map(|n| n.count as usize).sum::<usize>(),
         count,
         "a table's count is its nodes' counts"
     );
-    let mut out =
-        Vec::with_capacity(SIZE_HEADER + members.len() + ORDER_HEADER + NODE_REF * refs.len() + 9);
-    out.extend_from_slice(&(members.len() as u32).to_le_bytes());
-    out.extend_from_slice(members);
-    out.extend_from_slice(&(count as u32).to_le_bytes());
-    for n in refs {
-        out.extend_from_slice(&n.id.to_le_bytes());
-        out.extend_from_slice(&n.count.to_le_bytes());
-        out.extend_from_slice(&n.bytes.to_le_bytes());
-        out.extend_from_slice(&n.first.to_bits().to_le_bytes());
-    }
-    out
 }
 
 /// The order nodes the zset table `table` names, each its id and packed size (the
@@ -120,37 +132,22 @@ pub fn order_nodes(table: &[u8]) -> Vec<(u64, usize)> {
 /// write changes a few records in the middle, so the records both order tables start
 /// and end with are skipped by comparing bytes.
 pub fn dropped_order(old: &[u8], new: &[u8]) -> Vec<u64> {
-    let records = |table| {
-        let order = halves(table).1;
-        order[ORDER_HEADER..].chunks_exact(NODE_REF)
+    let (old, new) = (
+        &halves(old).1[ORDER_HEADER..],
+        &halves(new).1[ORDER_HEADER..],
+    );
+    let (front, back) = nodes::common_records(old, new, NODE_REF);
+    let middle = |t: &[u8]| -> Vec<u64> {
+        t[front * NODE_REF..t.len() - back * NODE_REF]
+            .chunks_exact(NODE_REF)
+            .map(|r| read_record(r).id)
+            .collect()
     };
-    let (old, new) = (records(old), records(new));
-    let same = |(a, b): (&[u8], &[u8])| a == b;
-    let prefix = old
-        .clone()
-        .zip(new.clone())
-        .take_while(|&p| same(p))
-        .count();
-    let (old_len, new_len) = (old.len(), new.len());
-    let suffix = old
-        .clone()
-        .rev()
-        .zip(new.clone().rev())
-        .take(old_len.min(new_len) - prefix)
-        .take_while(|&p| same(p))
-        .count();
-    let id = |r: &[u8]| u64::from_le_bytes(r[..8].try_into().expect("8 bytes"));
-    let mut kept: Vec<u64> = new
-        .skip(prefix)
-        .take(new_len - prefix - suffix)
-        .map(id)
-        .collect();
+    let mut kept = middle(new);
     kept.sort_unstable();
-    old.skip(prefix)
-        .take(old_len - prefix - suffix)
-        .map(id)
-        .filter(|i| kept.binary_search(i).is_err())
-        .collect()
+    let mut released = middle(old);
+    released.retain(|i| kept.binary_search(i).is_err());
+    released
 }
 
 /// The members of the packed sorted set `packed`, each with the bytes it takes there.
@@ -257,8 +254,13 @@ pub fn split_if_large(nodes: &dyn NodeStore, packed: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     let members = nodes::split_if_large(nodes, members_hash(packed));
-    let refs: Vec<NodeRef> = parts.iter().map(|p| node_ref(nodes.write(p), p)).collect();
-    Some(encode(&members, packed::count(packed), &refs))
+    let mut order = (packed::count(packed) as u32).to_le_bytes().to_vec();
+    for part in &parts {
+        put_record(&mut order, node_ref(nodes.write(part), part));
+    }
+    let table = encode(&members, &order);
+    check(&table, packed::count(packed));
+    Some(table)
 }
 
 /// The whole packed sorted set whose zset table is `table`.
@@ -431,26 +433,218 @@ impl<'a> ZsetReader<'a> {
     }
 }
 
-/// An order node as an edit holds it.
-struct Slot {
-    /// Its record; the id is the stored node's unless `changed`.
-    node: NodeRef,
-    /// Its members, once read.
-    packed: Option<Vec<u8>>,
-    /// Written at the end of the edit.
+/// An order node this edit read.
+struct Loaded {
+    packed: Vec<u8>,
+    /// Written at the end of the edit, its record's id then set.
     changed: bool,
+}
+
+/// An order table being edited: its records patched in place, so that an edit copies
+/// the table once and changes only the records of the nodes it touched, and the nodes
+/// it read, by their place in it.
+struct Order {
+    /// As stored: count | records.
+    table: Vec<u8>,
+    loaded: BTreeMap<usize, Loaded>,
+}
+
+impl Order {
+    fn new(table: &[u8]) -> Self {
+        parse_order(table);
+        Order {
+            table: table.to_vec(),
+            loaded: BTreeMap::new(),
+        }
+    }
+
+    /// The order of the packed sorted set `packed`, cut into new nodes.
+    fn of(packed: &[u8]) -> Self {
+        let mut order = Order {
+            table: (packed::count(packed) as u32).to_le_bytes().to_vec(),
+            loaded: BTreeMap::new(),
+        };
+        let parts = cut(packed);
+        for part in &parts {
+            put_record(&mut order.table, node_ref(0, part));
+        }
+        for (at, packed) in parts.into_iter().enumerate() {
+            order.loaded.insert(
+                at,
+                Loaded {
+                    packed,
+                    changed: true,
+                },
+            );
+        }
+        order
+    }
+
+    /// Nodes.
+    fn len(&self) -> usize {
+        (self.table.len() - ORDER_HEADER) / NODE_REF
+    }
+
+    /// Members.
+    fn count(&self) -> usize {
+        u32::from_le_bytes(self.table[..ORDER_HEADER].try_into().expect("4 bytes")) as usize
+    }
+
+    fn add_count(&mut self, n: isize) {
+        let count = self.count().checked_add_signed(n).expect("a count");
+        self.table[..ORDER_HEADER].copy_from_slice(&(count as u32).to_le_bytes());
+    }
+
+    fn node(&self, at: usize) -> NodeRef {
+        let start = ORDER_HEADER + at * NODE_REF;
+        read_record(&self.table[start..start + NODE_REF])
+    }
+
+    /// Node `at`'s members, read if need be.
+    fn load(&mut self, nodes: &dyn NodeStore, at: usize) -> Result<&mut Vec<u8>> {
+        if let btree_map::Entry::Vacant(v) = self.loaded.entry(at) {
+            let start = ORDER_HEADER + at * NODE_REF;
+            let id = read_record(&self.table[start..start + NODE_REF]).id;
+            v.insert(Loaded {
+                packed: nodes.read(id)?,
+                changed: false,
+            });
+        }
+        Ok(&mut self.loaded.get_mut(&at).expect("read above").packed)
+    }
+
+    /// The node that holds, or would hold, `member` with `score`.
+    fn home(&mut self, nodes: &dyn NodeStore, member: &[u8], score: f64) -> Result<usize> {
+        let bounds = tied(self.len(), |at| self.node(at).first, score);
+        home(
+            bounds,
+            |at| Ok(first_member(self.load(nodes, at)?) > member),
+        )
+    }
+
+    /// Node `at` (read) replaced by new nodes of `parts` (removed if none), which the
+    /// edit writes at its end.
+    fn replace(&mut self, at: usize, parts: Vec<Vec<u8>>) {
+        let mut records = Vec::with_capacity(parts.len() * NODE_REF);
+        for part in &parts {
+            put_record(&mut records, node_ref(0, part));
+        }
+        let start = ORDER_HEADER + at * NODE_REF;
+        self.table.splice(start..start + NODE_REF, records);
+        self.loaded.remove(&at);
+        if parts.len() != 1 {
+            let more = parts.len() as isize - 1;
+            self.loaded = std::mem::take(&mut self.loaded)
+                .into_iter()
+                .map(|(k, l)| {
+                    (
+                        if k > at {
+                            k.checked_add_signed(more).expect("a place")
+                        } else {
+                            k
+                        },
+                        l,
+                    )
+                })
+                .collect();
+        }
+        for (i, packed) in parts.into_iter().enumerate() {
+            let changed = true;
+            self.loaded.insert(at + i, Loaded { packed, changed });
+        }
+    }
+
+    /// After node `at` (read) changed: drops it if emptied, cuts it if it passed
+    /// [`NODE_BYTES`], and keeps its record.
+    fn settle(&mut self, at: usize) {
+        let packed = self
+            .loaded
+            .remove(&at)
+            .expect("a changed node was read")
+            .packed;
+        let parts = if packed::count(&packed) == 0 {
+            Vec::new()
+        } else if packed.len() > NODE_BYTES {
+            cut(&packed)
+        } else {
+            vec![packed]
+        };
+        self.replace(at, parts);
+    }
+
+    fn insert(&mut self, nodes: &dyn NodeStore, member: &[u8], score: f64) -> Result<()> {
+        if self.len() == 0 {
+            let mut packed = Builder::with_capacity(0).finish();
+            insert(&mut packed, member, score);
+            put_record(&mut self.table, node_ref(0, &packed));
+            let changed = true;
+            self.loaded.insert(0, Loaded { packed, changed });
+        } else {
+            let at = self.home(nodes, member, score)?;
+            insert(self.load(nodes, at)?, member, score);
+            self.settle(at);
+        }
+        self.add_count(1);
+        Ok(())
+    }
+
+    fn remove(&mut self, nodes: &dyn NodeStore, member: &[u8], score: f64) -> Result<()> {
+        let at = self.home(nodes, member, score)?;
+        let node = self.load(nodes, at)?;
+        let (r, _) = find(node, member).expect("the members half and the order agree");
+        remove_at(node, r);
+        self.settle(at);
+        self.add_count(-1);
+        Ok(())
+    }
+
+    /// Removes the least (or, if `max`, the greatest) member.
+    fn pop(&mut self, nodes: &dyn NodeStore, max: bool) -> Result<Option<(Vec<u8>, f64)>> {
+        if self.len() == 0 {
+            return Ok(None);
+        }
+        let at = if max { self.len() - 1 } else { 0 };
+        let node = self.load(nodes, at)?;
+        let end = if max {
+            placed(node).last()
+        } else {
+            placed(node).next()
+        };
+        let (r, member, score) = end.expect("an order node is never empty");
+        let member = member.to_vec();
+        remove_at(node, r);
+        self.settle(at);
+        self.add_count(-1);
+        Ok(Some((member, score)))
+    }
+
+    /// Packed bytes of its nodes.
+    fn bytes(&self) -> usize {
+        (0..self.len()).map(|at| self.node(at).bytes as usize).sum()
+    }
+
+    /// The table, with the nodes this edit changed written to `nodes`.
+    fn written(mut self, nodes: &dyn NodeStore) -> Vec<u8> {
+        for (at, l) in &self.loaded {
+            if l.changed {
+                let start = ORDER_HEADER + at * NODE_REF;
+                let id = nodes.write(&l.packed);
+                self.table[start..start + 8].copy_from_slice(&id.to_le_bytes());
+            }
+        }
+        self.table
+    }
 }
 
 /// A split sorted set being changed.
 struct Split<'a> {
     members: FieldEditor<'a>,
-    /// The members half as it was stored before the edit (`None` if the edit split
-    /// the set): nodes the final half names and this does not are the edit's own.
-    members_before: Option<Vec<u8>>,
-    /// The stored hash the member editor started from.
+    /// The members half the member editor started from.
     members_base: Vec<u8>,
-    count: usize,
-    slots: Vec<Slot>,
+    /// Whether `members_base` was stored before the edit (if not, the edit split the
+    /// set): nodes the final half names and a stored base does not are the edit's own.
+    members_stored: bool,
+    order: Order,
 }
 
 /// A sorted set as a write finds it and leaves it.
@@ -480,163 +674,56 @@ fn always(_: &[u8]) -> bool {
 }
 
 impl<'a> Split<'a> {
-    fn new(nodes: &'a dyn NodeStore, members: &[u8], count: usize, refs: Vec<NodeRef>) -> Self {
+    fn new(nodes: &'a dyn NodeStore, table: &[u8]) -> Self {
+        let (members, order) = halves(table);
         Split {
             members: FieldEditor::new(nodes, Kind::Hash, Some(members), &always),
-            members_before: Some(members.to_vec()),
             members_base: members.to_vec(),
-            count,
-            slots: refs
-                .into_iter()
-                .map(|node| Slot {
-                    node,
-                    packed: None,
-                    changed: false,
-                })
-                .collect(),
+            members_stored: true,
+            order: Order::new(order),
         }
     }
 
-    /// The packed sorted set `packed` split in this edit: its members half is written
+    /// The packed sorted set `packed` split in this edit: its members half is split
     /// at the end, and its order nodes are all new.
     fn of(nodes: &'a dyn NodeStore, packed: &[u8]) -> Self {
         let members = members_hash(packed);
         Split {
             members: FieldEditor::new(nodes, Kind::Hash, Some(&members), &always),
-            members_before: None,
             members_base: members,
-            count: packed::count(packed),
-            slots: cut(packed)
-                .into_iter()
-                .map(|p| Slot {
-                    node: node_ref(0, &p),
-                    packed: Some(p),
-                    changed: true,
-                })
-                .collect(),
+            members_stored: false,
+            order: Order::of(packed),
         }
     }
 
-    /// Order node `at`'s members, read if need be.
-    fn load(&mut self, nodes: &dyn NodeStore, at: usize) -> Result<&mut Vec<u8>> {
-        let slot = &mut self.slots[at];
-        if slot.packed.is_none() {
-            slot.packed = Some(nodes.read(slot.node.id)?);
-        }
-        Ok(slot.packed.as_mut().expect("read above"))
-    }
-
-    /// The order node that holds, or would hold, `member` with `score`.
-    fn home(&mut self, nodes: &dyn NodeStore, member: &[u8], score: f64) -> Result<usize> {
-        let slots = &self.slots;
-        let bounds = tied(slots.len(), |at| slots[at].node.first, score);
-        home(
-            bounds,
-            |at| Ok(first_member(self.load(nodes, at)?) > member),
-        )
-    }
-
-    /// After order node `at` changed: drops it if emptied, cuts it if it passed
-    /// [`NODE_BYTES`], and keeps its record.
-    fn settle(&mut self, at: usize) {
-        let packed = self.slots[at]
-            .packed
-            .take()
-            .expect("a changed node was read");
-        if packed::count(&packed) == 0 {
-            self.slots.remove(at);
-            return;
-        }
-        let parts = if packed.len() > NODE_BYTES {
-            cut(&packed)
-        } else {
-            vec![packed]
-        };
-        let slots = parts.into_iter().map(|p| Slot {
-            node: node_ref(0, &p),
-            packed: Some(p),
-            changed: true,
-        });
-        self.slots.splice(at..at + 1, slots);
-    }
-
-    fn insert(&mut self, nodes: &dyn NodeStore, member: &[u8], score: f64) -> Result<()> {
-        let at = if self.slots.is_empty() {
-            let empty = Builder::with_capacity(0).finish();
-            self.slots.push(Slot {
-                node: NodeRef {
-                    id: 0,
-                    count: 0,
-                    bytes: 0,
-                    first: score,
-                },
-                packed: Some(empty),
-                changed: true,
-            });
-            0
-        } else {
-            self.home(nodes, member, score)?
-        };
-        insert(self.load(nodes, at)?, member, score);
-        self.settle(at);
-        Ok(())
-    }
-
-    fn remove(&mut self, nodes: &dyn NodeStore, member: &[u8], score: f64) -> Result<()> {
-        let at = self.home(nodes, member, score)?;
-        let node = self.load(nodes, at)?;
-        let (r, _) = find(node, member).expect("the members half and the order agree");
-        remove_at(node, r);
-        self.settle(at);
-        Ok(())
-    }
-
-    /// Removes the least (or, if `max`, the greatest) member.
-    fn pop(&mut self, nodes: &dyn NodeStore, max: bool) -> Result<Option<(Vec<u8>, f64)>> {
-        if self.slots.is_empty() {
-            return Ok(None);
-        }
-        let at = if max { self.slots.len() - 1 } else { 0 };
-        let node = self.load(nodes, at)?;
-        let end = if max {
-            placed(node).last()
-        } else {
-            placed(node).next()
-        };
-        let (r, member, score) = end.expect("an order node is never empty");
-        let member = member.to_vec();
-        remove_at(node, r);
-        self.settle(at);
-        self.members.remove(&member);
-        self.count -= 1;
-        Ok(Some((member, score)))
-    }
-
-    /// The members half as the edit leaves it, split if it passed [`NODE_BYTES`]; the
-    /// error of a node its editor could not read.
-    fn members_after(&mut self, nodes: &'a dyn NodeStore) -> Result<Vec<u8>> {
+    /// The members half as the edit leaves it, split if it passed [`NODE_BYTES`]
+    /// (`None`: the stored half, unchanged); the error of a node its editor could not
+    /// read.
+    fn members_after(&mut self, nodes: &'a dyn NodeStore) -> Result<Option<Vec<u8>>> {
         let members = std::mem::replace(
             &mut self.members,
             FieldEditor::new(nodes, Kind::Hash, None, &always),
         );
         let after = match members.finish(None)? {
+            None if self.members_stored => return Ok(None),
             None => self.members_base.clone(),
             Some(None) => Vec::new(),
             Some(Some(stored)) => stored,
         };
         if after.is_empty() {
-            return Ok(after);
+            return Ok(Some(after));
         }
-        Ok(nodes::split_if_large(nodes, after))
+        Ok(Some(nodes::split_if_large(nodes, after)))
     }
 
-    /// Removes the nodes of `members_after` that the stored members half did not name:
-    /// the edit's own, which nobody else has seen.
-    fn discard_members(&self, nodes: &dyn NodeStore, after: &[u8]) {
-        if after.is_empty() {
+    /// Removes the nodes of the members half `after` that the stored half did not
+    /// name: the edit's own, which nobody else has seen.
+    fn discard_members(&self, nodes: &dyn NodeStore, after: Option<&[u8]>) {
+        let Some(after) = after.filter(|a| !a.is_empty()) else {
             return;
-        }
-        for id in nodes::dropped(after, self.members_before.as_deref()) {
+        };
+        let before = self.members_stored.then_some(self.members_base.as_slice());
+        for id in nodes::dropped(after, before) {
             nodes.discard(id);
         }
     }
@@ -654,9 +741,7 @@ impl<'a> ZsetEditor<'a> {
         let shape = match stored {
             None => Shape::Missing,
             Some(s) if Entry::stored_is_node_table(s) => {
-                let (members, order) = halves(Entry::stored_payload(s));
-                let (count, refs) = parse_order(order);
-                Shape::Split(Box::new(Split::new(nodes, members, count, refs)))
+                Shape::Split(Box::new(Split::new(nodes, Entry::stored_payload(s))))
             }
             Some(s) => Shape::Packed(Entry::stored_payload(s).to_vec()),
         };
@@ -680,7 +765,7 @@ impl<'a> ZsetEditor<'a> {
         match &self.shape {
             Shape::Missing => 0,
             Shape::Packed(p) => packed::count(p),
-            Shape::Split(s) => s.count,
+            Shape::Split(s) => s.order.count(),
         }
     }
 
@@ -741,12 +826,10 @@ impl<'a> ZsetEditor<'a> {
             }
             Shape::Split(s) => (|| {
                 if let Some(old) = old {
-                    s.remove(nodes, member, old)?;
-                } else {
-                    s.count += 1;
+                    s.order.remove(nodes, member, old)?;
                 }
                 s.members.set(member, &score.to_le_bytes());
-                s.insert(nodes, member, score)
+                s.order.insert(nodes, member, score)
             })(),
         };
         self.failed(done);
@@ -767,8 +850,7 @@ impl<'a> ZsetEditor<'a> {
             }
             Shape::Split(s) => {
                 s.members.remove(member);
-                s.count -= 1;
-                s.remove(nodes, member, score)
+                s.order.remove(nodes, member, score)
             }
         };
         self.failed(done)?;
@@ -796,7 +878,12 @@ impl<'a> ZsetEditor<'a> {
                     (m, s)
                 }))
             }
-            Shape::Split(s) => s.pop(nodes, max),
+            Shape::Split(s) => s.order.pop(nodes, max).map(|popped| {
+                if let Some((member, _)) = &popped {
+                    s.members.remove(member);
+                }
+                popped
+            }),
         };
         let popped = self.failed(popped)??;
         self.changed = true;
@@ -812,7 +899,7 @@ impl<'a> ZsetEditor<'a> {
         if let Some(e) = self.failed.take() {
             if let Shape::Split(mut s) = shape {
                 if let Ok(after) = s.members_after(nodes) {
-                    s.discard_members(nodes, &after);
+                    s.discard_members(nodes, after.as_deref());
                 }
             }
             return Err(e);
@@ -825,29 +912,15 @@ impl<'a> ZsetEditor<'a> {
             Shape::Packed(p) => p,
             Shape::Split(mut s) => {
                 let members = s.members_after(nodes)?;
-                let bytes: usize = s.slots.iter().map(|n| n.node.bytes as usize).sum();
-                let small = s.slots.len() <= 1 || (s.slots.len() == 2 && bytes < NODE_BYTES / 2);
-                if small {
-                    s.discard_members(nodes, &members);
-                    let mut b = Builder::with_capacity(bytes);
-                    for at in 0..s.slots.len() {
-                        let node = s.load(nodes, at)?;
-                        b.push_packed(
-                            packed::elements(node).remaining_bytes(),
-                            packed::count(node),
-                        );
+                let (len, bytes) = (s.order.len(), s.order.bytes());
+                if len > 2 || (len == 2 && bytes >= NODE_BYTES / 2) {
+                    let members = members.as_deref().unwrap_or(&s.members_base);
+                    let count = s.order.count();
+                    let order = s.order.written(nodes);
+                    let table = encode(members, &order);
+                    if cfg!(debug_assertions) {
+                        check(&table, count);
                     }
-                    b.finish()
-                } else {
-                    let refs: Vec<NodeRef> = s
-                        .slots
-                        .iter()
-                        .map(|slot| match (&slot.packed, slot.changed) {
-                            (Some(p), true) => node_ref(nodes.write(p), p),
-                            _ => slot.node,
-                        })
-                        .collect();
-                    let table = encode(&members, s.count, &refs);
                     return Ok(Some(Some(Entry::encode_node_table(
                         Kind::ZSet,
                         table,
@@ -855,6 +928,16 @@ impl<'a> ZsetEditor<'a> {
                         true,
                     ))));
                 }
+                s.discard_members(nodes, members.as_deref());
+                let mut b = Builder::with_capacity(bytes);
+                for at in 0..len {
+                    let node = s.order.load(nodes, at)?;
+                    b.push_packed(
+                        packed::elements(node).remaining_bytes(),
+                        packed::count(node),
+                    );
+                }
+                b.finish()
             }
         };
         if packed::count(&packed) == 0 {

@@ -719,12 +719,7 @@ fn pop(ctx: &Ctx, args: &[Vec<u8>], max: bool) -> Reply {
 /// Pops up to `count` members from the least (or, if `max`, the greatest) end of the
 /// sorted set at `key`, firing the event; none if it is missing, `None` if the key
 /// holds another type.
-fn pop_members(
-    ctx: &Ctx,
-    key: &[u8],
-    max: bool,
-    count: usize,
-) -> engine::Result<Option<Owned>> {
+fn pop_members(ctx: &Ctx, key: &[u8], max: bool, count: usize) -> engine::Result<Option<Owned>> {
     let Some(edited) = edit_zset(ctx, key, |zset| {
         let n = count.min(zset.len());
         (0..n).map_while(|_| zset.pop(max)).collect::<Vec<_>>()

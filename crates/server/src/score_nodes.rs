@@ -878,11 +878,10 @@ impl<'a> ZsetEditor<'a> {
                     (m, s)
                 }))
             }
-            Shape::Split(s) => s.order.pop(nodes, max).map(|popped| {
-                if let Some((member, _)) = &popped {
+            Shape::Split(s) => s.order.pop(nodes, max).inspect(|popped| {
+                if let Some((member, _)) = popped {
                     s.members.remove(member);
                 }
-                popped
             }),
         };
         let popped = self.failed(popped)??;

@@ -104,6 +104,41 @@ fn is_bottom_for(version: &Version, output_level: usize, user_key: &[u8]) -> boo
         .all(|f| !(f.smallest().user_key() <= user_key && user_key <= f.largest().user_key()))
 }
 
+/// Which entries of a run in internal-key order (user key ascending, newest version
+/// first) no reader can see: a version of a key is hidden once a newer version of it
+/// is visible to every reader, at or below `oldest_readable`, the smallest sequence
+/// number a reader of the current version may read at. (A snapshot reads the tables
+/// and memtables of its own moment, which it keeps alive, so it needs nothing a flush
+/// or compaction drops.)
+pub struct HiddenVersions {
+    oldest_readable: u64,
+    current_key: Option<Vec<u8>>,
+    /// The sequence of the newer entry seen for the current user key.
+    newer_sequence: u64,
+}
+
+impl HiddenVersions {
+    pub fn new(oldest_readable: u64) -> Self {
+        HiddenVersions {
+            oldest_readable,
+            current_key: None,
+            newer_sequence: u64::MAX,
+        }
+    }
+
+    /// Whether the next entry, `key`, is hidden, and whether it starts a new user key.
+    pub fn next(&mut self, key: &KeyRef) -> (bool, bool) {
+        let new_user_key = self.current_key.as_deref() != Some(key.user_key());
+        if new_user_key {
+            self.current_key = Some(key.user_key().to_vec());
+            self.newer_sequence = u64::MAX;
+        }
+        let hidden = self.newer_sequence <= self.oldest_readable;
+        self.newer_sequence = key.sequence();
+        (hidden, new_user_key)
+    }
+}
+
 /// Merges the compaction's tables into new tables for `level + 1`, each cut near
 /// `table_file_bytes` at a user-key boundary (so tables of a level never share a user
 /// key). Versions of a key hidden by a newer version that every reader sees are
@@ -127,26 +162,20 @@ pub fn run(
     let output_level = compaction.level + 1;
     let mut outputs = Vec::new();
     let mut builder: Option<TableBuilder> = None;
-    let mut current_key: Option<Vec<u8>> = None;
-    // The sequence of the newer entry kept or seen for the current user key.
-    let mut newer_sequence = u64::MAX;
+    let mut versions = HiddenVersions::new(oldest_readable);
     while merged.valid() {
         let key = merged.key();
-        let new_user_key = current_key.as_deref() != Some(key.user_key());
+        let (hidden, new_user_key) = versions.next(key);
         if new_user_key {
             if let Some(full) =
                 builder.take_if(|b| b.file_size() >= options.table_file_bytes as u64)
             {
                 outputs.push(full.finish()?);
             }
-            current_key = Some(key.user_key().to_vec());
-            newer_sequence = u64::MAX;
         }
-        let hidden = newer_sequence <= oldest_readable;
         let dead_tombstone = key.kind() == KIND_DELETE
             && key.sequence() <= oldest_readable
             && is_bottom_for(version, output_level, key.user_key());
-        newer_sequence = key.sequence();
         if !hidden && !dead_tombstone {
             let out = match &mut builder {
                 Some(builder) => builder,

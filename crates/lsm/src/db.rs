@@ -947,10 +947,15 @@ impl Inner {
                 bloom_bits_per_key: self.options.bloom_bits_per_key,
             },
         )?;
+        // A hot key overwritten many times in the memtable leaves only the versions a
+        // reader can still see: the rest would be written only to be compacted away.
+        let mut versions = compaction::HiddenVersions::new(self.visible.load(Ordering::Acquire));
         let mut it = MemIter::new(mem.clone());
         it.seek_to_first()?;
         while it.valid() {
-            builder.add(it.key(), it.value())?;
+            if !versions.next(it.key()).0 {
+                builder.add(it.key(), it.value())?;
+            }
             it.next()?;
         }
         let meta = builder.finish()?;

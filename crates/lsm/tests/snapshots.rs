@@ -82,3 +82,44 @@ fn a_snapshot_sees_its_moment_through_compactions() {
         .unwrap()
         .is_none());
 }
+
+/// A hot key overwritten many times is flushed as the versions a reader can still
+/// see, not every one (so a flush writes a fraction of what was put), while a snapshot
+/// taken among the overwrites reads its own version after the flush, and a reopened
+/// store the last one.
+#[test]
+fn a_flush_drops_the_versions_no_reader_sees() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        fsync: FsyncPolicy::No,
+        memtable_bytes: 64 * 1024,
+        ..Options::default()
+    };
+    let store = Lsm::open(dir.path(), options.clone()).unwrap();
+    let value = |i: u32| format!("{i:08}").repeat(128).into_bytes();
+    let mut snapshot = None;
+    let mut i = 0;
+    while stat(&store, "flushes") < 3 {
+        store.put(b"hot", &value(i)).unwrap();
+        if i == 10 {
+            snapshot = Some(store.snapshot().unwrap());
+        }
+        i += 1;
+        assert!(i < 1_000_000, "no flush ran");
+    }
+    let (written, put) = (
+        stat(&store, "table_bytes_written"),
+        stat(&store, "user_bytes_written"),
+    );
+    assert!(
+        written * 8 < put,
+        "{written} bytes flushed for {put} bytes put"
+    );
+    let snapshot = snapshot.unwrap();
+    assert_eq!(store.get_at(&snapshot, b"hot").unwrap(), Some(value(10)));
+    assert_eq!(store.get(b"hot").unwrap(), Some(value(i - 1)));
+    drop(snapshot);
+    drop(store);
+    let store = Lsm::open(dir.path(), options).unwrap();
+    assert_eq!(store.get(b"hot").unwrap(), Some(value(i - 1)));
+}

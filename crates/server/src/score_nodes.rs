@@ -618,6 +618,63 @@ impl Order {
         Ok(Some((member, score)))
     }
 
+    /// Removes the members of ranks `ranks` (within the set), calling `gone` on each.
+    fn remove_ranks(
+        &mut self,
+        nodes: &dyn NodeStore,
+        ranks: Range<usize>,
+        mut gone: impl FnMut(&[u8]),
+    ) -> Result<()> {
+        // Each node's first rank, before any is changed; nodes are changed from the
+        // last, so that dropping one does not move those still to change.
+        let mut starts = Vec::with_capacity(self.len());
+        let mut start = 0;
+        for at in 0..self.len() {
+            starts.push(start);
+            start += self.node(at).count as usize;
+        }
+        for at in (0..self.len()).rev() {
+            let (first, end) = (starts[at], starts[at] + self.node(at).count as usize);
+            if end <= ranks.start || first >= ranks.end {
+                continue;
+            }
+            let within = ranks.start.saturating_sub(first)..ranks.end.min(end) - first;
+            let node = self.load(nodes, at)?;
+            let mut kept = Builder::with_capacity(node.len());
+            for (i, (_, member, score)) in placed(node).enumerate() {
+                if within.contains(&i) {
+                    gone(member);
+                } else {
+                    kept.push_scored(member, score);
+                }
+            }
+            *node = kept.finish();
+            self.settle(at);
+        }
+        self.add_count(-(ranks.len() as isize));
+        Ok(())
+    }
+
+    /// How many members have a score for which `below` holds (see
+    /// `ZsetReader::count_below`).
+    fn count_below(&mut self, nodes: &dyn NodeStore, below: impl Fn(f64) -> bool) -> Result<usize> {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if below(self.node(mid).first) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let Some(last) = lo.checked_sub(1) else {
+            return Ok(0);
+        };
+        let before: usize = (0..last).map(|at| self.node(at).count as usize).sum();
+        let node = self.load(nodes, last)?;
+        Ok(before + placed(node).take_while(|(_, _, s)| below(*s)).count())
+    }
+
     /// Packed bytes of its nodes.
     fn bytes(&self) -> usize {
         (0..self.len()).map(|at| self.node(at).bytes as usize).sum()
@@ -889,6 +946,54 @@ impl<'a> ZsetEditor<'a> {
         Some(popped)
     }
 
+    /// How many members have a score for which `below` holds, `below` holding for the
+    /// least scores up to some score and for none after it: the rank where a range of
+    /// scores starts or ends. 0 if a node could not be read.
+    pub fn count_below(&mut self, below: impl Fn(f64) -> bool) -> usize {
+        if self.failed.is_some() {
+            return 0;
+        }
+        let nodes = self.nodes;
+        let counted = match &mut self.shape {
+            Shape::Missing => Ok(0),
+            Shape::Packed(p) => Ok(placed(p).take_while(|(_, _, s)| below(*s)).count()),
+            Shape::Split(s) => s.order.count_below(nodes, below),
+        };
+        self.failed(counted).unwrap_or(0)
+    }
+
+    /// Removes the members of ranks `ranks`, counted from the least and kept within
+    /// the set by the caller; returns how many went.
+    pub fn remove_ranks(&mut self, ranks: Range<usize>) -> usize {
+        assert!(ranks.end <= self.len(), "ranks within the set");
+        if self.failed.is_some() || ranks.is_empty() {
+            return 0;
+        }
+        self.changed = true;
+        let nodes = self.nodes;
+        let done = match &mut self.shape {
+            Shape::Missing => unreachable!("ranks within an empty set"),
+            Shape::Packed(p) => {
+                let gone: Vec<Range<usize>> = placed(p)
+                    .skip(ranks.start)
+                    .take(ranks.len())
+                    .map(|(r, _, _)| r)
+                    .collect();
+                p.drain(gone[0].start..gone[gone.len() - 1].end);
+                let n = packed::count(p) - ranks.len();
+                packed::set_count(p, n);
+                Ok(())
+            }
+            Shape::Split(s) => {
+                let members = &mut s.members;
+                s.order.remove_ranks(nodes, ranks.clone(), |m| {
+                    members.remove(m);
+                })
+            }
+        };
+        self.failed(done).map_or(0, |()| ranks.len())
+    }
+
     /// What to store: `None` if nothing changed, `Some(None)` to delete the key,
     /// `Some(Some(stored))` otherwise, with `deadline` kept. The error of a node that
     /// could not be read, if one could not: then nothing is to be stored.
@@ -974,6 +1079,10 @@ mod tests {
         Remove(Vec<u8>),
         Score(Vec<u8>),
         Pop(bool),
+        /// Removes ranks from a place (a share of the set) on, this many.
+        RemoveRanks(prop::sample::Index, usize),
+        /// Counts the members scored below this.
+        CountBelow(f64),
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -988,10 +1097,13 @@ mod tests {
             1 => any::<f64>().prop_filter("a score", |s| !s.is_nan()),
         ];
         prop_oneof![
-            8 => (member.clone(), score).prop_map(|(m, s)| Op::Set(m, s)),
+            12 => (member.clone(), score).prop_map(|(m, s)| Op::Set(m, s)),
             3 => member.clone().prop_map(Op::Remove),
             2 => member.prop_map(Op::Score),
             1 => any::<bool>().prop_map(Op::Pop),
+            1 => (any::<prop::sample::Index>(), prop_oneof![4 => 0..5usize, 1 => 0..100usize])
+                .prop_map(|(at, n)| Op::RemoveRanks(at, n)),
+            1 => (-4..4i32).prop_map(|s| Op::CountBelow(f64::from(s))),
         ]
     }
 
@@ -1038,7 +1150,7 @@ mod tests {
         /// large set is split, and nodes are released with their tables.
         #[test]
         fn split_sorted_sets_behave_as_ordered_maps(
-            batches in prop::collection::vec(prop::collection::vec(op(), 1..150), 1..25),
+            batches in prop::collection::vec(prop::collection::vec(op(), 1..200), 1..25),
         ) {
             let nodes = MemoryNodes::default();
             let mut model: BTreeMap<Vec<u8>, f64> = BTreeMap::new();
@@ -1054,6 +1166,19 @@ mod tests {
                         }
                         Op::Remove(m) => prop_assert_eq!(editor.remove(m), model.remove(m)),
                         Op::Score(m) => prop_assert_eq!(editor.score(m), model.get(m).copied()),
+                        Op::RemoveRanks(at, n) => {
+                            let all = ordered(&model);
+                            let start = at.index(all.len() + 1);
+                            let end = (start + n).min(all.len());
+                            prop_assert_eq!(editor.remove_ranks(start..end), end - start);
+                            for (m, _) in &all[start..end] {
+                                model.remove(m);
+                            }
+                        }
+                        Op::CountBelow(limit) => {
+                            let want = model.values().filter(|s| **s < *limit).count();
+                            prop_assert_eq!(editor.count_below(|s| s < *limit), want);
+                        }
                         Op::Pop(max) => {
                             let all = ordered(&model);
                             let want = if *max { all.last() } else { all.first() };
@@ -1102,7 +1227,13 @@ mod tests {
                 let reader = ZsetReader::new(&nodes, s);
                 prop_assert_eq!(reader.len(), want.len());
                 for op in &batch {
-                    let (Op::Set(m, _) | Op::Remove(m) | Op::Score(m)) = op else { continue };
+                    let (Op::Set(m, _) | Op::Remove(m) | Op::Score(m)) = op else {
+                        if let Op::CountBelow(limit) = op {
+                            let want = model.values().filter(|s| **s < *limit).count();
+                            prop_assert_eq!(reader.count_below(|s| s < *limit).unwrap(), want);
+                        }
+                        continue;
+                    };
                     prop_assert_eq!(reader.score(m).unwrap(), model.get(m).copied());
                     let rank = want.iter().position(|(w, _)| w == m);
                     prop_assert_eq!(reader.rank(m).unwrap(), rank);

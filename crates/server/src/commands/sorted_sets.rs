@@ -835,6 +835,26 @@ fn remove_range(ctx: &Ctx, args: &[Vec<u8>], by: By, event: &'static str) -> Rep
         Ok(r) => r,
         Err(e) => return error(e),
     };
+    if let Range::Rank(..) | Range::Score(..) = range {
+        // Only the nodes that hold the ranks removed are changed.
+        let Some(edited) = edit_zset(ctx, &args[1], |zset| {
+            let ranks = match range {
+                Range::Rank(start, stop) => rank_span(start, stop, zset.len()),
+                Range::Score(min, max) => {
+                    let start = zset.count_below(|s| !min.below(s));
+                    let end = zset.count_below(|s| max.above(s));
+                    start..end.max(start)
+                }
+                Range::Lex(..) => unreachable!("lex ranges are removed below"),
+            };
+            zset.remove_ranks(ranks)
+        })?
+        else {
+            return error(WRONG_TYPE);
+        };
+        notify_edit(ctx, &edited, ZSET, event, &args[1]);
+        return int(edited.result as i64);
+    }
     let Some(edited) = edit(ctx, &args[1], Kind::ZSet, |zset| {
         let Some(zset) = zset else {
             return (Edit::Keep, 0);

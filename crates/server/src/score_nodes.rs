@@ -84,19 +84,39 @@ fn put_record(out: &mut Vec<u8>, n: NodeRef) {
     out.extend_from_slice(&n.first.to_bits().to_le_bytes());
 }
 
-/// The members count and order nodes of an order table.
-fn parse_order(order: &[u8]) -> (usize, Vec<NodeRef>) {
+/// The members count of an order table, checking its shape.
+fn order_count(order: &[u8]) -> usize {
     assert!(
         order.len() >= ORDER_HEADER && (order.len() - ORDER_HEADER).is_multiple_of(NODE_REF),
         "an order table of {} bytes",
         order.len()
     );
-    let count = u32::from_le_bytes(order[..ORDER_HEADER].try_into().expect("4 bytes"));
+    u32::from_le_bytes(order[..ORDER_HEADER].try_into().expect("4 bytes")) as usize
+}
+
+/// The members count and order nodes of an order table.
+fn parse_order(order: &[u8]) -> (usize, Vec<NodeRef>) {
+    let count = order_count(order);
     let refs = order[ORDER_HEADER..]
         .chunks_exact(NODE_REF)
         .map(read_record)
         .collect();
-    (count as usize, refs)
+    (count, refs)
+}
+
+/// The first of `0..len` for which `pred` fails, `pred` holding up to some point and
+/// failing after it.
+fn partition(len: usize, mut pred: impl FnMut(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, len);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if pred(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// A zset table of the stored hash `members` and the order table `order`.
@@ -282,21 +302,9 @@ pub fn expand(nodes: &dyn NodeStore, table: &[u8]) -> Result<Vec<u8>> {
 /// Where the order nodes whose first score is `score` lie, given each node's first
 /// score: nodes `.0..` start at or after it, nodes `.1..` after it.
 fn tied(len: usize, first: impl Fn(usize) -> f64, score: f64) -> (usize, usize) {
-    let partition = |pred: &dyn Fn(f64) -> bool| {
-        let (mut lo, mut hi) = (0, len);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if pred(first(mid)) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
-    };
     (
-        partition(&|f| f.total_cmp(&score).is_lt()),
-        partition(&|f| f.total_cmp(&score).is_le()),
+        partition(len, |at| first(at).total_cmp(&score).is_lt()),
+        partition(len, |at| first(at).total_cmp(&score).is_le()),
     )
 }
 
@@ -324,7 +332,26 @@ pub struct ZsetReader<'a> {
     /// The packed sorted set, if it is not split.
     packed: Option<&'a [u8]>,
     /// If split: its members half, count and order nodes.
-    split: Option<(FieldReader<'a>, usize, Vec<NodeRef>)>,
+    split: Option<(FieldReader<'a>, usize, Records<'a>)>,
+}
+
+/// The records of an order table, read where they lie (in memory, in the index) rather
+/// than decoded at once: a read looks at a few of them.
+struct Records<'a>(&'a [u8]);
+
+impl Records<'_> {
+    fn len(&self) -> usize {
+        self.0.len() / NODE_REF
+    }
+
+    fn get(&self, at: usize) -> NodeRef {
+        read_record(&self.0[at * NODE_REF..(at + 1) * NODE_REF])
+    }
+
+    /// Members in the nodes before `at`.
+    fn count_before(&self, at: usize) -> usize {
+        (0..at).map(|i| self.get(i).count as usize).sum()
+    }
 }
 
 impl<'a> ZsetReader<'a> {
@@ -339,7 +366,8 @@ impl<'a> ZsetReader<'a> {
             };
         }
         let (members, order) = halves(payload);
-        let (count, refs) = parse_order(order);
+        let count = order_count(order);
+        let refs = Records(&order[ORDER_HEADER..]);
         ZsetReader {
             nodes,
             packed: None,
@@ -375,11 +403,11 @@ impl<'a> ZsetReader<'a> {
         let Some(score) = self.score(member)? else {
             return Ok(None);
         };
-        let at = home(tied(refs.len(), |at| refs[at].first, score), |at| {
-            Ok(first_member(&self.nodes.read(refs[at].id)?) > member)
+        let at = home(tied(refs.len(), |at| refs.get(at).first, score), |at| {
+            Ok(first_member(&self.nodes.read(refs.get(at).id)?) > member)
         })?;
-        let before: usize = refs[..at].iter().map(|n| n.count as usize).sum();
-        let node = self.nodes.read(refs[at].id)?;
+        let before = refs.count_before(at);
+        let node = self.nodes.read(refs.get(at).id)?;
         Ok(position(&node).map(|p| before + p))
     }
 
@@ -392,12 +420,12 @@ impl<'a> ZsetReader<'a> {
             return Ok(self.packed.map_or(0, in_node));
         };
         // Nodes before `k` start below; the last of them may end past it.
-        let k = refs.partition_point(|n| below(n.first));
+        let k = partition(refs.len(), |at| below(refs.get(at).first));
         let Some(last) = k.checked_sub(1) else {
             return Ok(0);
         };
-        let before: usize = refs[..last].iter().map(|n| n.count as usize).sum();
-        Ok(before + in_node(&self.nodes.read(refs[last].id)?))
+        let before = refs.count_before(last);
+        Ok(before + in_node(&self.nodes.read(refs.get(last).id)?))
     }
 
     /// The members of ranks `ranks` (counted from the least; the caller keeps them
@@ -418,7 +446,7 @@ impl<'a> ZsetReader<'a> {
             return Ok(out);
         };
         let mut start = 0;
-        for n in refs {
+        for n in (0..refs.len()).map(|at| refs.get(at)) {
             let end = start + n.count as usize;
             if out.len() == ranks.len() {
                 break;
@@ -658,16 +686,8 @@ impl Order {
     /// How many members have a score for which `below` holds (see
     /// `ZsetReader::count_below`).
     fn count_below(&mut self, nodes: &dyn NodeStore, below: impl Fn(f64) -> bool) -> Result<usize> {
-        let (mut lo, mut hi) = (0, self.len());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if below(self.node(mid).first) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        let Some(last) = lo.checked_sub(1) else {
+        let k = partition(self.len(), |at| below(self.node(at).first));
+        let Some(last) = k.checked_sub(1) else {
             return Ok(0);
         };
         let before: usize = (0..last).map(|at| self.node(at).count as usize).sum();

@@ -35,14 +35,4 @@ for P in $PIPELINES; do
     done
   done
 done
-echo "median requests/s (server test pipeline: median, hotkv/redis):"
-python3 - "$out" <<'PY'
-import sys, statistics, collections
-runs = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    name, p, test, _round, rps = line.split()
-    runs[(p, test, name)].append(float(rps))
-for (p, test) in sorted({(p, t) for p, t, _ in runs}):
-    h = statistics.median(runs[(p, test, "hotkv")]); r = statistics.median(runs[(p, test, "redis")])
-    print(f"{test} -P {p[1:]}: hotkv {h:,.0f}  redis {r:,.0f}  ratio {h / r:.2f}x")
-PY
+print_medians "$out"

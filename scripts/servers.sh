@@ -27,3 +27,20 @@ start_servers() {
         for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
     done
 }
+
+# print_medians FILE: FILE holds lines "server P<pipeline> test round requests/s", as
+# the benchmark scripts write them; prints the median per server and test, and the
+# ratio of hotkv's to redis's.
+print_medians() {
+    echo "median requests/s (server test pipeline: median, hotkv/redis):"
+    python3 - "$1" <<'PY'
+import sys, statistics, collections
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    name, p, test, _round, rps = line.split()
+    runs[(p, test, name)].append(float(rps))
+for (p, test) in sorted({(p, t) for p, t, _ in runs}):
+    h = statistics.median(runs[(p, test, "hotkv")]); r = statistics.median(runs[(p, test, "redis")])
+    print(f"{test} -P {p[1:]}: hotkv {h:,.0f}  redis {r:,.0f}  ratio {h / r:.2f}x")
+PY
+}

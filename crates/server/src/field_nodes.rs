@@ -892,12 +892,7 @@ mod tests {
 
     use super::*;
     use crate::db::Db;
-    use crate::nodes::{settled, MemoryNodes};
-
-    /// Redis's default limit of the small encoding, by count only.
-    fn large(packed: &[u8]) -> bool {
-        packed::count(packed) > 128
-    }
+    use crate::nodes::{large_by_count as large, settled, MemoryNodes};
 
     #[derive(Debug, Clone)]
     enum Op {
@@ -952,22 +947,7 @@ mod tests {
                         Op::Get(f) => prop_assert_eq!(editor.get(f), model.get(f).cloned()),
                     }
                 }
-                if let Some(new) = editor.finish(None).unwrap() {
-                    if let Some(old) = &stored {
-                        // What a write releases is every node only the old table named.
-                        let kept = new.as_deref().map(crate::nodes::node_ids).unwrap_or_default();
-                        let mut naive: Vec<u64> = crate::nodes::node_ids(old)
-                            .into_iter()
-                            .filter(|id| !kept.contains(id))
-                            .collect();
-                        let mut released = crate::nodes::dropped(old, new.as_deref());
-                        naive.sort_unstable();
-                        released.sort_unstable();
-                        prop_assert_eq!(released, naive);
-                        nodes.retire(old, new.as_deref());
-                    }
-                    stored = new;
-                }
+                crate::nodes::publish(&nodes, &mut stored, editor.finish(None).unwrap());
                 prop_assert_eq!(stored.is_none(), model.is_empty());
                 let Some(s) = stored.as_deref() else { continue };
                 let reader = FieldReader::new(&nodes, s);
@@ -994,12 +974,7 @@ mod tests {
                     prop_assert!(whole.value.len() <= NODE_BYTES, "{} bytes whole", whole.value.len());
                 }
             }
-            let named = stored.as_deref().map_or(0, |s| crate::nodes::node_ids(s).len());
-            prop_assert!(settled(|| nodes.len(), named), "{} nodes for {named}", nodes.len());
-            if let Some(old) = &stored {
-                nodes.retire(old, None);
-            }
-            prop_assert!(settled(|| nodes.len(), 0), "{} nodes left", nodes.len());
+            crate::nodes::check_released(&nodes, stored.as_deref());
         }
     }
 

@@ -283,6 +283,55 @@ pub fn settled(nodes: impl Fn() -> usize, live: usize) -> bool {
     false
 }
 
+/// Redis's default limit of a collection's small encoding, by count only, for tests of
+/// editors.
+#[cfg(test)]
+pub fn large_by_count(packed: &[u8]) -> bool {
+    crate::packed::count(packed) > 128
+}
+
+/// In a test of an editor: publishes `new` in place of `stored` as the memory store
+/// would (`None` from the editor: nothing to store), checking first that what it
+/// releases is every node only the old value named.
+#[cfg(test)]
+pub fn publish(nodes: &MemoryNodes, stored: &mut Option<Vec<u8>>, new: Option<Option<Vec<u8>>>) {
+    let Some(new) = new else {
+        return;
+    };
+    if let Some(old) = stored.as_deref() {
+        let kept = new.as_deref().map(node_ids).unwrap_or_default();
+        let mut naive: Vec<u64> = node_ids(old)
+            .into_iter()
+            .filter(|id| !kept.contains(id))
+            .collect();
+        let mut released = dropped(old, new.as_deref());
+        naive.sort_unstable();
+        released.sort_unstable();
+        assert_eq!(
+            released, naive,
+            "a write releases the nodes only the old value named"
+        );
+        nodes.retire(old, new.as_deref());
+    }
+    *stored = new;
+}
+
+/// At the end of a test of an editor: the store holds the nodes `stored` names and no
+/// others, and none once it is deleted.
+#[cfg(test)]
+pub fn check_released(nodes: &MemoryNodes, stored: Option<&[u8]>) {
+    let named = stored.map_or(0, |s| node_ids(s).len());
+    assert!(
+        settled(|| nodes.len(), named),
+        "{} nodes for {named}",
+        nodes.len()
+    );
+    if let Some(old) = stored {
+        nodes.retire(old, None);
+    }
+    assert!(settled(|| nodes.len(), 0), "{} nodes left", nodes.len());
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;

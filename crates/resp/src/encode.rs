@@ -37,22 +37,48 @@ pub fn format_double(x: f64) -> String {
     if x == 0.0 {
         return if x.is_sign_negative() { "-0" } else { "0" }.into();
     }
+    // Integers below 1e17 are their own 17 significant digits: the usual case (scores,
+    // counters), printed without the slower exact formatting below.
+    if x.fract() == 0.0 && x.abs() < 1e17 {
+        return (x as i64).to_string();
+    }
+    // The 17 significant digits, rounded once; `%.17g` shows the same digits either
+    // as they are (fixed) or with an exponent.
     let scientific = format!("{x:.16e}");
     let (mantissa, exponent) = scientific.split_once('e').expect("{:e} has an exponent");
     let exponent: i32 = exponent.parse().expect("{:e}'s exponent is a number");
-    let trim = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    if (-4..17).contains(&exponent) {
-        trim(&format!("{x:.*}", (16 - exponent) as usize))
-    } else {
-        let sign = if exponent < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", trim(mantissa), exponent.abs())
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let digits = digits.trim_end_matches('0');
+    let mut out = String::with_capacity(24);
+    if x < 0.0 {
+        out.push('-');
     }
+    if (-4..17).contains(&exponent) {
+        if exponent < 0 {
+            out.push_str("0.");
+            out.extend(std::iter::repeat_n('0', (-exponent - 1) as usize));
+            out.push_str(digits);
+        } else {
+            let whole = exponent as usize + 1;
+            if digits.len() <= whole {
+                out.push_str(digits);
+                out.extend(std::iter::repeat_n('0', whole - digits.len()));
+            } else {
+                out.push_str(&digits[..whole]);
+                out.push('.');
+                out.push_str(&digits[whole..]);
+            }
+        }
+    } else {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        let sign = if exponent < 0 { '-' } else { '+' };
+        out.push_str(&format!("e{sign}{:02}", exponent.abs()));
+    }
+    out
 }
 
 impl Frame {
@@ -137,6 +163,8 @@ impl Frame {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     #[test]
@@ -189,6 +217,41 @@ mod tests {
             Frame::error("ERR bad\r\nthing").to_bytes(Protocol::Resp2),
             b"-ERR bad  thing\r\n"
         );
+    }
+
+    /// `%.17g` spelled out as its definition reads: the value printed with 17
+    /// significant digits in fixed or scientific notation, trailing zeros dropped.
+    fn printf_g17(x: f64) -> String {
+        let scientific = format!("{x:.16e}");
+        let (mantissa, exponent) = scientific.split_once('e').unwrap();
+        let exponent: i32 = exponent.parse().unwrap();
+        let trim = |s: &str| -> String {
+            if s.contains('.') {
+                s.trim_end_matches('0').trim_end_matches('.').to_string()
+            } else {
+                s.to_string()
+            }
+        };
+        if (-4..17).contains(&exponent) {
+            trim(&format!("{x:.*}", (16 - exponent) as usize))
+        } else {
+            let sign = if exponent < 0 { '-' } else { '+' };
+            format!("{}e{sign}{:02}", trim(mantissa), exponent.abs())
+        }
+    }
+
+    proptest! {
+        /// Digits formatted once and placed agree with formatting in each notation.
+        #[test]
+        fn doubles_format_as_the_definition_of_g17(
+            x in prop_oneof![
+                prop::num::f64::NORMAL | prop::num::f64::SUBNORMAL,
+                (-1_000_000i64..1_000_000).prop_map(|n| n as f64 / 8.0),
+                (-100_000_000_000_000_000i64..100_000_000_000_000_000).prop_map(|n| n as f64),
+            ],
+        ) {
+            prop_assert_eq!(format_double(x), printf_g17(x));
+        }
     }
 
     #[test]

@@ -576,45 +576,25 @@ fn parse_range_query<'a>(
     })
 }
 
-fn range_reply(ctx: &Ctx, key: &[u8], query: Result<RangeQuery, &'static str>) -> Reply {
-    let query = match query {
-        Ok(q) => q,
-        Err(e) => return error(e),
-    };
-    if let Range::Rank(start, stop) = query.range {
-        // Only the nodes that hold the ranks asked for are read.
-        return answer_zset(ctx, key, |z| {
-            let len = z.map_or(0, ZsetReader::len);
+/// The ranks, counted from the least, of what a query by rank or score selects from
+/// `z` (its LIMIT applied), in the order they lie in the set.
+fn forward_ranks(z: &ZsetReader, query: &RangeQuery) -> engine::Result<std::ops::Range<usize>> {
+    let len = z.len();
+    Ok(match query.range {
+        // By rank, REV counts ranks from the greatest.
+        Range::Rank(start, stop) => {
             let span = rank_span(start, stop, len);
-            let forward = if query.reverse {
+            if query.reverse {
                 len - span.end..len - span.start
             } else {
                 span
-            };
-            let mut picked = match z {
-                Some(z) => z.by_rank(forward)?,
-                None => Vec::new(),
-            };
-            if query.reverse {
-                picked.reverse();
             }
-            let picked: Vec<Scored> = picked.iter().map(|(m, s)| (m.as_slice(), *s)).collect();
-            Ok(listing(ctx, &picked, query.with_scores))
-        });
-    }
-    if let Range::Score(min, max) = query.range {
-        return answer_zset(ctx, key, |z| {
-            let Some(z) = z else {
-                return Ok(listing(ctx, &[], query.with_scores));
-            };
+        }
+        Range::Score(min, max) => {
             let span = score_span(z, min, max)?;
             let (offset, count) = query.limit;
-            let count = if count < 0 {
-                usize::MAX
-            } else {
-                count as usize
-            };
-            let ranks = match usize::try_from(offset) {
+            let count = usize::try_from(count).unwrap_or(usize::MAX);
+            match usize::try_from(offset) {
                 Err(_) => 0..0,
                 Ok(offset) if query.reverse => {
                     let end = span.end.saturating_sub(offset).max(span.start);
@@ -624,8 +604,24 @@ fn range_reply(ctx: &Ctx, key: &[u8], query: Result<RangeQuery, &'static str>) -
                     let start = span.start.saturating_add(offset).min(span.end);
                     start..start.saturating_add(count).min(span.end)
                 }
+            }
+        }
+        Range::Lex(..) => unreachable!("lex ranges are read whole"),
+    })
+}
+
+fn range_reply(ctx: &Ctx, key: &[u8], query: Result<RangeQuery, &'static str>) -> Reply {
+    let query = match query {
+        Ok(q) => q,
+        Err(e) => return error(e),
+    };
+    if let Range::Rank(..) | Range::Score(..) = query.range {
+        // Only the nodes that hold the ranks asked for are read.
+        return answer_zset(ctx, key, |z| {
+            let Some(z) = z else {
+                return Ok(listing(ctx, &[], query.with_scores));
             };
-            let mut picked = z.by_rank(ranks)?;
+            let mut picked = z.by_rank(forward_ranks(z, &query)?)?;
             if query.reverse {
                 picked.reverse();
             }

@@ -1110,6 +1110,16 @@ impl Db {
         }
     }
 
+    /// Removes the memory store's retired collection nodes that no reader can reach any
+    /// more. Each write of a large collection does so too; this frees them on a server
+    /// gone idle, whose deferred epoch work would otherwise wait for the next write.
+    pub fn remove_due_nodes(&self) {
+        if let Some(nodes) = &self.nodes {
+            crossbeam_epoch::pin().flush();
+            nodes.remove_due();
+        }
+    }
+
     /// Nodes the memory store's large collections take (see `nodes.rs`), counting
     /// those waiting for readers to unpin; `None` on an engine, which keeps its own.
     pub fn collection_nodes(&self) -> Option<usize> {

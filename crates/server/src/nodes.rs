@@ -18,12 +18,16 @@
 //! - A node that a published table no longer names is removed once every thread pinned
 //!   (crossbeam-epoch) when it was dropped has unpinned. Readers and writers pin before
 //!   they read the table and stay pinned while they read its nodes, so every node of a
-//!   table they read is there.
+//!   table they read is there. The deferred function only lists the node as due; the
+//!   next retire (or the server's cycle) removes it, because a deferred function must
+//!   not pin: one run where its thread's epoch handle is gone pins through a fresh
+//!   handle, whose first pin runs the next due function, and so on one stack level
+//!   deeper per retired table.
 //! - Everything that replaces or deletes a key's value in memory (`db.rs`) hands the old
 //!   value to [`MemoryNodes::retire`], so nodes are released exactly when their table is.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use engine::Result;
 use hotring::HotRing;
@@ -198,15 +202,18 @@ pub fn expand(nodes: &dyn NodeStore, stored: &[u8]) -> Result<Vec<u8>> {
 
 /// The nodes of the memory store's large collections.
 pub struct MemoryNodes {
-    nodes: Arc<HotRing>,
+    nodes: HotRing,
     next_id: AtomicU64,
+    /// Retired nodes no reader can reach any more, waiting for `remove_due`.
+    due: Arc<Mutex<Vec<u64>>>,
 }
 
 impl Default for MemoryNodes {
     fn default() -> Self {
         MemoryNodes {
-            nodes: Arc::new(HotRing::new()),
+            nodes: HotRing::new(),
             next_id: AtomicU64::new(1),
+            due: Arc::default(),
         }
     }
 }
@@ -232,22 +239,33 @@ impl NodeStore for MemoryNodes {
 impl MemoryNodes {
     /// Nodes stored, including those waiting for readers to unpin.
     pub fn len(&self) -> usize {
+        self.remove_due();
         self.nodes.len()
+    }
+
+    /// Removes the retired nodes whose readers have all unpinned.
+    pub fn remove_due(&self) {
+        let due = std::mem::take(&mut *self.due.lock().unwrap_or_else(PoisonError::into_inner));
+        for id in due {
+            self.discard(id);
+        }
     }
 
     /// After `new` (or a delete) replaced `old` in the key's entry: the nodes only
     /// `old` named are removed once the threads pinned now have unpinned.
     pub fn retire(&self, old: &[u8], new: Option<&[u8]>) {
+        self.remove_due();
         let dropped = dropped(old, new);
         if dropped.is_empty() {
             return;
         }
-        let nodes = Arc::clone(&self.nodes);
+        let due = Arc::clone(&self.due);
         let guard = crossbeam_epoch::pin();
+        // Never pins (see the top of this file); the lock is held for no pin either.
         guard.defer(move || {
-            for id in dropped {
-                nodes.remove(&id.to_le_bytes());
-            }
+            due.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .extend(dropped)
         });
         // Hands this thread's deferred work to the global queue now, so an idle
         // thread does not hold a deleted collection's nodes until it is busy again.
@@ -336,7 +354,9 @@ pub fn check_released(nodes: &MemoryNodes, stored: Option<&[u8]>) {
 mod tests {
     use proptest::prelude::*;
 
-    use super::common_records;
+    use super::{common_records, settled};
+    use crate::db::Db;
+    use crate::list_nodes::End;
 
     proptest! {
         /// Counted in blocks, the equal records at both ends are those a record-by-record
@@ -359,5 +379,58 @@ mod tests {
             let back = ra[front..].iter().rev().zip(rb[front..].iter().rev()).take_while(|(x, y)| x == y).count();
             prop_assert_eq!(common_records(&a, &b, size), (front, back));
         }
+    }
+
+    /// Removals that fall due where a thread's epoch handle is gone: a thread's last
+    /// thread-local destructors (here one that pins, as the handle's own teardown does
+    /// one exit in 128) pin through a fresh handle, whose first pin runs due deferred
+    /// functions. A removal that pinned again there registered another fresh handle,
+    /// which ran the next due removal, one stack level deeper per retired table, until
+    /// the stack overflowed (SIGSEGV, seen in CI). Every node is released and the
+    /// process lives.
+    #[test]
+    fn removals_due_at_a_threads_exit_release_every_node() {
+        struct PinOnExit;
+        impl Drop for PinOnExit {
+            fn drop(&mut self) {
+                drop(crossbeam_epoch::pin());
+            }
+        }
+        thread_local! {
+            static PIN_ON_EXIT: PinOnExit = const { PinOnExit };
+        }
+        const TABLES: usize = 3000;
+        let db = Db::default();
+        let element = [b'e'; 300];
+        let (unpin_tx, unpin_rx) = std::sync::mpsc::channel::<()>();
+        let (pinned_tx, pinned_rx) = std::sync::mpsc::channel::<()>();
+        let holder = std::thread::spawn(move || {
+            let guard = crossbeam_epoch::pin();
+            pinned_tx.send(()).unwrap();
+            unpin_rx.recv().unwrap();
+            drop(guard);
+        });
+        pinned_rx.recv().unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                // Registered before the epoch handle, so destroyed after it.
+                PIN_ON_EXIT.with(|_| ());
+                for _ in 0..TABLES {
+                    let elements = std::iter::repeat_n(&element[..], 30);
+                    db.edit_list(b"list", |l| l.push(End::Right, elements.clone()))
+                        .unwrap()
+                        .expect("a list");
+                    assert!(db.remove(b"list").unwrap());
+                }
+                // The held pin kept every removal waiting; now they fall due together.
+                unpin_tx.send(()).unwrap();
+                holder.join().unwrap();
+                for _ in 0..4 {
+                    crossbeam_epoch::pin().flush();
+                }
+            });
+        });
+        let nodes = || db.collection_nodes().expect("the memory store");
+        assert!(settled(nodes, 0), "{} nodes left", nodes());
     }
 }

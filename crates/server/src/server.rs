@@ -288,6 +288,7 @@ impl Server {
                         break;
                     }
                 }
+                self.db.remove_due_nodes();
                 // What active expiry deleted, for BCAST prefixes and notifications.
                 self.db.tracking.flush_broadcasts();
                 self.publish_events();

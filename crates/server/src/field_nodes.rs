@@ -129,6 +129,12 @@ impl<B: AsRef<[u8]>> Table<B> {
             "nodes in ascending order of their ranges"
         );
         assert!(nodes.iter().all(|n| n.count >= 1), "an empty node");
+        assert!(
+            nodes
+                .iter()
+                .all(|n| n.bytes as usize <= NODE_BYTES || n.count == 1),
+            "a node past NODE_BYTES holds one field"
+        );
         assert_eq!(
             nodes.iter().map(|n| n.count as usize).sum::<usize>(),
             self.count(),
@@ -261,20 +267,22 @@ fn entry_bytes(kind: Kind, field: &[u8], value: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Cuts `entries` (hash, entry bytes), sorted by hash, into runs of about [`FILL`]
-/// bytes, at least two if they allow: never between two entries of one hash, so each
-/// run is a range of hashes. Returns where each run starts.
+/// Cuts `entries` (hash, entry bytes), sorted by hash, into runs of an even share of
+/// their bytes, none past [`FILL`] unless one entry is on its own, and at least two if
+/// they allow: never between two entries of one hash, so each run is a range of hashes.
+/// Returns where each run starts.
 fn cut(entries: &[(u64, &[u8])]) -> Vec<usize> {
     let total: usize = entries.iter().map(|e| e.1.len()).sum();
-    let runs = total.div_ceil(FILL).max(2);
+    let share = total / total.div_ceil(FILL).max(2);
     let mut starts = vec![0];
-    let mut acc = 0;
+    let mut run = 0;
     for (i, e) in entries.iter().enumerate() {
-        let due = total * starts.len() / runs;
-        if i > 0 && acc >= due && e.0 != entries[i - 1].0 && starts.len() < runs {
+        let len = e.1.len();
+        if i > 0 && e.0 != entries[i - 1].0 && (run >= share || run + len > FILL) {
             starts.push(i);
+            run = 0;
         }
-        acc += e.1.len();
+        run += len;
     }
     starts
 }
@@ -916,6 +924,42 @@ mod tests {
         ]
     }
 
+    /// The case the proptest of split hashes found: a large field among small ones.
+    #[test]
+    fn a_field_larger_than_a_node_gets_a_node_of_its_own() {
+        let (small, large) = (vec![0; 30], vec![0; 6289]);
+        let entries: Vec<(u64, &[u8])> = vec![(1, &small), (2, &large), (3, &small)];
+        assert_eq!(cut(&entries), vec![0, 1, 2]);
+    }
+
+    proptest! {
+        /// Runs are ranges of hashes; where no two entries share a hash (fields' hashes,
+        /// bar a collision), at least two if the entries pass [`FILL`], and each within
+        /// [`FILL`] unless one entry is on its own: a large field among small ones once
+        /// shared a node past [`NODE_BYTES`], which the table later stored whole.
+        #[test]
+        fn cuts_keep_runs_within_a_node(
+            mut sizes in prop::collection::vec((0u64..4000, prop_oneof![9 => 1usize..200, 1 => 1usize..9000]), 1..120),
+        ) {
+            sizes.sort_by_key(|e| e.0);
+            let bytes: Vec<Vec<u8>> = sizes.iter().map(|&(_, n)| vec![0; n]).collect();
+            let entries: Vec<(u64, &[u8])> = sizes.iter().zip(&bytes).map(|(e, b)| (e.0, b.as_slice())).collect();
+            let distinct = entries.windows(2).all(|w| w[0].0 != w[1].0);
+            let starts = cut(&entries);
+            prop_assert_eq!(starts[0], 0);
+            prop_assert!(starts.windows(2).all(|w| w[0] < w[1]));
+            for (i, &start) in starts.iter().enumerate() {
+                let end = starts.get(i + 1).copied().unwrap_or(entries.len());
+                let run = &entries[start..end];
+                let total: usize = run.iter().map(|e| e.1.len()).sum();
+                prop_assert!(total <= FILL || run.len() == 1 || !distinct, "a run of {} bytes", total);
+                prop_assert!(start == 0 || entries[start - 1].0 != entries[start].0, "equal hashes cut apart");
+            }
+            let total: usize = sizes.iter().map(|e| e.1).sum();
+            prop_assert!(starts.len() >= 2 || total <= FILL || entries.len() == 1 || !distinct);
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
 
@@ -969,6 +1013,7 @@ mod tests {
                 }
                 // Split only in the large encoding, and there whenever fields can be.
                 if Entry::stored_is_node_table(s) {
+                    Table::new(Entry::stored_payload(s)).check();
                     prop_assert!(whole.raw && model.len() >= 2);
                 } else if whole.raw && model.len() >= 2 {
                     prop_assert!(whole.value.len() <= NODE_BYTES, "{} bytes whole", whole.value.len());

@@ -1641,13 +1641,13 @@ GEO_CENTRES = [(13.36, 38.11), (-73.98, 40.76), (179.9, 10.0), (-179.95, -20.0),
                (0.0, 84.9), (30.0, -84.95), (0.0, 0.0)]
 
 
-def geo_command(rng):
+def geo_command(rng, members=25):
     """GEO commands over a few keys: points scattered at several scales around centres
     chosen to reach the antimeridian and the poles, searches by radius and box in every
     unit with every option (in random order, some of them wrong), STORE results read
     back, and sorted sets whose scores GEOADD did not write."""
     key = lambda: rng.choice([b"g1", b"g1", b"g2", b"s", b"nokey"])
-    member = lambda: b"m%d" % rng.randrange(25)
+    member = lambda: b"m%d" % rng.randrange(members)
     def lonlat():
         roll = rng.random()
         if roll < 0.04:
@@ -1687,7 +1687,7 @@ def geo_command(rng):
     def geoadd():
         flags = [rng.choice([b"NX", b"XX", b"CH", b"ch"]) for _ in range(rng.choice([0, 0, 1, 2]))]
         points = []
-        for _ in range(rng.choice([1, 1, 3, 10])):
+        for _ in range(rng.choice([1, 1, 3, 10] if members <= 25 else [1, 3, 10, 300])):
             points += lonlat() + [member()]
         return [b"GEOADD", key()] + flags + points
     return rng.choice([
@@ -1716,6 +1716,25 @@ def test_geo_matches_redis(server, redis_port, seed):
     setup = [[b"FLUSHALL"], [b"SET", b"s", b"plain"]]
     replay_against_redis(server, redis_port, seed, setup, lambda: geo_command(rng), 600,
                          protocol=2 + seed % 2)
+
+
+@pytest.mark.parametrize("seed", range(int(SEEDS[0]), int(SEEDS[-1]) + 1))
+def test_large_geo_indexes_match_redis(server, redis_port, seed):
+    """The same over indexes of up to 600 points, held in nodes past 4 KB (searches
+    read the boxes' score ranges, lookups single members)."""
+    rng = random.Random(seed)
+    setup = [[b"FLUSHALL"], [b"SET", b"s", b"plain"]]
+    for key in (b"g1", b"g2"):
+        add = [b"GEOADD", key]
+        for i in range(500):
+            lon, lat = rng.choice(GEO_CENTRES)
+            spread = rng.choice([0.01, 1, 5])
+            lon = max(-180, min(180, lon + rng.uniform(-spread, spread)))
+            lat = max(-85.05112878, min(85.05112878, lat + rng.uniform(-spread, spread)))
+            add += [b"%.7f" % lon, b"%.7f" % lat, b"m%d" % i]
+        setup.append(add)
+    replay_against_redis(server, redis_port, seed, setup,
+                         lambda: geo_command(rng, members=600), 300, protocol=2 + seed % 2)
 
 
 def stream_command(rng, clock):

@@ -202,39 +202,6 @@ impl Db {
         }
     }
 
-    /// Runs `f` on `key`'s live value, its type and payload, borrowed from the index
-    /// (no copy, however large) where the store allows; on `None` if the key is
-    /// missing. An expired value is handed to [`Db::get`], which deletes it.
-    pub fn view<R>(&self, key: &[u8], f: impl FnOnce(Option<(Kind, &[u8])>) -> R) -> Result<R> {
-        let Store::Memory(index) = &self.store else {
-            let found = self.get(key)?;
-            return Ok(f(found.as_ref().map(|e| (e.kind, e.value.as_slice()))));
-        };
-        let now = now_ms();
-        let mut f = Some(f);
-        let seen = index.get_with(key, |stored| {
-            // A node table is handed to `get`, which expands it.
-            if Entry::stored_expired(stored, now) || Entry::stored_is_node_table(stored) {
-                return None;
-            }
-            let f = f.take().expect("called once");
-            Some(f(Some((
-                Entry::stored_kind(stored),
-                Entry::stored_payload(stored),
-            ))))
-        });
-        match (seen, f) {
-            (Some(Some(result)), _) => Ok(result),
-            (_, Some(f)) => {
-                // Missing, expired (deleted by `get`, which may find a new value
-                // written meanwhile) or a node table (expanded by `get`).
-                let found = self.get(key)?;
-                Ok(f(found.as_ref().map(|e| (e.kind, e.value.as_slice()))))
-            }
-            (_, None) => unreachable!("`f` runs only when a value is seen"),
-        }
-    }
-
     /// Whether `key` is live, without copying its value from the index (an expired
     /// one is handed to [`Db::get`], which deletes it).
     pub fn contains(&self, key: &[u8]) -> Result<bool> {

@@ -105,29 +105,6 @@ pub fn random_field(fields: Option<&FieldReader>) -> engine::Result<Frame> {
     Ok(picked.map_or(Frame::Null, |(field, _)| Frame::Bulk(field)))
 }
 
-/// Answers with what `f` makes of the collection of `kind` at `key` (its packed value,
-/// `None` if missing), read in place without copying it (see `Db::view`); WRONGTYPE if
-/// the key holds another type. Counts as a read (hits and misses).
-pub fn answer(ctx: &Ctx, key: &[u8], kind: Kind, f: impl FnOnce(Option<&[u8]>) -> Frame) -> Reply {
-    let mut found = false;
-    let frame = ctx.db().view(key, |v| match v {
-        Some((k, _)) if k != kind => {
-            found = true;
-            None
-        }
-        Some((_, packed)) => {
-            found = true;
-            Some(f(Some(packed)))
-        }
-        None => Some(f(None)),
-    })?;
-    ctx.hit(key, found);
-    match frame {
-        Some(frame) => reply(frame),
-        None => error(super::WRONG_TYPE),
-    }
-}
-
 /// Stores a STORE form's result at `destination`: the collection `packed` of `kind`
 /// replaces whatever the key held, with no expiry, firing `event` of `class`; an empty
 /// one deletes the key, firing `del` if it existed. The caller runs alone.

@@ -7,15 +7,16 @@ use std::collections::HashSet;
 
 use resp::Frame;
 
-use super::sorted_sets::{self, pack, parse_score, score_of, NOT_A_FLOAT};
-use super::{collections, error, int, of_kind, parse_integer, reply, upper, Ctx, Reply};
-use super::{NOT_AN_INTEGER, SYNTAX_ERROR};
+use super::sorted_sets::{self, answer_zset, pack, parse_score, NOT_A_FLOAT};
+use super::{collections, error, int, parse_integer, reply, upper, Ctx, Reply};
+use super::{NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
 use crate::entry::Kind;
 use crate::geohash::{self, Search, Shape};
 use crate::keyspace_events::ZSET;
 use crate::long_double::LongDouble;
-use crate::packed::{self, score_order};
+use crate::packed::score_order;
 use crate::partial_sort;
+use crate::score_nodes::ZsetReader;
 
 const NOT_A_MEMBER: &str = "ERR could not decode requested zset member";
 
@@ -98,38 +99,56 @@ pub fn geodist(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         },
         _ => return error(SYNTAX_ERROR),
     };
-    collections::answer(ctx, &args[1], Kind::ZSet, |z| {
-        let z = z.unwrap_or_default();
-        let (Some(a), Some(b)) = (score_of(z, &args[2]), score_of(z, &args[3])) else {
-            return Frame::Null;
+    answer_zset(ctx, &args[1], |z| {
+        let Some(z) = z else {
+            return Ok(Frame::Null);
+        };
+        let (Some(a), Some(b)) = (z.score(&args[2])?, z.score(&args[3])?) else {
+            return Ok(Frame::Null);
         };
         let ((lon1, lat1), (lon2, lat2)) = (geohash::position_of(a), geohash::position_of(b));
-        distance_frame(geohash::distance(lon1, lat1, lon2, lat2) / to_meters)
+        Ok(distance_frame(
+            geohash::distance(lon1, lat1, lon2, lat2) / to_meters,
+        ))
     })
+}
+
+/// The scores of `members` in the sorted set `z` (none if missing), each made a reply
+/// by `frame`.
+fn each_score(
+    z: Option<&ZsetReader>,
+    members: &[Vec<u8>],
+    frame: impl Fn(Option<f64>) -> Frame,
+) -> engine::Result<Frame> {
+    let mut frames = Vec::with_capacity(members.len());
+    for member in members {
+        let score = match z {
+            Some(z) => z.score(member)?,
+            None => None,
+        };
+        frames.push(frame(score));
+    }
+    Ok(Frame::Array(frames))
 }
 
 /// `GEOHASH key member [...]`: standard 11-character geohashes.
 pub fn geohash(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    collections::answer(ctx, &args[1], Kind::ZSet, |z| {
-        let z = z.unwrap_or_default();
-        let hashes = args[2..]
-            .iter()
-            .map(|m| score_of(z, m).map_or(Frame::Null, |s| Frame::bulk(geohash::text_of(s))));
-        Frame::Array(hashes.collect())
+    answer_zset(ctx, &args[1], |z| {
+        each_score(z, &args[2..], |score| {
+            score.map_or(Frame::Null, |s| Frame::bulk(geohash::text_of(s)))
+        })
     })
 }
 
 /// `GEOPOS key member [...]`.
 pub fn geopos(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    collections::answer(ctx, &args[1], Kind::ZSet, |z| {
-        let z = z.unwrap_or_default();
-        let positions = args[2..].iter().map(|m| {
-            score_of(z, m).map_or(Frame::NullArray, |s| {
+    answer_zset(ctx, &args[1], |z| {
+        each_score(z, &args[2..], |score| {
+            score.map_or(Frame::NullArray, |s| {
                 let (lon, lat) = geohash::position_of(s);
                 Frame::Array(vec![coordinate_frame(lon), coordinate_frame(lat)])
             })
-        });
-        Frame::Array(positions.collect())
+        })
     })
 }
 
@@ -168,20 +187,47 @@ struct Query {
 }
 
 /// One match.
-struct Found<'a> {
-    member: &'a [u8],
+struct Found {
+    member: Vec<u8>,
     score: f64,
     distance: f64,
     position: (f64, f64),
 }
 
+/// Why a search is not answered: its arguments (the error reply), or the store.
+enum Refused {
+    Reply(String),
+    Engine(engine::Error),
+}
+
+impl From<String> for Refused {
+    fn from(e: String) -> Self {
+        Refused::Reply(e)
+    }
+}
+
+impl From<&str> for Refused {
+    fn from(e: &str) -> Self {
+        Refused::Reply(e.to_string())
+    }
+}
+
+impl From<engine::Error> for Refused {
+    fn from(e: engine::Error) -> Self {
+        Refused::Engine(e)
+    }
+}
+
 /// What a search's arguments ask, with `zset` the source (for a member centre).
-fn parse_query(args: &[Vec<u8>], form: Form, zset: Option<&[u8]>) -> Result<Query, String> {
-    let member_position = |member: &[u8]| -> Result<(f64, f64), String> {
-        let z = zset.unwrap_or_default();
-        score_of(z, member)
+fn parse_query(args: &[Vec<u8>], form: Form, zset: Option<&ZsetReader>) -> Result<Query, Refused> {
+    let member_position = |member: &[u8]| -> Result<(f64, f64), Refused> {
+        let score = match zset {
+            Some(z) => z.score(member)?,
+            None => None,
+        };
+        score
             .map(geohash::position_of)
-            .ok_or_else(|| NOT_A_MEMBER.to_string())
+            .ok_or_else(|| NOT_A_MEMBER.into())
     };
     let radius = |value: &[u8], unit_arg: &[u8]| -> Result<(Shape, f64), String> {
         let radius = parse_score(value).ok_or("ERR need numeric radius")?;
@@ -286,17 +332,19 @@ fn parse_query(args: &[Vec<u8>], form: Form, zset: Option<&[u8]>) -> Result<Quer
         };
         return Err(format!(
             "ERR {what} is not compatible with WITHDIST, WITHHASH and WITHCOORD options"
-        ));
+        )
+        .into());
     }
     if searching && !(from_member || from_point) {
         return Err(format!(
             "ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for {name}"
-        ));
+        )
+        .into());
     }
     if searching && !(by_radius || by_box) {
-        return Err(format!(
-            "ERR exactly one of BYRADIUS and BYBOX can be specified for {name}"
-        ));
+        return Err(
+            format!("ERR exactly one of BYRADIUS and BYBOX can be specified for {name}").into(),
+        );
     }
     if q.any && q.count == 0 {
         return Err("ERR the ANY argument requires COUNT argument".into());
@@ -317,8 +365,8 @@ fn parse_query(args: &[Vec<u8>], form: Form, zset: Option<&[u8]>) -> Result<Quer
 }
 
 /// The members inside the search's shape, box by box in Redis's order, each box in
-/// score order; with ANY, no more than `count`.
-fn matches<'a>(q: &Query, search: &Search, zset: &[(&'a [u8], f64)]) -> Vec<Found<'a>> {
+/// score order; with ANY, no more than `count`. Reads only the boxes' score ranges.
+fn matches(q: &Query, search: &Search, zset: &ZsetReader) -> engine::Result<Vec<Found>> {
     let limit = if q.any { q.count } else { 0 };
     let full = |found: &Vec<Found>| limit != 0 && found.len() >= limit;
     let mut found = Vec::new();
@@ -327,8 +375,12 @@ fn matches<'a>(q: &Query, search: &Search, zset: &[(&'a [u8], f64)]) -> Vec<Foun
             break;
         }
         let (min, max) = hash.score_range();
-        let start = zset.partition_point(|e| e.1 < min);
-        for &(member, score) in zset[start..].iter().take_while(|e| e.1 < max) {
+        let start = zset.count_below(|s| s < min)?;
+        let end = zset.count_below(|s| s < max)?;
+        if start >= end {
+            continue;
+        }
+        for (member, score) in zset.by_rank(start..end)? {
             if let Some((distance, position)) = search.measure(score) {
                 found.push(Found {
                     member,
@@ -342,7 +394,7 @@ fn matches<'a>(q: &Query, search: &Search, zset: &[(&'a [u8], f64)]) -> Vec<Foun
             }
         }
     }
-    found
+    Ok(found)
 }
 
 fn search(ctx: &mut Ctx, args: &[Vec<u8>], form: Form) -> Reply {
@@ -350,14 +402,28 @@ fn search(ctx: &mut Ctx, args: &[Vec<u8>], form: Form) -> Reply {
         Form::Search { store: true } => &args[2],
         _ => &args[1],
     };
-    let found = of_kind!(ctx.read(source)?, ZSet);
-    let zset = found.map(|e| e.value);
-    let q = match parse_query(args, form, zset.as_deref()) {
-        Ok(q) => q,
-        Err(e) => return error(&e),
+    let mut exists = false;
+    let looked = ctx.db().read_zset(source, |z| {
+        exists = z.is_some();
+        let q = match parse_query(args, form, z) {
+            Ok(q) => q,
+            Err(Refused::Engine(e)) => return Err(e),
+            Err(Refused::Reply(e)) => return Ok(Err(e)),
+        };
+        let found = match (&q.search, z) {
+            (Some(search), Some(z)) => matches(&q, search, z)?,
+            _ => Vec::new(),
+        };
+        Ok(Ok((q, found)))
+    })?;
+    ctx.hit(source, exists);
+    let (q, mut found) = match looked {
+        None => return error(WRONG_TYPE),
+        Some(Err(e)) => return error(&e),
+        Some(Ok(looked)) => looked,
     };
     let store = q.store.as_ref();
-    let (Some(search), Some(zset)) = (&q.search, zset) else {
+    let (Some(search), true) = (&q.search, exists) else {
         // No source: an empty result.
         if let Some(store) = store {
             if ctx.db().remove(store)? {
@@ -367,8 +433,6 @@ fn search(ctx: &mut Ctx, args: &[Vec<u8>], form: Form) -> Reply {
         }
         return reply(Frame::Array(Vec::new()));
     };
-    let entries: Vec<(&[u8], f64)> = packed::scored(&zset).collect();
-    let mut found = matches(&q, search, &entries);
     let by_distance = |a: &Found, b: &Found| match q.order {
         Order::Descending => b.distance.total_cmp(&a.distance),
         _ => a.distance.total_cmp(&b.distance),
@@ -390,14 +454,14 @@ fn search(ctx: &mut Ctx, args: &[Vec<u8>], form: Form) -> Reply {
         let mut seen = HashSet::with_capacity(found.len());
         let mut scored: Vec<(&[u8], f64)> = found
             .iter()
-            .filter(|f| seen.insert(f.member))
+            .filter(|f| seen.insert(f.member.as_slice()))
             .map(|f| {
                 let score = if q.store_distance {
                     to_unit(f.distance)
                 } else {
                     f.score
                 };
-                (f.member, score)
+                (f.member.as_slice(), score)
             })
             .collect();
         scored.sort_by(|a, b| score_order(*a, *b));
@@ -411,7 +475,7 @@ fn search(ctx: &mut Ctx, args: &[Vec<u8>], form: Form) -> Reply {
     }
     let extras = [q.with_distance, q.with_hash, q.with_coordinates];
     let rows = found.iter().map(|f| {
-        let member = Frame::bulk(f.member);
+        let member = Frame::bulk(f.member.as_slice());
         if !extras.contains(&true) {
             return member;
         }

@@ -310,7 +310,7 @@ fn edit_zset<R>(
 /// Answers with what `f` makes of the sorted set at `key`, looked up member by member
 /// or by rank (see `Db::read_zset`; `None` if missing); WRONGTYPE if the key holds
 /// another type. Counts as a read (hits and misses).
-fn answer_zset(
+pub(super) fn answer_zset(
     ctx: &Ctx,
     key: &[u8],
     f: impl FnOnce(Option<&ZsetReader>) -> engine::Result<Frame>,
@@ -368,10 +368,6 @@ pub fn zcard(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     answer_zset(ctx, &args[1], |z| {
         Ok(Frame::Integer(z.map_or(0, ZsetReader::len) as i64))
     })
-}
-
-pub(super) fn score_of(zset: &[u8], member: &[u8]) -> Option<f64> {
-    packed::scored(zset).find(|e| e.0 == member).map(|e| e.1)
 }
 
 pub fn zscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {

@@ -170,6 +170,11 @@ pub fn dropped_order(old: &[u8], new: &[u8]) -> Vec<u64> {
     released
 }
 
+/// A score as the members half stores it: 8 bytes, little-endian.
+fn stored_score(bytes: &[u8]) -> f64 {
+    f64::from_le_bytes(bytes.try_into().expect("a score is 8 bytes"))
+}
+
 /// The members of the packed sorted set `packed`, each with the bytes it takes there.
 fn placed(packed: &[u8]) -> impl Iterator<Item = (Range<usize>, &[u8], f64)> + '_ {
     let mut it = packed::elements(packed);
@@ -178,8 +183,7 @@ fn placed(packed: &[u8]) -> impl Iterator<Item = (Range<usize>, &[u8], f64)> + '
         let member = it.next()?;
         let score = it.next()?;
         let end = packed.len() - it.remaining_bytes().len();
-        let score = f64::from_le_bytes(score.try_into().expect("a score is 8 bytes"));
-        Some((start..end, member, score))
+        Some((start..end, member, stored_score(score)))
     })
 }
 
@@ -387,11 +391,25 @@ impl<'a> ZsetReader<'a> {
     pub fn score(&self, member: &[u8]) -> Result<Option<f64>> {
         Ok(match (&self.packed, &self.split) {
             (Some(p), _) => find(p, member).map(|(_, s)| s),
-            (None, Some((members, _, _))) => members
-                .get(member)?
-                .map(|s| f64::from_le_bytes(s.as_slice().try_into().expect("a score is 8 bytes"))),
+            (None, Some((members, _, _))) => members.get(member)?.map(|s| stored_score(&s)),
             (None, None) => unreachable!("a reader holds one shape"),
         })
+    }
+
+    /// One page of a scan from `cursor`, each member with its score, and the next
+    /// cursor: a split set's members half page by page (see `FieldReader::scan`, so a
+    /// member there for the whole scan is seen), a packed one whole with cursor 0.
+    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], f64)) -> Result<u64> {
+        match (&self.packed, &self.split) {
+            (Some(p), _) => {
+                placed(p).for_each(|(_, member, score)| f(member, score));
+                Ok(0)
+            }
+            (None, Some((members, _, _))) => members.scan(cursor, count, |member, score| {
+                f(member, stored_score(score))
+            }),
+            (None, None) => unreachable!("a reader holds one shape"),
+        }
     }
 
     /// `member`'s rank, counted from the least, if it is there.

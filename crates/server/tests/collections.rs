@@ -610,6 +610,24 @@ fn large_sorted_sets_answer_member_by_member() {
         "a member's write keeps the deadline"
     );
     assert_eq!(run::<i64>(&mut c, &["ZCOUNT", "board", "3", "3"]), 501);
+    // ZSCAN pages through the members half: each member once, with its score.
+    let mut want: Vec<(String, f64)> = run(&mut c, &["ZRANGE", "board", "0", "-1", "WITHSCORES"]);
+    let (mut cursor, mut pages, mut seen) = ("0".to_string(), 0, Vec::new());
+    loop {
+        let (next, page): (String, Vec<(String, f64)>) =
+            run(&mut c, &["ZSCAN", "board", &cursor, "COUNT", "50"]);
+        seen.extend(page);
+        pages += 1;
+        cursor = next;
+        if cursor == "0" {
+            break;
+        }
+    }
+    assert!(pages > 10, "{pages} pages");
+    let by_member = |a: &(String, f64), b: &(String, f64)| a.0.cmp(&b.0);
+    seen.sort_by(by_member);
+    want.sort_by(by_member);
+    assert_eq!(seen, want);
     assert_eq!(run::<i64>(&mut c, &["DEL", "board"]), 1);
     if support::test_engine() == "memory" {
         assert!(support::eventually(10, || support::info_field(

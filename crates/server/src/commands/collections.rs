@@ -139,10 +139,10 @@ pub fn notify_edit<R>(ctx: &Ctx, edited: &Edited<R>, class: u32, event: &'static
     }
 }
 
-/// `HSCAN | SSCAN | ZSCAN key cursor [MATCH pattern] [COUNT count]`: a hash or set
-/// split into nodes page by page (see `FieldReader::scan`), anything else whole in one
-/// page with cursor 0, as Redis answers for its small encodings (any cursor is
-/// accepted, as Redis accepts one it did not give). The pattern matches the field or
+/// `HSCAN | SSCAN | ZSCAN key cursor [MATCH pattern] [COUNT count]`: a hash, set or
+/// sorted set split into nodes page by page (see `FieldReader::scan`), anything else
+/// whole in one page with cursor 0, as Redis answers for its small encodings (any
+/// cursor is accepted, as Redis accepts one it did not give). The pattern matches the field or
 /// member; a hash's values and a sorted set's scores come with them.
 pub fn scan(ctx: &Ctx, args: &[Vec<u8>], kind: Kind) -> Reply {
     let Some(cursor) = std::str::from_utf8(&args[2])
@@ -168,38 +168,39 @@ pub fn scan(ctx: &Ctx, args: &[Vec<u8>], kind: Kind) -> Reply {
         }
     }
     let wanted = |field: &[u8]| pattern.is_none_or(|p| glob_match(p, field, false));
-    if kind != Kind::ZSet {
-        return answer_fields(ctx, &args[1], kind, |fields| {
+    let page = |next: u64, items: Vec<Frame>| {
+        Frame::Array(vec![Frame::bulk(next.to_string()), Frame::Array(items)])
+    };
+    if kind == Kind::ZSet {
+        return super::sorted_sets::answer_zset(ctx, &args[1], |zset| {
             let mut items = Vec::new();
-            let next = match fields {
+            let next = match zset {
                 None => 0,
-                Some(fields) => fields.scan(cursor, count, |field, value| {
-                    if wanted(field) {
-                        items.push(Frame::Bulk(field.to_vec()));
-                        if kind == Kind::Hash {
-                            items.push(Frame::Bulk(value.to_vec()));
-                        }
+                Some(zset) => zset.scan(cursor, count, |member, score| {
+                    if wanted(member) {
+                        items.push(Frame::Bulk(member.to_vec()));
+                        items.push(Frame::Bulk(scanned_score(score).into_bytes()));
                     }
                 })?,
             };
-            let next = Frame::Bulk(next.to_string().into_bytes());
-            Ok(Frame::Array(vec![next, Frame::Array(items)]))
+            Ok(page(next, items))
         });
     }
-    let found = match ctx.read(&args[1])? {
-        Some(e) if e.kind != kind => return error(super::WRONG_TYPE),
-        found => found,
-    };
-    let mut items = Vec::new();
-    if let Some(entry) = found {
-        for (member, score) in packed::scored(&entry.value) {
-            if wanted(member) {
-                items.push(Frame::Bulk(member.to_vec()));
-                items.push(Frame::Bulk(scanned_score(score).into_bytes()));
-            }
-        }
-    }
-    reply(Frame::Array(vec![Frame::bulk("0"), Frame::Array(items)]))
+    answer_fields(ctx, &args[1], kind, |fields| {
+        let mut items = Vec::new();
+        let next = match fields {
+            None => 0,
+            Some(fields) => fields.scan(cursor, count, |field, value| {
+                if wanted(field) {
+                    items.push(Frame::Bulk(field.to_vec()));
+                    if kind == Kind::Hash {
+                        items.push(Frame::Bulk(value.to_vec()));
+                    }
+                }
+            })?,
+        };
+        Ok(page(next, items))
+    })
 }
 
 /// A score as ZSCAN shows it: as Redis's listpack stores it, an integer when the

@@ -529,7 +529,7 @@ const DOCS: &[Doc] = &[
     doc("hrandfield", "hash", "6.2.0", "O(N) where N is the size of the hash",
         "Returns random fields of a hash, distinct ones for a positive count, with their values if asked.",
         "key:key [options=count:integer [WITHVALUES]]"),
-    doc("hscan", "hash", "2.8.0", "O(N) where N is the size of the hash: one call returns it all",
+    doc("hscan", "hash", "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
         "Iterates over the fields and values of a hash, optionally only fields that match a pattern.",
         "key:key cursor:integer [MATCH pattern:pattern] [COUNT count:integer]"),
     // Lists.
@@ -660,7 +660,7 @@ const DOCS: &[Doc] = &[
     doc("sdiffstore", "set", "1.0.0", "O(N) where N is the total size of the sets",
         "Stores the difference of the first set and the others in a key, replacing what it held.",
         "destination:key key:key..."),
-    doc("sscan", "set", "2.8.0", "O(N) where N is the size of the set: one call returns it all",
+    doc("sscan", "set", "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
         "Iterates over the members of a set, optionally only those that match a pattern.",
         "key:key cursor:integer [MATCH pattern:pattern] [COUNT count:integer]"),
     // Sorted sets.
@@ -745,7 +745,7 @@ const DOCS: &[Doc] = &[
     doc("zrandmember", "sorted-set", "6.2.0", "O(N) where N is the size of the sorted set",
         "Returns random members of a sorted set, distinct ones for a positive count, with their scores if asked.",
         "key:key [options=count:integer [WITHSCORES]]"),
-    doc("zscan", "sorted-set", "2.8.0", "O(N) where N is the size of the sorted set: one call returns it all",
+    doc("zscan", "sorted-set", "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
         "Iterates over the members and scores of a sorted set, optionally only members that match a pattern.",
         "key:key cursor:integer [MATCH pattern:pattern] [COUNT count:integer]"),
     doc("zunionstore", "sorted-set", "2.0.0", "O(N log N) where N is the total size of the inputs",

@@ -396,6 +396,42 @@ impl<'a> ZsetReader<'a> {
         })
     }
 
+    /// The member and score at each of `ranks` (counted from the least, each within the
+    /// set, repeats allowed), in the order given: each node holding one read once.
+    pub fn at_ranks(&self, ranks: &[usize]) -> Result<Vec<(Vec<u8>, f64)>> {
+        let mut wanted: Vec<usize> = (0..ranks.len()).collect();
+        wanted.sort_unstable_by_key(|&i| ranks[i]);
+        let mut wanted = wanted.into_iter().peekable();
+        let mut out = vec![(Vec::new(), 0.0); ranks.len()];
+        // Fills what `node`, whose first member has rank `start`, holds of `wanted`.
+        let mut fill = |node: &[u8], start: usize| {
+            let entries: Vec<(&[u8], f64)> = placed(node).map(|(_, m, s)| (m, s)).collect();
+            while let Some(&i) = wanted.peek() {
+                let Some(&(member, score)) = entries.get(ranks[i] - start) else {
+                    break;
+                };
+                out[i] = (member.to_vec(), score);
+                wanted.next();
+            }
+            wanted.peek().map(|&i| ranks[i])
+        };
+        let Some((_, _, refs)) = &self.split else {
+            let rest = fill(self.packed.unwrap_or_default(), 0);
+            assert!(rest.is_none(), "ranks within the set");
+            return Ok(out);
+        };
+        let (mut start, mut next) = (0, ranks.iter().min().copied());
+        for n in (0..refs.len()).map(|at| refs.get(at)) {
+            let end = start + n.count as usize;
+            if next.is_some_and(|r| r < end) {
+                next = fill(&self.nodes.read(n.id)?, start);
+            }
+            start = end;
+        }
+        assert!(next.is_none(), "ranks within the set");
+        Ok(out)
+    }
+
     /// One page of a scan from `cursor`, each member with its score, and the next
     /// cursor: a split set's members half page by page (see `FieldReader::scan`, so a
     /// member there for the whole scan is seen), a packed one whole with cursor 0.
@@ -1260,6 +1296,10 @@ mod tests {
                 for ranks in [0..len, 0..len.min(3), len / 2..len, len.saturating_sub(1)..len] {
                     prop_assert_eq!(reader.by_rank(ranks.clone()).unwrap(), want[ranks].to_vec());
                 }
+                // Scattered, unordered and repeated ranks come back in the order asked.
+                let scattered: Vec<usize> = (0..len.min(40)).map(|i| (i * 7919 + len / 3) % len).collect();
+                let at: Vec<(Vec<u8>, f64)> = scattered.iter().map(|&r| want[r].clone()).collect();
+                prop_assert_eq!(reader.at_ranks(&scattered).unwrap(), at);
             }
             crate::nodes::check_released(&nodes, stored.as_deref());
         }

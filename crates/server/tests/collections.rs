@@ -628,6 +628,24 @@ fn large_sorted_sets_answer_member_by_member() {
     seen.sort_by(by_member);
     want.sort_by(by_member);
     assert_eq!(seen, want);
+    // ZRANDMEMBER picks members that are there, with their scores; distinct ones for a
+    // positive count.
+    let is_member = |(m, s): &(String, f64)| {
+        want.binary_search_by(|w| w.0.cmp(m))
+            .is_ok_and(|at| want[at].1 == *s)
+    };
+    let one: String = run(&mut c, &["ZRANDMEMBER", "board"]);
+    assert!(want.binary_search_by(|w| w.0.cmp(&one)).is_ok(), "{one}");
+    let mut distinct: Vec<(String, f64)> =
+        run(&mut c, &["ZRANDMEMBER", "board", "300", "WITHSCORES"]);
+    assert!(distinct.iter().all(is_member));
+    distinct.sort_by(by_member);
+    distinct.dedup();
+    assert_eq!(distinct.len(), 300);
+    let repeated: Vec<(String, f64)> =
+        run(&mut c, &["ZRANDMEMBER", "board", "-6000", "WITHSCORES"]);
+    assert_eq!(repeated.len(), 6000);
+    assert!(repeated.iter().all(is_member));
     assert_eq!(run::<i64>(&mut c, &["DEL", "board"]), 1);
     if support::test_engine() == "memory" {
         assert!(support::eventually(10, || support::info_field(

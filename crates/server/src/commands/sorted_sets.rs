@@ -885,25 +885,25 @@ pub fn zrandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         Ok(parsed) => parsed,
         Err(e) => return error(e),
     };
-    let found = of_kind!(ctx.read(&args[1])?, ZSet);
-    let Some(entry) = found else {
-        return reply(if count.is_some() {
-            Frame::Array(Vec::new())
-        } else {
-            Frame::Null
-        });
-    };
-    let all = entries(&entry.value);
-    let Some(count) = count else {
-        let i = collections::random_positions(all.len(), 1, false)[0];
-        return reply(Frame::Bulk(all[i].0.to_vec()));
-    };
-    let picked: Vec<Scored> =
-        collections::random_positions(all.len(), count.unsigned_abs() as usize, count >= 0)
-            .into_iter()
-            .map(|i| all[i])
-            .collect();
-    reply(listing(ctx, &picked, with_scores))
+    answer_zset(ctx, &args[1], |z| {
+        let Some(z) = z else {
+            return Ok(if count.is_some() {
+                Frame::Array(Vec::new())
+            } else {
+                Frame::Null
+            });
+        };
+        let Some(count) = count else {
+            let rank = collections::random_positions(z.len(), 1, false);
+            let mut picked = z.at_ranks(&rank)?;
+            return Ok(Frame::Bulk(picked.swap_remove(0).0));
+        };
+        let ranks =
+            collections::random_positions(z.len(), count.unsigned_abs() as usize, count >= 0);
+        let picked = z.at_ranks(&ranks)?;
+        let picked: Vec<Scored> = picked.iter().map(|(m, s)| (m.as_slice(), *s)).collect();
+        Ok(listing(ctx, &picked, with_scores))
+    })
 }
 
 /// Members and scores, owned.

@@ -3,7 +3,7 @@
 # each round and the median requests/s per server and command. WORKLOAD picks one:
 # - leaderboard (default): a sorted set filled by 100,000 random ZADDs (~63,000
 #   members, past Redis's listpack limits, so split into nodes in hotkv), then lookups,
-#   ranks, pages and score increments on it;
+#   ranks, pages, score increments, random picks and a scan's first page on it;
 # - geo: a GEO index of ~63,000 points in a 10-degree square (0-10 E, 0-10 N, about
 #   5 a 100 km2), then positions, distances, searches by radius and by box, and more
 #   points.
@@ -26,6 +26,8 @@ case "$WORKLOAD" in
       "ZRANGEBYSCORE lb __rand_int__ +inf LIMIT 0 10"
       "ZREVRANGE lb 0 9 WITHSCORES"
       "ZINCRBY lb 1 m:__rand_int__"
+      "ZRANDMEMBER lb 5 WITHSCORES"
+      "ZSCAN lb 0 COUNT 10"
     ) ;;
   geo)
     # -r makes each __rand_int__ its own 12 digits: 000000012345e-4 is 1.2345 degrees.

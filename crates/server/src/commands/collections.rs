@@ -142,8 +142,8 @@ pub fn notify_edit<R>(ctx: &Ctx, edited: &Edited<R>, class: u32, event: &'static
 /// `HSCAN | SSCAN | ZSCAN key cursor [MATCH pattern] [COUNT count]`: a hash, set or
 /// sorted set split into nodes page by page (see `FieldReader::scan`), anything else
 /// whole in one page with cursor 0, as Redis answers for its small encodings (any
-/// cursor is accepted, as Redis accepts one it did not give). The pattern matches the field or
-/// member; a hash's values and a sorted set's scores come with them.
+/// cursor is accepted, as Redis accepts one it did not give). The pattern matches the
+/// field or member; a hash's values and a sorted set's scores come with them.
 pub fn scan(ctx: &Ctx, args: &[Vec<u8>], kind: Kind) -> Reply {
     let Some(cursor) = std::str::from_utf8(&args[2])
         .ok()

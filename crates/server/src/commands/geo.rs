@@ -194,7 +194,8 @@ struct Found {
     position: (f64, f64),
 }
 
-/// Why a search is not answered: its arguments (the error reply), or the store.
+/// Why a search is not answered: its arguments (with the error reply to give), or the
+/// store failing to read the source.
 enum Refused {
     Reply(String),
     Engine(engine::Error),

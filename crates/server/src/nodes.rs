@@ -237,7 +237,8 @@ impl NodeStore for MemoryNodes {
 }
 
 impl MemoryNodes {
-    /// Nodes stored, including those waiting for readers to unpin.
+    /// Nodes stored, including those waiting for readers to unpin (the due ones are
+    /// removed first, so the count is not held up until the next retire).
     pub fn len(&self) -> usize {
         self.remove_due();
         self.nodes.len()

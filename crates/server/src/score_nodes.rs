@@ -402,6 +402,8 @@ impl<'a> ZsetReader<'a> {
         let mut wanted: Vec<usize> = (0..ranks.len()).collect();
         wanted.sort_unstable_by_key(|&i| ranks[i]);
         let mut wanted = wanted.into_iter().peekable();
+        // The least rank still wanted.
+        let mut next = wanted.peek().map(|&i| ranks[i]);
         let mut out = vec![(Vec::new(), 0.0); ranks.len()];
         // Fills what `node`, whose first member has rank `start`, holds of `wanted`.
         let mut fill = |node: &[u8], start: usize| {
@@ -420,7 +422,7 @@ impl<'a> ZsetReader<'a> {
             assert!(rest.is_none(), "ranks within the set");
             return Ok(out);
         };
-        let (mut start, mut next) = (0, ranks.iter().min().copied());
+        let mut start = 0;
         for n in (0..refs.len()).map(|at| refs.get(at)) {
             let end = start + n.count as usize;
             if next.is_some_and(|r| r < end) {
@@ -919,10 +921,7 @@ impl<'a> ZsetEditor<'a> {
         match &mut self.shape {
             Shape::Missing => None,
             Shape::Packed(p) => find(p, member).map(|(_, s)| s),
-            Shape::Split(s) => s
-                .members
-                .get(member)
-                .map(|s| f64::from_le_bytes(s.as_slice().try_into().expect("a score is 8 bytes"))),
+            Shape::Split(s) => s.members.get(member).map(|s| stored_score(&s)),
         }
     }
 

@@ -234,10 +234,10 @@ impl Db {
                 let created = locked.stored().is_none();
                 let nodes = EngineNodes::new(store);
                 let stored = nodes::split_if_large(&nodes, stored);
-                let released = locked
-                    .stored()
-                    .map(|old| nodes::dropped(old, Some(&stored)))
-                    .unwrap_or_default();
+                let released = match locked.stored() {
+                    Some(old) => nodes::dropped(&nodes, old, Some(&stored))?,
+                    None => Vec::new(),
+                };
                 locked.write(Some(&stored), nodes.into_writes(released))?;
                 created
             }
@@ -589,12 +589,14 @@ impl Db {
         let expired = old.is_some_and(|s| Entry::stored_expired(s, now_ms()));
         let nodes = EngineNodes::new(store);
         let (write, result) = decide(if expired { None } else { old }, &nodes)?;
-        let released =
-            |new: Option<&[u8]>| old.map(|old| nodes::dropped(old, new)).unwrap_or_default();
+        let released = |new: Option<&[u8]>| match old {
+            Some(old) => nodes::dropped(&nodes, old, new),
+            None => Ok(Vec::new()),
+        };
         match write {
             Write::Keep if expired => {
                 let nodes = NodeWrites {
-                    delete: released(None),
+                    delete: released(None)?,
                     ..NodeWrites::default()
                 };
                 locked.write(None, nodes)?;
@@ -606,7 +608,8 @@ impl Db {
             Write::Put(new) => {
                 let created = old.is_none();
                 let deadline = Entry::stored_deadline(&new);
-                let writes = nodes.into_writes(released(Some(&new)));
+                let released = released(Some(&new))?;
+                let writes = nodes.into_writes(released);
                 locked.write(Some(&new), writes)?;
                 if expired {
                     self.replaced_expired(key);
@@ -618,7 +621,7 @@ impl Db {
             Write::Delete => {
                 if old.is_some() {
                     let nodes = NodeWrites {
-                        delete: released(None),
+                        delete: released(None)?,
                         ..NodeWrites::default()
                     };
                     locked.write(None, nodes)?;
@@ -765,7 +768,7 @@ impl Db {
                 let current = locked.stored() == Some(stored);
                 if current {
                     let nodes = NodeWrites {
-                        delete: nodes::dropped(stored, None),
+                        delete: nodes::dropped(&EngineNodes::new(store), stored, None)?,
                         ..NodeWrites::default()
                     };
                     locked.write(None, nodes)?;
@@ -962,22 +965,29 @@ impl Db {
     /// Up to `n` keys that follow a random point of the key space, with what the index
     /// knows of their accesses (nothing on an engine, which does not track them).
     pub fn sample(&self, n: usize) -> Result<Vec<Sampled>> {
-        let sampled = |k: &[u8], v: &[u8], access: Access| Sampled {
+        let sampled = |k: &[u8], v: &[u8], access: Access, node_bytes: usize| Sampled {
             key: k.to_vec(),
             access,
-            bytes: k.len() + v.len() + ITEM_OVERHEAD + nodes::node_bytes(v),
+            bytes: k.len() + v.len() + ITEM_OVERHEAD + node_bytes,
             deadline: Entry::stored_deadline(v),
         };
         let mut out = Vec::with_capacity(n);
         match &self.store {
-            Store::Memory(index) => scan_from_random_point(index, n, &mut |k, v, access| {
-                if out.len() < n {
-                    out.push(sampled(k, v, access))
-                }
-            }),
+            Store::Memory(index) => {
+                let nodes = self.memory_nodes();
+                // Pinned, so that the nodes of a table read are there (`nodes.rs`).
+                let _pin = crossbeam_epoch::pin();
+                scan_from_random_point(index, n, &mut |k, v, access| {
+                    if out.len() < n {
+                        let node_bytes = nodes::node_bytes(nodes, v).expect("memory reads");
+                        out.push(sampled(k, v, access, node_bytes))
+                    }
+                })
+            }
+            // As `resample` counts it: a collection's nodes would need its key's lock.
             Store::Engine(store) => {
                 for (k, v) in store.sample(n)? {
-                    out.push(sampled(&k, &v, UNTRACKED));
+                    out.push(sampled(&k, &v, UNTRACKED, 0));
                 }
             }
         }
@@ -988,13 +998,19 @@ impl Db {
     /// it is gone. Reads leave its access clock as it was.
     pub fn resample(&self, key: &[u8]) -> Result<Option<Sampled>> {
         let found = match &self.store {
-            Store::Memory(index) => index.peek_with(key, |v, access| {
-                (
-                    key.len() + v.len() + ITEM_OVERHEAD + nodes::node_bytes(v),
-                    access,
-                    Entry::stored_deadline(v),
-                )
-            }),
+            Store::Memory(index) => {
+                let nodes = self.memory_nodes();
+                // Pinned, so that the nodes of a table read are there (`nodes.rs`).
+                let _pin = crossbeam_epoch::pin();
+                index.peek_with(key, |v, access| {
+                    let node_bytes = nodes::node_bytes(nodes, v).expect("memory reads");
+                    (
+                        key.len() + v.len() + ITEM_OVERHEAD + node_bytes,
+                        access,
+                        Entry::stored_deadline(v),
+                    )
+                })
+            }
             Store::Engine(store) => store.get(key)?.map(|v| {
                 (
                     key.len() + v.len() + ITEM_OVERHEAD,

@@ -294,16 +294,21 @@ impl EngineStore {
         stripes.dedup();
         let _guards: Vec<_> = stripes.iter().map(|&s| self.lock_stripe(s)).collect();
         // A long list replaced takes its nodes with it.
-        let nodes_of = |old: &Option<Vec<u8>>| NodeWrites {
-            put: Vec::new(),
-            delete: old.as_deref().map(nodes::node_ids).unwrap_or_default(),
+        let nodes_of = |old: &Option<Vec<u8>>| -> Result<NodeWrites> {
+            Ok(NodeWrites {
+                put: Vec::new(),
+                delete: match old {
+                    Some(old) => nodes::node_ids(&EngineNodes::new(self), old)?,
+                    None => Vec::new(),
+                },
+            })
         };
         if self.in_transaction.load(Ordering::Relaxed) {
             // The whole transaction becomes one batch anyway.
             for (key, stored) in pairs {
                 let old = self.get(key)?;
                 let added = i64::from(old.is_none());
-                self.write(key, Some(stored), added, nodes_of(&old))?;
+                self.write(key, Some(stored), added, nodes_of(&old)?)?;
             }
             return Ok(());
         }
@@ -313,7 +318,7 @@ impl EngineStore {
         let mut batch = WriteBatch::new();
         let mut new_keys = HashSet::new();
         for ((key, (_, stored)), old) in key_refs.iter().zip(pairs).zip(existing) {
-            for id in nodes_of(&old).delete {
+            for id in nodes_of(&old)?.delete {
                 batch.delete(&engine_keys::node(id));
             }
             batch.put(key, stored);

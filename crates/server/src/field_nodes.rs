@@ -26,6 +26,7 @@
 //! whole again, a set with its members sorted again as `packed::set_order` keeps a
 //! whole set.
 
+use std::borrow::Cow;
 use std::collections::{btree_map, BTreeMap};
 
 use engine::Result;
@@ -34,9 +35,15 @@ use rand::Rng;
 use crate::entry::{Entry, Kind};
 use crate::nodes::{NodeStore, NODE_BYTES};
 use crate::packed::{self, set_order, Builder};
+use crate::table_pages::{self, Layout, Record, Records, RECORD};
 
-const TABLE_HEADER: usize = 4;
-const NODE_REF: usize = 24;
+/// How the records of a node table (`table_pages.rs`) lie: in order of `low`.
+const LAYOUT: Layout = Layout {
+    key_at: 0,
+    id_at: 8,
+    count_at: 16,
+    bytes_at: 20,
+};
 
 /// How full a split leaves a node, so that the next few writes to it do not split it
 /// again.
@@ -56,73 +63,74 @@ struct NodeRef {
     bytes: u32,
 }
 
-/// A node table as stored: fixed-size records read and patched in place, so that a
-/// write copies the table once and changes only the records of the nodes it touched.
-struct Table<B> {
-    bytes: B,
+impl NodeRef {
+    fn of(r: &[u8]) -> Self {
+        NodeRef {
+            low: LAYOUT.key(r),
+            id: LAYOUT.id(r),
+            count: LAYOUT.count(r) as u32,
+            bytes: LAYOUT.bytes(r) as u32,
+        }
+    }
+
+    fn record(&self) -> Record {
+        let mut r = [0u8; RECORD];
+        r[..8].copy_from_slice(&self.low.to_le_bytes());
+        r[8..16].copy_from_slice(&self.id.to_le_bytes());
+        r[16..20].copy_from_slice(&self.count.to_le_bytes());
+        r[20..].copy_from_slice(&self.bytes.to_le_bytes());
+        r
+    }
 }
 
-impl<B: AsRef<[u8]>> Table<B> {
-    fn new(bytes: B) -> Self {
-        let table = Table { bytes };
-        let len = table.bytes.as_ref().len();
-        assert!(
-            len >= TABLE_HEADER + 2 * NODE_REF && (len - TABLE_HEADER).is_multiple_of(NODE_REF),
-            "a field node table of {len} bytes"
-        );
-        if cfg!(debug_assertions) {
-            table.check();
-        }
+/// A node table: its records read where they lie, its pages (if long) as needed, and
+/// changed in place by a write, which stores the pages it changed.
+struct Table<'a> {
+    records: Records<'a>,
+}
+
+impl<'a> Table<'a> {
+    fn new(nodes: &'a dyn NodeStore, table: impl Into<Cow<'a, [u8]>>) -> Self {
+        let table = Table {
+            records: Records::new(nodes, LAYOUT, table),
+        };
+        assert!(table.len() >= 2, "a table of one node is stored whole");
         table
     }
 
-    fn word(&self, at: usize, n: usize) -> u64 {
-        let mut b = [0u8; 8];
-        b[..n].copy_from_slice(&self.bytes.as_ref()[at..at + n]);
-        u64::from_le_bytes(b)
+    fn of(nodes: &'a dyn NodeStore, count: usize, refs: &[NodeRef]) -> Self {
+        let records: Vec<Record> = refs.iter().map(NodeRef::record).collect();
+        Table {
+            records: Records::of(nodes, LAYOUT, count as u64, &records),
+        }
     }
 
     fn count(&self) -> usize {
-        self.word(0, 4) as usize
+        self.records.count()
     }
 
     /// Nodes in the table.
     fn len(&self) -> usize {
-        (self.bytes.as_ref().len() - TABLE_HEADER) / NODE_REF
+        self.records.len()
     }
 
-    fn node(&self, i: usize) -> NodeRef {
-        let at = TABLE_HEADER + i * NODE_REF;
-        NodeRef {
-            low: self.word(at, 8),
-            id: self.word(at + 8, 8),
-            count: self.word(at + 16, 4) as u32,
-            bytes: self.word(at + 20, 4) as u32,
-        }
+    fn node(&self, i: usize) -> Result<NodeRef> {
+        Ok(NodeRef::of(&self.records.get(i)?))
     }
 
-    fn nodes(&self) -> impl Iterator<Item = NodeRef> + '_ {
-        (0..self.len()).map(|i| self.node(i))
+    fn nodes(&self) -> Result<Vec<NodeRef>> {
+        Ok(self.records.all()?.iter().map(|r| NodeRef::of(r)).collect())
     }
 
     /// The node whose range holds `hash`.
-    fn find(&self, hash: u64) -> usize {
-        let (mut lo, mut hi) = (0, self.len());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if self.node(mid).low <= hash {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo.max(1) - 1
+    fn find(&self, hash: u64) -> Result<usize> {
+        Ok(self.records.partition(|low| low <= hash)?.max(1) - 1)
     }
 
     /// The invariants every stored table keeps: O(nodes), so checked in full by debug
     /// builds, and around each change by every build.
-    fn check(&self) {
-        let nodes: Vec<NodeRef> = self.nodes().collect();
+    fn check(&self) -> Result<()> {
+        let nodes = self.nodes()?;
         assert!(nodes.len() >= 2, "a table of one node is stored whole");
         assert!(
             nodes.windows(2).all(|w| w[0].low < w[1].low),
@@ -140,78 +148,52 @@ impl<B: AsRef<[u8]>> Table<B> {
             self.count(),
             "a table's count is its nodes' counts"
         );
-    }
-}
-
-impl Table<Vec<u8>> {
-    fn of(count: usize, nodes: &[NodeRef]) -> Self {
-        let mut bytes = Vec::with_capacity(TABLE_HEADER + NODE_REF * nodes.len() + 9);
-        bytes.extend_from_slice(&(count as u32).to_le_bytes());
-        let mut table = Table { bytes };
-        table.splice(0..0, nodes);
-        Table::new(table.bytes)
+        Ok(())
     }
 
     fn set_count(&mut self, count: usize) {
-        packed::set_count(&mut self.bytes, count);
+        self.records.set_count(count);
     }
 
     /// Replaces nodes `range` by `nodes`, which keep the ranges in order with their
     /// neighbours.
-    fn splice(&mut self, range: std::ops::Range<usize>, nodes: &[NodeRef]) {
-        let mut records = Vec::with_capacity(nodes.len() * NODE_REF);
-        for n in nodes {
-            records.extend_from_slice(&n.low.to_le_bytes());
-            records.extend_from_slice(&n.id.to_le_bytes());
-            records.extend_from_slice(&n.count.to_le_bytes());
-            records.extend_from_slice(&n.bytes.to_le_bytes());
-        }
-        let at = |i: usize| TABLE_HEADER + i * NODE_REF;
-        let (start, end) = (range.start, range.end);
-        self.bytes.splice(at(start)..at(end), records);
+    fn splice(&mut self, range: std::ops::Range<usize>, nodes: &[NodeRef]) -> Result<()> {
+        let records: Vec<Record> = nodes.iter().map(NodeRef::record).collect();
+        let start = range.start;
+        self.records.splice(range, &records)?;
         let last = start + nodes.len();
         if start > 0 && last > start {
             assert!(
-                self.node(start - 1).low < self.node(start).low,
+                self.node(start - 1)?.low < self.node(start)?.low,
                 "ranges in order"
             );
         }
         if last > 0 && last < self.len() {
             assert!(
-                self.node(last - 1).low < self.node(last).low,
+                self.node(last - 1)?.low < self.node(last)?.low,
                 "ranges in order"
             );
         }
+        Ok(())
+    }
+
+    /// The table as stored, its changed pages written.
+    fn finish(self) -> Result<Vec<u8>> {
+        if cfg!(debug_assertions) {
+            self.check()?;
+        }
+        self.records.finish()
     }
 }
 
-/// The nodes `table` names, each its id and packed size.
-pub fn nodes(table: &[u8]) -> Vec<(u64, usize)> {
-    let table = Table::new(table);
-    table.nodes().map(|n| (n.id, n.bytes as usize)).collect()
+/// The nodes `table` names (and its pages), each its id and stored size.
+pub fn nodes(nodes: &dyn NodeStore, table: &[u8]) -> Result<Vec<(u64, usize)>> {
+    table_pages::nodes(nodes, LAYOUT, table)
 }
 
-/// The nodes the table `old` names and the table `new` does not. A write changes a
-/// few records in the middle, so the records both tables start and end with are
-/// skipped by comparing bytes; in the rest, a node's range is fixed with its id, so
-/// both list the nodes they share in one order and one pass compares them.
-pub fn dropped(old: &[u8], new: &[u8]) -> Vec<u64> {
-    let (front, back) =
-        crate::nodes::common_records(&old[TABLE_HEADER..], &new[TABLE_HEADER..], NODE_REF);
-    let (old, new) = (Table::new(old), Table::new(new));
-    let new_end = new.len() - back;
-    let mut out = Vec::new();
-    let mut j = front;
-    for i in front..old.len() - back {
-        let node = old.node(i);
-        while j < new_end && new.node(j).low < node.low {
-            j += 1;
-        }
-        if j >= new_end || new.node(j).id != node.id {
-            out.push(node.id);
-        }
-    }
-    out
+/// The nodes (and pages) the table `old` names and the table `new` does not.
+pub fn dropped(nodes: &dyn NodeStore, old: &[u8], new: &[u8]) -> Result<Vec<u64>> {
+    table_pages::dropped(nodes, LAYOUT, old, new)
 }
 
 /// The fields of a packed hash or set, each with the bytes of its whole entry as
@@ -327,7 +309,8 @@ pub fn split_if_large(nodes: &dyn NodeStore, kind: Kind, packed: &[u8]) -> Optio
         return None;
     }
     let refs = split(nodes, kind, packed, 0)?;
-    Some(Table::of(packed::count(packed), &refs).bytes)
+    let table = Table::of(nodes, packed::count(packed), &refs);
+    Some(table.finish().expect("a new table has nothing to read"))
 }
 
 /// The whole packed hash or set of `packed` nodes, in table order: a set's members
@@ -353,9 +336,10 @@ fn joined(kind: Kind, nodes: &[Vec<u8>]) -> Vec<u8> {
 /// The whole packed hash or set whose node table is `table`. The caller read the table
 /// pinned (memory) or holds the key's lock (engine).
 pub fn expand(nodes: &dyn NodeStore, kind: Kind, table: &[u8]) -> Result<Vec<u8>> {
-    let table = Table::new(table);
+    let table = Table::new(nodes, table);
     let read: Vec<Vec<u8>> = table
-        .nodes()
+        .nodes()?
+        .iter()
         .map(|n| nodes.read(n.id))
         .collect::<Result<_>>()?;
     let whole = joined(kind, &read);
@@ -373,7 +357,7 @@ pub struct FieldReader<'a> {
     nodes: &'a dyn NodeStore,
     /// The packed value, or the node table if `table` is set.
     payload: &'a [u8],
-    table: Option<Table<&'a [u8]>>,
+    table: Option<Table<'a>>,
 }
 
 impl<'a> FieldReader<'a> {
@@ -384,7 +368,7 @@ impl<'a> FieldReader<'a> {
             kind: Entry::stored_kind(stored),
             nodes,
             payload,
-            table: Entry::stored_is_node_table(stored).then(|| Table::new(payload)),
+            table: Entry::stored_is_node_table(stored).then(|| Table::new(nodes, payload)),
         }
     }
 
@@ -402,7 +386,7 @@ impl<'a> FieldReader<'a> {
         let found = |p: &[u8]| locate(kind, p, field).map(|r| value_of(kind, &p[r]));
         Ok(match &self.table {
             None => found(self.payload),
-            Some(t) => found(&self.nodes.read(t.node(t.find(field_hash(field))).id)?),
+            Some(t) => found(&self.nodes.read(t.node(t.find(field_hash(field))?)?.id)?),
         })
     }
 }
@@ -423,8 +407,9 @@ impl FieldReader<'_> {
                 rand::thread_rng().gen_range(0..packed::count(self.payload)),
             ),
             Some(t) => {
-                let (at, skip) = pick(t.count(), t.nodes().map(|n| n.count as usize));
-                entry_at(&self.nodes.read(t.node(at).id)?, skip)
+                let pick = rand::thread_rng().gen_range(0..t.count() as u64);
+                let (at, skip) = t.records.by_element(pick)?;
+                entry_at(&self.nodes.read(t.node(at)?.id)?, skip as usize)
             }
         })
     }
@@ -455,14 +440,14 @@ impl FieldReader<'_> {
             visit(self.payload, None);
             return Ok(0);
         };
-        let mut at = table.find(cursor);
-        let mut seen = visit(&self.nodes.read(table.node(at).id)?, Some(cursor));
+        let mut at = table.find(cursor)?;
+        let mut seen = visit(&self.nodes.read(table.node(at)?.id)?, Some(cursor));
         while seen < count && at + 1 < table.len() {
             at += 1;
-            seen += visit(&self.nodes.read(table.node(at).id)?, None);
+            seen += visit(&self.nodes.read(table.node(at)?.id)?, None);
         }
         Ok(if at + 1 < table.len() {
-            table.node(at + 1).low
+            table.node(at + 1)?.low
         } else {
             0
         })
@@ -483,11 +468,11 @@ fn pick(total: usize, counts: impl Iterator<Item = usize>) -> (usize, usize) {
 }
 
 /// A hash or set as a write finds it and leaves it.
-enum Shape {
+enum Shape<'a> {
     Missing,
     Packed(Vec<u8>),
     /// The table, and the nodes this edit read, by their place in it.
-    Split(Table<Vec<u8>>, BTreeMap<usize, Loaded>),
+    Split(Table<'a>, BTreeMap<usize, Loaded>),
 }
 
 struct Loaded {
@@ -502,7 +487,7 @@ struct Loaded {
 pub struct FieldEditor<'a> {
     nodes: &'a dyn NodeStore,
     kind: Kind,
-    shape: Shape,
+    shape: Shape<'a>,
     /// Held in Redis's large encoding: from before, or since `large` said so.
     raw: bool,
     large: &'a dyn Fn(&[u8]) -> bool,
@@ -527,7 +512,7 @@ impl<'a> FieldEditor<'a> {
         let shape = match stored {
             None => Shape::Missing,
             Some(s) if Entry::stored_is_node_table(s) => {
-                let table = Table::new(Entry::stored_payload(s).to_vec());
+                let table = Table::new(nodes, Entry::stored_payload(s).to_vec());
                 Shape::Split(table, BTreeMap::new())
             }
             Some(s) => Shape::Packed(Entry::stored_payload(s).to_vec()),
@@ -586,12 +571,27 @@ impl<'a> FieldEditor<'a> {
 
     /// The packed value (or node) that holds `field` if anything does, read if need
     /// be; `None` if missing, or if a node could not be read.
-    fn home(&mut self, field: &[u8]) -> Option<&mut Vec<u8>> {
+    fn home(&mut self, field: &[u8]) -> Option<(usize, &mut Vec<u8>)> {
         let at = match &self.shape {
-            Shape::Split(table, _) => table.find(field_hash(field)),
+            Shape::Split(table, _) => {
+                let found = table.find(field_hash(field));
+                self.failed(found)?
+            }
             _ => 0,
         };
-        self.node(at, false)
+        Some((at, self.node(at, false)?))
+    }
+
+    /// `r`'s value, or `None` if it failed (an engine's I/O), which the edit keeps
+    /// to report.
+    fn failed<T>(&mut self, r: Result<T>) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.failed.get_or_insert(e);
+                None
+            }
+        }
     }
 
     /// The packed value, or node `at` of a split one, read if need be and marked
@@ -605,7 +605,7 @@ impl<'a> FieldEditor<'a> {
             Shape::Packed(p) => Some(p),
             Shape::Split(table, loaded) => {
                 if let btree_map::Entry::Vacant(v) = loaded.entry(at) {
-                    match self.nodes.read(table.node(at).id) {
+                    match table.node(at).and_then(|n| self.nodes.read(n.id)) {
                         Ok(packed) => {
                             v.insert(Loaded {
                                 packed,
@@ -629,21 +629,22 @@ impl<'a> FieldEditor<'a> {
     /// not be read).
     pub fn random_field(&mut self) -> Option<Vec<u8>> {
         // The edit may have removed every field already.
-        let (at, skip) = match &self.shape {
+        let picked = match &self.shape {
             Shape::Missing => return None,
             Shape::Packed(p) if packed::count(p) == 0 => return None,
-            Shape::Packed(p) => (0, rand::thread_rng().gen_range(0..packed::count(p))),
+            Shape::Packed(p) => Ok((0, rand::thread_rng().gen_range(0..packed::count(p)))),
             Shape::Split(table, _) if table.count() == 0 => return None,
-            Shape::Split(table, loaded) => {
+            Shape::Split(table, loaded) => table.nodes().map(|refs| {
                 // The nodes this edit changed count what they hold now.
-                let counts = (0..table.len()).map(|at| {
+                let counts = refs.iter().enumerate().map(|(at, n)| {
                     loaded
                         .get(&at)
-                        .map_or(table.node(at).count as usize, |l| packed::count(&l.packed))
+                        .map_or(n.count as usize, |l| packed::count(&l.packed))
                 });
                 pick(table.count(), counts)
-            }
+            }),
         };
+        let (at, skip) = self.failed(picked)?;
         let kind = self.kind;
         let node = self.node(at, false)?;
         entries(kind, node).nth(skip).map(|(f, _)| f.to_vec())
@@ -653,7 +654,7 @@ impl<'a> FieldEditor<'a> {
     /// missing.
     pub fn get(&mut self, field: &[u8]) -> Option<Vec<u8>> {
         let kind = self.kind;
-        let packed = self.home(field)?;
+        let (_, packed) = self.home(field)?;
         locate(kind, packed, field).map(|r| value_of(kind, &packed[r]))
     }
 
@@ -670,7 +671,7 @@ impl<'a> FieldEditor<'a> {
             self.shape = Shape::Packed(Builder::with_capacity(0).finish());
         }
         let sorted = kind == Kind::Set && matches!(self.shape, Shape::Packed(_));
-        let Some(packed) = self.home(field) else {
+        let Some((at, packed)) = self.home(field) else {
             return false;
         };
         let found = locate(kind, packed, field);
@@ -703,15 +704,15 @@ impl<'a> FieldEditor<'a> {
                 true
             }
         };
-        self.wrote(field, isize::from(added));
-        self.settle(field);
+        self.wrote(at, isize::from(added));
+        self.settle(at);
         added
     }
 
     /// Removes `field`; returns whether it was there.
     pub fn remove(&mut self, field: &[u8]) -> bool {
         let kind = self.kind;
-        let Some(packed) = self.home(field) else {
+        let Some((at, packed)) = self.home(field) else {
             return false;
         };
         let Some(r) = locate(kind, packed, field) else {
@@ -720,17 +721,16 @@ impl<'a> FieldEditor<'a> {
         packed.drain(r);
         let n = packed::count(packed) - 1;
         packed::set_count(packed, n);
-        self.wrote(field, -1);
+        self.wrote(at, -1);
         true
     }
 
-    /// After a write of `field` that `added` (1), removed (-1) or replaced (0) a field:
-    /// the edit has changed, and if split, so has the node that holds `field`, and the
-    /// table's count follows.
-    fn wrote(&mut self, field: &[u8], added: isize) {
+    /// After a write to node `at` (the packed value if not split) that `added` (1),
+    /// removed (-1) or replaced (0) a field: the edit has changed, and if split, so has
+    /// the node, and the table's count follows.
+    fn wrote(&mut self, at: usize, added: isize) {
         self.changed = true;
         if let Shape::Split(table, loaded) = &mut self.shape {
-            let at = table.find(field_hash(field));
             loaded
                 .get_mut(&at)
                 .expect("the node written was read")
@@ -740,9 +740,10 @@ impl<'a> FieldEditor<'a> {
         }
     }
 
-    /// After `field` was written: splits what holds it if that passed [`NODE_BYTES`]
-    /// (a packed value in Redis's large encoding into nodes, a node in two or more).
-    fn settle(&mut self, field: &[u8]) {
+    /// After node `at` (the packed value if not split) was written: splits it if it
+    /// passed [`NODE_BYTES`] (a packed value in Redis's large encoding into nodes, a
+    /// node in two or more).
+    fn settle(&mut self, at: usize) {
         let (nodes, kind) = (self.nodes, self.kind);
         match &mut self.shape {
             Shape::Missing => {}
@@ -753,29 +754,31 @@ impl<'a> FieldEditor<'a> {
                 self.raw = true;
                 if let Some(refs) = split(nodes, kind, p, 0) {
                     self.fresh.extend(refs.iter().map(|r| r.id));
-                    let table = Table::of(packed::count(p), &refs);
+                    let table = Table::of(nodes, packed::count(p), &refs);
                     self.shape = Shape::Split(table, BTreeMap::new());
                 }
             }
             Shape::Split(table, loaded) => {
-                let at = table.find(field_hash(field));
                 let node = &loaded[&at].packed;
                 if node.len() <= NODE_BYTES {
                     return;
                 }
-                let Some(parts) = split(nodes, kind, node, table.node(at).low) else {
+                // The node was read through its record, so its page is loaded.
+                let replaced = table.node(at).expect("a record read before");
+                let Some(parts) = split(nodes, kind, node, replaced.low) else {
                     return;
                 };
                 self.fresh.extend(parts.iter().map(|r| r.id));
                 let more = parts.len() - 1;
-                let replaced = table.node(at).id;
-                table.splice(at..at + 1, &parts);
+                table
+                    .splice(at..at + 1, &parts)
+                    .expect("the record's page is loaded");
                 *loaded = std::mem::take(loaded)
                     .into_iter()
                     .filter(|(k, _)| *k != at)
                     .map(|(k, v)| (if k > at { k + more } else { k }, v))
                     .collect();
-                drop_fresh(nodes, &mut self.fresh, replaced);
+                drop_fresh(nodes, &mut self.fresh, replaced.id);
             }
         }
     }
@@ -805,14 +808,8 @@ impl<'a> FieldEditor<'a> {
                     return Err(e);
                 }
                 Ok(Ok(table)) => {
-                    if cfg!(debug_assertions) {
-                        table.check();
-                    }
                     return Ok(Some(Some(Entry::encode_node_table(
-                        kind,
-                        table.bytes,
-                        deadline,
-                        true,
+                        kind, table, deadline, true,
                     ))));
                 }
                 Ok(Err(whole)) => {
@@ -836,14 +833,14 @@ impl<'a> FieldEditor<'a> {
         Ok(Some(Some(stored.into_stored())))
     }
 
-    /// The table with the changed nodes written (dropped if emptied); or, if it is
-    /// left with one node, or two holding less than half of [`NODE_BYTES`], the whole
-    /// packed value instead (empty if every field went).
+    /// The table as stored, with the changed nodes written (dropped if emptied); or,
+    /// if it is left with one node, or two holding less than half of [`NODE_BYTES`],
+    /// the whole packed value instead (empty if every field went).
     fn rebuilt(
         &mut self,
-        mut table: Table<Vec<u8>>,
+        mut table: Table,
         loaded: BTreeMap<usize, Loaded>,
-    ) -> Result<std::result::Result<Table<Vec<u8>>, Vec<u8>>> {
+    ) -> Result<std::result::Result<Vec<u8>, Vec<u8>>> {
         let changed: BTreeMap<usize, Vec<u8>> = loaded
             .into_iter()
             .filter(|(_, l)| l.changed)
@@ -853,7 +850,7 @@ impl<'a> FieldEditor<'a> {
         let left = table.len() - emptied;
         if left <= 2 {
             let mut all = Vec::with_capacity(table.len());
-            for (at, node) in table.nodes().enumerate() {
+            for (at, node) in table.nodes()?.into_iter().enumerate() {
                 match changed.get(&at) {
                     Some(p) => all.push(p.clone()),
                     None => all.push(self.nodes.read(node.id)?),
@@ -865,7 +862,7 @@ impl<'a> FieldEditor<'a> {
             }
         }
         for (at, packed) in changed.into_iter().rev() {
-            let old = table.node(at);
+            let old = table.node(at)?;
             drop_fresh(self.nodes, &mut self.fresh, old.id);
             if packed::count(&packed) > 0 {
                 let node = NodeRef {
@@ -874,12 +871,12 @@ impl<'a> FieldEditor<'a> {
                     count: packed::count(&packed) as u32,
                     bytes: packed.len() as u32,
                 };
-                table.splice(at..at + 1, &[node]);
+                table.splice(at..at + 1, &[node])?;
             } else {
-                table.splice(at..at + 1, &[]);
+                table.splice(at..at + 1, &[])?;
             }
         }
-        Ok(Ok(table))
+        Ok(Ok(table.finish()?))
     }
 }
 
@@ -1013,7 +1010,7 @@ mod tests {
                 }
                 // Split only in the large encoding, and there whenever fields can be.
                 if Entry::stored_is_node_table(s) {
-                    Table::new(Entry::stored_payload(s)).check();
+                    Table::new(&nodes, Entry::stored_payload(s)).check().unwrap();
                     prop_assert!(whole.raw && model.len() >= 2);
                 } else if whole.raw && model.len() >= 2 {
                     prop_assert!(whole.value.len() <= NODE_BYTES, "{} bytes whole", whole.value.len());
@@ -1041,11 +1038,12 @@ mod tests {
         }
         let s = stored.unwrap();
         assert!(Entry::stored_is_node_table(&s));
-        let table = Table::new(Entry::stored_payload(&s));
-        table.check();
+        let table = Table::new(&nodes, Entry::stored_payload(&s));
+        table.check().unwrap();
         assert_eq!(table.count(), 5000);
         assert!(table.len() > 20, "{} nodes", table.len());
-        for n in table.nodes() {
+        let refs = table.nodes().unwrap();
+        for &n in &refs {
             assert!(
                 n.bytes as usize <= NODE_BYTES,
                 "a node of {} bytes",
@@ -1054,12 +1052,87 @@ mod tests {
             let node = nodes.read(n.id).unwrap();
             for (f, _) in entries(Kind::Hash, &node) {
                 assert_eq!(
-                    table.find(field_hash(f)),
-                    table.nodes().position(|m| m == n).unwrap()
+                    table.find(field_hash(f)).unwrap(),
+                    refs.iter().position(|&m| m == n).unwrap()
                 );
             }
         }
         nodes.retire(&s, None);
+    }
+
+    /// A hash of hundreds of nodes keeps its table in pages: a write of one field
+    /// releases one node and one page, every field stays found, and emptied down to a
+    /// few nodes its table is inline again.
+    #[test]
+    fn a_hash_of_many_nodes_keeps_its_table_in_pages() {
+        let nodes = MemoryNodes::default();
+        let fields: Vec<Vec<u8>> = (0..40_000)
+            .map(|i| format!("field:{i}").into_bytes())
+            .collect();
+        let mut stored = written(&nodes, Kind::Hash, None, &fields, b"value");
+        let _pin = crossbeam_epoch::pin();
+        let paged = |s: &[u8]| (Entry::stored_payload(s).len() - 8).is_multiple_of(RECORD);
+        let s = stored.clone().unwrap();
+        assert!(
+            paged(&s),
+            "a table of {} bytes",
+            Entry::stored_payload(&s).len()
+        );
+        let table = Table::new(&nodes, Entry::stored_payload(&s));
+        assert!(table.len() > 128, "{} nodes", table.len());
+        table.check().unwrap();
+        let reader = FieldReader::new(&nodes, &s);
+        assert_eq!(reader.len(), fields.len());
+        for f in fields.iter().step_by(97) {
+            assert_eq!(reader.get(f).unwrap().as_deref(), Some(&b"value"[..]));
+        }
+        let mut editor = FieldEditor::new(&nodes, Kind::Hash, Some(&s), &large);
+        editor.set(b"field:12345", b"changed");
+        let new = editor.finish(None).unwrap().unwrap().unwrap();
+        assert!(
+            Entry::stored_payload(&new).len() < 1000,
+            "a root of {} bytes",
+            Entry::stored_payload(&new).len()
+        );
+        assert_eq!(
+            crate::nodes::dropped(&nodes, &s, Some(&new)).unwrap().len(),
+            2
+        );
+        crate::nodes::publish(&nodes, &mut stored, Some(Some(new)));
+        let s = stored.clone().unwrap();
+        let reader = FieldReader::new(&nodes, &s);
+        assert_eq!(
+            reader.get(b"field:12345").unwrap().as_deref(),
+            Some(&b"changed"[..])
+        );
+        assert_eq!(
+            reader.get(b"field:12346").unwrap().as_deref(),
+            Some(&b"value"[..])
+        );
+        // Emptying all but the nodes of the least hashes brings the table back inline.
+        let (gone, kept): (Vec<&Vec<u8>>, Vec<&Vec<u8>>) =
+            fields.iter().partition(|f| field_hash(f) > u64::MAX / 50);
+        let mut editor = FieldEditor::new(&nodes, Kind::Hash, Some(&s), &large);
+        for f in &gone {
+            assert!(editor.remove(f));
+        }
+        let new = editor.finish(None).unwrap().unwrap().unwrap();
+        crate::nodes::publish(&nodes, &mut stored, Some(Some(new)));
+        let s = stored.clone().unwrap();
+        assert!(!paged(&s));
+        let reader = FieldReader::new(&nodes, &s);
+        assert_eq!(reader.len(), kept.len());
+        for f in &kept {
+            let want: &[u8] = if f.as_slice() == b"field:12345" {
+                b"changed"
+            } else {
+                b"value"
+            };
+            assert_eq!(reader.get(f).unwrap().as_deref(), Some(want));
+        }
+        assert_eq!(reader.get(gone[0]).unwrap(), None);
+        drop(_pin);
+        crate::nodes::check_released(&nodes, stored.as_deref());
     }
 
     /// Writes `fields` (with `value`) into the hash or set `stored` in one edit and
@@ -1095,8 +1168,8 @@ mod tests {
         let _pin = crossbeam_epoch::pin();
         // Empty the first node: the next one becomes first, its `low` above zero.
         let first: Vec<Vec<u8>> = {
-            let table = Table::new(Entry::stored_payload(stored.as_deref().unwrap()));
-            let below = table.node(1).low;
+            let table = Table::new(&nodes, Entry::stored_payload(stored.as_deref().unwrap()));
+            let below = table.node(1).unwrap().low;
             fields
                 .iter()
                 .filter(|f| field_hash(f) < below)
@@ -1110,8 +1183,9 @@ mod tests {
         let new = editor.finish(None).unwrap().expect("a write");
         nodes.retire(stored.as_deref().unwrap(), new.as_deref());
         stored = new;
-        let low = Table::new(Entry::stored_payload(stored.as_deref().unwrap()))
+        let low = Table::new(&nodes, Entry::stored_payload(stored.as_deref().unwrap()))
             .node(0)
+            .unwrap()
             .low;
         assert!(low > 0);
         // Fields hashing below that `low` all land in the first node and split it.
@@ -1122,8 +1196,8 @@ mod tests {
             .collect();
         stored = written(&nodes, Kind::Hash, stored, &below, b"w");
         let s = stored.unwrap();
-        let table = Table::new(Entry::stored_payload(&s));
-        table.check();
+        let table = Table::new(&nodes, Entry::stored_payload(&s));
+        table.check().unwrap();
         let reader = FieldReader::new(&nodes, &s);
         assert_eq!(reader.len(), 3000 - first.len() + below.len());
         for f in &below {

@@ -35,6 +35,7 @@ mod script_json;
 mod scripting;
 mod server;
 mod stream;
+mod table_pages;
 mod tracking;
 
 use std::sync::Arc;

@@ -63,49 +63,59 @@ fn table_of(stored: &[u8]) -> Option<(Kind, &[u8])> {
         .then(|| (Entry::stored_kind(stored), Entry::stored_payload(stored)))
 }
 
-/// The nodes `stored` names, each its id and packed size (none if it is not a node
-/// table).
-fn nodes_of(stored: &[u8]) -> Vec<(u64, usize)> {
-    match table_of(stored) {
+/// The nodes `stored` names (and the pages of its tables), each its id and stored
+/// size (none if it is not a node table).
+fn nodes_of(nodes: &dyn NodeStore, stored: &[u8]) -> Result<Vec<(u64, usize)>> {
+    Ok(match table_of(stored) {
         None => Vec::new(),
         Some((Kind::List, table)) => list_nodes::nodes(table),
         Some((Kind::ZSet, table)) => {
-            let mut all = nodes_of(score_nodes::members(table));
+            let mut all = nodes_of(nodes, score_nodes::members(table))?;
             all.extend(score_nodes::order_nodes(table));
             all
         }
-        Some((_, table)) => field_nodes::nodes(table),
-    }
+        Some((_, table)) => field_nodes::nodes(nodes, table)?,
+    })
 }
 
 /// The ids of the nodes `stored` names (none if it is not a node table).
-pub fn node_ids(stored: &[u8]) -> Vec<u64> {
-    nodes_of(stored).into_iter().map(|(id, _)| id).collect()
+pub fn node_ids(nodes: &dyn NodeStore, stored: &[u8]) -> Result<Vec<u64>> {
+    Ok(nodes_of(nodes, stored)?
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect())
 }
 
 /// The nodes `old` names and `new` does not: what replacing `old` by `new` (or
 /// deleting it, `None`) releases.
-pub fn dropped(old: &[u8], new: Option<&[u8]>) -> Vec<u64> {
+pub fn dropped(nodes: &dyn NodeStore, old: &[u8], new: Option<&[u8]>) -> Result<Vec<u64>> {
     match (table_of(old), new.and_then(table_of)) {
         (Some((kind, old)), Some((new_kind, new)))
             if matches!(kind, Kind::Hash | Kind::Set) && kind == new_kind =>
         {
-            return field_nodes::dropped(old, new);
+            return field_nodes::dropped(nodes, old, new);
         }
         (Some((Kind::ZSet, old)), Some((Kind::ZSet, new))) => {
-            let mut released = dropped(score_nodes::members(old), Some(score_nodes::members(new)));
+            let mut released = dropped(
+                nodes,
+                score_nodes::members(old),
+                Some(score_nodes::members(new)),
+            )?;
             released.extend(score_nodes::dropped_order(old, new));
-            return released;
+            return Ok(released);
         }
         _ => {}
     }
-    let mut released = node_ids(old);
+    let mut released = node_ids(nodes, old)?;
     if !released.is_empty() {
-        let mut kept = new.map(node_ids).unwrap_or_default();
+        let mut kept = match new {
+            Some(new) => node_ids(nodes, new)?,
+            None => Vec::new(),
+        };
         kept.sort_unstable();
         released.retain(|id| kept.binary_search(id).is_err());
     }
-    released
+    Ok(released)
 }
 
 /// How many of the fixed-size records (`size` bytes each) of two node tables' bodies
@@ -143,11 +153,11 @@ pub fn common_records(a: &[u8], b: &[u8], size: usize) -> (usize, usize) {
 }
 
 /// Bytes the nodes of `stored` take, beyond `stored` itself (0 if it has none).
-pub fn node_bytes(stored: &[u8]) -> usize {
-    nodes_of(stored)
+pub fn node_bytes(nodes: &dyn NodeStore, stored: &[u8]) -> Result<usize> {
+    Ok(nodes_of(nodes, stored)?
         .iter()
         .map(|&(_, bytes)| bytes + NODE_OVERHEAD)
-        .sum()
+        .sum())
 }
 
 /// `stored` with a large collection split into nodes written to `nodes`, to be
@@ -256,7 +266,7 @@ impl MemoryNodes {
     /// `old` named are removed once the threads pinned now have unpinned.
     pub fn retire(&self, old: &[u8], new: Option<&[u8]>) {
         self.remove_due();
-        let dropped = dropped(old, new);
+        let dropped = dropped(self, old, new).expect("memory nodes are read without I/O");
         if dropped.is_empty() {
             return;
         }
@@ -277,9 +287,10 @@ impl MemoryNodes {
     /// nobody else has seen.
     pub fn abandon(&self, new: &[u8], old: Option<&[u8]>) {
         let made = match old {
-            Some(old) => dropped(new, Some(old)),
-            None => node_ids(new),
-        };
+            Some(old) => dropped(self, new, Some(old)),
+            None => node_ids(self, new),
+        }
+        .expect("memory nodes are read without I/O");
         for id in made {
             self.discard(id);
         }
@@ -318,12 +329,16 @@ pub fn publish(nodes: &MemoryNodes, stored: &mut Option<Vec<u8>>, new: Option<Op
         return;
     };
     if let Some(old) = stored.as_deref() {
-        let kept = new.as_deref().map(node_ids).unwrap_or_default();
-        let mut naive: Vec<u64> = node_ids(old)
+        let kept = match new.as_deref() {
+            Some(new) => node_ids(nodes, new).unwrap(),
+            None => Vec::new(),
+        };
+        let mut naive: Vec<u64> = node_ids(nodes, old)
+            .unwrap()
             .into_iter()
             .filter(|id| !kept.contains(id))
             .collect();
-        let mut released = dropped(old, new.as_deref());
+        let mut released = dropped(nodes, old, new.as_deref()).unwrap();
         naive.sort_unstable();
         released.sort_unstable();
         assert_eq!(
@@ -339,7 +354,7 @@ pub fn publish(nodes: &MemoryNodes, stored: &mut Option<Vec<u8>>, new: Option<Op
 /// others, and none once it is deleted.
 #[cfg(test)]
 pub fn check_released(nodes: &MemoryNodes, stored: Option<&[u8]>) {
-    let named = stored.map_or(0, |s| node_ids(s).len());
+    let named = stored.map_or(0, |s| node_ids(nodes, s).unwrap().len());
     assert!(
         settled(|| nodes.len(), named),
         "{} nodes for {named}",

@@ -851,14 +851,15 @@ impl<'a> Split<'a> {
 
     /// Removes the nodes of the members half `after` that the stored half did not
     /// name: the edit's own, which nobody else has seen.
-    fn discard_members(&self, nodes: &dyn NodeStore, after: Option<&[u8]>) {
+    fn discard_members(&self, nodes: &dyn NodeStore, after: Option<&[u8]>) -> Result<()> {
         let Some(after) = after.filter(|a| !a.is_empty()) else {
-            return;
+            return Ok(());
         };
         let before = self.members_stored.then_some(self.members_base.as_slice());
-        for id in nodes::dropped(after, before) {
+        for id in nodes::dropped(nodes, after, before)? {
             nodes.discard(id);
         }
+        Ok(())
     }
 }
 
@@ -1075,8 +1076,10 @@ impl<'a> ZsetEditor<'a> {
         let shape = std::mem::replace(&mut self.shape, Shape::Missing);
         if let Some(e) = self.failed.take() {
             if let Shape::Split(mut s) = shape {
+                // As far as reads still go: on an engine, what is left stays in the
+                // failed edit's batch, which is never written.
                 if let Ok(after) = s.members_after(nodes) {
-                    s.discard_members(nodes, after.as_deref());
+                    s.discard_members(nodes, after.as_deref()).ok();
                 }
             }
             return Err(e);
@@ -1105,7 +1108,7 @@ impl<'a> ZsetEditor<'a> {
                         true,
                     ))));
                 }
-                s.discard_members(nodes, members.as_deref());
+                s.discard_members(nodes, members.as_deref())?;
                 let mut b = Builder::with_capacity(bytes);
                 for at in 0..len {
                     let node = s.order.load(nodes, at)?;

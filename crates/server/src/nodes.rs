@@ -71,7 +71,7 @@ fn nodes_of(nodes: &dyn NodeStore, stored: &[u8]) -> Result<Vec<(u64, usize)>> {
         Some((Kind::List, table)) => list_nodes::nodes(table),
         Some((Kind::ZSet, table)) => {
             let mut all = nodes_of(nodes, score_nodes::members(table))?;
-            all.extend(score_nodes::order_nodes(table));
+            all.extend(score_nodes::order_nodes(nodes, table)?);
             all
         }
         Some((_, table)) => field_nodes::nodes(nodes, table)?,
@@ -101,7 +101,7 @@ pub fn dropped(nodes: &dyn NodeStore, old: &[u8], new: Option<&[u8]>) -> Result<
                 score_nodes::members(old),
                 Some(score_nodes::members(new)),
             )?;
-            released.extend(score_nodes::dropped_order(old, new));
+            released.extend(score_nodes::dropped_order(nodes, old, new)?);
             return Ok(released);
         }
         _ => {}

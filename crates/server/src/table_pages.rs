@@ -291,6 +291,18 @@ impl<'a> Records<'a> {
         Ok(self.starts[p] + within)
     }
 
+    /// Elements the records before `at` count: reads one page.
+    pub fn elements_before(&self, at: usize) -> Result<u64> {
+        if at == self.len() {
+            return Ok(self.count);
+        }
+        let (p, i) = self.page_of(at);
+        let before: u64 = self.pages[..p].iter().map(|page| page.elements).sum();
+        let body = self.body(p)?;
+        let within: u64 = (0..i).map(|j| self.layout.count(&body[j * RECORD..])).sum();
+        Ok(before + within)
+    }
+
     /// The record whose node holds element `rank` (counted over the records in order),
     /// and `rank`'s place in that node: reads one page.
     pub fn by_element(&self, rank: u64) -> Result<(usize, u64)> {
@@ -637,10 +649,12 @@ mod tests {
         }
         let mut before = 0;
         for (at, &c) in counts.iter().enumerate() {
+            assert_eq!(t.elements_before(at).unwrap(), before);
             assert_eq!(t.by_element(before).unwrap(), (at, 0));
             assert_eq!(t.by_element(before + c - 1).unwrap(), (at, c - 1));
             before += c;
         }
+        assert_eq!(t.elements_before(want.len()).unwrap(), total);
     }
 
     proptest! {

@@ -5,15 +5,16 @@
 //! `nodes.rs`.
 //!
 //! ```text
-//! node table = count (u32 LE: fields of the hash, members of the set) | node*
-//! node       = low (u64 LE) | id (u64 LE) | count (u32 LE) | bytes (u32 LE: its packed size)
+//! node table = a table of records (`table_pages.rs`: inline, or in pages once long)
+//!              counting the fields of the hash, the members of the set
+//! record     = low (u64 LE) | id (u64 LE) | count (u32 LE) | bytes (u32 LE: its packed size)
 //! ```
 //!
-//! Nodes are in ascending order of `low`. A node holds the fields whose hash
+//! Records are in ascending order of `low`, one a node. A node holds the fields whose hash
 //! ([`field_hash`]) lies from its `low` up to the next node's `low` (the last node's
 //! up to 2^64 - 1); the first node also holds every hash below its `low`. A node's
 //! `low` is fixed when it is written, so a node id names the same range in every table
-//! that holds it (which lets [`dropped`] compare two tables in one pass). A node is a
+//! that holds it. A node is a
 //! packed hash (field, value pairs) or a packed set (members) of at least one field,
 //! in the order they were added to it.
 //!

@@ -9,8 +9,9 @@
 //! zset table = members size (u32 LE) | members | order
 //! members    = a stored hash (`entry.rs`) of member -> score (8 bytes, an f64 LE):
 //!              packed, or itself split by member hash (`field_nodes.rs`)
-//! order      = count (u32 LE: members) | node*            in (score, member) order
-//! node       = id (u64 LE) | count (u32 LE) | bytes (u32 LE: its packed size)
+//! order      = a table of records (`table_pages.rs`: inline, or in pages once long)
+//!              counting the members, one record a node, in (score, member) order
+//! record     = id (u64 LE) | count (u32 LE) | bytes (u32 LE: its packed size)
 //!              | first (f64 LE: the score of its first member)
 //! ```
 //!

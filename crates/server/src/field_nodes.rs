@@ -10,13 +10,12 @@
 //! record     = low (u64 LE) | id (u64 LE) | count (u32 LE) | bytes (u32 LE: its packed size)
 //! ```
 //!
-//! Records are in ascending order of `low`, one a node. A node holds the fields whose hash
-//! ([`field_hash`]) lies from its `low` up to the next node's `low` (the last node's
-//! up to 2^64 - 1); the first node also holds every hash below its `low`. A node's
-//! `low` is fixed when it is written, so a node id names the same range in every table
-//! that holds it. A node is a
-//! packed hash (field, value pairs) or a packed set (members) of at least one field,
-//! in the order they were added to it.
+//! Records are in ascending order of `low`, one a node. A node holds the fields whose
+//! hash ([`field_hash`]) lies from its `low` up to the next node's `low` (the last
+//! node's up to 2^64 - 1); the first node also holds every hash below its `low`. A
+//! node's `low` is fixed when it is written, so a node id names the same range in
+//! every table that holds it. A node is a packed hash (field, value pairs) or a packed
+//! set (members) of at least one field, in the order they were added to it.
 //!
 //! Only a hash or set held in Redis's large encoding (`Entry::raw`: a hashtable, whose
 //! order is no order) is split, once its packed form passes [`NODE_BYTES`]; a small
@@ -311,7 +310,7 @@ pub fn split_if_large(nodes: &dyn NodeStore, kind: Kind, packed: &[u8]) -> Optio
     }
     let refs = split(nodes, kind, packed, 0)?;
     let table = Table::of(nodes, packed::count(packed), &refs);
-    Some(table.finish().expect("a new table has nothing to read"))
+    Some(table.finish().expect("a new table's pages are at hand"))
 }
 
 /// The whole packed hash or set of `packed` nodes, in table order: a set's members
@@ -576,23 +575,11 @@ impl<'a> FieldEditor<'a> {
         let at = match &self.shape {
             Shape::Split(table, _) => {
                 let found = table.find(field_hash(field));
-                self.failed(found)?
+                crate::nodes::noted(&mut self.failed, found)?
             }
             _ => 0,
         };
         Some((at, self.node(at, false)?))
-    }
-
-    /// `r`'s value, or `None` if it failed (an engine's I/O), which the edit keeps
-    /// to report.
-    fn failed<T>(&mut self, r: Result<T>) -> Option<T> {
-        match r {
-            Ok(v) => Some(v),
-            Err(e) => {
-                self.failed.get_or_insert(e);
-                None
-            }
-        }
     }
 
     /// The packed value, or node `at` of a split one, read if need be and marked
@@ -645,7 +632,7 @@ impl<'a> FieldEditor<'a> {
                 pick(table.count(), counts)
             }),
         };
-        let (at, skip) = self.failed(picked)?;
+        let (at, skip) = crate::nodes::noted(&mut self.failed, picked)?;
         let kind = self.kind;
         let node = self.node(at, false)?;
         entries(kind, node).nth(skip).map(|(f, _)| f.to_vec())

@@ -57,6 +57,19 @@ pub trait NodeStore {
     fn discard(&self, id: u64);
 }
 
+/// For an editor of split values: `r`'s value, or `None` if it failed (a node or page
+/// an engine could not read), the first such error kept in `failed` for the editor to
+/// report, writing nothing.
+pub fn noted<T>(failed: &mut Option<engine::Error>, r: Result<T>) -> Option<T> {
+    match r {
+        Ok(v) => Some(v),
+        Err(e) => {
+            failed.get_or_insert(e);
+            None
+        }
+    }
+}
+
 /// The table of `stored` and its type, if `stored` is a node table.
 fn table_of(stored: &[u8]) -> Option<(Kind, &[u8])> {
     Entry::stored_is_node_table(stored)

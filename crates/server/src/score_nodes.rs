@@ -241,11 +241,9 @@ pub fn split_if_large(nodes: &dyn NodeStore, packed: &[u8]) -> Option<Vec<u8>> {
         .map(|part| node_ref(nodes.write(part), part).record())
         .collect();
     let order = Records::of(nodes, LAYOUT, packed::count(packed) as u64, &records);
-    let order = order.finish().expect("a new table has nothing to read");
+    let order = order.finish().expect("a new table's pages are at hand");
     let table = encode(&members, &order);
-    if cfg!(debug_assertions) {
-        check(nodes, &table, packed::count(packed)).expect("a new table has nothing to read");
-    }
+    check(nodes, &table, packed::count(packed)).expect("a new table's pages are at hand");
     Some(table)
 }
 
@@ -843,17 +841,6 @@ impl<'a> ZsetEditor<'a> {
         }
     }
 
-    /// Notes the error of a node that could not be read: the edit then writes nothing.
-    fn failed<T>(&mut self, r: Result<T>) -> Option<T> {
-        match r {
-            Ok(v) => Some(v),
-            Err(e) => {
-                self.failed.get_or_insert(e);
-                None
-            }
-        }
-    }
-
     /// `member`'s score, if it is there.
     pub fn score(&mut self, member: &[u8]) -> Option<f64> {
         if self.failed.is_some() {
@@ -903,7 +890,7 @@ impl<'a> ZsetEditor<'a> {
                 s.order.insert(nodes, member, score)
             })(),
         };
-        self.failed(done);
+        nodes::noted(&mut self.failed, done);
         old.is_none()
     }
 
@@ -924,7 +911,7 @@ impl<'a> ZsetEditor<'a> {
                 s.order.remove(nodes, member, score)
             }
         };
-        self.failed(done)?;
+        nodes::noted(&mut self.failed, done)?;
         Some(score)
     }
 
@@ -955,7 +942,7 @@ impl<'a> ZsetEditor<'a> {
                 }
             }),
         };
-        let popped = self.failed(popped)??;
+        let popped = nodes::noted(&mut self.failed, popped)??;
         self.changed = true;
         Some(popped)
     }
@@ -973,7 +960,7 @@ impl<'a> ZsetEditor<'a> {
             Shape::Packed(p) => Ok(placed(p).take_while(|(_, _, s)| below(*s)).count()),
             Shape::Split(s) => s.order.count_below(nodes, below),
         };
-        self.failed(counted).unwrap_or(0)
+        nodes::noted(&mut self.failed, counted).unwrap_or(0)
     }
 
     /// Removes the members of ranks `ranks`, counted from the least and kept within
@@ -1005,7 +992,7 @@ impl<'a> ZsetEditor<'a> {
                 })
             }
         };
-        self.failed(done).map_or(0, |()| ranks.len())
+        nodes::noted(&mut self.failed, done).map_or(0, |()| ranks.len())
     }
 
     /// What to store: `None` if nothing changed, `Some(None)` to delete the key,

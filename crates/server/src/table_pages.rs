@@ -253,11 +253,17 @@ impl<'a> Records<'a> {
         }
         let id = page.id.expect("a page not loaded is stored");
         let body = self.nodes.read(id)?;
-        assert_eq!(
-            body.len(),
-            page.records * RECORD,
-            "page {id} as its root says"
-        );
+        if body.len() != page.records * RECORD {
+            return Err(engine::Error::Corruption {
+                file: Default::default(),
+                offset: 0,
+                detail: format!(
+                    "page {id} of a node table holds {} bytes, its root says {} records",
+                    body.len(),
+                    page.records
+                ),
+            });
+        }
         Ok(page.body.get_or_init(|| Cow::Owned(body)))
     }
 
@@ -727,6 +733,27 @@ mod tests {
             }
             let pages = if is_paged(&stored) { page_refs(&stored).count() } else { 0 };
             prop_assert_eq!(nodes.len(), pages);
+        }
+    }
+
+    /// A root that disagrees with its page (a store damaged on disk) gets an error
+    /// naming the page, not a panic or a misread.
+    #[test]
+    fn a_page_unlike_its_root_is_an_error() {
+        let nodes = MemoryNodes::default();
+        let records: Vec<Record> = (0..300).map(|i| record(i, i + 1, 1)).collect();
+        let mut table = Records::of(&nodes, LAYOUT, 300, &records).finish().unwrap();
+        assert!(is_paged(&table));
+        // The first page's record count, one too many.
+        let at = PAGED_HEADER + 8;
+        let n = u32::from_le_bytes(table[at..at + 4].try_into().unwrap());
+        table[at..at + 4].copy_from_slice(&(n + 1).to_le_bytes());
+        let damaged = Records::new(&nodes, LAYOUT, &table[..]);
+        match damaged.get(0) {
+            Err(engine::Error::Corruption { detail, .. }) => {
+                assert!(detail.contains("root says"), "{detail}")
+            }
+            other => panic!("read a damaged page as {other:?}"),
         }
     }
 

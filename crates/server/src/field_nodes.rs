@@ -593,18 +593,12 @@ impl<'a> FieldEditor<'a> {
             Shape::Packed(p) => Some(p),
             Shape::Split(table, loaded) => {
                 if let btree_map::Entry::Vacant(v) = loaded.entry(at) {
-                    match table.node(at).and_then(|n| self.nodes.read(n.id)) {
-                        Ok(packed) => {
-                            v.insert(Loaded {
-                                packed,
-                                changed: false,
-                            });
-                        }
-                        Err(e) => {
-                            self.failed = Some(e);
-                            return None;
-                        }
-                    }
+                    let read = table.node(at).and_then(|n| self.nodes.read(n.id));
+                    let packed = crate::nodes::noted(&mut self.failed, read)?;
+                    v.insert(Loaded {
+                        packed,
+                        changed: false,
+                    });
                 }
                 let node = loaded.get_mut(&at).expect("loaded above");
                 node.changed |= change;

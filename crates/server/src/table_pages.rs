@@ -203,21 +203,15 @@ impl<'a> Records<'a> {
 
     /// A table of `count` elements in `records`, none of them stored yet.
     pub fn of(nodes: &'a dyn NodeStore, layout: Layout, count: u64, records: &[Record]) -> Self {
-        let body: Vec<u8> = records.concat();
         let mut table = Records {
             nodes,
             layout,
             count,
             paged: false,
-            pages: vec![Page {
-                id: None,
-                records: records.len(),
-                elements: records.iter().map(|r| layout.count(r)).sum(),
-                key: records.first().map_or(0, |r| layout.key(r)),
-                body: OnceCell::from(Cow::Owned(body)),
-            }],
+            pages: Vec::new(),
             starts: Vec::new(),
         };
+        table.pages.push(table.page_of_body(records.concat()));
         table.index();
         table
     }

@@ -1458,9 +1458,10 @@ def test_random_commands_match_redis(server, redis_port, seed):
 
 
 def long_list_command(rng, pool):
-    """A list command on two lists long enough to span many nodes of hotkv's split
-    lists (and Redis's quicklist), with positions anywhere along them."""
-    key = lambda: rng.choice([b"L0", b"L1"])
+    """A list command on lists long enough to span many nodes of hotkv's split lists
+    (and Redis's quicklist), with positions anywhere along them; L2's node table spans
+    several pages."""
+    key = lambda: rng.choice([b"L0", b"L1", b"L2"])
     pos = lambda: b"%d" % rng.randrange(-2500, 2500)
     value = lambda: rng.choice(pool)
     end = lambda: rng.choice([b"LEFT", b"RIGHT"])
@@ -1495,6 +1496,7 @@ def test_long_lists_match_redis(server, redis_port, seed):
     pool = [bytes([97 + i % 26]) * n for i, n in enumerate([1, 3, 8, 20, 50, 120, 300, 700, 1500, 5000, 6200] * 3)]
     setup = [[b"FLUSHALL"]] + [[b"RPUSH", key] + [rng.choice(pool[:8]) for _ in range(2000)]
                                for key in (b"L0", b"L1")]
+    setup.append([b"RPUSH", b"L2"] + [rng.choice(pool[:9]) for _ in range(8000)])
     replay_against_redis(server, redis_port, seed, setup, lambda: long_list_command(rng, pool), 600)
 
 

@@ -35,10 +35,15 @@ use rand::Rng;
 use crate::entry::{Entry, Kind};
 use crate::nodes::{NodeStore, NODE_BYTES};
 use crate::packed::{self, set_order, Builder};
-use crate::table_pages::{self, Layout, Record, Records, RECORD};
+use crate::table_pages::{self, Layout};
+
+/// Bytes of a node's record in the node table.
+const RECORD: usize = 24;
+type Record = [u8; RECORD];
+type Records<'a> = table_pages::Records<'a, RECORD>;
 
 /// How the records of a node table (`table_pages.rs`) lie: in order of `low`.
-const LAYOUT: Layout = Layout {
+const LAYOUT: Layout<RECORD> = Layout {
     key_at: 0,
     id_at: 8,
     count_at: 16,

@@ -1,25 +1,39 @@
 //! Long lists split into nodes in order, so that a push or a pop copies one node of
-//! at most [`NODE_BYTES`] and the node table rather than the whole list (Redis's
-//! quicklist splits its lists the same way, for the same reason). How nodes are stored
-//! and released, and why readers need no lock, is in `nodes.rs`.
+//! at most [`NODE_BYTES`] and a page of the node table rather than the whole list
+//! (Redis's quicklist splits its lists the same way, for the same reason). How nodes
+//! are stored and released, and why readers need no lock, is in `nodes.rs`.
 //!
 //! ```text
-//! node table = count (u32 LE: elements in the list) | node*        head first
-//! node       = id (u64 LE) | count (u32 LE) | bytes (u32 LE: its packed size)
+//! node table = a table of records (`table_pages.rs`, inline or in pages), head first
+//! record     = id (u64 LE) | count (u32 LE) | bytes (u32 LE: its packed size)
 //! ```
 //!
 //! Each node is a packed list (`packed.rs`) of at least one element. A list whose
 //! packed form passes [`NODE_BYTES`] is split; one left with a single node is stored
-//! whole again.
+//! whole again. Tables written before pages (`count u32 | record*`) are the inline
+//! form and read unchanged.
 
 use engine::Result;
 
 use crate::entry::{Entry, Kind};
-use crate::nodes::{NodeStore, NODE_BYTES};
+use crate::nodes::{self, NodeStore, NODE_BYTES};
 use crate::packed::{self, element_size, Builder, MAX_ELEMENTS};
+use crate::table_pages::{self, Layout};
 
-const TABLE_HEADER: usize = 4;
-const NODE_REF: usize = 16;
+/// Bytes of a node's record in the node table.
+const RECORD: usize = 16;
+type Record = [u8; RECORD];
+type Records<'a> = table_pages::Records<'a, RECORD>;
+
+/// How a list's records lie. They are in list order, not in order of a key: nothing
+/// partitions them, and the key a page's entry in the root holds (the id of its first
+/// node) is never read.
+const LAYOUT: Layout<RECORD> = Layout {
+    key_at: 0,
+    id_at: 0,
+    count_at: 8,
+    bytes_at: 12,
+};
 
 /// One end of a list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,83 +49,59 @@ struct NodeRef {
     bytes: u32,
 }
 
-/// A node table, decoded.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Table {
-    count: usize,
-    nodes: Vec<NodeRef>,
-}
-
-impl Table {
-    fn parse(payload: &[u8]) -> Table {
-        let word = |at: usize, n: usize| -> u64 {
-            let mut b = [0u8; 8];
-            b[..n].copy_from_slice(&payload[at..at + n]);
-            u64::from_le_bytes(b)
-        };
-        assert!(
-            payload.len() >= TABLE_HEADER
-                && (payload.len() - TABLE_HEADER).is_multiple_of(NODE_REF),
-            "a node table of {} bytes",
-            payload.len()
-        );
-        let nodes: Vec<NodeRef> = (TABLE_HEADER..payload.len())
-            .step_by(NODE_REF)
-            .map(|at| NodeRef {
-                id: word(at, 8),
-                count: word(at + 8, 4) as u32,
-                bytes: word(at + 12, 4) as u32,
-            })
-            .collect();
-        let table = Table {
-            count: word(0, 4) as usize,
-            nodes,
-        };
-        table.check();
-        table
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        self.check();
-        let mut out = Vec::with_capacity(TABLE_HEADER + NODE_REF * self.nodes.len() + 9);
-        out.extend_from_slice(&(self.count as u32).to_le_bytes());
-        for n in &self.nodes {
-            out.extend_from_slice(&n.id.to_le_bytes());
-            out.extend_from_slice(&n.count.to_le_bytes());
-            out.extend_from_slice(&n.bytes.to_le_bytes());
+impl NodeRef {
+    fn of(record: &[u8]) -> NodeRef {
+        NodeRef {
+            id: LAYOUT.id(record),
+            count: LAYOUT.count(record) as u32,
+            bytes: LAYOUT.bytes(record) as u32,
         }
-        out
     }
 
-    /// The invariants every stored table keeps (O(nodes), as reading the table is).
-    fn check(&self) {
-        assert!(self.nodes.len() >= 2, "a table of one node is stored whole");
-        assert!(self.nodes.iter().all(|n| n.count >= 1), "an empty node");
-        assert_eq!(
-            self.nodes.iter().map(|n| n.count as usize).sum::<usize>(),
-            self.count,
-            "a table's count is its nodes' counts"
-        );
-    }
-
-    fn ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.nodes.iter().map(|n| n.id)
+    fn record(&self) -> Record {
+        assert!(self.count >= 1, "an empty node");
+        let mut r = [0u8; RECORD];
+        r[..8].copy_from_slice(&self.id.to_le_bytes());
+        r[8..12].copy_from_slice(&self.count.to_le_bytes());
+        r[12..].copy_from_slice(&self.bytes.to_le_bytes());
+        r
     }
 }
 
 /// The table of a stored list, if it is one.
-fn table_of(stored: &[u8]) -> Option<Table> {
-    Entry::stored_is_node_table(stored).then(|| Table::parse(Entry::stored_payload(stored)))
+fn table_of<'a>(nodes: &'a dyn NodeStore, stored: &'a [u8]) -> Option<Records<'a>> {
+    Entry::stored_is_node_table(stored)
+        .then(|| Records::new(nodes, LAYOUT, Entry::stored_payload(stored)))
 }
 
-/// The nodes `table` names, each its id and packed size.
-pub fn nodes(table: &[u8]) -> Vec<(u64, usize)> {
-    let table = Table::parse(table);
-    table
-        .nodes
-        .iter()
-        .map(|n| (n.id, n.bytes as usize))
-        .collect()
+/// The invariants every stored table keeps: O(records), so checked in full by debug
+/// builds only; every build checks that a table has two nodes at least, and
+/// [`NodeRef::record`] that no node is empty.
+fn check(table: &Records) -> Result<()> {
+    assert!(table.len() >= 2, "a table of one node is stored whole");
+    if cfg!(debug_assertions) {
+        let records = table.all()?;
+        assert!(
+            records.iter().all(|r| LAYOUT.count(r) >= 1),
+            "an empty node"
+        );
+        assert_eq!(
+            records.iter().map(|r| LAYOUT.count(r)).sum::<u64>(),
+            table.count() as u64,
+            "a table's count is its nodes' counts"
+        );
+    }
+    Ok(())
+}
+
+/// The pages and nodes the stored table `table` names, each its id and stored size.
+pub fn nodes(nodes: &dyn NodeStore, table: &[u8]) -> Result<Vec<(u64, usize)>> {
+    table_pages::nodes(nodes, LAYOUT, table)
+}
+
+/// The pages and nodes the stored table `old` names and `new` does not.
+pub fn dropped(nodes: &dyn NodeStore, old: &[u8], new: &[u8]) -> Result<Vec<u64>> {
+    table_pages::dropped(nodes, LAYOUT, old, new)
 }
 
 fn node_ref(id: u64, packed: &[u8]) -> NodeRef {
@@ -125,11 +115,16 @@ fn node_ref(id: u64, packed: &[u8]) -> NodeRef {
 /// The node table of the packed list `list` split into nodes written to `nodes`, if
 /// it is long.
 pub fn split_if_long(nodes: &dyn NodeStore, list: &[u8]) -> Option<Vec<u8>> {
-    is_long(list).then(|| split(nodes, list).encode())
+    if !is_long(list) {
+        return None;
+    }
+    let records: Vec<Record> = split(nodes, list).iter().map(NodeRef::record).collect();
+    let table = Records::of(nodes, LAYOUT, packed::count(list) as u64, &records);
+    Some(table.finish().expect("a new table's pages are at hand"))
 }
 
 /// Writes the elements of `packed` as nodes of up to [`NODE_BYTES`] each.
-fn split(nodes: &dyn NodeStore, packed: &[u8]) -> Table {
+fn split(nodes: &dyn NodeStore, packed: &[u8]) -> Vec<NodeRef> {
     let mut written = Vec::new();
     let mut node = Builder::with_capacity(NODE_BYTES);
     let mut bytes = 0;
@@ -152,19 +147,17 @@ fn split(nodes: &dyn NodeStore, packed: &[u8]) -> Table {
     if node.count() > 0 {
         flush(node);
     }
-    Table {
-        count: packed::count(packed),
-        nodes: written,
-    }
+    written
 }
 
 /// The whole packed list whose node table is `table`. The caller read the table
 /// pinned (memory) or holds the key's lock (engine).
 pub fn expand(nodes: &dyn NodeStore, table: &[u8]) -> Result<Vec<u8>> {
-    let table = Table::parse(table);
-    let bytes: usize = table.nodes.iter().map(|n| n.bytes as usize).sum();
+    let table = Records::new(nodes, LAYOUT, table);
+    let refs: Vec<NodeRef> = table.all()?.iter().map(|r| NodeRef::of(r)).collect();
+    let bytes: usize = refs.iter().map(|n| n.bytes as usize).sum();
     let mut b = Builder::with_capacity(bytes);
-    for node in &table.nodes {
+    for node in &refs {
         let packed = nodes.read(node.id)?;
         b.push_packed(
             packed::elements(&packed).remaining_bytes(),
@@ -174,33 +167,29 @@ pub fn expand(nodes: &dyn NodeStore, table: &[u8]) -> Result<Vec<u8>> {
     let list = b.finish();
     assert_eq!(
         packed::count(&list),
-        table.count,
+        table.count(),
         "a table's count is its nodes'"
     );
     Ok(list)
 }
 
-/// Elements `from..=to` of the list whose table is `table`.
-fn range(nodes: &dyn NodeStore, table: &Table, from: usize, to: usize) -> Result<Vec<Vec<u8>>> {
+/// Elements `from..=to` of the list whose table is `table`: reads the nodes that hold
+/// them, found from the first one's place (one page of the table).
+fn range(nodes: &dyn NodeStore, table: &Records, from: usize, to: usize) -> Result<Vec<Vec<u8>>> {
     let mut out = Vec::with_capacity(to + 1 - from);
-    let mut first = 0;
-    for &node in &table.nodes {
-        let last = first + node.count as usize - 1;
-        if last >= from && first <= to {
-            let packed = nodes.read(node.id)?;
-            let skip = from.saturating_sub(first);
-            let take = to.min(last) + 1 - (first + skip);
-            out.extend(
-                packed::elements(&packed)
-                    .skip(skip)
-                    .take(take)
-                    .map(<[u8]>::to_vec),
-            );
-        }
-        if last >= to {
-            break;
-        }
-        first = last + 1;
+    let (mut at, mut skip) = table.by_element(from as u64)?;
+    while out.len() < to + 1 - from {
+        let node = NodeRef::of(&table.get(at)?);
+        let packed = nodes.read(node.id)?;
+        let take = (to + 1 - from - out.len()).min(node.count as usize - skip as usize);
+        out.extend(
+            packed::elements(&packed)
+                .skip(skip as usize)
+                .take(take)
+                .map(<[u8]>::to_vec),
+        );
+        at += 1;
+        skip = 0;
     }
     Ok(out)
 }
@@ -261,21 +250,22 @@ fn popped(list: &[u8], end: End, n: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
 }
 
 /// A list as a write finds it and leaves it.
-enum Shape {
+enum Shape<'a> {
     Missing,
     Packed(Vec<u8>),
-    Split(Table),
+    Split(Records<'a>),
 }
 
 /// A list being changed by one write (see `Db::edit_list`): pushes and pops at its
 /// ends, on its packed form or, for a long list, on its end nodes only.
 pub struct ListEditor<'a> {
     nodes: &'a dyn NodeStore,
-    shape: Shape,
+    shape: Shape<'a>,
     /// Nodes this edit wrote: removed at once if the edit drops them again.
     fresh: Vec<u64>,
     changed: bool,
-    /// The first node read that failed (an engine's I/O): the edit then writes nothing.
+    /// The first node or page read that failed (an engine's I/O): the edit then
+    /// writes nothing.
     failed: Option<engine::Error>,
 }
 
@@ -285,10 +275,12 @@ impl<'a> ListEditor<'a> {
     pub fn new(nodes: &'a dyn NodeStore, stored: Option<&[u8]>) -> Self {
         let shape = match stored {
             None => Shape::Missing,
-            Some(s) => match table_of(s) {
-                Some(table) => Shape::Split(table),
-                None => Shape::Packed(Entry::stored_payload(s).to_vec()),
-            },
+            Some(s) if Entry::stored_is_node_table(s) => Shape::Split(Records::new(
+                nodes,
+                LAYOUT,
+                Entry::stored_payload(s).to_vec(),
+            )),
+            Some(s) => Shape::Packed(Entry::stored_payload(s).to_vec()),
         };
         ListEditor {
             nodes,
@@ -303,7 +295,7 @@ impl<'a> ListEditor<'a> {
         match &self.shape {
             Shape::Missing => 0,
             Shape::Packed(p) => packed::count(p),
-            Shape::Split(t) => t.count,
+            Shape::Split(t) => t.count(),
         }
     }
 
@@ -325,28 +317,37 @@ impl<'a> ListEditor<'a> {
             Shape::Missing => self.shape = self.packed(pushed(None, end, items)),
             Shape::Packed(p) => self.shape = self.packed(pushed(Some(&p), end, items)),
             Shape::Split(mut table) => {
+                let count = table.count();
                 let at = match end {
                     End::Left => 0,
-                    End::Right => table.nodes.len() - 1,
+                    End::Right => table.len() - 1,
                 };
-                let edge = table.nodes[at];
                 let bytes: usize = items.clone().map(element_size).sum();
-                if edge.bytes as usize + bytes <= NODE_BYTES {
-                    if let Some(old) = self.read(edge) {
-                        table.nodes[at] = self.write(&pushed(Some(&old), end, items));
-                        self.drop_node(edge.id);
+                let pushed_into_edge = self.edge(&table, at).and_then(|(edge, old)| {
+                    if edge.bytes as usize + bytes > NODE_BYTES {
+                        return Some(false);
                     }
-                } else {
-                    let new = split(self.nodes, &pushed(None, end, items));
-                    self.fresh.extend(new.ids());
-                    let at = if end == End::Left {
-                        0
-                    } else {
-                        table.nodes.len()
-                    };
-                    table.nodes.splice(at..at, new.nodes);
+                    let new = self.write(&pushed(Some(&old), end, items.clone()));
+                    self.drop_node(edge.id);
+                    self.splice(&mut table, at..at + 1, &[new.record()])?;
+                    Some(true)
+                });
+                match pushed_into_edge {
+                    Some(true) => {}
+                    Some(false) => {
+                        let new = split(self.nodes, &pushed(None, end, items));
+                        self.fresh.extend(new.iter().map(|n| n.id));
+                        let records: Vec<Record> = new.iter().map(NodeRef::record).collect();
+                        let at = match end {
+                            End::Left => 0,
+                            End::Right => table.len(),
+                        };
+                        self.splice(&mut table, at..at, &records);
+                    }
+                    // The edit failed; it writes nothing.
+                    None => {}
                 }
-                table.count += added;
+                table.set_count(count + added);
                 self.shape = Shape::Split(table);
             }
         }
@@ -368,31 +369,32 @@ impl<'a> ListEditor<'a> {
                 out
             }
             Shape::Split(mut table) => {
-                let mut out = Vec::with_capacity(n.min(table.count));
-                while out.len() < n && !table.nodes.is_empty() {
+                let count = table.count();
+                let mut out = Vec::with_capacity(n.min(count));
+                while out.len() < n && table.len() > 0 {
                     let at = match end {
                         End::Left => 0,
-                        End::Right => table.nodes.len() - 1,
+                        End::Right => table.len() - 1,
                     };
-                    let edge = table.nodes[at];
-                    let Some(node) = self.read(edge) else {
+                    let Some((edge, node)) = self.edge(&table, at) else {
                         return Vec::new();
                     };
                     let (rest, taken) = popped(&node, end, n - out.len());
                     out.extend(taken);
                     self.drop_node(edge.id);
-                    if packed::count(&rest) == 0 {
-                        table.nodes.remove(at);
-                    } else {
-                        table.nodes[at] = self.write(&rest);
+                    let records = match packed::count(&rest) {
+                        0 => Vec::new(),
+                        _ => vec![self.write(&rest).record()],
+                    };
+                    if self.splice(&mut table, at..at + 1, &records).is_none() {
+                        return Vec::new();
                     }
                 }
-                table.count -= out.len();
-                self.shape = match table.nodes.len() {
+                table.set_count(count - out.len());
+                self.shape = match table.len() {
                     0 => Shape::Missing,
                     1 => {
-                        let last = table.nodes[0];
-                        let Some(whole) = self.read(last) else {
+                        let Some((last, whole)) = self.edge(&table, 0) else {
                             return Vec::new();
                         };
                         self.drop_node(last.id);
@@ -406,23 +408,37 @@ impl<'a> ListEditor<'a> {
     }
 
     /// A packed list as stores keep it: split if long.
-    fn packed(&mut self, list: Vec<u8>) -> Shape {
+    fn packed(&mut self, list: Vec<u8>) -> Shape<'a> {
         if !is_long(&list) {
             return Shape::Packed(list);
         }
-        let table = split(self.nodes, &list);
-        self.fresh.extend(table.ids());
-        Shape::Split(table)
+        let refs = split(self.nodes, &list);
+        self.fresh.extend(refs.iter().map(|n| n.id));
+        let records: Vec<Record> = refs.iter().map(NodeRef::record).collect();
+        Shape::Split(Records::of(
+            self.nodes,
+            LAYOUT,
+            packed::count(&list) as u64,
+            &records,
+        ))
     }
 
-    fn read(&mut self, node: NodeRef) -> Option<Vec<u8>> {
-        match self.nodes.read(node.id) {
-            Ok(packed) => Some(packed),
-            Err(e) => {
-                self.failed.get_or_insert(e);
-                None
-            }
-        }
+    /// Record `at` of `table` and its node, read; `None` if either could not be read.
+    fn edge(&mut self, table: &Records, at: usize) -> Option<(NodeRef, Vec<u8>)> {
+        let node = NodeRef::of(&nodes::noted(&mut self.failed, table.get(at))?);
+        let packed = nodes::noted(&mut self.failed, self.nodes.read(node.id))?;
+        Some((node, packed))
+    }
+
+    /// `table`'s records `range` replaced by `records`; `None` if a page could not be
+    /// read.
+    fn splice(
+        &mut self,
+        table: &mut Records,
+        range: std::ops::Range<usize>,
+        records: &[Record],
+    ) -> Option<()> {
+        nodes::noted(&mut self.failed, table.splice(range, records))
     }
 
     fn write(&mut self, packed: &[u8]) -> NodeRef {
@@ -440,13 +456,16 @@ impl<'a> ListEditor<'a> {
     }
 
     /// What to store: `None` if nothing changed, `Some(None)` to delete the key,
-    /// `Some(Some(stored))` otherwise, with `deadline` kept. The error of a node that
-    /// could not be read, if one could not: then nothing is to be stored.
+    /// `Some(Some(stored))` otherwise, with `deadline` kept. The error of a node or
+    /// page that could not be read, if one could not: then nothing is to be stored.
     pub fn finish(self, deadline: Option<u64>) -> Result<Option<Option<Vec<u8>>>> {
-        if let Some(e) = self.failed {
-            for id in self.fresh {
+        let discard_fresh = |fresh: Vec<u64>| {
+            for id in fresh {
                 self.nodes.discard(id);
             }
+        };
+        if let Some(e) = self.failed {
+            discard_fresh(self.fresh);
             return Err(e);
         }
         if !self.changed {
@@ -455,12 +474,11 @@ impl<'a> ListEditor<'a> {
         Ok(Some(match self.shape {
             Shape::Missing => None,
             Shape::Packed(p) => Some(Entry::collection(Kind::List, p, deadline).into_stored()),
-            Shape::Split(t) => Some(Entry::encode_node_table(
-                Kind::List,
-                t.encode(),
-                deadline,
-                false,
-            )),
+            Shape::Split(t) => {
+                let table = check(&t).and_then(|()| t.finish());
+                let table = table.inspect_err(|_| discard_fresh(self.fresh))?;
+                Some(Entry::encode_node_table(Kind::List, table, deadline, false))
+            }
         }))
     }
 }
@@ -479,13 +497,13 @@ pub fn read_range(
     stored: Option<&[u8]>,
     pick: impl FnOnce(usize) -> Option<(usize, usize)>,
 ) -> Result<ListRange> {
-    if let Some(table) = stored.and_then(table_of) {
-        let elements = match pick(table.count) {
+    if let Some(table) = stored.and_then(|s| table_of(nodes, s)) {
+        let elements = match pick(table.count()) {
             Some((from, to)) => range(nodes, &table, from, to)?,
             None => Vec::new(),
         };
         return Ok(ListRange {
-            len: table.count,
+            len: table.count(),
             elements,
         });
     }
@@ -544,11 +562,14 @@ mod tests {
         assert_eq!((packed::count(&rest), out.len()), (0, 2));
     }
 
-    fn nodes_named(stored: &Option<Vec<u8>>) -> usize {
+    /// The nodes and pages the stored list names.
+    fn nodes_named(nodes: &MemoryNodes, stored: &Option<Vec<u8>>) -> usize {
         stored
             .as_deref()
-            .and_then(table_of)
-            .map_or(0, |t| t.nodes.len())
+            .filter(|s| Entry::stored_is_node_table(s))
+            .map_or(0, |s| {
+                super::nodes(nodes, Entry::stored_payload(s)).unwrap().len()
+            })
     }
 
     #[derive(Debug, Clone)]
@@ -564,9 +585,14 @@ mod tests {
             8 => prop::collection::vec(any::<u8>(), 0..40),
             1 => prop::collection::vec(any::<u8>(), 0..(2 * NODE_BYTES)),
         ];
+        // Enough ~1 KB elements at once for a few dozen nodes, so that tables grow
+        // past a page.
+        let many = (any::<u8>(), 600..1400usize, 80..200usize)
+            .prop_map(|(b, size, n)| (0..n).map(|i| vec![b ^ i as u8; size + i]).collect());
         prop_oneof![
             4 => (any::<bool>(), prop::collection::vec(element, 1..60))
                 .prop_map(|(l, items)| Op::Push(l, items)),
+            2 => (any::<bool>(), many).prop_map(|(l, items)| Op::Push(l, items)),
             2 => (any::<bool>(), 1..150usize).prop_map(|(l, n)| Op::Pop(l, n)),
             1 => (0..3000usize, 0..3000usize).prop_map(|(a, b)| Op::Range(a.min(b), a.max(b))),
         ]
@@ -628,12 +654,107 @@ mod tests {
                 prop_assert!(!split || model.len() >= 2);
                 prop_assert!(split || model.len() < 2 || bytes <= NODE_BYTES || matches!(op, Op::Pop(..)));
             }
-            prop_assert!(settled(|| nodes.len(), nodes_named(&stored)), "{} nodes for {}", nodes.len(), nodes_named(&stored));
+            let named = nodes_named(&nodes, &stored);
+            prop_assert!(settled(|| nodes.len(), named), "{} nodes for {}", nodes.len(), named);
             if let Some(old) = &stored {
                 nodes.retire(old, None);
             }
             prop_assert!(settled(|| nodes.len(), 0), "{} nodes left", nodes.len());
         }
+    }
+
+    /// One edit of `stored` by `edit`: returns the new stored value (`None`: the list
+    /// was emptied) and what the write released.
+    fn edited(
+        nodes: &MemoryNodes,
+        stored: &[u8],
+        edit: impl FnOnce(&mut ListEditor),
+    ) -> (Option<Vec<u8>>, Vec<u64>) {
+        let mut editor = ListEditor::new(nodes, Some(stored));
+        edit(&mut editor);
+        let new = editor.finish(None).unwrap().expect("a change");
+        let released = crate::nodes::dropped(nodes, stored, new.as_deref()).unwrap();
+        (new, released)
+    }
+
+    fn element(i: usize) -> Vec<u8> {
+        format!("{i:0100}").into_bytes()
+    }
+
+    /// A list of some 1,500 nodes keeps its table in pages: a push or pop at either
+    /// end writes (and releases) one node and one page, reads find their elements
+    /// through the pages, and emptying the list leaves no node or page behind.
+    #[test]
+    fn a_long_list_keeps_its_table_in_pages() {
+        let nodes = MemoryNodes::default();
+        let _pin = crossbeam_epoch::pin();
+        let mut editor = ListEditor::new(&nodes, None);
+        let all: Vec<Vec<u8>> = (0..60_000).map(element).collect();
+        editor.push(End::Right, all.iter().map(Vec::as_slice));
+        let mut stored = editor.finish(None).unwrap().unwrap().unwrap();
+        let named = nodes_named(&nodes, &Some(stored.clone()));
+        assert!(named > 1500, "{named} nodes and pages");
+        // A root of a page entry per ~100 nodes, not a record per node.
+        assert!(Entry::stored_payload(&stored).len() < 24 * named / 50);
+        let read = |stored: &[u8], from: usize, to: usize| {
+            read_range(&nodes, Some(stored), |len| {
+                assert_eq!(len, 60_000);
+                Some((from, to))
+            })
+            .unwrap()
+            .elements
+        };
+        for (from, to) in [(0, 3), (29_990, 30_010), (59_000, 59_999)] {
+            assert_eq!(read(&stored, from, to), all[from..=to]);
+        }
+        for end in [End::Left, End::Right] {
+            let (new, released) = edited(&nodes, &stored, |l| {
+                assert_eq!(l.pop(end, 1).len(), 1);
+                l.push(end, std::iter::once(b"x".as_slice()));
+            });
+            assert_eq!(released.len(), 2, "one node and one page: {released:?}");
+            let new = new.unwrap();
+            nodes.retire(&stored, Some(&new));
+            stored = new;
+        }
+        let mut want = all.clone();
+        want[0] = b"x".to_vec();
+        want[59_999] = b"x".to_vec();
+        assert_eq!(read(&stored, 0, 59_999), want);
+        let (empty, _) = edited(&nodes, &stored, |l| {
+            assert_eq!(l.pop(End::Left, 70_000), want);
+        });
+        assert_eq!(empty, None);
+        drop(_pin);
+        nodes.retire(&stored, None);
+        assert!(settled(|| nodes.len(), 0), "{} left", nodes.len());
+    }
+
+    /// A table stored before pages (`count | record*`, any length) is read as it is,
+    /// and paged by its next write, which releases only the node it changed.
+    #[test]
+    fn a_list_table_stored_before_pages_reads_and_pages_when_edited() {
+        let nodes = MemoryNodes::default();
+        let all: Vec<Vec<u8>> = (0..6000).map(element).collect();
+        let mut old = 6000u32.to_le_bytes().to_vec();
+        for chunk in all.chunks(10) {
+            let packed = packed::pack(chunk.iter().map(Vec::as_slice));
+            old.extend(node_ref(nodes.write(&packed), &packed).record());
+        }
+        let stored = Entry::encode_node_table(Kind::List, old, None, false);
+        let read = read_range(&nodes, Some(&stored), |len| Some((0, len - 1))).unwrap();
+        assert_eq!(read.elements, all);
+        let (new, released) = edited(&nodes, &stored, |l| {
+            l.push(End::Right, std::iter::once(b"y".as_slice()))
+        });
+        assert_eq!(released.len(), 1, "the last node alone: {released:?}");
+        let new = new.unwrap();
+        assert!(Entry::stored_payload(&new).len() < 600 * RECORD / 10);
+        let read = read_range(&nodes, Some(&new), |len| Some((len - 3, len - 1))).unwrap();
+        assert_eq!(
+            read.elements,
+            [all[5998].clone(), all[5999].clone(), b"y".to_vec()]
+        );
     }
 
     /// Many threads push, pop and read one long list through `Db` (compare-and-set

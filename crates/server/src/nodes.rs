@@ -81,7 +81,7 @@ fn table_of(stored: &[u8]) -> Option<(Kind, &[u8])> {
 fn nodes_of(nodes: &dyn NodeStore, stored: &[u8]) -> Result<Vec<(u64, usize)>> {
     Ok(match table_of(stored) {
         None => Vec::new(),
-        Some((Kind::List, table)) => list_nodes::nodes(table),
+        Some((Kind::List, table)) => list_nodes::nodes(nodes, table)?,
         Some((Kind::ZSet, table)) => {
             let mut all = nodes_of(nodes, score_nodes::members(table))?;
             all.extend(score_nodes::order_nodes(nodes, table)?);
@@ -107,6 +107,9 @@ pub fn dropped(nodes: &dyn NodeStore, old: &[u8], new: Option<&[u8]>) -> Result<
             if matches!(kind, Kind::Hash | Kind::Set) && kind == new_kind =>
         {
             return field_nodes::dropped(nodes, old, new);
+        }
+        (Some((Kind::List, old)), Some((Kind::List, new))) => {
+            return list_nodes::dropped(nodes, old, new);
         }
         (Some((Kind::ZSet, old)), Some((Kind::ZSet, new))) => {
             let mut released = dropped(

@@ -36,12 +36,17 @@ use crate::entry::{Entry, Kind};
 use crate::field_nodes::{FieldEditor, FieldReader};
 use crate::nodes::{self, NodeStore, NODE_BYTES};
 use crate::packed::{self, score_order, Builder};
-use crate::table_pages::{self, Layout, Record, Records, RECORD};
+use crate::table_pages::{self, Layout};
+
+/// Bytes of a node's record in the node table.
+const RECORD: usize = 24;
+type Record = [u8; RECORD];
+type Records<'a> = table_pages::Records<'a, RECORD>;
 
 const SIZE_HEADER: usize = 4;
 
 /// How the records of an order table (`table_pages.rs`) lie: in order of `first`.
-const LAYOUT: Layout = Layout {
+const LAYOUT: Layout<RECORD> = Layout {
     key_at: 16,
     id_at: 0,
     count_at: 8,

@@ -1,10 +1,11 @@
 //! A node table's records, kept in pages once the table is long, so that a write
 //! copies (and, on an engine, logs) the page of the records it changes and a short
 //! root, not every record: at 63,000 members a sorted set's two tables held ~600
-//! records each, 28 KB that every ZADD copied and logged. Used by the tables of large
-//! hashes and sets (`field_nodes.rs`) and of sorted sets' order (`score_nodes.rs`),
-//! whose records are [`RECORD`] bytes, ordered by a key, each counting the elements of
-//! its node.
+//! records each, 28 KB that every ZADD copied and logged, and a list of a million
+//! short elements has a table of 20 KB. Used by the tables of long lists
+//! (`list_nodes.rs`, 16-byte records in list order), of large hashes and sets
+//! (`field_nodes.rs`) and of sorted sets' order (`score_nodes.rs`, both 24-byte
+//! records ordered by a key). Each record counts the elements of its node.
 //!
 //! ```text
 //! table = count (u32 LE: elements) | record*          inline, up to PAGE_RECORDS records
@@ -13,13 +14,13 @@
 //!         | key (u64 LE: the key of its first record)
 //! ```
 //!
-//! The two forms are told apart by length (4 or 8 more than a multiple of 24). A page's
-//! records are a node of their own in the [`NodeStore`], written once and never
-//! changed, as the collections' nodes are: a write makes new pages for what it changed
-//! and the root names them, so a page id names the same records in every table that
-//! holds it, and what a write releases is the pages and nodes the old table names and
-//! the new one does not ([`dropped`]). Tables stored inline before pages existed read
-//! unchanged.
+//! The two forms are told apart by length: an inline table is 4 more than a multiple
+//! of its record size, a root 8 more than a multiple of 24. A page's records are a
+//! node of their own in the [`NodeStore`], written once and never changed, as the
+//! collections' nodes are: a write makes new pages for what it changed and the root
+//! names them, so a page id names the same records in every table that holds it, and
+//! what a write releases is the pages and nodes the old table names and the new one
+//! does not ([`dropped`]). Tables stored inline before pages existed read unchanged.
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -29,11 +30,11 @@ use engine::Result;
 
 use crate::nodes::NodeStore;
 
-/// Bytes of a record, in a page and in a root.
-pub const RECORD: usize = 24;
+/// Bytes of a page's entry in a root.
+const PAGE_REF: usize = 24;
 
 /// Records a page holds at most; a table with more is paged. At 24 bytes a record, a
-/// page is as large as a 3 KB node.
+/// page is as large as a 3 KB node; at 16, a 2 KB one.
 const PAGE_RECORDS: usize = 128;
 
 /// Records a page is cut to, so that the next few splits of its nodes do not cut it
@@ -49,9 +50,10 @@ const INLINE_AGAIN: usize = PAGE_RECORDS / 2;
 const INLINE_HEADER: usize = 4;
 const PAGED_HEADER: usize = 8;
 
-/// Where a kind of table keeps, in each record, what this module reads of it.
+/// Where a kind of table keeps, in each record of `R` bytes, what this module reads of
+/// it.
 #[derive(Clone, Copy, Debug)]
-pub struct Layout {
+pub struct Layout<const R: usize> {
     /// The 8 bytes (LE) the records are in ascending order of, as the table's kind
     /// orders them; a page's root record holds its first record's.
     pub key_at: usize,
@@ -63,15 +65,13 @@ pub struct Layout {
     pub bytes_at: usize,
 }
 
-pub type Record = [u8; RECORD];
-
 fn word(record: &[u8], at: usize, n: usize) -> u64 {
     let mut b = [0u8; 8];
     b[..n].copy_from_slice(&record[at..at + n]);
     u64::from_le_bytes(b)
 }
 
-impl Layout {
+impl<const R: usize> Layout<R> {
     pub fn key(&self, record: &[u8]) -> u64 {
         word(record, self.key_at, 8)
     }
@@ -89,13 +89,22 @@ impl Layout {
     }
 }
 
-fn is_paged(table: &[u8]) -> bool {
+/// Whether `table`, of `R`-byte records, is paged. An inline table is 4 bytes more than
+/// a multiple of `R`, a paged one 8 more than a multiple of 24, which never is for
+/// the sizes used (16 and 24).
+fn is_paged<const R: usize>(table: &[u8]) -> bool {
+    const {
+        assert!(
+            R == 16 || R == 24,
+            "record sizes whose forms differ in length"
+        )
+    };
     let len = table.len();
-    if len >= INLINE_HEADER && (len - INLINE_HEADER).is_multiple_of(RECORD) {
+    if len >= INLINE_HEADER && (len - INLINE_HEADER).is_multiple_of(R) {
         false
     } else {
         assert!(
-            len >= PAGED_HEADER && (len - PAGED_HEADER).is_multiple_of(RECORD),
+            len >= PAGED_HEADER && (len - PAGED_HEADER).is_multiple_of(PAGE_REF),
             "a node table of {len} bytes"
         );
         true
@@ -112,17 +121,19 @@ struct PageRef {
 }
 
 fn page_refs(table: &[u8]) -> impl Iterator<Item = PageRef> + '_ {
-    table[PAGED_HEADER..].chunks_exact(RECORD).map(|r| PageRef {
-        id: word(r, 0, 8),
-        records: word(r, 8, 4) as usize,
-        elements: word(r, 12, 4),
-        key: word(r, 16, 8),
-    })
+    table[PAGED_HEADER..]
+        .chunks_exact(PAGE_REF)
+        .map(|r| PageRef {
+            id: word(r, 0, 8),
+            records: word(r, 8, 4) as usize,
+            elements: word(r, 12, 4),
+            key: word(r, 16, 8),
+        })
 }
 
-/// The elements a stored table counts.
-pub fn count(table: &[u8]) -> usize {
-    if is_paged(table) {
+/// The elements a stored table of `R`-byte records counts.
+fn count<const R: usize>(table: &[u8]) -> usize {
+    if is_paged::<R>(table) {
         word(table, 0, 8) as usize
     } else {
         word(table, 0, 4) as usize
@@ -142,9 +153,9 @@ struct Page<'a> {
 
 /// A table's records, read where they lie and pages loaded as they are first needed;
 /// changed in place by an edit, which [`Records::finish`] stores.
-pub struct Records<'a> {
+pub struct Records<'a, const R: usize> {
     nodes: &'a dyn NodeStore,
-    layout: Layout,
+    layout: Layout<R>,
     count: u64,
     /// Whether it was stored paged.
     paged: bool,
@@ -153,12 +164,16 @@ pub struct Records<'a> {
     starts: Vec<usize>,
 }
 
-impl<'a> Records<'a> {
+impl<'a, const R: usize> Records<'a, R> {
     /// The stored table `table`, its pages (if paged) read from `nodes` when needed.
-    pub fn new(nodes: &'a dyn NodeStore, layout: Layout, table: impl Into<Cow<'a, [u8]>>) -> Self {
+    pub fn new(
+        nodes: &'a dyn NodeStore,
+        layout: Layout<R>,
+        table: impl Into<Cow<'a, [u8]>>,
+    ) -> Self {
         let table = table.into();
-        let paged = is_paged(&table);
-        let count = count(&table) as u64;
+        let paged = is_paged::<R>(&table);
+        let count = count::<R>(&table) as u64;
         let pages = if paged {
             page_refs(&table)
                 .map(|p| Page {
@@ -179,7 +194,7 @@ impl<'a> Records<'a> {
             };
             vec![Page {
                 id: None,
-                records: body.len() / RECORD,
+                records: body.len() / R,
                 elements: count,
                 key: if body.is_empty() {
                     0
@@ -202,7 +217,12 @@ impl<'a> Records<'a> {
     }
 
     /// A table of `count` elements in `records`, none of them stored yet.
-    pub fn of(nodes: &'a dyn NodeStore, layout: Layout, count: u64, records: &[Record]) -> Self {
+    pub fn of(
+        nodes: &'a dyn NodeStore,
+        layout: Layout<R>,
+        count: u64,
+        records: &[[u8; R]],
+    ) -> Self {
         let mut table = Records {
             nodes,
             layout,
@@ -247,7 +267,7 @@ impl<'a> Records<'a> {
         }
         let id = page.id.expect("a page not loaded is stored");
         let body = self.nodes.read(id)?;
-        if body.len() != page.records * RECORD {
+        if body.len() != page.records * R {
             return Err(engine::Error::Corruption {
                 file: Default::default(),
                 offset: 0,
@@ -269,12 +289,10 @@ impl<'a> Records<'a> {
     }
 
     /// Record `at`.
-    pub fn get(&self, at: usize) -> Result<Record> {
+    pub fn get(&self, at: usize) -> Result<[u8; R]> {
         let (p, i) = self.page_of(at);
         let body = self.body(p)?;
-        Ok(body[i * RECORD..(i + 1) * RECORD]
-            .try_into()
-            .expect("a record"))
+        Ok(body[i * R..(i + 1) * R].try_into().expect("a record"))
     }
 
     /// The first record whose key fails `pred`, `pred` holding for the keys of the
@@ -285,9 +303,7 @@ impl<'a> Records<'a> {
             return Ok(0);
         };
         let body = self.body(p)?;
-        let within = partition(body.len() / RECORD, |i| {
-            pred(self.layout.key(&body[i * RECORD..]))
-        });
+        let within = partition(body.len() / R, |i| pred(self.layout.key(&body[i * R..])));
         Ok(self.starts[p] + within)
     }
 
@@ -299,7 +315,7 @@ impl<'a> Records<'a> {
         let (p, i) = self.page_of(at);
         let before: u64 = self.pages[..p].iter().map(|page| page.elements).sum();
         let body = self.body(p)?;
-        let within: u64 = (0..i).map(|j| self.layout.count(&body[j * RECORD..])).sum();
+        let within: u64 = (0..i).map(|j| self.layout.count(&body[j * R..])).sum();
         Ok(before + within)
     }
 
@@ -315,7 +331,7 @@ impl<'a> Records<'a> {
             }
             let body = self.body(p)?;
             for i in 0..page.records {
-                let n = self.layout.count(&body[i * RECORD..]);
+                let n = self.layout.count(&body[i * R..]);
                 if rest < n {
                     return Ok((self.starts[p] + i, rest));
                 }
@@ -326,13 +342,13 @@ impl<'a> Records<'a> {
     }
 
     /// Every record, in order: reads every page.
-    pub fn all(&self) -> Result<Vec<Record>> {
+    pub fn all(&self) -> Result<Vec<[u8; R]>> {
         let mut out = Vec::with_capacity(self.len());
         for p in 0..self.pages.len() {
             out.extend(
                 self.body(p)?
-                    .chunks_exact(RECORD)
-                    .map(|r| Record::try_from(r).expect("a record")),
+                    .chunks_exact(R)
+                    .map(|r| <[u8; R]>::try_from(r).expect("a record")),
             );
         }
         Ok(out)
@@ -340,7 +356,7 @@ impl<'a> Records<'a> {
 
     /// Replaces records `range` by `records`, which keep the table's order with their
     /// neighbours (the caller's to check: only it knows how its keys compare).
-    pub fn splice(&mut self, range: Range<usize>, records: &[Record]) -> Result<()> {
+    pub fn splice(&mut self, range: Range<usize>, records: &[[u8; R]]) -> Result<()> {
         assert!(range.start <= range.end && range.end <= self.len());
         // The pages the range lies in; an empty range goes to the page of the record
         // before it, so that appending to a page's end stays in that page.
@@ -359,7 +375,7 @@ impl<'a> Records<'a> {
         }
         let base = self.starts[first];
         body.splice(
-            (range.start - base) * RECORD..(range.end - base) * RECORD,
+            (range.start - base) * R..(range.end - base) * R,
             records.concat(),
         );
         // An emptied page goes, so that the pages' keys stay in order; a table keeps
@@ -373,14 +389,11 @@ impl<'a> Records<'a> {
 
     /// A changed page of the records `body`, not stored yet.
     fn page_of_body(&self, body: Vec<u8>) -> Page<'a> {
-        let records = body.len() / RECORD;
+        let records = body.len() / R;
         Page {
             id: None,
             records,
-            elements: body
-                .chunks_exact(RECORD)
-                .map(|r| self.layout.count(r))
-                .sum(),
+            elements: body.chunks_exact(R).map(|r| self.layout.count(r)).sum(),
             key: if records > 0 {
                 self.layout.key(&body)
             } else {
@@ -398,7 +411,7 @@ impl<'a> Records<'a> {
     pub fn finish(self) -> Result<Vec<u8>> {
         let len = self.len();
         if len <= PAGE_RECORDS && (!self.paged || len <= INLINE_AGAIN) {
-            let mut out = Vec::with_capacity(INLINE_HEADER + len * RECORD);
+            let mut out = Vec::with_capacity(INLINE_HEADER + len * R);
             out.extend_from_slice(&u32::try_from(self.count).expect("a count").to_le_bytes());
             for p in 0..self.pages.len() {
                 out.extend_from_slice(self.body(p)?);
@@ -430,7 +443,7 @@ impl<'a> Records<'a> {
             }
             p = end;
         }
-        let mut root = Vec::with_capacity(PAGED_HEADER + (self.pages.len() + 2) * RECORD);
+        let mut root = Vec::with_capacity(PAGED_HEADER + (self.pages.len() + 2) * PAGE_REF);
         root.extend_from_slice(&self.count.to_le_bytes());
         let mut push = |id: u64, records: usize, elements: u64, key: u64| {
             root.extend_from_slice(&id.to_le_bytes());
@@ -455,21 +468,18 @@ impl<'a> Records<'a> {
             for q in p..end {
                 body.extend_from_slice(self.body(q)?);
             }
-            let records = body.len() / RECORD;
+            let records = body.len() / R;
             let parts = if records > PAGE_RECORDS {
                 records.div_ceil(PAGE_FILL)
             } else {
                 usize::from(records > 0)
             };
             for k in 0..parts {
-                let chunk = &body[records * k / parts * RECORD..records * (k + 1) / parts * RECORD];
-                let elements = chunk
-                    .chunks_exact(RECORD)
-                    .map(|r| self.layout.count(r))
-                    .sum();
+                let chunk = &body[records * k / parts * R..records * (k + 1) / parts * R];
+                let elements = chunk.chunks_exact(R).map(|r| self.layout.count(r)).sum();
                 push(
                     self.nodes.write(chunk),
-                    chunk.len() / RECORD,
+                    chunk.len() / R,
                     elements,
                     self.layout.key(chunk),
                 );
@@ -481,12 +491,16 @@ impl<'a> Records<'a> {
 }
 
 /// The pages and nodes the stored table `table` names, each its id and stored size.
-pub fn nodes(nodes: &dyn NodeStore, layout: Layout, table: &[u8]) -> Result<Vec<(u64, usize)>> {
+pub fn nodes<const R: usize>(
+    nodes: &dyn NodeStore,
+    layout: Layout<R>,
+    table: &[u8],
+) -> Result<Vec<(u64, usize)>> {
     let records = Records::new(nodes, layout, table);
     let mut out: Vec<(u64, usize)> = records
         .pages
         .iter()
-        .filter_map(|p| Some((p.id?, p.records * RECORD)))
+        .filter_map(|p| Some((p.id?, p.records * R)))
         .collect();
     out.extend(
         records
@@ -502,19 +516,24 @@ pub fn nodes(nodes: &dyn NodeStore, layout: Layout, table: &[u8]) -> Result<Vec<
 /// records in both, so only the records of the pages one of them names alone are
 /// compared, and of those, the runs both start and end with are skipped by comparing
 /// bytes (a write changes a few records in the middle).
-pub fn dropped(nodes: &dyn NodeStore, layout: Layout, old: &[u8], new: &[u8]) -> Result<Vec<u64>> {
+pub fn dropped<const R: usize>(
+    nodes: &dyn NodeStore,
+    layout: Layout<R>,
+    old: &[u8],
+    new: &[u8],
+) -> Result<Vec<u64>> {
     let (old, new) = (
         Records::new(nodes, layout, old),
         Records::new(nodes, layout, new),
     );
-    let ids = |t: &Records| {
+    let ids = |t: &Records<R>| {
         let mut ids: Vec<u64> = t.pages.iter().filter_map(|p| p.id).collect();
         ids.sort_unstable();
         ids
     };
     let (old_pages, new_pages) = (ids(&old), ids(&new));
     // The records of the pages `t` names and `other` (its sorted page ids) does not.
-    let alone = |t: &Records, other: &[u64]| -> Result<Vec<u8>> {
+    let alone = |t: &Records<R>, other: &[u64]| -> Result<Vec<u8>> {
         let mut body = Vec::new();
         for (p, page) in t.pages.iter().enumerate() {
             if page.id.is_none_or(|id| other.binary_search(&id).is_err()) {
@@ -524,11 +543,11 @@ pub fn dropped(nodes: &dyn NodeStore, layout: Layout, old: &[u8], new: &[u8]) ->
         Ok(body)
     };
     let (gone, kept) = (alone(&old, &new_pages)?, alone(&new, &old_pages)?);
-    let (front, back) = crate::nodes::common_records(&gone, &kept, RECORD);
+    let (front, back) = crate::nodes::common_records(&gone, &kept, R);
     let middle = |body: &[u8]| -> Vec<u64> {
-        let records = body.len() / RECORD;
-        body[front * RECORD..(records - back) * RECORD]
-            .chunks_exact(RECORD)
+        let records = body.len() / R;
+        body[front * R..(records - back) * R]
+            .chunks_exact(R)
             .map(|r| layout.id(r))
             .collect()
     };
@@ -568,7 +587,10 @@ mod tests {
     use super::*;
     use crate::nodes::MemoryNodes;
 
-    const LAYOUT: Layout = Layout {
+    const RECORD: usize = 24;
+    type Record = [u8; RECORD];
+
+    const LAYOUT: Layout<RECORD> = Layout {
         key_at: 0,
         id_at: 8,
         count_at: 16,
@@ -620,7 +642,7 @@ mod tests {
     /// Checks that the table `table`, written by [`Records::finish`], is in the form its
     /// length calls for.
     fn check_form(table: &[u8], len: usize) {
-        if is_paged(table) {
+        if is_paged::<RECORD>(table) {
             assert!(len > INLINE_AGAIN, "a short table is inline");
             for p in page_refs(table) {
                 assert!(
@@ -641,7 +663,7 @@ mod tests {
         let total: u64 = counts.iter().sum();
         assert_eq!(t.len(), want.len());
         assert_eq!(t.count() as u64, total);
-        assert_eq!(count(table) as u64, total);
+        assert_eq!(count::<RECORD>(table) as u64, total);
         assert_eq!(t.all().unwrap(), want);
         for &k in probes {
             let expect = want.partition_point(|r| LAYOUT.key(r) <= k);
@@ -725,7 +747,7 @@ mod tests {
                 }
                 stored = new;
             }
-            let pages = if is_paged(&stored) { page_refs(&stored).count() } else { 0 };
+            let pages = if is_paged::<RECORD>(&stored) { page_refs(&stored).count() } else { 0 };
             prop_assert_eq!(nodes.len(), pages);
         }
     }
@@ -737,7 +759,7 @@ mod tests {
         let nodes = MemoryNodes::default();
         let records: Vec<Record> = (0..300).map(|i| record(i, i + 1, 1)).collect();
         let mut table = Records::of(&nodes, LAYOUT, 300, &records).finish().unwrap();
-        assert!(is_paged(&table));
+        assert!(is_paged::<RECORD>(&table));
         // The first page's record count, one too many.
         let at = PAGED_HEADER + 8;
         let n = u32::from_le_bytes(table[at..at + 4].try_into().unwrap());
@@ -762,7 +784,7 @@ mod tests {
         t.splice(300..301, &[record(300_000, 9001, 4)]).unwrap();
         t.set_count(1801);
         let new = t.finish().unwrap();
-        assert!(is_paged(&new));
+        assert!(is_paged::<RECORD>(&new));
         check_form(&new, 600);
         let mut want = want;
         want[300] = record(300_000, 9001, 4);

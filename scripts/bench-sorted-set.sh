@@ -6,7 +6,9 @@
 #   ranks, pages, score increments, random picks and a scan's first page on it;
 # - geo: a GEO index of ~63,000 points in a 10-degree square (0-10 E, 0-10 N, about
 #   5 a 100 km2), then positions, distances, searches by radius and by box, and more
-#   points.
+#   points;
+# - lex: a sorted set of ~63,000 members of one score (as for autocompletion), then
+#   ranges and counts by member, and a ZRANGESTORE of a page of it.
 #   ROUNDS=3 REQUESTS=50000 [WORKLOAD=geo] bash scripts/bench-sorted-set.sh
 # HOTKV_ENGINE=lsm compares the durable setups (see scripts/servers.sh).
 set -euo pipefail
@@ -39,7 +41,15 @@ case "$WORKLOAD" in
       "GEOSEARCH geo FROMLONLAT __rand_int__e-4 __rand_int__e-4 BYBOX 50 50 km"
       "$fill"
     ) ;;
-  *) echo "WORKLOAD is leaderboard or geo, not $WORKLOAD" >&2; exit 2 ;;
+  lex)
+    fill="ZADD lex 0 m:__rand_int__"
+    commands=(
+      "ZRANGEBYLEX lex [m:__rand_int__ + LIMIT 0 10"
+      "ZREVRANGEBYLEX lex + [m:__rand_int__ LIMIT 0 10"
+      "ZLEXCOUNT lex [m:__rand_int__ +"
+      "ZRANGESTORE page lex [m:__rand_int__ + BYLEX LIMIT 0 10"
+    ) ;;
+  *) echo "WORKLOAD is leaderboard, geo or lex, not $WORKLOAD" >&2; exit 2 ;;
 esac
 . scripts/servers.sh
 start_servers "$REDIS_PORT" "$HOTKV_PORT"

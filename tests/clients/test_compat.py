@@ -1959,7 +1959,9 @@ def large_zset_command(rng):
     member = lambda: b"m%d" % rng.randrange(4000)
     score = lambda: rng.choice([b"%d" % rng.randrange(-20, 20), b"%.2f" % rng.uniform(-1000, 1000), b"-inf", b"+inf"])
     bound = lambda: rng.choice([b"-inf", b"+inf", b"%d" % rng.randrange(-30, 30), b"(%d" % rng.randrange(-30, 30)])
-    lex = lambda: rng.choice([b"-", b"+", b"[m%d" % rng.randrange(4000), b"(m%d" % rng.randrange(4000)])
+    lex = lambda: rng.choice([b"-", b"+", b"[m%d" % rng.randrange(60000), b"(m%d" % rng.randrange(60000)])
+    # L and LB have one score: lex ranges are defined there only. LB's tables span pages.
+    lex_key = lambda: rng.choice([b"L", b"LB"])
     rank = lambda: b"%d" % rng.randrange(-4000, 4000)
     flags = lambda: rng.choice([[], [], [b"NX"], [b"XX"], [b"GT"], [b"LT"], [b"CH"], [b"XX", b"CH"], [b"GT", b"CH"]])
     makers = [
@@ -1979,13 +1981,19 @@ def large_zset_command(rng):
         lambda: [b"ZMPOP", b"2", key(), key(), rng.choice([b"MIN", b"MAX"]), b"COUNT", b"%d" % rng.randrange(1, 30)],
         # Blocks (10 ms) only if every set is empty.
         lambda: [rng.choice([b"BZPOPMIN", b"BZPOPMAX"]), key(), b"Z0", b"Z1", b"Z2", b"0.01"],
-        # Lexicographic ranges are defined only where every score is equal: on L.
-        lambda: [b"ZADD", b"L", b"0", member()],
-        lambda: [b"ZREM", b"L", member()],
-        lambda: [b"ZRANGEBYLEX", b"L", lex(), lex(), b"LIMIT", b"0", b"20"],
-        lambda: [b"ZREVRANGEBYLEX", b"L", lex(), lex()],
-        lambda: [b"ZLEXCOUNT", b"L", lex(), lex()],
-        lambda: [b"ZREMRANGEBYLEX", b"L", lex(), lex()],
+        lambda: [b"ZADD", lex_key(), b"0", member()],
+        lambda: [b"ZREM", lex_key(), member()],
+        lambda: [b"ZRANGEBYLEX", lex_key(), lex(), lex(), b"LIMIT", b"%d" % rng.randrange(-1, 50), b"%d" % rng.randrange(-1, 30)],
+        lambda: [b"ZREVRANGEBYLEX", lex_key(), lex(), lex()] + rng.choice([[], [b"LIMIT", b"3", b"20"]]),
+        lambda: [b"ZRANGE", lex_key(), lex(), lex(), b"BYLEX"] + rng.choice([[], [b"REV"]]) + [b"LIMIT", b"0", b"25"],
+        lambda: [b"ZLEXCOUNT", lex_key(), lex(), lex()],
+        # Rarely, as one removes much of the set.
+        lambda: [b"ZREMRANGEBYLEX", lex_key(), lex(), lex()] if rng.random() < 0.3 else [b"ZLEXCOUNT", lex_key(), b"-", b"+"],
+        # ZRANGESTORE by rank, score and lex, then what it stored.
+        lambda: [b"ZRANGESTORE", b"dst", key(), rank(), rank()] + rng.choice([[], [b"REV"]]),
+        lambda: [b"ZRANGESTORE", b"dst", key(), bound(), bound(), b"BYSCORE", b"LIMIT", b"%d" % rng.randrange(0, 50), b"%d" % rng.randrange(-1, 300)],
+        lambda: [b"ZRANGESTORE", b"dst", lex_key(), lex(), lex(), b"BYLEX"] + rng.choice([[], [b"REV"]]),
+        lambda: [b"ZRANGE", b"dst", b"0", b"-1", b"WITHSCORES"],
         lambda: [rng.choice([b"ZPOPMIN", b"ZPOPMAX"]), key()] + rng.choice([[], [b"%d" % rng.randrange(1, 40)]]),
         lambda: [b"ZREMRANGEBYRANK", key(), rank(), rank()],
         lambda: [b"ZREMRANGEBYSCORE", key(), bound(), bound()],
@@ -2002,11 +2010,12 @@ def test_large_sorted_sets_match_redis(server, redis_port, seed):
     setup = [[b"FLUSHALL"]] + [
         [b"ZADD", key] + [p for i in range(3000) for p in (b"%d" % rng.randrange(-10, 10), b"m%d" % i)]
         for key in (b"Z0", b"Z1")] + [[b"ZADD", b"L"] + [p for i in range(0, 4000, 2) for p in (b"0", b"m%d" % i)]] + [
+        [b"ZADD", b"LB"] + [p for i in range(0, 60000, 2) for p in (b"0", b"m%d" % i)]] + [
         # Hundreds of nodes: its tables are kept in pages, ties spanning them.
         [b"ZADD", b"ZB"] + [p for i in range(60000) for p in (b"%d" % rng.randrange(-10, 10), b"m%d" % i)]]
     replay_against_redis(server, redis_port, seed, setup, lambda: large_zset_command(rng), 800)
     # Full scans list the same members with the same score texts, each in its own order.
-    for key in (b"Z0", b"Z1", b"Z2", b"L", b"ZB"):
+    for key in (b"Z0", b"Z1", b"Z2", b"L", b"LB", b"ZB", b"dst"):
         scans = []
         for port in (server, redis_port):
             sock = socket.create_connection(("127.0.0.1", port), timeout=10)

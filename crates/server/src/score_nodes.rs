@@ -283,17 +283,33 @@ fn tied(order: &Records, score: f64) -> Result<(usize, usize)> {
 /// nodes starting with that score lie (`tied`) and whether a node's first member
 /// comes after the member (`after`): the last node that starts at or before it, the
 /// first node if none does.
-fn home((lo, hi): (usize, usize), mut after: impl FnMut(usize) -> Result<bool>) -> Result<usize> {
+fn home(bounds: (usize, usize), after: impl FnMut(usize) -> Result<bool>) -> Result<usize> {
+    Ok(first_where(bounds, after)?.saturating_sub(1))
+}
+
+/// The first of `lo..hi` for which `holds` holds, `holds` failing up to some point and
+/// holding after it (`hi` if it never does): a binary search whose probes may read
+/// nodes.
+fn first_where(
+    (lo, hi): (usize, usize),
+    mut holds: impl FnMut(usize) -> Result<bool>,
+) -> Result<usize> {
     let (mut a, mut b) = (lo, hi);
     while a < b {
         let mid = (a + b) / 2;
-        if after(mid)? {
+        if holds(mid)? {
             b = mid;
         } else {
             a = mid + 1;
         }
     }
-    Ok(a.saturating_sub(1))
+    Ok(a)
+}
+
+/// Members of the packed (part of a) sorted set `p` before the first one `below`
+/// fails for.
+fn members_below(p: &[u8], below: impl Fn(&[u8]) -> bool) -> usize {
+    placed(p).take_while(|(_, m, _)| below(m)).count()
 }
 
 /// A sorted set as a read finds it: a split one's members looked up in the members
@@ -425,6 +441,24 @@ impl<'a> ZsetReader<'a> {
         };
         let before = refs.elements_before(last)? as usize;
         Ok(before + in_node(&self.nodes.read(NodeRef::of(&refs.get(last)?).id)?))
+    }
+
+    /// How many members come before the first that `below` fails for, `below` holding
+    /// for members up to some point in the set's order and for none after it (as a lex
+    /// bound does in a set of equal scores, the only sets Redis defines lex ranges
+    /// for): the rank where a lex range starts or ends. A split set's nodes are found
+    /// by a binary search on their first members, reading O(log nodes) nodes.
+    pub fn count_below_member(&self, below: impl Fn(&[u8]) -> bool) -> Result<usize> {
+        let Some((_, _, refs)) = &self.split else {
+            return Ok(self.packed.map_or(0, |p| members_below(p, &below)));
+        };
+        let read = |at: usize| self.nodes.read(NodeRef::of(&refs.get(at)?).id);
+        let k = first_where((0, refs.len()), |at| Ok(!below(first_member(&read(at)?))))?;
+        let Some(last) = k.checked_sub(1) else {
+            return Ok(0);
+        };
+        let before = refs.elements_before(last)? as usize;
+        Ok(before + members_below(&read(last)?, below))
     }
 
     /// The members of ranks `ranks` (counted from the least; the caller keeps them
@@ -689,6 +723,23 @@ impl<'a> Order<'a> {
         let before = self.records.elements_before(last)? as usize;
         let node = self.load(nodes, last)?;
         Ok(before + placed(node).take_while(|(_, _, s)| below(*s)).count())
+    }
+
+    /// How many members come before the first that `below` fails for (see
+    /// `ZsetReader::count_below_member`).
+    fn count_below_member(
+        &mut self,
+        nodes: &dyn NodeStore,
+        below: impl Fn(&[u8]) -> bool,
+    ) -> Result<usize> {
+        let k = first_where((0, self.len()), |at| {
+            Ok(!below(first_member(self.load(nodes, at)?)))
+        })?;
+        let Some(last) = k.checked_sub(1) else {
+            return Ok(0);
+        };
+        let before = self.records.elements_before(last)? as usize;
+        Ok(before + members_below(self.load(nodes, last)?, below))
     }
 
     /// Packed bytes of its nodes.
@@ -964,6 +1015,21 @@ impl<'a> ZsetEditor<'a> {
             Shape::Missing => Ok(0),
             Shape::Packed(p) => Ok(placed(p).take_while(|(_, _, s)| below(*s)).count()),
             Shape::Split(s) => s.order.count_below(nodes, below),
+        };
+        nodes::noted(&mut self.failed, counted).unwrap_or(0)
+    }
+
+    /// How many members come before the first that `below` fails for (see
+    /// `ZsetReader::count_below_member`). 0 if a node could not be read.
+    pub fn count_below_member(&mut self, below: impl Fn(&[u8]) -> bool) -> usize {
+        if self.failed.is_some() {
+            return 0;
+        }
+        let nodes = self.nodes;
+        let counted = match &mut self.shape {
+            Shape::Missing => Ok(0),
+            Shape::Packed(p) => Ok(members_below(p, below)),
+            Shape::Split(s) => s.order.count_below_member(nodes, below),
         };
         nodes::noted(&mut self.failed, counted).unwrap_or(0)
     }
@@ -1286,6 +1352,34 @@ mod tests {
         }
         assert_eq!(reader.rank(b"member:31000").unwrap(), Some(31_000));
         assert_eq!(reader.rank(b"member:").unwrap(), None);
+        // Lex bounds: the members before each, by a binary search on the nodes' first
+        // members, in the reader and the editor alike.
+        let mut editor = ZsetEditor::new(&nodes, Some(&stored), &large);
+        for probe in [
+            "",
+            "member:",
+            "member:00000",
+            "member:00001",
+            "member:17",
+            "member:31000",
+            "member:31000\0",
+            "member:59999",
+            "member:~",
+            "n",
+        ] {
+            let probe = probe.as_bytes();
+            let want = members.partition_point(|m| m.as_slice() < probe);
+            let below = |m: &[u8]| m < probe;
+            assert_eq!(reader.count_below_member(below).unwrap(), want);
+            assert_eq!(editor.count_below_member(below), want);
+        }
+        assert_eq!(editor.remove_ranks(100..59_900), 59_800);
+        // The 100 members left before the bound, and 50 of the last 100.
+        assert_eq!(
+            editor.count_below_member(|m| m < b"member:59950".as_slice()),
+            150
+        );
+        drop(editor);
         let want: Vec<(Vec<u8>, f64)> = members.iter().map(|m| (m.clone(), 1.5)).collect();
         check_split(&nodes, &stored, &want);
         nodes.retire(&stored, None);

@@ -55,7 +55,8 @@ const PAGED_HEADER: usize = 8;
 #[derive(Clone, Copy, Debug)]
 pub struct Layout<const R: usize> {
     /// The 8 bytes (LE) the records are in ascending order of, as the table's kind
-    /// orders them; a page's root record holds its first record's.
+    /// orders them (a list's are in list order, and their key is never compared); a
+    /// page's entry in the root holds its first record's.
     pub key_at: usize,
     /// The u32 (LE) count of its node's elements.
     pub count_at: usize,

@@ -5,8 +5,8 @@
 
 use resp::Frame;
 
-use super::collections::{self, edit, notify_edit, Edit};
-use super::{error, int, of_kind, parse_integer, reply, upper, Ctx, Reply};
+use super::collections::{self, notify_edit};
+use super::{error, int, parse_integer, reply, upper, Ctx, Reply};
 use super::{NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
 use crate::db::Edited;
 use crate::entry::Kind;
@@ -19,10 +19,6 @@ type Scored<'a> = (&'a [u8], f64);
 pub(super) const NOT_A_FLOAT: &str = "ERR value is not a valid float";
 const BAD_SCORE_RANGE: &str = "ERR min or max is not a float";
 const BAD_LEX_RANGE: &str = "ERR min or max not valid string range item";
-
-fn entries(zset: &[u8]) -> Vec<Scored<'_>> {
-    packed::scored(zset).collect()
-}
 
 pub(super) fn pack(entries: &[Scored]) -> Vec<u8> {
     let bytes: usize = entries.iter().map(|(m, _)| m.len() + 10).sum();
@@ -163,33 +159,6 @@ impl<'a> Range<'a> {
                 (Some(a), Some(b)) => Ok(Range::Lex(a, b)),
                 _ => Err(BAD_LEX_RANGE),
             },
-        }
-    }
-
-    /// The positions of `entries` in the range, in ascending order.
-    fn positions(&self, entries: &[Scored]) -> std::ops::Range<usize> {
-        let len = entries.len();
-        match self {
-            Range::Rank(start, stop) => rank_span(*start, *stop, len),
-            Range::Score(min, max) => {
-                let from = entries.iter().position(|e| min.below(e.1)).unwrap_or(len);
-                let to = from
-                    + entries[from..]
-                        .iter()
-                        .take_while(|e| max.above(e.1))
-                        .count();
-                from..to
-            }
-            Range::Lex(min, max) => {
-                // As Redis: the first member at or past `min`, then on while within `max`.
-                let from = entries.iter().position(|e| min.below(e.0)).unwrap_or(len);
-                let to = from
-                    + entries[from..]
-                        .iter()
-                        .take_while(|e| max.above(e.0))
-                        .count();
-                from..to
-            }
         }
     }
 }
@@ -414,16 +383,24 @@ pub fn zrevrank(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     rank(ctx, args, true)
 }
 
-/// The ranks of the members whose scores lie from `min` to `max`, counted from the
-/// least: found from the nodes' first scores, reading the two nodes where the range
-/// starts and ends.
-fn score_span(
-    z: &ZsetReader,
-    min: ScoreBound,
-    max: ScoreBound,
-) -> engine::Result<std::ops::Range<usize>> {
-    let start = z.count_below(|s| !min.below(s))?;
-    let end = z.count_below(|s| max.above(s))?;
+/// The ranks, counted from the least, of the members a range of scores or members
+/// spans: by score found from the nodes' first scores, reading the two nodes where the
+/// range starts and ends; by member by a binary search on the nodes' first members.
+/// As in Redis, a lex range starts at the first member at or past its minimum and goes
+/// on while members are within its maximum (a set of equal scores, the only sets lex
+/// ranges are defined for, is in order of member).
+fn value_span(z: &ZsetReader, range: &Range) -> engine::Result<std::ops::Range<usize>> {
+    let (start, end) = match range {
+        Range::Score(min, max) => (
+            z.count_below(|s| !min.below(s))?,
+            z.count_below(|s| max.above(s))?,
+        ),
+        Range::Lex(min, max) => (
+            z.count_below_member(|m| !min.below(m))?,
+            z.count_below_member(|m| max.above(m))?,
+        ),
+        Range::Rank(..) => unreachable!("a range of values"),
+    };
     Ok(start..end.max(start))
 }
 
@@ -433,18 +410,13 @@ fn count_in(ctx: &Ctx, args: &[Vec<u8>], by: By) -> Reply {
         Ok(r) => r,
         Err(e) => return error(e),
     };
-    if let Range::Score(min, max) = range {
-        return answer_zset(ctx, &args[1], |z| {
-            let span = match z {
-                Some(z) => score_span(z, min, max)?,
-                None => 0..0,
-            };
-            Ok(Frame::Integer(span.len() as i64))
-        });
-    }
-    let found = of_kind!(ctx.read(&args[1])?, ZSet);
-    let zset = found.map(|e| e.value).unwrap_or_default();
-    int(range.positions(&entries(&zset)).len() as i64)
+    answer_zset(ctx, &args[1], |z| {
+        let span = match z {
+            Some(z) => value_span(z, &range)?,
+            None => 0..0,
+        };
+        Ok(Frame::Integer(span.len() as i64))
+    })
 }
 
 pub fn zcount(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
@@ -462,38 +434,6 @@ struct RangeQuery<'a> {
     /// LIMIT's offset and count (-1: all); by score or lex only.
     limit: (i64, i64),
     with_scores: bool,
-}
-
-impl RangeQuery<'_> {
-    /// The entries of `all` the query selects, in the order it returns them.
-    fn select<'z>(&self, all: &[Scored<'z>]) -> Vec<Scored<'z>> {
-        let picked: Vec<Scored> = match (&self.range, self.reverse) {
-            (_, false) => all[self.range.positions(all)].to_vec(),
-            // By rank, REV counts ranks from the highest score.
-            (Range::Rank(..), true) => {
-                let reversed: Vec<Scored> = all.iter().rev().copied().collect();
-                reversed[self.range.positions(&reversed)].to_vec()
-            }
-            (_, true) => all[self.range.positions(all)]
-                .iter()
-                .rev()
-                .copied()
-                .collect(),
-        };
-        if matches!(self.range, Range::Rank(..)) {
-            return picked;
-        }
-        let (offset, count) = self.limit;
-        if offset < 0 {
-            return Vec::new();
-        }
-        let rest = picked.into_iter().skip(offset as usize);
-        if count < 0 {
-            rest.collect()
-        } else {
-            rest.take(count as usize).collect()
-        }
-    }
 }
 
 /// The reply listing `entries`, with their scores if asked: flat in RESP2, pairs in
@@ -586,8 +526,8 @@ fn forward_ranks(z: &ZsetReader, query: &RangeQuery) -> engine::Result<std::ops:
                 span
             }
         }
-        Range::Score(min, max) => {
-            let span = score_span(z, min, max)?;
+        Range::Score(..) | Range::Lex(..) => {
+            let span = value_span(z, &query.range)?;
             let (offset, count) = query.limit;
             let count = usize::try_from(count).unwrap_or(usize::MAX);
             match usize::try_from(offset) {
@@ -602,8 +542,20 @@ fn forward_ranks(z: &ZsetReader, query: &RangeQuery) -> engine::Result<std::ops:
                 }
             }
         }
-        Range::Lex(..) => unreachable!("lex ranges are read whole"),
     })
+}
+
+/// The members (and scores) a query selects from `z`, in the order it returns them:
+/// only the nodes that hold their ranks are read.
+fn picked(z: Option<&ZsetReader>, query: &RangeQuery) -> engine::Result<Vec<(Vec<u8>, f64)>> {
+    let Some(z) = z else {
+        return Ok(Vec::new());
+    };
+    let mut picked = z.by_rank(forward_ranks(z, query)?)?;
+    if query.reverse {
+        picked.reverse();
+    }
+    Ok(picked)
 }
 
 fn range_reply(ctx: &Ctx, key: &[u8], query: Result<RangeQuery, &'static str>) -> Reply {
@@ -611,24 +563,11 @@ fn range_reply(ctx: &Ctx, key: &[u8], query: Result<RangeQuery, &'static str>) -
         Ok(q) => q,
         Err(e) => return error(e),
     };
-    if let Range::Rank(..) | Range::Score(..) = query.range {
-        // Only the nodes that hold the ranks asked for are read.
-        return answer_zset(ctx, key, |z| {
-            let Some(z) = z else {
-                return Ok(listing(ctx, &[], query.with_scores));
-            };
-            let mut picked = z.by_rank(forward_ranks(z, &query)?)?;
-            if query.reverse {
-                picked.reverse();
-            }
-            let picked: Vec<Scored> = picked.iter().map(|(m, s)| (m.as_slice(), *s)).collect();
-            Ok(listing(ctx, &picked, query.with_scores))
-        });
-    }
-    let found = of_kind!(ctx.read(key)?, ZSet);
-    let zset = found.map(|e| e.value).unwrap_or_default();
-    let picked = query.select(&entries(&zset));
-    reply(listing(ctx, &picked, query.with_scores))
+    answer_zset(ctx, key, |z| {
+        let picked = picked(z, &query)?;
+        let picked: Vec<Scored> = picked.iter().map(|(m, s)| (m.as_slice(), *s)).collect();
+        Ok(listing(ctx, &picked, query.with_scores))
+    })
 }
 
 /// `ZRANGE key start stop [BYSCORE | BYLEX] [REV] [LIMIT offset count] [WITHSCORES]`.
@@ -674,9 +613,10 @@ pub fn zrangestore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         Ok(q) => q,
         Err(e) => return error(e),
     };
-    let found = of_kind!(ctx.read(source)?, ZSet);
-    let zset = found.map(|e| e.value).unwrap_or_default();
-    let mut picked = query.select(&entries(&zset));
+    let Some(picked) = ctx.db().read_zset(source, |z| picked(z, &query))? else {
+        return error(WRONG_TYPE);
+    };
+    let mut picked: Vec<Scored> = picked.iter().map(|(m, s)| (m.as_slice(), *s)).collect();
     picked.sort_by(|a, b| score_order(*a, *b));
     let packed = pack(&picked);
     collections::store_result(ctx, destination, Kind::ZSet, packed, ZSET, "zrangestore")?;
@@ -827,38 +767,22 @@ fn remove_range(ctx: &Ctx, args: &[Vec<u8>], by: By, event: &'static str) -> Rep
         Ok(r) => r,
         Err(e) => return error(e),
     };
-    if let Range::Rank(..) | Range::Score(..) = range {
-        // Only the nodes that hold the ranks removed are changed.
-        let Some(edited) = edit_zset(ctx, &args[1], |zset| {
-            let ranks = match range {
-                Range::Rank(start, stop) => rank_span(start, stop, zset.len()),
-                Range::Score(min, max) => {
-                    let start = zset.count_below(|s| !min.below(s));
-                    let end = zset.count_below(|s| max.above(s));
-                    start..end.max(start)
-                }
-                Range::Lex(..) => unreachable!("lex ranges are removed below"),
-            };
-            zset.remove_ranks(ranks)
-        })?
-        else {
-            return error(WRONG_TYPE);
+    // Only the nodes that hold the ranks removed are changed.
+    let Some(edited) = edit_zset(ctx, &args[1], |zset| {
+        let ranks = match range {
+            Range::Rank(start, stop) => rank_span(start, stop, zset.len()),
+            Range::Score(min, max) => {
+                let start = zset.count_below(|s| !min.below(s));
+                let end = zset.count_below(|s| max.above(s));
+                start..end.max(start)
+            }
+            Range::Lex(min, max) => {
+                let start = zset.count_below_member(|m| !min.below(m));
+                let end = zset.count_below_member(|m| max.above(m));
+                start..end.max(start)
+            }
         };
-        notify_edit(ctx, &edited, ZSET, event, &args[1]);
-        return int(edited.result as i64);
-    }
-    let Some(edited) = edit(ctx, &args[1], Kind::ZSet, |zset| {
-        let Some(zset) = zset else {
-            return (Edit::Keep, 0);
-        };
-        let mut all = entries(zset);
-        let gone = range.positions(&all);
-        let removed = gone.len();
-        if removed == 0 {
-            return (Edit::Keep, 0);
-        }
-        all.drain(gone);
-        (Edit::Write(pack(&all)), removed)
+        zset.remove_ranks(ranks)
     })?
     else {
         return error(WRONG_TYPE);
@@ -1191,21 +1115,26 @@ mod tests {
     #[test]
     fn ranges_select_as_redis_selects() {
         let all: Vec<Scored> = vec![(b"a", 1.0), (b"b", 2.0), (b"c", 2.0), (b"d", 3.0)];
-        let score =
-            |min: &[u8], max: &[u8]| Range::parse(By::Score, min, max).unwrap().positions(&all);
-        assert_eq!(score(b"2", b"2"), 1..3);
-        assert_eq!(score(b"(1", b"(3"), 1..3);
-        assert_eq!(score(b"-inf", b"+inf"), 0..4);
-        assert_eq!(score(b"5", b"1"), 4..4);
-        let lex = |min: &[u8], max: &[u8]| Range::parse(By::Lex, min, max).unwrap().positions(&all);
-        assert_eq!(lex(b"[b", b"(d"), 1..3);
-        assert_eq!(lex(b"-", b"+"), 0..4);
+        let stored = crate::entry::Entry {
+            value: pack(&all),
+            deadline: None,
+            raw: false,
+            kind: Kind::ZSet,
+        }
+        .into_stored();
+        let nodes = crate::nodes::MemoryNodes::default();
+        let z = ZsetReader::new(&nodes, &stored);
+        let span = |by: By, min: &[u8], max: &[u8]| {
+            value_span(&z, &Range::parse(by, min, max).unwrap()).unwrap()
+        };
+        assert_eq!(span(By::Score, b"2", b"2"), 1..3);
+        assert_eq!(span(By::Score, b"(1", b"(3"), 1..3);
+        assert_eq!(span(By::Score, b"-inf", b"+inf"), 0..4);
+        assert_eq!(span(By::Score, b"5", b"1"), 4..4);
+        assert_eq!(span(By::Lex, b"[b", b"(d"), 1..3);
+        assert_eq!(span(By::Lex, b"-", b"+"), 0..4);
+        assert_eq!(span(By::Lex, b"(d", b"[a"), 4..4);
         assert!(Range::parse(By::Lex, b"b", b"+").is_err());
-        assert_eq!(
-            Range::parse(By::Rank, b"-2", b"-1")
-                .unwrap()
-                .positions(&all),
-            2..4
-        );
+        assert_eq!(rank_span(-2, -1, all.len()), 2..4);
     }
 }

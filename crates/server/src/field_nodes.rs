@@ -472,6 +472,37 @@ fn pick(total: usize, counts: impl Iterator<Item = usize>) -> (usize, usize) {
     unreachable!("a table's count is its nodes' counts")
 }
 
+/// A field of the split value being edited chosen uniformly at random: its node and its
+/// place there. The records count what the nodes held when the edit began; the nodes
+/// it changed count what they hold now. If none of those holds more than its record
+/// says (an edit that only removed, as SPOP), a pick by the records (one page) that
+/// falls past what its node holds now is drawn again, which keeps the pick uniform;
+/// after a few misses, or if a changed node grew, every record is weighed.
+fn pick_split(table: &Table, loaded: &BTreeMap<usize, Loaded>) -> Result<(usize, usize)> {
+    const DRAWS: usize = 8;
+    let now = |at: usize| loaded.get(&at).map(|l| packed::count(&l.packed) as u64);
+    let mut only_shrunk = true;
+    for &at in loaded.keys() {
+        only_shrunk &= now(at) <= Some(u64::from(table.node(at)?.count));
+    }
+    if only_shrunk {
+        let recorded = table.records.recorded();
+        for _ in 0..DRAWS {
+            let rank = rand::thread_rng().gen_range(0..recorded);
+            let (at, skip) = table.records.by_element(rank)?;
+            if now(at).is_none_or(|n| skip < n) {
+                return Ok((at, skip as usize));
+            }
+        }
+    }
+    let refs = table.nodes()?;
+    let counts = refs
+        .iter()
+        .enumerate()
+        .map(|(at, n)| now(at).map_or(n.count as usize, |c| c as usize));
+    Ok(pick(table.count(), counts))
+}
+
 /// A hash or set as a write finds it and leaves it.
 enum Shape<'a> {
     Missing,
@@ -621,15 +652,7 @@ impl<'a> FieldEditor<'a> {
             Shape::Packed(p) if packed::count(p) == 0 => return None,
             Shape::Packed(p) => Ok((0, rand::thread_rng().gen_range(0..packed::count(p)))),
             Shape::Split(table, _) if table.count() == 0 => return None,
-            Shape::Split(table, loaded) => table.nodes().map(|refs| {
-                // The nodes this edit changed count what they hold now.
-                let counts = refs.iter().enumerate().map(|(at, n)| {
-                    loaded
-                        .get(&at)
-                        .map_or(n.count as usize, |l| packed::count(&l.packed))
-                });
-                pick(table.count(), counts)
-            }),
+            Shape::Split(table, loaded) => pick_split(table, loaded),
         };
         let (at, skip) = crate::nodes::noted(&mut self.failed, picked)?;
         let kind = self.kind;
@@ -1253,6 +1276,43 @@ mod tests {
 
     /// Random picks reach every field of a split set, and popping picks one by one
     /// takes each member exactly once.
+    /// In an edit that removed fields, a random pick by the records reaches only the
+    /// fields left, a node that lost most of its fields in proportion to what it holds
+    /// now (not to what its record says).
+    #[test]
+    fn random_picks_in_an_edit_weigh_nodes_by_what_they_hold_now() {
+        let nodes = MemoryNodes::default();
+        let members: Vec<Vec<u8>> = (0..20_000)
+            .map(|i| format!("member:{i}").into_bytes())
+            .collect();
+        let stored = written(&nodes, Kind::Set, None, &members, b"").unwrap();
+        let _pin = crossbeam_epoch::pin();
+        let table = Table::new(&nodes, Entry::stored_payload(&stored));
+        let second = table.node(1).unwrap().low;
+        let first: Vec<&Vec<u8>> = members.iter().filter(|m| field_hash(m) < second).collect();
+        assert!(first.len() > 100, "{} in the first node", first.len());
+        let mut editor = FieldEditor::new(&nodes, Kind::Set, Some(&stored), &large);
+        let kept = first.len() / 10;
+        for m in &first[kept..] {
+            assert!(editor.remove(m));
+        }
+        let left = members.len() - (first.len() - kept);
+        const DRAWS: usize = 30_000;
+        let mut in_first = 0;
+        for _ in 0..DRAWS {
+            let m = editor.random_field().expect("a member");
+            assert!(editor.get(&m).is_some(), "a removed member picked");
+            in_first += usize::from(field_hash(&m) < second);
+        }
+        // Expected DRAWS * kept / left (a few dozen); by the records it would be ten
+        // times that.
+        let expected = DRAWS * kept / left;
+        assert!(
+            in_first > expected / 4 && in_first < expected * 2 + 10,
+            "{in_first} picks in the first node, {expected} expected"
+        );
+    }
+
     #[test]
     fn random_picks_reach_every_field_and_pops_take_each_once() {
         let nodes = MemoryNodes::default();

@@ -323,18 +323,18 @@ impl<'a> ListEditor<'a> {
                     End::Right => table.len() - 1,
                 };
                 let bytes: usize = items.clone().map(element_size).sum();
-                let pushed_into_edge = self.edge(&table, at).and_then(|(edge, old)| {
-                    if edge.bytes as usize + bytes > NODE_BYTES {
-                        return Some(false);
+                let edge = nodes::noted(&mut self.failed, table.get(at));
+                match edge.map(|r| NodeRef::of(&r)) {
+                    // The edit failed; it writes nothing.
+                    None => {}
+                    Some(edge) if edge.bytes as usize + bytes <= NODE_BYTES => {
+                        if let Some(old) = self.read(edge) {
+                            let new = self.write(&pushed(Some(&old), end, items));
+                            self.drop_node(edge.id);
+                            self.splice(&mut table, at..at + 1, &[new.record()]);
+                        }
                     }
-                    let new = self.write(&pushed(Some(&old), end, items.clone()));
-                    self.drop_node(edge.id);
-                    self.splice(&mut table, at..at + 1, &[new.record()])?;
-                    Some(true)
-                });
-                match pushed_into_edge {
-                    Some(true) => {}
-                    Some(false) => {
+                    Some(_) => {
                         let new = split(self.nodes, &pushed(None, end, items));
                         self.fresh.extend(new.iter().map(|n| n.id));
                         let records: Vec<Record> = new.iter().map(NodeRef::record).collect();
@@ -344,8 +344,6 @@ impl<'a> ListEditor<'a> {
                         };
                         self.splice(&mut table, at..at, &records);
                     }
-                    // The edit failed; it writes nothing.
-                    None => {}
                 }
                 table.set_count(count + added);
                 self.shape = Shape::Split(table);
@@ -426,8 +424,12 @@ impl<'a> ListEditor<'a> {
     /// Record `at` of `table` and its node, read; `None` if either could not be read.
     fn edge(&mut self, table: &Records, at: usize) -> Option<(NodeRef, Vec<u8>)> {
         let node = NodeRef::of(&nodes::noted(&mut self.failed, table.get(at))?);
-        let packed = nodes::noted(&mut self.failed, self.nodes.read(node.id))?;
-        Some((node, packed))
+        Some((node, self.read(node)?))
+    }
+
+    /// `node`'s packed elements; `None` if it could not be read.
+    fn read(&mut self, node: NodeRef) -> Option<Vec<u8>> {
+        nodes::noted(&mut self.failed, self.nodes.read(node.id))
     }
 
     /// `table`'s records `range` replaced by `records`; `None` if a page could not be

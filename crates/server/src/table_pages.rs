@@ -320,10 +320,17 @@ impl<'a, const R: usize> Records<'a, R> {
         Ok(before + within)
     }
 
+    /// Elements the records count: the table's count, but for an edit that keeps the
+    /// count current and brings its records up to date only when it ends.
+    pub fn recorded(&self) -> u64 {
+        self.pages.iter().map(|page| page.elements).sum()
+    }
+
     /// The record whose node holds element `rank` (counted over the records in order),
     /// and `rank`'s place in that node: reads one page.
     pub fn by_element(&self, rank: u64) -> Result<(usize, u64)> {
-        assert!(rank < self.count, "element {rank} of {}", self.count);
+        let recorded = self.recorded();
+        assert!(rank < recorded, "element {rank} of {recorded}");
         let mut rest = rank;
         for (p, page) in self.pages.iter().enumerate() {
             if rest >= page.elements {

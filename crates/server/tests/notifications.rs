@@ -228,6 +228,11 @@ fn every_command_that_reads_a_value_counts_a_hit_or_a_miss() {
         (&["COPY", "have", "have2"], 1, 0),
         (&["MEMORY", "USAGE", "n"], 0, 0),
         (&["APPEND", "have", "x"], 0, 0),
+        (&["ZADD", "z", "1", "a"], 0, 0),
+        (&["ZRANGESTORE", "d", "z", "0", "-1"], 1, 0),
+        (&["ZRANGESTORE", "d", "n", "0", "-1"], 0, 1),
+        (&["ZRANGEBYLEX", "z", "-", "+"], 1, 0),
+        (&["ZLEXCOUNT", "n", "-", "+"], 0, 1),
         (&["DEL", "n"], 0, 0),
     ];
     for (command, hits, misses) in script {

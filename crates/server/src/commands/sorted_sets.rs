@@ -613,7 +613,14 @@ pub fn zrangestore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         Ok(q) => q,
         Err(e) => return error(e),
     };
-    let Some(picked) = ctx.db().read_zset(source, |z| picked(z, &query))? else {
+    let mut found = true;
+    let picked = ctx.db().read_zset(source, |z| {
+        found = z.is_some();
+        picked(z, &query)
+    })?;
+    // The source is read as ZRANGE reads it: a hit or a miss.
+    ctx.hit(source, found);
+    let Some(picked) = picked else {
         return error(WRONG_TYPE);
     };
     let mut picked: Vec<Scored> = picked.iter().map(|(m, s)| (m.as_slice(), *s)).collect();

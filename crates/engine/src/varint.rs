@@ -14,7 +14,14 @@ pub fn put(out: &mut Vec<u8>, mut value: u64) {
 
 /// The value at the start of `input` and the bytes it took, or `None` when `input` ends
 /// inside the number or the number overflows 64 bits.
+#[inline]
 pub fn get(input: &[u8]) -> Option<(u64, usize)> {
+    // Block entries' lengths are mostly below 128: one byte, no loop.
+    if let Some(&byte) = input.first() {
+        if byte < 0x80 {
+            return Some((u64::from(byte), 1));
+        }
+    }
     let mut value = 0u64;
     for (i, &byte) in input.iter().enumerate().take(MAX_LEN) {
         let bits = u64::from(byte & 0x7f);

@@ -27,6 +27,9 @@ struct State {
     /// Every ticket below this is done.
     completed: u64,
     leading: bool,
+    /// Writers asleep on `wake`. A wake-up is a system call even with nobody to wake,
+    /// and most groups (one writer, or two io threads taking turns) have no one.
+    sleeping: u64,
     /// Groups that failed and still have writers to tell.
     failures: Vec<Failure>,
 }
@@ -63,7 +66,9 @@ impl CommitQueue {
             if !state.leading {
                 return self.lead(state, lead);
             }
+            state.sleeping += 1;
             state = self.wake.wait(state).unwrap_or_else(|e| e.into_inner());
+            state.sleeping -= 1;
         }
     }
 
@@ -113,8 +118,11 @@ impl CommitQueue {
             group.clear();
             state.pending = group;
         }
+        let sleeping = state.sleeping > 0;
         drop(state);
-        self.wake.notify_all();
+        if sleeping {
+            self.wake.notify_all();
+        }
         result
     }
 

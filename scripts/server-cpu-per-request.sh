@@ -6,7 +6,9 @@
 #   bash scripts/server-cpu-per-request.sh BINARY PORT [CONFIG_FILE]
 #       N=requests per test (default 2000000); R=key space (redis-benchmark -r: SET
 #       loads random keys of it, GET reads them uniformly, hits and misses; default one
-#       key); CONFIG_FILE as hotkv-server takes it. Works on redis-server too.
+#       key); ENGINE=lsm runs hotkv on its LSM engine (fsync everysec, in a fresh
+#       directory; the default is memory); CONFIG_FILE as hotkv-server takes it.
+#       Works on redis-server too.
 set -euo pipefail
 bin=$1
 port=$2
@@ -14,10 +16,15 @@ n=${N:-2000000}
 if [[ $(basename "$bin") == redis-server* ]]; then
     (cd /tmp && exec "$bin" --port "$port" --save "" --appendonly no ${3:+"$3"} >/dev/null 2>&1) &
 else
-    "$bin" --engine memory --port "$port" ${3:+"$3"} >/dev/null 2>&1 &
+    engine=(--engine memory)
+    if [ "${ENGINE:-memory}" = lsm ]; then
+        dir=$(mktemp -d)
+        engine=(--engine lsm --fsync everysec --dir "$dir")
+    fi
+    "$bin" "${engine[@]}" --port "$port" ${3:+"$3"} >/dev/null 2>&1 &
 fi
 pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true; [ -z "${dir:-}" ] || rm -rf "$dir"' EXIT
 for _ in $(seq 50); do
     redis-cli -p "$port" ping >/dev/null 2>&1 && break
     sleep 0.1

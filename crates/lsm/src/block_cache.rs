@@ -126,6 +126,8 @@ impl Shard {
         Some(slot.block.clone())
     }
 
+    /// A block larger than the shard (a table block of one huge value) is not
+    /// cached: it would evict everything else for one value.
     fn insert(&mut self, key: BlockKey, block: Arc<Block>) {
         if block.size() > self.capacity {
             return;
@@ -254,7 +256,7 @@ mod tests {
     proptest::proptest! {
         /// Whatever the reads, loads and forgotten tables: bytes held stay within the
         /// capacity and equal the sizes of the blocks held; a block is served only as
-        /// it was loaded; a hit needs no load.
+        /// it was last loaded, and never after its table is forgotten.
         #[test]
         fn holds_within_capacity_and_serves_what_was_loaded(
             shards in 1usize..4,

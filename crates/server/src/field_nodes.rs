@@ -1274,8 +1274,6 @@ mod tests {
         assert!(pages > 10, "seed {seed}: {pages} pages");
     }
 
-    /// Random picks reach every field of a split set, and popping picks one by one
-    /// takes each member exactly once.
     /// In an edit that removed fields, a random pick by the records reaches only the
     /// fields left, a node that lost most of its fields in proportion to what it holds
     /// now (not to what its record says).
@@ -1313,6 +1311,8 @@ mod tests {
         );
     }
 
+    /// Random picks reach every field of a split set, and popping picks one by one
+    /// takes each member exactly once.
     #[test]
     fn random_picks_reach_every_field_and_pops_take_each_once() {
         let nodes = MemoryNodes::default();

@@ -329,8 +329,6 @@ impl<'a, const R: usize> Records<'a, R> {
     /// The record whose node holds element `rank` (counted over the records in order),
     /// and `rank`'s place in that node: reads one page.
     pub fn by_element(&self, rank: u64) -> Result<(usize, u64)> {
-        let recorded = self.recorded();
-        assert!(rank < recorded, "element {rank} of {recorded}");
         let mut rest = rank;
         for (p, page) in self.pages.iter().enumerate() {
             if rest >= page.elements {
@@ -346,7 +344,7 @@ impl<'a, const R: usize> Records<'a, R> {
                 rest -= n;
             }
         }
-        unreachable!("a table's count is its records' counts")
+        panic!("element {rank} of {}", self.recorded())
     }
 
     /// Every record, in order: reads every page.

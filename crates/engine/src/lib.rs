@@ -117,6 +117,14 @@ pub trait Engine: Send + Sync {
 
     /// Makes every write so far durable (a no-op for engines that are not).
     fn flush(&self) -> Result<()>;
+    /// Hands to the operating system the writes an engine holds back to write many
+    /// with one system call (the LSM tree's `defer_log_writes`): from then on they
+    /// survive the process's crash. A server calls this before it sends a reply,
+    /// which may reveal any write that is visible. Engines that hold nothing back do
+    /// nothing.
+    fn write_held_back(&self) -> Result<()> {
+        Ok(())
+    }
 
     fn stats(&self) -> Stats;
 

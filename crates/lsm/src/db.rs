@@ -76,6 +76,11 @@ struct Inner {
     background_error: Mutex<Option<String>>,
     /// Bytes written to the log since the last sync (for `everysec`).
     unsynced: AtomicBool,
+    /// Records held back in the log writer (`defer_log_writes`). Set and cleared under
+    /// the log lock, cleared only once they are written; set before their writes
+    /// become visible, so whoever has seen a write and then finds this clear knows
+    /// it is in the file.
+    log_behind: AtomicBool,
     counters: Counters,
 }
 
@@ -238,6 +243,7 @@ impl Lsm {
             writes_stopped: Mutex::new(None),
             background_error: Mutex::new(None),
             unsynced: AtomicBool::new(false),
+            log_behind: AtomicBool::new(false),
             counters,
         });
         inner.delete_obsolete_files(&inner.lock_background())?;
@@ -535,6 +541,38 @@ impl Inner {
             .clone()
     }
 
+    /// Whether groups are held back in the log writer until `write_held_back`; not
+    /// under `fsync always`, whose groups are synced before they are acknowledged.
+    fn defers_log_writes(&self) -> bool {
+        self.options.defer_log_writes && self.options.fsync != FsyncPolicy::Always
+    }
+
+    /// Writes the records held back to the log file. Their writes are already visible,
+    /// so if that fails the log no longer holds every visible write: writes stop.
+    fn write_held_back(&self, log: &mut Log) -> Result<()> {
+        if !log.writer.is_buffering() {
+            return Ok(());
+        }
+        let written = log.writer.write_buffered().map_err(|e| {
+            let why = match e {
+                AppendError::Failed(e) => e.to_string(),
+                AppendError::TailUnknown { write, truncate } => {
+                    format!("{write}, and cutting the partial write off failed too ({truncate})")
+                }
+            };
+            self.stop_writes(format!(
+                "writing held-back records to {} failed ({why}); they are lost",
+                log.writer.path().display()
+            ))
+        });
+        // Cleared even on failure: the records are gone, and writes have stopped.
+        self.log_behind.store(false, Ordering::Release);
+        self.counters
+            .wal_bytes
+            .fetch_add(written?, Ordering::Relaxed);
+        Ok(())
+    }
+
     fn lock_log(&self) -> MutexGuard<'_, Log> {
         self.log.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -587,24 +625,29 @@ impl Inner {
         log.record.extend_from_slice(&first.to_le_bytes());
         log.record.extend_from_slice(&batch.len().to_le_bytes());
         log.record.extend_from_slice(batch.entries());
-        let written = match log.writer.append(&log.record) {
-            Ok(written) => written,
-            Err(AppendError::Failed(e)) => {
-                return Err(Error::io(
-                    format!("appending to {}", log.writer.path().display()),
-                    e,
-                ));
-            }
-            Err(AppendError::TailUnknown { write, truncate }) => {
-                return Err(self.stop_writes(format!(
-                    "appending to {} failed ({write}) and cutting the partial write off failed too ({truncate})",
-                    log.writer.path().display()
-                )));
-            }
-        };
-        self.counters
-            .wal_bytes
-            .fetch_add(written, Ordering::Relaxed);
+        if self.defers_log_writes() {
+            log.writer.buffer(&log.record);
+            self.log_behind.store(true, Ordering::Release);
+        } else {
+            let written = match log.writer.append(&log.record) {
+                Ok(written) => written,
+                Err(AppendError::Failed(e)) => {
+                    return Err(Error::io(
+                        format!("appending to {}", log.writer.path().display()),
+                        e,
+                    ));
+                }
+                Err(AppendError::TailUnknown { write, truncate }) => {
+                    return Err(self.stop_writes(format!(
+                        "appending to {} failed ({write}) and cutting the partial write off failed too ({truncate})",
+                        log.writer.path().display()
+                    )));
+                }
+            };
+            self.counters
+                .wal_bytes
+                .fetch_add(written, Ordering::Relaxed);
+        }
         match self.options.fsync {
             FsyncPolicy::Always => {
                 log.writer.sync().map_err(|e| {
@@ -661,6 +704,7 @@ impl Inner {
                 .fetch_add(stalled.as_micros() as u64, Ordering::Relaxed);
         }
 
+        self.write_held_back(log)?;
         let number = self.next_file_number.fetch_add(1, Ordering::Relaxed);
         let path = self.dir.join(wal::file_name(number));
         // The old log's writes must be durable before the new log's are acknowledged
@@ -998,7 +1042,11 @@ impl Inner {
     }
 
     fn sync_log(&self) -> Result<()> {
-        let file = self.lock_log().writer.file();
+        let file = {
+            let mut log = self.lock_log();
+            self.write_held_back(&mut log)?;
+            log.writer.file()
+        };
         self.unsynced.store(false, Ordering::Release);
         file.sync_data()
             .map_err(|e| self.stop_writes(format!("syncing the write-ahead log failed: {e}")))?;
@@ -1085,6 +1133,14 @@ impl Engine for Lsm {
         self.inner.sync_log()
     }
 
+    fn write_held_back(&self) -> Result<()> {
+        if !self.inner.log_behind.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut log = self.inner.lock_log();
+        self.inner.write_held_back(&mut log)
+    }
+
     fn stats(&self) -> Stats {
         let c = &self.inner.counters;
         let r = &self.inner.read_counters;
@@ -1146,7 +1202,8 @@ impl Engine for Lsm {
             let _ = thread.join();
         }
         // Taking the log waits out a group in flight; later groups see `closed`.
-        let log = self.inner.lock_log();
+        let mut log = self.inner.lock_log();
+        self.inner.write_held_back(&mut log)?;
         log.writer.sync().map_err(|e| {
             Error::io(
                 format!("syncing {} on close", log.writer.path().display()),

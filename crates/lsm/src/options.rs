@@ -44,6 +44,13 @@ impl fmt::Display for FsyncPolicy {
 #[derive(Clone, Debug)]
 pub struct Options {
     pub fsync: FsyncPolicy,
+    /// Under `fsync everysec` or `no`, hold each group's log record back, and write
+    /// all held back with one system call at [`engine::Engine::write_held_back`] (or
+    /// a sync, a memtable switch, close), as Redis writes its append-only file once
+    /// per event loop. Writes are visible before they are in the file: a caller that
+    /// sets this must call `write_held_back` before it acknowledges a write or shows
+    /// one (a reply), or a process crash may lose what it showed.
+    pub defer_log_writes: bool,
     /// What recovery does with a damaged log (see `wal_format.md`).
     pub wal_recovery: WalRecovery,
     /// A memtable this full is frozen and flushed to a table.
@@ -71,6 +78,7 @@ impl Default for Options {
     fn default() -> Options {
         Options {
             fsync: FsyncPolicy::default(),
+            defer_log_writes: false,
             wal_recovery: WalRecovery::TolerateTornTail,
             memtable_bytes: 64 << 20,
             max_immutable_memtables: 2,

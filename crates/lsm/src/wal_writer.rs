@@ -14,7 +14,8 @@ pub struct WalWriter {
     path: PathBuf,
     /// Bytes in the file that hold whole records.
     len: u64,
-    /// The framed bytes of the record being written, kept to reuse its allocation.
+    /// Framed records not yet written to the file: the one being appended, or those
+    /// [`WalWriter::buffer`] holds back (their blocks continue from `len`).
     framed: Vec<u8>,
 }
 
@@ -45,17 +46,40 @@ impl WalWriter {
         self.file.clone()
     }
 
-    /// Writes `record` as one logical record with a single `write`. On failure the file
-    /// is cut back to where it was, so a failed append leaves no partial record behind;
-    /// if even that fails, the second error is returned and the log must not be
-    /// appended to again.
+    /// Writes `record` as one logical record, with whatever [`WalWriter::buffer`] held
+    /// back before it, in a single `write`; returns the bytes written.
     pub fn append(&mut self, record: &[u8]) -> Result<u64, AppendError> {
         self.frame(record);
+        self.write_buffered()
+    }
+
+    /// Frames `record` after the records held back, for a later
+    /// [`WalWriter::write_buffered`]: many records then cost one system call.
+    pub fn buffer(&mut self, record: &[u8]) {
+        self.frame(record);
+    }
+
+    /// Whether records are held back.
+    pub fn is_buffering(&self) -> bool {
+        !self.framed.is_empty()
+    }
+
+    /// Writes the records held back with a single `write`; returns the bytes written.
+    /// On failure they are dropped and the file is cut back to where it was, so no
+    /// partial record is left behind; if even that fails, the second error is
+    /// returned and the log must not be appended to again.
+    pub fn write_buffered(&mut self) -> Result<u64, AppendError> {
+        if self.framed.is_empty() {
+            return Ok(0);
+        }
         let mut file = &*self.file;
-        match file.write_all(&self.framed) {
+        let written = file.write_all(&self.framed);
+        let framed = self.framed.len() as u64;
+        self.framed.clear();
+        match written {
             Ok(()) => {
-                self.len += self.framed.len() as u64;
-                Ok(self.framed.len() as u64)
+                self.len += framed;
+                Ok(framed)
             }
             Err(write) => match self.file.set_len(self.len) {
                 Ok(()) => Err(AppendError::Failed(write)),
@@ -64,13 +88,13 @@ impl WalWriter {
         }
     }
 
+    /// Makes the written records durable (not those held back).
     pub fn sync(&self) -> std::io::Result<()> {
         self.file.sync_data()
     }
 
     fn frame(&mut self, record: &[u8]) {
-        self.framed.clear();
-        let mut offset = (self.len % BLOCK_SIZE as u64) as usize;
+        let mut offset = ((self.len + self.framed.len() as u64) % BLOCK_SIZE as u64) as usize;
         let mut rest = record;
         let mut first = true;
         loop {

@@ -154,6 +154,9 @@ impl Connection {
     /// `client-output-buffer-limit` decides when it is dropped instead: at once above
     /// the hard limit, or when replies above the soft limit stay unwritten that long.
     async fn flush(&mut self) -> Result<(), Ended> {
+        // Any write a reply shows (this client's or another's) must be in the log
+        // before the reply leaves: then a crash of the process cannot lose it.
+        self.server.db.write_held_back();
         // Seen by CLIENT LIST while a client that does not read keeps this waiting.
         self.report_buffers();
         let (hard, soft, soft_secs) = self.server.config.output_limit();

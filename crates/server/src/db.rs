@@ -850,6 +850,16 @@ impl Db {
         }
     }
 
+    /// Hands the writes the engine holds back to the operating system: call before
+    /// sending a reply, which may show any visible write. If that fails, the engine
+    /// has logged why and refuses writes from then on; the reply goes out regardless,
+    /// as Redis's does when its append-only file cannot be written.
+    pub fn write_held_back(&self) {
+        if let Store::Engine(store) = &self.store {
+            let _ = store.write_held_back();
+        }
+    }
+
     /// Makes every write durable and closes the engine (at shutdown).
     pub fn close(&self) -> Result<()> {
         match &self.store {

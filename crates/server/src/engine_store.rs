@@ -516,6 +516,10 @@ impl EngineStore {
         self.engine.flush()
     }
 
+    pub fn write_held_back(&self) -> Result<()> {
+        self.engine.write_held_back()
+    }
+
     pub fn close(&self) -> Result<()> {
         self.engine.close()
     }

@@ -169,6 +169,8 @@ fn open_db(config: &Config) -> engine::Result<Db> {
             let started = std::time::Instant::now();
             let options = lsm::Options {
                 fsync: config.fsync,
+                // Connections write the log before each batch of replies.
+                defer_log_writes: true,
                 block_cache_bytes: config.cache_size as usize,
                 memtable_bytes: config.memtable_size as usize,
                 ..lsm::Options::default()

@@ -1,8 +1,10 @@
 //! The LSM engine's crash harness.
 //!
 //! `lsm-crash [--cycles N] [--seed S] [--dir D]` runs N cycles: start a child that
-//! writes batches under `fsync always` from several threads and prints each one it got
-//! an acknowledgement for; SIGKILL it at a random moment (while it recovers, writes,
+//! writes batches from several threads and prints each one it got an acknowledgement
+//! for (every other cycle under `fsync always`, the others under `fsync no` with log
+//! writes held back, each batch acknowledged only after `write_held_back`, as the
+//! server does before a reply); SIGKILL it at a random moment (while it recovers, writes,
 //! syncs, flushes, compacts); reopen the store here and check that it opens, that every acknowledged batch
 //! is there, and that the state is exactly some prefix of each writer's batches (no
 //! batch half-applied, no stray bytes). The store carries over between cycles.
@@ -30,7 +32,11 @@ const KEYS_PER_WRITER: u64 = 200;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("child") => child(Path::new(&args[1]), args[2].parse().expect("seed")),
+        Some("child") => child(
+            Path::new(&args[1]),
+            args[2].parse().expect("seed"),
+            args[3] == "held-back",
+        ),
         Some("full-disk-child") => full_disk_child(Path::new(&args[1])),
         Some("full-disk") => full_disk(&flags(&args[1..])),
         _ => crash_cycles(&flags(&args)),
@@ -146,18 +152,20 @@ fn batch(seed: u64, writer: u64, n: u64) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
 /// Small memtables and levels, so kills land during memtable freezes, flushes,
 /// compactions and manifest edits too, not only log writes.
 fn open(dir: &Path) -> Result<Lsm, Error> {
-    Lsm::open(
-        dir,
-        Options {
-            memtable_bytes: 64 * 1024,
-            block_size: 1024,
-            l0_compaction_trigger: 2,
-            level1_bytes: 256 * 1024,
-            level_size_ratio: 4,
-            table_file_bytes: 64 * 1024,
-            ..full_disk_options()
-        },
-    )
+    Lsm::open(dir, crash_options())
+}
+
+/// Small memtables and tables, so that cycles cross flushes and compactions.
+fn crash_options() -> Options {
+    Options {
+        memtable_bytes: 64 * 1024,
+        block_size: 1024,
+        l0_compaction_trigger: 2,
+        level1_bytes: 256 * 1024,
+        level_size_ratio: 4,
+        table_file_bytes: 64 * 1024,
+        ..full_disk_options()
+    }
 }
 
 /// One memtable larger than the file size limit, so the log is the file that fills.
@@ -184,8 +192,17 @@ fn marker(store: &Lsm, writer: u64) -> Result<u64, String> {
 
 /// The child: writers continue from their markers until killed, printing `ack W N`
 /// after batch N of writer W is acknowledged.
-fn child(dir: &Path, seed: u64) -> Result<(), String> {
-    let store = Arc::new(open(dir).map_err(|e| e.to_string())?);
+fn child(dir: &Path, seed: u64, held_back: bool) -> Result<(), String> {
+    let options = if held_back {
+        Options {
+            fsync: FsyncPolicy::No,
+            defer_log_writes: true,
+            ..crash_options()
+        }
+    } else {
+        crash_options()
+    };
+    let store = Arc::new(Lsm::open(dir, options).map_err(|e| e.to_string())?);
     let stdout = Arc::new(Mutex::new(std::io::stdout()));
     let threads: Vec<_> = (0..WRITERS)
         .map(|writer| {
@@ -202,6 +219,9 @@ fn child(dir: &Path, seed: u64) -> Result<(), String> {
                         };
                     }
                     store.write(&write).map_err(|e| e.to_string())?;
+                    if held_back {
+                        store.write_held_back().map_err(|e| e.to_string())?;
+                    }
                     let mut out = stdout.lock().unwrap();
                     writeln!(out, "ack {writer} {n}")
                         .and_then(|()| out.flush())
@@ -227,6 +247,11 @@ fn crash_cycles(flags: &Flags) -> Result<(), String> {
             .arg("child")
             .arg(&dir)
             .arg(flags.seed.to_string())
+            .arg(if cycle % 2 == 0 {
+                "always"
+            } else {
+                "held-back"
+            })
             .stdout(Stdio::piped())
             .spawn()
             .map_err(|e| format!("starting the child: {e}"))?;

@@ -126,6 +126,11 @@ pub trait Engine: Send + Sync {
         Ok(())
     }
 
+    /// Whether writes are held back now (so [`Engine::write_held_back`] has work).
+    fn holds_writes_back(&self) -> bool {
+        false
+    }
+
     fn stats(&self) -> Stats;
 
     /// Flushes and releases the engine's resources; later calls return

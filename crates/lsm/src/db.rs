@@ -1134,11 +1134,15 @@ impl Engine for Lsm {
     }
 
     fn write_held_back(&self) -> Result<()> {
-        if !self.inner.log_behind.load(Ordering::Acquire) {
+        if !self.holds_writes_back() {
             return Ok(());
         }
         let mut log = self.inner.lock_log();
         self.inner.write_held_back(&mut log)
+    }
+
+    fn holds_writes_back(&self) -> bool {
+        self.inner.log_behind.load(Ordering::Acquire)
     }
 
     fn stats(&self) -> Stats {

@@ -155,7 +155,13 @@ impl Connection {
     /// the hard limit, or when replies above the soft limit stay unwritten that long.
     async fn flush(&mut self) -> Result<(), Ended> {
         // Any write a reply shows (this client's or another's) must be in the log
-        // before the reply leaves: then a crash of the process cannot lose it.
+        // before the reply leaves: then a crash of the process cannot lose it. First
+        // the other connections this thread has requests from serve theirs, so that
+        // one log write covers them all, as Redis writes its append-only file once per
+        // turn of its event loop.
+        if self.server.db.holds_writes_back() {
+            tokio::task::yield_now().await;
+        }
         self.server.db.write_held_back();
         // Seen by CLIENT LIST while a client that does not read keeps this waiting.
         self.report_buffers();

@@ -860,6 +860,14 @@ impl Db {
         }
     }
 
+    /// Whether the engine holds writes back now.
+    pub fn holds_writes_back(&self) -> bool {
+        match &self.store {
+            Store::Memory(_) => false,
+            Store::Engine(store) => store.holds_writes_back(),
+        }
+    }
+
     /// Makes every write durable and closes the engine (at shutdown).
     pub fn close(&self) -> Result<()> {
         match &self.store {

@@ -520,6 +520,10 @@ impl EngineStore {
         self.engine.write_held_back()
     }
 
+    pub fn holds_writes_back(&self) -> bool {
+        self.engine.holds_writes_back()
+    }
+
     pub fn close(&self) -> Result<()> {
         self.engine.close()
     }

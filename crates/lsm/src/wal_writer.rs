@@ -46,9 +46,11 @@ impl WalWriter {
         self.file.clone()
     }
 
-    /// Writes `record` as one logical record, with whatever [`WalWriter::buffer`] held
-    /// back before it, in a single `write`; returns the bytes written.
+    /// Writes `record` as one logical record with a single `write`; returns the bytes
+    /// written. A log either appends or holds back: a failed append drops what it
+    /// frames, which must be only this record (its caller applies nothing then).
     pub fn append(&mut self, record: &[u8]) -> Result<u64, AppendError> {
+        assert!(!self.is_buffering(), "append to a log holding records back");
         self.frame(record);
         self.write_buffered()
     }

@@ -104,11 +104,12 @@ fn values_of_every_type_deadlines_and_the_key_count_survive_a_restart() {
 
 /// Writers on their own connections set keys in order and bump a counter, half of
 /// them as two commands, half in MULTI/EXEC; the server is killed with SIGKILL at a
-/// random moment, several times (alternately under `--fsync always` and `--fsync no`,
-/// where the log is written once per batch of replies, before it leaves), with memtables small enough
-/// that kills land in flushes and compactions too. After each restart every
-/// acknowledged write is there, nothing a writer never sent, and every transaction is
-/// there whole or not at all. `SERVER_CRASH_CYCLES` (default 3) and `SERVER_CRASH_SEED` for longer runs.
+/// random moment, several times, alternately under `--fsync always` and `--fsync no`
+/// (where the log is written once per batch of replies, before they leave), with
+/// memtables small enough that kills land in flushes and compactions too. After each
+/// restart every acknowledged write is there, nothing a writer never sent, and every
+/// transaction is there whole or not at all. `SERVER_CRASH_CYCLES` (default 3) and
+/// `SERVER_CRASH_SEED` for longer runs.
 #[test]
 fn kill_9_loses_no_acknowledged_write() {
     const WRITERS: usize = 4;

@@ -31,6 +31,22 @@ pub struct CommitQueue {
 /// How long a writer spins on a group in flight before it sleeps: a few log writes.
 const SPIN_LIMIT: Duration = Duration::from_micros(10);
 
+/// Spins while `busy` holds, up to [`SPIN_LIMIT`].
+fn spin_while(busy: impl Fn() -> bool) {
+    let start = Instant::now();
+    loop {
+        for _ in 0..64 {
+            if !busy() {
+                return;
+            }
+            std::hint::spin_loop();
+        }
+        if start.elapsed() >= SPIN_LIMIT {
+            return;
+        }
+    }
+}
+
 #[derive(Default)]
 struct State {
     pending: WriteBatch,
@@ -84,7 +100,7 @@ impl CommitQueue {
                 spun = true;
                 let in_flight = self.groups_done.load(Ordering::Acquire);
                 drop(state);
-                self.spin_while(|| self.groups_done.load(Ordering::Acquire) == in_flight);
+                spin_while(|| self.groups_done.load(Ordering::Acquire) == in_flight);
                 state = self.lock();
                 continue;
             }
@@ -147,22 +163,6 @@ impl CommitQueue {
             self.wake.notify_all();
         }
         result
-    }
-
-    /// Spins while `busy` holds, up to the spin limit.
-    fn spin_while(&self, busy: impl Fn() -> bool) {
-        let start = Instant::now();
-        loop {
-            for _ in 0..64 {
-                if !busy() {
-                    return;
-                }
-                std::hint::spin_loop();
-            }
-            if start.elapsed() >= SPIN_LIMIT {
-                return;
-            }
-        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

@@ -51,14 +51,8 @@ impl WalWriter {
     /// frames, which must be only this record (its caller applies nothing then).
     pub fn append(&mut self, record: &[u8]) -> Result<u64, AppendError> {
         assert!(!self.is_buffering(), "append to a log holding records back");
-        self.frame(record);
+        self.buffer(record);
         self.write_buffered()
-    }
-
-    /// Frames `record` after the records held back, for a later
-    /// [`WalWriter::write_buffered`]: many records then cost one system call.
-    pub fn buffer(&mut self, record: &[u8]) {
-        self.frame(record);
     }
 
     /// Whether records are held back.
@@ -95,7 +89,9 @@ impl WalWriter {
         self.file.sync_data()
     }
 
-    fn frame(&mut self, record: &[u8]) {
+    /// Frames `record` after the records held back, for a later
+    /// [`WalWriter::write_buffered`]: many records then cost one system call.
+    pub fn buffer(&mut self, record: &[u8]) {
         let mut offset = ((self.len + self.framed.len() as u64) % BLOCK_SIZE as u64) as usize;
         let mut rest = record;
         let mut first = true;

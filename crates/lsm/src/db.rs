@@ -291,14 +291,14 @@ impl Lsm {
     }
 
     fn read(&self, sv: &SuperVersion, key: &[u8], sequence: u64) -> Result<Option<Vec<u8>>> {
+        let hash = bloom::hash(key);
         for mem in std::iter::once(&sv.mem).chain(&sv.imm) {
-            match mem.get(key, sequence) {
+            match mem.get(key, hash, sequence) {
                 Some(Lookup::Value(value)) => return Ok(Some(value)),
                 Some(Lookup::Deleted) => return Ok(None),
                 None => {}
             }
         }
-        let hash = bloom::hash(key);
         let found = with_lookup_key(key, sequence, |lookup| sv.version.get(lookup, hash))?;
         Ok(match found {
             Some((KIND_PUT, value)) => Some(value),
@@ -470,11 +470,12 @@ fn replay_log(
 }
 
 fn apply(memtable: &MemTable, first_sequence: u64, batch: &WriteBatch) {
+    let mut writer = memtable.writer();
     for (i, op) in batch.iter().enumerate() {
         let sequence = first_sequence + i as u64;
         match op {
-            BatchOp::Put(key, value) => memtable.insert(key, sequence, KIND_PUT, value),
-            BatchOp::Delete(key) => memtable.insert(key, sequence, KIND_DELETE, &[]),
+            BatchOp::Put(key, value) => writer.insert(key, sequence, KIND_PUT, value),
+            BatchOp::Delete(key) => writer.insert(key, sequence, KIND_DELETE, &[]),
         }
     }
 }

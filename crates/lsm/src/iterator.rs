@@ -1,13 +1,12 @@
 //! Iterators over internal keys: every source (memtables, tables) walks its entries in
 //! internal-key order through this trait, and `MergingIter` merges any number of them.
 
-use std::borrow::Borrow;
 use std::sync::Arc;
 
 use engine::Result;
 
 use crate::internal_key::KeyRef;
-use crate::memtable::{MemEntry, MemTable};
+use crate::memtable::{MemPosition, MemTable};
 use crate::table::{Table, TableIter};
 
 pub trait InternalIterator {
@@ -22,37 +21,46 @@ pub trait InternalIterator {
     fn value(&self) -> &[u8];
 }
 
-/// A memtable's entries. It keeps the memtable alive through its `Arc`, so a cursor
+/// A memtable's versions. It keeps the memtable alive through its `Arc`, so a cursor
 /// can outlive the memtable's flush.
 pub struct MemIter {
     // Declared before `memtable` so it is dropped first: it borrows from it.
-    entry: Option<MemEntry<'static>>,
+    position: Option<MemPosition<'static>>,
     memtable: Arc<MemTable>,
+    /// The current version's internal key (the memtable stores the user key once).
+    key: Vec<u8>,
 }
 
 impl MemIter {
     pub fn new(memtable: Arc<MemTable>) -> MemIter {
         MemIter {
-            entry: None,
+            position: None,
             memtable,
+            key: Vec::new(),
         }
     }
 
-    fn set(&mut self, entry: Option<MemEntry<'_>>) {
-        // SAFETY: the entry borrows the skiplist inside `self.memtable`'s allocation,
-        // which does not move and lives as long as this `Arc` does. The field order
-        // drops the entry before the `Arc`, `set` replaces it only with entries of the
-        // same memtable, and the 'static lifetime never leaves this type: `key` and
-        // `value` hand out borrows of `&self`.
-        self.entry =
-            entry.map(|e| unsafe { std::mem::transmute::<MemEntry<'_>, MemEntry<'static>>(e) });
+    fn set(&mut self, position: Option<MemPosition<'_>>) {
+        // SAFETY: the position borrows the memtable inside `self.memtable`'s
+        // allocation, which does not move and lives as long as this `Arc` does. The
+        // field order drops the position before the `Arc`, `set` replaces it only with
+        // positions in the same memtable, and the 'static lifetime never leaves this
+        // type: `key` and `value` hand out borrows of `&self`.
+        self.position = position
+            .map(|p| unsafe { std::mem::transmute::<MemPosition<'_>, MemPosition<'static>>(p) });
+        if let Some(position) = &self.position {
+            self.key.clear();
+            self.key.extend_from_slice(position.user_key());
+            self.key
+                .extend_from_slice(&position.trailer().to_le_bytes());
+        }
     }
 }
 
 impl InternalIterator for MemIter {
     fn seek(&mut self, target: &KeyRef) -> Result<()> {
         let memtable = Arc::clone(&self.memtable);
-        self.set(memtable.seek_internal(target));
+        self.set(memtable.seek(target));
         Ok(())
     }
 
@@ -63,25 +71,22 @@ impl InternalIterator for MemIter {
     }
 
     fn next(&mut self) -> Result<()> {
-        let next = self.entry.take().and_then(|e| e.next());
-        self.entry = next;
+        let next = self.position.take().and_then(MemPosition::next);
+        self.set(next);
         Ok(())
     }
 
     fn valid(&self) -> bool {
-        self.entry.is_some()
+        self.position.is_some()
     }
 
     fn key(&self) -> &KeyRef {
-        self.entry
-            .as_ref()
-            .expect("a valid iterator")
-            .key()
-            .borrow()
+        assert!(self.valid(), "a valid iterator");
+        KeyRef::new(&self.key)
     }
 
     fn value(&self) -> &[u8] {
-        self.entry.as_ref().expect("a valid iterator").value()
+        self.position.as_ref().expect("a valid iterator").value()
     }
 }
 
@@ -240,9 +245,11 @@ mod tests {
     #[test]
     fn a_memtable_cursor_outlives_the_stores_reference() {
         let memtable = Arc::new(MemTable::new(1, 1 << 16));
+        let mut writer = memtable.writer();
         for (i, k) in [b"b", b"d", b"a", b"c"].iter().enumerate() {
-            memtable.insert(*k, i as u64 + 1, KIND_PUT, &[i as u8; 3]);
+            writer.insert(*k, i as u64 + 1, KIND_PUT, &[i as u8; 3]);
         }
+        drop(writer);
         let mut it = MemIter::new(Arc::clone(&memtable));
         drop(memtable);
         it.seek_to_first().unwrap();

@@ -1,7 +1,7 @@
 //! hotkv's LSM-tree storage engine.
 //!
 //! Writes go to a write-ahead log (`wal_format.md`), shared by concurrent writers
-//! through group commit (`commit.rs`), then into a concurrent skiplist memtable. A
+//! through group commit (`commit.rs`), then into the memtable (`memtable.rs`). A
 //! full memtable is frozen and a background thread flushes it to a level-0 sorted
 //! table (`table_format.md`); another merges tables down the levels (leveled
 //! compaction, `compaction.rs`). The manifest (`manifest_format.md`) records which
@@ -27,6 +27,7 @@ mod manifest;
 mod memtable;
 mod memtable_filter;
 mod options;
+mod stored_key;
 mod table;
 mod table_builder;
 mod version;

@@ -1,20 +1,18 @@
 //! A bloom filter over a memtable's user keys, so that a point read of a key the
 //! memtable does not hold (most reads, once data outgrows the memtables) skips the
-//! skiplist walk, a chain of cache misses that dominated the read path's profile.
+//! memtable's index: a bucket and the nodes chained from it, a cache miss each.
 //!
 //! It is blocked: a key's probes all fall in one 64-bit word chosen by its hash, so a
-//! lookup costs one cache line. Writers set bits with `fetch_or` before they insert
-//! into the skiplist; a reader that can see an entry (its sequence was published
-//! after the insert, with release ordering) therefore sees its bits.
+//! lookup costs one cache line. The writer sets bits with `fetch_or` before it
+//! publishes the key; a reader that can see the key's version (its sequence was
+//! published after the insert, with release ordering) therefore sees its bits.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::bloom;
-
-/// One bit per this many bytes of memtable capacity (1 MiB of filter for a 64 MiB
-/// memtable). Every entry takes over 72 bytes (node overhead, trailer, key), so a full
-/// memtable has at least 9 bits per key: a few percent of false positives.
-const CAPACITY_BYTES_PER_BIT: usize = 8;
+/// One bit per this many bytes of memtable capacity (512 KiB of filter for a 64 MiB
+/// memtable). Every key takes over 160 bytes (`memtable.rs`), so a full memtable has
+/// at least 10 bits per key: a few percent of false positives.
+const CAPACITY_BYTES_PER_BIT: usize = 16;
 
 /// Probes per key, each a 6-bit slice of the hash's upper half.
 const PROBES: u32 = 4;
@@ -37,16 +35,17 @@ impl MemTableFilter {
         }
     }
 
-    pub fn insert(&self, user_key: &[u8]) {
-        let (word, bits) = self.locate(bloom::hash(user_key));
-        // Relaxed: the skiplist insert and the sequence's release store come after.
+    /// Adds a key by its `bloom::hash`.
+    pub fn insert(&self, hash: u64) {
+        let (word, bits) = self.locate(hash);
+        // Relaxed: the key's publication and the sequence's release store come after.
         word.fetch_or(bits, Ordering::Relaxed);
     }
 
-    /// False only if `user_key` was never inserted (as seen by a reader that can see
-    /// the insert's entry).
-    pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        let (word, bits) = self.locate(bloom::hash(user_key));
+    /// False only if the key hashing to `hash` was never inserted (as seen by a reader
+    /// that can see the insert's entry).
+    pub fn may_contain(&self, hash: u64) -> bool {
+        let (word, bits) = self.locate(hash);
         word.load(Ordering::Relaxed) & bits == bits
     }
 
@@ -63,18 +62,19 @@ impl MemTableFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bloom;
 
     #[test]
     fn every_inserted_key_is_found_and_few_others() {
-        // As full as a 1 MiB memtable of the smallest entries (~73 bytes) gets.
+        // As full as a 1 MiB memtable of the smallest keys (~160 bytes each) gets.
         let filter = MemTableFilter::new(1 << 20);
-        let n = (1 << 20) / 73;
+        let n = (1 << 20) / 160;
         for i in 0..n {
-            filter.insert(format!("key{i}").as_bytes());
+            filter.insert(bloom::hash(format!("key{i}").as_bytes()));
         }
-        assert!((0..n).all(|i| filter.may_contain(format!("key{i}").as_bytes())));
+        assert!((0..n).all(|i| filter.may_contain(bloom::hash(format!("key{i}").as_bytes()))));
         let false_positives = (0..n)
-            .filter(|i| filter.may_contain(format!("other{i}").as_bytes()))
+            .filter(|i| filter.may_contain(bloom::hash(format!("other{i}").as_bytes())))
             .count();
         assert!(false_positives < n / 20, "{false_positives} of {n}");
     }
@@ -88,14 +88,16 @@ mod tests {
                 s.spawn(move || {
                     for i in 0..2_000 {
                         let key = format!("{t}:{i}");
-                        filter.insert(key.as_bytes());
-                        assert!(filter.may_contain(key.as_bytes()));
+                        filter.insert(bloom::hash(key.as_bytes()));
+                        assert!(filter.may_contain(bloom::hash(key.as_bytes())));
                     }
                 });
             }
         });
         for t in 0..8 {
-            assert!((0..2_000).all(|i| filter.may_contain(format!("{t}:{i}").as_bytes())));
+            assert!(
+                (0..2_000).all(|i| filter.may_contain(bloom::hash(format!("{t}:{i}").as_bytes())))
+            );
         }
     }
 }

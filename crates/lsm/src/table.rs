@@ -293,13 +293,13 @@ impl Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::internal_key::{with_lookup_key, InternalKey};
+    use crate::internal_key::{encode, internal_order, with_lookup_key};
     use crate::table_builder::{TableBuilder, TableOptions};
     use engine::{KIND_DELETE, KIND_PUT};
     use proptest::prelude::*;
-    use std::borrow::Borrow;
 
-    type Model = Vec<(InternalKey, Vec<u8>)>;
+    /// Internal keys and their values.
+    type Model = Vec<(Vec<u8>, Vec<u8>)>;
 
     fn build(dir: &Path, entries: &Model) -> PathBuf {
         let path = dir.join("000001.sst");
@@ -313,7 +313,7 @@ mod tests {
         )
         .unwrap();
         for (key, value) in entries {
-            builder.add(key.borrow(), value).unwrap();
+            builder.add(KeyRef::new(key), value).unwrap();
         }
         let meta = builder.finish().unwrap();
         assert_eq!(meta.entries, entries.len() as u64);
@@ -329,7 +329,7 @@ mod tests {
     /// What a lookup of `user` at `sequence` must find, by brute force.
     fn expected(entries: &Model, user: &[u8], sequence: u64) -> Option<(u8, Vec<u8>)> {
         entries.iter().find_map(|(k, v)| {
-            let k: &KeyRef = k.borrow();
+            let k = KeyRef::new(k);
             (k.user_key() == user && k.sequence() <= sequence).then(|| (k.kind(), v.clone()))
         })
     }
@@ -349,15 +349,12 @@ mod tests {
                 .into_iter()
                 .map(|(user, seq, put, value)| {
                     let kind = if put { KIND_PUT } else { KIND_DELETE };
-                    (
-                        InternalKey::new(&user, seq, kind),
-                        if put { value } else { vec![] },
-                    )
+                    (encode(&user, seq, kind), if put { value } else { vec![] })
                 })
                 .collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            entries.sort_by(|a, b| internal_order(&a.0, &b.0));
             entries.dedup_by(|a, b| {
-                let (a, b): (&KeyRef, &KeyRef) = (a.0.borrow(), b.0.borrow());
+                let (a, b) = (KeyRef::new(&a.0), KeyRef::new(&b.0));
                 a.user_key() == b.user_key() && a.sequence() == b.sequence()
             });
             entries
@@ -375,7 +372,7 @@ mod tests {
             it.seek_to_first().unwrap();
             for (key, value) in &entries {
                 prop_assert!(it.valid());
-                prop_assert_eq!(it.key().as_bytes(), Borrow::<KeyRef>::borrow(key).as_bytes());
+                prop_assert_eq!(it.key().as_bytes(), &key[..]);
                 prop_assert_eq!(it.value(), &value[..]);
                 it.next().unwrap();
             }
@@ -402,7 +399,7 @@ mod tests {
                 Ok(table) => table,
             };
             for (key, _) in &entries {
-                let key: &KeyRef = key.borrow();
+                let key = KeyRef::new(key);
                 let user = key.user_key();
                 match with_lookup_key(user, key.sequence(), |lookup| table.get(lookup, bloom::hash(user))) {
                     Ok(got) => prop_assert_eq!(got, expected(&entries, user, key.sequence())),

@@ -37,10 +37,10 @@ pub struct MemTable {
     /// The oldest log holding this memtable's writes: once it is flushed, logs below
     /// the next memtable's are no longer needed.
     pub wal_number: u64,
-    keys: SkipMap<StoredKey, Box<KeyNode>>,
-    /// Hash-indexed chains of the nodes in `keys` (the `Box`es' contents, which never
-    /// move). A fixed count, sized by capacity so that a full memtable has about one
-    /// key per bucket.
+    keys: SkipMap<StoredKey, KeyNode>,
+    /// Hash-indexed chains of the nodes in `keys` (inside the skiplist's entries,
+    /// which never move). A fixed count, sized by capacity so that a full memtable has
+    /// about one key per bucket.
     buckets: Box<[AtomicPtr<KeyNode>]>,
     /// Which user keys the memtable may hold: most point reads miss every memtable,
     /// and this answers them with one cache line.
@@ -70,9 +70,10 @@ struct Version {
     older: AtomicPtr<Version>,
 }
 
-/// Bookkeeping per key beyond its bytes (skiplist node and tower, index node, the
-/// key stored in both), roughly; it only steers when the memtable counts as full.
-const KEY_OVERHEAD: usize = 160;
+/// Bookkeeping per key beyond its bytes (skiplist entry and tower, the index's part,
+/// the key stored inline twice), roughly; it only steers when the memtable counts as
+/// full.
+const KEY_OVERHEAD: usize = 144;
 /// Bookkeeping per version beyond its value (the version, the value's allocation).
 const VERSION_OVERHEAD: usize = 48;
 /// One bucket per this many bytes of capacity: every key costs more than this.
@@ -169,11 +170,12 @@ impl MemTable {
 }
 
 /// The node an entry of `keys` holds, for as long as the skiplist is borrowed.
-fn node<'a>(entry: &Entry<'a, StoredKey, Box<KeyNode>>) -> &'a KeyNode {
-    let node: *const KeyNode = &**entry.value();
-    // SAFETY: the node is a `Box`'s contents, which never move, and the skiplist owns
-    // the `Box` until it drops: nothing is ever removed from it (the writer inserts
-    // only keys it does not hold, asserting so). The skiplist is borrowed for 'a.
+fn node<'a>(entry: &Entry<'a, StoredKey, KeyNode>) -> &'a KeyNode {
+    let node: *const KeyNode = entry.value();
+    // SAFETY: the node lives inside a skiplist entry, allocated once and never moved;
+    // the skiplist frees an entry only after it is removed, or when the skiplist
+    // drops. Nothing is ever removed (the writer inserts only keys it does not hold,
+    // asserting so), and the skiplist is borrowed for 'a.
     unsafe { &*node }
 }
 
@@ -253,17 +255,17 @@ impl MemTableWriter<'_> {
             }
             None => {
                 let bucket = memtable.bucket(hash);
-                let node = Box::new(KeyNode {
+                let fresh = KeyNode {
                     hash,
                     key: StoredKey::new(user_key),
                     next_in_bucket: AtomicPtr::new(bucket.load(MemoryOrdering::Relaxed)),
                     newest: AtomicPtr::new(version),
-                });
+                };
                 // The filter first: a reader that finds the key by any path must not
                 // be turned away by the filter.
                 memtable.filter.insert(hash);
-                let entry = memtable.keys.get_or_insert(StoredKey::new(user_key), node);
-                let node: &KeyNode = entry.value();
+                let entry = memtable.keys.get_or_insert(StoredKey::new(user_key), fresh);
+                let node = node(&entry);
                 // Had the skiplist held the key (it cannot: the index did not), our
                 // node and its version would have been dropped instead.
                 assert!(
@@ -271,7 +273,7 @@ impl MemTableWriter<'_> {
                     "a key missing from the memtable's index was in its skiplist"
                 );
                 bucket.store(std::ptr::from_ref(node).cast_mut(), MemoryOrdering::Release);
-                bytes += KEY_OVERHEAD + 2 * user_key.len();
+                bytes += KEY_OVERHEAD + user_key.len();
             }
         }
         memtable.bytes.fetch_add(bytes, MemoryOrdering::Relaxed);
@@ -281,12 +283,12 @@ impl MemTableWriter<'_> {
 
 /// A place in a memtable's order: one version of one key.
 pub struct MemPosition<'a> {
-    entry: Entry<'a, StoredKey, Box<KeyNode>>,
+    entry: Entry<'a, StoredKey, KeyNode>,
     version: &'a Version,
 }
 
 impl<'a> MemPosition<'a> {
-    fn newest_of(entry: Entry<'a, StoredKey, Box<KeyNode>>) -> MemPosition<'a> {
+    fn newest_of(entry: Entry<'a, StoredKey, KeyNode>) -> MemPosition<'a> {
         MemPosition {
             version: node(&entry).newest(),
             entry,
@@ -343,15 +345,25 @@ mod tests {
         versions
     }
 
+    /// A memtable holding `writes`, as (user key, sequence, kind, value).
+    fn filled(writes: &[(&[u8], u64, u8, &[u8])]) -> MemTable {
+        let m = MemTable::new(1, 1 << 16);
+        let mut w = m.writer();
+        for &(key, sequence, kind, value) in writes {
+            w.insert(key, sequence, kind, value);
+        }
+        drop(w);
+        m
+    }
+
     #[test]
     fn newest_visible_version_wins() {
-        let m = MemTable::new(1, 1 << 20);
-        let mut w = m.writer();
-        w.insert(b"k", 1, KIND_PUT, b"one");
-        w.insert(b"k", 2, KIND_DELETE, b"");
-        w.insert(b"k", 3, KIND_PUT, b"three");
-        w.insert(b"ka", 4, KIND_PUT, b"other");
-        drop(w);
+        let m = filled(&[
+            (b"k", 1, KIND_PUT, b"one"),
+            (b"k", 2, KIND_DELETE, b""),
+            (b"k", 3, KIND_PUT, b"three"),
+            (b"ka", 4, KIND_PUT, b"other"),
+        ]);
         assert_eq!(get(&m, b"k", 0), None);
         assert_eq!(get(&m, b"k", 1), Some(Lookup::Value(b"one".to_vec())));
         assert_eq!(get(&m, b"k", 2), Some(Lookup::Deleted));
@@ -368,14 +380,13 @@ mod tests {
 
     #[test]
     fn reads_in_internal_key_order() {
-        let m = MemTable::new(1, 1 << 16);
-        let mut w = m.writer();
-        w.insert(b"b", 1, KIND_PUT, b"b1");
-        w.insert(b"a", 2, KIND_PUT, b"a2");
-        w.insert(b"b", 3, KIND_DELETE, b"");
-        w.insert(b"c", 4, KIND_PUT, b"c4");
-        w.insert(b"b", 5, KIND_PUT, b"b5");
-        drop(w);
+        let m = filled(&[
+            (b"b", 1, KIND_PUT, b"b1"),
+            (b"a", 2, KIND_PUT, b"a2"),
+            (b"b", 3, KIND_DELETE, b""),
+            (b"c", 4, KIND_PUT, b"c4"),
+            (b"b", 5, KIND_PUT, b"b5"),
+        ]);
         let want = vec![
             (b"a".to_vec(), 2, KIND_PUT, b"a2".to_vec()),
             (b"b".to_vec(), 5, KIND_PUT, b"b5".to_vec()),

@@ -10,8 +10,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// One bit per this many bytes of memtable capacity (512 KiB of filter for a 64 MiB
-/// memtable). Every key takes over 160 bytes (`memtable.rs`), so a full memtable has
-/// at least 10 bits per key: a few percent of false positives.
+/// memtable). Every key takes over 144 bytes (`memtable.rs`), so a full memtable has
+/// at least 9 bits per key: a few percent of false positives.
 const CAPACITY_BYTES_PER_BIT: usize = 16;
 
 /// Probes per key, each a 6-bit slice of the hash's upper half.
@@ -66,9 +66,9 @@ mod tests {
 
     #[test]
     fn every_inserted_key_is_found_and_few_others() {
-        // As full as a 1 MiB memtable of the smallest keys (~160 bytes each) gets.
+        // As full as a 1 MiB memtable of the smallest keys (~144 bytes each) gets.
         let filter = MemTableFilter::new(1 << 20);
-        let n = (1 << 20) / 160;
+        let n = (1 << 20) / 144;
         for i in 0..n {
             filter.insert(bloom::hash(format!("key{i}").as_bytes()));
         }

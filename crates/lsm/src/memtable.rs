@@ -324,6 +324,7 @@ impl<'a> MemPosition<'a> {
 mod tests {
     use super::*;
     use crate::internal_key::with_lookup_key;
+    use proptest::prelude::*;
 
     fn get(m: &MemTable, key: &[u8], sequence: u64) -> Option<Lookup> {
         m.get(key, bloom::hash(key), sequence)
@@ -457,6 +458,63 @@ mod tests {
             }
         });
         assert_eq!(m.entries(), WRITES);
+    }
+
+    /// One write of the model: (user key, sequence, kind, value).
+    type Write = (Vec<u8>, u64, u8, Vec<u8>);
+
+    fn writes() -> impl Strategy<Value = Vec<Write>> {
+        proptest::collection::vec(
+            (
+                proptest::collection::vec(0u8..4, 0..4),
+                any::<bool>(),
+                proptest::collection::vec(any::<u8>(), 0..8),
+            ),
+            0..200,
+        )
+        .prop_map(|raw| {
+            raw.into_iter()
+                .zip(1u64..)
+                .map(|((key, put, value), sequence)| match put {
+                    true => (key, sequence, KIND_PUT, value),
+                    false => (key, sequence, KIND_DELETE, Vec::new()),
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        /// Against a sorted list of every write: reading in order, seeks to any key
+        /// and sequence, and point reads at any sequence.
+        #[test]
+        #[cfg_attr(miri, ignore = "proptest's failure files need the file system, which Miri isolates")]
+        fn agrees_with_a_sorted_list(writes in writes(), probes in proptest::collection::vec((proptest::collection::vec(0u8..4, 0..5), 0u64..210), 1..40)) {
+            let m = MemTable::new(1, 1 << 16);
+            let mut w = m.writer();
+            for (key, sequence, kind, value) in &writes {
+                w.insert(key, *sequence, *kind, value);
+            }
+            drop(w);
+            let mut model = writes.clone();
+            model.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+            prop_assert_eq!(all(&m), model.clone());
+            for (key, sequence) in probes {
+                let found = with_lookup_key(&key, sequence, |target| {
+                    m.seek(target).map(|p| (p.user_key().to_vec(), p.trailer() >> 8))
+                });
+                let want = model
+                    .iter()
+                    .find(|w| w.0 > key || (w.0 == key && w.1 <= sequence))
+                    .map(|w| (w.0.clone(), w.1));
+                prop_assert_eq!(found, want);
+                let newest = model.iter().find(|w| w.0 == key && w.1 <= sequence);
+                let want = newest.map(|w| match w.2 {
+                    KIND_PUT => Lookup::Value(w.3.clone()),
+                    _ => Lookup::Deleted,
+                });
+                prop_assert_eq!(get(&m, &key, sequence), want);
+            }
+        }
     }
 
     #[test]

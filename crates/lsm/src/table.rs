@@ -128,12 +128,29 @@ impl Table {
                 .fetch_add(1, Ordering::Relaxed);
             return Ok(None);
         }
-        let mut it = TableIter::new(Arc::clone(&self.index), self);
-        it.seek(lookup)?;
-        if !it.valid() || it.key().user_key() != lookup.user_key() {
+        // Not through a `TableIter`: the index is borrowed rather than its `Arc`
+        // cloned (the count's cache line moves between the threads reading a table).
+        // The index names each data block by its last key, so the first block whose
+        // last key is at or after the lookup holds the first entry at or after it.
+        let mut index = BlockIter::new(&*self.index);
+        let found = index.seek(lookup.as_bytes(), internal_order);
+        found.map_err(|e| self.corruption(e))?;
+        if !index.valid() {
             return Ok(None);
         }
-        Ok(Some((it.key().kind(), it.value().to_vec())))
+        let mut data = BlockIter::new(self.data_block(index.value())?);
+        let found = data.seek(lookup.as_bytes(), internal_order);
+        found.map_err(|e| self.corruption(e))?;
+        if !data.valid() {
+            return Err(
+                self.corruption("a data block ends before the key the index names it by".into())
+            );
+        }
+        let key = KeyRef::new(data.key());
+        if key.user_key() != lookup.user_key() {
+            return Ok(None);
+        }
+        Ok(Some((key.kind(), data.value().to_vec())))
     }
 
     fn corruption(&self, detail: String) -> Error {

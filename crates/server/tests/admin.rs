@@ -1369,15 +1369,16 @@ fn a_synchronous_flush_and_memory_purge_hand_freed_memory_back() {
 
 #[test]
 fn allkeys_lru_evicts_the_keys_idle_longest() {
-    // Four generations of keys written 1.6 s apart, then a limit that takes about a
-    // third of the oldest (60 KB: with 20 KB, about 100 keys, what the allocator
-    // happened to hand back decided whether 80 were evicted). Evicting the key idle longest of each sample of five alone
-    // would take a quarter of its victims from younger generations (a sample misses
-    // the oldest a quarter of the time); with Redis's pool of the best candidates seen
-    // over many samples, nearly all come from the oldest (98-100% measured; 90% asked
-    // here, since on a loaded machine a slow fill can leave generations sharing a
-    // second of the access clock, and each serving thread's pool starts empty).
-    // Ranking by hotspot heat (0 for every key here) took any generation.
+    // Four generations of keys written 1.6 s apart, then a limit that evicts about 250
+    // keys. Evicting the key idle longest of each sample of five alone would take
+    // 20-34% of its victims from younger generations (a sample misses the oldest a
+    // quarter of the time, more as they go); with Redis's pool of the best candidates
+    // seen over many samples, nearly all come from the oldest. A simulation of this
+    // test (5,000 runs, two serving threads' pools, each starting empty) gave 91-100%
+    // from the oldest with the pool, at most 80% without it, so 85% is asked. With
+    // 80 victims, as this test once asked, the pools' empty start weighed enough for
+    // 89.8% to happen on CI. Ranking by hotspot heat (0 for every key here) took any
+    // generation.
     let server = Server::start_memory(&[]);
     let mut c = server.client();
     for generation in 0..4 {
@@ -1393,14 +1394,14 @@ fn allkeys_lru_evicts_the_keys_idle_longest() {
     let used: u64 = info_field(&mut c, "used_memory").parse().unwrap();
     run::<()>(
         &mut c,
-        &["CONFIG", "SET", "maxmemory", &(used - 60_000).to_string()],
+        &["CONFIG", "SET", "maxmemory", &(used - 150_000).to_string()],
     );
     assert!(
         eventually(5, || {
             let _: () = run(&mut c, &["SET", "k", "v"]);
-            info_field(&mut c, "evicted_keys").parse::<u64>().unwrap() >= 80
+            info_field(&mut c, "evicted_keys").parse::<u64>().unwrap() >= 250
         }),
-        "nothing evicted"
+        "fewer than 250 keys evicted in 5 s"
     );
     run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "0"]);
     let gone: Vec<usize> = (0..4)
@@ -1411,9 +1412,9 @@ fn allkeys_lru_evicts_the_keys_idle_longest() {
         })
         .collect();
     let total: usize = gone.iter().sum();
-    assert!(total >= 80, "evicted per generation: {gone:?}");
+    assert!(total >= 250, "evicted per generation: {gone:?}");
     assert!(
-        gone[0] * 100 >= total * 90,
+        gone[0] * 100 >= total * 85,
         "evicted per generation: {gone:?}"
     );
 }

@@ -48,20 +48,20 @@ run cargo test -p engine --release --features shuttle --lib gate::model
 run cargo build --release --bin hotkv-server
 run python3 -m pytest -q tests/clients
 HOTKV_TEST_ENGINE=lsm run python3 -m pytest -q tests/clients
-# The unsafe code under Miri: the index's item layout, tagged pointers and reclamation,
-# and the LSM memtable cursor's borrow of its memtable. Stacked Borrows is off because
-# crossbeam's epoch collector and skiplist break its rules themselves (crossbeam issues
-# #545 and #878); Miri still catches use-after-free, out-of-bounds and misaligned access.
-# The leaks it would report are the epoch collector's per-thread garbage at exit, and
-# the integer-to-pointer casts it would warn of are crossbeam-epoch's (hotring's own
-# tagged pointers use the strict-provenance APIs).
+# The unsafe code under Miri. The index's item layout, tagged pointers and
+# reclamation: Stacked Borrows is off because crossbeam's epoch collector breaks its
+# rules itself (crossbeam issues #545 and #878); Miri still catches use-after-free,
+# out-of-bounds and misaligned access. The leaks it would report are the epoch
+# collector's per-thread garbage at exit, and the integer-to-pointer casts it would
+# warn of are crossbeam-epoch's (hotring's own tagged pointers use the
+# strict-provenance APIs). The LSM memtable (its arena, skiplist and index) and its
+# cursor's borrow of it: every check on, Stacked Borrows and leaks included.
 installed=$(rustup component list --toolchain nightly --installed)
 grep -q '^miri' <<<"$installed" && grep -q '^rust-src' <<<"$installed" ||
     rustup component add miri rust-src --toolchain nightly
-export MIRIFLAGS="-Zmiri-disable-stacked-borrows -Zmiri-ignore-leaks -Zmiri-permissive-provenance"
-run cargo +nightly miri test -p hotring --test miri
-run cargo +nightly miri test -p lsm --lib -- iterator::tests memtable::tests
-unset MIRIFLAGS
+MIRIFLAGS="-Zmiri-disable-stacked-borrows -Zmiri-ignore-leaks -Zmiri-permissive-provenance" \
+    run cargo +nightly miri test -p hotring --test miri
+MIRIFLAGS="" run cargo +nightly miri test -p lsm --lib -- arena::tests iterator::tests memtable::tests
 # The protocol parsers under libFuzzer, from the seed corpus in fuzz/corpus (copied,
 # so the inputs libFuzzer adds stay out of the checkout).
 FUZZ_RUNS=${FUZZ_RUNS:-300000}

@@ -14,6 +14,7 @@
 //! a failed log sync, or a log or manifest whose tail cannot be cut back after a failed
 //! write, stops writes until the store is reopened. Reads keep working throughout.
 
+mod arena;
 mod block;
 mod block_cache;
 mod bloom;
@@ -27,7 +28,6 @@ mod manifest;
 mod memtable;
 mod memtable_filter;
 mod options;
-mod stored_key;
 mod table;
 mod table_builder;
 mod version;

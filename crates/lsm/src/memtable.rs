@@ -1,30 +1,32 @@
 //! The memtable: recent writes, each user key held once, with its versions chained
-//! newest first. The keys sit in a concurrent skiplist, for ordered reads, and in a
-//! hash index, for point reads and for writes to a key the memtable already holds:
-//! a skiplist search was a dozen cache misses, and a SET paid for two (reading the
-//! old value, then inserting), most of a SET's profile. A hot key overwritten many
-//! times costs one search in all. Read in order, a memtable yields internal keys
-//! (`internal_key.rs`) in their order: keys ascending, each key's versions newest
-//! first.
+//! newest first. The keys sit in a skiplist, for ordered reads, and in a hash index,
+//! for point reads and for writes to a key the memtable already holds: a skiplist
+//! search is a dozen cache misses, and a SET paid for two (reading the old value, then
+//! inserting). A hot key overwritten many times costs one search in all. Read in order,
+//! a memtable yields internal keys (`internal_key.rs`) in their order: keys ascending,
+//! each key's versions newest first.
 //!
-//! One writer at a time ([`MemTable::writer`]); readers run beside it without locks.
-//! Nothing is removed or changed once published (a version's value, a key's older
-//! versions, a bucket's chain) except the one pointer to a key's newest version, and
-//! nothing is freed before the memtable drops: a reference into it stays good for as
-//! long as the memtable is borrowed.
+//! The skiplist is LevelDB's: one writer at a time ([`MemTable::writer`]), readers
+//! beside it without locks, a quarter of the nodes reaching each level above the last.
+//! A key's node (its index fields, its tower of skiplist links and its bytes) is one
+//! allocation from the memtable's arena (`arena.rs`), and so is each version with its
+//! value. Once published (by a Release store of the pointer that links it in) nothing
+//! changes but the links to nodes added later and a key's pointer to its newest
+//! version; nothing is freed before the memtable drops, so a reference into it is good
+//! for as long as the memtable is borrowed.
 
-use std::ops::Bound;
+use std::marker::PhantomData;
+use std::mem::size_of;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering as MemoryOrdering};
 use std::sync::{Mutex, MutexGuard};
 
-use crossbeam_skiplist::map::Entry;
-use crossbeam_skiplist::SkipMap;
 use engine::{KIND_DELETE, KIND_PUT};
 
+use crate::arena::Arena;
 use crate::bloom;
-use crate::internal_key::{trailer, KeyRef, TRAILER_SIZE};
+use crate::internal_key::{trailer, KeyRef};
 use crate::memtable_filter::MemTableFilter;
-use crate::stored_key::StoredKey;
 
 /// What the memtable knows about a key.
 #[derive(Debug, PartialEq, Eq)]
@@ -33,52 +35,88 @@ pub enum Lookup {
     Deleted,
 }
 
+/// The most levels a node reaches: searches stay short up to 4^12 (16M) keys.
+const MAX_HEIGHT: usize = 12;
+/// One bucket per this many bytes of capacity: a key with its version takes at least
+/// 64, and 200 with a 100-byte value.
+const CAPACITY_BYTES_PER_BUCKET: usize = 128;
+
 pub struct MemTable {
     /// The oldest log holding this memtable's writes: once it is flushed, logs below
     /// the next memtable's are no longer needed.
     pub wal_number: u64,
-    keys: SkipMap<StoredKey, KeyNode>,
-    /// Hash-indexed chains of the nodes in `keys` (inside the skiplist's entries,
-    /// which never move). A fixed count, sized by capacity so that a full memtable has
-    /// about one key per bucket.
+    /// The skiplist's head: a node with no key and no versions, MAX_HEIGHT links high.
+    head: NonNull<KeyNode>,
+    /// Levels in use. A reader may see it late, which only makes it start lower; the
+    /// head's links above it are null until a node is linked there.
+    height: AtomicUsize,
+    /// Hash-indexed chains of the skiplist's nodes. A fixed count, sized by capacity
+    /// so that a full memtable has about one key per bucket.
     buckets: Box<[AtomicPtr<KeyNode>]>,
     /// Which user keys the memtable may hold: most point reads miss every memtable,
     /// and this answers them with one cache line.
     filter: MemTableFilter,
-    writer: Mutex<()>,
-    /// Keys, values and bookkeeping of everything inserted: what flushing frees.
+    writer: Mutex<WriterState>,
+    /// Bytes of nodes, versions and buckets: what flushing frees.
     bytes: AtomicUsize,
     /// Versions inserted.
     entries: AtomicU64,
 }
 
-/// One user key and its versions.
-struct KeyNode {
-    hash: u64,
-    key: StoredKey,
-    /// The next node in this one's bucket; set before this node is published.
-    next_in_bucket: AtomicPtr<KeyNode>,
-    /// Never null: a node is created with its first version.
-    newest: AtomicPtr<Version>,
+// SAFETY: the memtable owns its nodes and versions (in the arena inside `writer`,
+// freed when it drops). Shared, they change only through atomics (links, buckets, a
+// key's newest version), and everything else about a node or version is written by
+// the one writer (holding `writer`) before a Release store publishes it; readers reach
+// it only through Acquire loads of those pointers.
+unsafe impl Send for MemTable {}
+// SAFETY: as for Send.
+unsafe impl Sync for MemTable {}
+
+/// What only the writer touches.
+struct WriterState {
+    arena: Arena,
+    /// xorshift64 state for nodes' heights.
+    random: u64,
 }
 
+/// One user key and its versions; its allocation goes on with its tower (`height`
+/// links, level 0 first) and then its `key_len` bytes.
+#[repr(C)]
+struct KeyNode {
+    hash: u64,
+    /// Never null (but in the head): a node is created with its first version.
+    newest: AtomicPtr<Version>,
+    /// The next node in this one's bucket; set before this node is published.
+    next_in_bucket: AtomicPtr<KeyNode>,
+    key_len: usize,
+    height: usize,
+}
+
+/// One version of a key; its allocation goes on with its `value_len` bytes.
+#[repr(C)]
 struct Version {
     /// `sequence << 8 | kind`, as in the internal key.
     trailer: u64,
-    value: Box<[u8]>,
     /// The next older version of the key, or null; set before this one is published.
-    older: AtomicPtr<Version>,
+    older: *const Version,
+    value_len: usize,
 }
 
-/// Bookkeeping per key beyond its bytes (skiplist entry and tower, the index's part,
-/// the key stored inline twice), roughly; it only steers when the memtable counts as
-/// full.
-const KEY_OVERHEAD: usize = 144;
-/// Bookkeeping per version beyond its value (the version, the value's allocation).
-const VERSION_OVERHEAD: usize = 48;
-/// One bucket per this many bytes of capacity: every key costs more than this.
-const CAPACITY_BYTES_PER_BUCKET: usize = 128;
-const _: () = assert!(KEY_OVERHEAD >= CAPACITY_BYTES_PER_BUCKET);
+/// A published node of a memtable borrowed for 'a. The pointer keeps the provenance of
+/// the node's whole allocation (a `&KeyNode` would cover the header alone), so the
+/// tower and key after the header are reached through it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Node<'a> {
+    ptr: NonNull<KeyNode>,
+    _memtable: PhantomData<&'a MemTable>,
+}
+
+/// A published version of a memtable borrowed for 'a.
+#[derive(Clone, Copy)]
+struct VersionRef<'a> {
+    ptr: NonNull<Version>,
+    _memtable: PhantomData<&'a MemTable>,
+}
 
 impl MemTable {
     /// A memtable that will be frozen at about `capacity_bytes` (which sizes its
@@ -87,15 +125,25 @@ impl MemTable {
         let buckets = (capacity_bytes / CAPACITY_BYTES_PER_BUCKET)
             .next_power_of_two()
             .max(64);
+        let mut writer = WriterState {
+            arena: Arena::new(),
+            random: 0x9e37_79b9_7f4a_7c15,
+        };
+        let head = writer.new_node(0, &[], std::ptr::null_mut(), MAX_HEIGHT, |_| {
+            std::ptr::null_mut()
+        });
         MemTable {
             wal_number,
-            keys: SkipMap::new(),
+            head,
+            height: AtomicUsize::new(1),
             buckets: (0..buckets)
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
             filter: MemTableFilter::new(capacity_bytes),
-            writer: Mutex::new(()),
-            bytes: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(
+                writer.arena.used() + buckets * size_of::<AtomicPtr<KeyNode>>(),
+            ),
+            writer: Mutex::new(writer),
             entries: AtomicU64::new(0),
         }
     }
@@ -104,7 +152,7 @@ impl MemTable {
     pub fn writer(&self) -> MemTableWriter<'_> {
         MemTableWriter {
             memtable: self,
-            _exclusive: self.writer.lock().unwrap_or_else(|e| e.into_inner()),
+            state: self.writer.lock().unwrap_or_else(|e| e.into_inner()),
         }
     }
 
@@ -117,26 +165,30 @@ impl MemTable {
         let version = self
             .find(user_key, hash)?
             .newest_at_most(trailer(sequence, KIND_PUT))?;
-        Some(match version.trailer as u8 {
-            KIND_PUT => Lookup::Value(version.value.to_vec()),
+        Some(match version.trailer() as u8 {
+            KIND_PUT => Lookup::Value(version.value().to_vec()),
             _ => Lookup::Deleted,
         })
     }
 
     /// The first version at or after an internal key.
     pub fn seek(&self, target: &KeyRef) -> Option<MemPosition<'_>> {
-        let mut entry = self.keys.lower_bound(Bound::Included(target.user_key()))?;
-        if entry.key().as_bytes() == target.user_key() {
-            if let Some(version) = node(&entry).newest_at_most(target.trailer()) {
-                return Some(MemPosition { entry, version });
+        let mut node = self.search(target.user_key(), |_, _| ());
+        let found = node?;
+        if found.key() == target.user_key() {
+            if let Some(version) = found.newest_at_most(target.trailer()) {
+                return Some(MemPosition {
+                    node: found,
+                    version,
+                });
             }
-            entry = entry.next()?;
+            node = found.next(0);
         }
-        Some(MemPosition::newest_of(entry))
+        node.map(MemPosition::newest_of)
     }
 
     pub fn first(&self) -> Option<MemPosition<'_>> {
-        self.keys.front().map(MemPosition::newest_of)
+        self.head().next(0).map(MemPosition::newest_of)
     }
 
     pub fn approximate_bytes(&self) -> usize {
@@ -147,81 +199,232 @@ impl MemTable {
         self.entries.load(MemoryOrdering::Relaxed)
     }
 
+    fn head(&self) -> Node<'_> {
+        Node {
+            ptr: self.head,
+            _memtable: PhantomData,
+        }
+    }
+
+    /// The first node whose key is at least `key`, if any. `before(level, node)` is
+    /// told, for each level from the top down, the last node before that one there
+    /// (the head if none).
+    fn search<'a>(
+        &'a self,
+        key: &[u8],
+        mut before: impl FnMut(usize, Node<'a>),
+    ) -> Option<Node<'a>> {
+        let mut at = self.head();
+        let mut level = self.height.load(MemoryOrdering::Relaxed) - 1;
+        // A node already found not to be before `key`: met again one level down, it
+        // needs no second comparison (LevelDB's trick; the upper levels mostly end on
+        // the same node).
+        let mut not_before: Option<Node<'a>> = None;
+        loop {
+            let next = at.next(level);
+            match next {
+                Some(n) if next != not_before && n.key() < key => at = n,
+                _ => {
+                    not_before = next;
+                    before(level, at);
+                    if level == 0 {
+                        return next;
+                    }
+                    level -= 1;
+                }
+            }
+        }
+    }
+
     fn bucket(&self, hash: u64) -> &AtomicPtr<KeyNode> {
         // The filter picks its word with the hash's low bits; the high ones spread
         // the keys of one word over buckets.
         &self.buckets[(hash.rotate_left(24) as usize) & (self.buckets.len() - 1)]
     }
 
-    fn find(&self, user_key: &[u8], hash: u64) -> Option<&KeyNode> {
-        let mut at = self.bucket(hash).load(MemoryOrdering::Acquire);
-        // SAFETY: a bucket or `next_in_bucket` holds null or a node in `self.keys`,
-        // stored (Release, or before the node was published with Release) once the
-        // node was complete; the Acquire loads make it visible here. Nodes are freed
-        // only when `self` drops, which the borrow of `self` rules out.
-        while let Some(node) = unsafe { at.as_ref() } {
-            if node.hash == hash && node.key.as_bytes() == user_key {
+    fn find(&self, user_key: &[u8], hash: u64) -> Option<Node<'_>> {
+        let mut at = self.published(self.bucket(hash));
+        while let Some(node) = at {
+            let header = node.header();
+            if header.hash == hash && node.key() == user_key {
                 return Some(node);
             }
-            at = node.next_in_bucket.load(MemoryOrdering::Acquire);
+            at = self.published(&header.next_in_bucket);
         }
         None
     }
+
+    /// The node a link of this memtable's points to, if any.
+    fn published<'a>(&'a self, link: &AtomicPtr<KeyNode>) -> Option<Node<'a>> {
+        NonNull::new(link.load(MemoryOrdering::Acquire)).map(|ptr| Node {
+            ptr,
+            _memtable: PhantomData,
+        })
+    }
 }
 
-/// The node an entry of `keys` holds, for as long as the skiplist is borrowed.
-fn node<'a>(entry: &Entry<'a, StoredKey, KeyNode>) -> &'a KeyNode {
-    let node: *const KeyNode = entry.value();
-    // SAFETY: the node lives inside a skiplist entry, allocated once and never moved;
-    // the skiplist frees an entry only after it is removed, or when the skiplist
-    // drops. Nothing is ever removed (the writer inserts only keys it does not hold,
-    // asserting so), and the skiplist is borrowed for 'a.
-    unsafe { &*node }
-}
+impl<'a> Node<'a> {
+    fn header(self) -> &'a KeyNode {
+        // SAFETY: the node is complete (it was written before the Release store that
+        // published it, which the Acquire load that found it pairs with) and lives
+        // until the memtable drops, which its borrow for 'a rules out. The header's
+        // non-atomic fields never change once published.
+        unsafe { self.ptr.as_ref() }
+    }
 
-impl KeyNode {
-    fn newest(&self) -> &Version {
-        let newest = self.newest.load(MemoryOrdering::Acquire);
-        // SAFETY: `newest` is never null, and holds a version leaked from a `Box` and
-        // complete before it was stored (Release, paired with the Acquire above).
-        // Versions are freed only in this node's `Drop`, which the borrow rules out.
-        unsafe { &*newest }
+    /// The node's tower, `height` links.
+    fn tower(self) -> *const AtomicPtr<KeyNode> {
+        // SAFETY: the tower follows the header in the node's allocation (KeyNode's
+        // size is a multiple of the links' alignment), within its bounds.
+        unsafe { self.ptr.as_ptr().add(1).cast::<AtomicPtr<KeyNode>>() }
+    }
+
+    fn link(self, level: usize) -> &'a AtomicPtr<KeyNode> {
+        assert!(level < self.header().height);
+        // SAFETY: `level` is below the node's height, so the link is within its tower,
+        // initialised before the node was published, and lives as the node does.
+        unsafe { &*self.tower().add(level) }
+    }
+
+    /// The next node at `level`.
+    fn next(self, level: usize) -> Option<Node<'a>> {
+        NonNull::new(self.link(level).load(MemoryOrdering::Acquire)).map(|ptr| Node {
+            ptr,
+            _memtable: PhantomData,
+        })
+    }
+
+    fn key(self) -> &'a [u8] {
+        let header = self.header();
+        // SAFETY: the key's bytes follow the tower in the node's allocation, were
+        // copied there before the node was published, and never change.
+        unsafe {
+            std::slice::from_raw_parts(self.tower().add(header.height).cast::<u8>(), header.key_len)
+        }
+    }
+
+    fn newest(self) -> VersionRef<'a> {
+        let newest = self.header().newest.load(MemoryOrdering::Acquire);
+        VersionRef {
+            // A published node other than the head always has a version.
+            ptr: NonNull::new(newest).expect("a memtable key without versions"),
+            _memtable: PhantomData,
+        }
     }
 
     /// The newest version whose trailer is at most `max_trailer`.
-    fn newest_at_most(&self, max_trailer: u64) -> Option<&Version> {
+    fn newest_at_most(self, max_trailer: u64) -> Option<VersionRef<'a>> {
         let mut version = self.newest();
-        while version.trailer > max_trailer {
+        while version.trailer() > max_trailer {
             version = version.older()?;
         }
         Some(version)
     }
 }
 
-impl Drop for KeyNode {
-    fn drop(&mut self) {
-        let mut at = *self.newest.get_mut();
-        while !at.is_null() {
-            // SAFETY: every version was leaked from a `Box` and is reachable only along
-            // this node's chain, once; `&mut self` means no reader remains.
-            let mut version = unsafe { Box::from_raw(at) };
-            at = *version.older.get_mut();
+impl<'a> VersionRef<'a> {
+    fn header(self) -> &'a Version {
+        // SAFETY: as for `Node::header`: complete before the Release store of the
+        // pointer it was found by (a node's `newest`, or the `older` of a version found
+        // so), unchanged since, and freed only with the memtable.
+        unsafe { self.ptr.as_ref() }
+    }
+
+    fn trailer(self) -> u64 {
+        self.header().trailer
+    }
+
+    fn older(self) -> Option<VersionRef<'a>> {
+        NonNull::new(self.header().older.cast_mut()).map(|ptr| VersionRef {
+            ptr,
+            _memtable: PhantomData,
+        })
+    }
+
+    fn value(self) -> &'a [u8] {
+        // SAFETY: the value's bytes follow the header in the version's allocation,
+        // written before it was published and never changed.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.ptr.as_ptr().add(1).cast::<u8>(),
+                self.header().value_len,
+            )
         }
     }
 }
 
-impl Version {
-    fn older(&self) -> Option<&Version> {
-        // SAFETY: `older` was set before this version was published and never changes;
-        // it is null or a version freed only with the node that holds both.
-        unsafe { self.older.load(MemoryOrdering::Acquire).as_ref() }
+impl WriterState {
+    /// A node for `key` whose first version is `newest`, with the links `next(level)`
+    /// gives it; not yet published.
+    fn new_node(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        newest: *mut Version,
+        height: usize,
+        next: impl Fn(usize) -> *mut KeyNode,
+    ) -> NonNull<KeyNode> {
+        let links = height * size_of::<AtomicPtr<KeyNode>>();
+        let node = self
+            .arena
+            .allocate(size_of::<KeyNode>() + links + key.len())
+            .cast::<KeyNode>();
+        // SAFETY: the allocation is ours alone, aligned for KeyNode (the arena's
+        // alignment covers u64s and pointers) and large enough for the header, the
+        // tower and the key, which are written one after another.
+        unsafe {
+            node.as_ptr().write(KeyNode {
+                hash,
+                newest: AtomicPtr::new(newest),
+                next_in_bucket: AtomicPtr::new(std::ptr::null_mut()),
+                key_len: key.len(),
+                height,
+            });
+            let tower = node.as_ptr().add(1).cast::<AtomicPtr<KeyNode>>();
+            for level in 0..height {
+                tower.add(level).write(AtomicPtr::new(next(level)));
+            }
+            let bytes = tower.add(height).cast::<u8>();
+            std::ptr::copy_nonoverlapping(key.as_ptr(), bytes, key.len());
+        }
+        node
+    }
+
+    /// A version of `trailer` with `value`, older than nothing yet; not published.
+    fn new_version(&mut self, trailer: u64, value: &[u8]) -> NonNull<Version> {
+        let version = self
+            .arena
+            .allocate(size_of::<Version>() + value.len())
+            .cast::<Version>();
+        // SAFETY: as in `new_node`: ours alone, aligned, large enough for both.
+        unsafe {
+            version.as_ptr().write(Version {
+                trailer,
+                older: std::ptr::null(),
+                value_len: value.len(),
+            });
+            let bytes = version.as_ptr().add(1).cast::<u8>();
+            std::ptr::copy_nonoverlapping(value.as_ptr(), bytes, value.len());
+        }
+        version
+    }
+
+    /// A new node's height: 1, and one more with probability 1/4 each, up to
+    /// MAX_HEIGHT (two random bits per level).
+    fn random_height(&mut self) -> usize {
+        let mut x = self.random;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.random = x;
+        (1 + x.trailing_zeros() as usize / 2).min(MAX_HEIGHT)
     }
 }
 
 /// The memtable's one writer (see [`MemTable::writer`]).
 pub struct MemTableWriter<'a> {
     memtable: &'a MemTable,
-    _exclusive: MutexGuard<'a, ()>,
+    state: MutexGuard<'a, WriterState>,
 }
 
 impl MemTableWriter<'_> {
@@ -231,80 +434,93 @@ impl MemTableWriter<'_> {
         debug_assert!(kind == KIND_PUT || kind == KIND_DELETE);
         let memtable = self.memtable;
         let hash = bloom::hash(user_key);
-        let trailer = trailer(sequence, kind);
-        let version = Box::into_raw(Box::new(Version {
-            trailer,
-            value: value.into(),
-            older: AtomicPtr::new(std::ptr::null_mut()),
-        }));
-        let mut bytes = VERSION_OVERHEAD + TRAILER_SIZE + value.len();
+        let version = self.state.new_version(trailer(sequence, kind), value);
         match memtable.find(user_key, hash) {
             Some(node) => {
-                // Relaxed: only this writer stores it.
-                let newest = node.newest.load(MemoryOrdering::Relaxed);
-                // SAFETY: `version` was just leaked and is not yet shared; `newest` is a
-                // live version of this node (see `KeyNode::newest`).
-                unsafe {
-                    assert!(
-                        (*newest).trailer >> 8 < sequence,
-                        "memtable versions of a key arrive in sequence order"
-                    );
-                    (*version).older = AtomicPtr::new(newest);
-                }
-                node.newest.store(version, MemoryOrdering::Release);
-            }
-            None => {
-                let bucket = memtable.bucket(hash);
-                let fresh = KeyNode {
-                    hash,
-                    key: StoredKey::new(user_key),
-                    next_in_bucket: AtomicPtr::new(bucket.load(MemoryOrdering::Relaxed)),
-                    newest: AtomicPtr::new(version),
-                };
-                // The filter first: a reader that finds the key by any path must not
-                // be turned away by the filter.
-                memtable.filter.insert(hash);
-                let entry = memtable.keys.get_or_insert(StoredKey::new(user_key), fresh);
-                let node = node(&entry);
-                // Had the skiplist held the key (it cannot: the index did not), our
-                // node and its version would have been dropped instead.
+                let newest = node.newest();
                 assert!(
-                    std::ptr::eq(node.newest.load(MemoryOrdering::Relaxed), version),
-                    "a key missing from the memtable's index was in its skiplist"
+                    newest.trailer() >> 8 < sequence,
+                    "memtable versions of a key arrive in sequence order"
                 );
-                bucket.store(std::ptr::from_ref(node).cast_mut(), MemoryOrdering::Release);
-                bytes += KEY_OVERHEAD + user_key.len();
+                // SAFETY: `version` is not yet published: ours alone.
+                unsafe { (*version.as_ptr()).older = newest.ptr.as_ptr() };
+                node.header()
+                    .newest
+                    .store(version.as_ptr(), MemoryOrdering::Release);
             }
+            None => self.link_new_key(user_key, hash, version),
         }
-        memtable.bytes.fetch_add(bytes, MemoryOrdering::Relaxed);
+        memtable.bytes.store(
+            self.state.arena.used() + memtable.buckets.len() * size_of::<AtomicPtr<KeyNode>>(),
+            MemoryOrdering::Relaxed,
+        );
         memtable.entries.fetch_add(1, MemoryOrdering::Relaxed);
+    }
+
+    /// Links a node for `user_key`, which the memtable does not hold, into the
+    /// skiplist and the index.
+    fn link_new_key(&mut self, user_key: &[u8], hash: u64, version: NonNull<Version>) {
+        let memtable = self.memtable;
+        let mut before = [memtable.head(); MAX_HEIGHT];
+        let at = memtable.search(user_key, |level, node| before[level] = node);
+        assert!(
+            at.is_none_or(|n| n.key() != user_key),
+            "a key missing from the memtable's index was in its skiplist"
+        );
+        let height = self.state.random_height();
+        // Readers that see the new height early find null head links up there and
+        // step down; `before` already holds the head for those levels.
+        memtable.height.fetch_max(height, MemoryOrdering::Relaxed);
+        let node = self
+            .state
+            .new_node(hash, user_key, version.as_ptr(), height, |level| {
+                before[level].link(level).load(MemoryOrdering::Relaxed)
+            });
+        let bucket = memtable.bucket(hash);
+        // SAFETY: the node is not yet published: ours alone.
+        unsafe {
+            (*node.as_ptr()).next_in_bucket.store(
+                bucket.load(MemoryOrdering::Relaxed),
+                MemoryOrdering::Relaxed,
+            );
+        }
+        // The filter first: a reader that finds the key by any path must not be
+        // turned away by the filter.
+        memtable.filter.insert(hash);
+        for (level, node_before) in before.iter().enumerate().take(height) {
+            node_before
+                .link(level)
+                .store(node.as_ptr(), MemoryOrdering::Release);
+        }
+        bucket.store(node.as_ptr(), MemoryOrdering::Release);
     }
 }
 
 /// A place in a memtable's order: one version of one key.
+#[derive(Clone, Copy)]
 pub struct MemPosition<'a> {
-    entry: Entry<'a, StoredKey, KeyNode>,
-    version: &'a Version,
+    node: Node<'a>,
+    version: VersionRef<'a>,
 }
 
 impl<'a> MemPosition<'a> {
-    fn newest_of(entry: Entry<'a, StoredKey, KeyNode>) -> MemPosition<'a> {
+    fn newest_of(node: Node<'a>) -> MemPosition<'a> {
         MemPosition {
-            version: node(&entry).newest(),
-            entry,
+            version: node.newest(),
+            node,
         }
     }
 
-    pub fn user_key(&self) -> &[u8] {
-        self.entry.key().as_bytes()
+    pub fn user_key(&self) -> &'a [u8] {
+        self.node.key()
     }
 
     pub fn trailer(&self) -> u64 {
-        self.version.trailer
+        self.version.trailer()
     }
 
     pub fn value(&self) -> &'a [u8] {
-        &self.version.value
+        self.version.value()
     }
 
     /// The next version in order: this key's next older one, else the next key's
@@ -312,10 +528,10 @@ impl<'a> MemPosition<'a> {
     pub fn next(self) -> Option<MemPosition<'a>> {
         match self.version.older() {
             Some(version) => Some(MemPosition {
-                entry: self.entry,
+                node: self.node,
                 version,
             }),
-            None => self.entry.next().map(MemPosition::newest_of),
+            None => self.node.next(0).map(MemPosition::newest_of),
         }
     }
 }

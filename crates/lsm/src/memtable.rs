@@ -676,6 +676,51 @@ mod tests {
         assert_eq!(m.entries(), WRITES);
     }
 
+    /// New keys linked into the skiplist, in a seeded random order, while readers
+    /// search it: each published key is found by a point read and by a seek, and an
+    /// ordered read holds every published key, sorted.
+    #[test]
+    fn readers_beside_the_writer_find_every_published_key() {
+        use rand::{seq::SliceRandom, SeedableRng};
+        const KEYS: usize = if cfg!(miri) { 150 } else { 20_000 };
+        let mut keys: Vec<Vec<u8>> = (0..KEYS)
+            .map(|i| format!("key:{i:06}").into_bytes())
+            .collect();
+        keys.shuffle(&mut rand::rngs::StdRng::seed_from_u64(7));
+        let m = MemTable::new(1, 1 << 12);
+        let published = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for (i, key) in keys.iter().enumerate() {
+                    m.writer().insert(key, i as u64 + 1, KIND_PUT, key);
+                    published.store(i + 1, MemoryOrdering::Release);
+                }
+            });
+            for reader in 0..2 {
+                let (keys, m, published) = (&keys, &m, &published);
+                s.spawn(move || loop {
+                    let at = published.load(MemoryOrdering::Acquire);
+                    // A few published keys, different ones each pass.
+                    for key in keys[..at].iter().skip(reader).step_by(at / 8 + 1) {
+                        let newest = KEYS as u64;
+                        assert_eq!(get(m, key, newest), Some(Lookup::Value(key.clone())));
+                        let found = with_lookup_key(key, newest, |target| {
+                            m.seek(target).map(|p| p.user_key().to_vec())
+                        });
+                        assert_eq!(found.as_ref(), Some(key));
+                    }
+                    let ordered: Vec<Vec<u8>> = all(m).into_iter().map(|v| v.0).collect();
+                    assert!(ordered.len() >= at);
+                    assert!(ordered.windows(2).all(|w| w[0] < w[1]));
+                    if at == KEYS {
+                        assert_eq!(ordered.len(), KEYS);
+                        break;
+                    }
+                });
+            }
+        });
+    }
+
     /// One write of the model: (user key, sequence, kind, value).
     type Write = (Vec<u8>, u64, u8, Vec<u8>);
 

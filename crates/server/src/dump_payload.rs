@@ -24,15 +24,20 @@
 //! - 16 hash, 17 sorted set, 20 set: one string holding a listpack (see [`listpack`]).
 //! - 18 list: a length of nodes, each a container tag (1 one element, 2 a listpack of
 //!   elements) and a string.
+//! - 19 stream (15 without 7.0's counters, 21 with consumers' active times): nodes of entries in listpacks, the
+//!   stream's IDs and counters, its consumer groups (see `dump_payload/stream.rs`).
 //!
 //! hotkv writes version 10 (Redis 7.0): strings with integers as Redis does (texts of at
 //! most 11 bytes that are exactly a 32-bit integer's decimal form) and other strings
 //! plain, never compressed; collections in the plain forms 1, 2, 4 and 5, which Redis
-//! reads (and packs as it likes). It reads what Redis 7.0 to 7.4 write for these types,
+//! reads (and packs as it likes), and streams as 19. It reads what Redis 7.0 to 7.4 write for these types,
 //! compressed or not, except the ziplist forms older Redis wrote (9, 10, 12, 13, 14).
 
 use crate::entry::Kind;
 use crate::packed;
+
+mod stream;
+pub use stream::dump as dump_stream;
 
 /// The RDB version hotkv writes: Redis 7.0's.
 const WRITTEN_VERSION: u16 = 10;
@@ -95,7 +100,7 @@ pub fn dump(kind: Kind, value: &[u8]) -> Vec<u8> {
                 out.extend_from_slice(&score.to_le_bytes());
             }
         }
-        Kind::Stream => unreachable!("DUMP refuses streams before it gets here"),
+        Kind::Stream => unreachable!("DUMP decodes streams and calls dump_stream"),
     }
     seal(out)
 }
@@ -229,6 +234,10 @@ pub fn restore(payload: &[u8], max_len: usize) -> Result<(Kind, Vec<u8>), Refusa
                 .map(|(member, score)| Ok((member, text_to_score(&score)?)))
                 .collect::<Result<Vec<_>, Refusal>>()?;
             Value::ZSet(scored)
+        }
+        stream::OLD_STREAM_TYPE | stream::STREAM_TYPE | stream::STREAM_WITH_ACTIVE_TIME_TYPE => {
+            let restored = stream::restore(&mut r, kind, max_len)?;
+            return Ok((Kind::Stream, restored.encode()));
         }
         QUICKLIST_TYPE => {
             let nodes = r.plain_length()?;
@@ -431,7 +440,6 @@ fn type_name(kind: u8) -> &'static str {
         10 | 14 => "the payload holds a list in the ziplist form of Redis before 7.0, which hotkv does not read",
         12 => "the payload holds a sorted set in the ziplist form of Redis before 7.0, which hotkv does not read",
         9 | 13 => "the payload holds a hash in a form of Redis before 7.0, which hotkv does not read",
-        15 | 19 | 21 => "the payload holds a stream, which hotkv cannot restore yet",
         6 | 7 => "the payload holds a module value; hotkv has no modules",
         _ => "the payload's type is unknown",
     }
@@ -512,11 +520,15 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn plain_length(&mut self) -> Result<usize, Refusal> {
+    fn u64_length(&mut self) -> Result<u64, Refusal> {
         match self.length()? {
-            Ok(len) => usize::try_from(len).map_err(|_| TRUNCATED),
+            Ok(len) => Ok(len),
             Err(_) => Err(Refusal::BadFormat("a special form where a length belongs")),
         }
+    }
+
+    fn plain_length(&mut self) -> Result<usize, Refusal> {
+        usize::try_from(self.u64_length()?).map_err(|_| TRUNCATED)
     }
 
     fn string(&mut self, max_len: usize) -> Result<Vec<u8>, Refusal> {

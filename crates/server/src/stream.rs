@@ -434,6 +434,37 @@ impl Stream {
         self.entries.len()
     }
 
+    /// A stream as a DUMP payload held it: `entries` ordered by ID and numbered by the
+    /// node they came in, the last of which was given `tail_node_added` entries (live
+    /// or deleted), so that appends fill it as they would have filled it there.
+    pub fn restored(
+        last_id: Id,
+        first_id: Id,
+        max_deleted_id: Id,
+        entries_added: u64,
+        groups: Vec<Group>,
+        entries: Vec<Entry>,
+        tail_node_added: u64,
+    ) -> Stream {
+        debug_assert!(entries
+            .windows(2)
+            .all(|w| w[0].id < w[1].id && w[0].node <= w[1].node));
+        Stream {
+            last_id,
+            first_id,
+            max_deleted_id,
+            entries_added,
+            tail_node: entries.last().map_or(0, |e| e.node),
+            tail_node_added: if entries.is_empty() {
+                0
+            } else {
+                tail_node_added
+            },
+            groups,
+            entries,
+        }
+    }
+
     /// The position of the first entry at or after `id`.
     pub fn position(&self, id: Id) -> usize {
         self.entries.partition_point(|e| e.id < id)

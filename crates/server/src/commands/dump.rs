@@ -8,17 +8,17 @@ use crate::db::Change;
 use crate::dump_payload::{self, Refusal};
 use crate::entry::{now_ms, Entry, Kind};
 use crate::keyspace_events::GENERIC;
+use crate::stream::Stream;
 
 const BUSY_KEY: &str = "BUSYKEY Target key name already exists.";
 
 /// `DUMP key`: the value serialized, or nil.
 pub fn dump(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     match ctx.read(&args[1])? {
-        // Redis serializes a stream as listpacks in a radix tree, which hotkv does not
-        // write yet.
-        Some(entry) if entry.kind == Kind::Stream => {
-            error("ERR DUMP of a stream is not supported by hotkv yet")
-        }
+        Some(entry) if entry.kind == Kind::Stream => match Stream::decode(&entry.value) {
+            Ok(stream) => reply(Frame::Bulk(dump_payload::dump_stream(&stream))),
+            Err(_) => error("ERR the stored stream is corrupt"),
+        },
         Some(entry) => reply(Frame::Bulk(dump_payload::dump(entry.kind, &entry.value))),
         None => reply(Frame::Null),
     }

@@ -417,21 +417,25 @@ pub fn listpack(bytes: &[u8]) -> Result<Vec<Vec<u8>>, Refusal> {
             0xF4 => signed(&mut r, 8)?,
             _ => return Err(BAD),
         };
-        let len = r.at - start;
-        let backlen = match len {
-            0..=127 => 1,
-            128..=16382 => 2,
-            16383..=2097150 => 3,
-            2097151..=268435454 => 4,
-            _ => 5,
-        };
-        r.take(backlen).map_err(|_| BAD)?;
+        r.take(backlen_size(r.at - start)).map_err(|_| BAD)?;
         out.push(element);
     }
     if r.at != bytes.len() {
         return Err(BAD);
     }
     Ok(out)
+}
+
+/// The bytes a listpack element of `len` bytes (encoding and data) stores its length
+/// backwards in, by Redis's thresholds.
+fn backlen_size(len: usize) -> usize {
+    match len {
+        0..=127 => 1,
+        128..=16382 => 2,
+        16383..=2097150 => 3,
+        2097151..=268435454 => 4,
+        _ => 5,
+    }
 }
 
 /// What a payload of another type holds, for the error that refuses it.

@@ -28,7 +28,7 @@
 //! master, nothing deleted; Redis reads it and splits or merges nodes as it adds to
 //! them.
 
-use super::{put_length, seal, Reader, Refusal};
+use super::{backlen_size, put_length, seal, Reader, Refusal};
 use crate::stream::{Consumer, Entry, Group, Id, Pending, Stream};
 
 pub const STREAM_TYPE: u8 = 19;
@@ -351,13 +351,7 @@ impl Listpack {
     /// more with 128 set.
     fn close(&mut self, start: usize) {
         let len = self.elements.len() - start;
-        let bytes = match len {
-            0..=127 => 1,
-            128..=16382 => 2,
-            16383..=2097150 => 3,
-            2097151..=268435454 => 4,
-            _ => 5,
-        };
+        let bytes = backlen_size(len);
         for i in 0..bytes {
             let group = ((len >> (7 * (bytes - 1 - i))) & 0x7F) as u8;
             self.elements

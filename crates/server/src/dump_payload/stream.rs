@@ -95,9 +95,11 @@ pub fn restore(r: &mut Reader, kind: u8, max_len: usize) -> Result<Stream, Refus
         };
         let listpack = super::listpack(&r.string(max_len)?)?;
         let before = entries.len();
-        tail_node_added = read_node(master, node, &listpack, &mut entries)?;
-        if entries[before..].is_empty() && tail_node_added == 0 {
-            return Err(bad("a stream node is empty"));
+        let added = read_node(master, node, &listpack, &mut entries)?;
+        // A node whose entries were all deleted holds nothing to keep (Redis drops
+        // such nodes itself).
+        if entries.len() > before {
+            tail_node_added = added;
         }
     }
     if !entries.windows(2).all(|w| w[0].id < w[1].id) {
@@ -580,6 +582,53 @@ mod tests {
         let g1 = &s.groups[0];
         assert_eq!(g1.pending.len(), 4);
         assert!(g1.pending.iter().all(|p| p.consumer == b"c11"));
+    }
+
+    /// A node's listpack: a master entry with field "f", then `entries` as (flags,
+    /// seq difference, value), all with the master's fields.
+    fn node_of(live: i64, deleted: i64, entries: &[(i64, i64, &str)]) -> Vec<u8> {
+        let mut lp = Listpack::default();
+        for n in [live, deleted, 1] {
+            lp.integer(n);
+        }
+        lp.string(b"f");
+        lp.integer(0);
+        for &(flags, seq, value) in entries {
+            for n in [flags | SAME_FIELDS, 0, seq] {
+                lp.integer(n);
+            }
+            lp.string(value.as_bytes());
+            lp.integer(4);
+        }
+        lp.finish()
+    }
+
+    #[test]
+    fn deleted_entries_and_nodes_of_nothing_else_are_left_out() {
+        let mut out = vec![STREAM_TYPE];
+        put_length(&mut out, 2);
+        put_raw(&mut out, &raw_id(id(1, 0)));
+        put_raw(
+            &mut out,
+            &node_of(0, 2, &[(DELETED, 0, "a"), (DELETED, 1, "b")]),
+        );
+        put_raw(&mut out, &raw_id(id(2, 0)));
+        put_raw(&mut out, &node_of(1, 1, &[(DELETED, 0, "c"), (0, 1, "d")]));
+        put_length(&mut out, 1);
+        for n in [2, 1, 1, 0, 2, 0, 4, 0] {
+            put_length(&mut out, n);
+        }
+        let s = restored(&seal(out)).unwrap();
+        assert_eq!(kept(&s).0, [vec![(id(2, 1), fields(&[("f", "d")]))]]);
+        // A node's counts must match its entries.
+        let mut lying = vec![STREAM_TYPE];
+        put_length(&mut lying, 1);
+        put_raw(&mut lying, &raw_id(id(2, 0)));
+        put_raw(&mut lying, &node_of(2, 0, &[(0, 1, "d")]));
+        assert!(matches!(
+            restored(&seal(lying)),
+            Err(Refusal::BadFormat(why)) if why.contains("counts do not match")
+        ));
     }
 
     #[test]

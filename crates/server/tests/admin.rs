@@ -1375,7 +1375,9 @@ fn allkeys_lru_evicts_the_keys_idle_longest() {
     // quarter of the time, more as they go); with Redis's pool of the best candidates
     // seen over many samples, nearly all come from the oldest. A simulation of this
     // test (5,000 runs, two serving threads' pools, each starting empty) gave 91-100%
-    // from the oldest with the pool, at most 80% without it, so 85% is asked. With
+    // from the oldest with the pool, at most 80% without it, so 85% is asked (the unit
+    // test eviction::tests::the_pool_takes_nearly_all_victims_from_the_oldest_keys
+    // replays it on the real pool). With
     // 80 victims, as this test once asked, the pools' empty start weighed enough for
     // 89.8% to happen on CI. Ranking by hotspot heat (0 for every key here) took any
     // generation.

@@ -587,7 +587,7 @@ mod tests {
         assert_eq!(get(&m, b"k", 9), Some(Lookup::Value(b"three".to_vec())));
         assert_eq!(get(&m, b"", 9), None);
         assert_eq!(get(&m, b"kb", 9), None);
-        // A long key is stored on the heap.
+        // A long key: its bytes run past the cache line its node starts on.
         let long = vec![7u8; 300];
         m.writer().insert(&long, 5, KIND_PUT, b"long");
         assert_eq!(get(&m, &long, 5), Some(Lookup::Value(b"long".to_vec())));

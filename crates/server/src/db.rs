@@ -371,7 +371,22 @@ impl Db {
         })
     }
 
-    /// Under [`Db::edit_list`], [`Db::edit_fields`] and [`Db::edit_zset`]: `edit` sees the live stored
+    /// Changes the stream at `key` through `edit`, which sees its live stored value (a
+    /// split stream's nodes in the store it is given) and says what to store (`None`:
+    /// nothing) and its result. `None` if the key holds another type.
+    pub fn edit_stream<R>(
+        &self,
+        key: &[u8],
+        mut edit: impl FnMut(&dyn NodeStore, Option<&[u8]>) -> Result<(Option<Vec<u8>>, R)>,
+    ) -> Result<Option<R>> {
+        let edited = self.edit_collection(key, Kind::Stream, |nodes, live| {
+            let (stored, result) = edit(nodes, live)?;
+            Ok((live.is_some(), stored.map(Some), result))
+        })?;
+        Ok(edited.map(|e| e.result))
+    }
+
+    /// Under [`Db::edit_list`], [`Db::edit_fields`], [`Db::edit_zset`] and [`Db::edit_stream`]: `edit` sees the live stored
     /// value of `key` if it is of `kind`, and says whether it existed, what to store
     /// (`None`: nothing; `Some(None)`: delete the key) and its result.
     fn edit_collection<R>(
@@ -454,7 +469,7 @@ impl Db {
     /// nodes in the store it is given: in memory pinned and in place, on an engine
     /// under the key's lock. An expired value is left to [`Db::get`], which deletes it
     /// and may find a value written meanwhile, read whole.
-    fn read_live<R>(
+    pub fn read_live<R>(
         &self,
         key: &[u8],
         read: impl FnOnce(&dyn NodeStore, Option<&[u8]>) -> R,

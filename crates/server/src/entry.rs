@@ -231,7 +231,7 @@ impl Entry {
             && kind.is_some()
             && (tag & RAW == 0 || kind != Some(Kind::List))
             && (tag & NODE_TABLE == 0
-                || kind == Some(Kind::List)
+                || matches!(kind, Some(Kind::List | Kind::Stream))
                 || (tag & RAW != 0 && matches!(kind, Some(Kind::Hash | Kind::Set | Kind::ZSet))));
         if !known {
             return Err(format!(

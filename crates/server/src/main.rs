@@ -35,6 +35,7 @@ mod script_json;
 mod scripting;
 mod server;
 mod stream;
+mod stream_nodes;
 mod table_pages;
 mod tracking;
 

@@ -2,7 +2,8 @@
 //! and the key's node table rather than the whole value: long lists in order
 //! (`list_nodes.rs`, as Redis's quicklist) and large hashes and sets by field hash
 //! (`field_nodes.rs`, as Redis's hashtable buckets), large sorted sets by member and in
-//! order (`score_nodes.rs`, as Redis's dict and skiplist). The key's entry holds the node
+//! order (`score_nodes.rs`, as Redis's dict and skiplist), long streams in ID order
+//! (`stream_nodes.rs`, as Redis's radix tree of listpacks). The key's entry holds the node
 //! table, marked by a tag bit (`entry.rs`); each node is a packed value (`packed.rs`)
 //! kept where the store keeps nodes (a [`NodeStore`]): in memory, a second index under
 //! its id (8 bytes, little-endian); on an engine, a record of the server's own beside
@@ -33,7 +34,7 @@ use engine::Result;
 use hotring::HotRing;
 
 use crate::entry::{Entry, Kind};
-use crate::{field_nodes, list_nodes, score_nodes};
+use crate::{field_nodes, list_nodes, score_nodes, stream_nodes};
 
 /// The packed size past which a collection is split, and up to which a node is
 /// filled: Redis's default `list-max-listpack-size -2` is 8 KB; half that halves what
@@ -82,6 +83,7 @@ fn nodes_of(nodes: &dyn NodeStore, stored: &[u8]) -> Result<Vec<(u64, usize)>> {
     Ok(match table_of(stored) {
         None => Vec::new(),
         Some((Kind::List, table)) => list_nodes::nodes(nodes, table)?,
+        Some((Kind::Stream, table)) => stream_nodes::nodes(nodes, table)?,
         Some((Kind::ZSet, table)) => {
             let mut all = nodes_of(nodes, score_nodes::members(table))?;
             all.extend(score_nodes::order_nodes(nodes, table)?);
@@ -110,6 +112,9 @@ pub fn dropped(nodes: &dyn NodeStore, old: &[u8], new: Option<&[u8]>) -> Result<
         }
         (Some((Kind::List, old)), Some((Kind::List, new))) => {
             return list_nodes::dropped(nodes, old, new);
+        }
+        (Some((Kind::Stream, old)), Some((Kind::Stream, new))) => {
+            return stream_nodes::dropped(nodes, old, new);
         }
         (Some((Kind::ZSet, old)), Some((Kind::ZSet, new))) => {
             let mut released = dropped(
@@ -192,6 +197,7 @@ pub fn split_if_large(nodes: &dyn NodeStore, stored: Vec<u8>) -> Vec<u8> {
             field_nodes::split_if_large(nodes, kind, payload)
         }
         Kind::ZSet if Entry::stored_raw(&stored) => score_nodes::split_if_large(nodes, payload),
+        Kind::Stream => stream_nodes::split_if_long(nodes, payload),
         _ => None,
     };
     match table {
@@ -215,6 +221,7 @@ pub fn expand(nodes: &dyn NodeStore, stored: &[u8]) -> Result<Vec<u8>> {
     let value = match kind {
         Kind::List => list_nodes::expand(nodes, table)?,
         Kind::ZSet => score_nodes::expand(nodes, table)?,
+        Kind::Stream => stream_nodes::expand(nodes, table)?,
         _ => field_nodes::expand(nodes, kind, table)?,
     };
     let entry = Entry {

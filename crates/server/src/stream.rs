@@ -14,8 +14,10 @@
 //! bytes    = len:u32 byte*len
 //! ```
 //!
-//! Integers are little-endian. A command decodes the whole value, changes it and
-//! stores it again (O(size), as hotkv's other collections).
+//! Integers are little-endian. This is the stored form of a stream whose entries take
+//! at most `NODE_BYTES`; a longer one keeps its counters and groups (`stream` up to
+//! `entry_count`) with a table of nodes of entries (`stream_nodes.rs`), so that a
+//! command reads and copies the nodes it touches rather than every entry.
 //!
 //! Redis keeps entries in nodes of up to `stream-node-max-entries` (100) and
 //! `stream-node-max-bytes` (4096), and trims with `~` only whole nodes. The `node`
@@ -24,6 +26,8 @@
 //! first; with larger entries hotkv's nodes are larger than Redis's.
 
 use std::fmt;
+
+pub use crate::stream_nodes::Entries;
 
 /// A stream entry ID: milliseconds, then a sequence number.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -128,12 +132,15 @@ pub fn parse_id(arg: &[u8], missing_seq: u64, syntax: IdSyntax) -> Option<Parsed
     }))
 }
 
+/// An entry's field-value pairs, in the order given.
+pub type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Entry {
     pub id: Id,
     /// The Redis node this entry was added to (see the module's documentation).
     pub node: u64,
-    pub fields: Vec<(Vec<u8>, Vec<u8>)>,
+    pub fields: Fields,
 }
 
 /// A message delivered to a consumer and not yet acknowledged.
@@ -241,8 +248,8 @@ impl Group {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Stream {
+#[derive(Debug, Default)]
+pub struct Stream<'a> {
     pub last_id: Id,
     /// The first entry's ID, 0-0 when empty (kept as Redis keeps it).
     pub first_id: Id,
@@ -252,8 +259,9 @@ pub struct Stream {
     tail_node: u64,
     tail_node_added: u64,
     pub groups: Vec<Group>,
-    /// Ordered by ID.
-    pub entries: Vec<Entry>,
+    /// Ordered by ID: in memory, or in nodes a split stream's table names
+    /// (`stream_nodes.rs`).
+    pub entries: Entries<'a>,
 }
 
 /// Why a stored value could not be read: the store holds a value no version of
@@ -303,6 +311,15 @@ impl<'a> Reader<'a> {
         }
         Ok(n)
     }
+    /// An entry's fields.
+    fn fields(&mut self) -> Result<Fields, Corrupt> {
+        let field_count = self.u32()?;
+        let mut fields = Vec::with_capacity(self.count(u64::from(field_count), 8)?);
+        for _ in 0..field_count {
+            fields.push((self.bytes()?, self.bytes()?));
+        }
+        Ok(fields)
+    }
 }
 
 fn put_u64(out: &mut Vec<u8>, n: u64) {
@@ -324,9 +341,93 @@ fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
-impl Stream {
-    pub fn decode(bytes: &[u8]) -> Result<Stream, Corrupt> {
+/// An entry's fields.
+fn put_fields(out: &mut Vec<u8>, e: &Entry) {
+    put_u32(out, e.fields.len());
+    for (f, v) in &e.fields {
+        put_bytes(out, f);
+        put_bytes(out, v);
+    }
+}
+
+/// Bytes `e` takes in a node (`stream_nodes.rs`): what a split stream's nodes are
+/// filled up to by.
+pub fn entry_size(e: &Entry) -> usize {
+    16 + 4
+        + e.fields
+            .iter()
+            .map(|(f, v)| 8 + f.len() + v.len())
+            .sum::<usize>()
+}
+
+/// A node of a split stream (`stream_nodes.rs`): `count:u32 (id field_count (bytes
+/// bytes)*field_count)*count`, each entry without its node number, which the node's
+/// record holds.
+pub fn encode_node(entries: &[Entry]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + entries.iter().map(entry_size).sum::<usize>());
+    put_u32(&mut out, entries.len());
+    for e in entries {
+        put_id(&mut out, e.id);
+        put_fields(&mut out, e);
+    }
+    out
+}
+
+/// The entries of a node [`encode_node`] wrote, numbered `node`.
+pub fn decode_node(bytes: &[u8], node: u64) -> Result<Vec<Entry>, Corrupt> {
+    let mut r = Reader { bytes };
+    let count = r.u32()?;
+    let mut entries = Vec::with_capacity(r.count(u64::from(count), 20)?);
+    for _ in 0..count {
+        entries.push(Entry {
+            id: r.id()?,
+            node,
+            fields: r.fields()?,
+        });
+    }
+    if !r.bytes.is_empty() {
+        return Err(Corrupt);
+    }
+    Ok(entries)
+}
+
+impl<'a> Stream<'a> {
+    /// The stream stored whole (its entries in memory).
+    pub fn decode(bytes: &[u8]) -> Result<Stream<'a>, Corrupt> {
         let mut r = Reader { bytes };
+        let mut s = Stream::read_meta(&mut r)?;
+        let count = r.u64()?;
+        let mut entries = Vec::with_capacity(r.count(count, 28)?);
+        for _ in 0..count {
+            entries.push(Entry {
+                id: r.id()?,
+                node: r.u64()?,
+                fields: r.fields()?,
+            });
+        }
+        if !r.bytes.is_empty()
+            || !entries
+                .windows(2)
+                .all(|w| w[0].id < w[1].id && w[0].node <= w[1].node)
+        {
+            return Err(Corrupt);
+        }
+        s.entries = Entries::whole(entries);
+        Ok(s)
+    }
+
+    /// A stream's counters and groups ([`Stream::encode_meta`]), its entries left empty
+    /// for the caller to give.
+    pub fn decode_meta(bytes: &[u8]) -> Result<Stream<'a>, Corrupt> {
+        let mut r = Reader { bytes };
+        let s = Stream::read_meta(&mut r)?;
+        if !r.bytes.is_empty() {
+            return Err(Corrupt);
+        }
+        Ok(s)
+    }
+
+    fn read_meta(r: &mut Reader) -> Result<Stream<'a>, Corrupt> {
         let mut s = Stream {
             last_id: r.id()?,
             first_id: r.id()?,
@@ -367,67 +468,70 @@ impl Stream {
                 consumers,
             });
         }
-        let entries = r.u64()?;
-        s.entries.reserve(r.count(entries, 28)?);
-        for _ in 0..entries {
-            let id = r.id()?;
-            let node = r.u64()?;
-            let field_count = r.u32()?;
-            let mut fields = Vec::with_capacity(r.count(u64::from(field_count), 8)?);
-            for _ in 0..field_count {
-                fields.push((r.bytes()?, r.bytes()?));
-            }
-            s.entries.push(Entry { id, node, fields });
-        }
-        if !r.bytes.is_empty() {
-            return Err(Corrupt);
-        }
         Ok(s)
     }
 
+    /// The stream stored whole, every entry read (from its nodes if it is split).
     pub fn encode(&self) -> Vec<u8> {
-        let fields: usize = self
-            .entries
-            .iter()
-            .flat_map(|e| &e.fields)
-            .map(|(f, v)| f.len() + v.len() + 8)
-            .sum();
-        let mut out = Vec::with_capacity(100 + fields + self.entries.len() * 28);
-        put_id(&mut out, self.last_id);
-        put_id(&mut out, self.first_id);
-        put_id(&mut out, self.max_deleted_id);
-        put_u64(&mut out, self.entries_added);
-        put_u64(&mut out, self.tail_node);
-        put_u64(&mut out, self.tail_node_added);
-        put_u32(&mut out, self.groups.len());
-        for g in &self.groups {
-            put_bytes(&mut out, &g.name);
-            put_id(&mut out, g.last_id);
-            put_u64(&mut out, g.entries_read.map_or(u64::MAX, |n| n));
-            put_u32(&mut out, g.pending.len());
-            for p in &g.pending {
-                put_id(&mut out, p.id);
-                put_bytes(&mut out, &p.consumer);
-                put_u64(&mut out, p.delivered_ms);
-                put_u64(&mut out, p.deliveries);
-            }
-            put_u32(&mut out, g.consumers.len());
-            for c in &g.consumers {
-                put_bytes(&mut out, &c.name);
-                put_u64(&mut out, c.seen_ms);
-            }
-        }
-        put_u64(&mut out, self.entries.len() as u64);
-        for e in &self.entries {
+        let entries = self.entries.all();
+        let bytes: usize = entries.iter().map(entry_size).sum();
+        let mut out = Vec::with_capacity(100 + bytes + entries.len() * 8);
+        self.put_meta(&mut out);
+        put_u64(&mut out, entries.len() as u64);
+        for e in &entries {
             put_id(&mut out, e.id);
             put_u64(&mut out, e.node);
-            put_u32(&mut out, e.fields.len());
-            for (f, v) in &e.fields {
-                put_bytes(&mut out, f);
-                put_bytes(&mut out, v);
-            }
+            put_fields(&mut out, e);
         }
         out
+    }
+
+    /// The counters and groups: the stored form up to the entries.
+    pub fn encode_meta(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(100);
+        self.put_meta(&mut out);
+        out
+    }
+
+    fn put_meta(&self, out: &mut Vec<u8>) {
+        put_id(out, self.last_id);
+        put_id(out, self.first_id);
+        put_id(out, self.max_deleted_id);
+        put_u64(out, self.entries_added);
+        put_u64(out, self.tail_node);
+        put_u64(out, self.tail_node_added);
+        put_u32(out, self.groups.len());
+        for g in &self.groups {
+            put_bytes(out, &g.name);
+            put_id(out, g.last_id);
+            put_u64(out, g.entries_read.map_or(u64::MAX, |n| n));
+            put_u32(out, g.pending.len());
+            for p in &g.pending {
+                put_id(out, p.id);
+                put_bytes(out, &p.consumer);
+                put_u64(out, p.delivered_ms);
+                put_u64(out, p.deliveries);
+            }
+            put_u32(out, g.consumers.len());
+            for c in &g.consumers {
+                put_bytes(out, &c.name);
+                put_u64(out, c.seen_ms);
+            }
+        }
+    }
+
+    /// This stream's counters and groups with `entries`.
+    pub fn with_entries<'b>(self, entries: Entries<'b>) -> Stream<'b> {
+        Stream {
+            last_id: self.last_id,
+            first_id: self.first_id,
+            max_deleted_id: self.max_deleted_id,
+            entries_added: self.entries_added,
+            tail_node: self.tail_node,
+            tail_node_added: self.tail_node_added,
+            groups: self.groups,
+            entries,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -445,7 +549,7 @@ impl Stream {
         groups: Vec<Group>,
         entries: Vec<Entry>,
         tail_node_added: u64,
-    ) -> Stream {
+    ) -> Stream<'a> {
         debug_assert!(entries
             .windows(2)
             .all(|w| w[0].id < w[1].id && w[0].node <= w[1].node));
@@ -461,20 +565,15 @@ impl Stream {
                 tail_node_added
             },
             groups,
-            entries,
+            entries: Entries::whole(entries),
         }
-    }
-
-    /// The position of the first entry at or after `id`.
-    pub fn position(&self, id: Id) -> usize {
-        self.entries.partition_point(|e| e.id < id)
     }
 
     /// Appends an entry with `id`, which must be above `last_id`, into the tail node
     /// or a new one once the tail holds `node_entries` (live or deleted).
-    pub fn append(&mut self, id: Id, fields: Vec<(Vec<u8>, Vec<u8>)>, node_entries: u64) {
+    pub fn append(&mut self, id: Id, fields: Fields, node_entries: u64) {
         assert!(id > self.last_id, "stream IDs only grow");
-        let tail_gone = self.entries.last().is_none_or(|e| e.node != self.tail_node);
+        let tail_gone = self.entries.last_node() != Some(self.tail_node);
         if self.tail_node_added == 0 || tail_gone || self.tail_node_added >= node_entries.max(1) {
             self.tail_node += 1;
             self.tail_node_added = 0;
@@ -495,13 +594,11 @@ impl Stream {
     /// Removes the entry `id`, if present; keeps `first_id` and `max_deleted_id` as
     /// XDEL does.
     pub fn delete(&mut self, id: Id) -> bool {
-        let at = self.position(id);
-        if self.entries.get(at).is_none_or(|e| e.id != id) {
+        if !self.entries.delete(id) {
             return false;
         }
-        self.entries.remove(at);
         self.max_deleted_id = self.max_deleted_id.max(id);
-        self.first_id = self.entries.first().map_or(Id::ZERO, |e| e.id);
+        self.first_id = self.entries.first_id().unwrap_or(Id::ZERO);
         true
     }
 
@@ -509,53 +606,13 @@ impl Stream {
     /// `minid`. With `approx`, only whole nodes, and no more than `limit` entries
     /// (0: no limit). Returns how many went.
     pub fn trim(&mut self, strategy: Trim, approx: bool, limit: u64) -> u64 {
-        let mut removed = 0usize;
-        let len = self.entries.len();
-        while removed < len {
-            let left = (len - removed) as u64;
-            if let Trim::MaxLen(max) = strategy {
-                if left <= max {
-                    break;
-                }
-            }
-            let node = self.entries[removed].node;
-            let in_node = self.entries[removed..]
-                .iter()
-                .take_while(|e| e.node == node)
-                .count();
-            if limit != 0 && (removed + in_node) as u64 > limit {
-                break;
-            }
-            let whole_node = match strategy {
-                Trim::MaxLen(max) => left - in_node as u64 >= max,
-                Trim::MinId(min) => self.entries[removed + in_node - 1].id < min,
-            };
-            if whole_node {
-                removed += in_node;
-                continue;
-            }
-            if approx {
-                break;
-            }
-            let keep = match strategy {
-                Trim::MaxLen(max) => (left - max) as usize,
-                Trim::MinId(min) => self.entries[removed..removed + in_node]
-                    .iter()
-                    .take_while(|e| e.id < min)
-                    .count(),
-            };
-            removed += keep;
-            break;
-        }
-        self.entries.drain(..removed);
-        self.first_id = self.entries.first().map_or(Id::ZERO, |e| e.id);
-        removed as u64
+        let removed = self.entries.trim(strategy, approx, limit);
+        self.first_id = self.entries.first_id().unwrap_or(Id::ZERO);
+        removed
     }
-}
 
-impl Stream {
-    pub fn entry(&self, id: Id) -> Option<&Entry> {
-        self.entries.get(self.position(id)).filter(|e| e.id == id)
+    pub fn entry(&self, id: Id) -> Option<Entry> {
+        self.entries.get(id)
     }
 
     pub fn group(&self, name: &[u8]) -> Option<&Group> {
@@ -658,7 +715,7 @@ mod tests {
         Id { ms, seq }
     }
 
-    fn filled(n: u64, node_entries: u64) -> Stream {
+    fn filled(n: u64, node_entries: u64) -> Stream<'static> {
         let mut s = Stream::default();
         for i in 1..=n {
             s.append(
@@ -736,7 +793,10 @@ mod tests {
             consumers: vec![],
         });
         let bytes = s.encode();
-        assert_eq!(Stream::decode(&bytes).unwrap(), s);
+        let decoded = Stream::decode(&bytes).unwrap();
+        assert_eq!(decoded.entries.all(), s.entries.all());
+        assert_eq!(decoded.groups, s.groups);
+        assert_eq!(decoded.encode(), bytes);
         // Every cut, and a byte too many, is refused rather than misread.
         for cut in 0..bytes.len() {
             assert!(Stream::decode(&bytes[..cut]).is_err(), "cut at {cut}");
@@ -773,7 +833,8 @@ mod tests {
         assert_eq!((s.first_id, s.max_deleted_id), (Id::ZERO, id(3, 0)));
         s.append(id(4, 0), vec![], 100);
         s.append(id(5, 0), vec![], 100);
-        assert_ne!(s.entries[0].node, 1);
-        assert_eq!(s.entries[0].node, s.entries[1].node);
+        let entries = s.entries.all();
+        assert_ne!(entries[0].node, 1);
+        assert_eq!(entries[0].node, entries[1].node);
     }
 }

@@ -5,7 +5,8 @@
 //! short elements has a table of 20 KB. Used by the tables of long lists
 //! (`list_nodes.rs`, 16-byte records in list order), of large hashes and sets
 //! (`field_nodes.rs`) and of sorted sets' order (`score_nodes.rs`, both 24-byte
-//! records ordered by a key). Each record counts the elements of its node.
+//! records ordered by a key), and of long streams (`stream_nodes.rs`, 40-byte records
+//! in ID order). Each record counts the elements of its node.
 //!
 //! ```text
 //! table = count (u32 LE: elements) | record*          inline, up to PAGE_RECORDS records
@@ -92,11 +93,11 @@ impl<const R: usize> Layout<R> {
 
 /// Whether `table`, of `R`-byte records, is paged. An inline table is 4 bytes more than
 /// a multiple of `R`, a paged one 8 more than a multiple of 24, which never is for
-/// the sizes used (16 and 24).
+/// the sizes used (16, 24 and 40: an inline table is 4 more than a multiple of 8).
 fn is_paged<const R: usize>(table: &[u8]) -> bool {
     const {
         assert!(
-            R == 16 || R == 24,
+            R == 16 || R == 24 || R == 40,
             "record sizes whose forms differ in length"
         )
     };

@@ -194,3 +194,101 @@ fn a_group_delivers_each_entry_once_across_consumers() {
     assert_eq!(groups[0]["lag"], redis::Value::Int(0));
     assert_eq!(groups[0]["entries-read"], redis::Value::Int(ENTRIES as i64));
 }
+
+/// A stream of 20,000 entries is split into nodes (`stream_nodes.rs`): ranges from the
+/// middle, both ways and with COUNT, reads after an ID, deletes, both trims, XINFO,
+/// DUMP and RESTORE, RENAME and COPY answer as for a short one, and deleting it
+/// releases its nodes.
+#[test]
+fn a_long_stream_answers_from_its_nodes() {
+    let server = Server::start();
+    let mut c = server.client();
+    // Ten entries a millisecond, so that nodes share their first IDs' milliseconds.
+    const N: u64 = 20_000;
+    let id = |i: u64| format!("{}-{}", i / 10 + 1, i % 10);
+    for chunk in (0..N).collect::<Vec<_>>().chunks(500) {
+        let mut pipe = redis::pipe();
+        for &i in chunk {
+            pipe.cmd("XADD")
+                .arg("s")
+                .arg(id(i))
+                .arg("n")
+                .arg(i)
+                .ignore();
+        }
+        let () = pipe.query(&mut c).unwrap();
+    }
+    let numbers = |entries: &Entries| -> Vec<u64> {
+        entries
+            .iter()
+            .map(|(_, f)| f[0].1.parse().unwrap())
+            .collect()
+    };
+    assert_eq!(run::<i64>(&mut c, &["XLEN", "s"]), N as i64);
+    let mid: Entries = run(&mut c, &["XRANGE", "s", &id(12_345), "+", "COUNT", "30"]);
+    assert_eq!(numbers(&mid), (12_345..12_375).collect::<Vec<_>>());
+    let back: Entries = run(&mut c, &["XREVRANGE", "s", &id(7_003), "-", "COUNT", "12"]);
+    assert_eq!(numbers(&back), (6_992..=7_003).rev().collect::<Vec<_>>());
+    // A millisecond alone: its ten entries, whichever nodes they are in.
+    let ms: Entries = run(&mut c, &["XRANGE", "s", "1501", "1501"]);
+    assert_eq!(numbers(&ms), (15_000..15_010).collect::<Vec<_>>());
+    let read: Vec<(String, Entries)> = run(
+        &mut c,
+        &["XREAD", "COUNT", "5", "STREAMS", "s", &id(19_990)],
+    );
+    assert_eq!(numbers(&read[0].1), (19_991..19_996).collect::<Vec<_>>());
+    // Deletes in the middle, one of them twice.
+    let deleted: i64 = run(
+        &mut c,
+        &["XDEL", "s", &id(100), &id(101), &id(100), "99999-0"],
+    );
+    assert_eq!(deleted, 2);
+    let around: Entries = run(&mut c, &["XRANGE", "s", &id(99), &id(102)]);
+    assert_eq!(numbers(&around), [99, 102]);
+    // MAXLEN ~ removes whole Redis nodes of 100 (the second lost two to XDEL) while
+    // 15,050 are left; = then goes into one.
+    let trimmed: i64 = run(&mut c, &["XTRIM", "s", "MAXLEN", "~", "15050"]);
+    assert_eq!(trimmed, 4_898);
+    let trimmed: i64 = run(&mut c, &["XTRIM", "s", "MAXLEN", "=", "15000"]);
+    assert_eq!(trimmed, 100);
+    let trimmed: i64 = run(&mut c, &["XTRIM", "s", "MINID", &id(6_000)]);
+    assert_eq!(trimmed, 1_000);
+    assert_eq!(run::<i64>(&mut c, &["XLEN", "s"]), 14_000);
+    let info: std::collections::HashMap<String, redis::Value> =
+        run(&mut c, &["XINFO", "STREAM", "s"]);
+    assert_eq!(info["length"], redis::Value::Int(14_000));
+    assert_eq!(info["radix-tree-keys"], redis::Value::Int(140));
+    assert_eq!(
+        info["recorded-first-entry-id"],
+        redis::Value::BulkString(id(6_000).into_bytes())
+    );
+    // Moved and copied whole, and restored from its dump.
+    let dump: Vec<u8> = run(&mut c, &["DUMP", "s"]);
+    let _: () = run(&mut c, &["RENAME", "s", "t"]);
+    let _: i64 = run(&mut c, &["COPY", "t", "u"]);
+    let mut restore = redis::cmd("RESTORE");
+    restore.arg("v").arg(0).arg(dump);
+    let () = restore.query(&mut c).unwrap();
+    for key in ["t", "u", "v"] {
+        assert_eq!(run::<i64>(&mut c, &["XLEN", key]), 14_000, "{key}");
+        let last: Entries = run(&mut c, &["XREVRANGE", key, "+", "-", "COUNT", "1"]);
+        assert_eq!(numbers(&last), [N - 1], "{key}");
+        let tail: Entries = run(&mut c, &["XRANGE", key, &id(13_000), &id(13_004)]);
+        assert_eq!(
+            numbers(&tail),
+            (13_000..=13_004).collect::<Vec<_>>(),
+            "{key}"
+        );
+    }
+    let added: String = run(&mut c, &["XADD", "u", "*", "n", "new"]);
+    assert_eq!(run::<i64>(&mut c, &["XLEN", "u"]), 14_001);
+    assert_eq!(run::<i64>(&mut c, &["XLEN", "t"]), 14_000);
+    let _: i64 = run(&mut c, &["XDEL", "u", &added]);
+    assert_eq!(run::<i64>(&mut c, &["DEL", "t", "u", "v"]), 3);
+    if support::test_engine() == "memory" {
+        assert!(support::eventually(10, || support::info_field(
+            &mut c,
+            "hotring_collection_nodes"
+        ) == "0"));
+    }
+}

@@ -74,18 +74,22 @@ pub fn xgroup(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         }
     }
     let (key, name) = (&args[2], &args[3]);
-    let s = match or_reply!(read(ctx, key)) {
-        Found::Other => return error(WRONG_TYPE),
-        Found::Missing => None,
-        Found::Stream(s) => Some(s),
+    // Whether the stream exists, and has the group.
+    let found = or_reply!(read(ctx, key, |found| match found {
+        Found::Other => None,
+        Found::Missing => Some(None),
+        Found::Stream(s) => Some(Some(s.group(name).is_some())),
+    }));
+    let Some(found) = found else {
+        return error(WRONG_TYPE);
     };
     if !mkstream {
-        let Some(s) = &s else {
+        let Some(has_group) = found else {
             return error(
                 "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.",
             );
         };
-        if s.group(name).is_none()
+        if !has_group
             && matches!(
                 sub.as_slice(),
                 b"SETID" | b"CREATECONSUMER" | b"DELCONSUMER"
@@ -208,17 +212,22 @@ pub fn xreadgroup(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     // Each key checked, then its ID, in order; `None`: new entries (`>`).
     let mut after = Vec::with_capacity(keys.len());
     for (key, id) in keys.iter().zip(id_args) {
-        let found = match or_reply!(read(ctx, key)) {
+        // Whether the key is a stream, and has the group.
+        let found = or_reply!(read(ctx, key, |found| match found {
+            Found::Other => None,
+            Found::Missing => Some(None),
+            Found::Stream(s) => Some(Some(s.group(group).is_some())),
+        }));
+        let has_group = match found {
             // Woken (see `Session::woken`): what it waited on went away, as Redis
             // tells a blocked consumer.
-            Found::Other | Found::Missing if ctx.session.woken => {
+            None | Some(None) if ctx.session.woken => {
                 return error("UNBLOCKED the stream key no longer exists")
             }
-            Found::Other => return error(WRONG_TYPE),
-            Found::Missing => None,
-            Found::Stream(s) => Some(s),
+            None => return error(WRONG_TYPE),
+            Some(has_group) => has_group.unwrap_or(false),
         };
-        if found.as_ref().and_then(|s| s.group(group)).is_none() {
+        if !has_group {
             if ctx.session.woken {
                 return error(
                     "NOGROUP the consumer group this client was blocked on no longer exists",
@@ -296,7 +305,7 @@ fn serve_history(
             .iter()
             .filter(|p| p.consumer == consumer)
             .take(limit)
-            .map(|p| (p.id, s.entry(p.id).map(entry_frame)))
+            .map(|p| (p.id, s.entry(p.id).as_ref().map(entry_frame)))
             .collect()
     };
     let g = s.group_mut(group).expect("checked");
@@ -327,15 +336,16 @@ fn serve_new(
     now: u64,
 ) -> Option<(Vec<Frame>, bool)> {
     let last = s.group(group).expect("checked").last_id;
-    if s.entries.last().is_none_or(|e| e.id <= last) {
+    let picked: Vec<(Id, Frame)> = match last.next() {
+        Some(from) => s.entries.range(from, Id::MAX, limit, false),
+        None => Vec::new(),
+    }
+    .iter()
+    .map(|e| (e.id, entry_frame(e)))
+    .collect();
+    if picked.is_empty() {
         return None;
     }
-    let from = s.entries.partition_point(|e| e.id <= last);
-    let picked: Vec<(Id, Frame)> = s.entries[from..]
-        .iter()
-        .take(limit)
-        .map(|e| (e.id, entry_frame(e)))
-        .collect();
     let created = s
         .group_mut(group)
         .expect("checked")
@@ -427,59 +437,61 @@ pub fn xpending(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             args.get(at + 3),
         ));
     }
-    let s = match or_reply!(read(ctx, &args[1])) {
-        Found::Other => return error(WRONG_TYPE),
-        Found::Missing => return no_group(&args[1], &args[2]),
-        Found::Stream(s) => s,
-    };
-    let Some(g) = s.group(&args[2]) else {
-        return no_group(&args[1], &args[2]);
-    };
-    let Some((start, end, count, min_idle, consumer)) = range else {
-        if g.pending.is_empty() {
+    or_reply!(read(ctx, &args[1], |found| {
+        let s = match found {
+            Found::Other => return error(WRONG_TYPE),
+            Found::Missing => return no_group(&args[1], &args[2]),
+            Found::Stream(s) => s,
+        };
+        let Some(g) = s.group(&args[2]) else {
+            return no_group(&args[1], &args[2]);
+        };
+        let Some((start, end, count, min_idle, consumer)) = range else {
+            if g.pending.is_empty() {
+                return reply(Frame::Array(vec![
+                    Frame::Integer(0),
+                    Frame::Null,
+                    Frame::Null,
+                    Frame::NullArray,
+                ]));
+            }
+            let per_consumer = g
+                .consumers
+                .iter()
+                .map(|c| (c, g.pending_of(&c.name)))
+                .filter(|(_, n)| *n > 0)
+                .map(|(c, n)| Frame::Array(vec![Frame::bulk(&c.name), Frame::bulk(n.to_string())]))
+                .collect();
             return reply(Frame::Array(vec![
-                Frame::Integer(0),
-                Frame::Null,
-                Frame::Null,
-                Frame::NullArray,
+                Frame::Integer(g.pending.len() as i64),
+                id_frame(g.pending[0].id),
+                id_frame(g.pending[g.pending.len() - 1].id),
+                Frame::Array(per_consumer),
             ]));
+        };
+        if let Some(c) = consumer {
+            if g.consumer(c).is_none() {
+                return reply(Frame::Array(Vec::new()));
+            }
         }
-        let per_consumer = g
-            .consumers
+        let now = now_ms() as i64;
+        let rows = g.pending[g.pending_from(start)..]
             .iter()
-            .map(|c| (c, g.pending_of(&c.name)))
-            .filter(|(_, n)| *n > 0)
-            .map(|(c, n)| Frame::Array(vec![Frame::bulk(&c.name), Frame::bulk(n.to_string())]))
+            .take_while(|p| p.id <= end)
+            .filter(|p| consumer.is_none_or(|c| p.consumer == *c))
+            .filter(|p| min_idle == 0 || now - p.delivered_ms as i64 >= min_idle)
+            .take(count)
+            .map(|p| {
+                Frame::Array(vec![
+                    id_frame(p.id),
+                    Frame::bulk(&p.consumer),
+                    Frame::Integer((now - p.delivered_ms as i64).max(0)),
+                    Frame::Integer(p.deliveries as i64),
+                ])
+            })
             .collect();
-        return reply(Frame::Array(vec![
-            Frame::Integer(g.pending.len() as i64),
-            id_frame(g.pending[0].id),
-            id_frame(g.pending[g.pending.len() - 1].id),
-            Frame::Array(per_consumer),
-        ]));
-    };
-    if let Some(c) = consumer {
-        if g.consumer(c).is_none() {
-            return reply(Frame::Array(Vec::new()));
-        }
-    }
-    let now = now_ms() as i64;
-    let rows = g.pending[g.pending_from(start)..]
-        .iter()
-        .take_while(|p| p.id <= end)
-        .filter(|p| consumer.is_none_or(|c| p.consumer == *c))
-        .filter(|p| min_idle == 0 || now - p.delivered_ms as i64 >= min_idle)
-        .take(count)
-        .map(|p| {
-            Frame::Array(vec![
-                id_frame(p.id),
-                Frame::bulk(&p.consumer),
-                Frame::Integer((now - p.delivered_ms as i64).max(0)),
-                Frame::Integer(p.deliveries as i64),
-            ])
-        })
-        .collect();
-    reply(Frame::Array(rows))
+        reply(Frame::Array(rows))
+    }))
 }
 
 /// Moves the pending entry at `at` of group `g` to `consumer` as XCLAIM and
@@ -507,10 +519,15 @@ struct ClaimOptions {
 /// [RETRYCOUNT count] [FORCE] [JUSTID] [LASTID id]`.
 pub fn xclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let (key, group, consumer) = (&args[1], &args[2], &args[3]);
-    match or_reply!(read(ctx, key)) {
-        Found::Other => return error(WRONG_TYPE),
-        Found::Stream(s) if s.group(group).is_some() => {}
-        _ => return no_group(key, group),
+    let found = or_reply!(read(ctx, key, |found| match found {
+        Found::Other => None,
+        Found::Stream(s) => Some(s.group(group).is_some()),
+        Found::Missing => Some(false),
+    }));
+    match found {
+        None => return error(WRONG_TYPE),
+        Some(true) => {}
+        Some(false) => return no_group(key, group),
     }
     let Some(min_idle) = parse_integer(&args[4]) else {
         return error("ERR Invalid min-idle-time argument for XCLAIM");
@@ -584,8 +601,10 @@ pub fn xclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         let Some(s) = s else {
             return (Write::Keep, (Vec::new(), false));
         };
-        let frames_of: Vec<Option<Frame>> =
-            ids.iter().map(|&id| s.entry(id).map(entry_frame)).collect();
+        let frames_of: Vec<Option<Frame>> = ids
+            .iter()
+            .map(|&id| s.entry(id).as_ref().map(entry_frame))
+            .collect();
         let g = s.group_mut(group).expect("checked above");
         if o.last_id > g.last_id {
             g.last_id = o.last_id;
@@ -671,21 +690,28 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         }
         j += 1;
     }
-    match or_reply!(read(ctx, key)) {
-        Found::Other => return error(WRONG_TYPE),
-        Found::Stream(s) if s.group(group).is_some() => {}
-        _ => return no_group(key, group),
+    let found = or_reply!(read(ctx, key, |found| match found {
+        Found::Other => None,
+        Found::Stream(s) => Some(s.group(group).is_some()),
+        Found::Missing => Some(false),
+    }));
+    match found {
+        None => return error(WRONG_TYPE),
+        Some(true) => {}
+        Some(false) => return no_group(key, group),
     }
     let now = now_ms();
     let outcome = or_reply!(edit(ctx, key, false, |s| {
         let Some(s) = s else {
             return (Write::Keep, None);
         };
+        // Looked up for as many pending entries as the loop below may attempt.
         let exists: Vec<(Id, Option<Frame>)> = {
             let g = s.group(group).expect("checked above");
             g.pending[g.pending_from(start)..]
                 .iter()
-                .map(|p| (p.id, s.entry(p.id).map(entry_frame)))
+                .take(usize::try_from(count.saturating_mul(10)).unwrap_or(usize::MAX))
+                .map(|p| (p.id, s.entry(p.id).as_ref().map(entry_frame)))
                 .collect()
         };
         let g = s.group_mut(group).expect("checked above");
@@ -751,9 +777,8 @@ fn lag_frame(s: &Stream, g: &Group) -> Frame {
 /// Radix-tree figures of XINFO STREAM: hotkv's nodes (see `stream.rs`) as the keys,
 /// and one more tree node than keys, which Redis's tree has for a handful of keys.
 fn tree_sizes(s: &Stream) -> (i64, i64) {
-    let mut nodes: Vec<u64> = s.entries.iter().map(|e| e.node).collect();
-    nodes.dedup();
-    (nodes.len() as i64, nodes.len() as i64 + 1)
+    let nodes = s.entries.redis_nodes() as i64;
+    (nodes, nodes + 1)
 }
 
 /// `XINFO STREAM key [FULL [COUNT count]]`, `GROUPS key`, `CONSUMERS key group`, `HELP`.
@@ -773,46 +798,48 @@ pub fn xinfo(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         ]);
     }
     let key = &args[2];
-    let s = match or_reply!(read(ctx, key)) {
-        Found::Other => return error(WRONG_TYPE),
-        Found::Missing => return error("ERR no such key"),
-        Found::Stream(s) => s,
-    };
-    match (sub.as_slice(), args.len()) {
-        (b"CONSUMERS", 4) => {
-            let Some(g) = s.group(&args[3]) else {
-                return error(&format!(
-                    "NOGROUP No such consumer group '{}' for key name '{}'",
-                    text(&args[3]),
-                    text(key)
-                ));
-            };
-            let now = now_ms() as i64;
-            let consumers = g.consumers.iter().map(|c| {
-                Frame::Map(vec![
-                    field("name", Frame::bulk(&c.name)),
-                    field("pending", Frame::Integer(g.pending_of(&c.name) as i64)),
-                    field("idle", Frame::Integer((now - c.seen_ms as i64).max(0))),
-                ])
-            });
-            reply(Frame::Array(consumers.collect()))
+    or_reply!(read(ctx, key, |found| {
+        let s = match found {
+            Found::Other => return error(WRONG_TYPE),
+            Found::Missing => return error("ERR no such key"),
+            Found::Stream(s) => s,
+        };
+        match (sub.as_slice(), args.len()) {
+            (b"CONSUMERS", 4) => {
+                let Some(g) = s.group(&args[3]) else {
+                    return error(&format!(
+                        "NOGROUP No such consumer group '{}' for key name '{}'",
+                        text(&args[3]),
+                        text(key)
+                    ));
+                };
+                let now = now_ms() as i64;
+                let consumers = g.consumers.iter().map(|c| {
+                    Frame::Map(vec![
+                        field("name", Frame::bulk(&c.name)),
+                        field("pending", Frame::Integer(g.pending_of(&c.name) as i64)),
+                        field("idle", Frame::Integer((now - c.seen_ms as i64).max(0))),
+                    ])
+                });
+                reply(Frame::Array(consumers.collect()))
+            }
+            (b"GROUPS", 3) => {
+                let groups = s.groups.iter().map(|g| {
+                    Frame::Map(vec![
+                        field("name", Frame::bulk(&g.name)),
+                        field("consumers", Frame::Integer(g.consumers.len() as i64)),
+                        field("pending", Frame::Integer(g.pending.len() as i64)),
+                        field("last-delivered-id", id_frame(g.last_id)),
+                        field("entries-read", entries_read_frame(g)),
+                        field("lag", lag_frame(s, g)),
+                    ])
+                });
+                reply(Frame::Array(groups.collect()))
+            }
+            (b"STREAM", _) => stream_info(s, args),
+            _ => subcommand_error(args, "XINFO"),
         }
-        (b"GROUPS", 3) => {
-            let groups = s.groups.iter().map(|g| {
-                Frame::Map(vec![
-                    field("name", Frame::bulk(&g.name)),
-                    field("consumers", Frame::Integer(g.consumers.len() as i64)),
-                    field("pending", Frame::Integer(g.pending.len() as i64)),
-                    field("last-delivered-id", id_frame(g.last_id)),
-                    field("entries-read", entries_read_frame(g)),
-                    field("lag", lag_frame(&s, g)),
-                ])
-            });
-            reply(Frame::Array(groups.collect()))
-        }
-        (b"STREAM", _) => stream_info(&s, args),
-        _ => subcommand_error(args, "XINFO"),
-    }
+    }))
 }
 
 fn stream_info(s: &Stream, args: &[Vec<u8>]) -> Reply {
@@ -849,17 +876,23 @@ fn stream_info(s: &Stream, args: &[Vec<u8>]) -> Reply {
         fields.push(field("groups", Frame::Integer(s.groups.len() as i64)));
         fields.push(field(
             "first-entry",
-            s.entries.first().map_or(Frame::Null, entry_frame),
+            s.entries.first().as_ref().map_or(Frame::Null, entry_frame),
         ));
         fields.push(field(
             "last-entry",
-            s.entries.last().map_or(Frame::Null, entry_frame),
+            s.entries.last().as_ref().map_or(Frame::Null, entry_frame),
         ));
         return reply(Frame::Map(fields));
     }
     fields.push(field(
         "entries",
-        Frame::Array(s.entries.iter().take(limit).map(entry_frame).collect()),
+        Frame::Array(
+            s.entries
+                .range(Id::ZERO, Id::MAX, limit, false)
+                .iter()
+                .map(entry_frame)
+                .collect(),
+        ),
     ));
     let groups = s.groups.iter().map(|g| {
         let pending = g.pending.iter().take(limit).map(|p| {

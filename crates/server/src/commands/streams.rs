@@ -6,13 +6,12 @@ use resp::Frame;
 
 use super::{error, int, parse_integer, reply, upper, Ctx, Protocol, Reply};
 use super::{NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
-use crate::db::Change;
 use crate::entry::{now_ms, Entry as Stored, Kind};
 use crate::keyspace_events::STREAM;
 use crate::stream::{self, Id, IdSyntax, Stream, Trim};
+use crate::stream_nodes;
 
 pub(super) const BAD_ID: &str = "ERR Invalid stream ID specified as stream command argument";
-const CORRUPT: &str = "ERR the stored stream is corrupt";
 /// Entries a blocked XREAD without COUNT gets at most, as in Redis.
 const BLOCKED_DEFAULT_COUNT: usize = 1000;
 
@@ -28,22 +27,41 @@ macro_rules! or_reply {
 pub(super) use or_reply;
 
 /// What reading a key as a stream found.
-pub(super) enum Found {
+pub(super) enum Found<'s, 'a> {
     Missing,
-    Stream(Stream),
+    Stream(&'s Stream<'a>),
     /// Another type: WRONGTYPE.
     Other,
 }
 
-/// Reads `key` as a stream, counted as a read; `Err` holds the reply to give instead.
-pub(super) fn read(ctx: &Ctx, key: &[u8]) -> Result<Found, Reply> {
-    let found = ctx.read(key).map_err(Err)?;
-    match found {
-        None => Ok(Found::Missing),
-        Some(e) if e.kind != Kind::Stream => Ok(Found::Other),
-        Some(e) => Stream::decode(&e.value)
-            .map(Found::Stream)
-            .map_err(|_| error(CORRUPT)),
+/// What `f` makes of `key` read as a stream (a split one's nodes read as `f` needs
+/// them), counted as a read; `Err` holds the reply to give instead (a node that could
+/// not be read).
+pub(super) fn read<R>(
+    ctx: &Ctx,
+    key: &[u8],
+    f: impl FnOnce(Found<'_, '_>) -> R,
+) -> Result<R, Reply> {
+    let mut found = false;
+    let outcome = ctx.db().read_live(key, |nodes, stored| {
+        let Some(stored) = stored else {
+            return Ok(f(Found::Missing));
+        };
+        found = true;
+        if Stored::stored_kind(stored) != Kind::Stream {
+            return Ok(f(Found::Other));
+        }
+        let s = stream_nodes::decode(nodes, stored)?;
+        let result = f(Found::Stream(&s));
+        match s.entries.failure() {
+            Some(e) => Err(e),
+            None => Ok(result),
+        }
+    });
+    ctx.hit(key, found);
+    match outcome {
+        Ok(Ok(result)) => Ok(result),
+        Ok(Err(e)) | Err(e) => Err(Err(e)),
     }
 }
 
@@ -64,29 +82,35 @@ pub(super) fn edit<R>(
     create: bool,
     mut decide: impl FnMut(Option<&mut Stream>) -> (Write, R),
 ) -> Result<R, Reply> {
-    let outcome = ctx.db().update(key, |e| {
-        let (mut s, deadline) = match e {
-            Some(e) if e.kind != Kind::Stream => return (Change::Keep, Err(WRONG_TYPE)),
-            Some(e) => match Stream::decode(&e.value) {
-                Ok(s) => (Some(s), e.deadline),
-                Err(_) => return (Change::Keep, Err(CORRUPT)),
-            },
+    let outcome = ctx.db().edit_stream(key, |nodes, live| {
+        let (mut s, deadline) = match live {
+            Some(stored) => (
+                Some(stream_nodes::decode(nodes, stored)?),
+                Stored::stored_deadline(stored),
+            ),
             None if create => (Some(Stream::default()), None),
             None => (None, None),
         };
         let (write, result) = decide(s.as_mut());
         match (write, s) {
             (Write::Store, Some(s)) => {
-                let entry = Stored::collection(Kind::Stream, s.encode(), deadline);
-                (Change::Put(entry), Ok(result))
+                Ok((Some(stream_nodes::stored(nodes, s, deadline)?), result))
             }
-            _ => (Change::Keep, Ok(result)),
+            (_, Some(s)) => {
+                let failed = s.entries.failure();
+                s.entries.abandon();
+                match failed {
+                    Some(e) => Err(e),
+                    None => Ok((None, result)),
+                }
+            }
+            (_, None) => Ok((None, result)),
         }
     });
     match outcome {
         Err(e) => Err(Err(e)),
-        Ok(Err(e)) => Err(error(e)),
-        Ok(Ok(r)) => Ok(r),
+        Ok(None) => Err(error(WRONG_TYPE)),
+        Ok(Some(r)) => Ok(r),
     }
 }
 
@@ -372,11 +396,11 @@ pub fn xdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 pub fn xlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    match or_reply!(read(ctx, &args[1])) {
+    or_reply!(read(ctx, &args[1], |found| match found {
         Found::Missing => int(0),
         Found::Other => error(WRONG_TYPE),
         Found::Stream(s) => int(s.len() as i64),
-    }
+    }))
 }
 
 /// A range end (XRANGE, XPENDING, XAUTOCLAIM): `(` excludes it (then moving one ID
@@ -422,24 +446,20 @@ fn range(ctx: &Ctx, args: &[Vec<u8>], reverse: bool) -> Reply {
             return error(SYNTAX_ERROR);
         }
     }
-    let s = match or_reply!(read(ctx, &args[1])) {
-        Found::Missing => return reply(Frame::Array(Vec::new())),
-        Found::Other => return error(WRONG_TYPE),
-        Found::Stream(s) => s,
-    };
-    if count == Some(0) {
-        return reply(Frame::NullArray);
-    }
-    let from = s.position(start);
-    let to = s.entries.partition_point(|e| e.id <= end);
-    let within = s.entries.get(from..to.max(from)).unwrap_or_default();
-    let count = count.unwrap_or(usize::MAX);
-    let picked: Vec<Frame> = if reverse {
-        within.iter().rev().take(count).map(entry_frame).collect()
-    } else {
-        within.iter().take(count).map(entry_frame).collect()
-    };
-    reply(Frame::Array(picked))
+    or_reply!(read(ctx, &args[1], |found| {
+        let s = match found {
+            Found::Missing => return reply(Frame::Array(Vec::new())),
+            Found::Other => return error(WRONG_TYPE),
+            Found::Stream(s) => s,
+        };
+        if count == Some(0) {
+            return reply(Frame::NullArray);
+        }
+        let picked = s
+            .entries
+            .range(start, end, count.unwrap_or(usize::MAX), reverse);
+        reply(Frame::Array(picked.iter().map(entry_frame).collect()))
+    }))
 }
 
 pub fn xrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
@@ -555,46 +575,42 @@ pub fn xread(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         ids: id_args,
         ..
     } = or_reply!(read_args(ctx, args, false));
-    let mut streams = Vec::with_capacity(keys.len());
-    let mut after = Vec::with_capacity(keys.len());
-    for (key, id) in keys.iter().zip(id_args) {
-        let s = match or_reply!(read(ctx, key)) {
-            // Woken, a key now of another type is waited on, as Redis does.
-            Found::Other => match ctx.wrong_source_type() {
-                Some(refusal) => return refusal,
-                None => None,
-            },
-            Found::Missing => None,
-            Found::Stream(s) => Some(s),
-        };
-        let id = match id.as_slice() {
-            b"$" => s.as_ref().map_or(Id::ZERO, |s| s.last_id),
-            b">" => {
-                return error("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.")
-            }
-            _ => match id_arg(id, 0, IdSyntax::Strict) {
-                Ok(p) => p.id,
-                Err(e) => return error(e),
-            },
-        };
-        streams.push(s);
-        after.push(id);
-    }
     let limit = if count == 0 { usize::MAX } else { count };
+    let mut after = Vec::with_capacity(keys.len());
     let mut served = Vec::new();
-    for ((key, s), &gt) in keys.iter().zip(&streams).zip(&after) {
-        let Some(s) = s else { continue };
-        let newer = s.entries.last().is_some_and(|e| e.id > gt);
-        if !newer {
-            continue;
+    for (key, id) in keys.iter().zip(id_args) {
+        // Each key's ID resolved (`$`: its last) and the entries after it read.
+        let (id, entries) = or_reply!(or_reply!(read(ctx, key, |found| {
+            let s = match found {
+                // Woken, a key now of another type is waited on, as Redis does.
+                Found::Other => match ctx.wrong_source_type() {
+                    Some(refusal) => return Err(refusal),
+                    None => None,
+                },
+                Found::Missing => None,
+                Found::Stream(s) => Some(s),
+            };
+            let id = match id.as_slice() {
+                b"$" => s.map_or(Id::ZERO, |s| s.last_id),
+                b">" => {
+                    return Err(error("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."))
+                }
+                _ => match id_arg(id, 0, IdSyntax::Strict) {
+                    Ok(p) => p.id,
+                    Err(e) => return Err(error(e)),
+                },
+            };
+            let entries = match (s, id.next()) {
+                (Some(s), Some(from)) => s.entries.range(from, Id::MAX, limit, false),
+                _ => Vec::new(),
+            };
+            Ok((id, entries))
+        })));
+        if !entries.is_empty() {
+            let entries = entries.iter().map(entry_frame).collect();
+            served.push((key.clone(), Frame::Array(entries)));
         }
-        let from = s.entries.partition_point(|e| e.id <= gt);
-        let entries = s.entries[from..]
-            .iter()
-            .take(limit)
-            .map(entry_frame)
-            .collect();
-        served.push((key.clone(), Frame::Array(entries)));
+        after.push(id);
     }
     if !served.is_empty() {
         return reply(per_stream(ctx, served));

@@ -43,13 +43,14 @@ const SAME_FIELDS: i64 = 2;
 /// The payload DUMP gives for `stream`.
 pub fn dump(stream: &Stream) -> Vec<u8> {
     let mut out = vec![STREAM_TYPE];
-    let nodes: Vec<&[Entry]> = stream.entries.chunk_by(|a, b| a.node == b.node).collect();
+    let entries = stream.entries.all();
+    let nodes: Vec<&[Entry]> = entries.chunk_by(|a, b| a.node == b.node).collect();
     put_length(&mut out, nodes.len() as u64);
     for node in nodes {
         put_raw(&mut out, &raw_id(node[0].id));
         put_raw(&mut out, &node_listpack(node));
     }
-    put_length(&mut out, stream.entries.len() as u64);
+    put_length(&mut out, entries.len() as u64);
     put_id(&mut out, stream.last_id);
     put_id(&mut out, stream.first_id);
     put_id(&mut out, stream.max_deleted_id);
@@ -80,7 +81,7 @@ pub fn dump(stream: &Stream) -> Vec<u8> {
 }
 
 /// The stream of a type 15, 19 or 21 object, after its type byte.
-pub fn restore(r: &mut Reader, kind: u8, max_len: usize) -> Result<Stream, Refusal> {
+pub fn restore(r: &mut Reader, kind: u8, max_len: usize) -> Result<Stream<'static>, Refusal> {
     let nodes = r.plain_length()?;
     let mut entries: Vec<Entry> = Vec::new();
     let mut tail_node_added = 0;
@@ -417,7 +418,7 @@ mod tests {
     use crate::entry::Kind;
     use proptest::prelude::*;
 
-    fn restored(payload: &[u8]) -> Result<Stream, Refusal> {
+    fn restored(payload: &[u8]) -> Result<Stream<'static>, Refusal> {
         restore_payload(payload, 1 << 20).map(|(kind, value)| {
             assert_eq!(kind, Kind::Stream);
             Stream::decode(&value).expect("restore stores a stream hotkv reads")
@@ -444,10 +445,11 @@ mod tests {
     #[test]
     fn reads_what_redis_writes() {
         let s = restored(FROM_REDIS).unwrap();
-        let ids: Vec<Id> = s.entries.iter().map(|e| e.id).collect();
+        let entries = s.entries.all();
+        let ids: Vec<Id> = entries.iter().map(|e| e.id).collect();
         assert_eq!(ids, [id(1, 1), id(2, 0)]);
-        assert_eq!(s.entries[0].fields, fields(&[("f", "v"), ("n", "7")]));
-        assert_eq!(s.entries[1].fields, fields(&[("other", "z")]));
+        assert_eq!(entries[0].fields, fields(&[("f", "v"), ("n", "7")]));
+        assert_eq!(entries[1].fields, fields(&[("other", "z")]));
         assert_eq!(
             (s.last_id, s.first_id, s.max_deleted_id),
             (id(2, 0), id(1, 1), id(1, 2))
@@ -475,7 +477,7 @@ mod tests {
 
     /// A stream built by appends (nodes of `per_node`), deletions and a group with
     /// deliveries, from seeded choices.
-    fn built(ops: &[(u8, u16, u8)], per_node: u64) -> Stream {
+    fn built(ops: &[(u8, u16, u8)], per_node: u64) -> Stream<'static> {
         let mut s = Stream::default();
         let mut g = Group::new(b"g", Id::ZERO, Some(0));
         for &(op, n, size) in ops {
@@ -496,12 +498,12 @@ mod tests {
                     s.append(next, f, per_node);
                 }
                 2 if !s.entries.is_empty() => {
-                    let victim = s.entries[usize::from(n) % s.entries.len()].id;
+                    let victim = s.entries.all()[usize::from(n) % s.entries.len()].id;
                     s.delete(victim);
                     g.pending.retain(|p| p.id != victim);
                 }
                 _ if !s.entries.is_empty() => {
-                    let e = s.entries[usize::from(n) % s.entries.len()].id;
+                    let e = s.entries.all()[usize::from(n) % s.entries.len()].id;
                     let consumer = format!("c{}", n % 3);
                     g.touch_consumer(consumer.as_bytes(), u64::from(n));
                     g.deliver(e, consumer.as_bytes(), u64::from(n) * 1000);
@@ -524,6 +526,7 @@ mod tests {
     fn kept(s: &Stream) -> Kept {
         let nodes = s
             .entries
+            .all()
             .chunk_by(|a, b| a.node == b.node)
             .map(|n| n.iter().map(|e| (e.id, e.fields.clone())).collect())
             .collect();
@@ -570,9 +573,10 @@ mod tests {
     #[test]
     fn reads_what_redis_6_writes() {
         let s = restored(FROM_REDIS_6).unwrap();
-        let ids: Vec<Id> = s.entries.iter().map(|e| e.id).collect();
+        let entries = s.entries.all();
+        let ids: Vec<Id> = entries.iter().map(|e| e.id).collect();
         assert_eq!(ids, [id(5, 0), id(6, 0)]);
-        assert_eq!(s.entries[1].fields, fields(&[("data", "f")]));
+        assert_eq!(entries[1].fields, fields(&[("data", "f")]));
         assert_eq!(
             (s.first_id, s.max_deleted_id, s.entries_added),
             (id(5, 0), Id::ZERO, 2)

@@ -391,6 +391,48 @@ pub fn decode_node(bytes: &[u8], node: u64) -> Result<Vec<Entry>, Corrupt> {
     Ok(entries)
 }
 
+/// The entries of a node [`encode_node`] wrote, each its ID and its fields still
+/// encoded ([`decode_fields`]): what a read of a few entries decodes no more of.
+pub fn node_entries(bytes: &[u8]) -> Result<Vec<(Id, &[u8])>, Corrupt> {
+    let mut r = Reader { bytes };
+    let count = r.u32()?;
+    let mut entries = Vec::with_capacity(r.count(u64::from(count), 20)?);
+    for _ in 0..count {
+        let id = r.id()?;
+        let rest = r.bytes;
+        for _ in 0..r.u32()?.saturating_mul(2) {
+            let n = r.u32()? as usize;
+            r.take(n)?;
+        }
+        entries.push((id, &rest[..rest.len() - r.bytes.len()]));
+    }
+    if !r.bytes.is_empty() {
+        return Err(Corrupt);
+    }
+    Ok(entries)
+}
+
+/// Fields as [`node_entries`] gives them.
+pub fn decode_fields(bytes: &[u8]) -> Result<Fields, Corrupt> {
+    let mut r = Reader { bytes };
+    let fields = r.fields()?;
+    if !r.bytes.is_empty() {
+        return Err(Corrupt);
+    }
+    Ok(fields)
+}
+
+/// The node [`encode_node`] wrote as `node` with `e` appended, copied as bytes.
+pub fn node_with(node: &[u8], e: &Entry) -> Result<Vec<u8>, Corrupt> {
+    let count = Reader { bytes: node }.u32()? as usize;
+    let mut out = Vec::with_capacity(node.len() + entry_size(e));
+    put_u32(&mut out, count + 1);
+    out.extend_from_slice(&node[4..]);
+    put_id(&mut out, e.id);
+    put_fields(&mut out, e);
+    Ok(out)
+}
+
 impl<'a> Stream<'a> {
     /// The stream stored whole (its entries in memory).
     pub fn decode(bytes: &[u8]) -> Result<Stream<'a>, Corrupt> {

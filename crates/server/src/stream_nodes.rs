@@ -30,7 +30,10 @@ use engine::Result;
 
 use crate::entry::{Entry as Stored, Kind};
 use crate::nodes::{NodeStore, NODE_BYTES};
-use crate::stream::{decode_node, encode_node, entry_size, Corrupt, Entry, Id, Stream, Trim};
+use crate::stream::{
+    decode_fields, decode_node, encode_node, entry_size, node_entries, node_with, Corrupt, Entry,
+    Id, Stream, Trim,
+};
 use crate::table_pages::{self, Layout};
 
 /// Bytes of a node's record in the node table.
@@ -75,22 +78,45 @@ impl NodeInfo {
     }
 }
 
-fn record(entries: &[Entry], id: u64, bytes: usize) -> Record {
-    let first = entries.first().expect("a node is not empty");
-    assert!(
-        entries.iter().all(|e| e.node == first.node),
-        "a node's entries belong to one Redis node"
-    );
-    let mut r = [0u8; RECORD];
-    r[0..8].copy_from_slice(&first.id.ms.to_le_bytes());
-    r[8..16].copy_from_slice(&first.id.seq.to_le_bytes());
-    r[16..24].copy_from_slice(&id.to_le_bytes());
-    let count = u32::try_from(entries.len()).expect("a node's entries fit 32 bits");
-    r[24..28].copy_from_slice(&count.to_le_bytes());
-    // Only MEMORY USAGE reads it: an entry past 4 GiB is counted short.
-    r[28..32].copy_from_slice(&u32::try_from(bytes).unwrap_or(u32::MAX).to_le_bytes());
-    r[32..40].copy_from_slice(&first.node.to_le_bytes());
-    r
+/// A node as stored, and what its record says of it.
+struct Packed {
+    bytes: Vec<u8>,
+    first: Id,
+    count: usize,
+    number: u64,
+}
+
+impl Packed {
+    fn of(entries: &[Entry]) -> Packed {
+        let first = entries.first().expect("a node is not empty");
+        assert!(
+            entries.iter().all(|e| e.node == first.node),
+            "a node's entries belong to one Redis node"
+        );
+        Packed {
+            bytes: encode_node(entries),
+            first: first.id,
+            count: entries.len(),
+            number: first.node,
+        }
+    }
+
+    /// Writes the node to `store`: its record.
+    fn write(&self, store: &dyn NodeStore) -> (u64, Record) {
+        let id = store.write(&self.bytes);
+        let mut r = [0u8; RECORD];
+        r[0..8].copy_from_slice(&self.first.ms.to_le_bytes());
+        r[8..16].copy_from_slice(&self.first.seq.to_le_bytes());
+        r[16..24].copy_from_slice(&id.to_le_bytes());
+        let count = u32::try_from(self.count).expect("a node's entries fit 32 bits");
+        r[24..28].copy_from_slice(&count.to_le_bytes());
+        // Only MEMORY USAGE and the choice to fill a node read it: a node past 4 GiB
+        // (one huge entry) is counted short, and is full anyway.
+        let bytes = u32::try_from(self.bytes.len()).unwrap_or(u32::MAX);
+        r[28..32].copy_from_slice(&bytes.to_le_bytes());
+        r[32..40].copy_from_slice(&self.number.to_le_bytes());
+        (id, r)
+    }
 }
 
 fn corrupt(detail: String) -> engine::Error {
@@ -235,20 +261,82 @@ impl<'a> Entries<'a> {
     fn node(&self, at: usize) -> Result<Cow<'_, [Entry]>> {
         match &self.form {
             Form::Whole { nodes, .. } => Ok(Cow::Borrowed(&nodes[at])),
-            Form::Split { store, table, .. } => {
-                let r = table.get(at)?;
-                let id = LAYOUT.id(&r);
-                let info = NodeInfo::of(&r);
-                let entries = decode_node(&store.read(id)?, info.number)
-                    .map_err(|Corrupt| corrupt(format!("stream node {id} is not one")))?;
-                if entries.len() != info.count || entries[0].id != info.first {
-                    return Err(corrupt(format!(
-                        "stream node {id} holds {} entries, its record says {}",
-                        entries.len(),
-                        info.count
-                    )));
-                }
+            Form::Split { .. } => {
+                let (bytes, info, id) = self.raw(at)?;
+                let entries = decode_node(&bytes, info.number).map_err(|Corrupt| bad_node(id))?;
                 Ok(Cow::Owned(entries))
+            }
+        }
+    }
+
+    /// A split stream's node `at` as stored, what its record says, and its id; its
+    /// count and first ID checked against the record.
+    fn raw(&self, at: usize) -> Result<(Vec<u8>, NodeInfo, u64)> {
+        let Form::Split { store, table, .. } = &self.form else {
+            unreachable!("only a split stream's nodes are stored")
+        };
+        let r = table.get(at)?;
+        let (id, info) = (LAYOUT.id(&r), NodeInfo::of(&r));
+        let bytes = store.read(id)?;
+        let entries = node_entries(&bytes).map_err(|Corrupt| bad_node(id))?;
+        if entries.len() != info.count || entries.first().map(|e| e.0) != Some(info.first) {
+            return Err(corrupt(format!(
+                "stream node {id} holds {} entries, its record says {}",
+                entries.len(),
+                info.count
+            )));
+        }
+        Ok((bytes, info, id))
+    }
+
+    /// Up to `limit` entries of node `at` with IDs from `from` to `to`, in ID order or,
+    /// `reverse`, from the last: a split stream's decoded only as far as they are
+    /// taken.
+    fn select(
+        &self,
+        at: usize,
+        from: Id,
+        to: Id,
+        limit: usize,
+        reverse: bool,
+    ) -> Result<Vec<Entry>> {
+        match &self.form {
+            Form::Whole { nodes, .. } => {
+                let node = &nodes[at];
+                let (start, end) = (
+                    node.partition_point(|e| e.id < from),
+                    node.partition_point(|e| e.id <= to),
+                );
+                let picked = node[start..end.max(start)].iter();
+                Ok(if reverse {
+                    picked.rev().take(limit).cloned().collect()
+                } else {
+                    picked.take(limit).cloned().collect()
+                })
+            }
+            Form::Split { .. } => {
+                let (bytes, info, id) = self.raw(at)?;
+                let entries = node_entries(&bytes).map_err(|Corrupt| bad_node(id))?;
+                let (start, end) = (
+                    entries.partition_point(|e| e.0 < from),
+                    entries.partition_point(|e| e.0 <= to),
+                );
+                let picked = entries[start..end.max(start)].iter();
+                let picked: Vec<&(Id, &[u8])> = if reverse {
+                    picked.rev().take(limit).collect()
+                } else {
+                    picked.take(limit).collect()
+                };
+                picked
+                    .into_iter()
+                    .map(|&(entry_id, fields)| {
+                        Ok(Entry {
+                            id: entry_id,
+                            node: info.number,
+                            fields: decode_fields(fields).map_err(|Corrupt| bad_node(id))?,
+                        })
+                    })
+                    .collect()
             }
         }
     }
@@ -257,6 +345,10 @@ impl<'a> Entries<'a> {
     /// keep the ID order with their neighbours.
     fn replace(&mut self, range: Range<usize>, new: Vec<Vec<Entry>>) -> Result<()> {
         debug_assert!(new.iter().all(|n| !n.is_empty()));
+        if let Form::Split { .. } = self.form {
+            let packed = new.iter().map(|n| Packed::of(n)).collect();
+            return self.replace_packed(range, packed);
+        }
         match &mut self.form {
             Form::Whole { nodes, len } => {
                 let removed: usize = nodes[range.clone()].iter().map(Vec::len).sum();
@@ -264,35 +356,42 @@ impl<'a> Entries<'a> {
                 nodes.splice(range, new);
                 *len = *len - removed + added;
             }
-            Form::Split {
-                store,
-                table,
-                written,
-            } => {
-                let mut removed = 0;
-                for at in range.clone() {
-                    let r = table.get(at)?;
-                    removed += LAYOUT.count(&r) as usize;
-                    let id = LAYOUT.id(&r);
-                    if let Some(w) = written.iter().position(|&w| w == id) {
-                        store.discard(id);
-                        written.swap_remove(w);
-                    }
-                }
-                let mut records = Vec::with_capacity(new.len());
-                let mut added = 0;
-                for node in &new {
-                    let packed = encode_node(node);
-                    let id = store.write(&packed);
-                    written.push(id);
-                    added += node.len();
-                    records.push(record(node, id, packed.len()));
-                }
-                let count = table.count() - removed + added;
-                table.splice(range, &records)?;
-                table.set_count(count);
+            Form::Split { .. } => unreachable!("replaced as packed nodes"),
+        }
+        Ok(())
+    }
+
+    /// [`Entries::replace`] for a split stream, its new nodes packed.
+    fn replace_packed(&mut self, range: Range<usize>, new: Vec<Packed>) -> Result<()> {
+        let Form::Split {
+            store,
+            table,
+            written,
+        } = &mut self.form
+        else {
+            unreachable!("only a split stream's nodes are packed")
+        };
+        let mut removed = 0;
+        for at in range.clone() {
+            let r = table.get(at)?;
+            removed += LAYOUT.count(&r) as usize;
+            let id = LAYOUT.id(&r);
+            if let Some(w) = written.iter().position(|&w| w == id) {
+                store.discard(id);
+                written.swap_remove(w);
             }
         }
+        let mut records = Vec::with_capacity(new.len());
+        let mut added = 0;
+        for node in &new {
+            let (id, record) = node.write(*store);
+            written.push(id);
+            added += node.count;
+            records.push(record);
+        }
+        let count = table.count() - removed + added;
+        table.splice(range, &records)?;
+        table.set_count(count);
         Ok(())
     }
 
@@ -341,19 +440,20 @@ impl<'a> Entries<'a> {
         if self.records() == 0 {
             return None;
         }
-        self.noted(self.node(0))?.first().cloned()
+        let picked = self.select(0, Id::ZERO, Id::MAX, 1, false);
+        self.noted(picked)?.pop()
     }
 
     pub fn last(&self) -> Option<Entry> {
         let last = self.records().checked_sub(1)?;
-        self.noted(self.node(last))?.last().cloned()
+        let picked = self.select(last, Id::ZERO, Id::MAX, 1, true);
+        self.noted(picked)?.pop()
     }
 
     pub fn get(&self, id: Id) -> Option<Entry> {
         let at = self.noted(self.find(id))??;
-        let node = self.noted(self.node(at))?;
-        let i = node.binary_search_by(|e| e.id.cmp(&id)).ok()?;
-        Some(node[i].clone())
+        let picked = self.select(at, id, id, 1, false);
+        self.noted(picked)?.pop()
     }
 
     /// Up to `limit` entries with IDs from `from` to `to`, in ID order or, `reverse`,
@@ -378,15 +478,8 @@ impl<'a> Entries<'a> {
             return self.forward(at, from, to, limit);
         }
         loop {
-            let node = self.node(at)?;
-            let end = node.partition_point(|e| e.id <= to);
-            for e in node[..end].iter().rev() {
-                if e.id < from || out.len() == limit {
-                    return Ok(out);
-                }
-                out.push(e.clone());
-            }
-            if at == 0 {
+            out.extend(self.select(at, from, to, limit - out.len(), true)?);
+            if at == 0 || out.len() == limit || self.info(at)?.first <= from {
                 return Ok(out);
             }
             at -= 1;
@@ -395,15 +488,8 @@ impl<'a> Entries<'a> {
 
     fn forward(&self, mut at: usize, from: Id, to: Id, limit: usize) -> Result<Vec<Entry>> {
         let mut out = Vec::new();
-        while at < self.records() && self.info(at)?.first <= to {
-            let node = self.node(at)?;
-            let start = node.partition_point(|e| e.id < from);
-            for e in &node[start..] {
-                if e.id > to || out.len() == limit {
-                    return Ok(out);
-                }
-                out.push(e.clone());
-            }
+        while at < self.records() && out.len() < limit && self.info(at)?.first <= to {
+            out.extend(self.select(at, from, to, limit - out.len(), false)?);
             at += 1;
         }
         Ok(out)
@@ -449,12 +535,22 @@ impl<'a> Entries<'a> {
                     return;
                 }
                 if info.bytes + entry_size(&e) <= NODE_BYTES {
-                    let Some(node) = self.noted(self.node(last)) else {
+                    // The tail node's bytes with the entry's after them, not decoded.
+                    let Some((bytes, _, id)) = self.noted(self.raw(last)) else {
                         return;
                     };
-                    let mut node = node.into_owned();
-                    node.push(e);
-                    let r = self.replace(last..records, vec![node]);
+                    let Some(bytes) =
+                        self.noted(node_with(&bytes, &e).map_err(|Corrupt| bad_node(id)))
+                    else {
+                        return;
+                    };
+                    let packed = Packed {
+                        bytes,
+                        first: info.first,
+                        count: info.count + 1,
+                        number: info.number,
+                    };
+                    let r = self.replace_packed(last..records, vec![packed]);
                     self.noted(r);
                     return;
                 }
@@ -580,6 +676,10 @@ pub fn decode<'a>(store: &'a dyn NodeStore, stored: &'a [u8]) -> Result<Stream<'
     Ok(meta.with_entries(Entries::split(store, table)))
 }
 
+fn bad_node(id: u64) -> engine::Error {
+    corrupt(format!("stream node {id} is not one hotkv wrote"))
+}
+
 fn corrupt_stream() -> engine::Error {
     corrupt("a stored stream is not one hotkv wrote".into())
 }
@@ -644,10 +744,7 @@ fn payload(store: &dyn NodeStore, mut stream: Stream) -> Result<(Vec<u8>, bool)>
             }
             let records: Vec<Record> = pieces
                 .iter()
-                .map(|node| {
-                    let packed = encode_node(node);
-                    record(node, store.write(&packed), packed.len())
-                })
+                .map(|node| Packed::of(node).write(store).1)
                 .collect();
             let table = Records::of(store, LAYOUT, len as u64, &records);
             Ok(with_table(table.finish()?))

@@ -37,6 +37,15 @@ pub enum Change {
     Delete,
 }
 
+/// What [`Db::retime`] decides to do with the key's deadline.
+pub enum Retime {
+    Keep,
+    /// Set it (`None`: remove it).
+    Set(Option<u64>),
+    /// Delete the key (a deadline already past).
+    Delete,
+}
+
 /// A [`Change`] in stored form: what a store publishes.
 enum Write {
     Keep,
@@ -202,6 +211,21 @@ impl Db {
         }
     }
 
+    /// The deadline of `key` if it is live (`Some(None)`: it has none), read from its
+    /// stored tag: the value is not copied or expanded, and its access clock is left
+    /// as it was (TTL, as Redis's `LOOKUP_NOTOUCH`).
+    pub fn peek_deadline(&self, key: &[u8]) -> Result<Option<Option<u64>>> {
+        let found = match &self.store {
+            Store::Memory(index) => index.peek_with(key, |v, _| Entry::stored_deadline(v)),
+            Store::Engine(store) => store.get(key)?.map(|s| Entry::stored_deadline(&s)),
+        };
+        match found {
+            // Expired: `peek` deletes it, or finds a value written meanwhile.
+            Some(Some(d)) if d < now_ms() => Ok(self.peek(key)?.map(|e| e.deadline)),
+            found => Ok(found),
+        }
+    }
+
     /// Whether `key` is live, without copying its value from the index (an expired
     /// one is handed to [`Db::get`], which deletes it).
     pub fn contains(&self, key: &[u8]) -> Result<bool> {
@@ -308,6 +332,27 @@ impl Db {
                 Change::Keep => Write::Keep,
                 Change::Put(e) => Write::Put(nodes::split_if_large(nodes, e.into_stored())),
                 Change::Delete => Write::Delete,
+            };
+            Ok((write, result))
+        })
+    }
+
+    /// Sets, removes or acts on `key`'s deadline as `decide` chooses from the current
+    /// one (`None`: the key is missing; `Some(None)`: it has no deadline), rewriting
+    /// only the key's entry: a split collection's nodes stay where they are.
+    pub fn retime<R>(
+        &self,
+        key: &[u8],
+        mut decide: impl FnMut(Option<Option<u64>>) -> (Retime, R),
+    ) -> Result<R> {
+        self.write(key, |live, _| {
+            let (retime, result) = decide(live.map(Entry::stored_deadline));
+            let write = match (retime, live) {
+                (Retime::Set(deadline), Some(stored)) => {
+                    Write::Put(Entry::stored_with_deadline(stored, deadline))
+                }
+                (Retime::Delete, Some(_)) => Write::Delete,
+                _ => Write::Keep,
             };
             Ok((write, result))
         })

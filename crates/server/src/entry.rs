@@ -220,6 +220,25 @@ impl Entry {
         Self::check(stored).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// `stored` with its deadline set to `deadline` (`None`: removed), its value and
+    /// type left as they are: a node table still names the same nodes.
+    pub fn stored_with_deadline(stored: &[u8], deadline: Option<u64>) -> Vec<u8> {
+        let (&tag, rest) = stored.split_last().expect("a stored value has a tag");
+        let payload = match Self::stored_deadline(stored) {
+            Some(_) => &rest[..rest.len() - 8],
+            None => rest,
+        };
+        let mut out = Vec::with_capacity(payload.len() + 9);
+        out.extend_from_slice(payload);
+        let mut tag = tag & !HAS_DEADLINE;
+        if let Some(d) = deadline {
+            out.extend_from_slice(&d.to_le_bytes());
+            tag |= HAS_DEADLINE;
+        }
+        out.push(tag);
+        out
+    }
+
     /// The deadline of a stored value, or what is wrong with it if
     /// [`Entry::encode`] did not write it.
     pub fn check(stored: &[u8]) -> Result<Option<u64>, String> {
@@ -327,6 +346,35 @@ mod tests {
         );
         // What stores held before the raw bit: tags 0 and 1.
         assert_eq!(Entry::check(b"v\x00"), Ok(None));
+    }
+
+    #[test]
+    fn a_deadline_changes_alone() {
+        let deadlines = [None, Some(0), Some(1_700_000_000_000), Some(u64::MAX)];
+        for value in [&b""[..], b"12345678", b"a longer value\r\n"] {
+            for kind in Kind::ALL {
+                for (raw, table) in [(false, false), (true, false), (false, true)] {
+                    for (before, after) in deadlines.iter().flat_map(|&b| deadlines.map(|a| (b, a)))
+                    {
+                        let stored = if table {
+                            Entry::encode_node_table(kind, value.to_vec(), before, raw)
+                        } else {
+                            Entry::encode_as(kind, value, before, raw)
+                        };
+                        if Entry::check(&stored).is_err() {
+                            // A type that is never split, or never raw.
+                            continue;
+                        }
+                        let changed = Entry::stored_with_deadline(&stored, after);
+                        assert_eq!(Entry::stored_deadline(&changed), after);
+                        assert_eq!(Entry::stored_payload(&changed), value);
+                        assert_eq!(Entry::stored_kind(&changed), kind);
+                        assert_eq!(Entry::stored_raw(&changed), raw);
+                        assert_eq!(Entry::stored_is_node_table(&changed), table);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

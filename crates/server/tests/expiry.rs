@@ -174,3 +174,64 @@ fn setbit_keeps_the_expiry_and_grows_with_zeros() {
     assert_eq!(run::<i64>(&mut c, &["BITCOUNT", "k"]), 2);
     assert_eq!(run::<i64>(&mut c, &["BITPOS", "k", "1", "1"]), 23);
 }
+
+/// A deadline set on, read from and removed from large collections split into nodes
+/// (a list, a hash, a stream) changes the key's entry alone: in memory no node is
+/// written or released (the node count stays), the values answer as before, and the
+/// deadline, once due, removes each key and all its nodes.
+#[test]
+fn deadlines_of_split_collections_leave_their_nodes() {
+    let server = Server::start();
+    let mut c = server.client();
+    for chunk in (0..30_000).collect::<Vec<u32>>().chunks(1000) {
+        let mut pipe = redis::pipe();
+        for &i in chunk {
+            pipe.cmd("RPUSH").arg("list").arg(i).ignore();
+            pipe.cmd("HSET").arg("hash").arg(i).arg(i).ignore();
+            pipe.cmd("XADD")
+                .arg("stream")
+                .arg(format!("{}-1", i + 1))
+                .arg("n")
+                .arg(i)
+                .ignore();
+        }
+        let () = pipe.query(&mut c).unwrap();
+    }
+    let memory = support::test_engine() == "memory";
+    let nodes = |c: &mut redis::Connection| -> usize {
+        info_field(c, "hotring_collection_nodes").parse().unwrap()
+    };
+    let before = if memory { nodes(&mut c) } else { 0 };
+    assert!(!memory || before > 100, "{before} nodes");
+    for key in ["list", "hash", "stream"] {
+        assert_eq!(run::<i64>(&mut c, &["TTL", key]), -1);
+        assert_eq!(run::<i64>(&mut c, &["EXPIRE", key, "1000"]), 1);
+        assert_eq!(run::<i64>(&mut c, &["EXPIRE", key, "2000", "LT"]), 0);
+        assert!((999..=1000).contains(&run::<i64>(&mut c, &["TTL", key])));
+        assert_eq!(run::<i64>(&mut c, &["PERSIST", key]), 1);
+        assert_eq!(run::<i64>(&mut c, &["PERSIST", key]), 0);
+        assert_eq!(run::<i64>(&mut c, &["TTL", key]), -1);
+        assert_eq!(run::<i64>(&mut c, &["PEXPIRE", key, "300000"]), 1);
+    }
+    if memory {
+        assert_eq!(nodes(&mut c), before, "no node written or released");
+    }
+    assert_eq!(run::<String>(&mut c, &["LINDEX", "list", "12345"]), "12345");
+    assert_eq!(run::<String>(&mut c, &["HGET", "hash", "29999"]), "29999");
+    assert_eq!(run::<i64>(&mut c, &["XLEN", "stream"]), 30_000);
+    // Writes keep the deadline they find.
+    let _: i64 = run(&mut c, &["RPUSH", "list", "more"]);
+    let _: String = run(&mut c, &["XADD", "stream", "*", "n", "more"]);
+    for key in ["list", "hash", "stream"] {
+        let pttl: i64 = run(&mut c, &["PTTL", key]);
+        assert!((290_000..=300_000).contains(&pttl), "{key}: {pttl}");
+        assert_eq!(run::<i64>(&mut c, &["PEXPIRE", key, "1"]), 1);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    for key in ["list", "hash", "stream"] {
+        assert_eq!(run::<i64>(&mut c, &["TTL", key]), -2, "{key}");
+    }
+    if memory {
+        assert!(eventually(10, || nodes(&mut c) == 0));
+    }
+}

@@ -4,9 +4,8 @@
 use resp::Frame;
 
 use super::{error, int, parse_integer, upper, Ctx, Reply, NOT_AN_INTEGER};
-use crate::db::Change;
+use crate::db::Retime;
 use crate::entry::now_ms;
-use crate::entry::Entry;
 use crate::keyspace_events::GENERIC;
 
 pub enum Expiry {
@@ -109,28 +108,22 @@ fn set_expiry(ctx: &mut Ctx, args: &[Vec<u8>], unit: i64, absolute: bool, comman
     let Some(at) = at else {
         return error(&invalid);
     };
-    let done = ctx.db().update(&args[1], |e| {
-        let Some(e) = e else {
-            return (Change::Keep, None);
+    let done = ctx.db().retime(&args[1], |deadline| {
+        let Some(deadline) = deadline else {
+            return (Retime::Keep, None);
         };
         // No deadline counts as an infinite one for GT and LT.
-        let allowed = match e.deadline {
+        let allowed = match deadline {
             None => !xx && !gt,
             Some(d) => !nx && (!gt || at > d as i64) && (!lt || at < d as i64),
         };
         if !allowed {
-            (Change::Keep, None)
+            (Retime::Keep, None)
         } else if at <= now_ms() as i64 {
             // A deadline already passed deletes the key, as Redis does.
-            (Change::Delete, Some("del"))
+            (Retime::Delete, Some("del"))
         } else {
-            (
-                Change::Put(Entry {
-                    deadline: Some(at as u64),
-                    ..e.clone()
-                }),
-                Some("expire"),
-            )
+            (Retime::Set(Some(at as u64)), Some("expire"))
         }
     })?;
     if let Some(event) = done {
@@ -158,9 +151,11 @@ pub fn pexpireat(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 /// -2 for a missing key, -1 for one without a deadline, else `f(deadline)`. Not an
 /// access of the key (OBJECT IDLETIME goes on), as in Redis.
 fn deadline_reply(ctx: &mut Ctx, key: &[u8], f: impl Fn(u64) -> i64) -> Reply {
-    match ctx.read_untouched(key)? {
+    let found = ctx.db().peek_deadline(key)?;
+    ctx.hit(key, found.is_some());
+    match found {
         None => int(-2),
-        Some(e) => int(e.deadline.map_or(-1, f)),
+        Some(deadline) => int(deadline.map_or(-1, f)),
     }
 }
 
@@ -185,15 +180,9 @@ pub fn pexpiretime(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 pub fn persist(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let done = ctx.db().update(&args[1], |e| match e {
-        Some(e) if e.deadline.is_some() => (
-            Change::Put(Entry {
-                deadline: None,
-                ..e.clone()
-            }),
-            true,
-        ),
-        _ => (Change::Keep, false),
+    let done = ctx.db().retime(&args[1], |deadline| match deadline {
+        Some(Some(_)) => (Retime::Set(None), true),
+        _ => (Retime::Keep, false),
     })?;
     if done {
         ctx.notify(GENERIC, "persist", &args[1]);

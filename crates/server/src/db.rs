@@ -694,7 +694,15 @@ impl Db {
 
     /// Removes `key`; returns whether it was live.
     pub fn remove(&self, key: &[u8]) -> Result<bool> {
-        self.update(key, |e| (Change::Delete, e.is_some()))
+        // The value is not read: a split collection is not expanded to be deleted.
+        self.write(key, |live, _| {
+            let write = if live.is_some() {
+                Write::Delete
+            } else {
+                Write::Keep
+            };
+            Ok((write, live.is_some()))
+        })
     }
 
     /// Keys stored, including expired ones not yet deleted (as Redis's DBSIZE).

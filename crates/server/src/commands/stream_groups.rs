@@ -371,6 +371,21 @@ fn no_group(key: &[u8], group: &[u8]) -> Reply {
     ))
 }
 
+/// `Err` with the reply to give (WRONGTYPE, NOGROUP) unless `key` is a stream with
+/// the group `group`.
+fn require_group(ctx: &Ctx, key: &[u8], group: &[u8]) -> Result<(), Reply> {
+    let found = read(ctx, key, |found| match found {
+        Found::Other => None,
+        Found::Stream(s) => Some(s.group(group).is_some()),
+        Found::Missing => Some(false),
+    })?;
+    match found {
+        None => Err(error(WRONG_TYPE)),
+        Some(true) => Ok(()),
+        Some(false) => Err(no_group(key, group)),
+    }
+}
+
 /// `XACK key group id [id ...]`.
 pub fn xack(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let (key, group) = (&args[1], &args[2]);
@@ -519,16 +534,7 @@ struct ClaimOptions {
 /// [RETRYCOUNT count] [FORCE] [JUSTID] [LASTID id]`.
 pub fn xclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let (key, group, consumer) = (&args[1], &args[2], &args[3]);
-    let found = or_reply!(read(ctx, key, |found| match found {
-        Found::Other => None,
-        Found::Stream(s) => Some(s.group(group).is_some()),
-        Found::Missing => Some(false),
-    }));
-    match found {
-        None => return error(WRONG_TYPE),
-        Some(true) => {}
-        Some(false) => return no_group(key, group),
-    }
+    or_reply!(require_group(ctx, key, group));
     let Some(min_idle) = parse_integer(&args[4]) else {
         return error("ERR Invalid min-idle-time argument for XCLAIM");
     };
@@ -690,16 +696,7 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         }
         j += 1;
     }
-    let found = or_reply!(read(ctx, key, |found| match found {
-        Found::Other => None,
-        Found::Stream(s) => Some(s.group(group).is_some()),
-        Found::Missing => Some(false),
-    }));
-    match found {
-        None => return error(WRONG_TYPE),
-        Some(true) => {}
-        Some(false) => return no_group(key, group),
-    }
+    or_reply!(require_group(ctx, key, group));
     let now = now_ms();
     let outcome = or_reply!(edit(ctx, key, false, |s| {
         let Some(s) = s else {

@@ -390,6 +390,63 @@ fn kill_9_leaves_large_hashes_whole() {
     );
 }
 
+/// Long streams (split into nodes in ID order, written in one batch with their table)
+/// under SIGKILL: writers add entry i (ID `i+1-0`, a value of 10-200 bytes) to their own
+/// stream and delete their oldest entry every third command. After each restart a
+/// stream holds exactly the entries from the first not yet deleted to the last added,
+/// each with its value (see [`kill_9_cycles`]).
+#[test]
+fn kill_9_leaves_long_streams_whole() {
+    type Entries = Vec<(String, Vec<(String, String)>)>;
+    let held = |w: usize, c: &mut redis::Connection| {
+        let stream: Entries = run(c, &["XRANGE", &format!("stream:{w}"), "-", "+"]);
+        let number = |id: &str| id.split_once('-').unwrap().0.parse::<u64>().unwrap() - 1;
+        let first = number(&stream.first()?.0);
+        for (at, (id, fields)) in stream.iter().enumerate() {
+            let i = first + at as u64;
+            assert_eq!(number(id), i, "writer {w}: entry {at}");
+            assert_eq!(
+                fields,
+                &[("v".to_string(), hash_value(w, i))],
+                "writer {w}: {id}"
+            );
+        }
+        Some((first, first + stream.len() as u64))
+    };
+    let write = |w: usize, mut c: redis::Connection, acked: &[AtomicU64; 2]| {
+        let key = format!("stream:{w}");
+        let [deleted, added] = acked;
+        for op in 0u64.. {
+            if op % 3 == 2 {
+                let i = deleted.load(Ordering::SeqCst);
+                let id = format!("{}-0", i + 1);
+                let Ok(n) = redis::cmd("XDEL").arg(&key).arg(id).query::<u64>(&mut c) else {
+                    return;
+                };
+                if n == 1 {
+                    deleted.store(i + 1, Ordering::SeqCst);
+                }
+            } else {
+                let i = added.load(Ordering::SeqCst);
+                let mut xadd = redis::cmd("XADD");
+                xadd.arg(&key)
+                    .arg(format!("{}-0", i + 1))
+                    .arg("v")
+                    .arg(hash_value(w, i));
+                if xadd.query::<String>(&mut c).is_err() {
+                    return;
+                }
+                added.store(i + 1, Ordering::SeqCst);
+            }
+        }
+    };
+    let lengths = kill_9_cycles(2, held, write);
+    assert!(
+        lengths.iter().all(|&n| n > 100),
+        "the streams grew long: {lengths:?}"
+    );
+}
+
 /// As `kill_9_leaves_large_hashes_whole`, for sorted sets: each writer adds members
 /// scored by their number and pops the least, and after every crash its set holds a
 /// run of members, each with its score, in order.

@@ -431,9 +431,10 @@ impl Db {
         Ok(edited.map(|e| e.result))
     }
 
-    /// Under [`Db::edit_list`], [`Db::edit_fields`], [`Db::edit_zset`] and [`Db::edit_stream`]: `edit` sees the live stored
-    /// value of `key` if it is of `kind`, and says whether it existed, what to store
-    /// (`None`: nothing; `Some(None)`: delete the key) and its result.
+    /// Under [`Db::edit_list`], [`Db::edit_fields`], [`Db::edit_zset`] and
+    /// [`Db::edit_stream`]: `edit` sees the live stored value of `key` if it is of
+    /// `kind`, and says whether it existed, what to store (`None`: nothing;
+    /// `Some(None)`: delete the key) and its result.
     fn edit_collection<R>(
         &self,
         key: &[u8],

@@ -167,10 +167,14 @@ impl Server {
         self.peak_memory.load(Ordering::Relaxed)
     }
 
-    pub fn refresh_memory(&self) {
+    /// Measures `used_memory` now and returns it. The 10 ms sample is enough to
+    /// enforce `maxmemory`; what INFO and MEMORY report is measured when asked, as
+    /// Redis's is, so that it counts the writes acknowledged just before.
+    pub fn refresh_memory(&self) -> u64 {
         let used = crate::memory::allocated();
         self.used_memory.store(used, Ordering::Relaxed);
         self.peak_memory.fetch_max(used, Ordering::Relaxed);
+        used
     }
 
     /// CONFIG RESETSTAT: zeroes INFO's counters and the index's access statistics.

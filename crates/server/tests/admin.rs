@@ -1324,6 +1324,18 @@ fn memory_stats_malloc_stats_and_doctor_describe_the_allocator() {
         doctor.contains("bytes allocated") || doctor.starts_with("Memory report"),
         "{doctor}"
     );
+    // What is reported is measured when asked: a write acknowledged just before is
+    // counted, not left to the next periodic sample.
+    let used = |c: &mut redis::Connection| -> u64 { info_field(c, "used_memory").parse().unwrap() };
+    let before = used(&mut c);
+    let _: () = run(&mut c, &["SET", "big", &"x".repeat(4 << 20)]);
+    let after = used(&mut c);
+    assert!(after >= before + (4 << 20), "{before} -> {after}");
+    let stats: std::collections::HashMap<String, redis::Value> = run(&mut c, &["MEMORY", "STATS"]);
+    assert!(
+        matches!(stats.get("total.allocated"), Some(redis::Value::Int(n)) if *n as u64 >= after - (1 << 20)),
+        "{after} {stats:?}"
+    );
     assert_eq!(
         run_err(&mut c, &["MEMORY", "STATS", "extra"]),
         "ERR wrong number of arguments for 'memory|stats' command"

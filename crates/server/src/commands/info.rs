@@ -143,7 +143,7 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             field("clients_in_timeout_table", &timed);
         }
         "memory" => {
-            let used = server.used_memory();
+            let used = server.refresh_memory();
             field("used_memory", &used);
             field("used_memory_human", &human(used));
             field("used_memory_peak", &server.peak_memory());

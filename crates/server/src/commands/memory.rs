@@ -46,7 +46,7 @@ pub fn memory(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 /// the index not being Redis's dict.
 fn stats(ctx: &Ctx) -> Frame {
     let server = ctx.server;
-    let used = server.used_memory();
+    let used = server.refresh_memory();
     let peak = server.peak_memory().max(used);
     let startup = server.startup_memory.min(used);
     let keys = ctx.db().len();
@@ -113,7 +113,7 @@ fn stats(ctx: &Ctx) -> Frame {
 
 /// MEMORY DOCTOR: what the figures of MEMORY STATS say, in a sentence or two.
 fn doctor(ctx: &Ctx) -> String {
-    let used = ctx.server.used_memory();
+    let used = ctx.server.refresh_memory();
     let peak = ctx.server.peak_memory().max(used);
     let mut findings = Vec::new();
     if peak > used.saturating_mul(3) / 2 {

@@ -48,6 +48,7 @@ const LAYOUT: Layout<RECORD> = Layout {
     id_at: 8,
     count_at: 16,
     bytes_at: 20,
+    names_nodes: true,
 };
 
 /// How full a split leaves a node, so that the next few writes to it do not split it

@@ -33,6 +33,7 @@ const LAYOUT: Layout<RECORD> = Layout {
     id_at: 0,
     count_at: 8,
     bytes_at: 12,
+    names_nodes: true,
 };
 
 /// One end of a list.

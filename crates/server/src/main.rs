@@ -36,6 +36,7 @@ mod scripting;
 mod server;
 mod stream;
 mod stream_nodes;
+mod stream_pending;
 mod table_pages;
 mod tracking;
 

@@ -51,6 +51,7 @@ const LAYOUT: Layout<RECORD> = Layout {
     id_at: 0,
     count_at: 8,
     bytes_at: 12,
+    names_nodes: true,
 };
 
 /// How full a cut leaves an order node, so that the next few inserts into it do not

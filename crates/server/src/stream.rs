@@ -7,14 +7,17 @@
 //!            group_count:u32 group* entry_count:u64 entry*
 //! id       = ms:u64 seq:u64
 //! entry    = id node:u64 field_count:u32 (bytes bytes)*field_count
-//! group    = name:bytes last_id entries_read:i64 (-1: unknown)
-//!            pending_count:u32 pending* consumer_count:u32 consumer*
-//! pending  = id consumer:bytes delivered_ms:u64 deliveries:u64
-//! consumer = name:bytes seen_ms:u64
+//! group    = name:bytes last_id entries_read:i64 (-1: unknown) 0xffffffff:u32
+//!            next_consumer:u64 consumer_count:u32 consumer* pending:bytes
+//! consumer = name:bytes seen_ms:u64 number:u64 pending_count:u64
+//! pending  = the group's pending entries, a table (`stream_pending.rs`)
 //! bytes    = len:u32 byte*len
 //! ```
 //!
-//! Integers are little-endian. This is the stored form of a stream whose entries take
+//! Integers are little-endian. Groups stored before their pending entries were a
+//! table read as well: where `0xffffffff` is, they have `pending_count:u32
+//! (id consumer:bytes delivered_ms:u64 deliveries:u64)*pending_count consumer_count:u32
+//! (name:bytes seen_ms:u64)*consumer_count`. This is the stored form of a stream whose entries take
 //! at most `NODE_BYTES`; a longer one keeps its counters and groups (`stream` up to
 //! `entry_count`) with a table of nodes of entries (`stream_nodes.rs`), so that a
 //! command reads and copies the nodes it touches rather than every entry.
@@ -27,7 +30,10 @@
 
 use std::fmt;
 
+use crate::nodes::NodeStore;
 pub use crate::stream_nodes::Entries;
+use crate::stream_pending::Pel;
+pub use crate::stream_pending::Pending;
 
 /// A stream entry ID: milliseconds, then a sequence number.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -143,59 +149,126 @@ pub struct Entry {
     pub fields: Fields,
 }
 
-/// A message delivered to a consumer and not yet acknowledged.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Pending {
-    pub id: Id,
-    pub consumer: Vec<u8>,
-    pub delivered_ms: u64,
-    pub deliveries: u64,
-}
-
 #[derive(Clone, Debug, PartialEq)]
 pub struct Consumer {
     pub name: Vec<u8>,
     pub seen_ms: u64,
+    /// What its group's pending entries call it: numbers are given in order of
+    /// creation and never reused.
+    number: u64,
+    /// Its pending entries.
+    pending: u64,
 }
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct Group {
+impl Consumer {
+    pub fn pending(&self) -> u64 {
+        self.pending
+    }
+
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+}
+
+/// A group as Redis describes it: name, last ID, entries read, its consumers (name,
+/// seen time, pending count) and its pending entries (ID, consumer's name, delivery
+/// time, deliveries). The consumers' numbers are left out: they are hotkv's own.
+pub type Described = (
+    Vec<u8>,
+    Id,
+    Option<u64>,
+    Vec<(Vec<u8>, u64, u64)>,
+    Vec<(Id, Vec<u8>, u64, u64)>,
+);
+
+#[derive(Debug)]
+pub struct Group<'a> {
     pub name: Vec<u8>,
     pub last_id: Id,
     /// Entries the group has read, counted as Redis counts them for its lag; `None`
     /// when it cannot be known.
     pub entries_read: Option<u64>,
-    /// Ordered by ID.
-    pub pending: Vec<Pending>,
     /// Ordered by name, as Redis lists them.
-    pub consumers: Vec<Consumer>,
+    consumers: Vec<Consumer>,
+    next_consumer: u64,
+    pending: Pel<'a>,
 }
 
-impl Group {
-    pub fn new(name: &[u8], last_id: Id, entries_read: Option<u64>) -> Group {
+/// Groups are equal if Redis would describe them alike ([`Group::described`]).
+impl PartialEq for Group<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.described() == other.described()
+    }
+}
+
+impl<'a> Group<'a> {
+    pub fn new(name: &[u8], last_id: Id, entries_read: Option<u64>) -> Group<'a> {
         Group {
             name: name.to_vec(),
             last_id,
             entries_read,
-            pending: Vec::new(),
             consumers: Vec::new(),
+            next_consumer: 0,
+            pending: Pel::of(&[]),
         }
     }
 
-    /// The position of the first pending message at or after `id`.
-    pub fn pending_from(&self, id: Id) -> usize {
-        self.pending.partition_point(|p| p.id < id)
+    /// A group as a DUMP payload held it: `consumers` (name, seen time) in name order,
+    /// numbered by their place, and `pending` in ID order, each its consumer's number.
+    pub fn restored(
+        name: &[u8],
+        last_id: Id,
+        entries_read: Option<u64>,
+        consumers: Vec<(Vec<u8>, u64)>,
+        pending: &[Pending],
+    ) -> Group<'a> {
+        let mut g = Group::new(name, last_id, entries_read);
+        for (name, seen_ms) in consumers {
+            let at = g.consumers.len();
+            g.add_consumer(at, &name, seen_ms);
+        }
+        for p in pending {
+            g.count_pending(p.consumer, true);
+        }
+        g.pending = Pel::of(pending);
+        g
     }
 
-    pub fn pending_of(&self, consumer: &[u8]) -> usize {
-        self.pending
-            .iter()
-            .filter(|p| p.consumer == consumer)
-            .count()
+    pub fn described(&self) -> Described {
+        let consumers = self.consumers.iter();
+        let pending = self.pending.all().into_iter();
+        (
+            self.name.clone(),
+            self.last_id,
+            self.entries_read,
+            consumers
+                .map(|c| (c.name.clone(), c.seen_ms, c.pending))
+                .collect(),
+            pending
+                .map(|p| {
+                    let consumer = self.consumer_name(p.consumer).to_vec();
+                    (p.id, consumer, p.delivered_ms, p.deliveries)
+                })
+                .collect(),
+        )
+    }
+
+    pub fn consumers(&self) -> &[Consumer] {
+        &self.consumers
     }
 
     pub fn consumer(&self, name: &[u8]) -> Option<&Consumer> {
-        self.consumers.iter().find(|c| c.name == name)
+        let at = self
+            .consumers
+            .binary_search_by(|c| c.name.as_slice().cmp(name))
+            .ok()?;
+        Some(&self.consumers[at])
+    }
+
+    /// The name of the consumer numbered `number`.
+    pub fn consumer_name(&self, number: u64) -> &[u8] {
+        let c = self.consumers.iter().find(|c| c.number == number);
+        &c.expect("a pending entry's consumer is the group's").name
     }
 
     /// The consumer `name`, created if missing (`true` then), its seen time set to
@@ -210,41 +283,107 @@ impl Group {
                 false
             }
             Err(at) => {
-                self.consumers.insert(
-                    at,
-                    Consumer {
-                        name: name.to_vec(),
-                        seen_ms: now,
-                    },
-                );
+                self.add_consumer(at, name, now);
                 true
             }
         }
     }
 
-    /// Removes the consumer `name` and its pending messages: how many it had, `None`
+    fn add_consumer(&mut self, at: usize, name: &[u8], seen_ms: u64) {
+        self.consumers.insert(
+            at,
+            Consumer {
+                name: name.to_vec(),
+                seen_ms,
+                number: self.next_consumer,
+                pending: 0,
+            },
+        );
+        self.next_consumer += 1;
+    }
+
+    /// Removes the consumer `name` and its pending entries: how many it had, `None`
     /// if there was no such consumer.
     pub fn remove_consumer(&mut self, name: &[u8]) -> Option<usize> {
         let at = self.consumers.iter().position(|c| c.name == name)?;
-        self.consumers.remove(at);
-        let before = self.pending.len();
-        self.pending.retain(|p| p.consumer != name);
-        Some(before - self.pending.len())
+        let c = self.consumers.remove(at);
+        if c.pending > 0 {
+            self.pending.remove_where(|p| p.consumer == c.number);
+        }
+        Some(c.pending as usize)
     }
 
-    /// Delivers `id` to `consumer` at `now`: pending for it alone, delivered once.
+    fn number_of(&self, consumer: &[u8]) -> u64 {
+        self.consumer(consumer)
+            .expect("a consumer is touched before it is given entries")
+            .number
+    }
+
+    fn count_pending(&mut self, number: u64, more: bool) {
+        let c = self.consumers.iter_mut().find(|c| c.number == number);
+        let c = c.expect("a pending entry's consumer is the group's");
+        match more {
+            true => c.pending += 1,
+            false => c.pending -= 1,
+        }
+    }
+
+    /// Sets the pending entry `p.id` (its consumer's count kept).
+    fn put_pending(&mut self, p: Pending) {
+        self.count_pending(p.consumer, true);
+        if let Some(old) = self.pending.put(p) {
+            self.count_pending(old.consumer, false);
+        }
+    }
+
+    /// Delivers `id` to `consumer` (touched before) at `now`: pending for it alone,
+    /// delivered once.
     pub fn deliver(&mut self, id: Id, consumer: &[u8], now: u64) {
-        let fresh = Pending {
+        let number = self.number_of(consumer);
+        self.put_pending(Pending {
             id,
-            consumer: consumer.to_vec(),
+            consumer: number,
             delivered_ms: now,
             deliveries: 1,
-        };
-        let at = self.pending_from(id);
-        match self.pending.get_mut(at) {
-            Some(p) if p.id == id => *p = fresh,
-            _ => self.pending.insert(at, fresh),
+        });
+    }
+
+    /// The pending entry `id` delivered to `consumer` (touched before) at
+    /// `delivered_ms`, `deliveries` times (`None`: once more than it was), as XCLAIM
+    /// and XAUTOCLAIM move it, and XREADGROUP reads it again (to its own consumer).
+    pub fn redeliver(
+        &mut self,
+        p: Pending,
+        consumer: &[u8],
+        delivered_ms: u64,
+        deliveries: Option<u64>,
+    ) {
+        let number = self.number_of(consumer);
+        self.put_pending(Pending {
+            id: p.id,
+            consumer: number,
+            delivered_ms,
+            deliveries: deliveries.unwrap_or(p.deliveries + 1),
+        });
+    }
+
+    /// Acknowledges `id`: whether it was pending.
+    pub fn ack(&mut self, id: Id) -> bool {
+        match self.pending.remove(id) {
+            Some(p) => {
+                self.count_pending(p.consumer, false);
+                true
+            }
+            None => false,
         }
+    }
+
+    pub fn pending_count(&self) -> usize {
+        self.pending.len()
+    }
+
+    pub fn pending(&self) -> &Pel<'a> {
+        &self.pending
     }
 }
 
@@ -258,7 +397,7 @@ pub struct Stream<'a> {
     pub entries_added: u64,
     tail_node: u64,
     tail_node_added: u64,
-    pub groups: Vec<Group>,
+    pub groups: Vec<Group<'a>>,
     /// Ordered by ID: in memory, or in nodes a split stream's table names
     /// (`stream_nodes.rs`).
     pub entries: Entries<'a>,
@@ -433,11 +572,141 @@ pub fn node_with(node: &[u8], e: &Entry) -> Result<Vec<u8>, Corrupt> {
     Ok(out)
 }
 
+/// Where a group stored before its pending entries were a table has its count of
+/// them, this marks the table form.
+const TABLE_FORM: u32 = u32::MAX;
+
+/// A group as stored, its pending entries not read yet.
+struct StoredGroup<'r> {
+    name: Vec<u8>,
+    last_id: Id,
+    entries_read: Option<u64>,
+    consumers: Vec<Consumer>,
+    next_consumer: u64,
+    pending: StoredPending<'r>,
+}
+
+enum StoredPending<'r> {
+    /// A table (`stream_pending.rs`).
+    Table(&'r [u8]),
+    /// Listed, as groups were stored before.
+    Listed(Vec<Pending>),
+}
+
+fn read_group<'r>(r: &mut Reader<'r>) -> Result<StoredGroup<'r>, Corrupt> {
+    let name = r.bytes()?;
+    let last_id = r.id()?;
+    let entries_read = u64::try_from(r.u64()? as i64).ok();
+    let form = r.u32()?;
+    if form != TABLE_FORM {
+        return read_listed_group(r, name, last_id, entries_read, form);
+    }
+    let next_consumer = r.u64()?;
+    let count = r.u32()?;
+    let mut consumers: Vec<Consumer> = Vec::with_capacity(r.count(u64::from(count), 28)?);
+    for _ in 0..count {
+        consumers.push(Consumer {
+            name: r.bytes()?,
+            seen_ms: r.u64()?,
+            number: r.u64()?,
+            pending: r.u64()?,
+        });
+    }
+    let mut numbers: Vec<u64> = consumers.iter().map(|c| c.number).collect();
+    numbers.sort_unstable();
+    numbers.dedup();
+    if numbers.len() != consumers.len()
+        || numbers.last().is_some_and(|&n| n >= next_consumer)
+        || !consumers.windows(2).all(|w| w[0].name < w[1].name)
+    {
+        return Err(Corrupt);
+    }
+    let n = r.u32()? as usize;
+    Ok(StoredGroup {
+        name,
+        last_id,
+        entries_read,
+        consumers,
+        next_consumer,
+        pending: StoredPending::Table(r.take(n)?),
+    })
+}
+
+/// A group stored before its pending entries were a table: its consumers numbered
+/// in name order.
+fn read_listed_group<'r>(
+    r: &mut Reader<'r>,
+    name: Vec<u8>,
+    last_id: Id,
+    entries_read: Option<u64>,
+    pending_count: u32,
+) -> Result<StoredGroup<'r>, Corrupt> {
+    let mut listed = Vec::with_capacity(r.count(u64::from(pending_count), 36)?);
+    for _ in 0..pending_count {
+        listed.push((r.id()?, r.bytes()?, r.u64()?, r.u64()?));
+    }
+    let count = r.u32()?;
+    let mut consumers: Vec<Consumer> = Vec::with_capacity(r.count(u64::from(count), 12)?);
+    for number in 0..u64::from(count) {
+        consumers.push(Consumer {
+            name: r.bytes()?,
+            seen_ms: r.u64()?,
+            number,
+            pending: 0,
+        });
+    }
+    if !consumers.windows(2).all(|w| w[0].name < w[1].name)
+        || !listed.windows(2).all(|w| w[0].0 < w[1].0)
+    {
+        return Err(Corrupt);
+    }
+    let mut pending = Vec::with_capacity(listed.len());
+    for (id, consumer, delivered_ms, deliveries) in listed {
+        let at = consumers
+            .binary_search_by(|c| c.name.cmp(&consumer))
+            .map_err(|_| Corrupt)?;
+        consumers[at].pending += 1;
+        pending.push(Pending {
+            id,
+            consumer: consumers[at].number,
+            delivered_ms,
+            deliveries,
+        });
+    }
+    Ok(StoredGroup {
+        name,
+        last_id,
+        entries_read,
+        next_consumer: consumers.len() as u64,
+        consumers,
+        pending: StoredPending::Listed(pending),
+    })
+}
+
+/// The pending tables of the groups of a split stream's `meta`, each with its group's
+/// name: what names their pages.
+pub fn pending_tables(meta: &[u8]) -> Result<Vec<(Vec<u8>, &[u8])>, Corrupt> {
+    let mut r = Reader { bytes: meta };
+    let (_, groups) = Stream::read_counters(&mut r)?;
+    let mut out = Vec::new();
+    for _ in 0..groups {
+        let g = read_group(&mut r)?;
+        if let StoredPending::Table(table) = g.pending {
+            crate::stream_pending::check_form(table)?;
+            out.push((g.name, table));
+        }
+    }
+    if !r.bytes.is_empty() {
+        return Err(Corrupt);
+    }
+    Ok(out)
+}
+
 impl<'a> Stream<'a> {
     /// The stream stored whole (its entries in memory).
     pub fn decode(bytes: &[u8]) -> Result<Stream<'a>, Corrupt> {
         let mut r = Reader { bytes };
-        let mut s = Stream::read_meta(&mut r)?;
+        let mut s = Stream::read_meta(&mut r, None)?;
         let count = r.u64()?;
         let mut entries = Vec::with_capacity(r.count(count, 28)?);
         for _ in 0..count {
@@ -458,19 +727,21 @@ impl<'a> Stream<'a> {
         Ok(s)
     }
 
-    /// A stream's counters and groups ([`Stream::encode_meta`]), its entries left empty
-    /// for the caller to give.
-    pub fn decode_meta(bytes: &[u8]) -> Result<Stream<'a>, Corrupt> {
+    /// A split stream's counters and groups ([`Stream::encode_meta`]), the pages of
+    /// its groups' pending entries read from `store`; its entries left empty for the
+    /// caller to give.
+    pub fn decode_meta(store: &'a dyn NodeStore, bytes: &[u8]) -> Result<Stream<'a>, Corrupt> {
         let mut r = Reader { bytes };
-        let s = Stream::read_meta(&mut r)?;
+        let s = Stream::read_meta(&mut r, Some(store))?;
         if !r.bytes.is_empty() {
             return Err(Corrupt);
         }
         Ok(s)
     }
 
-    fn read_meta(r: &mut Reader) -> Result<Stream<'a>, Corrupt> {
-        let mut s = Stream {
+    /// The counters, and how many groups follow.
+    fn read_counters(r: &mut Reader) -> Result<(Stream<'a>, usize), Corrupt> {
+        let s = Stream {
             last_id: r.id()?,
             first_id: r.id()?,
             max_deleted_id: r.id()?,
@@ -480,45 +751,41 @@ impl<'a> Stream<'a> {
             ..Stream::default()
         };
         let groups = r.u32()?;
-        for _ in 0..r.count(u64::from(groups), 4 + 16 + 8 + 8)? {
-            let name = r.bytes()?;
-            let last_id = r.id()?;
-            let entries_read = r.u64()? as i64;
-            let pending_count = r.u32()?;
-            let mut pending = Vec::with_capacity(r.count(u64::from(pending_count), 36)?);
-            for _ in 0..pending.capacity() {
-                pending.push(Pending {
-                    id: r.id()?,
-                    consumer: r.bytes()?,
-                    delivered_ms: r.u64()?,
-                    deliveries: r.u64()?,
-                });
-            }
-            let consumer_count = r.u32()?;
-            let mut consumers = Vec::with_capacity(r.count(u64::from(consumer_count), 12)?);
-            for _ in 0..consumers.capacity() {
-                consumers.push(Consumer {
-                    name: r.bytes()?,
-                    seen_ms: r.u64()?,
-                });
+        Ok((s, r.count(u64::from(groups), 4 + 16 + 8 + 4)?))
+    }
+
+    fn read_meta(r: &mut Reader, store: Option<&'a dyn NodeStore>) -> Result<Stream<'a>, Corrupt> {
+        let (mut s, groups) = Stream::read_counters(r)?;
+        for _ in 0..groups {
+            let g = read_group(r)?;
+            let pending = match g.pending {
+                StoredPending::Listed(pending) => Pel::of(&pending),
+                StoredPending::Table(table) => Pel::stored(store, table.to_vec())?,
+            };
+            let counted: u64 = g.consumers.iter().map(|c| c.pending).sum();
+            if counted != pending.len() as u64 {
+                return Err(Corrupt);
             }
             s.groups.push(Group {
-                name,
-                last_id,
-                entries_read: u64::try_from(entries_read).ok(),
+                name: g.name,
+                last_id: g.last_id,
+                entries_read: g.entries_read,
+                consumers: g.consumers,
+                next_consumer: g.next_consumer,
                 pending,
-                consumers,
             });
         }
         Ok(s)
     }
 
-    /// The stream stored whole, every entry read (from its nodes if it is split).
+    /// The stream stored whole, every entry and pending entry read (from the nodes and
+    /// pages of a split stream).
     pub fn encode(&self) -> Vec<u8> {
+        let tables: Vec<Vec<u8>> = self.groups.iter().map(|g| g.pending.inline()).collect();
         let entries = self.entries.all();
         let bytes: usize = entries.iter().map(entry_size).sum();
         let mut out = Vec::with_capacity(100 + bytes + entries.len() * 8);
-        self.put_meta(&mut out);
+        self.put_meta(&mut out, &tables);
         put_u64(&mut out, entries.len() as u64);
         for e in &entries {
             put_id(&mut out, e.id);
@@ -528,14 +795,34 @@ impl<'a> Stream<'a> {
         out
     }
 
-    /// The counters and groups: the stored form up to the entries.
-    pub fn encode_meta(&self) -> Vec<u8> {
+    /// The counters and groups as a split stream stores them (the stored form up to the
+    /// entries), each group's pending entries finished in `store`: paged if long.
+    /// Takes the pending entries out of the groups.
+    pub fn encode_meta(&mut self, store: &dyn NodeStore) -> engine::Result<Vec<u8>> {
+        let tables = self
+            .groups
+            .iter_mut()
+            .map(|g| std::mem::replace(&mut g.pending, Pel::of(&[])).finish(store))
+            .collect::<engine::Result<Vec<Vec<u8>>>>()?;
         let mut out = Vec::with_capacity(100);
-        self.put_meta(&mut out);
-        out
+        self.put_meta(&mut out, &tables);
+        Ok(out)
     }
 
-    fn put_meta(&self, out: &mut Vec<u8>) {
+    /// Whether every group's pending entries fit inline, so that the stream may be
+    /// stored whole.
+    pub fn pending_inline(&self) -> bool {
+        self.groups.iter().all(|g| g.pending.stays_inline())
+    }
+
+    /// The first error a node or page read met, if one did: what was answered since is
+    /// not to be trusted, and nothing is to be stored.
+    pub fn failure(&self) -> Option<engine::Error> {
+        let pending = || self.groups.iter().find_map(|g| g.pending.failure());
+        self.entries.failure().or_else(pending)
+    }
+
+    fn put_meta(&self, out: &mut Vec<u8>, tables: &[Vec<u8>]) {
         put_id(out, self.last_id);
         put_id(out, self.first_id);
         put_id(out, self.max_deleted_id);
@@ -543,27 +830,25 @@ impl<'a> Stream<'a> {
         put_u64(out, self.tail_node);
         put_u64(out, self.tail_node_added);
         put_u32(out, self.groups.len());
-        for g in &self.groups {
+        for (g, table) in self.groups.iter().zip(tables) {
             put_bytes(out, &g.name);
             put_id(out, g.last_id);
             put_u64(out, g.entries_read.map_or(u64::MAX, |n| n));
-            put_u32(out, g.pending.len());
-            for p in &g.pending {
-                put_id(out, p.id);
-                put_bytes(out, &p.consumer);
-                put_u64(out, p.delivered_ms);
-                put_u64(out, p.deliveries);
-            }
+            out.extend_from_slice(&TABLE_FORM.to_le_bytes());
+            put_u64(out, g.next_consumer);
             put_u32(out, g.consumers.len());
             for c in &g.consumers {
                 put_bytes(out, &c.name);
                 put_u64(out, c.seen_ms);
+                put_u64(out, c.number);
+                put_u64(out, c.pending);
             }
+            put_bytes(out, table);
         }
     }
 
     /// This stream's counters and groups with `entries`.
-    pub fn with_entries<'b>(self, entries: Entries<'b>) -> Stream<'b> {
+    pub fn with_entries(self, entries: Entries<'a>) -> Stream<'a> {
         Stream {
             last_id: self.last_id,
             first_id: self.first_id,
@@ -588,7 +873,7 @@ impl<'a> Stream<'a> {
         first_id: Id,
         max_deleted_id: Id,
         entries_added: u64,
-        groups: Vec<Group>,
+        groups: Vec<Group<'a>>,
         entries: Vec<Entry>,
         tail_node_added: u64,
     ) -> Stream<'a> {
@@ -657,16 +942,16 @@ impl<'a> Stream<'a> {
         self.entries.get(id)
     }
 
-    pub fn group(&self, name: &[u8]) -> Option<&Group> {
+    pub fn group(&self, name: &[u8]) -> Option<&Group<'a>> {
         self.groups.iter().find(|g| g.name == name)
     }
 
-    pub fn group_mut(&mut self, name: &[u8]) -> Option<&mut Group> {
+    pub fn group_mut(&mut self, name: &[u8]) -> Option<&mut Group<'a>> {
         self.groups.iter_mut().find(|g| g.name == name)
     }
 
     /// Adds `group`, kept in name order; `false` if one of that name exists.
-    pub fn add_group(&mut self, group: Group) -> bool {
+    pub fn add_group(&mut self, group: Group<'a>) -> bool {
         match self.groups.binary_search_by(|g| g.name.cmp(&group.name)) {
             Ok(_) => false,
             Err(at) => {
@@ -812,28 +1097,15 @@ mod tests {
     fn the_stored_form_round_trips() {
         let mut s = filled(250, 100);
         s.delete(id(3, 0));
-        s.groups.push(Group {
-            name: b"g".to_vec(),
-            last_id: id(10, 0),
-            entries_read: Some(9),
-            pending: vec![Pending {
-                id: id(4, 0),
-                consumer: b"alice".to_vec(),
-                delivered_ms: 123,
-                deliveries: 2,
-            }],
-            consumers: vec![Consumer {
-                name: b"alice".to_vec(),
-                seen_ms: 456,
-            }],
-        });
-        s.groups.push(Group {
-            name: b"h".to_vec(),
-            last_id: Id::ZERO,
-            entries_read: None,
-            pending: vec![],
-            consumers: vec![],
-        });
+        let mut g = Group::new(b"g", id(10, 0), Some(9));
+        g.touch_consumer(b"alice", 456);
+        g.touch_consumer(b"bob", 457);
+        g.deliver(id(4, 0), b"bob", 100);
+        let first = g.pending().get(id(4, 0)).unwrap();
+        g.redeliver(first, b"alice", 123, Some(2));
+        g.deliver(id(5, 0), b"bob", 124);
+        s.groups.push(g);
+        s.groups.push(Group::new(b"h", Id::ZERO, None));
         let bytes = s.encode();
         let decoded = Stream::decode(&bytes).unwrap();
         assert_eq!(decoded.entries.all(), s.entries.all());
@@ -846,6 +1118,57 @@ mod tests {
         let mut longer = bytes.clone();
         longer.push(0);
         assert!(Stream::decode(&longer).is_err());
+    }
+
+    #[test]
+    fn groups_stored_before_pending_tables_read_the_same() {
+        // A stream of one entry and a group whose two consumers have an entry each
+        // pending, as hotkv stored it before (the pending entries listed by name).
+        let mut old = Vec::new();
+        // Last, first and max deleted IDs; entries added, tail node and its count.
+        for n in [2, 0, 1, 0, 0, 0, 1, 1, 1] {
+            put_u64(&mut old, n);
+        }
+        put_u32(&mut old, 1);
+        put_bytes(&mut old, b"g");
+        put_id(&mut old, id(2, 0));
+        put_u64(&mut old, 2);
+        put_u32(&mut old, 2);
+        for (ms, who, at, n) in [(1, "bob", 10, 1), (2, "al", 20, 3)] {
+            put_id(&mut old, id(ms, 0));
+            put_bytes(&mut old, who.as_bytes());
+            put_u64(&mut old, at);
+            put_u64(&mut old, n);
+        }
+        put_u32(&mut old, 2);
+        for (who, seen) in [("al", 5), ("bob", 6)] {
+            put_bytes(&mut old, who.as_bytes());
+            put_u64(&mut old, seen);
+        }
+        put_u64(&mut old, 1);
+        put_id(&mut old, id(1, 0));
+        put_u64(&mut old, 1);
+        put_u32(&mut old, 0);
+        let s = Stream::decode(&old).unwrap();
+        let (al, bob) = (b"al".to_vec(), b"bob".to_vec());
+        assert_eq!(
+            s.groups[0].described(),
+            (
+                b"g".to_vec(),
+                id(2, 0),
+                Some(2),
+                vec![(al.clone(), 5, 1), (bob.clone(), 6, 1)],
+                vec![(id(1, 0), bob, 10, 1), (id(2, 0), al, 20, 3)],
+            )
+        );
+        // Stored again in the table form, it reads the same.
+        let again = Stream::decode(&s.encode()).unwrap();
+        assert_eq!(again.groups, s.groups);
+        // A pending entry of a consumer the group does not have is refused.
+        let mut orphan = old.clone();
+        let at = orphan.windows(3).position(|w| w == b"bob").unwrap();
+        orphan[at..at + 3].copy_from_slice(b"eve");
+        assert!(Stream::decode(&orphan).is_err());
     }
 
     #[test]

@@ -35,6 +35,7 @@ use crate::stream::{
     Id, Stream, Trim,
 };
 use crate::table_pages::{self, Layout};
+use crate::{stream, stream_pending};
 
 /// Bytes of a node's record in the node table.
 const RECORD: usize = 40;
@@ -49,6 +50,7 @@ const LAYOUT: Layout<RECORD> = Layout {
     id_at: 16,
     count_at: 24,
     bytes_at: 28,
+    names_nodes: true,
 };
 
 fn word(r: &[u8], at: usize) -> u64 {
@@ -672,7 +674,7 @@ pub fn decode<'a>(store: &'a dyn NodeStore, stored: &'a [u8]) -> Result<Stream<'
         return Stream::decode(payload).map_err(|Corrupt| corrupt_stream());
     }
     let (meta, table) = parts(payload)?;
-    let meta = Stream::decode_meta(meta).map_err(|Corrupt| corrupt_stream())?;
+    let meta = Stream::decode_meta(store, meta).map_err(|Corrupt| corrupt_stream())?;
     Ok(meta.with_entries(Entries::split(store, table)))
 }
 
@@ -705,22 +707,27 @@ pub fn stored(store: &dyn NodeStore, stream: Stream, deadline: Option<u64>) -> R
     })
 }
 
-/// The stored payload of `stream`, and whether it is split.
+/// The stored payload of `stream`, and whether it is split: it is if its entries
+/// take two nodes or more, or a group's pending entries are paged.
 fn payload(store: &dyn NodeStore, mut stream: Stream) -> Result<(Vec<u8>, bool)> {
-    if let Some(e) = stream.entries.failure() {
+    if let Some(e) = stream.failure() {
         return Err(e);
     }
+    let pending_inline = stream.pending_inline();
     let entries = std::mem::take(&mut stream.entries);
-    let meta = stream.encode_meta();
-    let with_table = |table: Vec<u8>| {
+    let with_table = |mut stream: Stream, table: Records| {
+        let meta = stream.encode_meta(store)?;
+        let table = table.finish()?;
         let mut out = Vec::with_capacity(4 + meta.len() + table.len());
         out.extend_from_slice(&(meta.len() as u32).to_le_bytes());
         out.extend_from_slice(&meta);
         out.extend_from_slice(&table);
-        (out, true)
+        Ok((out, true))
     };
     match entries.form {
-        Form::Split { table, .. } if table.len() >= 2 => Ok(with_table(table.finish()?)),
+        Form::Split { table, .. } if table.len() >= 2 || !pending_inline => {
+            with_table(stream, table)
+        }
         Form::Split {
             store: nodes,
             ref written,
@@ -739,15 +746,14 @@ fn payload(store: &dyn NodeStore, mut stream: Stream) -> Result<(Vec<u8>, bool)>
         }
         Form::Whole { ref nodes, len } => {
             let pieces = pieces(nodes);
-            if pieces.len() < 2 {
+            if pieces.len() < 2 && pending_inline {
                 return Ok((stream.with_entries(entries).encode(), false));
             }
             let records: Vec<Record> = pieces
                 .iter()
                 .map(|node| Packed::of(node).write(store).1)
                 .collect();
-            let table = Records::of(store, LAYOUT, len as u64, &records);
-            Ok(with_table(table.finish()?))
+            with_table(stream, Records::of(store, LAYOUT, len as u64, &records))
         }
     }
 }
@@ -788,23 +794,47 @@ pub fn split_if_long(store: &dyn NodeStore, packed: &[u8]) -> Option<Vec<u8>> {
 /// The split stream `payload` stored whole.
 pub fn expand(store: &dyn NodeStore, payload: &[u8]) -> Result<Vec<u8>> {
     let (meta, table) = parts(payload)?;
-    let meta = Stream::decode_meta(meta).map_err(|Corrupt| corrupt_stream())?;
+    let meta = Stream::decode_meta(store, meta).map_err(|Corrupt| corrupt_stream())?;
     let stream = meta.with_entries(Entries::split(store, table));
     let packed = stream.encode();
-    match stream.entries.failure() {
+    match stream.failure() {
         Some(e) => Err(e),
         None => Ok(packed),
     }
 }
 
-/// The pages and nodes the split stream `payload` names, each its id and stored size.
+/// The pages and nodes the split stream `payload` names, each its id and stored size:
+/// its entries' and its groups' pending entries'.
 pub fn nodes(store: &dyn NodeStore, payload: &[u8]) -> Result<Vec<(u64, usize)>> {
-    table_pages::nodes(store, LAYOUT, parts(payload)?.1)
+    let (meta, table) = parts(payload)?;
+    let mut all = table_pages::nodes(store, LAYOUT, table)?;
+    for (_, pending) in pending_tables(meta)? {
+        all.extend(stream_pending::pages(store, pending)?);
+    }
+    Ok(all)
 }
 
 /// The pages and nodes the split stream `old` names and `new` does not.
 pub fn dropped(store: &dyn NodeStore, old: &[u8], new: &[u8]) -> Result<Vec<u64>> {
-    table_pages::dropped(store, LAYOUT, parts(old)?.1, parts(new)?.1)
+    let ((old_meta, old), (new_meta, new)) = (parts(old)?, parts(new)?);
+    let mut released = table_pages::dropped(store, LAYOUT, old, new)?;
+    let kept = pending_tables(new_meta)?;
+    for (group, table) in pending_tables(old_meta)? {
+        // A group's pages are named by its own table only.
+        released.extend(match kept.iter().find(|(name, _)| *name == group) {
+            Some((_, now)) => stream_pending::dropped(store, table, now)?,
+            None => stream_pending::pages(store, table)?
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect(),
+        });
+    }
+    Ok(released)
+}
+
+/// The pending tables of a split stream's groups.
+fn pending_tables(meta: &[u8]) -> Result<Vec<(Vec<u8>, &[u8])>> {
+    stream::pending_tables(meta).map_err(|Corrupt| corrupt_stream())
 }
 
 #[cfg(test)]
@@ -977,7 +1007,7 @@ mod tests {
                     false
                 }
             };
-            assert!(s.entries.failure().is_none());
+            assert!(s.failure().is_none());
             if changed {
                 let new = stream_stored(store, s);
                 for gone in nodes::dropped(store, &stored, Some(&new)).unwrap() {

@@ -36,7 +36,7 @@ const PAGE_REF: usize = 24;
 
 /// Records a page holds at most; a table with more is paged. At 24 bytes a record, a
 /// page is as large as a 3 KB node; at 16, a 2 KB one.
-const PAGE_RECORDS: usize = 128;
+pub const PAGE_RECORDS: usize = 128;
 
 /// Records a page is cut to, so that the next few splits of its nodes do not cut it
 /// again.
@@ -65,6 +65,10 @@ pub struct Layout<const R: usize> {
     pub id_at: usize,
     /// The u32 (LE) packed size of its node.
     pub bytes_at: usize,
+    /// Whether a record names a node (at `id_at`, counting `count_at`'s elements of
+    /// `bytes_at` bytes); if not, the records are the elements, each counting one,
+    /// and the three offsets are not read.
+    pub names_nodes: bool,
 }
 
 fn word(record: &[u8], at: usize, n: usize) -> u64 {
@@ -79,10 +83,14 @@ impl<const R: usize> Layout<R> {
     }
 
     pub fn count(&self, record: &[u8]) -> u64 {
+        if !self.names_nodes {
+            return 1;
+        }
         word(record, self.count_at, 4)
     }
 
     pub fn id(&self, record: &[u8]) -> u64 {
+        debug_assert!(self.names_nodes, "the records name no nodes");
         word(record, self.id_at, 8)
     }
 
@@ -410,20 +418,36 @@ impl<'a, const R: usize> Records<'a, R> {
         }
     }
 
+    /// Whether [`Records::finish`] stores the table inline.
+    pub fn stays_inline(&self) -> bool {
+        let len = self.len();
+        len <= PAGE_RECORDS && (!self.paged || len <= INLINE_AGAIN)
+    }
+
+    /// Whether the table was stored paged: its pages are in its node store.
+    pub fn was_paged(&self) -> bool {
+        self.paged
+    }
+
+    /// The table stored inline whatever its length, as a value stored whole holds it:
+    /// reads every page.
+    pub fn inline(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(INLINE_HEADER + self.len() * R);
+        out.extend_from_slice(&u32::try_from(self.count).expect("a count").to_le_bytes());
+        for p in 0..self.pages.len() {
+            out.extend_from_slice(self.body(p)?);
+        }
+        Ok(out)
+    }
+
     /// The table as stored. Inline if it has few records (at most [`PAGE_RECORDS`], or
     /// [`INLINE_AGAIN`] if it was paged, so that a table near the bound does not go
     /// back and forth); else paged, each run of changed pages written to the node
     /// store as new pages of at most [`PAGE_RECORDS`] (cut to [`PAGE_FILL`]), a run
     /// left short taking in a neighbour.
     pub fn finish(self) -> Result<Vec<u8>> {
-        let len = self.len();
-        if len <= PAGE_RECORDS && (!self.paged || len <= INLINE_AGAIN) {
-            let mut out = Vec::with_capacity(INLINE_HEADER + len * R);
-            out.extend_from_slice(&u32::try_from(self.count).expect("a count").to_le_bytes());
-            for p in 0..self.pages.len() {
-                out.extend_from_slice(self.body(p)?);
-            }
-            return Ok(out);
+        if self.stays_inline() {
+            return self.inline();
         }
         // Which pages to write again: the changed ones (an inline table's records
         // too), and a neighbour of each run of them left short.
@@ -509,12 +533,14 @@ pub fn nodes<const R: usize>(
         .iter()
         .filter_map(|p| Some((p.id?, p.records * R)))
         .collect();
-    out.extend(
-        records
-            .all()?
-            .iter()
-            .map(|r| (layout.id(r), layout.bytes(r))),
-    );
+    if layout.names_nodes {
+        out.extend(
+            records
+                .all()?
+                .iter()
+                .map(|r| (layout.id(r), layout.bytes(r))),
+        );
+    }
     Ok(out)
 }
 
@@ -539,6 +565,16 @@ pub fn dropped<const R: usize>(
         ids
     };
     let (old_pages, new_pages) = (ids(&old), ids(&new));
+    let released_pages = || -> Vec<u64> {
+        old_pages
+            .iter()
+            .copied()
+            .filter(|id| new_pages.binary_search(id).is_err())
+            .collect()
+    };
+    if !layout.names_nodes {
+        return Ok(released_pages());
+    }
     // The records of the pages `t` names and `other` (its sorted page ids) does not.
     let alone = |t: &Records<R>, other: &[u64]| -> Result<Vec<u8>> {
         let mut body = Vec::new();
@@ -560,10 +596,7 @@ pub fn dropped<const R: usize>(
     };
     let mut kept = middle(&kept);
     kept.sort_unstable();
-    let mut released: Vec<u64> = old_pages
-        .into_iter()
-        .filter(|id| new_pages.binary_search(id).is_err())
-        .collect();
+    let mut released = released_pages();
     released.extend(
         middle(&gone)
             .into_iter()
@@ -602,6 +635,7 @@ mod tests {
         id_at: 8,
         count_at: 16,
         bytes_at: 20,
+        names_nodes: true,
     };
 
     fn record(key: u64, id: u64, count: u32) -> Record {

@@ -12,7 +12,7 @@ use super::{error, help, int, parse_integer, reply, upper, Ctx, Reply};
 use super::{NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
 use crate::entry::now_ms;
 use crate::keyspace_events::STREAM;
-use crate::stream::{Group, Id, IdSyntax, Stream};
+use crate::stream::{Group, Id, IdSyntax, Pending, Stream};
 
 fn subcommand_error(args: &[Vec<u8>], command: &str) -> Reply {
     error(&format!(
@@ -299,27 +299,30 @@ fn serve_history(
     now: u64,
 ) -> (Vec<Frame>, bool) {
     let start = id.next().unwrap_or(Id::ZERO);
-    let entries: Vec<(Id, Option<Frame>)> = {
+    let entries: Vec<(Pending, Option<Frame>)> = {
         let g = s.group(group).expect("checked");
-        g.pending[g.pending_from(start)..]
-            .iter()
-            .filter(|p| p.consumer == consumer)
-            .take(limit)
-            .map(|p| (p.id, s.entry(p.id).as_ref().map(entry_frame)))
+        let own = g.consumer(consumer).map(|c| c.number());
+        let pending = match own {
+            Some(own) => g
+                .pending()
+                .range(start, Id::MAX, limit, |p| p.consumer == own),
+            None => Vec::new(),
+        };
+        pending
+            .into_iter()
+            .map(|p| (p, s.entry(p.id).as_ref().map(entry_frame)))
             .collect()
     };
     let g = s.group_mut(group).expect("checked");
     let created = g.touch_consumer(consumer, now);
     let mut frames = Vec::with_capacity(entries.len());
-    for (id, frame) in entries {
+    for (p, frame) in entries {
         match frame {
             Some(frame) => {
-                let at = g.pending_from(id);
-                g.pending[at].delivered_ms = now;
-                g.pending[at].deliveries += 1;
+                g.redeliver(p, consumer, now, None);
                 frames.push(frame);
             }
-            None => frames.push(Frame::Array(vec![id_frame(id), Frame::NullArray])),
+            None => frames.push(Frame::Array(vec![id_frame(p.id), Frame::NullArray])),
         }
     }
     (frames, created)
@@ -402,9 +405,7 @@ pub fn xack(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             Ok(ids) => ids,
             Err(e) => return (Write::Keep, Err(*e)),
         };
-        let before = g.pending.len();
-        g.pending.retain(|p| !ids.contains(&p.id));
-        let n = before - g.pending.len();
+        let n = ids.iter().filter(|&&id| g.ack(id)).count();
         (if n > 0 { Write::Store } else { Write::Keep }, Ok(n))
     }));
     match acked {
@@ -462,7 +463,7 @@ pub fn xpending(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             return no_group(&args[1], &args[2]);
         };
         let Some((start, end, count, min_idle, consumer)) = range else {
-            if g.pending.is_empty() {
+            if g.pending_count() == 0 {
                 return reply(Frame::Array(vec![
                     Frame::Integer(0),
                     Frame::Null,
@@ -471,35 +472,41 @@ pub fn xpending(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 ]));
             }
             let per_consumer = g
-                .consumers
+                .consumers()
                 .iter()
-                .map(|c| (c, g.pending_of(&c.name)))
-                .filter(|(_, n)| *n > 0)
-                .map(|(c, n)| Frame::Array(vec![Frame::bulk(&c.name), Frame::bulk(n.to_string())]))
+                .filter(|c| c.pending() > 0)
+                .map(|c| {
+                    let n = c.pending().to_string();
+                    Frame::Array(vec![Frame::bulk(&c.name), Frame::bulk(n)])
+                })
                 .collect();
+            let ends = [g.pending().first(), g.pending().last()];
+            let [first, last] = ends.map(|p| p.map_or(Frame::Null, |p| id_frame(p.id)));
             return reply(Frame::Array(vec![
-                Frame::Integer(g.pending.len() as i64),
-                id_frame(g.pending[0].id),
-                id_frame(g.pending[g.pending.len() - 1].id),
+                Frame::Integer(g.pending_count() as i64),
+                first,
+                last,
                 Frame::Array(per_consumer),
             ]));
         };
-        if let Some(c) = consumer {
-            if g.consumer(c).is_none() {
-                return reply(Frame::Array(Vec::new()));
-            }
-        }
+        let owner = match consumer.map(|c| g.consumer(c)) {
+            Some(None) => return reply(Frame::Array(Vec::new())),
+            Some(Some(c)) => Some(c.number()),
+            None => None,
+        };
         let now = now_ms() as i64;
-        let rows = g.pending[g.pending_from(start)..]
+        let kept = |p: &Pending| {
+            owner.is_none_or(|n| p.consumer == n)
+                && (min_idle == 0 || now - p.delivered_ms as i64 >= min_idle)
+        };
+        let rows = g
+            .pending()
+            .range(start, end, count, kept)
             .iter()
-            .take_while(|p| p.id <= end)
-            .filter(|p| consumer.is_none_or(|c| p.consumer == *c))
-            .filter(|p| min_idle == 0 || now - p.delivered_ms as i64 >= min_idle)
-            .take(count)
             .map(|p| {
                 Frame::Array(vec![
                     id_frame(p.id),
-                    Frame::bulk(&p.consumer),
+                    Frame::bulk(g.consumer_name(p.consumer)),
                     Frame::Integer((now - p.delivered_ms as i64).max(0)),
                     Frame::Integer(p.deliveries as i64),
                 ])
@@ -507,18 +514,6 @@ pub fn xpending(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             .collect();
         reply(Frame::Array(rows))
     }))
-}
-
-/// Moves the pending entry at `at` of group `g` to `consumer` as XCLAIM and
-/// XAUTOCLAIM do.
-fn claim(g: &mut Group, at: usize, consumer: &[u8], delivered_ms: u64, deliveries: Option<u64>) {
-    let p = &mut g.pending[at];
-    p.consumer = consumer.to_vec();
-    p.delivered_ms = delivered_ms;
-    match deliveries {
-        Some(n) => p.deliveries = n,
-        None => p.deliveries += 1,
-    }
 }
 
 /// XCLAIM's options.
@@ -617,45 +612,32 @@ pub fn xclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         }
         let (mut frames, mut created, mut touched) = (Vec::new(), false, false);
         for (&id, frame) in ids.iter().zip(frames_of) {
-            let mut at = g.pending_from(id);
-            let pending = g.pending.get(at).is_some_and(|p| p.id == id);
+            let pending = g.pending().get(id);
             let Some(frame) = frame else {
                 // Deleted from the stream: no longer pending either.
-                if pending {
-                    g.pending.remove(at);
+                if pending.is_some() {
+                    g.ack(id);
                 }
                 continue;
             };
-            if !pending {
-                if !o.force {
-                    continue;
-                }
-                // As Redis creates it: delivered now, once, to no consumer yet.
-                g.pending.insert(
-                    at,
-                    crate::stream::Pending {
-                        id,
-                        consumer: Vec::new(),
-                        delivered_ms: now as u64,
-                        deliveries: 1,
-                    },
-                );
-            }
-            let fresh = !pending;
-            if !fresh && min_idle > 0 && now - (g.pending[at].delivered_ms as i64) < min_idle {
-                continue;
-            }
+            let p = match pending {
+                Some(p) if min_idle > 0 && now - (p.delivered_ms as i64) < min_idle => continue,
+                Some(p) => p,
+                None if !o.force => continue,
+                // As Redis creates it: delivered now, once, then claimed.
+                None => Pending {
+                    id,
+                    consumer: 0,
+                    delivered_ms: now as u64,
+                    deliveries: 1,
+                },
+            };
             if !touched {
                 created = g.touch_consumer(consumer, now as u64);
                 touched = true;
-                at = g.pending_from(id);
             }
-            let deliveries = o.retry_count.or(if o.justid {
-                Some(g.pending[at].deliveries)
-            } else {
-                None
-            });
-            claim(g, at, consumer, delivered, deliveries);
+            let deliveries = o.retry_count.or(o.justid.then_some(p.deliveries));
+            g.redeliver(p, consumer, delivered, deliveries);
             frames.push(if o.justid { id_frame(id) } else { frame });
         }
         (Write::Store, (frames, created))
@@ -703,46 +685,48 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             return (Write::Keep, None);
         };
         // Looked up for as many pending entries as the loop below may attempt.
-        let exists: Vec<(Id, Option<Frame>)> = {
+        let exists: Vec<(Pending, Option<Frame>)> = {
             let g = s.group(group).expect("checked above");
-            g.pending[g.pending_from(start)..]
-                .iter()
-                .take(usize::try_from(count.saturating_mul(10)).unwrap_or(usize::MAX))
-                .map(|p| (p.id, s.entry(p.id).as_ref().map(entry_frame)))
+            let attempts = usize::try_from(count.saturating_mul(10)).unwrap_or(usize::MAX);
+            let pending = g.pending().range(start, Id::MAX, attempts, |_| true);
+            pending
+                .into_iter()
+                .map(|p| (p, s.entry(p.id).as_ref().map(entry_frame)))
                 .collect()
         };
         let g = s.group_mut(group).expect("checked above");
-        let mut at = g.pending_from(start);
         let (mut left, mut attempts) = (count, count.saturating_mul(10));
         let (mut claimed, mut deleted, mut created, mut touched) =
             (Vec::new(), Vec::new(), false, false);
+        // Where the next call goes on from: past the last pending entry looked at.
+        let mut from = Some(start);
         let mut entries = exists.into_iter();
         while attempts > 0 && left > 0 {
             attempts -= 1;
-            let Some((id, frame)) = entries.next() else {
+            let Some((p, frame)) = entries.next() else {
                 break;
             };
+            from = p.id.next();
             let Some(frame) = frame else {
-                g.pending.remove(at);
-                deleted.push(id_frame(id));
+                g.ack(p.id);
+                deleted.push(id_frame(p.id));
                 left -= 1;
                 continue;
             };
-            if min_idle > 0 && (now as i64 - g.pending[at].delivered_ms as i64) < min_idle {
-                at += 1;
+            if min_idle > 0 && (now as i64 - p.delivered_ms as i64) < min_idle {
                 continue;
             }
             if !touched {
                 created = g.touch_consumer(consumer, now);
                 touched = true;
             }
-            let deliveries = justid.then_some(g.pending[at].deliveries);
-            claim(g, at, consumer, now, deliveries);
-            claimed.push(if justid { id_frame(id) } else { frame });
-            at += 1;
+            let deliveries = justid.then_some(p.deliveries);
+            g.redeliver(p, consumer, now, deliveries);
+            claimed.push(if justid { id_frame(p.id) } else { frame });
             left -= 1;
         }
-        let next = g.pending.get(at).map_or(Id::ZERO, |p| p.id);
+        let after = from.and_then(|from| g.pending().range(from, Id::MAX, 1, |_| true).pop());
+        let next = after.map_or(Id::ZERO, |p| p.id);
         (Write::Store, Some((next, claimed, deleted, created)))
     }));
     let Some((next, claimed, deleted, created)) = outcome else {
@@ -811,10 +795,10 @@ pub fn xinfo(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                     ));
                 };
                 let now = now_ms() as i64;
-                let consumers = g.consumers.iter().map(|c| {
+                let consumers = g.consumers().iter().map(|c| {
                     Frame::Map(vec![
                         field("name", Frame::bulk(&c.name)),
-                        field("pending", Frame::Integer(g.pending_of(&c.name) as i64)),
+                        field("pending", Frame::Integer(c.pending() as i64)),
                         field("idle", Frame::Integer((now - c.seen_ms as i64).max(0))),
                     ])
                 });
@@ -824,8 +808,8 @@ pub fn xinfo(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 let groups = s.groups.iter().map(|g| {
                     Frame::Map(vec![
                         field("name", Frame::bulk(&g.name)),
-                        field("consumers", Frame::Integer(g.consumers.len() as i64)),
-                        field("pending", Frame::Integer(g.pending.len() as i64)),
+                        field("consumers", Frame::Integer(g.consumers().len() as i64)),
+                        field("pending", Frame::Integer(g.pending_count() as i64)),
                         field("last-delivered-id", id_frame(g.last_id)),
                         field("entries-read", entries_read_frame(g)),
                         field("lag", lag_frame(s, g)),
@@ -892,17 +876,20 @@ fn stream_info(s: &Stream, args: &[Vec<u8>]) -> Reply {
         ),
     ));
     let groups = s.groups.iter().map(|g| {
-        let pending = g.pending.iter().take(limit).map(|p| {
+        let listed = g.pending().range(Id::ZERO, Id::MAX, limit, |_| true);
+        let pending = listed.iter().map(|p| {
             Frame::Array(vec![
                 id_frame(p.id),
-                Frame::bulk(&p.consumer),
+                Frame::bulk(g.consumer_name(p.consumer)),
                 Frame::Integer(p.delivered_ms as i64),
                 Frame::Integer(p.deliveries as i64),
             ])
         });
-        let consumers = g.consumers.iter().map(|c| {
-            let own = g.pending.iter().filter(|p| p.consumer == c.name);
-            let rows = own.clone().take(limit).map(|p| {
+        let consumers = g.consumers().iter().map(|c| {
+            let own = g
+                .pending()
+                .range(Id::ZERO, Id::MAX, limit, |p| p.consumer == c.number());
+            let rows = own.iter().map(|p| {
                 Frame::Array(vec![
                     id_frame(p.id),
                     Frame::Integer(p.delivered_ms as i64),
@@ -912,7 +899,7 @@ fn stream_info(s: &Stream, args: &[Vec<u8>]) -> Reply {
             Frame::Map(vec![
                 field("name", Frame::bulk(&c.name)),
                 field("seen-time", Frame::Integer(c.seen_ms as i64)),
-                field("pel-count", Frame::Integer(own.count() as i64)),
+                field("pel-count", Frame::Integer(c.pending() as i64)),
                 field("pending", Frame::Array(rows.collect())),
             ])
         });
@@ -921,7 +908,7 @@ fn stream_info(s: &Stream, args: &[Vec<u8>]) -> Reply {
             field("last-delivered-id", id_frame(g.last_id)),
             field("entries-read", entries_read_frame(g)),
             field("lag", lag_frame(s, g)),
-            field("pel-count", Frame::Integer(g.pending.len() as i64)),
+            field("pel-count", Frame::Integer(g.pending_count() as i64)),
             field("pending", Frame::Array(pending.collect())),
             field("consumers", Frame::Array(consumers.collect())),
         ])

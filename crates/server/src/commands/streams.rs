@@ -53,7 +53,7 @@ pub(super) fn read<R>(
         }
         let s = stream_nodes::decode(nodes, stored)?;
         let result = f(Found::Stream(&s));
-        match s.entries.failure() {
+        match s.failure() {
             Some(e) => Err(e),
             None => Ok(result),
         }
@@ -97,7 +97,7 @@ pub(super) fn edit<R>(
                 Ok((Some(stream_nodes::stored(nodes, s, deadline)?), result))
             }
             (_, Some(s)) => {
-                let failed = s.entries.failure();
+                let failed = s.failure();
                 s.entries.abandon();
                 match failed {
                     Some(e) => Err(e),

@@ -29,7 +29,7 @@
 //! them.
 
 use super::{backlen_size, put_length, seal, Reader, Refusal};
-use crate::stream::{Consumer, Entry, Group, Id, Pending, Stream};
+use crate::stream::{Entry, Group, Id, Pending, Stream};
 
 pub const STREAM_TYPE: u8 = 19;
 /// Redis 7.2's form: consumers have an active time too.
@@ -60,19 +60,19 @@ pub fn dump(stream: &Stream) -> Vec<u8> {
         put_raw(&mut out, &g.name);
         put_id(&mut out, g.last_id);
         put_length(&mut out, g.entries_read.unwrap_or(u64::MAX));
-        put_length(&mut out, g.pending.len() as u64);
-        for p in &g.pending {
+        let pending = g.pending().all();
+        put_length(&mut out, pending.len() as u64);
+        for p in &pending {
             out.extend_from_slice(&raw_id(p.id));
             out.extend_from_slice(&p.delivered_ms.to_le_bytes());
             put_length(&mut out, p.deliveries);
         }
-        put_length(&mut out, g.consumers.len() as u64);
-        for c in &g.consumers {
+        put_length(&mut out, g.consumers().len() as u64);
+        for c in g.consumers() {
             put_raw(&mut out, &c.name);
             out.extend_from_slice(&c.seen_ms.to_le_bytes());
-            let owned: Vec<&Pending> = g.pending.iter().filter(|p| p.consumer == c.name).collect();
-            put_length(&mut out, owned.len() as u64);
-            for p in owned {
+            put_length(&mut out, c.pending());
+            for p in pending.iter().filter(|p| p.consumer == c.number()) {
                 out.extend_from_slice(&raw_id(p.id));
             }
         }
@@ -129,21 +129,24 @@ pub fn restore(r: &mut Reader, kind: u8, max_len: usize) -> Result<Stream<'stati
             true => None,
             false => Some(r.u64_length()?).filter(|&n| n != u64::MAX),
         };
-        let mut group = Group::new(&name, last_id, entries_read);
+        // Each pending entry's consumer is known once the consumers are read.
+        let mut pending: Vec<(Pending, bool)> = Vec::new();
         for _ in 0..r.plain_length()? {
             let id = read_raw_id(r)?;
             let delivered_ms = u64::from_le_bytes(r.take(8)?.try_into().expect("8 bytes"));
             let deliveries = r.u64_length()?;
-            group.pending.push(Pending {
+            let p = Pending {
                 id,
-                consumer: Vec::new(),
+                consumer: 0,
                 delivered_ms,
                 deliveries,
-            });
+            };
+            pending.push((p, false));
         }
-        if !group.pending.windows(2).all(|w| w[0].id < w[1].id) {
+        if !pending.windows(2).all(|w| w[0].0.id < w[1].0.id) {
             return Err(bad("a group's pending entries are out of order"));
         }
+        let mut consumers: Vec<(Vec<u8>, u64)> = Vec::new();
         for _ in 0..r.plain_length()? {
             let name = r.string(max_len)?;
             let seen_ms = u64::from_le_bytes(r.take(8)?.try_into().expect("8 bytes"));
@@ -152,20 +155,25 @@ pub fn restore(r: &mut Reader, kind: u8, max_len: usize) -> Result<Stream<'stati
             }
             for _ in 0..r.plain_length()? {
                 let id = read_raw_id(r)?;
-                let at = group.pending_from(id);
-                match group.pending.get_mut(at) {
-                    Some(p) if p.id == id && p.consumer.is_empty() => p.consumer = name.clone(),
+                let at = pending.partition_point(|(p, _)| p.id < id);
+                match pending.get_mut(at) {
+                    Some((p, owned)) if p.id == id && !*owned => {
+                        p.consumer = consumers.len() as u64;
+                        *owned = true;
+                    }
                     _ => return Err(bad("a consumer's pending entry is not the group's")),
                 }
             }
-            if group.consumers.last().is_some_and(|c| c.name >= name) {
+            if consumers.last().is_some_and(|(last, _)| *last >= name) {
                 return Err(bad("a group's consumers are out of order or named twice"));
             }
-            group.consumers.push(Consumer { name, seen_ms });
+            consumers.push((name, seen_ms));
         }
-        if group.pending.iter().any(|p| p.consumer.is_empty()) {
+        if pending.iter().any(|(_, owned)| !owned) {
             return Err(bad("a group's pending entry belongs to no consumer"));
         }
+        let pending: Vec<Pending> = pending.into_iter().map(|(p, _)| p).collect();
+        let group = Group::restored(&name, last_id, entries_read, consumers, &pending);
         if groups.iter().any(|g| g.name == group.name) {
             return Err(bad("a stream names a consumer group twice"));
         }
@@ -416,6 +424,7 @@ mod tests {
     use super::super::{crc64, restore as restore_payload};
     use super::*;
     use crate::entry::Kind;
+    use crate::stream::Described;
     use proptest::prelude::*;
 
     fn restored(payload: &[u8]) -> Result<Stream<'static>, Refusal> {
@@ -460,16 +469,18 @@ mod tests {
             (g.name.as_slice(), g.last_id, g.entries_read),
             (&b"grp"[..], id(1, 1), None)
         );
-        assert_eq!(g.pending.len(), 1);
+        let pending = g.pending().all();
+        assert_eq!(pending.len(), 1);
         assert_eq!(
-            (g.pending[0].id, g.pending[0].consumer.as_slice()),
+            (pending[0].id, g.consumer_name(pending[0].consumer)),
             (id(1, 1), &b"c1"[..])
         );
         assert_eq!(
-            (g.pending[0].delivered_ms, g.pending[0].deliveries),
+            (pending[0].delivered_ms, pending[0].deliveries),
             (1_795_759_870_372, 1)
         );
-        assert_eq!(g.consumers[0].name, b"c1");
+        assert_eq!(g.consumers()[0].name, b"c1");
+        assert_eq!(g.consumers()[0].pending(), 1);
         // And hotkv's DUMP of it reads back the same (but for the deleted entry, which
         // hotkv does not keep: its node counts one entry fewer).
         assert_eq!(kept(&restored(&dump(&s)).unwrap()), kept(&s));
@@ -500,7 +511,7 @@ mod tests {
                 2 if !s.entries.is_empty() => {
                     let victim = s.entries.all()[usize::from(n) % s.entries.len()].id;
                     s.delete(victim);
-                    g.pending.retain(|p| p.id != victim);
+                    g.ack(victim);
                 }
                 _ if !s.entries.is_empty() => {
                     let e = s.entries.all()[usize::from(n) % s.entries.len()].id;
@@ -519,7 +530,7 @@ mod tests {
     /// groups, the IDs and counters.
     type Kept = (
         Vec<Vec<(Id, Vec<(Vec<u8>, Vec<u8>)>)>>,
-        Vec<Group>,
+        Vec<Described>,
         (Id, Id, Id, u64),
     );
 
@@ -531,7 +542,7 @@ mod tests {
             .map(|n| n.iter().map(|e| (e.id, e.fields.clone())).collect())
             .collect();
         let ids = (s.last_id, s.first_id, s.max_deleted_id, s.entries_added);
-        (nodes, s.groups.clone(), ids)
+        (nodes, s.groups.iter().map(Group::described).collect(), ids)
     }
 
     proptest! {
@@ -584,8 +595,14 @@ mod tests {
         let read: Vec<Option<u64>> = s.groups.iter().map(|g| g.entries_read).collect();
         assert_eq!(read, [Some(1), Some(0)]);
         let g1 = &s.groups[0];
-        assert_eq!(g1.pending.len(), 4);
-        assert!(g1.pending.iter().all(|p| p.consumer == b"c11"));
+        assert_eq!(g1.pending_count(), 4);
+        let c11 = g1.consumer(b"c11").unwrap();
+        assert_eq!(c11.pending(), 4);
+        assert!(g1
+            .pending()
+            .all()
+            .iter()
+            .all(|p| p.consumer == c11.number()));
     }
 
     /// A node's listpack: a master entry with field "f", then `entries` as (flags,

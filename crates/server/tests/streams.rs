@@ -292,3 +292,178 @@ fn a_long_stream_answers_from_its_nodes() {
         ) == "0"));
     }
 }
+
+/// XPENDING's summary: count, first and last IDs, and each consumer with entries
+/// pending and how many.
+type Summary = (i64, String, String, Vec<(String, String)>);
+
+/// A group with thousands of entries pending (`stream_pending.rs`: its pending entries
+/// in pages, in a long stream and in one trimmed short): XPENDING's summary and
+/// ranges, XACK, XCLAIM, XAUTOCLAIM, a consumer's history, XINFO, DELCONSUMER, DUMP
+/// and RESTORE, a restart of the lsm engine, and deleting the streams releases their
+/// pages.
+#[test]
+fn a_long_pending_list_answers_from_its_pages() {
+    let server = Server::start();
+    let mut c = server.client();
+    let mut ids = Vec::new();
+    for i in 0..3000 {
+        let id = format!("{}-{}", 1000 + i / 3, i % 3);
+        let _: String = run(&mut c, &["XADD", "s", &id, "n", &i.to_string()]);
+        ids.push(id);
+    }
+    let _: () = run(&mut c, &["XGROUP", "CREATE", "s", "g", "0"]);
+    for (who, count) in [("alice", 1000), ("bob", 1500), ("carol", 400)] {
+        let read = ["XREADGROUP", "GROUP", "g", who, "COUNT", &count.to_string()];
+        let got: Vec<(String, Entries)> =
+            run(&mut c, &[&read[..], &["STREAMS", "s", ">"]].concat());
+        assert_eq!(got[0].1.len(), count);
+    }
+    let pair = |who: &str, n: usize| (who.to_string(), n.to_string());
+    let summary: Summary = run(&mut c, &["XPENDING", "s", "g"]);
+    assert_eq!(
+        summary,
+        (
+            2900,
+            ids[0].clone(),
+            ids[2899].clone(),
+            vec![pair("alice", 1000), pair("bob", 1500), pair("carol", 400)]
+        )
+    );
+    // A range of one consumer's, from the middle.
+    let rows: Vec<(String, String, i64, i64)> =
+        run(&mut c, &["XPENDING", "s", "g", &ids[1200], "+", "3", "bob"]);
+    let got: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(got, [&ids[1200], &ids[1201], &ids[1202]]);
+    assert!(rows.iter().all(|r| r.1 == "bob" && r.3 == 1));
+    let acked: i64 = run(
+        &mut c,
+        &[
+            &["XACK", "s", "g"][..],
+            &ids.iter().take(500).map(String::as_str).collect::<Vec<_>>(),
+        ]
+        .concat(),
+    );
+    assert_eq!(acked, 500);
+    let claimed: Vec<String> = run(
+        &mut c,
+        &["XCLAIM", "s", "g", "dave", "0", &ids[1000], "JUSTID"],
+    );
+    assert_eq!(claimed, [ids[1000].clone()]);
+    let auto: (String, Vec<String>, Vec<String>) = run(
+        &mut c,
+        &[
+            "XAUTOCLAIM",
+            "s",
+            "g",
+            "erin",
+            "0",
+            "0",
+            "COUNT",
+            "100",
+            "JUSTID",
+        ],
+    );
+    assert_eq!(auto.0, ids[600]);
+    assert_eq!(auto.1, ids[500..600]);
+    // Bob's history: his own pending entries, delivered once more.
+    let history: Vec<(String, Entries)> = run(
+        &mut c,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "bob",
+            "COUNT",
+            "2",
+            "STREAMS",
+            "s",
+            "0",
+        ],
+    );
+    let got: Vec<&str> = history[0].1.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(got, [&ids[1001], &ids[1002]]);
+    let summary: Summary = run(&mut c, &["XPENDING", "s", "g"]);
+    let expected = vec![
+        pair("alice", 400),
+        pair("bob", 1499),
+        pair("carol", 400),
+        pair("dave", 1),
+        pair("erin", 100),
+    ];
+    assert_eq!(
+        summary,
+        (2400, ids[500].clone(), ids[2899].clone(), expected.clone())
+    );
+    let consumers: Vec<std::collections::HashMap<String, redis::Value>> =
+        run(&mut c, &["XINFO", "CONSUMERS", "s", "g"]);
+    let counts: Vec<(String, String)> = consumers
+        .iter()
+        .map(|c| match (&c["name"], &c["pending"]) {
+            (redis::Value::BulkString(n), redis::Value::Int(p)) => {
+                (String::from_utf8(n.clone()).unwrap(), p.to_string())
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(counts, expected);
+    // A copy through DUMP and RESTORE has the same group.
+    let dump: Vec<u8> = run(&mut c, &["DUMP", "s"]);
+    let _: () = redis::cmd("RESTORE")
+        .arg("s2")
+        .arg(0)
+        .arg(dump)
+        .query(&mut c)
+        .unwrap();
+    let copied: Summary = run(&mut c, &["XPENDING", "s2", "g"]);
+    assert_eq!(copied, summary);
+    assert_eq!(
+        run::<i64>(&mut c, &["XGROUP", "DELCONSUMER", "s", "g", "bob"]),
+        1499
+    );
+    let summary: Summary = run(&mut c, &["XPENDING", "s", "g"]);
+    assert_eq!(summary.0, 901);
+    // A short stream (trimmed as it grows) whose group has hundreds pending.
+    let _: () = run(&mut c, &["XGROUP", "CREATE", "t", "g", "$", "MKSTREAM"]);
+    for i in 1..=400 {
+        let _: String = run(
+            &mut c,
+            &["XADD", "t", "MAXLEN", "5", &format!("{i}-1"), "f", "v"],
+        );
+        let _: redis::Value = run(
+            &mut c,
+            &["XREADGROUP", "GROUP", "g", "w", "STREAMS", "t", ">"],
+        );
+    }
+    let short: Summary = run(&mut c, &["XPENDING", "t", "g"]);
+    assert_eq!(
+        short,
+        (400, "1-1".into(), "400-1".into(), vec![pair("w", 400)])
+    );
+    assert_eq!(run::<i64>(&mut c, &["XLEN", "t"]), 5);
+    // Entries trimmed away are still pending; claiming one drops it instead.
+    let gone: Vec<String> = run(&mut c, &["XCLAIM", "t", "g", "w", "0", "1-1", "JUSTID"]);
+    assert!(gone.is_empty());
+    assert_eq!(run::<Summary>(&mut c, &["XPENDING", "t", "g"]).0, 399);
+    let (s_before, t_before): (Summary, Summary) = (
+        run(&mut c, &["XPENDING", "s", "g"]),
+        run(&mut c, &["XPENDING", "t", "g"]),
+    );
+    let (server, mut c) = if support::test_engine() == "lsm" {
+        let dir = server.stop().unwrap();
+        let server = Server::start_in(dir, &[]);
+        let c = server.client();
+        (server, c)
+    } else {
+        (server, c)
+    };
+    assert_eq!(run::<Summary>(&mut c, &["XPENDING", "s", "g"]), s_before);
+    assert_eq!(run::<Summary>(&mut c, &["XPENDING", "t", "g"]), t_before);
+    assert_eq!(run::<i64>(&mut c, &["DEL", "s", "s2", "t"]), 3);
+    if support::test_engine() == "memory" {
+        assert!(support::eventually(10, || support::info_field(
+            &mut c,
+            "hotring_collection_nodes"
+        ) == "0"));
+    }
+}

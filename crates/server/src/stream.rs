@@ -512,24 +512,6 @@ pub fn encode_node(entries: &[Entry]) -> Vec<u8> {
     out
 }
 
-/// The entries of a node [`encode_node`] wrote, numbered `node`.
-pub fn decode_node(bytes: &[u8], node: u64) -> Result<Vec<Entry>, Corrupt> {
-    let mut r = Reader { bytes };
-    let count = r.u32()?;
-    let mut entries = Vec::with_capacity(r.count(u64::from(count), 20)?);
-    for _ in 0..count {
-        entries.push(Entry {
-            id: r.id()?,
-            node,
-            fields: r.fields()?,
-        });
-    }
-    if !r.bytes.is_empty() {
-        return Err(Corrupt);
-    }
-    Ok(entries)
-}
-
 /// The entries of a node [`encode_node`] wrote, each its ID and its fields still
 /// encoded ([`decode_fields`]): what a read of a few entries decodes no more of.
 pub fn node_entries(bytes: &[u8]) -> Result<Vec<(Id, &[u8])>, Corrupt> {
@@ -561,9 +543,13 @@ pub fn decode_fields(bytes: &[u8]) -> Result<Fields, Corrupt> {
     Ok(fields)
 }
 
-/// The node [`encode_node`] wrote as `node` with `e` appended, copied as bytes.
-pub fn node_with(node: &[u8], e: &Entry) -> Result<Vec<u8>, Corrupt> {
-    let count = Reader { bytes: node }.u32()? as usize;
+/// The node [`encode_node`] wrote as `node`, of `count` entries, with `e` appended,
+/// copied as bytes: only its count is read (and checked).
+pub fn node_with(node: &[u8], count: usize, e: &Entry) -> Result<Vec<u8>, Corrupt> {
+    let mut r = Reader { bytes: node };
+    if r.u32()? as usize != count {
+        return Err(Corrupt);
+    }
     let mut out = Vec::with_capacity(node.len() + entry_size(e));
     put_u32(&mut out, count + 1);
     out.extend_from_slice(&node[4..]);

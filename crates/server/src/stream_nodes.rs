@@ -31,8 +31,8 @@ use engine::Result;
 use crate::entry::{Entry as Stored, Kind};
 use crate::nodes::{NodeStore, NODE_BYTES};
 use crate::stream::{
-    decode_fields, decode_node, encode_node, entry_size, node_entries, node_with, Corrupt, Entry,
-    Id, Stream, Trim,
+    decode_fields, encode_node, entry_size, node_entries, node_with, Corrupt, Entry, Id, Stream,
+    Trim,
 };
 use crate::table_pages::{self, Layout};
 use crate::{stream, stream_pending};
@@ -265,30 +265,29 @@ impl<'a> Entries<'a> {
             Form::Whole { nodes, .. } => Ok(Cow::Borrowed(&nodes[at])),
             Form::Split { .. } => {
                 let (bytes, info, id) = self.raw(at)?;
-                let entries = decode_node(&bytes, info.number).map_err(|Corrupt| bad_node(id))?;
-                Ok(Cow::Owned(entries))
+                let entries = checked(&bytes, info, id)?
+                    .into_iter()
+                    .map(|(entry_id, fields)| {
+                        Ok(Entry {
+                            id: entry_id,
+                            node: info.number,
+                            fields: decode_fields(fields).map_err(|Corrupt| bad_node(id))?,
+                        })
+                    });
+                Ok(Cow::Owned(entries.collect::<Result<_>>()?))
             }
         }
     }
 
-    /// A split stream's node `at` as stored, what its record says, and its id; its
-    /// count and first ID checked against the record.
+    /// A split stream's node `at` as stored (not parsed yet: see [`checked`]), what
+    /// its record says, and its id.
     fn raw(&self, at: usize) -> Result<(Vec<u8>, NodeInfo, u64)> {
         let Form::Split { store, table, .. } = &self.form else {
             unreachable!("only a split stream's nodes are stored")
         };
         let r = table.get(at)?;
         let (id, info) = (LAYOUT.id(&r), NodeInfo::of(&r));
-        let bytes = store.read(id)?;
-        let entries = node_entries(&bytes).map_err(|Corrupt| bad_node(id))?;
-        if entries.len() != info.count || entries.first().map(|e| e.0) != Some(info.first) {
-            return Err(corrupt(format!(
-                "stream node {id} holds {} entries, its record says {}",
-                entries.len(),
-                info.count
-            )));
-        }
-        Ok((bytes, info, id))
+        Ok((store.read(id)?, info, id))
     }
 
     /// Up to `limit` entries of node `at` with IDs from `from` to `to`, in ID order or,
@@ -318,7 +317,7 @@ impl<'a> Entries<'a> {
             }
             Form::Split { .. } => {
                 let (bytes, info, id) = self.raw(at)?;
-                let entries = node_entries(&bytes).map_err(|Corrupt| bad_node(id))?;
+                let entries = checked(&bytes, info, id)?;
                 let (start, end) = (
                     entries.partition_point(|e| e.0 < from),
                     entries.partition_point(|e| e.0 <= to),
@@ -541,8 +540,8 @@ impl<'a> Entries<'a> {
                     let Some((bytes, _, id)) = self.noted(self.raw(last)) else {
                         return;
                     };
-                    let Some(bytes) =
-                        self.noted(node_with(&bytes, &e).map_err(|Corrupt| bad_node(id)))
+                    let Some(bytes) = self
+                        .noted(node_with(&bytes, info.count, &e).map_err(|Corrupt| bad_node(id)))
                     else {
                         return;
                     };
@@ -676,6 +675,20 @@ pub fn decode<'a>(store: &'a dyn NodeStore, stored: &'a [u8]) -> Result<Stream<'
     let (meta, table) = parts(payload)?;
     let meta = Stream::decode_meta(store, meta).map_err(|Corrupt| corrupt_stream())?;
     Ok(meta.with_entries(Entries::split(store, table)))
+}
+
+/// The entries of node `id` as stored (`bytes`), each its ID and its fields still
+/// encoded; its count and first ID checked against its record's `info`.
+fn checked(bytes: &[u8], info: NodeInfo, id: u64) -> Result<Vec<(Id, &[u8])>> {
+    let entries = node_entries(bytes).map_err(|Corrupt| bad_node(id))?;
+    if entries.len() != info.count || entries.first().map(|e| e.0) != Some(info.first) {
+        return Err(corrupt(format!(
+            "stream node {id} holds {} entries, its record says {}",
+            entries.len(),
+            info.count
+        )));
+    }
+    Ok(entries)
 }
 
 fn bad_node(id: u64) -> engine::Error {

@@ -669,9 +669,12 @@ fn read_listed_group<'r>(
     })
 }
 
-/// The pending tables of the groups of a split stream's `meta`, each with its group's
-/// name: what names their pages.
-pub fn pending_tables(meta: &[u8]) -> Result<Vec<(Vec<u8>, &[u8])>, Corrupt> {
+/// A group's name and its stored pending table.
+pub type PendingTable<'m> = (Vec<u8>, &'m [u8]);
+
+/// The pending tables of the groups of a split stream's `meta`: what names their
+/// pages.
+pub fn pending_tables(meta: &[u8]) -> Result<Vec<PendingTable<'_>>, Corrupt> {
     let mut r = Reader { bytes: meta };
     let (_, groups) = Stream::read_counters(&mut r)?;
     let mut out = Vec::new();

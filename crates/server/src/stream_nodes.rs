@@ -846,7 +846,7 @@ pub fn dropped(store: &dyn NodeStore, old: &[u8], new: &[u8]) -> Result<Vec<u64>
 }
 
 /// The pending tables of a split stream's groups.
-fn pending_tables(meta: &[u8]) -> Result<Vec<(Vec<u8>, &[u8])>> {
+fn pending_tables(meta: &[u8]) -> Result<Vec<stream::PendingTable<'_>>> {
     stream::pending_tables(meta).map_err(|Corrupt| corrupt_stream())
 }
 

@@ -449,7 +449,7 @@ fn a_long_pending_list_answers_from_its_pages() {
         run(&mut c, &["XPENDING", "s", "g"]),
         run(&mut c, &["XPENDING", "t", "g"]),
     );
-    let (server, mut c) = if support::test_engine() == "lsm" {
+    let (_server, mut c) = if support::test_engine() == "lsm" {
         let dir = server.stop().unwrap();
         let server = Server::start_in(dir, &[]);
         let c = server.client();

@@ -705,3 +705,92 @@ fn large_hashes_sets_and_sorted_sets_survive_a_restart() {
     assert_eq!(run::<i64>(&mut c, &["DEL", "hash", "set", "zset"]), 3);
     assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 0);
 }
+
+/// A consumer group's pending entries (in pages once there are many,
+/// `stream_pending.rs`) under SIGKILL: each writer adds entry i and delivers it to its
+/// group in one script, so that it is pending, and acknowledges its oldest pending
+/// entry every third command. After each restart the group's pending entries are
+/// exactly the entries from the first not yet acknowledged to the last delivered, each
+/// delivered once to the one consumer (see [`kill_9_cycles`]).
+#[test]
+fn kill_9_leaves_pending_entries_whole() {
+    const ADD_AND_DELIVER: &str = "redis.call('XADD', KEYS[1], ARGV[1], 'v', ARGV[2]) \
+        return redis.call('XREADGROUP', 'GROUP', 'g', 'c', 'COUNT', 1, 'STREAMS', KEYS[1], '>')";
+    let held = |w: usize, c: &mut redis::Connection| {
+        let key = format!("pending:{w}");
+        // No group yet: the first cycle, or killed before it was made.
+        let rows: Vec<(String, String, i64, i64)> = match redis::cmd("XPENDING")
+            .arg(&[key.as_str(), "g", "-", "+", "1000000"][..])
+            .query(c)
+        {
+            Err(e) if e.code() == Some("NOGROUP") => return None,
+            rows => rows.unwrap(),
+        };
+        let number = |id: &str| id.split_once('-').unwrap().0.parse::<u64>().unwrap() - 1;
+        let first = number(&rows.first()?.0);
+        for (at, (id, consumer, _, deliveries)) in rows.iter().enumerate() {
+            assert_eq!(number(id), first + at as u64, "writer {w}: pending {at}");
+            assert_eq!(
+                (consumer.as_str(), *deliveries),
+                ("c", 1),
+                "writer {w}: {id}"
+            );
+        }
+        let summary: (i64, String, String, Vec<(String, String)>) =
+            run(c, &["XPENDING", &key, "g"]);
+        assert_eq!(
+            summary.0 as usize,
+            rows.len(),
+            "writer {w}: the summary's count"
+        );
+        assert_eq!(summary.3, [("c".to_string(), rows.len().to_string())]);
+        Some((first, first + rows.len() as u64))
+    };
+    let write = |w: usize, mut c: redis::Connection, acked: &[AtomicU64; 2]| {
+        let key = format!("pending:{w}");
+        let created = redis::cmd("XGROUP")
+            .arg(&["CREATE", key.as_str(), "g", "0", "MKSTREAM"][..])
+            .query::<()>(&mut c);
+        if let Err(e) = created {
+            if e.code() != Some("BUSYGROUP") {
+                return;
+            }
+        }
+        let [done, added] = acked;
+        for op in 0u64.. {
+            if op % 3 == 2 {
+                let i = done.load(Ordering::SeqCst);
+                let id = format!("{}-0", i + 1);
+                let Ok(n) = redis::cmd("XACK")
+                    .arg(&key)
+                    .arg("g")
+                    .arg(id)
+                    .query::<u64>(&mut c)
+                else {
+                    return;
+                };
+                if n == 1 {
+                    done.store(i + 1, Ordering::SeqCst);
+                }
+            } else {
+                let i = added.load(Ordering::SeqCst);
+                let mut script = redis::cmd("EVAL");
+                script
+                    .arg(ADD_AND_DELIVER)
+                    .arg(1)
+                    .arg(&key)
+                    .arg(format!("{}-0", i + 1))
+                    .arg(hash_value(w, i));
+                if script.query::<redis::Value>(&mut c).is_err() {
+                    return;
+                }
+                added.store(i + 1, Ordering::SeqCst);
+            }
+        }
+    };
+    let lengths = kill_9_cycles(2, held, write);
+    assert!(
+        lengths.iter().all(|&n| n > 200),
+        "the pending lists grew past a page: {lengths:?}"
+    );
+}

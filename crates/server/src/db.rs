@@ -96,6 +96,14 @@ impl Default for Db {
     }
 }
 
+/// Whether `stored`, live, is a split collection of another type than `kind`: what a
+/// command on `kind` refuses without expanding it.
+fn refused_unread(stored: &[u8], kind: Kind) -> bool {
+    Entry::stored_is_node_table(stored)
+        && Entry::stored_kind(stored) != kind
+        && !Entry::stored_expired(stored, now_ms())
+}
+
 impl Db {
     fn on(store: Store) -> Db {
         let nodes = matches!(store, Store::Memory(_)).then(MemoryNodes::default);
@@ -136,6 +144,18 @@ impl Db {
         let _pin = crossbeam_epoch::pin();
         let stored = self.stored(key)?;
         self.live(key, stored)
+    }
+
+    /// [`Db::get`] for a command on values of type `kind`: a split collection of
+    /// another type comes without its value ([`Entry::stored_without_value`]) rather
+    /// than expanded only to be refused.
+    pub fn get_of(&self, key: &[u8], kind: Kind) -> Result<Option<Entry>> {
+        let _pin = crossbeam_epoch::pin();
+        let stored = self.stored(key)?;
+        match &stored {
+            Some(s) if refused_unread(s, kind) => Ok(Some(Entry::stored_without_value(s))),
+            _ => self.live(key, stored),
+        }
     }
 
     /// The live entry of `key`, leaving its access clock (OBJECT IDLETIME) as it was,
@@ -193,50 +213,55 @@ impl Db {
             .expect("the memory store has a node store")
     }
 
-    /// The type of `key` if it is live, without copying or expanding its value.
-    pub fn kind(&self, key: &[u8]) -> Result<Option<Kind>> {
+    /// What `read` makes of the stored form of `key` (its tag, say), the value neither
+    /// copied from the index nor expanded; `touch`: counted as an access to the key
+    /// (not: as Redis's lookups with `LOOKUP_NOTOUCH`). `None` if the key is missing
+    /// or has expired (an expired one is handed to [`Db::get`], which deletes it).
+    fn read_tag<R>(&self, key: &[u8], touch: bool, read: impl Fn(&[u8]) -> R) -> Result<Option<R>> {
         let found = match &self.store {
+            Store::Memory(index) if touch => {
+                index.get_with(key, |s| (Entry::stored_deadline(s), read(s)))
+            }
             Store::Memory(index) => {
-                index.get_with(key, |s| (Entry::stored_deadline(s), Entry::stored_kind(s)))
+                index.peek_with(key, |s, _| (Entry::stored_deadline(s), read(s)))
             }
             Store::Engine(store) => store
                 .get(key)?
-                .map(|s| (Entry::stored_deadline(&s), Entry::stored_kind(&s))),
+                .map(|s| (Entry::stored_deadline(&s), read(&s))),
         };
         match found {
-            None => Ok(None),
-            // Expired: `get` deletes it, or finds a value written meanwhile.
-            Some((Some(d), _)) if d < now_ms() => Ok(self.get(key)?.map(|e| e.kind)),
-            Some((_, kind)) => Ok(Some(kind)),
+            Some((Some(d), _)) if d < now_ms() => {
+                let live = if touch {
+                    self.get(key)?
+                } else {
+                    self.peek(key)?
+                };
+                Ok(live.map(|e| read(&e.stored())))
+            }
+            found => Ok(found.map(|(_, r)| r)),
         }
+    }
+
+    /// The type of `key` if it is live, without copying or expanding its value.
+    pub fn kind(&self, key: &[u8]) -> Result<Option<Kind>> {
+        self.read_tag(key, true, Entry::stored_kind)
+    }
+
+    /// [`Db::kind`], leaving the key's access clock as it was (TYPE, EXISTS).
+    pub fn peek_kind(&self, key: &[u8]) -> Result<Option<Kind>> {
+        self.read_tag(key, false, Entry::stored_kind)
     }
 
     /// The deadline of `key` if it is live (`Some(None)`: it has none), read from its
     /// stored tag: the value is not copied or expanded, and its access clock is left
     /// as it was (TTL, as Redis's `LOOKUP_NOTOUCH`).
     pub fn peek_deadline(&self, key: &[u8]) -> Result<Option<Option<u64>>> {
-        let found = match &self.store {
-            Store::Memory(index) => index.peek_with(key, |v, _| Entry::stored_deadline(v)),
-            Store::Engine(store) => store.get(key)?.map(|s| Entry::stored_deadline(&s)),
-        };
-        match found {
-            // Expired: `peek` deletes it, or finds a value written meanwhile.
-            Some(Some(d)) if d < now_ms() => Ok(self.peek(key)?.map(|e| e.deadline)),
-            found => Ok(found),
-        }
+        self.read_tag(key, false, Entry::stored_deadline)
     }
 
-    /// Whether `key` is live, without copying its value from the index (an expired
-    /// one is handed to [`Db::get`], which deletes it).
+    /// Whether `key` is live, without copying or expanding its value.
     pub fn contains(&self, key: &[u8]) -> Result<bool> {
-        let Store::Memory(index) = &self.store else {
-            return Ok(self.get(key)?.is_some());
-        };
-        match index.get_with(key, Entry::stored_deadline) {
-            None => Ok(false),
-            Some(Some(d)) if d < now_ms() => Ok(self.get(key)?.is_some()),
-            Some(_) => Ok(true),
-        }
+        Ok(self.read_tag(key, true, |_| ())?.is_some())
     }
 
     /// Sets `key` whatever it held.
@@ -317,13 +342,20 @@ impl Db {
     /// Reads `key`'s live entry, lets `decide` choose a change, and applies it
     /// atomically: if another writer changed the key in between, `decide` runs again
     /// on the new entry. Returns what the last `decide` returned.
+    ///
+    /// `decide` works on values of type `kind`: a split collection of another type
+    /// comes without its value ([`Entry::stored_without_value`]).
     pub fn update<R>(
         &self,
         key: &[u8],
+        kind: Kind,
         mut decide: impl FnMut(Option<&Entry>) -> (Change, R),
     ) -> Result<R> {
         self.write(key, |live, nodes| {
             let entry = match live {
+                Some(stored) if refused_unread(stored, kind) => {
+                    Some(Entry::stored_without_value(stored))
+                }
                 Some(stored) => Some(Entry::decode(nodes::expand(nodes, stored)?)),
                 None => None,
             };
@@ -1217,5 +1249,50 @@ impl Db {
     pub fn index_stats(&self) -> Option<hotring::Stats> {
         self.index()
             .map(|index| index.stats_sampled(rand::random(), STATS_SAMPLE_ITEMS))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::list_nodes::End;
+
+    /// A split list whose nodes are all gone from the store: whatever expanded it would
+    /// panic (in memory a node outlives its readers). What needs only the key's type or deadline answers all the same, and
+    /// string commands refuse it, without reading a node.
+    #[test]
+    fn a_split_collection_is_typed_and_refused_without_reading_its_nodes() {
+        let db = Db::default();
+        let element = vec![b'e'; 100];
+        for _ in 0..1000 {
+            let pushed = db.edit_list(b"list", |l| {
+                l.push(End::Right, std::iter::once(element.as_slice()))
+            });
+            pushed.unwrap().expect("a list");
+        }
+        let stored = db.stored(b"list").unwrap().unwrap();
+        assert!(Entry::stored_is_node_table(&stored));
+        let store = db.memory_nodes();
+        for id in nodes::node_ids(store, &stored).unwrap() {
+            store.discard(id);
+        }
+        assert_eq!(db.kind(b"list").unwrap(), Some(Kind::List));
+        assert_eq!(db.peek_kind(b"list").unwrap(), Some(Kind::List));
+        assert_eq!(db.peek_deadline(b"list").unwrap(), Some(None));
+        assert!(db.contains(b"list").unwrap());
+        let refused = db.get_of(b"list", Kind::String).unwrap().unwrap();
+        assert_eq!((refused.kind, refused.value.len()), (Kind::List, 0));
+        let kept = db.update(b"list", Kind::String, |e| {
+            let e = e.expect("the list");
+            assert_eq!((e.kind, e.value.len()), (Kind::List, 0));
+            (Change::Keep, ())
+        });
+        assert!(kept.is_ok());
+        // Replaced by a string without being read (SET), its nodes are not read either.
+        let replaced = db.update(b"list", Kind::String, |_| {
+            (Change::Put(Entry::plain(b"v".to_vec(), None)), ())
+        });
+        assert!(replaced.is_ok());
+        assert_eq!(db.get(b"list").unwrap().unwrap().value, b"v");
     }
 }

@@ -190,6 +190,18 @@ impl Entry {
         }
     }
 
+    /// The entry `stored` holds but for its value, left empty: its type, deadline and
+    /// encoding, which is all a command refusing its type needs (a node table is not
+    /// expanded for it).
+    pub fn stored_without_value(stored: &[u8]) -> Entry {
+        Entry {
+            value: Vec::new(),
+            deadline: Self::stored_deadline(stored),
+            raw: Self::stored_raw(stored),
+            kind: Self::stored_kind(stored),
+        }
+    }
+
     /// The payload of a stored value (a string's bytes, a collection packed), borrowed.
     pub fn stored_payload(stored: &[u8]) -> &[u8] {
         let trailer = if Self::stored_deadline(stored).is_some() {

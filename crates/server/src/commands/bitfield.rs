@@ -14,7 +14,7 @@ use resp::Frame;
 
 use super::{error, parse_integer, reply, upper, Ctx, Reply, SYNTAX_ERROR, WRONG_TYPE};
 use crate::db::Change;
-use crate::entry::Entry;
+use crate::entry::{Entry, Kind};
 use crate::keyspace_events::STRING;
 
 const BAD_TYPE: &str =
@@ -63,7 +63,7 @@ fn run(ctx: &mut Ctx, args: &[Vec<u8>], read_only: bool) -> Reply {
         })
         .max();
     let Some(furthest) = furthest_write else {
-        let found = ctx.read(&args[1])?;
+        let found = ctx.read_of(&args[1], Kind::String)?;
         if found.as_ref().is_some_and(|e| !e.is_string()) {
             return error(WRONG_TYPE);
         }
@@ -80,7 +80,7 @@ fn run(ctx: &mut Ctx, args: &[Vec<u8>], read_only: bool) -> Reply {
     if read_only {
         return error("ERR BITFIELD_RO only supports the GET subcommand");
     }
-    let outcome = ctx.db().update(&args[1], |e| {
+    let outcome = ctx.db().update(&args[1], Kind::String, |e| {
         if e.is_some_and(|e| !e.is_string()) {
             return (Change::Keep, None);
         }

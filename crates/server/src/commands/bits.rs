@@ -5,7 +5,7 @@ use super::{
     error, int, of_kind, parse_integer, upper, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE,
 };
 use crate::db::Change;
-use crate::entry::Entry;
+use crate::entry::{Entry, Kind};
 use crate::keyspace_events::{GENERIC, STRING};
 
 const BAD_OFFSET: &str = "ERR bit offset is not an integer or out of range";
@@ -32,7 +32,7 @@ pub fn getbit(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         Ok(o) => o,
         Err(e) => return error(e),
     };
-    let value = of_kind!(ctx.read(&args[1])?, String)
+    let value = of_kind!(ctx, &args[1], String)
         .map(|e| e.value)
         .unwrap_or_default();
     int(bit_at(&value, offset) as i64)
@@ -52,7 +52,7 @@ pub fn setbit(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     };
     let byte = (offset >> 3) as usize;
     let mask = 0x80u8 >> (offset & 7);
-    let old = ctx.db().update(&args[1], |e| {
+    let old = ctx.db().update(&args[1], Kind::String, |e| {
         if e.is_some_and(|e| !e.is_string()) {
             return (Change::Keep, None);
         }
@@ -140,7 +140,7 @@ fn count_ones(value: &[u8], (lo, hi): (u64, u64)) -> u64 {
 /// `BITCOUNT key [start end [BYTE | BIT]]`.
 pub fn bitcount(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     // Redis 7.0 looks the key up first: a missing key counts 0 whatever follows.
-    let Some(entry) = of_kind!(ctx.read(&args[1])?, String) else {
+    let Some(entry) = of_kind!(ctx, &args[1], String) else {
         return int(0);
     };
     let value = entry.value;
@@ -195,7 +195,7 @@ pub fn bitpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         Some(_) => return error("ERR The bit argument must be 1 or 0."),
         None => return error(NOT_AN_INTEGER),
     };
-    let Some(entry) = of_kind!(ctx.read(&args[1])?, String) else {
+    let Some(entry) = of_kind!(ctx, &args[1], String) else {
         return int(if want { -1 } else { 0 });
     };
     let value = entry.value;
@@ -241,7 +241,7 @@ pub fn bitop(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     }
     let mut sources = Vec::with_capacity(args.len() - 3);
     for key in &args[3..] {
-        let found = of_kind!(ctx.read(key)?, String);
+        let found = of_kind!(ctx, key, String);
         sources.push(found.map(|e| e.value).unwrap_or_default());
     }
     let len = sources.iter().map(Vec::len).max().unwrap_or(0);

@@ -28,7 +28,7 @@ pub fn edit<R>(
     kind: Kind,
     mut decide: impl FnMut(Option<&[u8]>) -> (Edit, R),
 ) -> engine::Result<Option<Edited<R>>> {
-    ctx.db().update(key, |e| {
+    ctx.db().update(key, kind, |e| {
         let Some(deadline) = (match e {
             Some(e) if e.kind != kind => None,
             e => Some(e.and_then(|e| e.deadline)),

@@ -87,7 +87,7 @@ pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     // The existence check again, now atomically with the write.
     let outcome = ctx
         .db()
-        .update(key, |old| match (old.is_some(), replace, past) {
+        .update(key, kind, |old| match (old.is_some(), replace, past) {
             (true, false, _) => (Change::Keep, Outcome::Busy),
             (true, true, true) => (Change::Delete, Outcome::Deleted),
             (false, _, true) => (Change::Keep, Outcome::Stored),

@@ -5,16 +5,16 @@ use resp::Frame;
 use super::expire::{parse_expiry, take_expiry_option, Expiry};
 use super::{error, of_kind, reply, Ctx, Reply, SYNTAX_ERROR, WRONG_TYPE};
 use crate::db::Change;
-use crate::entry::Entry;
+use crate::entry::{Entry, Kind};
 use crate::keyspace_events::GENERIC;
 
 pub fn get(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let found = of_kind!(ctx.read(&args[1])?, String);
+    let found = of_kind!(ctx, &args[1], String);
     reply(found.map_or(Frame::Null, |e| Frame::Bulk(e.value)))
 }
 
 pub fn getdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let old = ctx.db().update(&args[1], |e| match e {
+    let old = ctx.db().update(&args[1], Kind::String, |e| match e {
         Some(e) if !e.is_string() => (Change::Keep, Err(())),
         e => (Change::Delete, Ok(e.map(|e| e.value.clone()))),
     })?;
@@ -51,30 +51,32 @@ pub fn getex(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             Err(e) => Err(e),
         },
     };
-    let value = ctx.db().update(&args[1], |e| match (e, &expiry) {
-        (None, _) => (Change::Keep, Ok((None, None))),
-        (Some(e), _) if !e.is_string() => (Change::Keep, Err(Frame::error(WRONG_TYPE))),
-        (Some(_), Err(e)) => (Change::Keep, Err(e.clone())),
-        (Some(e), Ok(None)) => (Change::Keep, Ok((Some(e.value.clone()), None))),
-        // PERSIST on a key with no expiry changes nothing (and so aborts no WATCH).
-        (Some(e), Ok(Some(None))) if e.deadline.is_none() => {
-            (Change::Keep, Ok((Some(e.value.clone()), None)))
-        }
-        (Some(e), Ok(Some(deadline))) => (
-            Change::Put(Entry {
-                deadline: *deadline,
-                ..e.clone()
-            }),
-            Ok((
-                Some(e.value.clone()),
-                Some(if deadline.is_some() {
-                    "expire"
-                } else {
-                    "persist"
+    let value = ctx
+        .db()
+        .update(&args[1], Kind::String, |e| match (e, &expiry) {
+            (None, _) => (Change::Keep, Ok((None, None))),
+            (Some(e), _) if !e.is_string() => (Change::Keep, Err(Frame::error(WRONG_TYPE))),
+            (Some(_), Err(e)) => (Change::Keep, Err(e.clone())),
+            (Some(e), Ok(None)) => (Change::Keep, Ok((Some(e.value.clone()), None))),
+            // PERSIST on a key with no expiry changes nothing (and so aborts no WATCH).
+            (Some(e), Ok(Some(None))) if e.deadline.is_none() => {
+                (Change::Keep, Ok((Some(e.value.clone()), None)))
+            }
+            (Some(e), Ok(Some(deadline))) => (
+                Change::Put(Entry {
+                    deadline: *deadline,
+                    ..e.clone()
                 }),
-            )),
-        ),
-    })?;
+                Ok((
+                    Some(e.value.clone()),
+                    Some(if deadline.is_some() {
+                        "expire"
+                    } else {
+                        "persist"
+                    }),
+                )),
+            ),
+        })?;
     let (value, event) = match value {
         Ok(found) => found,
         Err(e) => return reply(e),

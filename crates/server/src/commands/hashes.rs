@@ -123,7 +123,7 @@ pub fn hexists(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 
 /// The fields (`keys`), values, or both of a hash, in order.
 fn listing(ctx: &Ctx, key: &[u8], keys: bool, values: bool) -> Reply {
-    let found = of_kind!(ctx.read(key)?, Hash);
+    let found = of_kind!(ctx, key, Hash);
     let hash = found.map(|e| e.value).unwrap_or_default();
     let pairs = packed::pairs(&hash);
     if keys && values {
@@ -225,7 +225,7 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let Some(count) = count else {
         return answer_fields(ctx, &args[1], Kind::Hash, collections::random_field);
     };
-    let found = of_kind!(ctx.read(&args[1])?, Hash);
+    let found = of_kind!(ctx, &args[1], Hash);
     let Some(entry) = found else {
         return reply(Frame::Array(Vec::new()));
     };

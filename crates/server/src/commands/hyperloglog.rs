@@ -3,7 +3,7 @@
 
 use super::{error, int, ok, Ctx, Reply, WRONG_TYPE};
 use crate::db::Change;
-use crate::entry::Entry;
+use crate::entry::{Entry, Kind};
 use crate::hll;
 use crate::keyspace_events::STRING;
 
@@ -20,7 +20,7 @@ fn refusal(entry: &Entry) -> Option<&'static str> {
 
 /// `PFADD key [element ...]`: 1 if a register changed or the key was made, else 0.
 pub fn pfadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let outcome = ctx.db().update(&args[1], |found| {
+    let outcome = ctx.db().update(&args[1], Kind::String, |found| {
         if let Some(why) = found.and_then(refusal) {
             return (Change::Keep, Err(why));
         }
@@ -62,7 +62,7 @@ pub fn pfcount(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     }
     let key = &args[1];
     let mut found = false;
-    let outcome = ctx.db().update(key, |entry| {
+    let outcome = ctx.db().update(key, Kind::String, |entry| {
         found = entry.is_some();
         let Some(entry) = entry else {
             return (Change::Keep, Ok(0));
@@ -97,7 +97,7 @@ fn union(ctx: &Ctx, keys: &[Vec<u8>]) -> engine::Result<Result<(Vec<u8>, bool), 
     let mut max = vec![0u8; hll::REGISTERS];
     let mut dense = false;
     for key in keys {
-        let Some(entry) = ctx.read(key)? else {
+        let Some(entry) = ctx.read_of(key, Kind::String)? else {
             continue;
         };
         if let Some(why) = refusal(&entry) {
@@ -121,7 +121,7 @@ pub fn pfmerge(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         Ok(merged) => merged,
         Err(why) => return error(why),
     };
-    let merged = ctx.db().update(&args[1], |found| {
+    let merged = ctx.db().update(&args[1], Kind::String, |found| {
         let mut value = found.map_or_else(hll::new, |e| e.value.clone());
         if hll::merge_into(&mut value, &max, dense).is_none() {
             return (Change::Keep, false);

@@ -5,12 +5,12 @@ use resp::Frame;
 
 use super::{error, parse_integer, reply, Ctx, Reply, NOT_AN_INTEGER, WRONG_TYPE};
 use crate::db::Change;
-use crate::entry::Entry;
+use crate::entry::{Entry, Kind};
 use crate::keyspace_events::STRING;
 use crate::long_double::LongDouble;
 
 fn add(ctx: &mut Ctx, key: &[u8], delta: i64) -> Reply {
-    let result = ctx.db().update(key, |e| {
+    let result = ctx.db().update(key, Kind::String, |e| {
         let (current, deadline) = match e {
             None => (0, None),
             Some(e) if !e.is_string() => return (Change::Keep, Err(WRONG_TYPE)),
@@ -80,7 +80,7 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let Some(delta) = parse_float(&args[2]) else {
         return error("ERR value is not a valid float");
     };
-    let result = ctx.db().update(&args[1], |e| {
+    let result = ctx.db().update(&args[1], Kind::String, |e| {
         let (current, deadline) = match e {
             None => (LongDouble::ZERO, None),
             Some(e) if !e.is_string() => return (Change::Keep, Err(WRONG_TYPE)),

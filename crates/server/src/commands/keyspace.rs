@@ -9,10 +9,8 @@ use super::{
 };
 
 pub fn type_of(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let found = ctx.read_untouched(&args[1])?;
-    reply(Frame::Simple(
-        found.map_or("none", |e| e.kind.name()).into(),
-    ))
+    let found = ctx.kind_untouched(&args[1])?;
+    reply(Frame::Simple(found.map_or("none", |k| k.name()).into()))
 }
 
 /// Moves `from` to `to`, value and expiry. Runs alone (the command table says so), so

@@ -3,11 +3,15 @@
 use resp::Frame;
 
 use super::{error, int, parse_integer, reply, upper, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR};
+use crate::entry::Kind;
 
 /// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]`, answered as Redis
 /// answers it, matches listed from the ends of the strings backwards.
 pub fn lcs(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let (a, b) = (ctx.read(&args[1])?, ctx.read(&args[2])?);
+    let (a, b) = (
+        ctx.read_of(&args[1], Kind::String)?,
+        ctx.read_of(&args[2], Kind::String)?,
+    );
     if [&a, &b]
         .iter()
         .any(|e| e.as_ref().is_some_and(|e| !e.is_string()))

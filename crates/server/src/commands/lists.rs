@@ -346,7 +346,7 @@ pub fn lpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             _ => return error(SYNTAX_ERROR),
         }
     }
-    let found = of_kind!(ctx.read(&args[1])?, List);
+    let found = of_kind!(ctx, &args[1], List);
     let Some(entry) = found else {
         return reply(if count.is_some() {
             Frame::Array(Vec::new())

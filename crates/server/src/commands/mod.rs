@@ -202,6 +202,17 @@ impl Ctx<'_> {
         Ok(found)
     }
 
+    /// [`Ctx::read`] for a command on values of type `kind` (see [`Db::get_of`]).
+    fn read_of(
+        &self,
+        key: &[u8],
+        kind: crate::entry::Kind,
+    ) -> engine::Result<Option<crate::entry::Entry>> {
+        let found = self.db().get_of(key, kind)?;
+        self.hit(key, found.is_some());
+        Ok(found)
+    }
+
     /// Whether `key` is live, counted as a read ([`Ctx::hit`]).
     fn exists(&self, key: &[u8]) -> engine::Result<bool> {
         let found = self.db().contains(key)?;
@@ -209,16 +220,17 @@ impl Ctx<'_> {
         Ok(found)
     }
 
-    /// [`Ctx::read`] without counting an access on the key (see [`Db::peek`]).
-    fn read_untouched(&self, key: &[u8]) -> engine::Result<Option<crate::entry::Entry>> {
-        let found = self.db().peek(key)?;
+    /// The type of `key` if it is live, counted as a read ([`Ctx::hit`]) but not as an
+    /// access on the key (see [`Db::peek_kind`]).
+    fn kind_untouched(&self, key: &[u8]) -> engine::Result<Option<crate::entry::Kind>> {
+        let found = self.db().peek_kind(key)?;
         self.hit(key, found.is_some());
         Ok(found)
     }
 
-    /// [`Ctx::exists`] without counting an access on the key (see [`Db::peek`]).
+    /// [`Ctx::exists`] without counting an access on the key (see [`Db::peek_kind`]).
     fn exists_untouched(&self, key: &[u8]) -> engine::Result<bool> {
-        Ok(self.read_untouched(key)?.is_some())
+        Ok(self.kind_untouched(key)?.is_some())
     }
 
     /// Queues a keyspace notification (see [`crate::keyspace_events`]).
@@ -1491,11 +1503,11 @@ pub(crate) const NOT_AN_INTEGER: &str = "ERR value is not an integer or out of r
 pub(crate) const WRONG_TYPE: &str =
     "WRONGTYPE Operation against a key holding the wrong kind of value";
 
-/// `found` (an `Option<Entry>`) if it is missing or of the kind named; otherwise the
-/// command answers WRONGTYPE.
+/// The live entry of a key (an `Option<Entry>`, read with [`Ctx::read_of`]) if it is
+/// missing or of the kind named; otherwise the command answers WRONGTYPE.
 macro_rules! of_kind {
-    ($found:expr, $kind:ident) => {
-        match $found {
+    ($ctx:expr, $key:expr, $kind:ident) => {
+        match $ctx.read_of($key, crate::entry::Kind::$kind)? {
             Some(e) if e.kind != crate::entry::Kind::$kind => {
                 return super::error(super::WRONG_TYPE)
             }

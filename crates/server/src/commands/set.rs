@@ -8,8 +8,8 @@ use super::{
     WRONG_TYPE,
 };
 use crate::db::Change;
-use crate::entry::now_ms;
 use crate::entry::Entry;
+use crate::entry::{now_ms, Kind};
 use crate::keyspace_events::{GENERIC, KEY_MISS, STRING};
 
 /// `SET key value [NX | XX] [GET] [EX s | PX ms | EXAT t | PXAT t | KEEPTTL]`.
@@ -44,7 +44,7 @@ pub fn set(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             Err(e) => return reply(e),
         },
     };
-    let outcome = ctx.db().update(key, |e| {
+    let outcome = ctx.db().update(key, Kind::String, |e| {
         // SET GET reads the old value as GET does; without GET, SET replaces any type.
         if get && e.is_some_and(|e| !e.is_string()) {
             return (Change::Keep, None);
@@ -83,7 +83,7 @@ pub fn set(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 
 pub fn setnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let value = &args[2];
-    let done = ctx.db().update(&args[1], |e| match e {
+    let done = ctx.db().update(&args[1], Kind::String, |e| match e {
         Some(_) => (Change::Keep, false),
         None => (Change::Put(Entry::plain(value.clone(), None)), true),
     })?;
@@ -126,7 +126,7 @@ pub fn getset(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     // before the `new` event of the write. Told once even if a racing writer makes
     // the update look again (Redis, one thread, has no such race).
     let mut miss_told = false;
-    let old = ctx.db().update(key, |e| {
+    let old = ctx.db().update(key, Kind::String, |e| {
         if e.is_none() && !miss_told {
             ctx.notify(KEY_MISS, "keymiss", key);
             miss_told = true;

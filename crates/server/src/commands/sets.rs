@@ -85,7 +85,7 @@ fn as_set(members: impl IntoIterator<Item = impl AsRef<[u8]>>) -> Frame {
 }
 
 pub fn smembers(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let found = of_kind!(ctx.read(&args[1])?, Set);
+    let found = of_kind!(ctx, &args[1], Set);
     let set = found.map(|e| e.value).unwrap_or_default();
     reply(as_set(packed::elements(&set)))
 }
@@ -206,7 +206,7 @@ pub fn srandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let Some(count) = count else {
         return answer_fields(ctx, &args[1], Kind::Set, collections::random_field);
     };
-    let found = of_kind!(ctx.read(&args[1])?, Set);
+    let found = of_kind!(ctx, &args[1], Set);
     let set = found.map(|e| e.value).unwrap_or_default();
     let all = members(&set);
     let picked =

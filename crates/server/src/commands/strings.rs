@@ -4,21 +4,21 @@ use resp::Frame;
 
 use super::{error, int, of_kind, parse_integer, reply, Ctx, Reply, NOT_AN_INTEGER, WRONG_TYPE};
 use crate::db::Change;
-use crate::entry::Entry;
+use crate::entry::{Entry, Kind};
 use crate::keyspace_events::STRING;
 
 pub fn mget(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let mut values = Vec::with_capacity(args.len() - 1);
     for key in &args[1..] {
         // As Redis: a key of another type reads as missing here, not as an error.
-        let found = ctx.read(key)?.filter(Entry::is_string);
+        let found = ctx.read_of(key, Kind::String)?.filter(Entry::is_string);
         values.push(found.map_or(Frame::Null, |e| Frame::Bulk(e.value)));
     }
     reply(Frame::Array(values))
 }
 
 pub fn strlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    int(of_kind!(ctx.read(&args[1])?, String).map_or(0, |e| e.value.len()) as i64)
+    int(of_kind!(ctx, &args[1], String).map_or(0, |e| e.value.len()) as i64)
 }
 
 const TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
@@ -26,7 +26,7 @@ const TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-
 pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let tail = &args[2];
     let max = ctx.server.config.proto_max_bulk_len();
-    let result = ctx.db().update(&args[1], |e| {
+    let result = ctx.db().update(&args[1], Kind::String, |e| {
         if e.is_some_and(|e| !e.is_string()) {
             return (Change::Keep, Err(WRONG_TYPE));
         }
@@ -53,7 +53,7 @@ pub fn getrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     else {
         return error(NOT_AN_INTEGER);
     };
-    let value = of_kind!(ctx.read(&args[1])?, String)
+    let value = of_kind!(ctx, &args[1], String)
         .map(|e| e.value)
         .unwrap_or_default();
     let len = value.len() as i64;
@@ -89,7 +89,7 @@ pub fn setrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     // The longest string SETRANGE may build is `proto-max-bulk-len`, as in Redis.
     let too_long =
         offset as u64 + patch.len() as u64 > ctx.server.config.proto_max_bulk_len() as u64;
-    let outcome = ctx.db().update(&args[1], |e| match e {
+    let outcome = ctx.db().update(&args[1], Kind::String, |e| match e {
         Some(e) if !e.is_string() => (Change::Keep, Err(WRONG_TYPE)),
         None if patch.is_empty() => (Change::Keep, Ok((0, false))),
         Some(e) if patch.is_empty() => (Change::Keep, Ok((e.value.len(), false))),

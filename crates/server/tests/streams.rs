@@ -417,6 +417,8 @@ fn a_long_pending_list_answers_from_its_pages() {
         .unwrap();
     let copied: Summary = run(&mut c, &["XPENDING", "s2", "g"]);
     assert_eq!(copied, summary);
+    // Destroying the copy's group releases its pages (checked below, once all is gone).
+    assert_eq!(run::<i64>(&mut c, &["XGROUP", "DESTROY", "s2", "g"]), 1);
     assert_eq!(
         run::<i64>(&mut c, &["XGROUP", "DELCONSUMER", "s", "g", "bob"]),
         1499

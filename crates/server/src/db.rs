@@ -150,8 +150,20 @@ impl Db {
     /// another type comes without its value ([`Entry::stored_without_value`]) rather
     /// than expanded only to be refused.
     pub fn get_of(&self, key: &[u8], kind: Kind) -> Result<Option<Entry>> {
+        self.read_of(key, kind, true)
+    }
+
+    /// [`Db::get_of`] leaving the key's access clock as it was (see [`Db::peek`]).
+    pub fn peek_of(&self, key: &[u8], kind: Kind) -> Result<Option<Entry>> {
+        self.read_of(key, kind, false)
+    }
+
+    fn read_of(&self, key: &[u8], kind: Kind, touch: bool) -> Result<Option<Entry>> {
         let _pin = crossbeam_epoch::pin();
-        let stored = self.stored(key)?;
+        let stored = match touch {
+            true => self.stored(key)?,
+            false => self.stored_untouched(key)?,
+        };
         match &stored {
             Some(s) if refused_unread(s, kind) => Ok(Some(Entry::stored_without_value(s))),
             _ => self.live(key, stored),
@@ -162,11 +174,16 @@ impl Db {
     /// as Redis's lookups with `LOOKUP_NOTOUCH` do (EXISTS, TYPE, OBJECT).
     pub fn peek(&self, key: &[u8]) -> Result<Option<Entry>> {
         let _pin = crossbeam_epoch::pin();
-        let stored = match &self.store {
-            Store::Memory(index) => index.peek_with(key, |v, _| v.to_vec()),
-            Store::Engine(store) => store.get(key)?,
-        };
+        let stored = self.stored_untouched(key)?;
         self.live(key, stored)
+    }
+
+    /// [`Db::stored`] leaving the key's access clock as it was.
+    fn stored_untouched(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match &self.store {
+            Store::Memory(index) => Ok(index.peek_with(key, |v, _| v.to_vec())),
+            Store::Engine(store) => store.get(key),
+        }
     }
 
     /// `stored` (what `key` holds) decoded if it has not expired; deleted if it has.
@@ -1280,8 +1297,13 @@ mod tests {
         assert_eq!(db.peek_kind(b"list").unwrap(), Some(Kind::List));
         assert_eq!(db.peek_deadline(b"list").unwrap(), Some(None));
         assert!(db.contains(b"list").unwrap());
-        let refused = db.get_of(b"list", Kind::String).unwrap().unwrap();
-        assert_eq!((refused.kind, refused.value.len()), (Kind::List, 0));
+        for refused in [
+            db.get_of(b"list", Kind::String),
+            db.peek_of(b"list", Kind::Hash),
+        ] {
+            let refused = refused.unwrap().unwrap();
+            assert_eq!((refused.kind, refused.value.len()), (Kind::List, 0));
+        }
         let kept = db.update(b"list", Kind::String, |e| {
             let e = e.expect("the list");
             assert_eq!((e.kind, e.value.len()), (Kind::List, 0));

@@ -19,9 +19,13 @@ const EMBSTR_MAX: usize = 44;
 const SHARED_INTEGERS: i64 = 10_000;
 
 /// The entry OBJECT describes: a read for the statistics, but no `keymiss` event and
-/// no access (its idle time goes on), as in Redis.
-fn read(ctx: &Ctx, key: &[u8]) -> engine::Result<Option<crate::entry::Entry>> {
-    let found = ctx.db().peek(key)?;
+/// no access (its idle time goes on), as in Redis. With `string`, a split collection
+/// comes without its value (see [`crate::db::Db::get_of`]): only a string's is read.
+fn read(ctx: &Ctx, key: &[u8], string: bool) -> engine::Result<Option<crate::entry::Entry>> {
+    let found = match string {
+        true => ctx.db().peek_of(key, Kind::String)?,
+        false => ctx.db().peek(key)?,
+    };
     ctx.count_read(found.is_some());
     Ok(found)
 }
@@ -30,7 +34,7 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let sub = upper(&args[1]);
     match (sub.as_slice(), &args[2..]) {
         (b"HELP", []) => super::help(HELP),
-        (b"ENCODING", [key]) => match read(ctx, key)? {
+        (b"ENCODING", [key]) => match read(ctx, key, false)? {
             None => reply(Frame::Null),
             Some(entry) if entry.is_string() && entry.raw => reply(Frame::bulk("raw")),
             Some(entry) if entry.is_string() => reply(Frame::bulk(encoding(&entry.value))),
@@ -44,7 +48,7 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 )))
             }
         },
-        (b"REFCOUNT", [key]) => match read(ctx, key)? {
+        (b"REFCOUNT", [key]) => match read(ctx, key, true)? {
             None => reply(Frame::Null),
             Some(entry) => {
                 let config = &ctx.server.config;
@@ -56,7 +60,7 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             }
         },
         (b"FREQ", [key]) | (b"IDLETIME", [key]) => {
-            if read(ctx, key)?.is_none() {
+            if read(ctx, key, true)?.is_none() {
                 return reply(Frame::Null);
             }
             let lfu = ctx.server.config.policy().lfu();

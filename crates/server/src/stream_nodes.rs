@@ -34,7 +34,7 @@ use crate::stream::{
     decode_fields, encode_node, entry_size, node_entries, node_with, Corrupt, Entry, Id, Stream,
     Trim,
 };
-use crate::table_pages::{self, Layout};
+use crate::table_pages::{self, u64_at, Layout};
 use crate::{stream, stream_pending};
 
 /// Bytes of a node's record in the node table.
@@ -53,10 +53,6 @@ const LAYOUT: Layout<RECORD> = Layout {
     names_nodes: true,
 };
 
-fn word(r: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(r[at..at + 8].try_into().expect("8 bytes"))
-}
-
 /// What a record says of its node.
 #[derive(Clone, Copy, Debug)]
 struct NodeInfo {
@@ -70,12 +66,12 @@ impl NodeInfo {
     fn of(r: &Record) -> NodeInfo {
         NodeInfo {
             first: Id {
-                ms: word(r, 0),
-                seq: word(r, 8),
+                ms: u64_at(r, 0),
+                seq: u64_at(r, 8),
             },
             count: LAYOUT.count(r) as usize,
             bytes: LAYOUT.bytes(r),
-            number: word(r, 32),
+            number: u64_at(r, 32),
         }
     }
 }

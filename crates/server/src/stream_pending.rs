@@ -21,12 +21,15 @@ use engine::Result;
 
 use crate::nodes::NodeStore;
 use crate::stream::{Corrupt, Id};
-use crate::table_pages::{self, Layout};
+use crate::table_pages::{self, u64_at, Layout};
 
+/// Bytes of a pending entry's record.
 const RECORD: usize = 40;
 type Record = [u8; RECORD];
 type Records<'a> = table_pages::Records<'a, RECORD>;
 
+/// The records are the pending entries themselves, naming no nodes, keyed by their
+/// IDs' milliseconds.
 const LAYOUT: Layout<RECORD> = Layout {
     key_at: 0,
     id_at: 0,
@@ -45,20 +48,16 @@ pub struct Pending {
     pub deliveries: u64,
 }
 
-fn word(r: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(r[at..at + 8].try_into().expect("8 bytes"))
-}
-
 impl Pending {
     fn of(r: &Record) -> Pending {
         Pending {
             id: Id {
-                ms: word(r, 0),
-                seq: word(r, 8),
+                ms: u64_at(r, 0),
+                seq: u64_at(r, 8),
             },
-            consumer: word(r, 16),
-            delivered_ms: word(r, 24),
-            deliveries: word(r, 32),
+            consumer: u64_at(r, 16),
+            delivered_ms: u64_at(r, 24),
+            deliveries: u64_at(r, 32),
         }
     }
 

@@ -77,6 +77,11 @@ fn word(record: &[u8], at: usize, n: usize) -> u64 {
     u64::from_le_bytes(b)
 }
 
+/// The u64 (LE) at `at` of a record.
+pub fn u64_at(record: &[u8], at: usize) -> u64 {
+    word(record, at, 8)
+}
+
 impl<const R: usize> Layout<R> {
     pub fn key(&self, record: &[u8]) -> u64 {
         word(record, self.key_at, 8)

@@ -1275,8 +1275,9 @@ mod tests {
     use crate::list_nodes::End;
 
     /// A split list whose nodes are all gone from the store: whatever expanded it would
-    /// panic (in memory a node outlives its readers). What needs only the key's type or deadline answers all the same, and
-    /// string commands refuse it, without reading a node.
+    /// panic (in memory a node outlives its readers). What needs only the key's type or
+    /// deadline answers all the same, and string commands refuse it, without reading a
+    /// node.
     #[test]
     fn a_split_collection_is_typed_and_refused_without_reading_its_nodes() {
         let db = Db::default();

@@ -16,11 +16,13 @@
 //!
 //! Integers are little-endian. Groups stored before their pending entries were a
 //! table read as well: where `0xffffffff` is, they have `pending_count:u32
-//! (id consumer:bytes delivered_ms:u64 deliveries:u64)*pending_count consumer_count:u32
-//! (name:bytes seen_ms:u64)*consumer_count`. This is the stored form of a stream whose entries take
-//! at most `NODE_BYTES`; a longer one keeps its counters and groups (`stream` up to
-//! `entry_count`) with a table of nodes of entries (`stream_nodes.rs`), so that a
-//! command reads and copies the nodes it touches rather than every entry.
+//! (id consumer:bytes delivered_ms:u64 deliveries:u64)*pending_count
+//! consumer_count:u32 (name:bytes seen_ms:u64)*consumer_count`.
+//!
+//! This is the stored form of a stream whose entries take at most `NODE_BYTES`; a
+//! longer one keeps its counters and groups (`stream` up to `entry_count`) with a table
+//! of nodes of entries (`stream_nodes.rs`), so that a command reads and copies the
+//! nodes it touches rather than every entry.
 //!
 //! Redis keeps entries in nodes of up to `stream-node-max-entries` (100) and
 //! `stream-node-max-bytes` (4096), and trims with `~` only whole nodes. The `node`
@@ -265,10 +267,12 @@ impl<'a> Group<'a> {
         Some(&self.consumers[at])
     }
 
-    /// The name of the consumer numbered `number`.
+    /// The name of the consumer numbered `number`: empty if the group has none, which
+    /// only a damaged page of pending entries can say (an inline table is checked
+    /// when the stream is read, see `counts_agree`).
     pub fn consumer_name(&self, number: u64) -> &[u8] {
         let c = self.consumers.iter().find(|c| c.number == number);
-        &c.expect("a pending entry's consumer is the group's").name
+        c.map_or(&[], |c| &c.name)
     }
 
     /// The consumer `name`, created if missing (`true` then), its seen time set to
@@ -319,13 +323,16 @@ impl<'a> Group<'a> {
             .number
     }
 
+    /// Counts one more or one fewer pending entry for consumer `number` (which a
+    /// damaged page may name without the group having it: counted for nobody then).
     fn count_pending(&mut self, number: u64, more: bool) {
-        let c = self.consumers.iter_mut().find(|c| c.number == number);
-        let c = c.expect("a pending entry's consumer is the group's");
-        match more {
-            true => c.pending += 1,
-            false => c.pending -= 1,
-        }
+        let Some(c) = self.consumers.iter_mut().find(|c| c.number == number) else {
+            return;
+        };
+        c.pending = match more {
+            true => c.pending + 1,
+            false => c.pending.saturating_sub(1),
+        };
     }
 
     /// Sets the pending entry `p.id` (its consumer's count kept).
@@ -669,6 +676,33 @@ fn read_listed_group<'r>(
     })
 }
 
+/// Whether the consumers' pending counts are those of `pending`: entry by entry
+/// when it is inline (every entry's consumer one of them), in sum when it is paged
+/// (its pages are not read to decode the stream).
+fn counts_agree(consumers: &[Consumer], pending: &Pel) -> bool {
+    let sum = consumers
+        .iter()
+        .try_fold(0u64, |n, c| n.checked_add(c.pending));
+    if sum != Some(pending.len() as u64) {
+        return false;
+    }
+    if pending.is_paged() {
+        return true;
+    }
+    let mut counts: Vec<(u64, u64)> = consumers.iter().map(|c| (c.number, 0)).collect();
+    counts.sort_unstable();
+    for p in pending.all() {
+        match counts.binary_search_by_key(&p.consumer, |&(number, _)| number) {
+            Ok(at) => counts[at].1 += 1,
+            Err(_) => return false,
+        }
+    }
+    consumers.iter().all(|c| {
+        let at = counts.binary_search_by_key(&c.number, |&(number, _)| number);
+        at.is_ok_and(|at| counts[at].1 == c.pending)
+    })
+}
+
 /// A group's name and its stored pending table.
 pub type PendingTable<'m> = (Vec<u8>, &'m [u8]);
 
@@ -751,8 +785,7 @@ impl<'a> Stream<'a> {
                 StoredPending::Listed(pending) => Pel::of(&pending),
                 StoredPending::Table(table) => Pel::stored(store, table.to_vec())?,
             };
-            let counted: u64 = g.consumers.iter().map(|c| c.pending).sum();
-            if counted != pending.len() as u64 {
+            if !counts_agree(&g.consumers, &pending) {
                 return Err(Corrupt);
             }
             s.groups.push(Group {
@@ -1093,6 +1126,7 @@ mod tests {
         let first = g.pending().get(id(4, 0)).unwrap();
         g.redeliver(first, b"alice", 123, Some(2));
         g.deliver(id(5, 0), b"bob", 124);
+        g.deliver(id(6, 0), b"bob", 125);
         s.groups.push(g);
         s.groups.push(Group::new(b"h", Id::ZERO, None));
         let bytes = s.encode();
@@ -1107,6 +1141,16 @@ mod tests {
         let mut longer = bytes.clone();
         longer.push(0);
         assert!(Stream::decode(&longer).is_err());
+        // Consumers' counts that add up but are not theirs: alice has 1, bob 2.
+        let mut swapped = bytes.clone();
+        let count_at = |name: &[u8]| {
+            let at = bytes.windows(name.len()).position(|w| w == name).unwrap();
+            at + name.len() + 16
+        };
+        let (alice, bob) = (count_at(b"alice"), count_at(b"bob"));
+        assert_eq!((swapped[alice], swapped[bob]), (1, 2));
+        (swapped[alice], swapped[bob]) = (2, 1);
+        assert!(Stream::decode(&swapped).is_err());
     }
 
     #[test]

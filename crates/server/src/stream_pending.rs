@@ -173,6 +173,11 @@ impl<'a> Pel<'a> {
         self.table.len()
     }
 
+    /// Whether the table was stored in pages (a split stream's).
+    pub fn is_paged(&self) -> bool {
+        self.table.was_paged()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

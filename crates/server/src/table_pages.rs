@@ -560,26 +560,28 @@ pub fn dropped<const R: usize>(
     old: &[u8],
     new: &[u8],
 ) -> Result<Vec<u64>> {
+    // The page ids a stored table names, sorted: read from its root alone.
+    let page_ids = |table: &[u8]| {
+        let mut ids: Vec<u64> = match is_paged::<R>(table) {
+            true => page_refs(table).map(|p| p.id).collect(),
+            false => Vec::new(),
+        };
+        ids.sort_unstable();
+        ids
+    };
+    let (old_pages, new_pages) = (page_ids(old), page_ids(new));
+    let mut released: Vec<u64> = old_pages
+        .iter()
+        .copied()
+        .filter(|id| new_pages.binary_search(id).is_err())
+        .collect();
+    if !layout.names_nodes {
+        return Ok(released);
+    }
     let (old, new) = (
         Records::new(nodes, layout, old),
         Records::new(nodes, layout, new),
     );
-    let ids = |t: &Records<R>| {
-        let mut ids: Vec<u64> = t.pages.iter().filter_map(|p| p.id).collect();
-        ids.sort_unstable();
-        ids
-    };
-    let (old_pages, new_pages) = (ids(&old), ids(&new));
-    let released_pages = || -> Vec<u64> {
-        old_pages
-            .iter()
-            .copied()
-            .filter(|id| new_pages.binary_search(id).is_err())
-            .collect()
-    };
-    if !layout.names_nodes {
-        return Ok(released_pages());
-    }
     // The records of the pages `t` names and `other` (its sorted page ids) does not.
     let alone = |t: &Records<R>, other: &[u64]| -> Result<Vec<u8>> {
         let mut body = Vec::new();
@@ -601,7 +603,6 @@ pub fn dropped<const R: usize>(
     };
     let mut kept = middle(&kept);
     kept.sort_unstable();
-    let mut released = released_pages();
     released.extend(
         middle(&gone)
             .into_iter()

@@ -231,9 +231,10 @@ impl Db {
     }
 
     /// What `read` makes of the stored form of `key` (its tag, say), the value neither
-    /// copied from the index nor expanded; `touch`: counted as an access to the key
-    /// (not: as Redis's lookups with `LOOKUP_NOTOUCH`). `None` if the key is missing
-    /// or has expired (an expired one is handed to [`Db::get`], which deletes it).
+    /// copied from the index nor expanded. With `touch` the read counts as an access to
+    /// the key; without, it does not, as Redis's lookups with `LOOKUP_NOTOUCH`. `None`
+    /// if the key is missing or has expired (an expired one is handed to [`Db::get`] or
+    /// [`Db::peek`], which delete it).
     fn read_tag<R>(&self, key: &[u8], touch: bool, read: impl Fn(&[u8]) -> R) -> Result<Option<R>> {
         let found = match &self.store {
             Store::Memory(index) if touch => {

@@ -335,18 +335,13 @@ impl<'a> Pel<'a> {
 /// form (`table_pages.rs`): an inline table whose count is not its records', or a
 /// length neither form has.
 pub fn check_form(table: &[u8]) -> std::result::Result<bool, Corrupt> {
-    let len = table.len();
-    if len >= 4 && (len - 4).is_multiple_of(RECORD) {
-        let count = u32::from_le_bytes(table[..4].try_into().expect("4 bytes"));
-        return match count as usize == (len - 4) / RECORD {
-            true => Ok(false),
-            false => Err(Corrupt),
-        };
+    let paged = table_pages::form::<RECORD>(table).ok_or(Corrupt)?;
+    // An inline table counts its records: each is one pending entry.
+    let counted = || u32::from_le_bytes(table[..4].try_into().expect("4 bytes")) as usize;
+    if !paged && counted() != (table.len() - 4) / RECORD {
+        return Err(Corrupt);
     }
-    match len >= 8 && (len - 8).is_multiple_of(24) {
-        true => Ok(true),
-        false => Err(Corrupt),
-    }
+    Ok(paged)
 }
 
 /// The pages the stored pending table `table` names, each its id and stored size.

@@ -108,6 +108,13 @@ impl<const R: usize> Layout<R> {
 /// a multiple of `R`, a paged one 8 more than a multiple of 24, which never is for
 /// the sizes used (16, 24 and 40: an inline table is 4 more than a multiple of 8).
 fn is_paged<const R: usize>(table: &[u8]) -> bool {
+    let len = table.len();
+    form::<R>(table).unwrap_or_else(|| panic!("a node table of {len} bytes"))
+}
+
+/// Whether `table`, of `R`-byte records, is paged (`Some(true)`) or inline
+/// (`Some(false)`) by its length; `None` if it has neither form's length.
+pub fn form<const R: usize>(table: &[u8]) -> Option<bool> {
     const {
         assert!(
             R == 16 || R == 24 || R == 40,
@@ -116,13 +123,9 @@ fn is_paged<const R: usize>(table: &[u8]) -> bool {
     };
     let len = table.len();
     if len >= INLINE_HEADER && (len - INLINE_HEADER).is_multiple_of(R) {
-        false
+        Some(false)
     } else {
-        assert!(
-            len >= PAGED_HEADER && (len - PAGED_HEADER).is_multiple_of(PAGE_REF),
-            "a node table of {len} bytes"
-        );
-        true
+        (len >= PAGED_HEADER && (len - PAGED_HEADER).is_multiple_of(PAGE_REF)).then_some(true)
     }
 }
 

@@ -5,23 +5,34 @@
 //! short elements has a table of 20 KB. Used by the tables of long lists
 //! (`list_nodes.rs`, 16-byte records in list order), of large hashes and sets
 //! (`field_nodes.rs`) and of sorted sets' order (`score_nodes.rs`, both 24-byte
-//! records ordered by a key), and of long streams (`stream_nodes.rs`, 40-byte records
-//! in ID order). Each record counts the elements of its node.
+//! records ordered by a key), of long streams (`stream_nodes.rs`, 40-byte records in
+//! ID order) and of consumer groups' pending entries (`stream_pending.rs`, 40-byte
+//! records that are the entries). Each record counts the elements of its node.
 //!
 //! ```text
-//! table = count (u32 LE: elements) | record*          inline, up to PAGE_RECORDS records
-//!       | count (u64 LE: elements) | page*            paged
+//! table = count (u32 LE: elements) | record*            inline, up to PAGE_RECORDS records
+//!       | count (u64 LE: elements) | page*              paged, up to GROUP_PAGES pages
+//!       | count (u64 LE: elements) | 2 (u64 LE) | group*   grouped
 //! page  = id (u64 LE) | records (u32 LE) | elements (u32 LE)
 //!         | key (u64 LE: the key of its first record)
+//! group = id (u64 LE) | records (u32 LE) | elements (u32 LE) | key (u64 LE)
 //! ```
 //!
-//! The two forms are told apart by length: an inline table is 4 more than a multiple
-//! of its record size, a root 8 more than a multiple of 24. A page's records are a
-//! node of their own in the [`NodeStore`], written once and never changed, as the
-//! collections' nodes are: a write makes new pages for what it changed and the root
-//! names them, so a page id names the same records in every table that holds it, and
-//! what a write releases is the pages and nodes the old table names and the new one
-//! does not ([`dropped`]). Tables stored inline before pages existed read unchanged.
+//! The forms are told apart by length: an inline table is 4 more than a multiple of
+//! its record size, a paged root 8 more than a multiple of 24, a grouped root 16 more
+//! (its second word, the levels of nodes under it, is 2). A page's records are a node
+//! of their own in the [`NodeStore`]; so is a group's pages (`page*`: the pages' entries
+//! as a paged root holds them), and a group's entry totals the records and elements of
+//! its pages and holds its first page's key. Pages go in groups once a table has more
+//! than [`GROUP_PAGES`], so that a write to a table of a million records copies a page,
+//! a group of pages and a root of a few hundred bytes, not a root naming every page
+//! (at 200,000 pending entries a group's root was 50 KB, rewritten by each
+//! XREADGROUP). Pages and groups are written once and never changed, as the
+//! collections' nodes are: a write makes new pages and groups for what it changed and
+//! the root names them, so an id names the same records in every table that holds it,
+//! and what a write releases is the groups, pages and nodes the old table names and the
+//! new one does not ([`dropped`]). Tables stored inline before pages existed, and paged
+//! before groups, read unchanged.
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -31,25 +42,48 @@ use engine::Result;
 
 use crate::nodes::NodeStore;
 
-/// Bytes of a page's entry in a root.
-const PAGE_REF: usize = 24;
+/// Bytes of a page's or a group's entry.
+const REF: usize = 24;
 
 /// Records a page holds at most; a table with more is paged. At 24 bytes a record, a
 /// page is as large as a 3 KB node; at 16, a 2 KB one.
 pub const PAGE_RECORDS: usize = 128;
 
-/// Records a page is cut to, so that the next few splits of its nodes do not cut it
-/// again.
-const PAGE_FILL: usize = PAGE_RECORDS * 3 / 4;
+/// Pages a group names at most; a table with more pages has them in groups. Small in
+/// unit tests, so that their tables of a few thousand records are grouped.
+const GROUP_PAGES: usize = if cfg!(test) { 8 } else { 128 };
 
-/// A changed page with fewer records than this takes in a neighbour.
-const PAGE_MIN: usize = PAGE_RECORDS / 4;
+/// How each level's nodes are cut and joined when a write stores them again.
+#[derive(Clone, Copy)]
+struct Level {
+    /// Bytes of one of its entries: a record or a page's entry.
+    unit: usize,
+    /// Entries a node holds at most.
+    most: usize,
+    /// Entries a node is cut to, so that the next few writes to it do not cut it again.
+    fill: usize,
+    /// A changed node with fewer entries than this takes in a neighbour.
+    least: usize,
+}
+
+const fn level(unit: usize, most: usize) -> Level {
+    Level {
+        unit,
+        most,
+        fill: most * 3 / 4,
+        least: most / 4,
+    }
+}
 
 /// A paged table left with this many records or fewer is stored inline again.
 const INLINE_AGAIN: usize = PAGE_RECORDS / 2;
 
 const INLINE_HEADER: usize = 4;
 const PAGED_HEADER: usize = 8;
+const GROUPED_HEADER: usize = 16;
+
+/// The second word of a grouped root: the levels of nodes under it (groups, pages).
+const GROUPED_LEVELS: u64 = 2;
 
 /// Where a kind of table keeps, in each record of `R` bytes, what this module reads of
 /// it.
@@ -102,19 +136,30 @@ impl<const R: usize> Layout<R> {
     pub fn bytes(&self, record: &[u8]) -> usize {
         word(record, self.bytes_at, 4) as usize
     }
+
+    /// The entry naming the page of `records` (of this layout) stored as node `id`.
+    fn page_entry(&self, id: u64, records: &[u8]) -> Entry {
+        Entry {
+            id,
+            records: records.len() / R,
+            elements: records.chunks_exact(R).map(|r| self.count(r)).sum(),
+            key: self.key(records),
+        }
+    }
 }
 
-/// Whether `table`, of `R`-byte records, is paged. An inline table is 4 bytes more than
-/// a multiple of `R`, a paged one 8 more than a multiple of 24, which never is for
-/// the sizes used (16, 24 and 40: an inline table is 4 more than a multiple of 8).
-fn is_paged<const R: usize>(table: &[u8]) -> bool {
-    let len = table.len();
-    form::<R>(table).unwrap_or_else(|| panic!("a node table of {len} bytes"))
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Form {
+    Inline,
+    Paged,
+    Grouped,
 }
 
-/// Whether `table`, of `R`-byte records, is paged (`Some(true)`) or inline
-/// (`Some(false)`) by its length; `None` if it has neither form's length.
-pub fn form<const R: usize>(table: &[u8]) -> Option<bool> {
+/// The form of `table`, of `R`-byte records, by its length (and a grouped root's
+/// levels); `None` if it has no form's. An inline table is 4 bytes more than a
+/// multiple of `R` (so of 8, for the sizes used), a paged root 8 more than a multiple
+/// of 24, a grouped one 16 more: no length has two forms.
+fn form_of<const R: usize>(table: &[u8]) -> Option<Form> {
     const {
         assert!(
             R == 16 || R == 24 || R == 40,
@@ -123,38 +168,89 @@ pub fn form<const R: usize>(table: &[u8]) -> Option<bool> {
     };
     let len = table.len();
     if len >= INLINE_HEADER && (len - INLINE_HEADER).is_multiple_of(R) {
-        Some(false)
+        Some(Form::Inline)
+    } else if len >= PAGED_HEADER && (len - PAGED_HEADER).is_multiple_of(REF) {
+        Some(Form::Paged)
     } else {
-        (len >= PAGED_HEADER && (len - PAGED_HEADER).is_multiple_of(PAGE_REF)).then_some(true)
+        (len >= GROUPED_HEADER
+            && (len - GROUPED_HEADER).is_multiple_of(REF)
+            && word(table, 8, 8) == GROUPED_LEVELS)
+            .then_some(Form::Grouped)
     }
 }
 
-/// A page as a root names it.
+fn stored_form<const R: usize>(table: &[u8]) -> Form {
+    let len = table.len();
+    form_of::<R>(table).unwrap_or_else(|| panic!("a node table of {len} bytes"))
+}
+
+/// Whether `table`, of `R`-byte records, is in pages (`Some(true)`) or inline
+/// (`Some(false)`) by its length; `None` if it has no form's length.
+pub fn form<const R: usize>(table: &[u8]) -> Option<bool> {
+    form_of::<R>(table).map(|f| f != Form::Inline)
+}
+
+/// A page or a group as the node above it names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct PageRef {
+struct Entry {
     id: u64,
     records: usize,
     elements: u64,
     key: u64,
 }
 
-fn page_refs(table: &[u8]) -> impl Iterator<Item = PageRef> + '_ {
-    table[PAGED_HEADER..]
-        .chunks_exact(PAGE_REF)
-        .map(|r| PageRef {
-            id: word(r, 0, 8),
-            records: word(r, 8, 4) as usize,
-            elements: word(r, 12, 4),
-            key: word(r, 16, 8),
-        })
+impl Entry {
+    fn read(bytes: &[u8]) -> Entry {
+        Entry {
+            id: word(bytes, 0, 8),
+            records: word(bytes, 8, 4) as usize,
+            elements: word(bytes, 12, 4),
+            key: word(bytes, 16, 8),
+        }
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.id.to_le_bytes());
+        let records = u32::try_from(self.records).expect("a group's records fit 32 bits");
+        out.extend_from_slice(&records.to_le_bytes());
+        let elements = u32::try_from(self.elements).expect("a group's elements fit 32 bits");
+        out.extend_from_slice(&elements.to_le_bytes());
+        out.extend_from_slice(&self.key.to_le_bytes());
+    }
+
+    /// The entry naming the group of the pages `entries` (as stored) stored as node `id`.
+    fn of_group(id: u64, entries: &[u8]) -> Entry {
+        let mut group = Entry {
+            id,
+            records: 0,
+            elements: 0,
+            key: word(entries, 16, 8),
+        };
+        for page in entries.chunks_exact(REF).map(Entry::read) {
+            group.records += page.records;
+            group.elements += page.elements;
+        }
+        group
+    }
+}
+
+fn entries(bytes: &[u8]) -> impl Iterator<Item = Entry> + '_ {
+    bytes.chunks_exact(REF).map(Entry::read)
 }
 
 /// The elements a stored table of `R`-byte records counts.
 fn count<const R: usize>(table: &[u8]) -> usize {
-    if is_paged::<R>(table) {
-        word(table, 0, 8) as usize
-    } else {
-        word(table, 0, 4) as usize
+    match stored_form::<R>(table) {
+        Form::Inline => word(table, 0, 4) as usize,
+        Form::Paged | Form::Grouped => word(table, 0, 8) as usize,
+    }
+}
+
+fn corrupt(detail: String) -> engine::Error {
+    engine::Error::Corruption {
+        file: Default::default(),
+        offset: 0,
+        detail,
     }
 }
 
@@ -169,69 +265,228 @@ struct Page<'a> {
     body: OnceCell<Cow<'a, [u8]>>,
 }
 
-/// A table's records, read where they lie and pages loaded as they are first needed;
-/// changed in place by an edit, which [`Records::finish`] stores.
+impl<'a> Page<'a> {
+    fn stored(entry: Entry) -> Self {
+        Page {
+            id: Some(entry.id),
+            records: entry.records,
+            elements: entry.elements,
+            key: entry.key,
+            body: OnceCell::new(),
+        }
+    }
+
+    /// Its entry, if it is as stored.
+    fn entry(&self) -> Option<Entry> {
+        Some(Entry {
+            id: self.id?,
+            records: self.records,
+            elements: self.elements,
+            key: self.key,
+        })
+    }
+
+    /// A page of the records `body` (of `layout`), not stored yet.
+    fn changed<const R: usize>(layout: Layout<R>, body: Cow<'a, [u8]>) -> Self {
+        let records = body.len() / R;
+        Page {
+            id: None,
+            records,
+            elements: body.chunks_exact(R).map(|r| layout.count(r)).sum(),
+            key: if records > 0 { layout.key(&body) } else { 0 },
+            body: OnceCell::from(body),
+        }
+    }
+}
+
+/// The pages of a group, and the index (within the group) of each page's first record
+/// and past the last.
+struct Pages<'a> {
+    list: Vec<Page<'a>>,
+    starts: Vec<usize>,
+}
+
+impl<'a> Pages<'a> {
+    fn new(list: Vec<Page<'a>>) -> Self {
+        let mut starts = Vec::with_capacity(list.len() + 1);
+        let mut at = 0;
+        for p in &list {
+            starts.push(at);
+            at += p.records;
+        }
+        starts.push(at);
+        Pages { list, starts }
+    }
+
+    fn records(&self) -> usize {
+        *self.starts.last().expect("starts end with the length")
+    }
+
+    /// The page holding record `at`, and `at`'s place in it.
+    fn page_of(&self, at: usize) -> (usize, usize) {
+        assert!(at < self.records(), "record {at} of {}", self.records());
+        let p = self.starts.partition_point(|&s| s <= at) - 1;
+        (p, at - self.starts[p])
+    }
+
+    /// The records of page `p`, of `R` bytes each, read from `nodes` when first needed.
+    fn body<const R: usize>(&self, nodes: &dyn NodeStore, p: usize) -> Result<&[u8]> {
+        let page = &self.list[p];
+        if let Some(body) = page.body.get() {
+            return Ok(body);
+        }
+        let id = page.id.expect("a page not loaded is stored");
+        let body = nodes.read(id)?;
+        if body.len() != page.records * R {
+            return Err(corrupt(format!(
+                "page {id} of a node table holds {} bytes, its root says {} records",
+                body.len(),
+                page.records
+            )));
+        }
+        Ok(page.body.get_or_init(|| Cow::Owned(body)))
+    }
+
+    /// Replaces records `range` (of this group) by `records`; changes nothing if a
+    /// page cannot be read.
+    fn splice<const R: usize>(
+        &mut self,
+        nodes: &dyn NodeStore,
+        layout: Layout<R>,
+        range: Range<usize>,
+        records: &[[u8; R]],
+    ) -> Result<()> {
+        let len = self.records();
+        // The pages the range lies in; an empty range goes to the page of the record
+        // before it, so that appending to a page's end stays in that page.
+        let first = match (range.start, len) {
+            (_, 0) | (0, _) => 0,
+            (s, _) if s == range.end => self.page_of(s - 1).0,
+            (s, _) => self.page_of(s).0,
+        };
+        let last = match range.end > range.start {
+            true => self.page_of(range.end - 1).0,
+            false => first,
+        };
+        let mut body = Vec::new();
+        for p in first..=last {
+            body.extend_from_slice(self.body::<R>(nodes, p)?);
+        }
+        let base = self.starts[first];
+        body.splice(
+            (range.start - base) * R..(range.end - base) * R,
+            records.concat(),
+        );
+        // An emptied page goes, so that the pages' keys stay in order; a group keeps
+        // one page, however short.
+        let page = (!body.is_empty() || self.list.len() == last - first + 1)
+            .then(|| Page::changed(layout, Cow::Owned(body)));
+        let mut list = std::mem::take(&mut self.list);
+        list.splice(first..=last, page);
+        *self = Pages::new(list);
+        Ok(())
+    }
+}
+
+/// A group of pages of a table being read or edited.
+struct Group<'a> {
+    /// As stored; `None` for the pages of a root with no groups (or an inline table's
+    /// one page) and a group this edit changed, whose pages are loaded.
+    id: Option<u64>,
+    records: usize,
+    elements: u64,
+    key: u64,
+    pages: OnceCell<Pages<'a>>,
+}
+
+impl<'a> Group<'a> {
+    fn stored(entry: Entry) -> Self {
+        Group {
+            id: Some(entry.id),
+            records: entry.records,
+            elements: entry.elements,
+            key: entry.key,
+            pages: OnceCell::new(),
+        }
+    }
+
+    /// Its entry, if it is as stored.
+    fn entry(&self) -> Option<Entry> {
+        Some(Entry {
+            id: self.id?,
+            records: self.records,
+            elements: self.elements,
+            key: self.key,
+        })
+    }
+
+    /// A group of `pages`, not stored (as a group) yet.
+    fn changed(pages: Pages<'a>) -> Self {
+        Group {
+            id: None,
+            records: pages.records(),
+            elements: pages.list.iter().map(|p| p.elements).sum(),
+            key: pages.list.first().map_or(0, |p| p.key),
+            pages: OnceCell::from(pages),
+        }
+    }
+}
+
+/// A table's records, read where they lie and groups and pages loaded as they are
+/// first needed; changed in place by an edit, which [`Records::finish`] stores.
 pub struct Records<'a, const R: usize> {
     nodes: &'a dyn NodeStore,
     layout: Layout<R>,
     count: u64,
-    /// Whether it was stored paged.
-    paged: bool,
-    pages: Vec<Page<'a>>,
-    /// The index of each page's first record, and past the last: the table's length.
+    /// The form it was stored in; `Inline` for a table not stored yet.
+    form: Form,
+    groups: Vec<Group<'a>>,
+    /// The index of each group's first record, and past the last: the table's length.
     starts: Vec<usize>,
 }
 
 impl<'a, const R: usize> Records<'a, R> {
-    /// The stored table `table`, its pages (if paged) read from `nodes` when needed.
+    /// The stored table `table`, its groups and pages (if any) read from `nodes` when
+    /// needed.
     pub fn new(
         nodes: &'a dyn NodeStore,
         layout: Layout<R>,
         table: impl Into<Cow<'a, [u8]>>,
     ) -> Self {
         let table = table.into();
-        let paged = is_paged::<R>(&table);
+        let form = stored_form::<R>(&table);
         let count = count::<R>(&table) as u64;
-        let pages = if paged {
-            page_refs(&table)
-                .map(|p| Page {
-                    id: Some(p.id),
-                    records: p.records,
-                    elements: p.elements,
-                    key: p.key,
-                    body: OnceCell::new(),
-                })
-                .collect()
-        } else {
-            let body = match table {
-                Cow::Borrowed(t) => Cow::Borrowed(&t[INLINE_HEADER..]),
-                Cow::Owned(mut t) => {
-                    t.drain(..INLINE_HEADER);
-                    Cow::Owned(t)
-                }
-            };
-            vec![Page {
-                id: None,
-                records: body.len() / R,
-                elements: count,
-                key: if body.is_empty() {
-                    0
-                } else {
-                    layout.key(&body)
-                },
-                body: OnceCell::from(body),
-            }]
+        let groups = match form {
+            Form::Grouped => entries(&table[GROUPED_HEADER..])
+                .map(Group::stored)
+                .collect(),
+            Form::Paged => {
+                let pages = entries(&table[PAGED_HEADER..]).map(Page::stored).collect();
+                vec![Group::changed(Pages::new(pages))]
+            }
+            Form::Inline => {
+                let body = match table {
+                    Cow::Borrowed(t) => Cow::Borrowed(&t[INLINE_HEADER..]),
+                    Cow::Owned(mut t) => {
+                        t.drain(..INLINE_HEADER);
+                        Cow::Owned(t)
+                    }
+                };
+                let page = Page {
+                    id: None,
+                    records: body.len() / R,
+                    elements: count,
+                    key: if body.is_empty() {
+                        0
+                    } else {
+                        layout.key(&body)
+                    },
+                    body: OnceCell::from(body),
+                };
+                vec![Group::changed(Pages::new(vec![page]))]
+            }
         };
-        let mut records = Records {
-            nodes,
-            layout,
-            count,
-            paged,
-            pages,
-            starts: Vec::new(),
-        };
-        records.index();
-        records
+        Records::of_groups(nodes, layout, count, form, groups)
     }
 
     /// A table of `count` elements in `records`, none of them stored yet.
@@ -241,25 +496,36 @@ impl<'a, const R: usize> Records<'a, R> {
         count: u64,
         records: &[[u8; R]],
     ) -> Self {
-        let mut table = Records {
+        let page = Page::changed(layout, Cow::Owned(records.concat()));
+        let groups = vec![Group::changed(Pages::new(vec![page]))];
+        Records::of_groups(nodes, layout, count, Form::Inline, groups)
+    }
+
+    fn of_groups(
+        nodes: &'a dyn NodeStore,
+        layout: Layout<R>,
+        count: u64,
+        form: Form,
+        groups: Vec<Group<'a>>,
+    ) -> Self {
+        let mut records = Records {
             nodes,
             layout,
             count,
-            paged: false,
-            pages: Vec::new(),
+            form,
+            groups,
             starts: Vec::new(),
         };
-        table.pages.push(table.page_of_body(records.concat()));
-        table.index();
-        table
+        records.index();
+        records
     }
 
     fn index(&mut self) {
         self.starts.clear();
         let mut at = 0;
-        for p in &self.pages {
+        for g in &self.groups {
             self.starts.push(at);
-            at += p.records;
+            at += g.records;
         }
         self.starts.push(at);
     }
@@ -278,61 +544,86 @@ impl<'a, const R: usize> Records<'a, R> {
         self.count = count as u64;
     }
 
-    fn body(&self, p: usize) -> Result<&[u8]> {
-        let page = &self.pages[p];
-        if let Some(body) = page.body.get() {
-            return Ok(body);
+    /// The pages of group `g`, read from the node store when first needed.
+    fn pages(&self, g: usize) -> Result<&Pages<'a>> {
+        let group = &self.groups[g];
+        if let Some(pages) = group.pages.get() {
+            return Ok(pages);
         }
-        let id = page.id.expect("a page not loaded is stored");
+        let id = group.id.expect("a group not loaded is stored");
         let body = self.nodes.read(id)?;
-        if body.len() != page.records * R {
-            return Err(engine::Error::Corruption {
-                file: Default::default(),
-                offset: 0,
-                detail: format!(
-                    "page {id} of a node table holds {} bytes, its root says {} records",
-                    body.len(),
-                    page.records
-                ),
-            });
+        let list: Vec<Page> = entries(&body).map(Page::stored).collect();
+        let pages = Pages::new(list);
+        let elements: u64 = pages.list.iter().map(|p| p.elements).sum();
+        let whole = !body.is_empty() && body.len().is_multiple_of(REF);
+        if !whole || pages.records() != group.records || elements != group.elements {
+            return Err(corrupt(format!(
+                "group {id} of a node table holds {} bytes naming {} records of {elements} \
+                 elements, its root says {} records of {}",
+                body.len(),
+                pages.records(),
+                group.records,
+                group.elements
+            )));
         }
-        Ok(page.body.get_or_init(|| Cow::Owned(body)))
+        Ok(group.pages.get_or_init(|| pages))
     }
 
-    /// The page holding record `at`, and `at`'s place in it.
-    fn page_of(&self, at: usize) -> (usize, usize) {
+    /// The records of page `p` of group `g`.
+    fn body(&self, g: usize, p: usize) -> Result<&[u8]> {
+        self.pages(g)?.body::<R>(self.nodes, p)
+    }
+
+    fn group_of(&self, at: usize) -> usize {
         assert!(at < self.len(), "record {at} of {}", self.len());
-        let p = self.starts.partition_point(|&s| s <= at) - 1;
-        (p, at - self.starts[p])
+        self.starts.partition_point(|&s| s <= at) - 1
+    }
+
+    /// The group and page holding record `at`, and `at`'s place in the page.
+    fn find(&self, at: usize) -> Result<(usize, usize, usize)> {
+        let g = self.group_of(at);
+        let (p, i) = self.pages(g)?.page_of(at - self.starts[g]);
+        Ok((g, p, i))
     }
 
     /// Record `at`.
     pub fn get(&self, at: usize) -> Result<[u8; R]> {
-        let (p, i) = self.page_of(at);
-        let body = self.body(p)?;
+        let (g, p, i) = self.find(at)?;
+        let body = self.body(g, p)?;
         Ok(body[i * R..(i + 1) * R].try_into().expect("a record"))
     }
 
     /// The first record whose key fails `pred`, `pred` holding for the keys of the
-    /// records up to some point and failing after it: reads one page.
+    /// records up to some point and failing after it: reads one group and one page.
     pub fn partition(&self, pred: impl Fn(u64) -> bool) -> Result<usize> {
-        let p = self.pages.partition_point(|page| pred(page.key));
-        let Some(p) = p.checked_sub(1) else {
+        let g = self.groups.partition_point(|group| pred(group.key));
+        let Some(g) = g.checked_sub(1) else {
             return Ok(0);
         };
-        let body = self.body(p)?;
+        let pages = self.pages(g)?;
+        // A group's key is its first page's: the page is found.
+        let p = pages.list.partition_point(|page| pred(page.key)).max(1) - 1;
+        let body = pages.body::<R>(self.nodes, p)?;
         let within = partition(body.len() / R, |i| pred(self.layout.key(&body[i * R..])));
-        Ok(self.starts[p] + within)
+        Ok(self.starts[g] + pages.starts[p] + within)
     }
 
-    /// Elements the records before `at` count: reads one page.
+    /// Elements the records before `at` count: reads one group and one page.
     pub fn elements_before(&self, at: usize) -> Result<u64> {
         if at == self.len() {
             return Ok(self.count);
         }
-        let (p, i) = self.page_of(at);
-        let before: u64 = self.pages[..p].iter().map(|page| page.elements).sum();
-        let body = self.body(p)?;
+        let (g, p, i) = self.find(at)?;
+        let pages = self.pages(g)?;
+        let before: u64 = self.groups[..g]
+            .iter()
+            .map(|group| group.elements)
+            .sum::<u64>()
+            + pages.list[..p]
+                .iter()
+                .map(|page| page.elements)
+                .sum::<u64>();
+        let body = pages.body::<R>(self.nodes, p)?;
         let within: u64 = (0..i).map(|j| self.layout.count(&body[j * R..])).sum();
         Ok(before + within)
     }
@@ -340,39 +631,48 @@ impl<'a, const R: usize> Records<'a, R> {
     /// Elements the records count: the table's count, but for an edit that keeps the
     /// count current and brings its records up to date only when it ends.
     pub fn recorded(&self) -> u64 {
-        self.pages.iter().map(|page| page.elements).sum()
+        self.groups.iter().map(|group| group.elements).sum()
     }
 
     /// The record whose node holds element `rank` (counted over the records in order),
-    /// and `rank`'s place in that node: reads one page.
+    /// and `rank`'s place in that node: reads one group and one page.
     pub fn by_element(&self, rank: u64) -> Result<(usize, u64)> {
         let mut rest = rank;
-        for (p, page) in self.pages.iter().enumerate() {
-            if rest >= page.elements {
-                rest -= page.elements;
+        for (g, group) in self.groups.iter().enumerate() {
+            if rest >= group.elements {
+                rest -= group.elements;
                 continue;
             }
-            let body = self.body(p)?;
-            for i in 0..page.records {
-                let n = self.layout.count(&body[i * R..]);
-                if rest < n {
-                    return Ok((self.starts[p] + i, rest));
+            let pages = self.pages(g)?;
+            for (p, page) in pages.list.iter().enumerate() {
+                if rest >= page.elements {
+                    rest -= page.elements;
+                    continue;
                 }
-                rest -= n;
+                let body = pages.body::<R>(self.nodes, p)?;
+                for i in 0..page.records {
+                    let n = self.layout.count(&body[i * R..]);
+                    if rest < n {
+                        return Ok((self.starts[g] + pages.starts[p] + i, rest));
+                    }
+                    rest -= n;
+                }
             }
         }
         panic!("element {rank} of {}", self.recorded())
     }
 
-    /// Every record, in order: reads every page.
+    /// Every record, in order: reads every group and page.
     pub fn all(&self) -> Result<Vec<[u8; R]>> {
         let mut out = Vec::with_capacity(self.len());
-        for p in 0..self.pages.len() {
-            out.extend(
-                self.body(p)?
-                    .chunks_exact(R)
-                    .map(|r| <[u8; R]>::try_from(r).expect("a record")),
-            );
+        for g in 0..self.groups.len() {
+            for p in 0..self.pages(g)?.list.len() {
+                out.extend(
+                    self.body(g, p)?
+                        .chunks_exact(R)
+                        .map(|r| <[u8; R]>::try_from(r).expect("a record")),
+                );
+            }
         }
         Ok(out)
     }
@@ -381,60 +681,49 @@ impl<'a, const R: usize> Records<'a, R> {
     /// neighbours (the caller's to check: only it knows how its keys compare).
     pub fn splice(&mut self, range: Range<usize>, records: &[[u8; R]]) -> Result<()> {
         assert!(range.start <= range.end && range.end <= self.len());
-        // The pages the range lies in; an empty range goes to the page of the record
-        // before it, so that appending to a page's end stays in that page.
+        // The groups the range lies in, chosen as `Pages::splice` chooses pages.
         let first = match (range.start, self.len()) {
             (_, 0) | (0, _) => 0,
-            (s, _) if s == range.end => self.page_of(s - 1).0,
-            (s, _) => self.page_of(s).0,
+            (s, _) if s == range.end => self.group_of(s - 1),
+            (s, _) => self.group_of(s),
         };
         let last = match range.end > range.start {
-            true => self.page_of(range.end - 1).0,
+            true => self.group_of(range.end - 1),
             false => first,
         };
-        let mut body = Vec::new();
-        for p in first..=last {
-            body.extend_from_slice(self.body(p)?);
+        for g in first..=last {
+            self.pages(g)?;
         }
+        // They become one group, changed, which the splice leaves whole if it fails.
+        let mut list = Vec::new();
+        for group in &mut self.groups[first..=last] {
+            list.extend(group.pages.take().expect("loaded").list);
+        }
+        let mut pages = Pages::new(list);
         let base = self.starts[first];
-        body.splice(
-            (range.start - base) * R..(range.end - base) * R,
-            records.concat(),
-        );
-        // An emptied page goes, so that the pages' keys stay in order; a table keeps
-        // one page, however short.
-        let page = (!body.is_empty() || self.pages.len() == last - first + 1)
-            .then(|| self.page_of_body(body));
-        self.pages.splice(first..=last, page);
-        self.index();
-        Ok(())
-    }
-
-    /// A changed page of the records `body`, not stored yet.
-    fn page_of_body(&self, body: Vec<u8>) -> Page<'a> {
-        let records = body.len() / R;
-        Page {
-            id: None,
+        let spliced = pages.splice(
+            self.nodes,
+            self.layout,
+            range.start - base..range.end - base,
             records,
-            elements: body.chunks_exact(R).map(|r| self.layout.count(r)).sum(),
-            key: if records > 0 {
-                self.layout.key(&body)
-            } else {
-                0
-            },
-            body: OnceCell::from(Cow::Owned(body)),
-        }
+        );
+        // An emptied group goes, as an emptied page does; a table keeps one group.
+        let group = Group::changed(pages);
+        let keep = group.records > 0 || self.groups.len() == last - first + 1;
+        self.groups.splice(first..=last, keep.then_some(group));
+        self.index();
+        spliced
     }
 
     /// Whether [`Records::finish`] stores the table inline.
     pub fn stays_inline(&self) -> bool {
         let len = self.len();
-        len <= PAGE_RECORDS && (!self.paged || len <= INLINE_AGAIN)
+        len <= PAGE_RECORDS && (self.form == Form::Inline || len <= INLINE_AGAIN)
     }
 
-    /// Whether the table was stored paged: its pages are in its node store.
+    /// Whether the table was stored in pages: its pages are in its node store.
     pub fn was_paged(&self) -> bool {
-        self.paged
+        self.form != Form::Inline
     }
 
     /// The table stored inline whatever its length, as a value stored whole holds it:
@@ -442,105 +731,194 @@ impl<'a, const R: usize> Records<'a, R> {
     pub fn inline(&self) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(INLINE_HEADER + self.len() * R);
         out.extend_from_slice(&u32::try_from(self.count).expect("a count").to_le_bytes());
-        for p in 0..self.pages.len() {
-            out.extend_from_slice(self.body(p)?);
+        for g in 0..self.groups.len() {
+            for p in 0..self.pages(g)?.list.len() {
+                out.extend_from_slice(self.body(g, p)?);
+            }
         }
         Ok(out)
     }
 
+    /// The entries of the pages of changed group `g`, its changed pages written to the
+    /// node store first.
+    fn store_pages(&self, g: usize) -> Result<Vec<u8>> {
+        let pages = self.pages(g)?;
+        let stored: Vec<Option<Entry>> = pages.list.iter().map(Page::entry).collect();
+        let level = level(R, PAGE_RECORDS);
+        let runs = runs(&stored, level, |p| {
+            pages.body::<R>(self.nodes, p).map(Cow::Borrowed)
+        })?;
+        let entries = write_runs(&runs, level, |records| {
+            self.layout.page_entry(self.nodes.write(records), records)
+        });
+        Ok(entries_bytes(&entries))
+    }
+
     /// The table as stored. Inline if it has few records (at most [`PAGE_RECORDS`], or
     /// [`INLINE_AGAIN`] if it was paged, so that a table near the bound does not go
-    /// back and forth); else paged, each run of changed pages written to the node
-    /// store as new pages of at most [`PAGE_RECORDS`] (cut to [`PAGE_FILL`]), a run
-    /// left short taking in a neighbour.
+    /// back and forth); else in pages, each run of changed pages written as new pages
+    /// (see [`runs`]), and if there are more than [`GROUP_PAGES`] of them, in
+    /// groups, each run of changed groups written likewise as new groups.
     pub fn finish(self) -> Result<Vec<u8>> {
         if self.stays_inline() {
             return self.inline();
         }
-        // Which pages to write again: the changed ones (an inline table's records
-        // too), and a neighbour of each run of them left short.
-        let mut rewrite: Vec<bool> = self.pages.iter().map(|p| p.id.is_none()).collect();
-        let mut p = 0;
-        while p < rewrite.len() {
-            if !rewrite[p] {
-                p += 1;
-                continue;
-            }
-            let end = (p..rewrite.len())
-                .find(|&q| !rewrite[q])
-                .unwrap_or(rewrite.len());
-            let records: usize = self.pages[p..end].iter().map(|page| page.records).sum();
-            if (1..PAGE_MIN).contains(&records) {
-                if end < rewrite.len() {
-                    rewrite[end] = true;
-                } else if p > 0 {
-                    rewrite[p - 1] = true;
-                    // The run now starts earlier: look at it again from there.
-                    p = (0..p).rev().find(|&q| !rewrite[q]).map_or(0, |q| q + 1);
-                    continue;
-                }
-            }
-            p = end;
+        // Each changed group's page entries, its changed pages written.
+        let mut changed: Vec<Option<Vec<u8>>> = Vec::with_capacity(self.groups.len());
+        for (g, group) in self.groups.iter().enumerate() {
+            changed.push(match group.id {
+                Some(_) => None,
+                None => Some(self.store_pages(g)?),
+            });
         }
-        let mut root = Vec::with_capacity(PAGED_HEADER + (self.pages.len() + 2) * PAGE_REF);
-        root.extend_from_slice(&self.count.to_le_bytes());
-        let mut push = |id: u64, records: usize, elements: u64, key: u64| {
-            root.extend_from_slice(&id.to_le_bytes());
-            root.extend_from_slice(&(records as u32).to_le_bytes());
-            let elements = u32::try_from(elements).expect("a page's elements fit 32 bits");
-            root.extend_from_slice(&elements.to_le_bytes());
-            root.extend_from_slice(&key.to_le_bytes());
-        };
-        let mut p = 0;
-        while p < self.pages.len() {
-            let page = &self.pages[p];
-            if !rewrite[p] {
-                let id = page.id.expect("a page kept is stored");
-                push(id, page.records, page.elements, page.key);
-                p += 1;
-                continue;
+        let stored: Vec<Option<Entry>> = self.groups.iter().map(Group::entry).collect();
+        let level = level(REF, GROUP_PAGES);
+        let runs = runs(&stored, level, |g| match &changed[g] {
+            Some(pages) => Ok(Cow::Borrowed(&pages[..])),
+            None => {
+                let pages = self
+                    .pages(g)?
+                    .list
+                    .iter()
+                    .map(|page| page.entry().expect("a stored group's pages are stored"));
+                Ok(Cow::Owned(entries_bytes(&pages.collect::<Vec<_>>())))
             }
-            let end = (p..rewrite.len())
-                .find(|&q| !rewrite[q])
-                .unwrap_or(rewrite.len());
-            let mut body = Vec::new();
-            for q in p..end {
-                body.extend_from_slice(self.body(q)?);
+        })?;
+        let mut root = self.count.to_le_bytes().to_vec();
+        // Few pages, all written again or kept in one run: the root names them.
+        if let [Run::Write(pages)] = &runs[..] {
+            if pages.len() / REF <= GROUP_PAGES {
+                root.extend_from_slice(pages);
+                return Ok(root);
             }
-            let records = body.len() / R;
-            let parts = if records > PAGE_RECORDS {
-                records.div_ceil(PAGE_FILL)
-            } else {
-                usize::from(records > 0)
-            };
-            for k in 0..parts {
-                let chunk = &body[records * k / parts * R..records * (k + 1) / parts * R];
-                let elements = chunk.chunks_exact(R).map(|r| self.layout.count(r)).sum();
-                push(
-                    self.nodes.write(chunk),
-                    chunk.len() / R,
-                    elements,
-                    self.layout.key(chunk),
-                );
-            }
-            p = end;
         }
+        let groups = write_runs(&runs, level, |pages| {
+            Entry::of_group(self.nodes.write(pages), pages)
+        });
+        root.extend_from_slice(&GROUPED_LEVELS.to_le_bytes());
+        root.extend_from_slice(&entries_bytes(&groups));
         Ok(root)
     }
 }
 
-/// The pages and nodes the stored table `table` names, each its id and stored size.
+fn entries_bytes(entries: &[Entry]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(entries.len() * REF);
+    for e in entries {
+        e.write(&mut out);
+    }
+    out
+}
+
+/// A level of a table (its pages, or its groups) as an edit leaves it, node by node:
+/// one kept as stored, or a run of entries (records, or pages' entries) to be written
+/// as new nodes.
+enum Run {
+    Kept(Entry),
+    Write(Vec<u8>),
+}
+
+/// The runs of a level whose nodes are `stored` (each one's entry if it is as stored,
+/// `None` if it changed), `load` giving a node's entries (a changed one's as they are
+/// now): each run of changed nodes is to be written again, and one left with fewer than
+/// `level.least` entries takes in a neighbour.
+fn runs<'b>(
+    stored: &[Option<Entry>],
+    level: Level,
+    load: impl Fn(usize) -> Result<Cow<'b, [u8]>>,
+) -> Result<Vec<Run>> {
+    let mut rewrite: Vec<bool> = stored.iter().map(Option::is_none).collect();
+    let run_end = |rewrite: &[bool], p: usize| {
+        (p..rewrite.len())
+            .find(|&q| !rewrite[q])
+            .unwrap_or(rewrite.len())
+    };
+    let mut p = 0;
+    while p < rewrite.len() {
+        if !rewrite[p] {
+            p += 1;
+            continue;
+        }
+        let end = run_end(&rewrite, p);
+        let mut entries = 0;
+        for q in p..end {
+            entries += load(q)?.len() / level.unit;
+        }
+        if (1..level.least).contains(&entries) {
+            if end < rewrite.len() {
+                rewrite[end] = true;
+            } else if p > 0 {
+                rewrite[p - 1] = true;
+                // The run now starts earlier: look at it again from there.
+                p = (0..p).rev().find(|&q| !rewrite[q]).map_or(0, |q| q + 1);
+                continue;
+            }
+        }
+        p = end;
+    }
+    let mut out = Vec::with_capacity(stored.len());
+    let mut p = 0;
+    while p < stored.len() {
+        if !rewrite[p] {
+            out.push(Run::Kept(stored[p].expect("a node kept is stored")));
+            p += 1;
+            continue;
+        }
+        let end = run_end(&rewrite, p);
+        let mut body = Vec::new();
+        for q in p..end {
+            body.extend_from_slice(&load(q)?);
+        }
+        out.push(Run::Write(body));
+        p = end;
+    }
+    Ok(out)
+}
+
+/// The entries naming a level's nodes: those kept, and each run's entries written by
+/// `write` as new nodes of at most `level.most` entries (cut to `level.fill`).
+fn write_runs(runs: &[Run], level: Level, mut write: impl FnMut(&[u8]) -> Entry) -> Vec<Entry> {
+    let mut out = Vec::with_capacity(runs.len() + 2);
+    for run in runs {
+        match run {
+            Run::Kept(entry) => out.push(*entry),
+            Run::Write(body) => {
+                let n = body.len() / level.unit;
+                let cuts = if n > level.most {
+                    n.div_ceil(level.fill)
+                } else {
+                    usize::from(n > 0)
+                };
+                for k in 0..cuts {
+                    let at = |k: usize| n * k / cuts * level.unit;
+                    out.push(write(&body[at(k)..at(k + 1)]));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The groups, pages and nodes the stored table `table` names, each its id and stored
+/// size.
 pub fn nodes<const R: usize>(
     nodes: &dyn NodeStore,
     layout: Layout<R>,
     table: &[u8],
 ) -> Result<Vec<(u64, usize)>> {
     let records = Records::new(nodes, layout, table);
-    let mut out: Vec<(u64, usize)> = records
-        .pages
-        .iter()
-        .filter_map(|p| Some((p.id?, p.records * R)))
-        .collect();
+    let mut out: Vec<(u64, usize)> = Vec::new();
+    for (g, group) in records.groups.iter().enumerate() {
+        let pages = records.pages(g)?;
+        if let Some(id) = group.id {
+            out.push((id, pages.list.len() * REF));
+        }
+        out.extend(
+            pages
+                .list
+                .iter()
+                .filter_map(|p| Some((p.id?, p.records * R))),
+        );
+    }
     if layout.names_nodes {
         out.extend(
             records
@@ -552,50 +930,71 @@ pub fn nodes<const R: usize>(
     Ok(out)
 }
 
-/// The pages and nodes the stored table `old` names and the stored table `new` does
-/// not: what replacing one by the other releases. A page both name holds the same
-/// records in both, so only the records of the pages one of them names alone are
-/// compared, and of those, the runs both start and end with are skipped by comparing
-/// bytes (a write changes a few records in the middle).
+/// The groups, pages and nodes the stored table `old` names and the stored table `new`
+/// does not: what replacing one by the other releases. A group both name holds the
+/// same pages in both, and a page both name the same records, so only the pages of the
+/// groups one of them names alone are compared, and only the records of the pages one
+/// of them names alone; of those, the runs both start and end with are skipped by
+/// comparing bytes (a write changes a few records in the middle).
 pub fn dropped<const R: usize>(
     nodes: &dyn NodeStore,
     layout: Layout<R>,
     old: &[u8],
     new: &[u8],
 ) -> Result<Vec<u64>> {
-    // The page ids a stored table names, sorted: read from its root alone.
-    let page_ids = |table: &[u8]| {
-        let mut ids: Vec<u64> = match is_paged::<R>(table) {
-            true => page_refs(table).map(|p| p.id).collect(),
-            false => Vec::new(),
-        };
-        ids.sort_unstable();
-        ids
-    };
-    let (old_pages, new_pages) = (page_ids(old), page_ids(new));
-    let mut released: Vec<u64> = old_pages
-        .iter()
-        .copied()
-        .filter(|id| new_pages.binary_search(id).is_err())
-        .collect();
-    if !layout.names_nodes {
-        return Ok(released);
-    }
     let (old, new) = (
         Records::new(nodes, layout, old),
         Records::new(nodes, layout, new),
     );
-    // The records of the pages `t` names and `other` (its sorted page ids) does not.
-    let alone = |t: &Records<R>, other: &[u64]| -> Result<Vec<u8>> {
-        let mut body = Vec::new();
-        for (p, page) in t.pages.iter().enumerate() {
-            if page.id.is_none_or(|id| other.binary_search(&id).is_err()) {
-                body.extend_from_slice(t.body(p)?);
+    let sorted = |mut ids: Vec<u64>| {
+        ids.sort_unstable();
+        ids
+    };
+    let among = |ids: &[u64], id: Option<u64>| id.is_some_and(|id| ids.binary_search(&id).is_ok());
+    let group_ids = |t: &Records<R>| sorted(t.groups.iter().filter_map(|g| g.id).collect());
+    let (old_groups, new_groups) = (group_ids(&old), group_ids(&new));
+    // The pages (group, page, id) of the groups `t` names and `other` does not.
+    let alone = |t: &Records<R>, other: &[u64]| -> Result<Vec<(usize, usize, Option<u64>)>> {
+        let mut out = Vec::new();
+        for g in 0..t.groups.len() {
+            if !among(other, t.groups[g].id) {
+                out.extend(
+                    t.pages(g)?
+                        .list
+                        .iter()
+                        .enumerate()
+                        .map(|(p, page)| (g, p, page.id)),
+                );
             }
         }
-        Ok(body)
+        Ok(out)
     };
-    let (gone, kept) = (alone(&old, &new_pages)?, alone(&new, &old_pages)?);
+    let (old_pages, new_pages) = (alone(&old, &new_groups)?, alone(&new, &old_groups)?);
+    let page_ids = |pages: &[(usize, usize, Option<u64>)]| {
+        sorted(pages.iter().filter_map(|&(_, _, id)| id).collect())
+    };
+    let (old_page_ids, new_page_ids) = (page_ids(&old_pages), page_ids(&new_pages));
+    let mut released: Vec<u64> = old_groups
+        .iter()
+        .chain(&old_page_ids)
+        .copied()
+        .filter(|&id| !among(&new_groups, Some(id)) && !among(&new_page_ids, Some(id)))
+        .collect();
+    if !layout.names_nodes {
+        return Ok(released);
+    }
+    // The records of `pages` (of `t`) that `other` (page ids) does not name.
+    let records_alone = |t: &Records<R>, pages: &[(usize, usize, Option<u64>)], other: &[u64]| {
+        let mut body = Vec::new();
+        for &(g, p, id) in pages {
+            if !among(other, id) {
+                body.extend_from_slice(t.body(g, p)?);
+            }
+        }
+        Result::Ok(body)
+    };
+    let gone = records_alone(&old, &old_pages, &new_page_ids)?;
+    let kept = records_alone(&new, &new_pages, &old_page_ids)?;
     let (front, back) = crate::nodes::common_records(&gone, &kept, R);
     let middle = |body: &[u8]| -> Vec<u64> {
         let records = body.len() / R;
@@ -604,8 +1003,7 @@ pub fn dropped<const R: usize>(
             .map(|r| layout.id(r))
             .collect()
     };
-    let mut kept = middle(&kept);
-    kept.sort_unstable();
+    let kept = sorted(middle(&kept));
     released.extend(
         middle(&gone)
             .into_iter()
@@ -689,21 +1087,52 @@ mod tests {
         ids
     }
 
-    /// Checks that the table `table`, written by [`Records::finish`], is in the form its
-    /// length calls for.
-    fn check_form(table: &[u8], len: usize) {
-        if is_paged::<RECORD>(table) {
-            assert!(len > INLINE_AGAIN, "a short table is inline");
-            for p in page_refs(table) {
-                assert!(
-                    (1..=PAGE_RECORDS).contains(&p.records),
-                    "a page of {}",
-                    p.records
-                );
+    /// The entries of the groups of the stored table `table` (none unless grouped), and
+    /// of its pages.
+    fn groups_and_pages(nodes: &MemoryNodes, table: &[u8]) -> (Vec<Entry>, Vec<Entry>) {
+        match stored_form::<RECORD>(table) {
+            Form::Inline => (vec![], vec![]),
+            Form::Paged => (vec![], entries(&table[PAGED_HEADER..]).collect()),
+            Form::Grouped => {
+                let groups: Vec<Entry> = entries(&table[GROUPED_HEADER..]).collect();
+                let pages = groups
+                    .iter()
+                    .flat_map(|g| entries(&nodes.read(g.id).unwrap()).collect::<Vec<_>>())
+                    .collect();
+                (groups, pages)
             }
-        } else {
-            assert!(len <= PAGE_RECORDS, "a long table is paged");
         }
+    }
+
+    /// Checks that the table `table`, written by [`Records::finish`], is in the form its
+    /// length calls for, its pages and groups within their bounds.
+    fn check_form(nodes: &MemoryNodes, table: &[u8], len: usize) {
+        let form = stored_form::<RECORD>(table);
+        if form == Form::Inline {
+            assert!(len <= PAGE_RECORDS, "a long table is paged");
+            return;
+        }
+        assert!(len > INLINE_AGAIN, "a short table is inline");
+        let (groups, pages) = groups_and_pages(nodes, table);
+        if form == Form::Paged {
+            assert!(
+                pages.len() <= GROUP_PAGES,
+                "{} pages in a root",
+                pages.len()
+            );
+        }
+        for g in &groups {
+            let named = nodes.read(g.id).unwrap().len() / REF;
+            assert!((1..=GROUP_PAGES).contains(&named), "a group of {named}");
+        }
+        for p in &pages {
+            assert!(
+                (1..=PAGE_RECORDS).contains(&p.records),
+                "a page of {}",
+                p.records
+            );
+        }
+        assert_eq!(pages.iter().map(|p| p.records).sum::<usize>(), len);
     }
 
     /// Checks the stored `table` against the model `want`, through a fresh reader.
@@ -785,7 +1214,7 @@ mod tests {
                 }
                 let new = t.finish().unwrap();
                 check(&nodes, &new, &want, &probes);
-                check_form(&new, want.len());
+                check_form(&nodes, &new, want.len());
                 let (old_ids, new_ids) = (ids(&nodes, &stored), ids(&nodes, &new));
                 let mut released = dropped(&nodes, LAYOUT, &stored, &new).unwrap();
                 released.sort_unstable();
@@ -797,8 +1226,8 @@ mod tests {
                 }
                 stored = new;
             }
-            let pages = if is_paged::<RECORD>(&stored) { page_refs(&stored).count() } else { 0 };
-            prop_assert_eq!(nodes.len(), pages);
+            let (groups, pages) = groups_and_pages(&nodes, &stored);
+            prop_assert_eq!(nodes.len(), groups.len() + pages.len());
         }
     }
 
@@ -809,7 +1238,7 @@ mod tests {
         let nodes = MemoryNodes::default();
         let records: Vec<Record> = (0..300).map(|i| record(i, i + 1, 1)).collect();
         let mut table = Records::of(&nodes, LAYOUT, 300, &records).finish().unwrap();
-        assert!(is_paged::<RECORD>(&table));
+        assert_eq!(stored_form::<RECORD>(&table), Form::Paged);
         // The first page's record count, one too many.
         let at = PAGED_HEADER + 8;
         let n = u32::from_le_bytes(table[at..at + 4].try_into().unwrap());
@@ -834,8 +1263,8 @@ mod tests {
         t.splice(300..301, &[record(300_000, 9001, 4)]).unwrap();
         t.set_count(1801);
         let new = t.finish().unwrap();
-        assert!(is_paged::<RECORD>(&new));
-        check_form(&new, 600);
+        assert_eq!(stored_form::<RECORD>(&new), Form::Paged);
+        check_form(&nodes, &new, 600);
         let mut want = want;
         want[300] = record(300_000, 9001, 4);
         check(&nodes, &new, &want, &[0, 300_000, u64::MAX]);
@@ -849,9 +1278,141 @@ mod tests {
         let released = dropped(&nodes, LAYOUT, &new, &newer).unwrap();
         assert_eq!(released.len(), 2, "one page and one node: {released:?}");
         assert!(released.contains(&11));
-        let pages_written = page_refs(&newer)
-            .filter(|p| !page_refs(&new).any(|q| q.id == p.id))
+        let (_, old_pages) = groups_and_pages(&nodes, &new);
+        let (_, new_pages) = groups_and_pages(&nodes, &newer);
+        let pages_written = new_pages
+            .iter()
+            .filter(|p| !old_pages.iter().any(|q| q.id == p.id))
             .count();
         assert_eq!(pages_written, 1);
+    }
+
+    /// An edit of one record of a grouped table writes one page, one group and a root
+    /// naming the groups: what it copies does not grow with the table.
+    #[test]
+    fn an_edit_of_a_grouped_table_writes_a_page_and_a_group() {
+        let nodes = MemoryNodes::default();
+        let mut want: Vec<Record> = (0..20_000).map(|i| record(i * 10, i + 1, 2)).collect();
+        let table = Records::of(&nodes, LAYOUT, 40_000, &want).finish().unwrap();
+        assert_eq!(stored_form::<RECORD>(&table), Form::Grouped);
+        check_form(&nodes, &table, want.len());
+        check(&nodes, &table, &want, &[0, 5, 99_990, 199_990, u64::MAX]);
+        let (groups, pages) = groups_and_pages(&nodes, &table);
+        assert!(groups.len() > 20, "{} groups", groups.len());
+        let stored_before = nodes.len();
+        for at in [0, 9_999, 19_999] {
+            let before = nodes.len();
+            let mut t = Records::new(&nodes, LAYOUT, &table);
+            let r = record(at as u64 * 10, 50_000 + at as u64, 3);
+            t.splice(at..at + 1, &[r]).unwrap();
+            t.set_count(40_001);
+            let new = t.finish().unwrap();
+            assert_eq!(nodes.len() - before, 2, "one page and one group written");
+            assert_eq!(new.len(), table.len(), "the root names as many groups");
+            let mut released = dropped(&nodes, LAYOUT, &table, &new).unwrap();
+            released.sort_unstable();
+            assert_eq!(
+                released.len(),
+                3,
+                "a page, a group and a node: {released:?}"
+            );
+            assert!(released.contains(&(at as u64 + 1)));
+            let mut edited = want.clone();
+            edited[at] = r;
+            check(&nodes, &new, &edited, &[at as u64 * 10]);
+        }
+        assert_eq!(nodes.len(), stored_before + 6);
+        // Removing all but a few records takes the table back to pages, then inline.
+        let mut t = Records::new(&nodes, LAYOUT, &table);
+        t.splice(500..19_990, &[]).unwrap();
+        t.set_count(1020);
+        want.drain(500..19_990);
+        let short = t.finish().unwrap();
+        assert_eq!(stored_form::<RECORD>(&short), Form::Paged);
+        check_form(&nodes, &short, want.len());
+        check(&nodes, &short, &want, &[0, 4_990, 199_900]);
+        let released = dropped(&nodes, LAYOUT, &table, &short).unwrap();
+        assert!(released.len() > groups.len() + pages.len() - 10);
+        let mut t = Records::new(&nodes, LAYOUT, &short);
+        t.splice(10..500, &[]).unwrap();
+        t.set_count(40);
+        want.drain(10..500);
+        let inline = t.finish().unwrap();
+        assert_eq!(stored_form::<RECORD>(&inline), Form::Inline);
+        check(&nodes, &inline, &want, &[0, 199_900]);
+    }
+
+    /// A table paged before groups existed, with more pages than a root of pages now
+    /// holds, reads as it did and is grouped by its first edit, its pages kept.
+    #[test]
+    fn a_root_of_many_pages_reads_and_is_grouped_when_edited() {
+        let nodes = MemoryNodes::default();
+        let want: Vec<Record> = (0..3_000).map(|i| record(i, i + 1, 1)).collect();
+        let mut old = 3_000u64.to_le_bytes().to_vec();
+        for chunk in want.chunks(100) {
+            let body = chunk.concat();
+            LAYOUT.page_entry(nodes.write(&body), &body).write(&mut old);
+        }
+        assert_eq!(stored_form::<RECORD>(&old), Form::Paged);
+        check(&nodes, &old, &want, &[0, 1_500, u64::MAX]);
+        let mut t = Records::new(&nodes, LAYOUT, &old);
+        t.splice(1_500..1_501, &[record(1_500, 9_001, 2)]).unwrap();
+        t.set_count(3_001);
+        let new = t.finish().unwrap();
+        assert_eq!(stored_form::<RECORD>(&new), Form::Grouped);
+        let mut want = want;
+        want[1_500] = record(1_500, 9_001, 2);
+        check(&nodes, &new, &want, &[0, 1_500, u64::MAX]);
+        check_form(&nodes, &new, want.len());
+        // The old pages are kept, but the one changed.
+        let (_, pages) = groups_and_pages(&nodes, &new);
+        let old_pages: Vec<Entry> = entries(&old[PAGED_HEADER..]).collect();
+        let kept = pages.iter().filter(|p| old_pages.contains(p)).count();
+        assert_eq!(kept, old_pages.len() - 1);
+        let mut released = dropped(&nodes, LAYOUT, &old, &new).unwrap();
+        released.sort_unstable();
+        let mut expect = [1_501, old_pages[15].id];
+        expect.sort_unstable();
+        assert_eq!(released, expect);
+    }
+
+    /// A grouped root that disagrees with a group (a store damaged on disk) gets an
+    /// error naming the group, not a panic or a misread.
+    #[test]
+    fn a_group_unlike_its_root_is_an_error() {
+        let nodes = MemoryNodes::default();
+        let records: Vec<Record> = (0..3_000).map(|i| record(i, i + 1, 1)).collect();
+        let mut table = Records::of(&nodes, LAYOUT, 3_000, &records)
+            .finish()
+            .unwrap();
+        assert_eq!(stored_form::<RECORD>(&table), Form::Grouped);
+        // The first group's element count, one too many.
+        let at = GROUPED_HEADER + 12;
+        let n = u32::from_le_bytes(table[at..at + 4].try_into().unwrap());
+        table[at..at + 4].copy_from_slice(&(n + 1).to_le_bytes());
+        let damaged = Records::new(&nodes, LAYOUT, &table[..]);
+        match damaged.get(0) {
+            Err(engine::Error::Corruption { detail, .. }) => {
+                assert!(detail.contains("its root says"), "{detail}")
+            }
+            other => panic!("read a damaged group as {other:?}"),
+        }
+        // A group's node of a length no entries have.
+        let (groups, _) = groups_and_pages(
+            &nodes,
+            &Records::of(&nodes, LAYOUT, 3_000, &records)
+                .finish()
+                .unwrap(),
+        );
+        let bad = nodes.write(&[0u8; REF + 1]);
+        let mut table = Records::of(&nodes, LAYOUT, 3_000, &records)
+            .finish()
+            .unwrap();
+        table[GROUPED_HEADER..GROUPED_HEADER + 8].copy_from_slice(&bad.to_le_bytes());
+        assert!(groups.len() > 1);
+        assert!(matches!(
+            Records::new(&nodes, LAYOUT, &table[..]).get(0),
+            Err(engine::Error::Corruption { .. })
+        ));
     }
 }

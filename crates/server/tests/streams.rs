@@ -469,3 +469,116 @@ fn a_long_pending_list_answers_from_its_pages() {
         ) == "0"));
     }
 }
+
+/// A group with 30,000 entries pending: more pages than one root names, so the pages
+/// are in groups (`table_pages.rs`). Acknowledging a run across groups, single entries
+/// here and there, a claim, new deliveries at the end and a restart of the lsm engine
+/// leave exactly the entries a model keeps, read back whole with XPENDING and in
+/// ranges that start near the groups' bounds; deleting the stream releases every page.
+#[test]
+fn tens_of_thousands_pending_keep_their_pages_in_groups() {
+    let server = Server::start();
+    let mut c = server.client();
+    let id = |i: usize| format!("{}-{}", 1 + i / 10, i % 10);
+    let add = |c: &mut redis::Connection, from: usize, to: usize| {
+        let mut pipe = redis::pipe();
+        for i in from..to {
+            pipe.cmd("XADD")
+                .arg("s")
+                .arg(id(i))
+                .arg("n")
+                .arg(i)
+                .ignore();
+        }
+        pipe.query::<()>(c).unwrap();
+    };
+    add(&mut c, 0, 30_000);
+    let _: () = run(&mut c, &["XGROUP", "CREATE", "s", "g", "0"]);
+    let read = |c: &mut redis::Connection, who: &str, count: usize| -> usize {
+        let got: Vec<(String, Entries)> = run(
+            c,
+            &[
+                "XREADGROUP",
+                "GROUP",
+                "g",
+                who,
+                "COUNT",
+                &count.to_string(),
+                "STREAMS",
+                "s",
+                ">",
+            ],
+        );
+        got[0].1.len()
+    };
+    assert_eq!(read(&mut c, "alice", 20_000), 20_000);
+    assert_eq!(read(&mut c, "bob", 10_000), 10_000);
+    // The model: each pending entry's number and consumer.
+    let mut pending: Vec<(usize, &str)> = (0..30_000)
+        .map(|i| (i, if i < 20_000 { "alice" } else { "bob" }))
+        .collect();
+    let ack = |c: &mut redis::Connection, ids: &[usize]| -> i64 {
+        let ids: Vec<String> = ids.iter().map(|&i| id(i)).collect();
+        let args: Vec<&str> = ["XACK", "s", "g"]
+            .into_iter()
+            .chain(ids.iter().map(String::as_str))
+            .collect();
+        run(c, &args)
+    };
+    // A run across the bound of the first two groups (96 pages of 96 records).
+    let run_across: Vec<usize> = (9_000..9_500).collect();
+    assert_eq!(ack(&mut c, &run_across), 500);
+    let singles = [0, 1, 18_431, 18_432, 27_647, 27_648, 29_999];
+    assert_eq!(ack(&mut c, &singles), singles.len() as i64);
+    pending.retain(|(i, _)| !run_across.contains(i) && !singles.contains(i));
+    let claimed: Vec<String> = run(
+        &mut c,
+        &["XCLAIM", "s", "g", "carol", "0", &id(15_000), "JUSTID"],
+    );
+    assert_eq!(claimed, [id(15_000)]);
+    pending
+        .iter_mut()
+        .find(|(i, _)| *i == 15_000)
+        .expect("pending")
+        .1 = "carol";
+    add(&mut c, 30_000, 30_300);
+    assert_eq!(read(&mut c, "bob", 1_000), 300);
+    pending.extend((30_000..30_300).map(|i| (i, "bob")));
+    let check = |c: &mut redis::Connection, pending: &[(usize, &str)]| {
+        let rows: Vec<(String, String, i64, i64)> =
+            run(c, &["XPENDING", "s", "g", "-", "+", "40000"]);
+        let got: Vec<(String, &str)> = rows.iter().map(|r| (r.0.clone(), r.1.as_str())).collect();
+        let want: Vec<(String, &str)> = pending.iter().map(|&(i, who)| (id(i), who)).collect();
+        assert_eq!(got, want);
+        for at in [9_100, 9_215, 9_216, 18_400, 27_000] {
+            let from = pending.partition_point(|&(i, _)| i < at);
+            let rows: Vec<(String, String, i64, i64)> =
+                run(c, &["XPENDING", "s", "g", &id(at), "+", "5"]);
+            let got: Vec<String> = rows.into_iter().map(|r| r.0).collect();
+            let want: Vec<String> = pending[from..from + 5]
+                .iter()
+                .map(|&(i, _)| id(i))
+                .collect();
+            assert_eq!(got, want, "from {at}");
+        }
+        let summary: Summary = run(c, &["XPENDING", "s", "g"]);
+        assert_eq!(summary.0, pending.len() as i64);
+    };
+    check(&mut c, &pending);
+    let (_server, mut c) = if support::test_engine() == "lsm" {
+        let dir = server.stop().unwrap();
+        let server = Server::start_in(dir, &[]);
+        let c = server.client();
+        (server, c)
+    } else {
+        (server, c)
+    };
+    check(&mut c, &pending);
+    assert_eq!(run::<i64>(&mut c, &["DEL", "s"]), 1);
+    if support::test_engine() == "memory" {
+        assert!(support::eventually(10, || support::info_field(
+            &mut c,
+            "hotring_collection_nodes"
+        ) == "0"));
+    }
+}

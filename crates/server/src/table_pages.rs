@@ -254,25 +254,30 @@ fn corrupt(detail: String) -> engine::Error {
     }
 }
 
-/// A page of a table being read or edited.
-struct Page<'a> {
-    /// As stored; `None` for an inline table's records and a page this edit changed,
-    /// which are written again if the table is stored paged.
+/// A page (its contents: its records) or a group of pages (its contents: its pages)
+/// of a table being read or edited, with what its entry says of it.
+struct Node<T> {
+    /// As stored; `None` for a page or group this edit changed (and for an inline
+    /// table's records and the pages of a root with no groups), written again if the
+    /// table is stored in pages, and whose contents are loaded.
     id: Option<u64>,
     records: usize,
     elements: u64,
     key: u64,
-    body: OnceCell<Cow<'a, [u8]>>,
+    contents: OnceCell<T>,
 }
 
-impl<'a> Page<'a> {
+type Page<'a> = Node<Cow<'a, [u8]>>;
+type Group<'a> = Node<Pages<'a>>;
+
+impl<T> Node<T> {
     fn stored(entry: Entry) -> Self {
-        Page {
+        Node {
             id: Some(entry.id),
             records: entry.records,
             elements: entry.elements,
             key: entry.key,
-            body: OnceCell::new(),
+            contents: OnceCell::new(),
         }
     }
 
@@ -285,16 +290,18 @@ impl<'a> Page<'a> {
             key: self.key,
         })
     }
+}
 
+impl<'a> Page<'a> {
     /// A page of the records `body` (of `layout`), not stored yet.
     fn changed<const R: usize>(layout: Layout<R>, body: Cow<'a, [u8]>) -> Self {
         let records = body.len() / R;
-        Page {
+        Node {
             id: None,
             records,
             elements: body.chunks_exact(R).map(|r| layout.count(r)).sum(),
             key: if records > 0 { layout.key(&body) } else { 0 },
-            body: OnceCell::from(body),
+            contents: OnceCell::from(body),
         }
     }
 }
@@ -332,7 +339,7 @@ impl<'a> Pages<'a> {
     /// The records of page `p`, of `R` bytes each, read from `nodes` when first needed.
     fn body<const R: usize>(&self, nodes: &dyn NodeStore, p: usize) -> Result<&[u8]> {
         let page = &self.list[p];
-        if let Some(body) = page.body.get() {
+        if let Some(body) = page.contents.get() {
             return Ok(body);
         }
         let id = page.id.expect("a page not loaded is stored");
@@ -344,7 +351,7 @@ impl<'a> Pages<'a> {
                 page.records
             )));
         }
-        Ok(page.body.get_or_init(|| Cow::Owned(body)))
+        Ok(page.contents.get_or_init(|| Cow::Owned(body)))
     }
 
     /// Replaces records `range` (of this group) by `records`; changes nothing if a
@@ -388,46 +395,15 @@ impl<'a> Pages<'a> {
     }
 }
 
-/// A group of pages of a table being read or edited.
-struct Group<'a> {
-    /// As stored; `None` for the pages of a root with no groups (or an inline table's
-    /// one page) and a group this edit changed, whose pages are loaded.
-    id: Option<u64>,
-    records: usize,
-    elements: u64,
-    key: u64,
-    pages: OnceCell<Pages<'a>>,
-}
-
 impl<'a> Group<'a> {
-    fn stored(entry: Entry) -> Self {
-        Group {
-            id: Some(entry.id),
-            records: entry.records,
-            elements: entry.elements,
-            key: entry.key,
-            pages: OnceCell::new(),
-        }
-    }
-
-    /// Its entry, if it is as stored.
-    fn entry(&self) -> Option<Entry> {
-        Some(Entry {
-            id: self.id?,
-            records: self.records,
-            elements: self.elements,
-            key: self.key,
-        })
-    }
-
     /// A group of `pages`, not stored (as a group) yet.
     fn changed(pages: Pages<'a>) -> Self {
-        Group {
+        Node {
             id: None,
             records: pages.records(),
             elements: pages.list.iter().map(|p| p.elements).sum(),
             key: pages.list.first().map_or(0, |p| p.key),
-            pages: OnceCell::from(pages),
+            contents: OnceCell::from(pages),
         }
     }
 }
@@ -458,10 +434,10 @@ impl<'a, const R: usize> Records<'a, R> {
         let count = count::<R>(&table) as u64;
         let groups = match form {
             Form::Grouped => entries(&table[GROUPED_HEADER..])
-                .map(Group::stored)
+                .map(Node::stored)
                 .collect(),
             Form::Paged => {
-                let pages = entries(&table[PAGED_HEADER..]).map(Page::stored).collect();
+                let pages = entries(&table[PAGED_HEADER..]).map(Node::stored).collect();
                 vec![Group::changed(Pages::new(pages))]
             }
             Form::Inline => {
@@ -472,7 +448,7 @@ impl<'a, const R: usize> Records<'a, R> {
                         Cow::Owned(t)
                     }
                 };
-                let page = Page {
+                let page = Node {
                     id: None,
                     records: body.len() / R,
                     elements: count,
@@ -481,7 +457,7 @@ impl<'a, const R: usize> Records<'a, R> {
                     } else {
                         layout.key(&body)
                     },
-                    body: OnceCell::from(body),
+                    contents: OnceCell::from(body),
                 };
                 vec![Group::changed(Pages::new(vec![page]))]
             }
@@ -547,12 +523,12 @@ impl<'a, const R: usize> Records<'a, R> {
     /// The pages of group `g`, read from the node store when first needed.
     fn pages(&self, g: usize) -> Result<&Pages<'a>> {
         let group = &self.groups[g];
-        if let Some(pages) = group.pages.get() {
+        if let Some(pages) = group.contents.get() {
             return Ok(pages);
         }
         let id = group.id.expect("a group not loaded is stored");
         let body = self.nodes.read(id)?;
-        let list: Vec<Page> = entries(&body).map(Page::stored).collect();
+        let list: Vec<Page> = entries(&body).map(Node::stored).collect();
         let pages = Pages::new(list);
         let elements: u64 = pages.list.iter().map(|p| p.elements).sum();
         let whole = !body.is_empty() && body.len().is_multiple_of(REF);
@@ -566,7 +542,7 @@ impl<'a, const R: usize> Records<'a, R> {
                 group.elements
             )));
         }
-        Ok(group.pages.get_or_init(|| pages))
+        Ok(group.contents.get_or_init(|| pages))
     }
 
     /// The records of page `p` of group `g`.
@@ -697,7 +673,7 @@ impl<'a, const R: usize> Records<'a, R> {
         // They become one group, changed, which the splice leaves whole if it fails.
         let mut list = Vec::new();
         for group in &mut self.groups[first..=last] {
-            list.extend(group.pages.take().expect("loaded").list);
+            list.extend(group.contents.take().expect("loaded").list);
         }
         let mut pages = Pages::new(list);
         let base = self.starts[first];
@@ -1231,25 +1207,45 @@ mod tests {
         }
     }
 
-    /// A root that disagrees with its page (a store damaged on disk) gets an error
-    /// naming the page, not a panic or a misread.
+    /// A root that disagrees with its page or its group (a store damaged on disk) gets
+    /// an error naming it, not a panic or a misread.
     #[test]
-    fn a_page_unlike_its_root_is_an_error() {
+    fn a_page_or_group_unlike_its_root_is_an_error() {
         let nodes = MemoryNodes::default();
-        let records: Vec<Record> = (0..300).map(|i| record(i, i + 1, 1)).collect();
-        let mut table = Records::of(&nodes, LAYOUT, 300, &records).finish().unwrap();
-        assert_eq!(stored_form::<RECORD>(&table), Form::Paged);
-        // The first page's record count, one too many.
-        let at = PAGED_HEADER + 8;
-        let n = u32::from_le_bytes(table[at..at + 4].try_into().unwrap());
-        table[at..at + 4].copy_from_slice(&(n + 1).to_le_bytes());
-        let damaged = Records::new(&nodes, LAYOUT, &table[..]);
-        match damaged.get(0) {
-            Err(engine::Error::Corruption { detail, .. }) => {
-                assert!(detail.contains("root says"), "{detail}")
+        let damaged = |records: usize, form: Form, at: usize| {
+            let all: Vec<Record> = (0..records as u64).map(|i| record(i, i + 1, 1)).collect();
+            let table = Records::of(&nodes, LAYOUT, records as u64, &all);
+            let mut table = table.finish().unwrap();
+            assert_eq!(stored_form::<RECORD>(&table), form);
+            // One more than it says.
+            let n = u32::from_le_bytes(table[at..at + 4].try_into().unwrap());
+            table[at..at + 4].copy_from_slice(&(n + 1).to_le_bytes());
+            match Records::new(&nodes, LAYOUT, &table[..]).get(0) {
+                Err(engine::Error::Corruption { detail, .. }) => detail,
+                other => panic!("read a damaged table as {other:?}"),
             }
-            other => panic!("read a damaged page as {other:?}"),
-        }
+        };
+        // The first page's record count.
+        let detail = damaged(300, Form::Paged, PAGED_HEADER + 8);
+        assert!(
+            detail.starts_with("page ") && detail.contains("root says"),
+            "{detail}"
+        );
+        // The first group's element count.
+        let detail = damaged(3_000, Form::Grouped, GROUPED_HEADER + 12);
+        assert!(
+            detail.starts_with("group ") && detail.contains("root says"),
+            "{detail}"
+        );
+        // A group whose node has a length no entries have.
+        let all: Vec<Record> = (0..3_000).map(|i| record(i, i + 1, 1)).collect();
+        let mut table = Records::of(&nodes, LAYOUT, 3_000, &all).finish().unwrap();
+        let bad = nodes.write(&[0u8; REF + 1]);
+        table[GROUPED_HEADER..GROUPED_HEADER + 8].copy_from_slice(&bad.to_le_bytes());
+        assert!(matches!(
+            Records::new(&nodes, LAYOUT, &table[..]).get(0),
+            Err(engine::Error::Corruption { .. })
+        ));
     }
 
     #[test]
@@ -1374,45 +1370,5 @@ mod tests {
         let mut expect = [1_501, old_pages[15].id];
         expect.sort_unstable();
         assert_eq!(released, expect);
-    }
-
-    /// A grouped root that disagrees with a group (a store damaged on disk) gets an
-    /// error naming the group, not a panic or a misread.
-    #[test]
-    fn a_group_unlike_its_root_is_an_error() {
-        let nodes = MemoryNodes::default();
-        let records: Vec<Record> = (0..3_000).map(|i| record(i, i + 1, 1)).collect();
-        let mut table = Records::of(&nodes, LAYOUT, 3_000, &records)
-            .finish()
-            .unwrap();
-        assert_eq!(stored_form::<RECORD>(&table), Form::Grouped);
-        // The first group's element count, one too many.
-        let at = GROUPED_HEADER + 12;
-        let n = u32::from_le_bytes(table[at..at + 4].try_into().unwrap());
-        table[at..at + 4].copy_from_slice(&(n + 1).to_le_bytes());
-        let damaged = Records::new(&nodes, LAYOUT, &table[..]);
-        match damaged.get(0) {
-            Err(engine::Error::Corruption { detail, .. }) => {
-                assert!(detail.contains("its root says"), "{detail}")
-            }
-            other => panic!("read a damaged group as {other:?}"),
-        }
-        // A group's node of a length no entries have.
-        let (groups, _) = groups_and_pages(
-            &nodes,
-            &Records::of(&nodes, LAYOUT, 3_000, &records)
-                .finish()
-                .unwrap(),
-        );
-        let bad = nodes.write(&[0u8; REF + 1]);
-        let mut table = Records::of(&nodes, LAYOUT, 3_000, &records)
-            .finish()
-            .unwrap();
-        table[GROUPED_HEADER..GROUPED_HEADER + 8].copy_from_slice(&bad.to_le_bytes());
-        assert!(groups.len() > 1);
-        assert!(matches!(
-            Records::new(&nodes, LAYOUT, &table[..]).get(0),
-            Err(engine::Error::Corruption { .. })
-        ));
     }
 }

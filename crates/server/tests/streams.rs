@@ -195,6 +195,24 @@ fn a_group_delivers_each_entry_once_across_consumers() {
     assert_eq!(groups[0]["entries-read"], redis::Value::Int(ENTRIES as i64));
 }
 
+/// The ID of stream entry number `i` of [`add_numbered`]: ten entries a millisecond,
+/// so that nodes share their first IDs' milliseconds.
+fn numbered_id(i: u64) -> String {
+    format!("{}-{}", i / 10 + 1, i % 10)
+}
+
+/// Adds to stream `s` entries `numbers`, each `n` its number, in pipelines of 500.
+fn add_numbered(c: &mut redis::Connection, numbers: std::ops::Range<u64>) {
+    for chunk in numbers.collect::<Vec<_>>().chunks(500) {
+        let mut pipe = redis::pipe();
+        for &i in chunk {
+            let id = numbered_id(i);
+            pipe.cmd("XADD").arg("s").arg(id).arg("n").arg(i).ignore();
+        }
+        let () = pipe.query(c).unwrap();
+    }
+}
+
 /// A stream of 20,000 entries is split into nodes (`stream_nodes.rs`): ranges from the
 /// middle, both ways and with COUNT, reads after an ID, deletes, both trims, XINFO,
 /// DUMP and RESTORE, RENAME and COPY answer as for a short one, and deleting it
@@ -203,21 +221,9 @@ fn a_group_delivers_each_entry_once_across_consumers() {
 fn a_long_stream_answers_from_its_nodes() {
     let server = Server::start();
     let mut c = server.client();
-    // Ten entries a millisecond, so that nodes share their first IDs' milliseconds.
     const N: u64 = 20_000;
-    let id = |i: u64| format!("{}-{}", i / 10 + 1, i % 10);
-    for chunk in (0..N).collect::<Vec<_>>().chunks(500) {
-        let mut pipe = redis::pipe();
-        for &i in chunk {
-            pipe.cmd("XADD")
-                .arg("s")
-                .arg(id(i))
-                .arg("n")
-                .arg(i)
-                .ignore();
-        }
-        let () = pipe.query(&mut c).unwrap();
-    }
+    let id = numbered_id;
+    add_numbered(&mut c, 0..N);
     let numbers = |entries: &Entries| -> Vec<u64> {
         entries
             .iter()
@@ -451,14 +457,8 @@ fn a_long_pending_list_answers_from_its_pages() {
         run(&mut c, &["XPENDING", "s", "g"]),
         run(&mut c, &["XPENDING", "t", "g"]),
     );
-    let (_server, mut c) = if support::test_engine() == "lsm" {
-        let dir = server.stop().unwrap();
-        let server = Server::start_in(dir, &[]);
-        let c = server.client();
-        (server, c)
-    } else {
-        (server, c)
-    };
+    let server = server.restarted_if_lsm();
+    let mut c = server.client();
     assert_eq!(run::<Summary>(&mut c, &["XPENDING", "s", "g"]), s_before);
     assert_eq!(run::<Summary>(&mut c, &["XPENDING", "t", "g"]), t_before);
     assert_eq!(run::<i64>(&mut c, &["DEL", "s", "s2", "t"]), 3);
@@ -479,20 +479,8 @@ fn a_long_pending_list_answers_from_its_pages() {
 fn tens_of_thousands_pending_keep_their_pages_in_groups() {
     let server = Server::start();
     let mut c = server.client();
-    let id = |i: usize| format!("{}-{}", 1 + i / 10, i % 10);
-    let add = |c: &mut redis::Connection, from: usize, to: usize| {
-        let mut pipe = redis::pipe();
-        for i in from..to {
-            pipe.cmd("XADD")
-                .arg("s")
-                .arg(id(i))
-                .arg("n")
-                .arg(i)
-                .ignore();
-        }
-        pipe.query::<()>(c).unwrap();
-    };
-    add(&mut c, 0, 30_000);
+    let id = |i: usize| numbered_id(i as u64);
+    add_numbered(&mut c, 0..30_000);
     let _: () = run(&mut c, &["XGROUP", "CREATE", "s", "g", "0"]);
     let read = |c: &mut redis::Connection, who: &str, count: usize| -> usize {
         let got: Vec<(String, Entries)> = run(
@@ -541,7 +529,7 @@ fn tens_of_thousands_pending_keep_their_pages_in_groups() {
         .find(|(i, _)| *i == 15_000)
         .expect("pending")
         .1 = "carol";
-    add(&mut c, 30_000, 30_300);
+    add_numbered(&mut c, 30_000..30_300);
     assert_eq!(read(&mut c, "bob", 1_000), 300);
     pending.extend((30_000..30_300).map(|i| (i, "bob")));
     let check = |c: &mut redis::Connection, pending: &[(usize, &str)]| {
@@ -565,14 +553,8 @@ fn tens_of_thousands_pending_keep_their_pages_in_groups() {
         assert_eq!(summary.0, pending.len() as i64);
     };
     check(&mut c, &pending);
-    let (_server, mut c) = if support::test_engine() == "lsm" {
-        let dir = server.stop().unwrap();
-        let server = Server::start_in(dir, &[]);
-        let c = server.client();
-        (server, c)
-    } else {
-        (server, c)
-    };
+    let server = server.restarted_if_lsm();
+    let mut c = server.client();
     check(&mut c, &pending);
     assert_eq!(run::<i64>(&mut c, &["DEL", "s"]), 1);
     if support::test_engine() == "memory" {

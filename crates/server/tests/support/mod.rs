@@ -54,6 +54,16 @@ impl Server {
         Self::launch(&["--engine", "lsm", "--dir", &path], extra, Some(dir))
     }
 
+    /// The server stopped (SIGTERM) and started again on its directory if it runs on
+    /// the lsm engine, to read back what it stored; itself on the memory engine.
+    pub fn restarted_if_lsm(self) -> Server {
+        if self.dir.is_none() {
+            return self;
+        }
+        let dir = self.stop().expect("an lsm server has a directory");
+        Self::start_in(dir, &[])
+    }
+
     fn launch(engine: &[&str], extra: &[&str], dir: Option<tempfile::TempDir>) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
             .args(["--port", "0"])

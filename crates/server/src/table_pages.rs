@@ -32,7 +32,9 @@
 //! the root names them, so an id names the same records in every table that holds it,
 //! and what a write releases is the groups, pages and nodes the old table names and the
 //! new one does not ([`dropped`]). Tables stored inline before pages existed, and paged
-//! before groups, read unchanged.
+//! before groups, read unchanged. There is no third level: a root names a group per
+//! ~9,000 records (at most 128 pages of 128 records, cut to 96 of 96 when written), so
+//! a table of ten million records has a root of ~26 KB.
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -209,6 +211,10 @@ impl Entry {
         }
     }
 
+    /// The counts fit 32 bits by the bounds: a group names at most 128 pages of at most
+    /// 128 records, each counting one element or a node's, and a node of at most
+    /// [`crate::nodes::NODE_BYTES`] (4 KB) holds fewer elements than it has bytes (one
+    /// element over that alone): at most ~67 million elements a group.
     fn write(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.id.to_le_bytes());
         let records = u32::try_from(self.records).expect("a group's records fit 32 bits");

@@ -399,24 +399,9 @@ impl<'a> Entries<'a> {
             Form::Whole { nodes, .. } => {
                 Ok(nodes.partition_point(|n| n[0].id <= id).checked_sub(1))
             }
-            Form::Split { table, .. } => {
-                // By milliseconds first (one page), then by whole IDs among the
-                // records that share `id`'s milliseconds.
-                let lo = table.partition(|ms| ms < id.ms)?;
-                let hi = table.partition(|ms| ms <= id.ms)?;
-                let mut failed = None;
-                let within = table_pages::partition(hi - lo, |i| match table.get(lo + i) {
-                    Ok(r) => NodeInfo::of(&r).first <= id,
-                    Err(e) => {
-                        failed.get_or_insert(e);
-                        false
-                    }
-                });
-                match failed {
-                    Some(e) => Err(e),
-                    None => Ok((lo + within).checked_sub(1)),
-                }
-            }
+            Form::Split { table, .. } => Ok(table
+                .partition_at_key(id.ms, |r| NodeInfo::of(r).first <= id)?
+                .checked_sub(1)),
         }
     }
 

@@ -189,20 +189,8 @@ impl<'a> Pel<'a> {
     /// The place of the first pending entry at or after `id`: by milliseconds first
     /// (one page), then by whole IDs among the records that share `id`'s.
     fn find(&self, id: Id) -> Result<usize> {
-        let lo = self.table.partition(|ms| ms < id.ms)?;
-        let hi = self.table.partition(|ms| ms <= id.ms)?;
-        let mut failed = None;
-        let within = table_pages::partition(hi - lo, |i| match self.at(lo + i) {
-            Ok(p) => p.id < id,
-            Err(e) => {
-                failed.get_or_insert(e);
-                false
-            }
-        });
-        match failed {
-            Some(e) => Err(e),
-            None => Ok(lo + within),
-        }
+        self.table
+            .partition_at_key(id.ms, |r| Pending::of(r).id < id)
     }
 
     pub fn get(&self, id: Id) -> Option<Pending> {

@@ -590,6 +590,27 @@ impl<'a, const R: usize> Records<'a, R> {
         Ok(self.starts[g] + pages.starts[p] + within)
     }
 
+    /// The first record for which `pred` fails, `pred` holding up to some point and
+    /// failing after it, for all records whose key is below `key` and for none whose
+    /// key is above: finds the records of key `key` by their keys (a page at each
+    /// end), then reads those it needs among them (records of one key may span pages).
+    pub fn partition_at_key(&self, key: u64, pred: impl Fn(&[u8; R]) -> bool) -> Result<usize> {
+        let lo = self.partition(|k| k < key)?;
+        let hi = self.partition(|k| k <= key)?;
+        let mut failed = None;
+        let within = partition(hi - lo, |i| match self.get(lo + i) {
+            Ok(r) => pred(&r),
+            Err(e) => {
+                failed.get_or_insert(e);
+                false
+            }
+        });
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(lo + within),
+        }
+    }
+
     /// Elements the records before `at` count: reads one group and one page.
     pub fn elements_before(&self, at: usize) -> Result<u64> {
         if at == self.len() {
@@ -996,7 +1017,7 @@ pub fn dropped<const R: usize>(
 
 /// The first of `0..len` for which `pred` fails, `pred` holding up to some point and
 /// failing after it.
-pub fn partition(len: usize, mut pred: impl FnMut(usize) -> bool) -> usize {
+fn partition(len: usize, mut pred: impl FnMut(usize) -> bool) -> usize {
     let (mut lo, mut hi) = (0, len);
     while lo < hi {
         let mid = (lo + hi) / 2;

@@ -321,7 +321,7 @@ impl<'a> Pel<'a> {
 
 /// Whether the stored pending table `table` is paged; `Corrupt` if it is neither
 /// form (`table_pages.rs`): an inline table whose count is not its records', or a
-/// length neither form has.
+/// length no form has.
 pub fn check_form(table: &[u8]) -> std::result::Result<bool, Corrupt> {
     let paged = table_pages::form::<RECORD>(table).ok_or(Corrupt)?;
     // An inline table counts its records: each is one pending entry.

@@ -225,14 +225,14 @@ impl Entry {
     }
 
     /// The entry naming the group of the pages `entries` (as stored) stored as node `id`.
-    fn of_group(id: u64, entries: &[u8]) -> Entry {
+    fn of_group(id: u64, pages: &[u8]) -> Entry {
         let mut group = Entry {
             id,
             records: 0,
             elements: 0,
-            key: word(entries, 16, 8),
+            key: Entry::read(pages).key,
         };
-        for page in entries.chunks_exact(REF).map(Entry::read) {
+        for page in entries(pages) {
             group.records += page.records;
             group.elements += page.elements;
         }
@@ -301,11 +301,18 @@ impl<T> Node<T> {
 impl<'a> Page<'a> {
     /// A page of the records `body` (of `layout`), not stored yet.
     fn changed<const R: usize>(layout: Layout<R>, body: Cow<'a, [u8]>) -> Self {
+        let elements = body.chunks_exact(R).map(|r| layout.count(r)).sum();
+        Page::unstored(layout, body, elements)
+    }
+
+    /// A page of the records `body` (of `layout`), counting `elements`, not stored as a
+    /// page.
+    fn unstored<const R: usize>(layout: Layout<R>, body: Cow<'a, [u8]>, elements: u64) -> Self {
         let records = body.len() / R;
         Node {
             id: None,
             records,
-            elements: body.chunks_exact(R).map(|r| layout.count(r)).sum(),
+            elements,
             key: if records > 0 { layout.key(&body) } else { 0 },
             contents: OnceCell::from(body),
         }
@@ -454,17 +461,8 @@ impl<'a, const R: usize> Records<'a, R> {
                         Cow::Owned(t)
                     }
                 };
-                let page = Node {
-                    id: None,
-                    records: body.len() / R,
-                    elements: count,
-                    key: if body.is_empty() {
-                        0
-                    } else {
-                        layout.key(&body)
-                    },
-                    contents: OnceCell::from(body),
-                };
+                // Its count is its records': not counted again.
+                let page = Page::unstored(layout, body, count);
                 vec![Group::changed(Pages::new(vec![page]))]
             }
         };

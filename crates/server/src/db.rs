@@ -293,6 +293,47 @@ impl Db {
         self.put(key, stored, entry.deadline)
     }
 
+    /// Moves `from`'s value and deadline to `to`, whatever `to` held (RENAME); returns
+    /// whether `from` held anything. A split collection's node table moves as it is,
+    /// its nodes neither read nor copied (a table names its nodes by id, whatever the
+    /// key), so a rename costs the same whatever the value's size, as in Redis.
+    ///
+    /// The caller runs alone (the gate held exclusively) and has checked that `from`
+    /// is live. In memory that is what makes the move safe: between `to` taking the
+    /// table and `from` losing it, both name the same nodes, and a writer of `from`
+    /// meanwhile would retire nodes that `to` still names.
+    pub fn rename(&self, from: &[u8], to: &[u8]) -> Result<bool> {
+        let (stored, created) = match &self.store {
+            Store::Memory(index) => {
+                let node_store = self.memory_nodes();
+                let _pin = crossbeam_epoch::pin();
+                let Some(stored) = index.get(from) else {
+                    return Ok(false);
+                };
+                assert_ne!(from, to, "a key renamed to itself is not moved");
+                // `to`'s old value shares no node with `stored`: no two keys do.
+                let created =
+                    index.upsert_replacing(to, &stored, |old| node_store.retire(old, None));
+                let removed = index.remove_if(from, |v| v == stored.as_slice());
+                assert!(
+                    removed,
+                    "a writer changed a key being renamed, which runs alone"
+                );
+                (stored, created)
+            }
+            Store::Engine(store) => match store.rename(from, to)? {
+                Some(moved) => moved,
+                None => return Ok(false),
+            },
+        };
+        if created {
+            self.events.fire(events::NEW, "new", to);
+        }
+        self.written(from, None);
+        self.written(to, Entry::stored_deadline(&stored));
+        Ok(true)
+    }
+
     fn put(&self, key: &[u8], stored: Vec<u8>, deadline: Option<u64>) -> Result<()> {
         let created = match &self.store {
             Store::Memory(index) => self.upsert(index, key, stored),

@@ -96,7 +96,7 @@ impl Locked<'_> {
     /// Puts (`Some`) or deletes the key, with the list nodes `nodes` writes, atomically.
     pub fn write(self, stored: Option<&[u8]>, nodes: NodeWrites) -> Result<()> {
         let added = i64::from(stored.is_some()) - i64::from(self.stored.is_some());
-        self.store.write(self.key, stored, added, nodes)
+        self.store.write(&[(self.key, stored)], added, nodes)
     }
 }
 
@@ -176,17 +176,12 @@ impl EngineStore {
         self.next_node.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Puts (`Some`) or deletes `key`, which the caller has locked, with the list
+    /// Puts (`Some`) or deletes each of `keys`, which the caller has locked, with the
     /// nodes `nodes` writes, and moves the key count by `added`: into the overlay while
-    /// a transaction runs, else to the engine (one batch when there are nodes).
-    fn write(
-        &self,
-        key: &[u8],
-        stored: Option<&[u8]>,
-        added: i64,
-        nodes: NodeWrites,
-    ) -> Result<()> {
-        let key = engine_keys::encode(key);
+    /// a transaction runs, else to the engine, in one batch when there is more than
+    /// one write.
+    fn write(&self, keys: &[(&[u8], Option<&[u8]>)], added: i64, nodes: NodeWrites) -> Result<()> {
+        let no_nodes = nodes.put.is_empty() && nodes.delete.is_empty();
         let node_writes = nodes
             .put
             .into_iter()
@@ -197,38 +192,76 @@ impl EngineStore {
                     .into_iter()
                     .map(|id| (engine_keys::node(id), None)),
             );
+        let key_writes = keys
+            .iter()
+            .map(|&(key, stored)| (engine_keys::encode(key), stored));
         if self.in_transaction.load(Ordering::Relaxed) {
             let mut overlay = self.overlay();
             for (node, packed) in node_writes {
                 overlay.writes.insert(node.to_vec(), packed);
             }
-            overlay
-                .writes
-                .insert(key.to_vec(), stored.map(<[u8]>::to_vec));
+            for (key, stored) in key_writes {
+                overlay
+                    .writes
+                    .insert(key.into_owned(), stored.map(<[u8]>::to_vec));
+            }
             overlay.added += added;
+        } else if let (true, &[(key, stored)]) = (no_nodes, keys) {
+            // The common write, of one key and no nodes, needs no batch.
+            let key = engine_keys::encode(key);
+            match stored {
+                Some(stored) => self.engine.put(&key, stored)?,
+                None => self.engine.delete(&key)?,
+            }
         } else {
             let mut batch = WriteBatch::new();
-            for (node, packed) in node_writes {
+            for (key, packed) in node_writes {
                 match packed {
-                    Some(packed) => batch.put(&node, &packed),
-                    None => batch.delete(&node),
+                    Some(packed) => batch.put(&key, &packed),
+                    None => batch.delete(&key),
                 };
             }
-            if batch.is_empty() {
-                match stored {
-                    Some(stored) => self.engine.put(&key, stored)?,
-                    None => self.engine.delete(&key)?,
-                }
-            } else {
+            for (key, stored) in key_writes {
                 match stored {
                     Some(stored) => batch.put(&key, stored),
                     None => batch.delete(&key),
                 };
-                self.engine.write(&batch)?;
             }
+            self.engine.write(&batch)?;
         }
         self.keys.fetch_add(added as u64, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Moves what `from` holds to `to` (RENAME), deleting what `to` held and the nodes
+    /// it named, in one atomic write: after a crash the value is under `from` or under
+    /// `to`, never both, whose node tables would name the same nodes. A split value's
+    /// nodes are neither read nor copied: its table names them by id, whatever the key.
+    /// Returns what moved and whether `to` was created, or `None` if `from` holds
+    /// nothing.
+    pub fn rename(&self, from: &[u8], to: &[u8]) -> Result<Option<(Vec<u8>, bool)>> {
+        assert_ne!(from, to, "a key renamed to itself is not moved");
+        // In ascending order, as `put_all` takes them.
+        let (first, second) = {
+            let (a, b) = (self.stripe(from), self.stripe(to));
+            (a.min(b), a.max(b))
+        };
+        let _first = self.lock_stripe(first);
+        let _second = (second != first).then(|| self.lock_stripe(second));
+        let Some(stored) = self.get(from)? else {
+            return Ok(None);
+        };
+        let old = self.get(to)?;
+        let nodes = NodeWrites {
+            put: Vec::new(),
+            delete: match &old {
+                Some(old) => nodes::node_ids(&EngineNodes::new(self), old)?,
+                None => Vec::new(),
+            },
+        };
+        let added = -i64::from(old.is_some());
+        self.write(&[(to, Some(&stored)), (from, None)], added, nodes)?;
+        Ok(Some((stored, old.is_none())))
     }
 
     /// From here to [`EngineStore::commit`], writes wait in the overlay. The caller
@@ -308,7 +341,7 @@ impl EngineStore {
             for (key, stored) in pairs {
                 let old = self.get(key)?;
                 let added = i64::from(old.is_none());
-                self.write(key, Some(stored), added, nodes_of(&old)?)?;
+                self.write(&[(key, Some(stored))], added, nodes_of(&old)?)?;
             }
             return Ok(());
         }

@@ -23,17 +23,18 @@ fn rename_key(
     replace: bool,
 ) -> engine::Result<Result<bool, &'static str>> {
     let db = ctx.db();
-    let Some(entry) = db.get(from)? else {
+    if !db.contains(from)? {
         return Ok(Err("ERR no such key"));
-    };
+    }
     if from == to {
         return Ok(Ok(replace));
     }
     if !replace && db.contains(to)? {
         return Ok(Ok(false));
     }
-    db.set_entry(to, &entry)?;
-    db.remove(from)?;
+    if !db.rename(from, to)? {
+        return Ok(Err("ERR no such key"));
+    }
     ctx.notify(GENERIC, "rename_from", from);
     ctx.notify(GENERIC, "rename_to", to);
     Ok(Ok(true))

@@ -19,10 +19,11 @@ const EMBSTR_MAX: usize = 44;
 const SHARED_INTEGERS: i64 = 10_000;
 
 /// The entry OBJECT describes: a read for the statistics, but no `keymiss` event and
-/// no access (its idle time goes on), as in Redis. With `string`, a split collection
-/// comes without its value (see [`crate::db::Db::get_of`]): only a string's is read.
-fn read(ctx: &Ctx, key: &[u8], string: bool) -> engine::Result<Option<crate::entry::Entry>> {
-    let found = match string {
+/// no access (its idle time goes on), as in Redis. With `split_unread`, a collection
+/// split into nodes comes without its value (see [`crate::db::Db::get_of`]), which is
+/// not expanded for what its tag tells.
+fn read(ctx: &Ctx, key: &[u8], split_unread: bool) -> engine::Result<Option<crate::entry::Entry>> {
+    let found = match split_unread {
         true => ctx.db().peek_of(key, Kind::String)?,
         false => ctx.db().peek(key)?,
     };
@@ -34,11 +35,15 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let sub = upper(&args[1]);
     match (sub.as_slice(), &args[2..]) {
         (b"HELP", []) => super::help(HELP),
-        (b"ENCODING", [key]) => match read(ctx, key, false)? {
+        // A split hash, set or sorted set is in the large encoding (`Entry::raw`: only
+        // those are split), and a list or stream is named by its type alone.
+        (b"ENCODING", [key]) => match read(ctx, key, true)? {
             None => reply(Frame::Null),
             Some(entry) if entry.is_string() && entry.raw => reply(Frame::bulk("raw")),
             Some(entry) if entry.is_string() => reply(Frame::bulk(encoding(&entry.value))),
-            Some(entry) if entry.raw => reply(Frame::bulk(large_encoding(entry.kind))),
+            Some(entry) if entry.raw || matches!(entry.kind, Kind::List | Kind::Stream) => {
+                reply(Frame::bulk(large_encoding(entry.kind)))
+            }
             Some(entry) => {
                 let limit = |which| ctx.server.config.encoding_limit(which);
                 reply(Frame::bulk(collection_encoding(

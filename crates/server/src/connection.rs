@@ -9,8 +9,8 @@ use std::time::Duration;
 use resp::{Frame, RequestLimits, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::Notify;
 
+use crate::blocked_keys::{self, Wake};
 use crate::clients::Client;
 use crate::commands::{self, Action, Session};
 use crate::gate_hold::GateHold;
@@ -90,6 +90,9 @@ enum Step {
     After(Option<Duration>, Frame),
     /// A command waits for keys to be written (BLPOP).
     Block(BlockedCommand),
+    /// A command woke blocked clients: they try again before the next command runs
+    /// (see `blocked_keys`).
+    Woke,
     /// The connection ends once the replies are out (QUIT, a protocol error).
     Close,
     /// CLIENT KILL.
@@ -207,18 +210,15 @@ impl Connection {
     }
 
     /// Waits `delay` (or for ever) before a reply, as a blocked client does in Redis,
-    /// or until CLIENT UNBLOCK. Returns `None` when the connection should end instead,
-    /// cleanly: at shutdown or when the client hangs up (CLIENT KILL is an error, as
-    /// elsewhere). What the client sends meanwhile is kept for after, up to
-    /// [`BLOCKED_INPUT`] bytes.
-    /// Waits for `delay` (forever if `None`), CLIENT UNBLOCK or a notification of `wake`,
-    /// reading what the client sends meanwhile (up to a limit) to see it hang up. `None`
-    /// if the connection is to end: the client left or the server shuts down.
+    /// until CLIENT UNBLOCK, or until `wake` is handed a turn. Returns `None` when the
+    /// connection should end instead, cleanly: at shutdown or when the client hangs up
+    /// (CLIENT KILL is an error, as elsewhere). What the client sends meanwhile is kept
+    /// for after, up to [`BLOCKED_INPUT`] bytes.
     async fn wait(
         &mut self,
         delay: Option<Duration>,
         stop: &mut tokio::sync::watch::Receiver<bool>,
-        wake: Option<&Notify>,
+        wake: Option<&Wake>,
     ) -> Result<Option<Waited>, Ended> {
         let client = self.session.client.clone();
         let timed = delay.is_some();
@@ -278,21 +278,32 @@ impl Connection {
         let server = self.server.clone();
         let id = self.session.client.id;
         let deadline = blocked.timeout.map(|t| tokio::time::Instant::now() + t);
-        let wake = Arc::new(Notify::new());
-        server.db.blocked.register(id, &blocked.keys, &wake);
+        let wake = Arc::new(Wake::default());
+        let waiters = &server.db.blocked;
+        waiters.register(id, &blocked.keys, &wake);
+        // The turn (see `blocked_keys`) of the last try, given back once it is done.
+        let mut had_turn;
+        // Whether a try's writes woke other clients (a BLMOVE's push), whose tries
+        // this client's reply waits for, as the writers' replies do.
+        let mut woke = false;
         let outcome = loop {
             // First again at once: a key may have been written between the command's
             // try and the registration.
             let was_woken = self.session.woken;
+            had_turn = waiters.try_begins(&wake);
             let action = {
                 let mut gate = GateHold::new(&server.gate);
                 let run = commands::execute(&server, &mut self.session, &blocked.args, &mut gate);
                 self.session.woken = true;
                 run
             };
-            if was_woken && matches!(action, Action::Block { .. }) {
-                // Still waiting: the next client in line tries (see `blocked_keys`).
-                server.db.blocked.pass_on(id, &blocked.keys);
+            woke |= blocked_keys::woke_a_client();
+            if matches!(action, Action::Block { .. }) {
+                if was_woken {
+                    // Still waiting: the next client in line tries.
+                    waiters.pass_on(id, &blocked.keys);
+                }
+                waiters.try_ended(std::mem::take(&mut had_turn));
             }
             let proto = self.session.proto;
             let reply = match action {
@@ -336,8 +347,12 @@ impl Connection {
             }
             break Ok(true);
         };
-        server.db.blocked.unregister(id, &blocked.keys);
+        waiters.unregister(id, &blocked.keys, &wake);
+        waiters.try_ended(had_turn);
         self.session.woken = false;
+        if woke {
+            waiters.served(blocked_keys::SERVED_WITHIN).await;
+        }
         outcome
     }
 
@@ -348,6 +363,8 @@ impl Connection {
         let server = &*self.server;
         let mut gate = GateHold::new(&server.gate);
         let client = self.session.client.clone();
+        // Left by another task on this thread (the flag is per thread).
+        blocked_keys::woke_a_client();
         loop {
             let args = match self.paused.take() {
                 Some(args) => args,
@@ -426,6 +443,9 @@ impl Connection {
                     return Step::Close;
                 }
             }
+            if blocked_keys::woke_a_client() {
+                return Step::Woke;
+            }
             if self.output.len() >= OUTPUT_FLUSH {
                 return Step::Flush;
             }
@@ -456,6 +476,13 @@ impl Connection {
                         break;
                     }
                     Step::Flush => self.flush().await?,
+                    Step::Woke => {
+                        self.server
+                            .db
+                            .blocked
+                            .served(blocked_keys::SERVED_WITHIN)
+                            .await
+                    }
                     Step::Paused(wait) => {
                         // Answer what came before, then hold this one. A shutdown or
                         // CLIENT KILL does not wait for the pause.

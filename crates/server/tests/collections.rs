@@ -395,6 +395,77 @@ fn blocked_clients_are_served_in_the_order_they_blocked() {
     }
 }
 
+/// As in Redis, a push's reply comes after the clients it woke have run their
+/// commands again, and those their own pushes woke: the pusher's next command sees
+/// the lists as the waiters left them. Two BRPOPLPUSHes in a circle (Redis's own
+/// test), a BLPOP woken by a pipelined push and read in the same pipeline, and a
+/// BLMOVE chain of three; many rounds, since a race would lose only some of them.
+#[test]
+fn a_push_replies_after_the_clients_it_woke_are_served() {
+    let server = Server::start();
+    let mut c = server.client();
+    let blocked = |c: &mut redis::Connection, n: usize| {
+        let want = format!("blocked_clients:{n}");
+        assert!(support::eventually(5, || {
+            let info: String = run(c, &["INFO", "clients"]);
+            info.contains(&want)
+        }));
+    };
+    for round in 0..40 {
+        std::thread::scope(|s| {
+            let server = &server;
+            let circle = [("l1", "l2"), ("l2", "l1")].map(|(from, to)| {
+                let waiter = s.spawn(move || {
+                    let mut w = server.client();
+                    run::<String>(&mut w, &["BRPOPLPUSH", from, to, "0"])
+                });
+                waiter
+            });
+            blocked(&mut c, 2);
+            let _: i64 = run(&mut c, &["RPUSH", "l1", "x"]);
+            let l1: Vec<String> = run(&mut c, &["LRANGE", "l1", "0", "-1"]);
+            let l2: Vec<String> = run(&mut c, &["LRANGE", "l2", "0", "-1"]);
+            assert_eq!((l1, l2), (vec!["x".to_string()], vec![]), "round {round}");
+            for waiter in circle {
+                assert_eq!(waiter.join().unwrap(), "x");
+            }
+            let _: i64 = run(&mut c, &["DEL", "l1"]);
+
+            let popper = s.spawn(move || {
+                let mut w = server.client();
+                run::<(String, String)>(&mut w, &["BLPOP", "q", "0"])
+            });
+            blocked(&mut c, 1);
+            let (pushed, left): (i64, i64) = redis::pipe()
+                .cmd("RPUSH")
+                .arg("q")
+                .arg("only")
+                .cmd("LLEN")
+                .arg("q")
+                .query(&mut c)
+                .unwrap();
+            assert_eq!((pushed, left), (1, 0), "round {round}");
+            assert_eq!(popper.join().unwrap().1, "only");
+
+            let chain = [("c1", "c2"), ("c2", "c3"), ("c3", "c4")].map(|(from, to)| {
+                let mover = s.spawn(move || {
+                    let mut w = server.client();
+                    run::<String>(&mut w, &["BLMOVE", from, to, "LEFT", "RIGHT", "0"])
+                });
+                mover
+            });
+            blocked(&mut c, 3);
+            let _: i64 = run(&mut c, &["RPUSH", "c1", "y"]);
+            let at_end: Vec<String> = run(&mut c, &["LRANGE", "c4", "0", "-1"]);
+            assert_eq!(at_end, ["y"], "round {round}");
+            for mover in chain {
+                assert_eq!(mover.join().unwrap(), "y");
+            }
+            let _: i64 = run(&mut c, &["DEL", "c4"]);
+        });
+    }
+}
+
 /// Every field or member a full HSCAN or SSCAN of `key` returns, page by page with
 /// `COUNT count`, and how many pages it took.
 fn scanned(

@@ -92,6 +92,10 @@ pub struct Config {
     /// The config file the server started from: where CONFIG REWRITE writes.
     pub file: Option<std::path::PathBuf>,
     requirepass: RwLock<Option<Vec<u8>>>,
+    /// Whether `requirepass` is set, read by every command of a client not
+    /// authenticated: a lock read there, even uncontended, bounced its cache line
+    /// between the io threads (2% of the server's CPU on GET -P 16).
+    password_set: AtomicBool,
     maxclients: AtomicU64,
     maxmemory: AtomicU64,
     policy: AtomicU8,
@@ -144,6 +148,7 @@ impl Default for Config {
             io_threads: 0,
             file: None,
             requirepass: RwLock::new(None),
+            password_set: AtomicBool::new(false),
             maxclients: AtomicU64::new(10_000),
             maxmemory: AtomicU64::new(0),
             policy: AtomicU8::new(NO_EVICTION),
@@ -290,6 +295,9 @@ impl Config {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+    pub fn requires_password(&self) -> bool {
+        self.password_set.load(Ordering::Acquire)
     }
     pub fn maxclients(&self) -> u64 {
         self.maxclients.load(Ordering::Relaxed)
@@ -465,8 +473,10 @@ impl Config {
         }
         match name {
             "requirepass" => {
-                *self.requirepass.write().unwrap_or_else(|e| e.into_inner()) =
-                    (!value.is_empty()).then(|| value.to_vec());
+                let mut password = self.requirepass.write().unwrap_or_else(|e| e.into_inner());
+                *password = (!value.is_empty()).then(|| value.to_vec());
+                self.password_set
+                    .store(password.is_some(), Ordering::Release);
             }
             "maxclients" => {
                 let n = parse_count(text)
@@ -878,7 +888,9 @@ mod tests {
         c.file = Some(path.clone());
         c.set("maxmemory", b"20mb").ok().unwrap();
         c.set("timeout", b"5").ok().unwrap();
+        assert!(!c.requires_password());
         c.set("requirepass", b"p \"w\\").ok().unwrap();
+        assert!(c.requires_password());
         c.set("client-output-buffer-limit", b"normal 1mb 512kb 10")
             .ok()
             .unwrap();

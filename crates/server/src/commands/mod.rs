@@ -764,7 +764,7 @@ fn run(
         server.command_stats.record_rejected(stat);
         return refuse(session, e);
     }
-    if !session.authenticated && cmd.flags & NO_AUTH == 0 && server.config.requirepass().is_some() {
+    if !session.authenticated && cmd.flags & NO_AUTH == 0 && server.config.requires_password() {
         server.command_stats.record_rejected(stat);
         return refuse(session, Frame::error("NOAUTH Authentication required."));
     }

@@ -131,13 +131,14 @@ impl Connection {
                 .await;
             return None;
         }
+        let authenticated = !server.config.requires_password();
         Some(Connection {
             stream,
             server,
             input: Vec::new(),
             parser: RequestParser::default(),
             output: Vec::new(),
-            session: Session::new(client),
+            session: Session::new(client, authenticated),
             paused: None,
         })
     }
@@ -186,8 +187,10 @@ impl Connection {
             }
         };
         // A client that does not read is still killed by CLIENT KILL, or when what
-        // it is sent meanwhile overflows its outbox.
+        // it is sent meanwhile overflows its outbox. The write is tried first: a
+        // client that killed itself (CLIENT KILL SKIPME no) gets the reply, as in Redis.
         tokio::select! {
+            biased;
             written = write => written?,
             _ = client.killed() => return Err(Ended::killed(&client)),
         }

@@ -46,12 +46,13 @@ impl Monitors {
         self.count.load(Ordering::Relaxed) > 0
     }
 
-    /// Sends the command `args` that `from` ran to every monitor; arguments for which
+    /// Sends the command `args` that `from` (a client's address, or `lua` for a
+    /// script's command) ran to every monitor; arguments for which
     /// `redacted` holds show as `(redacted)`. `limit` bounds what a monitor that does
     /// not read may have waiting (see [`Client::deliver`]).
     pub fn feed(
         &self,
-        from: &Client,
+        from: &str,
         args: &[Vec<u8>],
         redacted: impl Fn(usize) -> bool,
         limit: usize,
@@ -62,7 +63,7 @@ impl Monitors {
         let text = line(
             since_epoch.as_secs(),
             since_epoch.subsec_micros(),
-            &from.addr.to_string(),
+            from,
             args,
             redacted,
         );

@@ -8,6 +8,40 @@ use std::time::Duration;
 
 use support::{assert_script, eventually, exchange, info_field, run, run_err, Server};
 
+/// As in Redis, a password set while clients are connected binds only the clients
+/// that connect (or RESET) after it: the one that set it can go on, and take it off.
+#[test]
+fn a_password_set_later_binds_new_connections() {
+    let server = Server::start();
+    let mut early = server.raw();
+    assert_eq!(
+        exchange(&mut early, b"CONFIG SET requirepass pw\r\nPING\r\n", 12),
+        b"+OK\r\n+PONG\r\n"
+    );
+    let mut late = server.raw();
+    assert_script(
+        &mut late,
+        &[(b"PING\r\n", b"-NOAUTH Authentication required.\r\n")],
+    );
+    assert_script(
+        &mut early,
+        &[(
+            b"RESET\r\nPING\r\n",
+            b"+RESET\r\n-NOAUTH Authentication required.\r\n",
+        )],
+    );
+    assert_script(
+        &mut late,
+        &[(
+            b"AUTH pw\r\nCONFIG SET requirepass \"\"\r\n",
+            b"+OK\r\n+OK\r\n",
+        )],
+    );
+    // No password now: every client may run commands, authenticated or not.
+    assert_script(&mut early, &[(b"PING\r\n", b"+PONG\r\n")]);
+    assert_script(&mut server.raw(), &[(b"PING\r\n", b"+PONG\r\n")]);
+}
+
 #[test]
 fn auth_guards_every_command_until_given() {
     let server = Server::start_with(&["--requirepass", "s3cret"]);
@@ -993,6 +1027,21 @@ fn client_unblock_ends_a_wait_as_a_timeout_or_with_an_error() {
     assert_eq!(exchange(&mut waiting, b"PING\r\n", 7), b"+PONG\r\n");
 }
 
+/// A client that kills itself gets CLIENT KILL's reply before its connection closes,
+/// as in Redis (the write once raced the kill, and lost about half the time).
+#[test]
+fn a_client_that_kills_itself_gets_the_reply_first() {
+    let server = Server::start();
+    for _ in 0..20 {
+        let mut s = server.raw();
+        let id = String::from_utf8(exchange(&mut s, b"CLIENT ID\r\n", 4)).unwrap();
+        let id = id.trim_start_matches(':').trim_end();
+        let kill = format!("CLIENT KILL ID {id} SKIPME no\r\n");
+        // Read until the server closes the connection.
+        assert_eq!(exchange(&mut s, kill.as_bytes(), usize::MAX), b":1\r\n");
+    }
+}
+
 #[test]
 fn latency_monitor_records_requests_over_its_threshold() {
     let server = Server::start();
@@ -1204,6 +1253,19 @@ fn monitor_shows_the_commands_that_run_as_redis_shows_them() {
             r#""ECHO" "end""#,
         ]
     );
+    // A script shows before the commands it runs, which show as from `lua`.
+    let script = "return redis.call('set', KEYS[1], 'v')";
+    let eval = format!(
+        "*4\r\n$4\r\nEVAL\r\n${}\r\n{script}\r\n$1\r\n1\r\n$1\r\ns\r\n",
+        script.len()
+    );
+    std::io::Write::write_all(&mut c, eval.as_bytes()).unwrap();
+    let (first, second) = (read_line(&mut monitor), read_line(&mut monitor));
+    assert!(
+        first.ends_with(&format!("[0 {addr}] \"EVAL\" \"{script}\" \"1\" \"s\"")),
+        "{first}"
+    );
+    assert!(second.ends_with(r#"[0 lua] "set" "s" "v""#), "{second}");
 
     let list: String = run(&mut admin, &["CLIENT", "LIST"]);
     assert_eq!(list.matches("flags=O ").count(), 1, "{list}");

@@ -31,7 +31,7 @@ pub fn quit(_: &mut Ctx, _: &[Vec<u8>]) -> Reply {
 }
 
 /// Back to a fresh connection's state: no transaction, no watches, RESP2, and
-/// not authenticated if a password is set.
+/// not authenticated if a password is set now.
 pub fn reset(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     let s = &mut *ctx.session;
     s.multi = None;
@@ -40,7 +40,7 @@ pub fn reset(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     s.client.in_multi.store(false, Ordering::Relaxed);
     s.end(ctx.server);
     set_protocol(s, Protocol::Resp2);
-    s.authenticated = false;
+    s.authenticated = !ctx.server.config.requires_password();
     s.client.no_evict.store(false, Ordering::Relaxed);
     reply(Frame::Simple("RESET".into()))
 }
@@ -138,7 +138,7 @@ pub fn hello(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             return error(e);
         }
     }
-    if !ctx.session.authenticated && ctx.server.config.requirepass().is_some() {
+    if !ctx.session.authenticated && ctx.server.config.requires_password() {
         return error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
     }
     if let Some(name) = name {

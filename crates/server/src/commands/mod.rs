@@ -100,11 +100,13 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn new(client: Arc<Client>) -> Session {
+    /// A connection's session; `authenticated` if no password is set when it
+    /// connects: as in Redis, setting one later leaves such clients authenticated.
+    pub fn new(client: Arc<Client>, authenticated: bool) -> Session {
         Session {
             client,
             proto: Protocol::Resp2,
-            authenticated: false,
+            authenticated,
             multi: None,
             multi_failed: false,
             watching: Vec::new(),
@@ -818,6 +820,7 @@ fn run(
         }
     }
     remember_reads(server, session, index, stat, args);
+    feed_monitors_before(server, session, index, args);
     let started = Instant::now();
     let outcome = if cmd.flags & EXEC != 0 {
         gate.release();
@@ -887,8 +890,10 @@ pub(crate) fn remember_keys<'a>(
 /// wrong number of arguments, which only the container can tell, is a refusal, as
 /// Redis counts it. EXEC is timed as a whole but not logged: the commands it ran are,
 /// one by one, as in Redis.
-/// Shows the command to MONITOR clients. As Redis: administrative commands are not
-/// shown, nor is a container's unknown subcommand, which Redis refuses before it runs.
+/// Shows the command to MONITOR clients once it has run. As Redis: administrative
+/// commands are not shown, nor is a container's unknown subcommand, which Redis
+/// refuses before it runs; scripts (`SKIP_MONITOR`) were shown before they ran
+/// ([`feed_monitors_before`]).
 fn feed_monitors(
     server: &Server,
     session: &Session,
@@ -897,19 +902,37 @@ fn feed_monitors(
     args: &[Vec<u8>],
     error: Option<&str>,
 ) {
-    let name = TABLE[index].name;
     let (flags, _) = flags_and_keys(index, stat);
     if server.monitors.active()
-        && flags & ADMIN == 0
+        && flags & (ADMIN | SKIP_MONITOR) == 0
         && !error.is_some_and(|e| e.starts_with(UNKNOWN_SUBCOMMAND))
     {
-        server.monitors.feed(
-            &session.client,
-            args,
-            |i| is_secret(name, args, i),
-            server.outbox_limit(),
-        );
+        monitor_line(server, session, index, args);
     }
+}
+
+/// Shows a script (EVAL and the like) to MONITOR clients before it runs, as Redis
+/// does: its line comes before those of the commands it calls.
+fn feed_monitors_before(server: &Server, session: &Session, index: usize, args: &[Vec<u8>]) {
+    if server.monitors.active() && TABLE[index].flags & SKIP_MONITOR != 0 {
+        monitor_line(server, session, index, args);
+    }
+}
+
+/// A command's MONITOR line; a script's commands are shown as from `lua`, as in
+/// Redis.
+fn monitor_line(server: &Server, session: &Session, index: usize, args: &[Vec<u8>]) {
+    let name = TABLE[index].name;
+    let source = match session.in_script {
+        true => "lua".to_string(),
+        false => session.client.addr.to_string(),
+    };
+    server.monitors.feed(
+        &source,
+        args,
+        |i| is_secret(name, args, i),
+        server.outbox_limit(),
+    );
 }
 
 /// A blocked command that ended unserved (its time ran out, or CLIENT UNBLOCK): one
@@ -1340,6 +1363,7 @@ fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> F
             } else {
                 remember_reads(server, session, index, stat, args);
             }
+            feed_monitors_before(server, session, index, args);
             let started = Instant::now();
             let frame = match (cmd.run)(&mut Ctx { server, session }, args) {
                 Ok(

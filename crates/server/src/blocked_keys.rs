@@ -21,7 +21,11 @@
 //! counted, a write that hands one marks its thread ([`woke_a_client`]), and that
 //! writer's connection goes on only once the count is back at zero
 //! ([`BlockedKeys::served`]), chains included (a woken BLMOVE's push wakes the next
-//! client before its own turn ends).
+//! client before its own turn ends). The count is one for the server: a writer also
+//! waits for turns other writers handed out meanwhile, so writers that wake clients
+//! move in rounds (each hands out turns, then all wait for the tries), as Redis's one
+//! thread serves the woken clients between commands. A write that wakes nobody never
+//! waits.
 
 use std::cell::Cell;
 use std::collections::HashMap;

@@ -884,12 +884,6 @@ pub(crate) fn remember_keys<'a>(
     }
 }
 
-/// Counts a call of the command at `index` in the table (`stat`: its counters, see
-/// [`stat_slot`]) that started at `started` and answered `error` if any (INFO
-/// commandstats) and, if it took long enough, logs it (SLOWLOG). A subcommand given the
-/// wrong number of arguments, which only the container can tell, is a refusal, as
-/// Redis counts it. EXEC is timed as a whole but not logged: the commands it ran are,
-/// one by one, as in Redis.
 /// Shows the command to MONITOR clients once it has run. As Redis: administrative
 /// commands are not shown, nor is a container's unknown subcommand, which Redis
 /// refuses before it runs; scripts (`SKIP_MONITOR`) were shown before they ran
@@ -949,6 +943,12 @@ pub fn count_unblocked(server: &Server, args: &[Vec<u8>], failed: bool) {
     }
 }
 
+/// Counts a call of the command at `index` in the table (`stat`: its counters, see
+/// [`stat_slot`]) that started at `started` and answered `error` if any (INFO
+/// commandstats) and, if it took long enough, logs it (SLOWLOG). A subcommand given the
+/// wrong number of arguments, which only the container can tell, is a refusal, as
+/// Redis counts it. EXEC is timed as a whole but not logged: the commands it ran are,
+/// one by one, as in Redis.
 fn record(
     server: &Server,
     session: &Session,

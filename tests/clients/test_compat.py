@@ -868,6 +868,48 @@ FUNCTION LOAD #!foo\x20name=\x0ax
 FUNCTION LOAD #!foo\x20name=bar\x20x=y\x0ax
 FUNCTION LOAD #!foo\x20NAME=a\x20name=b\x0ax
 FUNCTION LOAD REPLACE #!foo\x20name=bar\x0ax
+FUNCTION LOAD #!lua\x20name=lib1\x0aredis.register_function('f1',\x20function(keys,\x20args)\x20return\x20{keys[1],\x20args[1],\x20#keys,\x20#args}\x20end)
+FCALL f1 1 k a b
+FCALL F1 0
+FCALL_RO f1 0
+FCALL f1 x
+FCALL f1 -1
+FCALL f1 3 k
+FCALL nosuch x
+FCALL
+FUNCTION LOAD #!lua\x20name=lib1\x0aredis.register_function('f2',\x20function()\x20return\x201\x20end)
+FUNCTION LOAD REPLACE #!lua\x20name=lib1\x0aredis.register_function{function_name='f1',\x20callback=function(keys)\x20return\x20redis.call('get',\x20keys[1])\x20end,\x20flags={'no-writes',\x20'ALLOW-OOM'},\x20description='reads'}
+SET fkey v
+FCALL_RO f1 1 fkey
+FUNCTION LIST
+FUNCTION LIST WITHCODE LIBRARYNAME lib*
+FUNCTION LIST LIBRARYNAME x*
+FUNCTION LIST WITHCODE WITHCODE
+FUNCTION STATS
+FUNCTION LOAD #!lua\x20name=lib2\x0aredis.register_function('F1',\x20function()\x20return\x201\x20end)
+FUNCTION LOAD #!lua\x20name=lib2\x0areturn\x20math.random()
+FUNCTION LOAD #!lua\x20name=lib2\x0aredis.call('ping')
+FUNCTION LOAD #!lua\x20name=lib2\x0ax\x20=\x201
+FUNCTION LOAD #!lua\x20name=lib2\x0aredis.register_function('x')
+FUNCTION LOAD #!lua\x20name=lib2\x0aredis.register_function('a-b',\x20function()\x20end)
+FUNCTION LOAD #!lua\x20name=lib2\x0aredis.register_function('a',\x20function()\x20end)\x20redis.register_function('a',\x20function()\x20end)
+FUNCTION LOAD #!lua\x20name=lib2\x0aredis.register_function{function_name='x',\x20callback=function()\x20end,\x20flags={'bogus'}}
+FUNCTION LOAD #!lua\x20name=lib2\x0aredis.register_function{function_name='x',\x20callback='y'}
+FUNCTION LOAD #!lua\x20name=lib2\x0aredis.register_function{callback=function()\x20end}
+FUNCTION LOAD #!lua\x20name=lib2\x0aredis.register_function{function_name='x',\x20callback=function()\x20end,\x20extra=1}
+FUNCTION LOAD #!lua\x20name=lib2\x0areturn\x201
+FUNCTION LOAD #!lua\x20name=lib2\x0abad\x20code
+FUNCTION LOAD #!lua\x20name="lib2"\x0aredis.register_function('e',\x20function()\x20return\x20redis.call('nosuch')\x20end)\x0aredis.register_function('w',\x20function()\x20return\x20redis.call('set',\x20'fkey',\x20'w')\x20end)
+FCALL e 0
+FCALL_RO w 0
+FCALL w 0
+FCALL_RO f1 1 fkey
+FUNCTION DELETE lib2
+FUNCTION DELETE lib2
+FUNCTION LIST
+EVAL_RO #!lua\x0areturn\x201 0
+EVAL_RO #!lua\x20flags=no-writes\x0areturn\x201 0
+FUNCTION FLUSH
 FUNCTION HELP
 FUNCTION NOPE
 """

@@ -21,6 +21,7 @@ use engine::Result;
 use hotring::{Access, HotRing};
 
 use crate::blocked_keys::BlockedKeys;
+use crate::engine_keys;
 use crate::engine_store::{EngineNodes, EngineStore, NodeWrites};
 use crate::entry::{now_ms, Entry, Kind};
 use crate::field_nodes::{FieldEditor, FieldReader};
@@ -994,6 +995,23 @@ impl Db {
 
     /// The engine's counters (INFO's `engine` section); `None` in memory,
     /// where INFO has the `hotring` section instead.
+    /// The function libraries saved with the data (FUNCTION DUMP's payload): on an
+    /// engine only, as the memory engine keeps nothing past the process.
+    pub fn saved_functions(&self) -> Result<Option<Vec<u8>>> {
+        match &self.store {
+            Store::Memory(_) => Ok(None),
+            Store::Engine(store) => store.record(engine_keys::FUNCTIONS_KEY),
+        }
+    }
+
+    /// Saves the function libraries (`None`: there are none).
+    pub fn save_functions(&self, payload: Option<&[u8]>) -> Result<()> {
+        match &self.store {
+            Store::Memory(_) => Ok(()),
+            Store::Engine(store) => store.put_record(engine_keys::FUNCTIONS_KEY, payload),
+        }
+    }
+
     pub fn engine_stats(&self) -> Option<engine::Stats> {
         match &self.store {
             Store::Memory(_) => None,

@@ -127,16 +127,22 @@ fn checked_body(payload: &[u8]) -> Result<&[u8], Refusal> {
     Ok(body)
 }
 
-/// FUNCTION DUMP's payload for no libraries: the footer alone, as Redis writes it.
-pub fn no_functions() -> Vec<u8> {
-    seal(Vec::new())
+/// A FUNCTION DUMP payload for libraries of these codes: each a type byte (245) and
+/// a string, as Redis 7.0 writes them (no libraries: the footer alone).
+pub fn functions<'a>(codes: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for code in codes {
+        out.push(FUNCTION_TYPE);
+        put_string(&mut out, code);
+    }
+    seal(out)
 }
 
-/// The code of each library a FUNCTION DUMP payload holds. Redis 7.0 writes each as
-/// a type byte (245) and a string; the records of its release candidates (246) are
-/// not read.
+const FUNCTION_TYPE: u8 = 245;
+
+/// The code of each library a FUNCTION DUMP payload holds (see [`functions`]); the
+/// records of Redis 7.0's release candidates (246) are not read.
 pub fn function_codes(payload: &[u8], max_len: usize) -> Result<Vec<Vec<u8>>, Refusal> {
-    const FUNCTION_TYPE: u8 = 245;
     const CANDIDATE_FUNCTION_TYPE: u8 = 246;
     let mut r = Reader {
         bytes: checked_body(payload)?,
@@ -642,6 +648,27 @@ mod tests {
 
     fn dump_string(value: &[u8]) -> Vec<u8> {
         dump(Kind::String, value)
+    }
+
+    #[test]
+    fn function_payloads_round_trip_and_match_redis() {
+        // FUNCTION DUMP of an empty Redis 7.0: the footer alone.
+        assert_eq!(
+            functions(std::iter::empty()),
+            b"\x0a\x00\x5d\x9b\x5c\x40\x0f\x7f\xa2\xda"
+        );
+        let codes: Vec<Vec<u8>> = vec![
+            b"#!lua name=a\nredis.register_function('f', function() return 1 end)".to_vec(),
+            vec![b'#'; 20_000],
+        ];
+        let payload = functions(codes.iter().map(Vec::as_slice));
+        assert_eq!(function_codes(&payload, usize::MAX), Ok(codes));
+        let mut torn = payload.clone();
+        torn[3] ^= 1;
+        assert_eq!(
+            function_codes(&torn, usize::MAX),
+            Err(Refusal::VersionOrChecksum)
+        );
     }
 
     fn restore_string(payload: &[u8], max_len: usize) -> Result<Vec<u8>, Refusal> {

@@ -1,11 +1,13 @@
 //! How the server's keys map onto a durable engine's: users' keys, and the server's
-//! own records (list nodes, the format marker), which no user key can name.
+//! own records (list nodes, the format marker, the function libraries), which no user
+//! key can name.
 //!
 //! ```text
 //! user key k, k[0] != 0xFF  ->  k                   (as stored before this format)
 //! user key k, k[0] == 0xFF  ->  0xFF 0xFF k[1..]
 //! list node id              ->  0xFF 0x00 id (u64 big-endian)
 //! format marker             ->  0xFF 0x01 "hotkv-keys"  = "2" (no user value ends so: see `entry.rs`)
+//! function libraries        ->  0xFF 0x02 "functions"   = FUNCTION DUMP's payload (`dump_payload.rs`)
 //! ```
 //!
 //! The map keeps users' keys in their byte order (SCAN resumes from a key), and puts
@@ -28,6 +30,15 @@ pub const INTERNAL_END: &[u8] = &[ESCAPE, ESCAPE];
 /// Marks a store whose keys are in this format, and holds the format's number.
 pub const FORMAT_KEY: &[u8] = b"\xff\x01hotkv-keys";
 pub const FORMAT: &[u8] = b"2";
+
+/// Holds the function libraries (FUNCTION LOAD), which FLUSHALL keeps.
+pub const FUNCTIONS_KEY: &[u8] = b"\xff\x02functions";
+
+/// Whether FLUSHALL deletes engine key `stored`: a user's key or a node of one, not
+/// the format marker or the function libraries.
+pub fn is_data(stored: &[u8]) -> bool {
+    stored != FORMAT_KEY && stored != FUNCTIONS_KEY
+}
 
 /// The engine key of user key `key`.
 pub fn encode(key: &[u8]) -> Cow<'_, [u8]> {

@@ -317,6 +317,27 @@ impl EngineStore {
         })
     }
 
+    /// The server's record under engine key `key` (one of `engine_keys.rs`'s).
+    pub fn record(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_stored(key)
+    }
+
+    /// Puts (`Some`) or deletes the server's record under engine key `key`: with the
+    /// running transaction's batch, if one runs.
+    pub fn put_record(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+        debug_assert!(engine_keys::decode(key).is_none(), "not a user's key");
+        if self.in_transaction.load(Ordering::Relaxed) {
+            self.overlay()
+                .writes
+                .insert(key.to_vec(), value.map(<[u8]>::to_vec));
+            return Ok(());
+        }
+        match value {
+            Some(value) => self.engine.put(key, value),
+            None => self.engine.delete(key),
+        }
+    }
+
     /// Stores every pair in one atomic batch (MSET): after a crash, all of them or
     /// none. A key named twice keeps its last value.
     pub fn put_all(&self, pairs: &[(&[u8], Vec<u8>)]) -> Result<()> {
@@ -518,7 +539,7 @@ impl EngineStore {
         let mut batch = WriteBatch::new();
         let (mut pending, mut users) = (0u64, 0u64);
         while let Some((key, _)) = cursor.next()? {
-            if key == FORMAT_KEY {
+            if !engine_keys::is_data(key) {
                 continue;
             }
             batch.delete(key);

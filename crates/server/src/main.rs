@@ -21,6 +21,7 @@ mod instantaneous;
 mod io_threads;
 mod keyspace_events;
 mod latency;
+mod libraries;
 mod list_nodes;
 mod long_double;
 mod memory;
@@ -231,6 +232,10 @@ async fn serve(config: Config, db: Db) -> std::io::Result<()> {
         n => n,
     })?;
     let server = Arc::new(Server::new(config, db));
+    let libraries = commands::function::load_saved(&server).map_err(std::io::Error::other)?;
+    if libraries > 0 {
+        tracing::info!(libraries, "function libraries loaded");
+    }
     server.refresh_memory();
     tracing::info!(addr = %listener.local_addr()?, engine = server.config.engine.name(), "ready to accept connections");
     let background = tokio::spawn({

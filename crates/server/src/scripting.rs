@@ -1,5 +1,6 @@
-//! Lua scripts (EVAL, EVALSHA, SCRIPT): one Lua 5.1 interpreter for the server, as in
-//! Redis, holding every script loaded under the SHA-1 of its text.
+//! Lua scripts (EVAL, EVALSHA, SCRIPT) and function libraries (FUNCTION, FCALL): one
+//! Lua 5.1 interpreter for the server, holding every script loaded under the SHA-1 of
+//! its text and the functions each library registered (kept in `libraries.rs`).
 //!
 //! A script runs with the gate held exclusively (EVAL runs alone), so nothing else
 //! runs until it ends, as in Redis. It sees Redis's scripting world:
@@ -10,6 +11,12 @@
 //!   `replicate_commands` and their constants; `cjson` (see `script_json.rs`).
 //! - Globals are read-only, as in Redis 7: a script that assigns or reads an undefined
 //!   global gets the error Redis gives. Scripts keep their state in locals.
+//! - A function is called with two tables, its keys and its arguments (no `KEYS` and
+//!   `ARGV` globals); it sees the same world. While its library's code runs at FUNCTION
+//!   LOAD, that code sees one global only, `redis`, holding `register_function`, `log`
+//!   and the version: it can register functions and nothing else. The functions it
+//!   defines share the code's environment, which is switched back to the scripts'
+//!   world once it has run, as Redis switches its globals.
 //! - Replies convert as in Redis, RESP2 only: integers to numbers, bulk strings to
 //!   strings, nulls to `false`, arrays to tables, status and error replies to
 //!   `{ok=...}` and `{err=...}`; back the other way, numbers are truncated to
@@ -31,6 +38,8 @@ use mlua::{
 use resp::Frame;
 use sha1::{Digest, Sha1};
 
+use crate::libraries::{Libraries, Library, Registered};
+
 /// The most memory Lua may hold, for every script together: a script building an
 /// endless table fails with an out-of-memory error instead of taking the server's.
 const LUA_MEMORY: usize = 1 << 30;
@@ -47,11 +56,40 @@ pub fn sha1_hex(text: &[u8]) -> String {
         .collect()
 }
 
-/// What a script's first line (`#!lua flags=...`) asks for.
+/// What a script's first line (`#!lua flags=...`) or a function's registration asks
+/// for.
 #[derive(Clone, Copy, Default)]
 pub struct ScriptFlags {
+    /// The flags were declared: a function, or a script with a `#!` line. Such a
+    /// script's writes are checked before it runs, not as it runs (see `eval.rs`).
+    pub declared: bool,
     /// `no-writes`: the script may only read, as under EVAL_RO.
     pub no_writes: bool,
+    /// `allow-oom`: its commands run over maxmemory.
+    pub allow_oom: bool,
+}
+
+impl ScriptFlags {
+    /// Sets the flag Redis names `name`; false if there is none of that name.
+    fn set(&mut self, name: &str) -> bool {
+        match name {
+            "no-writes" => self.no_writes = true,
+            "allow-oom" => self.allow_oom = true,
+            // What they allow concerns states hotkv does not have (no cluster, no
+            // replicas).
+            "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+            _ => return false,
+        }
+        true
+    }
+
+    /// The flags' names, in Redis's order (FUNCTION LIST).
+    pub fn names(&self) -> Vec<&'static str> {
+        [("no-writes", self.no_writes), ("allow-oom", self.allow_oom)]
+            .into_iter()
+            .filter_map(|(name, set)| set.then_some(name))
+            .collect()
+    }
 }
 
 /// A compiled script.
@@ -66,13 +104,35 @@ pub struct Scripts {
     /// The table scripts see as their globals: reads fall through to Lua's globals,
     /// writes are refused.
     env: Table,
+    /// The same for functions and their libraries' code; reads fall through to
+    /// `function_source.from`: Lua's globals, or `load_globals` while a library loads.
+    function_env: Table,
+    function_source: Table,
+    load_globals: Table,
     cache: HashMap<String, Script>,
+    pub libraries: Libraries,
 }
+
+/// What runs: a script (given `KEYS` and `ARGV` as globals) or a library's
+/// function (given them as its two arguments).
+pub enum Target<'a> {
+    Script { sha: &'a str, script: &'a Script },
+    Function(&'a Registered),
+}
+
+/// The functions a library registers while its code runs: present only then, which
+/// is how `redis.register_function` knows it is called from FUNCTION LOAD.
+#[derive(Default)]
+struct Registering(Vec<Registered>);
+
+/// How long a library's code may run to register its functions, as in Redis.
+pub const LOAD_TIME_LIMIT: Duration = Duration::from_millis(500);
 
 /// Why a script stopped, carried through Lua as an error.
 #[derive(Debug)]
 enum Stop {
-    /// `redis.call` met an error reply (or was called wrongly) on `line` of the script.
+    /// `redis.call` met an error reply (or was called wrongly, or a library's
+    /// registration was refused) on `line` of the script.
     Reply {
         message: String,
         line: Option<usize>,
@@ -96,21 +156,23 @@ impl fmt::Display for Stop {
 
 impl std::error::Error for Stop {}
 
+/// Makes a read-only view of `source.from`, a table that may be switched.
 const PRELUDE: &str = r#"
-local rawget, error, tostring = rawget, error, tostring
-local globals = _G
-return setmetatable({}, {
-  __index = function(_, name)
-    local value = rawget(globals, name)
-    if value == nil then
-      error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
-    end
-    return value
-  end,
-  __newindex = function()
-    error("Attempt to modify a readonly table", 2)
-  end,
-})
+local rawget, error, tostring, setmetatable = rawget, error, tostring, setmetatable
+return function(source)
+  return setmetatable({}, {
+    __index = function(_, name)
+      local value = rawget(source.from, name)
+      if value == nil then
+        error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
+      end
+      return value
+    end,
+    __newindex = function()
+      error("Attempt to modify a readonly table", 2)
+    end,
+  })
+end
 "#;
 
 impl Scripts {
@@ -130,11 +192,26 @@ impl Scripts {
         }
         globals.raw_set("redis", redis_table(&lua)?)?;
         globals.raw_set("cjson", crate::script_json::library(&lua)?)?;
-        let env: Table = lua.load(PRELUDE).set_name("=hotkv").eval()?;
+        let view: Function = lua.load(PRELUDE).set_name("=hotkv").eval()?;
+        let source_of = |from: Table| -> mlua::Result<Table> {
+            let source = lua.create_table()?;
+            source.raw_set("from", from)?;
+            Ok(source)
+        };
+        let env = view.call(source_of(globals.clone())?)?;
+        let function_source = source_of(globals)?;
+        let function_env = view.call(function_source.clone())?;
+        let load_globals = lua.create_table()?;
+        let load_redis: Table = view.call(source_of(load_redis_table(&lua)?)?)?;
+        load_globals.raw_set("redis", load_redis)?;
         Ok(Scripts {
             lua,
             env,
+            function_env,
+            function_source,
+            load_globals,
             cache: HashMap::new(),
+            libraries: Libraries::default(),
         })
     }
 
@@ -168,13 +245,9 @@ impl Scripts {
             .set_environment(self.env.clone())
             .into_function()
             .map_err(|e| {
-                let why = match &e {
-                    mlua::Error::SyntaxError { message, .. } => message.clone(),
-                    other => other.to_string(),
-                };
                 format!(
                     "ERR Error compiling script (new function): {}",
-                    first_line(&why)
+                    compile_error(&e)
                 )
             })?;
         let script = Script { function, flags };
@@ -182,12 +255,69 @@ impl Scripts {
         Ok((sha, script))
     }
 
-    /// Runs `script` with `keys` and `args`; `execute` runs a command for
-    /// `redis.call`. Answers the script's reply, or its error as Redis words it.
+    /// Compiles a library's code (`code[body..]` the part after its first line) and
+    /// runs it, for at most `time_limit`, to learn the functions it registers. The
+    /// error is the reply, less its `ERR `.
+    pub fn load_library(
+        &self,
+        name: String,
+        code: &[u8],
+        body: usize,
+        time_limit: Option<Duration>,
+    ) -> Result<Library, String> {
+        let lua = &self.lua;
+        let chunk = lua
+            .load(&code[body..])
+            .set_name("@user_function")
+            .set_environment(self.function_env.clone())
+            .into_function()
+            .map_err(|e| format!("Error compiling function: {}", compile_error(&e)))?;
+        let registering = || -> mlua::Result<()> {
+            self.function_source.raw_set("from", &self.load_globals)?;
+            lua.set_app_data(Registering::default());
+            if let Some(limit) = time_limit {
+                let started = Instant::now();
+                lua.set_hook(
+                    HookTriggers::new().every_nth_instruction(CLOCK_EVERY),
+                    move |_, _| {
+                        if started.elapsed() > limit {
+                            Err(mlua::Error::external(Stop::Reply {
+                                message: "ERR FUNCTION LOAD timeout".into(),
+                                line: None,
+                            }))
+                        } else {
+                            Ok(VmState::Continue)
+                        }
+                    },
+                )?;
+            }
+            chunk.call::<()>(())
+        };
+        let ran = registering();
+        lua.remove_hook();
+        let Registering(functions) = lua.remove_app_data().unwrap_or_default();
+        self.function_source
+            .raw_set("from", lua.globals())
+            .expect("a table's field can always be set");
+        if let Err(e) = ran {
+            let (message, _) = error_message(&e, "user_function");
+            return Err(format!("Error registering functions: {message}"));
+        }
+        if functions.is_empty() {
+            return Err("No functions registered".into());
+        }
+        Ok(Library {
+            name,
+            code: code.to_vec(),
+            functions,
+        })
+    }
+
+    /// Runs `target` with `keys` and `args`; `execute` runs a command for
+    /// `redis.call`. Answers the reply, or the error as Redis words it.
     pub fn run(
         &self,
-        sha: &str,
-        script: &Script,
+        target: Target,
         keys: &[Vec<u8>],
         args: &[Vec<u8>],
         time_limit: Option<Duration>,
@@ -217,9 +347,16 @@ impl Scripts {
                 .create_function(|lua, args: MultiValue| command(lua, &execute, args, false))?;
             redis.raw_set("call", call)?;
             redis.raw_set("pcall", pcall)?;
-            self.env.raw_set("KEYS", strings_table(lua, keys)?)?;
-            self.env.raw_set("ARGV", strings_table(lua, args)?)?;
-            let result = script.function.call::<Value>(());
+            let keys = strings_table(lua, keys)?;
+            let args = strings_table(lua, args)?;
+            let result = match target {
+                Target::Script { script, .. } => {
+                    self.env.raw_set("KEYS", keys)?;
+                    self.env.raw_set("ARGV", args)?;
+                    script.function.call::<Value>(())
+                }
+                Target::Function(f) => f.callback.call::<Value>((keys, args)),
+            };
             redis.raw_set("call", Value::Nil)?;
             redis.raw_set("pcall", Value::Nil)?;
             Ok(result.map(|value| to_frame(&value, 0)))
@@ -227,9 +364,13 @@ impl Scripts {
         if time_limit.is_some() {
             lua.remove_hook();
         }
+        let (name, chunk) = match target {
+            Target::Script { sha, .. } => (sha, "user_script"),
+            Target::Function(f) => (f.name.as_str(), "user_function"),
+        };
         match outcome {
             Ok(Ok(frame)) => frame,
-            Ok(Err(e)) | Err(e) => error_reply(sha, &e),
+            Ok(Err(e)) | Err(e) => error_reply(name, chunk, &e),
         }
     }
 }
@@ -241,6 +382,7 @@ fn shebang(text: &[u8]) -> Result<(ScriptFlags, &[u8]), String> {
     if !text.starts_with(b"#!") {
         return Ok((flags, text));
     }
+    flags.declared = true;
     let end = text.iter().position(|&b| b == b'\n').unwrap_or(text.len());
     let line = String::from_utf8_lossy(&text[..end]);
     let mut parts = line.split_ascii_whitespace();
@@ -253,12 +395,8 @@ fn shebang(text: &[u8]) -> Result<(ScriptFlags, &[u8]), String> {
             return Err(format!("ERR Unknown lua shebang option: {part}"));
         };
         for flag in list.split(',').filter(|f| !f.is_empty()) {
-            match flag {
-                "no-writes" => flags.no_writes = true,
-                // What they allow concerns states hotkv does not have (out of memory
-                // is checked per command, no cluster, no replicas).
-                "allow-oom" | "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
-                _ => return Err(format!("ERR Unexpected flag in script shebang: {flag}")),
+            if !flags.set(flag) {
+                return Err(format!("ERR Unexpected flag in script shebang: {flag}"));
             }
         }
     }
@@ -269,8 +407,28 @@ fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or_default()
 }
 
-/// A script's error as Redis replies it: the message, then where it happened.
-fn error_reply(sha: &str, error: &mlua::Error) -> Frame {
+/// A compile error's message.
+fn compile_error(error: &mlua::Error) -> String {
+    let why = match error {
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        other => other.to_string(),
+    };
+    first_line(&why).to_string()
+}
+
+/// A script's error as Redis replies it: the message, then where it happened in
+/// `chunk` (the script named `name`, its SHA-1 or its function's name).
+fn error_reply(name: &str, chunk: &str, error: &mlua::Error) -> Frame {
+    match error_message(error, chunk) {
+        (message, Some(line)) => {
+            Frame::error(format!("{message} script: {name}, on @{chunk}:{line}."))
+        }
+        (message, None) => Frame::error(message),
+    }
+}
+
+/// An error's message, with its code, and the line of `chunk` it names if any.
+fn error_message(error: &mlua::Error, chunk: &str) -> (String, Option<usize>) {
     let mut cause = error;
     loop {
         match cause {
@@ -279,30 +437,27 @@ fn error_reply(sha: &str, error: &mlua::Error) -> Frame {
             _ => break,
         }
     }
-    let (message, line) = match cause {
+    match cause {
         mlua::Error::ExternalError(e) => match e.downcast_ref::<Stop>() {
             Some(Stop::Reply { message, line }) => (message.clone(), *line),
-            Some(stop) => return Frame::error(stop.to_string()),
+            Some(stop) => (stop.to_string(), None),
             None => (format!("ERR {e}"), None),
         },
         mlua::Error::RuntimeError(text) => {
             let text = first_line(text);
-            (format!("ERR {text}"), line_of(text))
+            (format!("ERR {text}"), line_of(text, chunk))
         }
-        mlua::Error::MemoryError(_) => {
-            return Frame::error("ERR Script ran out of memory (hotkv caps Lua at 1 GiB)")
-        }
+        mlua::Error::MemoryError(_) => (
+            "ERR Script ran out of memory (hotkv caps Lua at 1 GiB)".into(),
+            None,
+        ),
         other => (format!("ERR {}", first_line(&other.to_string())), None),
-    };
-    match line {
-        Some(line) => Frame::error(format!("{message} script: {sha}, on @user_script:{line}.")),
-        None => Frame::error(message),
     }
 }
 
-/// The line a Lua error message names (`user_script:LINE: ...`).
-fn line_of(message: &str) -> Option<usize> {
-    let rest = message.strip_prefix("user_script:")?;
+/// The line a Lua error message names (`CHUNK:LINE: ...`).
+fn line_of(message: &str, chunk: &str) -> Option<usize> {
+    let rest = message.strip_prefix(chunk)?.strip_prefix(':')?;
     rest.split(':').next()?.parse().ok()
 }
 
@@ -451,18 +606,6 @@ fn redis_table(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     redis.raw_set(
-        "log",
-        lua.create_function(|_, (level, words): (i64, Variadic<String>)| {
-            let text = words.join(" ");
-            match level {
-                3 => tracing::warn!(target: "script", "{text}"),
-                2 => tracing::info!(target: "script", "{text}"),
-                _ => tracing::debug!(target: "script", "{text}"),
-            }
-            Ok(())
-        })?,
-    )?;
-    redis.raw_set(
         "setresp",
         lua.create_function(|_, version: i64| match version {
             2 => Ok(()),
@@ -476,10 +619,6 @@ fn redis_table(lua: &Lua) -> mlua::Result<Table> {
     redis.raw_set("set_repl", lua.create_function(|_, _: i64| Ok(()))?)?;
     redis.raw_set("replicate_commands", lua.create_function(|_, ()| Ok(true))?)?;
     for (name, value) in [
-        ("LOG_DEBUG", 0),
-        ("LOG_VERBOSE", 1),
-        ("LOG_NOTICE", 2),
-        ("LOG_WARNING", 3),
         ("REPL_NONE", 0),
         ("REPL_AOF", 1),
         ("REPL_SLAVE", 2),
@@ -488,7 +627,170 @@ fn redis_table(lua: &Lua) -> mlua::Result<Table> {
     ] {
         redis.raw_set(name, value)?;
     }
+    add_log_and_version(lua, &redis)?;
     Ok(redis)
+}
+
+/// The `redis` table a library's code sees while it loads: it can register
+/// functions, log, and read the version.
+fn load_redis_table(lua: &Lua) -> mlua::Result<Table> {
+    let redis = lua.create_table()?;
+    redis.raw_set(
+        "register_function",
+        lua.create_function(|lua, args: MultiValue| {
+            let refuse = |message: &str| {
+                let line = lua.inspect_stack(1, |d| d.current_line()).flatten();
+                Err(mlua::Error::external(Stop::Reply {
+                    message: format!("ERR {message}"),
+                    line,
+                }))
+            };
+            if lua.app_data_ref::<Registering>().is_none() {
+                return refuse(
+                    "redis.register_function can only be called on FUNCTION LOAD command",
+                );
+            }
+            let registered = match registration(lua, args) {
+                Ok(registered) => registered,
+                Err(why) => return refuse(&why),
+            };
+            let mut registering = lua
+                .app_data_mut::<Registering>()
+                .expect("checked present above; only FUNCTION LOAD removes it");
+            if let Err(why) = crate::libraries::check_name(registered.name.as_bytes()) {
+                return refuse(&why);
+            }
+            if registering.0.iter().any(|f| f.name == registered.name) {
+                return refuse("Function already exists in the library");
+            }
+            registering.0.push(registered);
+            Ok(())
+        })?,
+    )?;
+    add_log_and_version(lua, &redis)?;
+    Ok(redis)
+}
+
+/// `redis.register_function`'s arguments, checked as Redis checks them: a name and
+/// a callback, or one table of named arguments (`function_name`, `callback`,
+/// `flags`, `description`).
+fn registration(lua: &Lua, args: MultiValue) -> Result<Registered, String> {
+    // Redis takes numbers where it takes strings, as Lua's own functions do.
+    let text = |value: &Value| -> Option<Vec<u8>> {
+        match value {
+            Value::String(_) | Value::Integer(_) | Value::Number(_) => lua
+                .coerce_string(value.clone())
+                .ok()
+                .flatten()
+                .map(|s| s.as_bytes().to_vec()),
+            _ => None,
+        }
+    };
+    let name_of = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
+    match args.len() {
+        2 => {
+            let name = text(&args[0])
+                .ok_or("first argument to redis.register_function must be a string")?;
+            let Value::Function(callback) = &args[1] else {
+                return Err("second argument to redis.register_function must be a function".into());
+            };
+            Ok(Registered {
+                name: name_of(name),
+                description: None,
+                flags: ScriptFlags {
+                    declared: true,
+                    ..ScriptFlags::default()
+                },
+                callback: callback.clone(),
+            })
+        }
+        1 => {
+            let Value::Table(named) = &args[0] else {
+                return Err("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).".into());
+            };
+            let (mut name, mut description, mut callback) = (None, None, None);
+            let mut flags = ScriptFlags {
+                declared: true,
+                ..ScriptFlags::default()
+            };
+            for pair in named.pairs::<Value, Value>() {
+                let (key, value) = pair.map_err(|e| e.to_string())?;
+                let key = text(&key)
+                    .ok_or("named argument key given to redis.register_function is not a string")?;
+                match key.to_ascii_lowercase().as_slice() {
+                    b"function_name" => name = Some(text(&value).ok_or(
+                        "function_name argument given to redis.register_function must be a string",
+                    )?),
+                    b"description" => description = Some(text(&value).ok_or(
+                        "description argument given to redis.register_function must be a string",
+                    )?),
+                    b"callback" => match value {
+                        Value::Function(f) => callback = Some(f),
+                        _ => return Err(
+                            "callback argument given to redis.register_function must be a function"
+                                .into(),
+                        ),
+                    },
+                    b"flags" => {
+                        let Value::Table(list) = value else {
+                            return Err("flags argument to redis.register_function must be a table representing function flags".into());
+                        };
+                        for flag in list.sequence_values::<Value>() {
+                            let flag = flag.ok().and_then(|f| text(&f));
+                            let known = flag.is_some_and(|f| {
+                                flags.set(&String::from_utf8_lossy(&f).to_ascii_lowercase())
+                            });
+                            if !known {
+                                return Err("unknown flag given".into());
+                            }
+                        }
+                    }
+                    _ => return Err("unknown argument given to redis.register_function".into()),
+                }
+            }
+            let name = name.ok_or("redis.register_function must get a function name argument")?;
+            let callback =
+                callback.ok_or("redis.register_function must get a callback argument")?;
+            Ok(Registered {
+                name: name_of(name),
+                description,
+                flags,
+                callback,
+            })
+        }
+        _ => Err("wrong number of arguments to redis.register_function".into()),
+    }
+}
+
+/// `redis.log` and its levels, and the version Redis's API reports.
+fn add_log_and_version(lua: &Lua, redis: &Table) -> mlua::Result<()> {
+    redis.raw_set(
+        "log",
+        lua.create_function(|_, (level, words): (i64, Variadic<String>)| {
+            let text = words.join(" ");
+            match level {
+                3 => tracing::warn!(target: "script", "{text}"),
+                2 => tracing::info!(target: "script", "{text}"),
+                _ => tracing::debug!(target: "script", "{text}"),
+            }
+            Ok(())
+        })?,
+    )?;
+    for (name, value) in [
+        ("LOG_DEBUG", 0),
+        ("LOG_VERBOSE", 1),
+        ("LOG_NOTICE", 2),
+        ("LOG_WARNING", 3),
+    ] {
+        redis.raw_set(name, value)?;
+    }
+    redis.raw_set("REDIS_VERSION", crate::REDIS_VERSION)?;
+    let number = crate::REDIS_VERSION
+        .split('.')
+        .map(|part| part.parse::<i64>().unwrap_or(0))
+        .fold(0, |number, part| number << 8 | part);
+    redis.raw_set("REDIS_VERSION_NUM", number)?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -510,8 +812,10 @@ mod tests {
             Err(e) => return Frame::Error(e),
         };
         scripts.run(
-            &sha,
-            &script,
+            Target::Script {
+                sha: &sha,
+                script: &script,
+            },
             &[b"k".to_vec()],
             &[b"a".to_vec()],
             None,
@@ -591,12 +895,65 @@ mod tests {
         );
     }
 
+    fn load(s: &Scripts, code: &str) -> Result<Library, String> {
+        let (name, body) = crate::libraries::metadata(code.as_bytes())?;
+        s.load_library(name, code.as_bytes(), body, Some(LOAD_TIME_LIMIT))
+    }
+
+    fn call(s: &Scripts, library: &Library, keys: &[&str]) -> Frame {
+        let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.as_bytes().to_vec()).collect();
+        let target = Target::Function(&library.functions[0]);
+        s.run(target, &keys, &[], None, |_| Frame::Null)
+    }
+
+    /// A library's code sees `redis` alone while it loads, and its functions the whole
+    /// world after, even once a load has failed midway (the switch back is not skipped).
+    #[test]
+    fn a_library_loads_in_its_own_world_and_its_functions_run_in_the_scripts_one() {
+        let mut s = Scripts::new().unwrap();
+        let library = load(&s, "#!lua name=good\nlocal rep = function(k) return string.rep(k, 2) end\nredis.register_function('twice', function(keys) return rep(keys[1]) end)").unwrap();
+        assert_eq!(library.name, "good");
+        assert_eq!(library.functions[0].name, "twice");
+        let failed = load(&s, "#!lua name=bad\nredis.register_function('f', function() end)\nlocal x = string.rep('a', 2)").err().unwrap();
+        assert!(
+            failed.contains("nonexistent global variable 'string'"),
+            "{failed}"
+        );
+        let timed_out = load(&s, "#!lua name=slow\nwhile true do end")
+            .err()
+            .unwrap();
+        assert_eq!(
+            timed_out,
+            "Error registering functions: ERR FUNCTION LOAD timeout"
+        );
+        assert_eq!(call(&s, &library, &["ab"]), Frame::bulk("abab"));
+        // A script meanwhile sees its own globals, not a function's.
+        let (sha, script) = s.load(b"return string.upper(KEYS[1])").unwrap();
+        let reply = s.run(
+            Target::Script {
+                sha: &sha,
+                script: &script,
+            },
+            &[b"x".to_vec()],
+            &[],
+            None,
+            |_| Frame::Null,
+        );
+        assert_eq!(reply, Frame::bulk("X"));
+        let none = load(&s, "#!lua name=empty\nlocal a = 1").err().unwrap();
+        assert_eq!(none, "No functions registered");
+    }
+
     #[test]
     fn a_script_past_its_time_limit_is_stopped_and_the_next_runs() {
         let mut s = Scripts::new().unwrap();
         let (sha, script) = s.load(b"while true do end").unwrap();
         let limit = Some(Duration::from_millis(50));
-        let reply = s.run(&sha, &script, &[], &[], limit, |_| Frame::Null);
+        let target = Target::Script {
+            sha: &sha,
+            script: &script,
+        };
+        let reply = s.run(target, &[], &[], limit, |_| Frame::Null);
         assert!(
             matches!(&reply, Frame::Error(e) if e.contains("busy-reply-threshold")),
             "{reply:?}"

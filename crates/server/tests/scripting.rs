@@ -151,3 +151,146 @@ fn scripts_in_transactions_and_refused_commands() {
     );
     assert_eq!(caught, "ERR value is not an integer or out of range");
 }
+
+const COUNTER_LIBRARY: &str = "#!lua name=counters
+local function bump(key, by)
+  return redis.call('INCRBY', key, by)
+end
+redis.register_function('bump', function(keys, args) return bump(keys[1], args[1] or 1) end)
+redis.register_function{function_name='peek', callback=function(keys) return redis.call('GET', keys[1]) end, flags={'no-writes'}}";
+
+const ECHO_LIBRARY: &str =
+    "#!lua name=echo\nredis.register_function('echo_args', function(keys, args) return {#keys, #args} end)";
+
+fn libraries(c: &mut redis::Connection) -> Vec<String> {
+    let list: Vec<redis::Value> = run(c, &["FUNCTION", "LIST"]);
+    list.iter()
+        .map(|library| {
+            let fields: Vec<redis::Value> = redis::from_redis_value(library).unwrap();
+            redis::from_redis_value(&fields[1]).unwrap()
+        })
+        .collect()
+}
+
+/// Libraries stay loaded across a restart on the lsm engine (they are saved with the
+/// data), including after a kill right after the reply; FLUSHALL keeps them, DELETE
+/// and FUNCTION FLUSH remove them for good, and RESTORE brings a dump back.
+#[test]
+fn function_libraries_survive_restarts_and_flushall() {
+    let server = Server::start();
+    let mut c = server.client();
+    let name: String = run(&mut c, &["FUNCTION", "LOAD", COUNTER_LIBRARY]);
+    assert_eq!(name, "counters");
+    let _: String = run(&mut c, &["FUNCTION", "LOAD", ECHO_LIBRARY]);
+    assert_eq!(run::<i64>(&mut c, &["FCALL", "bump", "1", "n", "5"]), 5);
+    assert_eq!(run::<i64>(&mut c, &["FCALL", "BUMP", "1", "n"]), 6);
+    let _: () = run(&mut c, &["FLUSHALL"]);
+    assert_eq!(libraries(&mut c), ["counters", "echo"]);
+    let dump: Vec<u8> = run(&mut c, &["FUNCTION", "DUMP"]);
+
+    let server = match server.kill() {
+        Some(dir) => Server::start_in(dir, &[]),
+        None => Server::start(),
+    };
+    let mut c = server.client();
+    if support::test_engine() == "lsm" {
+        assert_eq!(libraries(&mut c), ["counters", "echo"]);
+        assert_eq!(run::<i64>(&mut c, &["FCALL", "bump", "1", "n", "2"]), 2);
+        assert_eq!(run::<String>(&mut c, &["FCALL_RO", "peek", "1", "n"]), "2");
+        let _: () = run(&mut c, &["FUNCTION", "DELETE", "echo"]);
+    } else {
+        // The memory engine keeps nothing past the process; the dump brings them back.
+        assert!(libraries(&mut c).is_empty());
+        let _: () = redis::cmd("FUNCTION")
+            .arg("RESTORE")
+            .arg(&dump)
+            .query(&mut c)
+            .unwrap();
+        let _: () = run(&mut c, &["FUNCTION", "DELETE", "echo"]);
+    }
+    let server = server.restarted_if_lsm();
+    let mut c = server.client();
+    assert_eq!(libraries(&mut c), ["counters"]);
+    assert_eq!(
+        run_err(&mut c, &["FCALL", "echo_args", "0"]),
+        "ERR Function not found"
+    );
+    let _: () = run(&mut c, &["FUNCTION", "FLUSH"]);
+    let server = server.restarted_if_lsm();
+    let mut c = server.client();
+    assert!(libraries(&mut c).is_empty());
+    let _: () = redis::cmd("FUNCTION")
+        .arg("RESTORE")
+        .arg(&dump)
+        .query(&mut c)
+        .unwrap();
+    let server = server.restarted_if_lsm();
+    let mut c = server.client();
+    assert_eq!(libraries(&mut c), ["counters", "echo"]);
+    let counts: (i64, i64) = run(&mut c, &["FCALL", "echo_args", "2", "a", "b", "c"]);
+    assert_eq!(counts, (2, 1));
+}
+
+/// FCALL runs alone, as EVAL does: eight clients incrementing through a function
+/// that reads then writes lose no increment.
+#[test]
+fn functions_are_atomic_against_other_clients() {
+    let server = Server::start();
+    let mut c = server.client();
+    let _: String = run(
+        &mut c,
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=inc\nredis.register_function('inc', function(keys) \
+             local n = tonumber(redis.call('GET', keys[1]) or '0') \
+             redis.call('SET', keys[1], n + 1) return n + 1 end)",
+        ],
+    );
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            let server = &server;
+            s.spawn(move || {
+                let mut c = server.client();
+                for _ in 0..200 {
+                    let _: i64 = run(&mut c, &["FCALL", "inc", "1", "counter"]);
+                }
+            });
+        }
+    });
+    assert_eq!(run::<i64>(&mut c, &["GET", "counter"]), 1600);
+}
+
+/// A function's flags decide what it may do, as in Redis: `no-writes` refuses writes
+/// (and lets FCALL_RO run it); without it FCALL_RO refuses the function; over
+/// maxmemory a function that may write is refused before it starts unless it has
+/// `allow-oom`, whose writes then succeed; FUNCTION LOAD itself is refused there.
+#[test]
+fn function_flags_decide_what_it_may_do() {
+    let server = Server::start_memory(&[]);
+    let mut c = server.client();
+    let _: String = run(&mut c, &["FUNCTION", "LOAD", COUNTER_LIBRARY]);
+    let _: String = run(
+        &mut c,
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=roomy\nredis.register_function{function_name='put', \
+             callback=function(keys) return redis.call('SET', keys[1], 'x') end, flags={'allow-oom'}}",
+        ],
+    );
+    let _: () = run(&mut c, &["SET", "n", "1"]);
+    assert_eq!(run::<String>(&mut c, &["FCALL_RO", "peek", "1", "n"]), "1");
+    assert_eq!(
+        run_err(&mut c, &["FCALL_RO", "bump", "1", "n"]),
+        "ERR Can not execute a script with write flag using *_ro command."
+    );
+    let _: () = run(&mut c, &["CONFIG", "SET", "maxmemory", "1"]);
+    assert!(run_err(&mut c, &["FCALL", "bump", "1", "n"]).starts_with("OOM "));
+    assert_eq!(run::<String>(&mut c, &["FCALL", "peek", "1", "n"]), "1");
+    assert_eq!(run::<String>(&mut c, &["FCALL", "put", "1", "k"]), "OK");
+    assert!(run_err(&mut c, &["FUNCTION", "LOAD", ECHO_LIBRARY]).starts_with("OOM "));
+    let _: () = run(&mut c, &["CONFIG", "SET", "maxmemory", "0"]);
+    assert_eq!(run::<i64>(&mut c, &["FCALL", "bump", "1", "n"]), 2);
+    assert_eq!(run::<String>(&mut c, &["GET", "k"]), "x");
+}

@@ -1187,7 +1187,13 @@ const DOCS: &[Doc] = &[
     doc("script|help", "scripting", "5.0.0", "O(1)",
         "Lists the SCRIPT subcommands.",
         ""),
-    // Function libraries: no engine, so never a library (see `function.rs`).
+    // Function libraries (see `function.rs`).
+    doc("fcall", "scripting", "7.0.0", "Depends on the function that is executed.",
+        "Runs a function of a library.",
+        "function numkeys:integer [key:key...] [arg...]"),
+    doc("fcall_ro", "scripting", "7.0.0", "Depends on the function that is executed.",
+        "Runs a function of a library that may only read.",
+        "function numkeys:integer [key:key...] [arg...]"),
     doc("function", "scripting", "7.0.0", "Depends on subcommand.",
         "A container for commands about function libraries.",
         ""),

@@ -9,7 +9,7 @@
 use resp::{Frame, Protocol};
 
 use super::{error, execute_in_script, ok, parse_integer, reply, upper, Ctx, Reply};
-use crate::scripting::Script;
+use crate::scripting::{Script, ScriptFlags, Scripts, Target};
 
 pub fn eval(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     run(ctx, args, Source::Text, false)
@@ -36,13 +36,9 @@ enum Source {
 
 /// `EVAL script numkeys [key ...] [arg ...]` and its kin.
 fn run(ctx: &mut Ctx, args: &[Vec<u8>], source: Source, read_only: bool) -> Reply {
-    let count = match parse_integer(&args[2]) {
-        Some(n) if n < 0 => return error("ERR Number of keys can't be negative"),
-        Some(n) if n as u64 > (args.len() - 3) as u64 => {
-            return error("ERR Number of keys can't be greater than number of args")
-        }
-        Some(n) => n as usize,
-        None => return error(super::NOT_AN_INTEGER),
+    let count = match key_count(args, super::NOT_AN_INTEGER) {
+        Ok(count) => count,
+        Err(e) => return error(e),
     };
     let (keys, argv) = args[3..].split_at(count);
     let server = ctx.server;
@@ -63,7 +59,53 @@ fn run(ctx: &mut Ctx, args: &[Vec<u8>], source: Source, read_only: bool) -> Repl
             }
         }
     };
-    let read_only = read_only || script.flags.no_writes;
+    let target = Target::Script {
+        sha: &sha,
+        script: &script,
+    };
+    run_lua(ctx, scripts, target, keys, argv, script.flags, read_only)
+}
+
+/// The number of keys a script or function is given (`args[2]`), checked against
+/// the arguments that follow it; `not_integer` is the error if it is not a number.
+pub(super) fn key_count(
+    args: &[Vec<u8>],
+    not_integer: &'static str,
+) -> Result<usize, &'static str> {
+    match parse_integer(&args[2]) {
+        Some(n) if n < 0 => Err("ERR Number of keys can't be negative"),
+        Some(n) if n as u64 > (args.len() - 3) as u64 => {
+            Err("ERR Number of keys can't be greater than number of args")
+        }
+        Some(n) => Ok(n as usize),
+        None => Err(not_integer),
+    }
+}
+
+/// Runs `target` (the caller holds `scripts`) as Redis runs a script or a function:
+/// its declared flags checked first (a script that may write is refused by the `_RO`
+/// commands, and over maxmemory unless it allows that); then alone and atomically, the
+/// commands it calls answering in RESP2 and never blocking.
+pub(super) fn run_lua(
+    ctx: &mut Ctx,
+    scripts: &Scripts,
+    target: Target,
+    keys: &[Vec<u8>],
+    argv: &[Vec<u8>],
+    flags: ScriptFlags,
+    read_only_command: bool,
+) -> Reply {
+    let server = ctx.server;
+    if flags.declared && !flags.no_writes {
+        if read_only_command {
+            return error("ERR Can not execute a script with write flag using *_ro command.");
+        }
+        // Redis refuses it before it starts, as a command that may grow memory.
+        if !flags.allow_oom && server.make_room().is_err() {
+            return error(crate::server::OOM);
+        }
+    }
+    let read_only = read_only_command || flags.no_writes;
     let limit = Some(server.config.busy_reply_threshold()).filter(|l| !l.is_zero());
     let session = &mut *ctx.session;
     // Commands called from a script answer in RESP2, whatever the caller speaks, and
@@ -73,8 +115,8 @@ fn run(ctx: &mut Ctx, args: &[Vec<u8>], source: Source, read_only: bool) -> Repl
     session.in_script = true;
     session.script_read = false;
     let frame = server.db.atomically(|| {
-        scripts.run(&sha, &script, keys, argv, limit, |call| {
-            execute_in_script(server, session, call, read_only)
+        scripts.run(target, keys, argv, limit, |call| {
+            execute_in_script(server, session, call, read_only, flags.allow_oom)
         })
     });
     session.proto = proto;

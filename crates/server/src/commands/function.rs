@@ -1,57 +1,151 @@
-//! FUNCTION LOAD | DELETE | LIST | STATS | KILL | FLUSH | DUMP | RESTORE | HELP: Redis
-//! 7's function libraries. hotkv has no scripting engine, so it never holds a library:
-//! each subcommand answers as Redis does with none loaded (FLUSH succeeds, LIST is
-//! empty, DELETE finds nothing, DUMP gives the empty payload that RESTORE takes back),
-//! and LOAD checks the library's metadata line as Redis does before it says that the
-//! engine named there does not exist. Tools that flush or copy functions on every
-//! server (Redis's own test suite, migration tools) work unchanged.
+//! FUNCTION LOAD | DELETE | LIST | STATS | KILL | FLUSH | DUMP | RESTORE | HELP and
+//! FCALL, FCALL_RO: Redis 7's function libraries. A library's code registers
+//! functions (see `libraries.rs`, and `scripting.rs` for the Lua side); FCALL runs
+//! one as EVAL runs a script, given its keys and arguments.
+//!
+//! On the lsm engine the libraries are saved with the data, as FUNCTION DUMP's payload
+//! in one record (`engine_keys.rs`), rewritten whole at each change (libraries are
+//! few and small), and loaded again when the server starts. FLUSHALL keeps them, as
+//! Redis's does.
 
 use resp::Frame;
 
+use super::eval::{key_count, run_lua};
 use super::{error, ok, reply, upper, Ctx, Reply};
 use crate::dump_payload::{self, Refusal};
+use crate::libraries::{self, Libraries, Library};
+use crate::scripting::{Scripts, Target, LOAD_TIME_LIMIT};
+use crate::server::Server;
+
+pub fn fcall(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    call(ctx, args, false)
+}
+
+pub fn fcall_ro(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    call(ctx, args, true)
+}
+
+/// `FCALL function numkeys [key ...] [arg ...]`.
+fn call(ctx: &mut Ctx, args: &[Vec<u8>], read_only: bool) -> Reply {
+    let server = ctx.server;
+    let scripts = lock(server);
+    let Some(function) = scripts.libraries.function(&args[1]) else {
+        return error("ERR Function not found");
+    };
+    let count = match key_count(args, "ERR Bad number of keys provided") {
+        Ok(count) => count,
+        Err(e) => return error(e),
+    };
+    let (keys, argv) = args[3..].split_at(count);
+    let flags = function.flags;
+    run_lua(
+        ctx,
+        &scripts,
+        Target::Function(function),
+        keys,
+        argv,
+        flags,
+        read_only,
+    )
+}
+
+fn lock(server: &Server) -> std::sync::MutexGuard<'_, Scripts> {
+    server
+        .scripts
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 pub fn function(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let server = ctx.server;
     match (upper(&args[1]).as_slice(), &args[2..]) {
-        (b"FLUSH", []) => ok(),
-        (b"FLUSH", [mode]) => match upper(mode).as_slice() {
-            b"SYNC" | b"ASYNC" => ok(),
-            _ => error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"),
-        },
-        (b"LIST", options) => list(options),
-        (b"STATS", []) => reply(Frame::Map(vec![
-            (Frame::bulk("running_script"), Frame::Null),
-            (Frame::bulk("engines"), Frame::Map(Vec::new())),
-        ])),
-        (b"KILL", []) => error("NOTBUSY No scripts in execution right now."),
-        (b"DELETE", [_]) => error("ERR Library not found"),
-        (b"DUMP", []) => reply(Frame::Bulk(dump_payload::no_functions())),
-        (b"RESTORE", [payload, policy @ ..]) if policy.len() <= 1 => {
-            let known =
-                |p: &Vec<u8>| [&b"APPEND"[..], b"REPLACE", b"FLUSH"].contains(&upper(p).as_slice());
-            if !policy.iter().all(known) {
-                return error("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.");
-            }
-            let max_len = ctx.server.config.proto_max_bulk_len();
-            match dump_payload::function_codes(payload, max_len) {
-                Ok(codes) => match codes.first() {
-                    None => ok(),
-                    Some(code) => error(&format!("ERR {}", load_refusal(code))),
-                },
-                Err(Refusal::VersionOrChecksum) => {
-                    error("ERR DUMP payload version or checksum are wrong")
-                }
-                Err(Refusal::BadFormat(why)) => error(&format!("ERR {why}")),
-            }
-        }
         (b"LOAD", [options @ .., code]) => {
-            if let Some(other) = options.iter().find(|o| upper(o) != b"REPLACE") {
-                return error(&format!(
-                    "ERR Unknown option given: {}",
-                    String::from_utf8_lossy(other)
-                ));
+            let mut replace = false;
+            for option in options {
+                if upper(option) != b"REPLACE" {
+                    return error(&format!(
+                        "ERR Unknown option given: {}",
+                        String::from_utf8_lossy(option)
+                    ));
+                }
+                replace = true;
             }
-            error(&format!("ERR {}", load_refusal(code)))
+            let mut scripts = lock(server);
+            let name = match load(&scripts, code, replace, Some(LOAD_TIME_LIMIT)) {
+                Ok(library) => {
+                    let name = library.name.clone();
+                    if let Err(e) = scripts.libraries.add_one(library, replace) {
+                        return error(&format!("ERR {e}"));
+                    }
+                    name
+                }
+                Err(e) => return error(&format!("ERR {e}")),
+            };
+            save(server, &scripts.libraries)?;
+            reply(Frame::bulk(name))
+        }
+        (b"DELETE", [name]) => {
+            let mut scripts = lock(server);
+            let name = String::from_utf8_lossy(name);
+            if scripts.libraries.remove(&name).is_none() {
+                return error("ERR Library not found");
+            }
+            save(server, &scripts.libraries)?;
+            ok()
+        }
+        (b"FLUSH", mode @ ([] | [_])) => {
+            if let Some(mode) = mode.first() {
+                if !matches!(upper(mode).as_slice(), b"SYNC" | b"ASYNC") {
+                    return error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
+                }
+            }
+            let mut scripts = lock(server);
+            scripts.libraries.clear();
+            save(server, &scripts.libraries)?;
+            ok()
+        }
+        (b"LIST", options) => list(&lock(server).libraries, options),
+        (b"STATS", []) => {
+            let scripts = lock(server);
+            let count = |n: usize| Frame::Integer(n as i64);
+            reply(Frame::Map(vec![
+                // A script holds the gate until it ends, so none runs while this does.
+                (Frame::bulk("running_script"), Frame::Null),
+                (
+                    Frame::bulk("engines"),
+                    Frame::Map(vec![(
+                        Frame::bulk("LUA"),
+                        Frame::Map(vec![
+                            (
+                                Frame::bulk("libraries_count"),
+                                count(scripts.libraries.len()),
+                            ),
+                            (
+                                Frame::bulk("functions_count"),
+                                count(scripts.libraries.function_count()),
+                            ),
+                        ]),
+                    )]),
+                ),
+            ]))
+        }
+        (b"KILL", []) => error("NOTBUSY No scripts in execution right now."),
+        (b"DUMP", []) => reply(Frame::Bulk(dump(&lock(server).libraries))),
+        (b"RESTORE", [payload, policy @ ..]) if policy.len() <= 1 => {
+            let policy = match policy.first().map(|p| upper(p)) {
+                None => Policy::Append,
+                Some(p) if p == b"APPEND" => Policy::Append,
+                Some(p) if p == b"REPLACE" => Policy::Replace,
+                Some(p) if p == b"FLUSH" => Policy::Flush,
+                Some(_) => return error("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE."),
+            };
+            let mut scripts = lock(server);
+            let max_len = server.config.proto_max_bulk_len();
+            if let Err(e) = restore(&mut scripts, payload, policy, max_len) {
+                return error(&format!("ERR {e}"));
+            }
+            save(server, &scripts.libraries)?;
+            ok()
         }
         (b"HELP", []) => super::help(HELP),
         // Extra arguments: Redis's words for these two differ from the arity error.
@@ -63,18 +157,92 @@ pub fn function(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     }
 }
 
-/// LIST [LIBRARYNAME pattern] [WITHCODE]: the options checked as Redis checks them;
-/// no library matches.
-fn list(options: &[Vec<u8>]) -> Reply {
+/// Checks a library's metadata and loads its code, refusing a name already taken
+/// unless `replace`. The error is the reply, less its `ERR `.
+fn load(
+    scripts: &Scripts,
+    code: &[u8],
+    replace: bool,
+    time_limit: Option<std::time::Duration>,
+) -> Result<Library, String> {
+    let (name, body) = libraries::metadata(code)?;
+    if !replace && scripts.libraries.get(&name).is_some() {
+        return Err(format!("Library '{name}' already exists"));
+    }
+    scripts.load_library(name, code, body, time_limit)
+}
+
+/// What FUNCTION RESTORE does with the libraries already loaded.
+#[derive(PartialEq)]
+enum Policy {
+    /// Keeps them; a library of the same name refuses the restore.
+    Append,
+    /// Keeps them, less those of the names restored.
+    Replace,
+    /// Deletes them.
+    Flush,
+}
+
+/// Loads every library `payload` holds, then adds them as `policy` says: all or none.
+fn restore(
+    scripts: &mut Scripts,
+    payload: &[u8],
+    policy: Policy,
+    max_len: usize,
+) -> Result<(), String> {
+    let codes = dump_payload::function_codes(payload, max_len).map_err(|e| match e {
+        Refusal::VersionOrChecksum => "DUMP payload version or checksum are wrong".to_string(),
+        Refusal::BadFormat(why) => why.to_string(),
+    })?;
+    let mut restored = Libraries::default();
+    for code in codes {
+        let (name, body) = libraries::metadata(&code)?;
+        // As Redis loads saved libraries: no time limit (they loaded once).
+        restored.push(scripts.load_library(name, &code, body, None)?)?;
+    }
+    if policy == Policy::Flush {
+        scripts.libraries = restored;
+        return Ok(());
+    }
+    scripts.libraries.join(restored, policy == Policy::Replace)
+}
+
+fn dump(libraries: &Libraries) -> Vec<u8> {
+    dump_payload::functions(libraries.iter().map(|l| l.code.as_slice()))
+}
+
+/// Saves the libraries with the data (on the lsm engine).
+fn save(server: &Server, libraries: &Libraries) -> Result<(), engine::Error> {
+    let payload = (!libraries.is_empty()).then(|| dump(libraries));
+    server.db.save_functions(payload.as_deref())
+}
+
+/// Loads the libraries saved with the data, when the server starts; returns how many.
+pub fn load_saved(server: &Server) -> Result<usize, String> {
+    let Some(payload) = server
+        .db
+        .saved_functions()
+        .map_err(|e| format!("reading the saved function libraries: {e}"))?
+    else {
+        return Ok(0);
+    };
+    let mut scripts = lock(server);
+    restore(&mut scripts, &payload, Policy::Flush, usize::MAX)
+        .map_err(|e| format!("loading the saved function libraries: {e}"))?;
+    Ok(scripts.libraries.len())
+}
+
+/// LIST [LIBRARYNAME pattern] [WITHCODE]: each option once, in any order.
+fn list(libraries: &Libraries, options: &[Vec<u8>]) -> Reply {
+    let (mut with_code, mut pattern) = (false, None);
     let mut rest = options.iter();
     while let Some(option) = rest.next() {
         match upper(option).as_slice() {
-            b"WITHCODE" => {}
-            b"LIBRARYNAME" => {
-                if rest.next().is_none() {
-                    return error("ERR library name argument was not given");
-                }
-            }
+            b"WITHCODE" if !with_code => with_code = true,
+            b"LIBRARYNAME" if pattern.is_none() => match rest.next() {
+                Some(p) => pattern = Some(p),
+                None => return error("ERR library name argument was not given"),
+            },
             _ => {
                 return error(&format!(
                     "ERR Unknown argument {}",
@@ -83,41 +251,55 @@ fn list(options: &[Vec<u8>]) -> Reply {
             }
         }
     }
-    reply(Frame::Array(Vec::new()))
-}
-
-/// Why a library's code is not loaded: its first line (`#!engine name=library`) is
-/// checked as Redis checks it, and then its engine is not found, as hotkv has none.
-fn load_refusal(code: &[u8]) -> String {
-    let Some(shebang) = code.strip_prefix(b"#!") else {
-        return "Missing library metadata".into();
-    };
-    let Some(end) = shebang.iter().position(|&b| b == b'\n') else {
-        return "Invalid library metadata".into();
-    };
-    let line = String::from_utf8_lossy(&shebang[..end]);
-    let mut parts = line.split_ascii_whitespace();
-    let engine = parts.next().unwrap_or("");
-    let mut name = None;
-    for part in parts {
-        match part.get(..5) {
-            Some(key) if key.eq_ignore_ascii_case("name=") => {
-                if name.is_some() {
-                    return "Invalid metadata value, name argument was given multiple times".into();
-                }
-                name = Some(&part[5..]);
-            }
-            _ => return format!("Invalid metadata value given: {part}"),
+    let matches =
+        |name: &str| pattern.is_none_or(|p| crate::glob::glob_match(p, name.as_bytes(), true));
+    let describe = |library: &Library| {
+        let functions = library
+            .functions
+            .iter()
+            .map(|f| {
+                Frame::Map(vec![
+                    (Frame::bulk("name"), Frame::bulk(f.name.as_str())),
+                    (
+                        Frame::bulk("description"),
+                        f.description.clone().map_or(Frame::Null, Frame::Bulk),
+                    ),
+                    (
+                        Frame::bulk("flags"),
+                        Frame::Set(
+                            f.flags
+                                .names()
+                                .into_iter()
+                                .map(|name| Frame::Simple(name.into()))
+                                .collect(),
+                        ),
+                    ),
+                ])
+            })
+            .collect();
+        let mut fields = vec![
+            (
+                Frame::bulk("library_name"),
+                Frame::bulk(library.name.as_str()),
+            ),
+            (Frame::bulk("engine"), Frame::bulk("LUA")),
+            (Frame::bulk("functions"), Frame::Array(functions)),
+        ];
+        if with_code {
+            fields.push((
+                Frame::bulk("library_code"),
+                Frame::Bulk(library.code.clone()),
+            ));
         }
-    }
-    let Some(name) = name else {
-        return "Library name was not given".into();
+        Frame::Map(fields)
     };
-    let valid = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    if name.is_empty() || !name.chars().all(valid) {
-        return "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into();
-    }
-    format!("Engine '{engine}' not found")
+    reply(Frame::Array(
+        libraries
+            .iter()
+            .filter(|l| matches(&l.name))
+            .map(describe)
+            .collect(),
+    ))
 }
 
 const HELP: &[&str] = &[

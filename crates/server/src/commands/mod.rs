@@ -18,7 +18,7 @@ mod dump;
 mod eval;
 mod exists;
 mod expire;
-mod function;
+pub mod function;
 mod geo;
 mod get;
 mod hashes;
@@ -404,8 +404,8 @@ const W: u32 = WRITE | DENYOOM;
 const R: u32 = READONLY;
 
 #[rustfmt::skip]
-/// The notes on the key specs of EVAL and EVAL_RO, as Redis words them (the EVALSHA
-/// forms have none).
+/// The notes on the key specs of EVAL, EVAL_RO, FCALL and FCALL_RO, as Redis words
+/// them (the EVALSHA forms have none).
 const ASSUME_RW: &str =
     "We cannot tell how the keys will be used so we assume the worst, RW and UPDATE";
 const ASSUME_RO: &str =
@@ -637,14 +637,15 @@ const TABLE: &[Command] = &[
     cmd("wait", 3, NOSCRIPT, NO_KEYS, CONNECTION, server::wait),
     cmd("monitor", 1, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0, monitor::monitor),
     cmd("hotkeys", -1, READONLY, NO_KEYS, KEYSPACE, hotkeys::hotkeys),
-    // Scripting: Lua scripts (see `eval.rs`); function libraries, never loaded (see
-    // `function.rs`).
+    // Scripting: Lua scripts (see `eval.rs`) and function libraries (`function.rs`).
     cmd("eval", -3, ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1).noted(ASSUME_RW)], SCRIPTING, eval::eval),
     cmd("evalsha", -3, ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1)], SCRIPTING, eval::evalsha),
     cmd("eval_ro", -3, R | ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RO | ACCESS, 2, 0, 1, 1).noted(ASSUME_RO)], SCRIPTING, eval::eval_ro),
     cmd("evalsha_ro", -3, R | ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RO | ACCESS, 2, 0, 1, 1)], SCRIPTING, eval::evalsha_ro),
     cmd("script", -2, 0, NO_KEYS, 0, eval::script),
     cmd("function", -2, 0, NO_KEYS, 0, function::function),
+    cmd("fcall", -3, ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1).noted(ASSUME_RW)], SCRIPTING, function::fcall),
+    cmd("fcall_ro", -3, R | ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RO | ACCESS, 2, 0, 1, 1).noted(ASSUME_RO)], SCRIPTING, function::fcall_ro),
     // Pub/sub.
     cmd("subscribe", -2, ANY_STATE | PUBSUB | NOSCRIPT, NO_KEYS, 0, pubsub::subscribe),
     cmd("unsubscribe", -1, ANY_STATE | PUBSUB | NOSCRIPT, NO_KEYS, 0, pubsub::unsubscribe),
@@ -813,7 +814,8 @@ fn run(
     client
         .last_command
         .store(stat as u64 + 1, Ordering::Relaxed);
-    if cmd.flags & DENYOOM != 0 {
+    // A subcommand's own flags, as FUNCTION LOAD may grow memory and FUNCTION LIST not.
+    if flags_and_keys(index, stat).0 & DENYOOM != 0 {
         if let Err(e) = server.make_room() {
             server.command_stats.record_rejected(stat);
             return Action::Reply(Frame::error(e));
@@ -1318,13 +1320,15 @@ fn is_secret(name: &str, args: &[Vec<u8>], i: usize) -> bool {
 }
 
 /// Runs a command a script called (`redis.call`), refused as Redis refuses it: unknown,
-/// the wrong number of arguments, not allowed in scripts, or a write from a read-only
-/// script. The caller (EVAL) holds the gate exclusively.
+/// the wrong number of arguments, not allowed in scripts, a write from a read-only
+/// script, or over maxmemory unless the script allows that. The caller (EVAL) holds
+/// the gate exclusively.
 pub(crate) fn execute_in_script(
     server: &Server,
     session: &mut Session,
     args: &[Vec<u8>],
     read_only: bool,
+    allow_oom: bool,
 ) -> Frame {
     let Some((index, _)) = lookup(&args[0]) else {
         return Frame::error("ERR Unknown Redis command called from script");
@@ -1340,14 +1344,20 @@ pub(crate) fn execute_in_script(
     if read_only && flags & WRITE != 0 {
         return Frame::error("ERR Write commands are not allowed from read-only scripts.");
     }
-    execute_queued(server, session, args)
+    execute_queued(server, session, args, !allow_oom)
 }
 
-/// Runs a command queued by MULTI; the caller holds the gate exclusively.
-fn execute_queued(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Frame {
+/// Runs a command queued by MULTI (or called by a script), refused over maxmemory if
+/// `check_memory` and it may grow the data; the caller holds the gate exclusively.
+fn execute_queued(
+    server: &Server,
+    session: &mut Session,
+    args: &[Vec<u8>],
+    check_memory: bool,
+) -> Frame {
     let (index, cmd) = lookup(&args[0]).expect("queued commands were looked up");
     let stat = stat_slot(index, args);
-    let over_memory = if cmd.flags & DENYOOM != 0 {
+    let over_memory = if check_memory && flags_and_keys(index, stat).0 & DENYOOM != 0 {
         server.make_room().err()
     } else {
         None

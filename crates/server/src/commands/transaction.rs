@@ -48,7 +48,7 @@ pub fn exec(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     let replies = server.db.atomically(|| {
         queue
             .iter()
-            .map(|args| execute_queued(server, session, args))
+            .map(|args| execute_queued(server, session, args, true))
             .collect()
     });
     session.in_exec = false;

@@ -827,6 +827,10 @@ EVAL return\x20cjson.encode('\x00\x01\x7f\xc3\xa9"\\\x0a') 0
 EVAL local\x20t=cjson.decode('{"a":[1,2,{"b":null}],"c":"\\u00e9"}')\x20return\x20{t.a[1],t.a[3].b==cjson.null,t.c} 0
 EVAL return\x20cjson.encode(cjson.decode('[1,null,3]')) 0
 EVAL return\x20cjson.decode('12345678901234567890') 0
+EVAL return\x20{bit.tobit(0xffffffff),bit.band(0x12345678,0xff),bit.bor(1,2,4),bit.bxor(5,3),bit.bnot(0),bit.lshift(1,40),bit.rshift(-256,8),bit.arshift(-256,8),bit.rol(0x12345678,12),bit.ror(0x12345678,12),bit.bswap(0x12345678),bit.tobit(2.5),bit.tobit(3.5),bit.band('255',15)} 0
+EVAL return\x20{bit.tohex(-1,-4),bit.tohex(0x21,4),bit.tohex(1),bit.tohex(0x87654321,12)} 0
+EVAL return\x20bit.band('x',1) 0
+EVAL return\x20bit.lshift(1) 0
 SCRIPT LOAD return\x201
 EVALSHA e0e1f9fabfc9d4800c877a703b823ac0578ff8db 0
 SCRIPT EXISTS e0e1f9fabfc9d4800c877a703b823ac0578ff8db E0E1F9FABFC9D4800C877A703B823AC0578FF8DB abc

@@ -32,6 +32,7 @@ mod partial_sort;
 mod pause;
 mod pubsub;
 mod score_nodes;
+mod script_bit;
 mod script_json;
 mod scripting;
 mod server;

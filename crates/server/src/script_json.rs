@@ -16,6 +16,8 @@
 
 use mlua::{LightUserData, Lua, Table, Value};
 
+use crate::scripting::located;
+
 const MAX_DEPTH: usize = 1000;
 
 /// The `cjson` table.
@@ -43,15 +45,6 @@ pub fn library(lua: &Lua) -> mlua::Result<Table> {
 
 fn null() -> Value {
     Value::LightUserData(LightUserData(std::ptr::null_mut()))
-}
-
-/// An error raised at the script's line that called, as `luaL_error` places it.
-fn located(lua: &Lua, message: &str) -> mlua::Error {
-    let line = lua.inspect_stack(1, |d| d.current_line()).flatten();
-    match line {
-        Some(line) => mlua::Error::runtime(format!("user_script:{line}: {message}")),
-        None => mlua::Error::runtime(message),
-    }
 }
 
 fn encode(lua: &Lua, value: &Value, depth: usize, out: &mut Vec<u8>) -> Result<(), String> {

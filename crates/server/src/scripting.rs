@@ -8,7 +8,8 @@
 //!   (less `print`, `loadfile` and `dofile`), and the `redis` table: `call` and
 //!   `pcall` (run a command; an error reply is raised, or returned as `{err=...}`),
 //!   `error_reply`, `status_reply`, `sha1hex`, `log`, `setresp`, `set_repl`,
-//!   `replicate_commands` and their constants; `cjson` (see `script_json.rs`).
+//!   `replicate_commands` and their constants; `cjson` (see `script_json.rs`) and
+//!   `bit` (`script_bit.rs`).
 //! - Globals are read-only, as in Redis 7: a script that assigns or reads an undefined
 //!   global gets the error Redis gives. Scripts keep their state in locals.
 //! - A function is called with two tables, its keys and its arguments (no `KEYS` and
@@ -192,6 +193,7 @@ impl Scripts {
         }
         globals.raw_set("redis", redis_table(&lua)?)?;
         globals.raw_set("cjson", crate::script_json::library(&lua)?)?;
+        globals.raw_set("bit", crate::script_bit::library(&lua)?)?;
         let view: Function = lua.load(PRELUDE).set_name("=hotkv").eval()?;
         let source_of = |from: Table| -> mlua::Result<Table> {
             let source = lua.create_table()?;
@@ -405,6 +407,19 @@ fn shebang(text: &[u8]) -> Result<(ScriptFlags, &[u8]), String> {
 
 fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or_default()
+}
+
+/// An error raised at the line of the script (or function) that called, as
+/// `luaL_error` places it.
+pub fn located(lua: &Lua, message: &str) -> mlua::Error {
+    let place = lua.inspect_stack(1, |d| {
+        let chunk = d.source().short_src.map(|s| s.into_owned());
+        chunk.zip(d.current_line())
+    });
+    match place.flatten() {
+        Some((chunk, line)) => mlua::Error::runtime(format!("{chunk}:{line}: {message}")),
+        None => mlua::Error::runtime(message),
+    }
 }
 
 /// A compile error's message.

@@ -831,6 +831,16 @@ EVAL return\x20{bit.tobit(0xffffffff),bit.band(0x12345678,0xff),bit.bor(1,2,4),b
 EVAL return\x20{bit.tohex(-1,-4),bit.tohex(0x21,4),bit.tohex(1),bit.tohex(0x87654321,12)} 0
 EVAL return\x20bit.band('x',1) 0
 EVAL return\x20bit.lshift(1) 0
+EVAL local\x20p=cmsgpack.pack({1,2,{a=1}},-1,-100,-1000,-100000,-5000000000,200,70000,5000000000,0.5,0.1,true,false,nil,string.rep('x',40),string.rep('y',300))\x20local\x20h=''\x20for\x20i=1,#p\x20do\x20h=h..string.format('%02x',p:byte(i))\x20end\x20return\x20h 0
+EVAL return\x20{cmsgpack.unpack(cmsgpack.pack(1,'a',{2,3},-7,0.25))} 0
+EVAL return\x20{cmsgpack.unpack_one(cmsgpack.pack('a','b'))} 0
+EVAL return\x20{cmsgpack.unpack_limit(cmsgpack.pack('a','b','c'),2,0)} 0
+EVAL return\x20{cmsgpack.unpack_limit(cmsgpack.pack('a','b','c'),1,2)} 0
+EVAL return\x20cmsgpack.unpack('\205') 0
+EVAL return\x20cmsgpack.unpack_one('a',5) 0
+EVAL return\x20cmsgpack.pack() 0
+EVAL return\x20{cjson.encode_max_depth(),cjson.decode_max_depth(5),cjson.encode_keep_buffer(false)} 0
+EVAL cjson.encode_invalid_numbers('null')\x20local\x20s=cjson.encode({0/0})\x20cjson.encode_invalid_numbers(false)\x20cjson.decode_max_depth(1000)\x20return\x20s 0
 SCRIPT LOAD return\x201
 EVALSHA e0e1f9fabfc9d4800c877a703b823ac0578ff8db 0
 SCRIPT EXISTS e0e1f9fabfc9d4800c877a703b823ac0578ff8db E0E1F9FABFC9D4800C877A703B823AC0578FF8DB abc

@@ -34,6 +34,7 @@ mod pubsub;
 mod score_nodes;
 mod script_bit;
 mod script_json;
+mod script_msgpack;
 mod scripting;
 mod server;
 mod stream;

@@ -13,16 +13,125 @@
 //!
 //! Errors read as lua-cjson's for encoding; decoding errors name what serde_json found
 //! (lua-cjson words them differently).
+//!
+//! Its settings, kept across scripts as in Redis: `encode_max_depth(n)` and
+//! `decode_max_depth(n)` (1000 by default), `encode_invalid_numbers(on)` (`true`
+//! writes NaN and infinities as `nan`, `inf`, `-inf`; `"null"` as `null`) and
+//! `encode_keep_buffer`, which changes nothing here. Each answers the setting.
 
 use mlua::{LightUserData, Lua, Table, Value};
 
 use crate::scripting::located;
 
-const MAX_DEPTH: usize = 1000;
+/// The settings scripts may change, in the interpreter's app data.
+struct Settings {
+    encode_max_depth: usize,
+    decode_max_depth: usize,
+    invalid_numbers: InvalidNumbers,
+    keep_buffer: bool,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum InvalidNumbers {
+    Refused,
+    Written,
+    Null,
+}
+
+fn settings(lua: &Lua) -> mlua::AppDataRef<'_, Settings> {
+    lua.app_data_ref()
+        .expect("the cjson library puts its settings in first")
+}
+
+/// `cjson.encode_max_depth([n])` and the like: sets the integer if given, within
+/// 1..=i32::MAX, and answers it.
+fn depth_setting(
+    lua: &Lua,
+    name: &'static str,
+    slot: fn(&mut Settings) -> &mut usize,
+) -> mlua::Result<mlua::Function> {
+    lua.create_function(move |lua, value: Option<f64>| {
+        let mut settings = lua
+            .app_data_mut::<Settings>()
+            .expect("the cjson library puts its settings in first");
+        if let Some(n) = value {
+            if !(1.0..=f64::from(i32::MAX)).contains(&n) {
+                return Err(located(
+                    lua,
+                    &format!(
+                        "bad argument #1 to '{name}' (expected integer between 1 and 2147483647)"
+                    ),
+                ));
+            }
+            *slot(&mut settings) = n as usize;
+        }
+        Ok(*slot(&mut settings) as f64)
+    })
+}
 
 /// The `cjson` table.
 pub fn library(lua: &Lua) -> mlua::Result<Table> {
+    lua.set_app_data(Settings {
+        encode_max_depth: 1000,
+        decode_max_depth: 1000,
+        invalid_numbers: InvalidNumbers::Refused,
+        keep_buffer: true,
+    });
     let cjson = lua.create_table()?;
+    cjson.raw_set(
+        "encode_max_depth",
+        depth_setting(lua, "encode_max_depth", |s| &mut s.encode_max_depth)?,
+    )?;
+    cjson.raw_set(
+        "decode_max_depth",
+        depth_setting(lua, "decode_max_depth", |s| &mut s.decode_max_depth)?,
+    )?;
+    cjson.raw_set(
+        "encode_invalid_numbers",
+        lua.create_function(|lua, value: Value| {
+            let mut settings = lua.app_data_mut::<Settings>().expect("set above");
+            settings.invalid_numbers = match value {
+                Value::Nil => settings.invalid_numbers,
+                Value::Boolean(true) => InvalidNumbers::Written,
+                Value::Boolean(false) => InvalidNumbers::Refused,
+                Value::String(s) => match s.as_bytes().as_ref() {
+                    b"on" => InvalidNumbers::Written,
+                    b"off" => InvalidNumbers::Refused,
+                    b"null" => InvalidNumbers::Null,
+                    other => {
+                        return Err(located(
+                            lua,
+                            &format!(
+                                "bad argument #1 to 'encode_invalid_numbers' (invalid option '{}')",
+                                String::from_utf8_lossy(other)
+                            ),
+                        ))
+                    }
+                },
+                _ => {
+                    return Err(located(
+                        lua,
+                        "bad argument #1 to 'encode_invalid_numbers' (string expected)",
+                    ))
+                }
+            };
+            Ok(match settings.invalid_numbers {
+                InvalidNumbers::Refused => Value::Boolean(false),
+                InvalidNumbers::Written => Value::Boolean(true),
+                InvalidNumbers::Null => Value::String(lua.create_string("null")?),
+            })
+        })?,
+    )?;
+    cjson.raw_set(
+        "encode_keep_buffer",
+        lua.create_function(|lua, value: Option<bool>| {
+            let mut settings = lua.app_data_mut::<Settings>().expect("set above");
+            if let Some(keep) = value {
+                settings.keep_buffer = keep;
+            }
+            Ok(settings.keep_buffer)
+        })?,
+    )?;
     cjson.raw_set(
         "encode",
         lua.create_function(|lua, value: Value| {
@@ -36,6 +145,13 @@ pub fn library(lua: &Lua) -> mlua::Result<Table> {
         lua.create_function(|lua, text: mlua::LuaString| {
             let parsed: serde_json::Value = serde_json::from_slice(&text.as_bytes())
                 .map_err(|e| located(lua, &format!("cjson.decode: {e}")))?;
+            let limit = settings(lua).decode_max_depth;
+            if nesting(&parsed) > limit {
+                return Err(located(
+                    lua,
+                    &format!("Found too many nested data structures ({})", limit + 1),
+                ));
+            }
             decode(lua, parsed)
         })?,
     )?;
@@ -57,7 +173,7 @@ fn encode(lua: &Lua, value: &Value, depth: usize, out: &mut Vec<u8>) -> Result<(
         Value::Number(x) => number(lua, *x, out)?,
         Value::String(s) => string(&s.as_bytes(), out),
         Value::Table(t) => {
-            if depth > MAX_DEPTH {
+            if depth > settings(lua).encode_max_depth {
                 return Err(format!("Cannot serialise, excessive nesting ({depth})"));
             }
             match array_length(t)? {
@@ -136,7 +252,16 @@ fn array_length(t: &Table) -> Result<Option<i64>, String> {
 
 fn number(lua: &Lua, x: f64, out: &mut Vec<u8>) -> Result<(), String> {
     if !x.is_finite() {
-        return Err("Cannot serialise number: must not be NaN or Inf".into());
+        match settings(lua).invalid_numbers {
+            InvalidNumbers::Refused => {
+                return Err("Cannot serialise number: must not be NaN or Inf".into())
+            }
+            InvalidNumbers::Null => out.extend_from_slice(b"null"),
+            InvalidNumbers::Written if x.is_nan() => out.extend_from_slice(b"nan"),
+            InvalidNumbers::Written if x > 0.0 => out.extend_from_slice(b"inf"),
+            InvalidNumbers::Written => out.extend_from_slice(b"-inf"),
+        }
+        return Ok(());
     }
     // Lua's own number to text (`%.14g`), as lua-cjson writes numbers.
     let text = lua
@@ -164,6 +289,15 @@ fn string(bytes: &[u8], out: &mut Vec<u8>) {
         }
     }
     out.push(b'"');
+}
+
+/// How deep arrays and objects nest in `value` (a scalar: 0).
+fn nesting(value: &serde_json::Value) -> usize {
+    match value {
+        serde_json::Value::Array(items) => 1 + items.iter().map(nesting).max().unwrap_or(0),
+        serde_json::Value::Object(fields) => 1 + fields.values().map(nesting).max().unwrap_or(0),
+        _ => 0,
+    }
 }
 
 fn decode(lua: &Lua, value: serde_json::Value) -> mlua::Result<Value> {

@@ -8,8 +8,8 @@
 //!   (less `print`, `loadfile` and `dofile`), and the `redis` table: `call` and
 //!   `pcall` (run a command; an error reply is raised, or returned as `{err=...}`),
 //!   `error_reply`, `status_reply`, `sha1hex`, `log`, `setresp`, `set_repl`,
-//!   `replicate_commands` and their constants; `cjson` (see `script_json.rs`) and
-//!   `bit` (`script_bit.rs`).
+//!   `replicate_commands` and their constants; `cjson` (see `script_json.rs`),
+//!   `cmsgpack` (`script_msgpack.rs`) and `bit` (`script_bit.rs`).
 //! - Globals are read-only, as in Redis 7: a script that assigns or reads an undefined
 //!   global gets the error Redis gives. Scripts keep their state in locals.
 //! - A function is called with two tables, its keys and its arguments (no `KEYS` and
@@ -194,6 +194,7 @@ impl Scripts {
         globals.raw_set("redis", redis_table(&lua)?)?;
         globals.raw_set("cjson", crate::script_json::library(&lua)?)?;
         globals.raw_set("bit", crate::script_bit::library(&lua)?)?;
+        globals.raw_set("cmsgpack", crate::script_msgpack::library(&lua)?)?;
         let view: Function = lua.load(PRELUDE).set_name("=hotkv").eval()?;
         let source_of = |from: Table| -> mlua::Result<Table> {
             let source = lua.create_table()?;

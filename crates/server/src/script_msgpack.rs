@@ -118,11 +118,14 @@ fn encode(value: &Value, level: usize, out: &mut Vec<u8>) -> mlua::Result<()> {
                 }
             }
             None => {
-                let pairs: Vec<(Value, Value)> = t.pairs().collect::<mlua::Result<_>>()?;
-                encode_header(pairs.len() as u64, 0x80, 0xde, out);
-                for (k, v) in &pairs {
-                    encode(k, level + 1, out)?;
-                    encode(v, level + 1, out)?;
+                // Counted, then written, pair by pair: mlua holds each value it hands
+                // out in a slot of a Lua stack, too few for all of a large table's.
+                let len = t.pairs::<Value, Value>().count();
+                encode_header(len as u64, 0x80, 0xde, out);
+                for pair in t.pairs::<Value, Value>() {
+                    let (k, v) = pair?;
+                    encode(&k, level + 1, out)?;
+                    encode(&v, level + 1, out)?;
                 }
             }
         },
@@ -485,15 +488,15 @@ mod tests {
         let lua = lua();
         let ok: bool = lua
             .load(
-                "local big = {} for i = 1, 70000 do big[i] = i end
-                 local t = {s = string.rep('x', 70000), n = -3147483648, d = 0.1, a = {1, 2, 3}, big = big, m = {x = {y = true}}}
+                "local big, map = {}, {} for i = 1, 70000 do big[i] = i map['k' .. i] = i end
+                 local t = {s = string.rep('x', 70000), n = -3147483648, d = 0.1, a = {1, 2, 3}, big = big, map = map, m = {x = {y = true}}}
                  local u = cmsgpack.unpack(cmsgpack.pack(t))
                  local packed = cmsgpack.pack('a', 'b', 3)
                  local o1, a = cmsgpack.unpack_one(packed)
                  local o2, b, c = cmsgpack.unpack_limit(packed, 2, o1)
                  local x, y, z = cmsgpack.unpack(packed)
                  return u.s == t.s and u.n == t.n and u.d == t.d and u.a[3] == 3 and #u.big == 70000
-                    and u.m.x.y == true and o1 == 2 and a == 'a' and b == 'b' and c == 3 and o2 == -1
+                    and u.m.x.y == true and u.map.k70000 == 70000 and o1 == 2 and a == 'a' and b == 'b' and c == 3 and o2 == -1
                     and x == 'a' and z == 3",
             )
             .eval()

@@ -841,6 +841,10 @@ EVAL return\x20cmsgpack.unpack_one('a',5) 0
 EVAL return\x20cmsgpack.pack() 0
 EVAL return\x20{cjson.encode_max_depth(),cjson.decode_max_depth(5),cjson.encode_keep_buffer(false)} 0
 EVAL cjson.encode_invalid_numbers('null')\x20local\x20s=cjson.encode({0/0})\x20cjson.encode_invalid_numbers(false)\x20cjson.decode_max_depth(1000)\x20return\x20s 0
+EVAL redis.call('set',KEYS[1],9007199254740991)\x20return\x20redis.call('get',KEYS[1]) 1 numkey
+EVAL redis.call('rpush',KEYS[1],0.1,1e300,-3,2^53,1/3)\x20return\x20redis.call('lrange',KEYS[1],0,-1) 1 numlist
+EVAL return\x20redis.sha1hex() 0
+EVAL return\x20redis.sha1hex(12) 0
 SCRIPT LOAD return\x201
 EVALSHA e0e1f9fabfc9d4800c877a703b823ac0578ff8db 0
 SCRIPT EXISTS e0e1f9fabfc9d4800c877a703b823ac0578ff8db E0E1F9FABFC9D4800C877A703B823AC0578FF8DB abc

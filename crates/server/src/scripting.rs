@@ -497,12 +497,16 @@ fn command(
     }
     let mut words = Vec::with_capacity(args.len());
     for arg in args {
+        // Numbers as `%.17g`, as Redis writes them (Lua's own `%.14g` would lose
+        // digits: 9007199254740991 would be 9.007199254741e+15).
         let word = match &arg {
-            Value::String(_) | Value::Integer(_) | Value::Number(_) => lua.coerce_string(arg)?,
+            Value::String(s) => Some(s.as_bytes().to_vec()),
+            Value::Integer(n) => Some(n.to_string().into_bytes()),
+            Value::Number(x) => Some(resp::format_double(*x).into_bytes()),
             _ => None,
         };
         match word {
-            Some(s) => words.push(s.as_bytes().to_vec()),
+            Some(word) => words.push(word),
             None => {
                 return failed(
                     "ERR Lua redis lib command arguments must be strings or integers".into(),
@@ -604,7 +608,17 @@ fn redis_table(lua: &Lua) -> mlua::Result<Table> {
     let redis = lua.create_table()?;
     redis.raw_set(
         "sha1hex",
-        lua.create_function(|_, text: mlua::LuaString| Ok(sha1_hex(&text.as_bytes())))?,
+        lua.create_function(|lua, args: MultiValue| {
+            if args.len() != 1 {
+                let line = lua.inspect_stack(1, |d| d.current_line()).flatten();
+                return Err(mlua::Error::external(Stop::Reply {
+                    message: "ERR wrong number of arguments".into(),
+                    line,
+                }));
+            }
+            let text = lua.coerce_string(args[0].clone())?;
+            Ok(sha1_hex(&text.map(|t| t.as_bytes().to_vec()).unwrap_or_default()))
+        })?,
     )?;
     redis.raw_set(
         "error_reply",

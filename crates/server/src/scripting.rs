@@ -279,20 +279,10 @@ impl Scripts {
             self.function_source.raw_set("from", &self.load_globals)?;
             lua.set_app_data(Registering::default());
             if let Some(limit) = time_limit {
-                let started = Instant::now();
-                lua.set_hook(
-                    HookTriggers::new().every_nth_instruction(CLOCK_EVERY),
-                    move |_, _| {
-                        if started.elapsed() > limit {
-                            Err(mlua::Error::external(Stop::Reply {
-                                message: "ERR FUNCTION LOAD timeout".into(),
-                                line: None,
-                            }))
-                        } else {
-                            Ok(VmState::Continue)
-                        }
-                    },
-                )?;
+                stop_after(lua, limit, || Stop::Reply {
+                    message: "ERR FUNCTION LOAD timeout".into(),
+                    line: None,
+                })?;
             }
             chunk.call::<()>(())
         };
@@ -329,18 +319,8 @@ impl Scripts {
         let lua = &self.lua;
         let execute = RefCell::new(execute);
         if let Some(limit) = time_limit {
-            let started = Instant::now();
-            lua.set_hook(
-                HookTriggers::new().every_nth_instruction(CLOCK_EVERY),
-                move |_, _| {
-                    if started.elapsed() > limit {
-                        Err(mlua::Error::external(Stop::TimedOut(limit)))
-                    } else {
-                        Ok(VmState::Continue)
-                    }
-                },
-            )
-            .expect("a hook can always be set outside a script");
+            stop_after(lua, limit, move || Stop::TimedOut(limit))
+                .expect("a hook can always be set outside a script");
         }
         let outcome = lua.scope(|scope| {
             let redis: Table = lua.globals().raw_get("redis")?;
@@ -376,6 +356,26 @@ impl Scripts {
             Ok(Err(e)) | Err(e) => error_reply(name, chunk, &e),
         }
     }
+}
+
+/// Stops what runs in `lua` with the error `stop` gives once it has run `limit`:
+/// the clock is read every [`CLOCK_EVERY`] instructions. Until `remove_hook`.
+fn stop_after(
+    lua: &Lua,
+    limit: Duration,
+    stop: impl Fn() -> Stop + Send + 'static,
+) -> mlua::Result<()> {
+    let started = Instant::now();
+    lua.set_hook(
+        HookTriggers::new().every_nth_instruction(CLOCK_EVERY),
+        move |_, _| {
+            if started.elapsed() > limit {
+                Err(mlua::Error::external(stop()))
+            } else {
+                Ok(VmState::Continue)
+            }
+        },
+    )
 }
 
 /// The script's flags from its first line, if that is a `#!` line, and the code to
@@ -617,7 +617,9 @@ fn redis_table(lua: &Lua) -> mlua::Result<Table> {
                 }));
             }
             let text = lua.coerce_string(args[0].clone())?;
-            Ok(sha1_hex(&text.map(|t| t.as_bytes().to_vec()).unwrap_or_default()))
+            Ok(sha1_hex(
+                &text.map(|t| t.as_bytes().to_vec()).unwrap_or_default(),
+            ))
         })?,
     )?;
     redis.raw_set(

@@ -172,6 +172,14 @@ fn libraries(c: &mut redis::Connection) -> Vec<String> {
         .collect()
 }
 
+fn restore(c: &mut redis::Connection, dump: &[u8]) {
+    let _: () = redis::cmd("FUNCTION")
+        .arg("RESTORE")
+        .arg(dump)
+        .query(c)
+        .unwrap();
+}
+
 /// Libraries stay loaded across a restart on the lsm engine (they are saved with the
 /// data), including after a kill right after the reply; FLUSHALL keeps them, DELETE
 /// and FUNCTION FLUSH remove them for good, and RESTORE brings a dump back.
@@ -201,11 +209,7 @@ fn function_libraries_survive_restarts_and_flushall() {
     } else {
         // The memory engine keeps nothing past the process; the dump brings them back.
         assert!(libraries(&mut c).is_empty());
-        let _: () = redis::cmd("FUNCTION")
-            .arg("RESTORE")
-            .arg(&dump)
-            .query(&mut c)
-            .unwrap();
+        restore(&mut c, &dump);
         let _: () = run(&mut c, &["FUNCTION", "DELETE", "echo"]);
     }
     let server = server.restarted_if_lsm();
@@ -219,11 +223,7 @@ fn function_libraries_survive_restarts_and_flushall() {
     let server = server.restarted_if_lsm();
     let mut c = server.client();
     assert!(libraries(&mut c).is_empty());
-    let _: () = redis::cmd("FUNCTION")
-        .arg("RESTORE")
-        .arg(&dump)
-        .query(&mut c)
-        .unwrap();
+    restore(&mut c, &dump);
     let server = server.restarted_if_lsm();
     let mut c = server.client();
     assert_eq!(libraries(&mut c), ["counters", "echo"]);

@@ -925,6 +925,9 @@ FCALL_RO f1 1 fkey
 FUNCTION DELETE lib2
 FUNCTION DELETE lib2
 FUNCTION LIST
+FUNCTION LOAD #!lua\x20name=lib3\x0aredis.register_function{function_name='all',\x20callback=function()\x20end,\x20flags={'allow-cross-slot-keys',\x20'no-cluster',\x20'allow-stale',\x20'allow-oom',\x20'no-writes'}}
+FUNCTION LIST LIBRARYNAME lib3
+FUNCTION DELETE lib3
 EVAL_RO #!lua\x0areturn\x201 0
 EVAL_RO #!lua\x20flags=no-writes\x0areturn\x201 0
 FUNCTION FLUSH

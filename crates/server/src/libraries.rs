@@ -156,40 +156,46 @@ impl Libraries {
         self.functions.clear();
     }
 
-    /// Adds `new`, all of it or none. A library of a name already kept is refused,
-    /// or replaces the kept one if `replace`; a function whose name (in any case) a
-    /// library staying keeps is refused.
+    /// Adds `new`, all of it or none, refused as [`Libraries::check_joinable`] refuses.
     pub fn join(&mut self, new: Libraries, replace: bool) -> Result<(), String> {
-        let mut replaced = Vec::new();
-        for name in new.by_name.keys() {
-            if self.by_name.contains_key(name) {
-                if !replace {
-                    return Err(format!("Library {name} already exists"));
-                }
-                replaced.push(name.as_str());
-            }
-        }
-        for (function, library) in &self.functions {
-            if replaced.contains(&library.as_str()) {
-                continue;
-            }
-            if let Some(f) = new.function(function.as_bytes()) {
-                return Err(format!("Function {} already exists", f.name));
-            }
-        }
+        self.check_joinable(&new.by_name.values().collect::<Vec<_>>(), replace)?;
         for library in new.by_name.into_values() {
-            self.remove(&library.name);
-            self.add(library);
+            self.replace(library);
         }
         Ok(())
     }
 
-    /// Adds one library (FUNCTION LOAD), replacing the kept one of its name if
-    /// `replace`, refused as [`Libraries::join`] refuses.
+    /// Adds one library (FUNCTION LOAD), refused as [`Libraries::check_joinable`]
+    /// refuses.
     pub fn add_one(&mut self, library: Library, replace: bool) -> Result<(), String> {
-        let mut new = Libraries::default();
-        new.add(library);
-        self.join(new, replace)
+        self.check_joinable(&[&library], replace)?;
+        self.replace(library);
+        Ok(())
+    }
+
+    /// Whether `new` may join: a library of a name already kept is refused, or
+    /// replaces the kept one if `replace`; a function whose name (in any case) a
+    /// library staying keeps is refused.
+    fn check_joinable(&self, new: &[&Library], replace: bool) -> Result<(), String> {
+        if let Some(kept) = new.iter().find(|l| self.by_name.contains_key(&l.name)) {
+            if !replace {
+                return Err(format!("Library {} already exists", kept.name));
+            }
+        }
+        for f in new.iter().flat_map(|l| &l.functions) {
+            let Some(owner) = self.functions.get(&f.name.to_ascii_lowercase()) else {
+                continue;
+            };
+            if !new.iter().any(|l| &l.name == owner) {
+                return Err(format!("Function {} already exists", f.name));
+            }
+        }
+        Ok(())
+    }
+
+    fn replace(&mut self, library: Library) {
+        self.remove(&library.name);
+        self.add(library);
     }
 
     /// Adds `library`, whose name and functions' names are free: a library's own

@@ -64,32 +64,49 @@ pub struct ScriptFlags {
     /// The flags were declared: a function, or a script with a `#!` line. Such a
     /// script's writes are checked before it runs, not as it runs (see `eval.rs`).
     pub declared: bool,
-    /// `no-writes`: the script may only read, as under EVAL_RO.
-    pub no_writes: bool,
-    /// `allow-oom`: its commands run over maxmemory.
-    pub allow_oom: bool,
+    /// One bit per entry of [`ScriptFlags::NAMES`].
+    set: u8,
 }
 
 impl ScriptFlags {
+    /// The flags, in Redis's order (FUNCTION LIST gives them so). The last three
+    /// allow what concerns states hotkv does not have (no cluster, no replicas): they
+    /// are kept only to be listed.
+    const NAMES: [&'static str; 5] = [
+        "no-writes",
+        "allow-oom",
+        "allow-stale",
+        "no-cluster",
+        "allow-cross-slot-keys",
+    ];
+
     /// Sets the flag Redis names `name`; false if there is none of that name.
     fn set(&mut self, name: &str) -> bool {
-        match name {
-            "no-writes" => self.no_writes = true,
-            "allow-oom" => self.allow_oom = true,
-            // What they allow concerns states hotkv does not have (no cluster, no
-            // replicas).
-            "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
-            _ => return false,
-        }
+        let Some(bit) = Self::NAMES.iter().position(|&n| n == name) else {
+            return false;
+        };
+        self.set |= 1 << bit;
         true
     }
 
-    /// The flags' names, in Redis's order (FUNCTION LIST).
+    fn has(&self, name: &str) -> bool {
+        let bit = Self::NAMES.iter().position(|&n| n == name);
+        bit.is_some_and(|bit| self.set & (1 << bit) != 0)
+    }
+
+    /// `no-writes`: the script may only read, as under EVAL_RO.
+    pub fn no_writes(&self) -> bool {
+        self.has("no-writes")
+    }
+
+    /// `allow-oom`: its commands run over maxmemory.
+    pub fn allow_oom(&self) -> bool {
+        self.has("allow-oom")
+    }
+
+    /// The flags' names, in Redis's order.
     pub fn names(&self) -> Vec<&'static str> {
-        [("no-writes", self.no_writes), ("allow-oom", self.allow_oom)]
-            .into_iter()
-            .filter_map(|(name, set)| set.then_some(name))
-            .collect()
+        Self::NAMES.into_iter().filter(|n| self.has(n)).collect()
     }
 }
 

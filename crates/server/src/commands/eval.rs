@@ -96,16 +96,16 @@ pub(super) fn run_lua(
     read_only_command: bool,
 ) -> Reply {
     let server = ctx.server;
-    if flags.declared && !flags.no_writes {
+    if flags.declared && !flags.no_writes() {
         if read_only_command {
             return error("ERR Can not execute a script with write flag using *_ro command.");
         }
         // Redis refuses it before it starts, as a command that may grow memory.
-        if !flags.allow_oom && server.make_room().is_err() {
+        if !flags.allow_oom() && server.make_room().is_err() {
             return error(crate::server::OOM);
         }
     }
-    let read_only = read_only_command || flags.no_writes;
+    let read_only = read_only_command || flags.no_writes();
     let limit = Some(server.config.busy_reply_threshold()).filter(|l| !l.is_zero());
     let session = &mut *ctx.session;
     // Commands called from a script answer in RESP2, whatever the caller speaks, and
@@ -116,7 +116,7 @@ pub(super) fn run_lua(
     session.script_read = false;
     let frame = server.db.atomically(|| {
         scripts.run(target, keys, argv, limit, |call| {
-            execute_in_script(server, session, call, read_only, flags.allow_oom)
+            execute_in_script(server, session, call, read_only, flags.allow_oom())
         })
     });
     session.proto = proto;

@@ -28,13 +28,15 @@
 //! and hotkv has no BUSY state in which SCRIPT KILL could reach it. Its writes so far
 //! stay, as a failed Redis script's do. Lua's memory is capped (see [`LUA_MEMORY`]).
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt;
+use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
 use mlua::{
-    Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic, VmState,
+    Function, HookTriggers, IntoLuaMulti, Lua, LuaOptions, MultiValue, StdLib, Table, Value,
+    Variadic, VmState,
 };
 use resp::Frame;
 use sha1::{Digest, Sha1};
@@ -43,6 +45,8 @@ use crate::libraries::{Libraries, Library, Registered};
 
 /// The most memory Lua may hold, for every script together: a script building an
 /// endless table fails with an out-of-memory error instead of taking the server's.
+/// It binds the scripts' own code: what the server makes for them (`KEYS`, `ARGV`, a
+/// command's reply), sized by the request or the data, is made without it.
 const LUA_MEMORY: usize = 1 << 30;
 /// How deep a reply may nest, either way, before it is refused.
 const MAX_DEPTH: usize = 1000;
@@ -204,6 +208,7 @@ impl Scripts {
             LuaOptions::new(),
         )?;
         lua.set_memory_limit(bytes)?;
+        Deadline::hook(&lua)?;
         let globals = lua.globals();
         for unsafe_or_noisy in ["print", "loadfile", "dofile"] {
             globals.raw_set(unsafe_or_noisy, Value::Nil)?;
@@ -295,16 +300,15 @@ impl Scripts {
         let registering = || -> mlua::Result<()> {
             self.function_source.raw_set("from", &self.load_globals)?;
             lua.set_app_data(Registering::default());
-            if let Some(limit) = time_limit {
-                stop_after(lua, limit, || Stop::Reply {
+            let _deadline = time_limit.map(|limit| {
+                Deadline::start(lua, limit, |_| Stop::Reply {
                     message: "ERR FUNCTION LOAD timeout".into(),
                     line: None,
-                })?;
-            }
+                })
+            });
             chunk.call::<()>(())
         };
         let ran = registering();
-        lua.remove_hook();
         let Registering(functions) = lua.remove_app_data().unwrap_or_default();
         self.function_source
             .raw_set("from", lua.globals())
@@ -331,68 +335,160 @@ impl Scripts {
         keys: &[Vec<u8>],
         args: &[Vec<u8>],
         time_limit: Option<Duration>,
-        execute: impl FnMut(&[Vec<u8>]) -> Frame,
+        mut execute: impl FnMut(&[Vec<u8>]) -> Frame,
     ) -> Frame {
         let lua = &self.lua;
-        let execute = RefCell::new(execute);
-        if let Some(limit) = time_limit {
-            stop_after(lua, limit, move || Stop::TimedOut(limit))
-                .expect("a hook can always be set outside a script");
-        }
-        let outcome = lua.scope(|scope| {
-            let redis: Table = lua.globals().raw_get("redis")?;
-            let call = scope
-                .create_function(|lua, args: MultiValue| command(lua, &execute, args, true))?;
-            let pcall = scope
-                .create_function(|lua, args: MultiValue| command(lua, &execute, args, false))?;
-            redis.raw_set("call", call)?;
-            redis.raw_set("pcall", pcall)?;
+        let _runner = Runner::install(lua, &mut execute);
+        let _deadline = time_limit.map(|limit| Deadline::start(lua, limit, Stop::TimedOut));
+        // The cap is for what the script does: what is made here is sized by the
+        // request or the reply, and unprotected mlua calls (no cap) cost a third as much.
+        let cap = lua
+            .set_memory_limit(0)
+            .expect("a main state keeps its memory");
+        let outcome = (|| -> mlua::Result<Frame> {
             let keys = strings_table(lua, keys)?;
             let args = strings_table(lua, args)?;
-            let result = match target {
-                Target::Script { script, .. } => {
+            let globals = match target {
+                Target::Script { .. } => {
                     self.env.raw_set("KEYS", keys)?;
                     self.env.raw_set("ARGV", args)?;
-                    script.function.call::<Value>(())
+                    MultiValue::new()
                 }
-                Target::Function(f) => f.callback.call::<Value>((keys, args)),
+                Target::Function(_) => (keys, args).into_lua_multi(lua)?,
             };
-            redis.raw_set("call", Value::Nil)?;
-            redis.raw_set("pcall", Value::Nil)?;
-            Ok(result.map(|value| to_frame(&value, 0)))
-        });
-        if time_limit.is_some() {
-            lua.remove_hook();
-        }
-        let (name, chunk) = match target {
-            Target::Script { sha, .. } => (sha, "user_script"),
-            Target::Function(f) => (f.name.as_str(), "user_function"),
-        };
-        match outcome {
-            Ok(Ok(frame)) => frame,
-            Ok(Err(e)) | Err(e) => error_reply(name, chunk, &e),
+            lua.set_memory_limit(cap)?;
+            let result = match target {
+                Target::Script { script, .. } => script.function.call::<Value>(globals),
+                Target::Function(f) => f.callback.call::<Value>(globals),
+            };
+            lua.set_memory_limit(0)?;
+            result.map(|value| to_frame(&value, 0))
+        })();
+        lua.set_memory_limit(cap)
+            .expect("a main state keeps its memory");
+        match (outcome, target) {
+            (Ok(frame), _) => frame,
+            (Err(e), Target::Script { sha, .. }) => error_reply(sha, "user_script", &e),
+            (Err(e), Target::Function(f)) => error_reply(&f.name, "user_function", &e),
         }
     }
 }
 
-/// Stops what runs in `lua` with the error `stop` gives once it has run `limit`:
-/// the clock is read every [`CLOCK_EVERY`] instructions. Until `remove_hook`.
-fn stop_after(
-    lua: &Lua,
-    limit: Duration,
-    stop: impl Fn() -> Stop + Send + 'static,
-) -> mlua::Result<()> {
-    let started = Instant::now();
-    lua.set_hook(
-        HookTriggers::new().every_nth_instruction(CLOCK_EVERY),
-        move |_, _| {
-            if started.elapsed() > limit {
-                Err(mlua::Error::external(stop()))
-            } else {
-                Ok(VmState::Continue)
+/// What `redis.call` and `redis.pcall` run commands with: the command runner of the
+/// script running now. The two functions are made once, with the state (making them
+/// per run, in a scope that lends them the runner, was a quarter of a short script's
+/// cost), so the runner, which borrows the caller's session, reaches them here.
+#[derive(Default)]
+struct Runner(Cell<Option<NonNull<Execute<'static>>>>);
+
+/// Runs one command a script calls.
+type Execute<'e> = dyn FnMut(&[Vec<u8>]) -> Frame + 'e;
+
+// SAFETY: the pointer is set only while `Scripts::run` runs, by the thread running it
+// (`Runner::install`), and used only by `redis.call` from Lua code that `run` runs.
+// mlua holds the state's lock for the whole of a call into Lua, so no other thread runs
+// Lua code meanwhile: the pointer is never used from a thread other than its owner's.
+unsafe impl Send for Runner {}
+
+impl Runner {
+    /// Lends `execute` to `redis.call` until the returned guard drops, which must be
+    /// before `execute` does: the guard borrows it.
+    fn install<'e>(lua: &'e Lua, execute: &'e mut Execute<'e>) -> impl Drop + 'e {
+        let pointer = NonNull::from(execute);
+        // SAFETY: only the trait object's lifetime changes ('e to 'static; the layout
+        // is the same). The pointer is used only while the guard lives (its drop takes
+        // it out), and the guard cannot outlive 'e, the borrow of `execute`.
+        let pointer: NonNull<Execute<'static>> = unsafe { std::mem::transmute(pointer) };
+        let runner = lua.app_data_ref::<Runner>().expect("set with the state");
+        assert!(
+            runner.0.replace(Some(pointer)).is_none(),
+            "scripts do not nest"
+        );
+        struct Lent<'e>(&'e Lua);
+        impl Drop for Lent<'_> {
+            fn drop(&mut self) {
+                if let Some(runner) = self.0.app_data_ref::<Runner>() {
+                    runner.0.set(None);
+                }
             }
-        },
-    )
+        }
+        Lent(lua)
+    }
+
+    /// Runs `words` with the runner of the script running now.
+    fn execute(lua: &Lua, words: &[Vec<u8>]) -> mlua::Result<Frame> {
+        let taken = lua.app_data_ref::<Runner>().and_then(|r| r.0.take());
+        let Some(mut pointer) = taken else {
+            return Err(mlua::Error::runtime(
+                "redis.call can only run commands while a script runs",
+            ));
+        };
+        // SAFETY: `Runner::install` set the pointer from a live `&mut`, and its guard,
+        // which borrows that for as long as the pointer is set, still lives: the
+        // pointer is in the cell. It is taken out while the command runs, so a
+        // re-entered call finds the cell empty rather than a second `&mut`.
+        let reply = unsafe { pointer.as_mut() }(words);
+        if let Some(runner) = lua.app_data_ref::<Runner>() {
+            runner.0.set(Some(pointer));
+        }
+        Ok(reply)
+    }
+}
+
+/// The time limit of what runs now (a script, or a library's code at FUNCTION LOAD),
+/// which the hook set with the state reads every [`CLOCK_EVERY`] instructions
+/// (setting a hook per run cost a sixth of a short script's time).
+#[derive(Clone, Copy)]
+struct Deadline {
+    started: Instant,
+    limit: Duration,
+    /// The error it stops with.
+    stop: fn(Duration) -> Stop,
+}
+
+#[derive(Default)]
+struct Clock(Cell<Option<Deadline>>);
+
+impl Deadline {
+    /// Starts the clock: what runs in `lua` is stopped with `stop`'s error once it has
+    /// run `limit`, until the returned guard drops.
+    fn start(lua: &Lua, limit: Duration, stop: fn(Duration) -> Stop) -> impl Drop + '_ {
+        let deadline = Deadline {
+            started: Instant::now(),
+            limit,
+            stop,
+        };
+        lua.app_data_ref::<Clock>()
+            .expect("set with the state")
+            .0
+            .set(Some(deadline));
+        struct Running<'l>(&'l Lua);
+        impl Drop for Running<'_> {
+            fn drop(&mut self) {
+                if let Some(clock) = self.0.app_data_ref::<Clock>() {
+                    clock.0.set(None);
+                }
+            }
+        }
+        Running(lua)
+    }
+
+    /// Sets the hook that enforces deadlines.
+    fn hook(lua: &Lua) -> mlua::Result<()> {
+        lua.set_app_data(Clock::default());
+        lua.set_hook(
+            HookTriggers::new().every_nth_instruction(CLOCK_EVERY),
+            |lua, _| {
+                let deadline = lua.app_data_ref::<Clock>().and_then(|c| c.0.get());
+                match deadline {
+                    Some(d) if d.started.elapsed() > d.limit => {
+                        Err(mlua::Error::external((d.stop)(d.limit)))
+                    }
+                    _ => Ok(VmState::Continue),
+                }
+            },
+        )
+    }
 }
 
 /// The script's flags from its first line, if that is a `#!` line, and the code to
@@ -495,12 +591,7 @@ fn line_of(message: &str, chunk: &str) -> Option<usize> {
 }
 
 /// `redis.call` (`raise`) or `redis.pcall`: the command's reply as a Lua value.
-fn command(
-    lua: &Lua,
-    execute: &RefCell<impl FnMut(&[Vec<u8>]) -> Frame>,
-    args: MultiValue,
-    raise: bool,
-) -> mlua::Result<Value> {
+fn command(lua: &Lua, args: MultiValue, raise: bool) -> mlua::Result<Value> {
     let failed = |message: String| -> mlua::Result<Value> {
         if raise {
             let line = lua.inspect_stack(1, |d| d.current_line()).flatten();
@@ -531,15 +622,14 @@ fn command(
             }
         }
     }
-    let reply = {
-        let mut execute = execute
-            .try_borrow_mut()
-            .map_err(|_| mlua::Error::runtime("redis.call re-entered"))?;
-        execute(&words)
-    };
-    match reply {
+    match Runner::execute(lua, &words)? {
         Frame::Error(message) => failed(message),
-        frame => to_lua(lua, frame, 0),
+        frame => {
+            let cap = lua.set_memory_limit(0)?;
+            let value = to_lua(lua, frame, 0);
+            lua.set_memory_limit(cap)?;
+            value
+        }
     }
 }
 
@@ -623,6 +713,11 @@ fn to_frame(value: &Value, depth: usize) -> Frame {
 /// The `redis` table, less `call` and `pcall`, which each run sets for its session.
 fn redis_table(lua: &Lua) -> mlua::Result<Table> {
     let redis = lua.create_table()?;
+    lua.set_app_data(Runner::default());
+    let call = lua.create_function(|lua, args: MultiValue| command(lua, args, true))?;
+    redis.raw_set("call", call)?;
+    let pcall = lua.create_function(|lua, args: MultiValue| command(lua, args, false))?;
+    redis.raw_set("pcall", pcall)?;
     redis.raw_set(
         "sha1hex",
         lua.create_function(|lua, args: MultiValue| {
@@ -1008,6 +1103,34 @@ mod tests {
             "{reply:?}"
         );
         assert_eq!(run(&mut s, "return 7"), Frame::Integer(7));
+        // Nor does the clock run on into the next script, which has no limit: it waits
+        // past the old limit in a command, then runs long enough to be checked.
+        let (sha, script) = s
+            .load(b"redis.call('wait') for i = 1, 100000 do end return 1")
+            .unwrap();
+        let target = Target::Script {
+            sha: &sha,
+            script: &script,
+        };
+        let waited = s.run(target, &[], &[], None, |_| {
+            std::thread::sleep(Duration::from_millis(60));
+            Frame::Simple("OK".into())
+        });
+        assert_eq!(waited, Frame::Integer(1));
+    }
+
+    /// `redis.call` lives with the state, but runs commands only inside a run: kept
+    /// and called after (here from Rust), it raises an error.
+    #[test]
+    fn redis_call_outside_a_run_is_an_error() {
+        let s = Scripts::new().unwrap();
+        let redis: Table = s.lua.globals().raw_get("redis").unwrap();
+        let call: Function = redis.raw_get("call").unwrap();
+        let error = call.call::<Value>("PING").unwrap_err().to_string();
+        assert!(
+            error.contains("only run commands while a script runs"),
+            "{error}"
+        );
     }
 
     #[test]

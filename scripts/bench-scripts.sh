@@ -5,7 +5,8 @@
 # deep; prints each round and the median calls/s per server. A script runs alone in
 # both servers, so this is the cost of one call: parsing, the interpreter, the command.
 #   ROUNDS=3 REQUESTS=200000 PIPELINE=1 bash scripts/bench-scripts.sh
-# HOTKV_ENGINE=lsm compares the durable setups (see scripts/servers.sh).
+# HOTKV_ENGINE=lsm compares the durable setups (see scripts/servers.sh);
+# HOTKV_BASE_BIN=path/to/hotkv-server also measures that build in the same rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
@@ -14,17 +15,20 @@ PIPELINE=${PIPELINE:-1}
 REDIS_PORT=${REDIS_PORT:-6401}
 HOTKV_PORT=${HOTKV_PORT:-6402}
 . scripts/servers.sh
-start_servers "$REDIS_PORT" "$HOTKV_PORT"
+BASE_PORT=${HOTKV_BASE_BIN:+${BASE_PORT:-6403}}
+start_servers "$REDIS_PORT" "$HOTKV_PORT" $BASE_PORT
 script="return redis.call('INCR', KEYS[1])"
 library="#!lua name=bench
 redis.register_function('incr', function(keys) return redis.call('INCR', keys[1]) end)"
-for port in "$REDIS_PORT" "$HOTKV_PORT"; do
+for port in "$REDIS_PORT" "$HOTKV_PORT" $BASE_PORT; do
   redis-cli -p "$port" function load replace "$library" >/dev/null
 done
 sha=$(redis-cli -p "$REDIS_PORT" script load "$script")
 out=$(mktemp)
 for r in $(seq "$ROUNDS"); do
   if (( r % 2 )); then order="redis:$REDIS_PORT hotkv:$HOTKV_PORT"; else order="hotkv:$HOTKV_PORT redis:$REDIS_PORT"; fi
+  order+=${BASE_PORT:+ base:$BASE_PORT}
+  if [ -n "$BASE_PORT" ] && (( r % 2 == 0 )); then order="base:$BASE_PORT ${order% base:*}"; fi
   for s in $order; do
     name=${s%%:*}; port=${s##*:}
     redis-cli -p "$port" script load "$script" >/dev/null

@@ -4,7 +4,9 @@
 # persistence, hotkv-server --engine memory). HOTKV_ENGINE=lsm compares the durable
 # setups instead: hotkv's LSM engine against redis-server's append-only file, both
 # syncing once a second, both in a temporary directory. HOTKV_BIN runs another
-# hotkv-server binary (a build of an earlier commit, for an A/B).
+# hotkv-server binary (a build of an earlier commit, for an A/B). With HOTKV_BASE_BIN
+# and a third port, that binary also runs there, set up as hotkv-server is (a build
+# of an earlier commit measured in the same rounds).
 start_servers() {
     command -v redis-server >/dev/null || { echo "needs redis-server (apt-get install redis-server)"; exit 1; }
     cargo build --release -q -p server -p bench
@@ -21,9 +23,15 @@ start_servers() {
     local redis=$!
     "${HOTKV_BIN:-./target/release/hotkv-server}" --port "$2" "${hotkv_args[@]}" 2>/dev/null &
     local hotkv=$!
+    local base=
+    if [ -n "${3:-}" ]; then
+        hotkv_args=("${hotkv_args[@]/$data\/hotkv/$data/base}")
+        "${HOTKV_BASE_BIN:?HOTKV_BASE_BIN names the base build}" --port "$3" "${hotkv_args[@]}" 2>/dev/null &
+        base=$!
+    fi
     # shellcheck disable=SC2064 # expand the pids and the directory now
-    trap "kill $redis $hotkv 2>/dev/null || true; sleep 1; rm -rf '$data'" EXIT
-    for p in "$1" "$2"; do
+    trap "kill $redis $hotkv $base 2>/dev/null || true; sleep 1; rm -rf '$data'" EXIT
+    for p in "$1" "$2" ${3:+"$3"}; do
         for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
     done
 }
@@ -41,6 +49,10 @@ for line in open(sys.argv[1]):
     runs[(p, test, name)].append(float(rps))
 for (p, test) in sorted({(p, t) for p, t, _ in runs}):
     h = statistics.median(runs[(p, test, "hotkv")]); r = statistics.median(runs[(p, test, "redis")])
-    print(f"{test} -P {p[1:]}: hotkv {h:,.0f}  redis {r:,.0f}  ratio {h / r:.2f}x")
+    line = f"{test} -P {p[1:]}: hotkv {h:,.0f}  redis {r:,.0f}  ratio {h / r:.2f}x"
+    if runs[(p, test, "base")]:
+        b = statistics.median(runs[(p, test, "base")])
+        line += f"  base {b:,.0f}  hotkv/base {h / b:.2f}x"
+    print(line)
 PY
 }

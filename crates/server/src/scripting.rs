@@ -11,7 +11,9 @@
 //!   `replicate_commands` and their constants; `cjson` (see `script_json.rs`),
 //!   `cmsgpack` (`script_msgpack.rs`) and `bit` (`script_bit.rs`).
 //! - Globals are read-only, as in Redis 7: a script that assigns or reads an undefined
-//!   global gets the error Redis gives. Scripts keep their state in locals.
+//!   global gets the error Redis gives. Scripts keep their state in locals. The library
+//!   tables (`string`, `redis`, ...) and the string metatable are read-only too (see
+//!   [`PRELUDE`]), so no script changes what a later one sees.
 //! - A function is called with two tables, its keys and its arguments (no `KEYS` and
 //!   `ARGV` globals); it sees the same world. While its library's code runs at FUNCTION
 //!   LOAD, that code sees one global only, `redis`, holding `register_function`, `log`
@@ -178,12 +180,47 @@ impl fmt::Display for Stop {
 
 impl std::error::Error for Stop {}
 
-/// Makes a read-only view of `source.from`, a table that may be switched.
+/// Run once with Lua's globals: makes them unchangeable by scripts, as Redis 7 does
+/// (a script that could set `string.rep = nil` would break every later one), and
+/// returns the function that makes a read-only view of `source.from`, a table that may
+/// be switched (the globals scripts and functions see). Lua 5.1 has no read-only
+/// tables, so each library table (`string`, `redis`, ...) is replaced by an empty
+/// proxy that reads through to it and refuses writes, and the base functions that
+/// reach past a metatable (`rawset`, `rawget`, `setmetatable`, `getmetatable`, `next`,
+/// `pairs`, `loadstring`, `load`) are wrapped to respect the proxies; `getfenv`,
+/// `setfenv` and `newproxy` are gone, as in Redis.
 const PRELUDE: &str = r#"
-local rawget, error, tostring, setmetatable = rawget, error, tostring, setmetatable
-return function(source)
-  return setmetatable({}, {
-    __index = function(_, name)
+local G, refuse = ...
+local rawget, rawset, error, tostring, type = rawget, rawset, error, tostring, type
+local setmetatable, getmetatable, next = setmetatable, getmetatable, next
+local setfenv, loadstring, load = setfenv, loadstring, load
+-- Raised where a script assigns through a proxy's __newindex: the error names the
+-- script's line, as Lua's own errors do.
+local function readonly()
+  error("Attempt to modify a readonly table", 3)
+end
+-- Each proxy or view, to the table whose writes it refuses (true for a view).
+local frozen = setmetatable({}, {__mode = "k"})
+-- What getmetatable answers for a proxy (nothing, as for a plain library table) or a
+-- view (its metatable, read-only).
+local shown = setmetatable({}, {__mode = "k"})
+local function protect(t)
+  local proxy = setmetatable({}, {__index = t, __newindex = function() readonly() end})
+  frozen[proxy] = t
+  return proxy
+end
+for name, value in next, G do
+  if type(value) == "table" and value ~= G then
+    rawset(G, name, protect(value))
+  end
+end
+local string_meta = protect({__index = G.string})
+local function view(source)
+  local meta = {
+    __index = function(self, name)
+      if name == "_G" then
+        return self
+      end
       local value = rawget(source.from, name)
       if value == nil then
         error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
@@ -191,10 +228,77 @@ return function(source)
       return value
     end,
     __newindex = function()
-      error("Attempt to modify a readonly table", 2)
+      readonly()
     end,
-  })
+  }
+  local v = setmetatable({}, meta)
+  frozen[v] = true
+  shown[v] = protect(meta)
+  return v
 end
+local globals_view = view({from = G})
+-- For a wrapped function called on a proxy: `refuse` raises the error Redis's C
+-- function raises, placed at the script's line (three calls out from `refuse`).
+local function unfrozen(t)
+  if frozen[t] then
+    refuse(3)
+  end
+  return t
+end
+rawset(G, "rawset", function(t, k, v)
+  return rawset(unfrozen(t), k, v)
+end)
+rawset(G, "setmetatable", function(t, meta)
+  return setmetatable(unfrozen(t), meta)
+end)
+rawset(G, "getmetatable", function(x)
+  if type(x) == "string" then
+    return string_meta
+  end
+  if frozen[x] then
+    return shown[x]
+  end
+  return getmetatable(x)
+end)
+local function see_through(t, k)
+  local real = frozen[t]
+  if type(real) == "table" then
+    return next(real, k)
+  end
+  return next(t, k)
+end
+rawset(G, "next", see_through)
+rawset(G, "pairs", function(t)
+  if type(t) ~= "table" then
+    error("bad argument #1 to 'pairs' (table expected, got " .. type(t) .. ")", 2)
+  end
+  return see_through, t, nil
+end)
+rawset(G, "rawget", function(t, k)
+  local real = frozen[t]
+  if type(real) == "table" then
+    return rawget(real, k)
+  end
+  return rawget(t, k)
+end)
+-- As in Redis, scripts cannot reach past their environment.
+rawset(G, "getfenv", nil)
+rawset(G, "setfenv", nil)
+rawset(G, "newproxy", nil)
+-- Code compiled by a script runs in the scripts' read-only world too.
+local function confined(f, ...)
+  if f then
+    setfenv(f, globals_view)
+  end
+  return f, ...
+end
+rawset(G, "loadstring", function(...)
+  return confined(loadstring(...))
+end)
+rawset(G, "load", function(...)
+  return confined(load(...))
+end)
+return view
 "#;
 
 impl Scripts {
@@ -217,7 +321,17 @@ impl Scripts {
         globals.raw_set("cjson", crate::script_json::library(&lua)?)?;
         globals.raw_set("bit", crate::script_bit::library(&lua)?)?;
         globals.raw_set("cmsgpack", crate::script_msgpack::library(&lua)?)?;
-        let view: Function = lua.load(PRELUDE).set_name("=hotkv").eval()?;
+        let refuse = lua.create_function(|lua, level: usize| -> mlua::Result<()> {
+            let line = lua.inspect_stack(level, |d| d.current_line()).flatten();
+            Err(mlua::Error::external(Stop::Reply {
+                message: "ERR Attempt to modify a readonly table".into(),
+                line,
+            }))
+        })?;
+        let view: Function = lua
+            .load(PRELUDE)
+            .set_name("=hotkv")
+            .call((globals.clone(), refuse))?;
         let source_of = |from: Table| -> mlua::Result<Table> {
             let source = lua.create_table()?;
             source.raw_set("from", from)?;
@@ -1125,12 +1239,61 @@ mod tests {
     fn redis_call_outside_a_run_is_an_error() {
         let s = Scripts::new().unwrap();
         let redis: Table = s.lua.globals().raw_get("redis").unwrap();
-        let call: Function = redis.raw_get("call").unwrap();
+        let call: Function = redis.get("call").unwrap();
         let error = call.call::<Value>("PING").unwrap_err().to_string();
         assert!(
             error.contains("only run commands while a script runs"),
             "{error}"
         );
+    }
+
+    /// Scripts share one Lua state: none may change what the next one sees. Each
+    /// way in is refused with Redis's error, and the libraries stay whole after.
+    #[test]
+    fn scripts_cannot_change_the_world_later_scripts_see() {
+        let mut s = Scripts::new().unwrap();
+        for trick in [
+            "string.rep = nil",
+            "redis.call = function() return 1 end",
+            "redis = nil",
+            "_G.string = nil",
+            "setmetatable(_G, {})",
+            "getmetatable(_G).__index = {}",
+            "rawset(string, 'rep', nil)",
+            "setmetatable(string, {__index = function() return nil end})",
+            "getmetatable('').__index = {}",
+            "loadstring('string = nil')()",
+            "load(function() return nil end) coroutine.create = nil",
+            "for _, lib in pairs({cjson, bit, cmsgpack, math, table}) do for name in pairs(lib) do lib[name] = nil end end",
+        ] {
+            let reply = run(&mut s, trick);
+            assert!(
+                matches!(&reply, Frame::Error(e) if e.contains("Attempt to modify a readonly table")),
+                "{trick}: {reply:?}"
+            );
+        }
+        for (check, expected) in [
+            ("return string.rep('ab', 2)", Frame::bulk("abab")),
+            ("return ('ab'):rep(2)", Frame::bulk("abab")),
+            ("return redis.call('echo', 'x')[1]", Frame::bulk("echo")),
+            (
+                "return rawequal(getmetatable('').__index, string)",
+                Frame::Integer(1),
+            ),
+            ("return rawget(string, 'rep') ~= nil", Frame::Integer(1)),
+            (
+                "local n = 0 for _ in pairs(math) do n = n + 1 end return n > 20",
+                Frame::Integer(1),
+            ),
+            ("return cjson.encode({1})", Frame::bulk("[1]")),
+            // Plain tables a script makes are its own to change.
+            (
+                "local t = setmetatable({}, {}) rawset(t, 'a', 1) return t.a",
+                Frame::Integer(1),
+            ),
+        ] {
+            assert_eq!(run(&mut s, check), expected, "{check}");
+        }
     }
 
     #[test]

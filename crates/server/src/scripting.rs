@@ -33,6 +33,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt;
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
@@ -488,12 +489,39 @@ impl Scripts {
     }
 }
 
+/// A value Lua's callbacks read while a run (or a library's load) lasts, kept in the
+/// state's app data from its creation: the runner of `redis.call` and the deadline.
+struct Slot<T>(Cell<Option<T>>);
+
+impl<T> Default for Slot<T> {
+    fn default() -> Self {
+        Slot(Cell::new(None))
+    }
+}
+
+/// Empties the state's `Slot<T>` when dropped.
+struct Filled<'l, T: 'static>(&'l Lua, PhantomData<T>);
+
+impl<T: 'static> Drop for Filled<'_, T> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.0.app_data_ref::<Slot<T>>() {
+            slot.0.set(None);
+        }
+    }
+}
+
+/// Puts `value` in the state's slot of its type until the returned guard drops.
+fn fill<T: 'static>(lua: &Lua, value: T) -> Filled<'_, T> {
+    let slot = lua.app_data_ref::<Slot<T>>().expect("made with the state");
+    assert!(slot.0.replace(Some(value)).is_none(), "runs do not nest");
+    Filled(lua, PhantomData)
+}
+
 /// What `redis.call` and `redis.pcall` run commands with: the command runner of the
 /// script running now. The two functions are made once, with the state (making them
 /// per run, in a scope that lends them the runner, was a quarter of a short script's
 /// cost), so the runner, which borrows the caller's session, reaches them here.
-#[derive(Default)]
-struct Runner(Cell<Option<NonNull<Execute<'static>>>>);
+struct Runner(NonNull<Execute<'static>>);
 
 /// Runs one command a script calls.
 type Execute<'e> = dyn FnMut(&[Vec<u8>]) -> Frame + 'e;
@@ -507,43 +535,30 @@ unsafe impl Send for Runner {}
 impl Runner {
     /// Lends `execute` to `redis.call` until the returned guard drops, which must be
     /// before `execute` does: the guard borrows it.
-    fn install<'e>(lua: &'e Lua, execute: &'e mut Execute<'e>) -> impl Drop + 'e {
+    fn install<'e>(lua: &'e Lua, execute: &'e mut Execute<'e>) -> Filled<'e, Runner> {
         let pointer = NonNull::from(execute);
         // SAFETY: only the trait object's lifetime changes ('e to 'static; the layout
         // is the same). The pointer is used only while the guard lives (its drop takes
         // it out), and the guard cannot outlive 'e, the borrow of `execute`.
         let pointer: NonNull<Execute<'static>> = unsafe { std::mem::transmute(pointer) };
-        let runner = lua.app_data_ref::<Runner>().expect("set with the state");
-        assert!(
-            runner.0.replace(Some(pointer)).is_none(),
-            "scripts do not nest"
-        );
-        struct Lent<'e>(&'e Lua);
-        impl Drop for Lent<'_> {
-            fn drop(&mut self) {
-                if let Some(runner) = self.0.app_data_ref::<Runner>() {
-                    runner.0.set(None);
-                }
-            }
-        }
-        Lent(lua)
+        fill(lua, Runner(pointer))
     }
 
     /// Runs `words` with the runner of the script running now.
     fn execute(lua: &Lua, words: &[Vec<u8>]) -> mlua::Result<Frame> {
-        let taken = lua.app_data_ref::<Runner>().and_then(|r| r.0.take());
-        let Some(mut pointer) = taken else {
+        let taken = lua.app_data_ref::<Slot<Runner>>().and_then(|r| r.0.take());
+        let Some(Runner(mut pointer)) = taken else {
             return Err(mlua::Error::runtime(
                 "redis.call can only run commands while a script runs",
             ));
         };
         // SAFETY: `Runner::install` set the pointer from a live `&mut`, and its guard,
         // which borrows that for as long as the pointer is set, still lives: the
-        // pointer is in the cell. It is taken out while the command runs, so a
-        // re-entered call finds the cell empty rather than a second `&mut`.
+        // pointer is in the slot. It is taken out while the command runs, so a
+        // re-entered call finds the slot empty rather than a second `&mut`.
         let reply = unsafe { pointer.as_mut() }(words);
-        if let Some(runner) = lua.app_data_ref::<Runner>() {
-            runner.0.set(Some(pointer));
+        if let Some(runner) = lua.app_data_ref::<Slot<Runner>>() {
+            runner.0.set(Some(Runner(pointer)));
         }
         Ok(reply)
     }
@@ -560,40 +575,25 @@ struct Deadline {
     stop: fn(Duration) -> Stop,
 }
 
-#[derive(Default)]
-struct Clock(Cell<Option<Deadline>>);
-
 impl Deadline {
     /// Starts the clock: what runs in `lua` is stopped with `stop`'s error once it has
     /// run `limit`, until the returned guard drops.
-    fn start(lua: &Lua, limit: Duration, stop: fn(Duration) -> Stop) -> impl Drop + '_ {
+    fn start(lua: &Lua, limit: Duration, stop: fn(Duration) -> Stop) -> Filled<'_, Deadline> {
         let deadline = Deadline {
             started: Instant::now(),
             limit,
             stop,
         };
-        lua.app_data_ref::<Clock>()
-            .expect("set with the state")
-            .0
-            .set(Some(deadline));
-        struct Running<'l>(&'l Lua);
-        impl Drop for Running<'_> {
-            fn drop(&mut self) {
-                if let Some(clock) = self.0.app_data_ref::<Clock>() {
-                    clock.0.set(None);
-                }
-            }
-        }
-        Running(lua)
+        fill(lua, deadline)
     }
 
     /// Sets the hook that enforces deadlines.
     fn hook(lua: &Lua) -> mlua::Result<()> {
-        lua.set_app_data(Clock::default());
+        lua.set_app_data(Slot::<Deadline>::default());
         lua.set_hook(
             HookTriggers::new().every_nth_instruction(CLOCK_EVERY),
             |lua, _| {
-                let deadline = lua.app_data_ref::<Clock>().and_then(|c| c.0.get());
+                let deadline = lua.app_data_ref::<Slot<Deadline>>().and_then(|c| c.0.get());
                 match deadline {
                     Some(d) if d.started.elapsed() > d.limit => {
                         Err(mlua::Error::external((d.stop)(d.limit)))
@@ -827,7 +827,7 @@ fn to_frame(value: &Value, depth: usize) -> Frame {
 /// The `redis` table, less `call` and `pcall`, which each run sets for its session.
 fn redis_table(lua: &Lua) -> mlua::Result<Table> {
     let redis = lua.create_table()?;
-    lua.set_app_data(Runner::default());
+    lua.set_app_data(Slot::<Runner>::default());
     let call = lua.create_function(|lua, args: MultiValue| command(lua, args, true))?;
     redis.raw_set("call", call)?;
     let pcall = lua.create_function(|lua, args: MultiValue| command(lua, args, false))?;

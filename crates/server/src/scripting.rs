@@ -96,24 +96,27 @@ impl ScriptFlags {
         true
     }
 
-    fn has(&self, name: &str) -> bool {
-        let bit = Self::NAMES.iter().position(|&n| n == name);
-        bit.is_some_and(|bit| self.set & (1 << bit) != 0)
+    /// Whether the flag at `index` of [`ScriptFlags::NAMES`] is set.
+    fn has(&self, index: usize) -> bool {
+        self.set & (1 << index) != 0
     }
 
     /// `no-writes`: the script may only read, as under EVAL_RO.
     pub fn no_writes(&self) -> bool {
-        self.has("no-writes")
+        self.has(0)
     }
 
     /// `allow-oom`: its commands run over maxmemory.
     pub fn allow_oom(&self) -> bool {
-        self.has("allow-oom")
+        self.has(1)
     }
 
     /// The flags' names, in Redis's order.
     pub fn names(&self) -> Vec<&'static str> {
-        Self::NAMES.into_iter().filter(|n| self.has(n)).collect()
+        (0..Self::NAMES.len())
+            .filter(|&i| self.has(i))
+            .map(|i| Self::NAMES[i])
+            .collect()
     }
 }
 
@@ -261,12 +264,16 @@ rawset(G, "getmetatable", function(x)
   end
   return getmetatable(x)
 end)
-local function see_through(t, k)
+-- The table a proxy stands for (a view stands for none), or `t` itself.
+local function real_of(t)
   local real = frozen[t]
   if type(real) == "table" then
-    return next(real, k)
+    return real
   end
-  return next(t, k)
+  return t
+end
+local function see_through(t, k)
+  return next(real_of(t), k)
 end
 rawset(G, "next", see_through)
 rawset(G, "pairs", function(t)
@@ -276,11 +283,7 @@ rawset(G, "pairs", function(t)
   return see_through, t, nil
 end)
 rawset(G, "rawget", function(t, k)
-  local real = frozen[t]
-  if type(real) == "table" then
-    return rawget(real, k)
-  end
-  return rawget(t, k)
+  return rawget(real_of(t), k)
 end)
 -- As in Redis, scripts cannot reach past their environment.
 rawset(G, "getfenv", nil)
@@ -455,38 +458,51 @@ impl Scripts {
         let lua = &self.lua;
         let _runner = Runner::install(lua, &mut execute);
         let _deadline = time_limit.map(|limit| Deadline::start(lua, limit, Stop::TimedOut));
-        // The cap is for what the script does: what is made here is sized by the
-        // request or the reply, and unprotected mlua calls (no cap) cost a third as much.
-        let cap = lua
-            .set_memory_limit(0)
-            .expect("a main state keeps its memory");
         let outcome = (|| -> mlua::Result<Frame> {
-            let keys = strings_table(lua, keys)?;
-            let args = strings_table(lua, args)?;
-            let globals = match target {
-                Target::Script { .. } => {
-                    self.env.raw_set("KEYS", keys)?;
-                    self.env.raw_set("ARGV", args)?;
-                    MultiValue::new()
+            let globals = uncapped(lua, || -> mlua::Result<MultiValue> {
+                let keys = strings_table(lua, keys)?;
+                let args = strings_table(lua, args)?;
+                match target {
+                    Target::Script { .. } => {
+                        self.env.raw_set("KEYS", keys)?;
+                        self.env.raw_set("ARGV", args)?;
+                        Ok(MultiValue::new())
+                    }
+                    Target::Function(_) => (keys, args).into_lua_multi(lua),
                 }
-                Target::Function(_) => (keys, args).into_lua_multi(lua)?,
-            };
-            lua.set_memory_limit(cap)?;
+            })?;
             let result = match target {
                 Target::Script { script, .. } => script.function.call::<Value>(globals),
                 Target::Function(f) => f.callback.call::<Value>(globals),
             };
-            lua.set_memory_limit(0)?;
-            result.map(|value| to_frame(&value, 0))
+            uncapped(lua, || result.map(|value| to_frame(&value, 0)))
         })();
-        lua.set_memory_limit(cap)
-            .expect("a main state keeps its memory");
         match (outcome, target) {
             (Ok(frame), _) => frame,
             (Err(e), Target::Script { sha, .. }) => error_reply(sha, "user_script", &e),
             (Err(e), Target::Function(f)) => error_reply(&f.name, "user_function", &e),
         }
     }
+}
+
+/// Runs `make` with Lua's memory cap lifted, restored after even if it panics. The cap
+/// is for what scripts do; what the server makes for them (`KEYS`, `ARGV`, a command's
+/// reply, the reply back) is sized by the request or the data, and mlua calls under no
+/// cap skip the protection they need under one, at a third of the cost.
+fn uncapped<R>(lua: &Lua, make: impl FnOnce() -> R) -> R {
+    struct Restore<'l>(&'l Lua, usize);
+    impl Drop for Restore<'_> {
+        fn drop(&mut self) {
+            self.0
+                .set_memory_limit(self.1)
+                .expect("a main state keeps its memory");
+        }
+    }
+    let cap = lua
+        .set_memory_limit(0)
+        .expect("a main state keeps its memory");
+    let _restore = Restore(lua, cap);
+    make()
 }
 
 /// A value Lua's callbacks read while a run (or a library's load) lasts, kept in the
@@ -738,12 +754,7 @@ fn command(lua: &Lua, args: MultiValue, raise: bool) -> mlua::Result<Value> {
     }
     match Runner::execute(lua, &words)? {
         Frame::Error(message) => failed(message),
-        frame => {
-            let cap = lua.set_memory_limit(0)?;
-            let value = to_lua(lua, frame, 0);
-            lua.set_memory_limit(cap)?;
-            value
-        }
+        frame => uncapped(lua, || to_lua(lua, frame, 0)),
     }
 }
 

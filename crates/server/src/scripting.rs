@@ -37,10 +37,7 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
-use mlua::{
-    Function, HookTriggers, IntoLuaMulti, Lua, LuaOptions, MultiValue, StdLib, Table, Value,
-    Variadic, VmState,
-};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
 use resp::Frame;
 use sha1::{Digest, Sha1};
 
@@ -132,6 +129,8 @@ pub struct Scripts {
     /// The table scripts see as their globals: reads fall through to Lua's globals,
     /// writes are refused.
     env: Table,
+    /// The PRELUDE's `run(f, keys, args)`: calls `f` under the handler [`failure`].
+    runner: Function,
     /// The same for functions and their libraries' code; reads fall through to
     /// `function_source.from`: Lua's globals, or `load_globals` while a library loads.
     function_env: Table,
@@ -156,15 +155,13 @@ struct Registering(Vec<Registered>);
 /// How long a library's code may run to register its functions, as in Redis.
 pub const LOAD_TIME_LIMIT: Duration = Duration::from_millis(500);
 
-/// Why a script stopped, carried through Lua as an error.
+/// An error one of the server's functions raises where Redis raises an `{err=...}`
+/// table (see [`error_value`]).
 #[derive(Debug)]
 enum Stop {
-    /// `redis.call` met an error reply (or was called wrongly, or a library's
-    /// registration was refused) on `line` of the script.
-    Reply {
-        message: String,
-        line: Option<usize>,
-    },
+    /// `redis.call` met an error reply, or a function of the `redis` table was called
+    /// wrongly, or a library's registration was refused: the message, code first.
+    Reply(String),
     /// It ran past the time limit.
     TimedOut(Duration),
 }
@@ -172,7 +169,7 @@ enum Stop {
 impl fmt::Display for Stop {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Stop::Reply { message, .. } => f.write_str(message),
+            Stop::Reply(message) => f.write_str(message),
             Stop::TimedOut(limit) => write!(
                 f,
                 "ERR Script stopped: it ran longer than busy-reply-threshold ({} ms)",
@@ -184,6 +181,29 @@ impl fmt::Display for Stop {
 
 impl std::error::Error for Stop {}
 
+/// A run's error as its handler ([`failure`]) leaves it: the message Redis replies
+/// with, and the chunk and line that raised it.
+#[derive(Debug)]
+struct Failure {
+    message: String,
+    place: Option<(String, usize)>,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// The reply to a script that ran out of Lua's memory.
+const OUT_OF_MEMORY: &str = "ERR Script ran out of memory (hotkv caps Lua at 1 GiB)";
+
+/// The PRELUDE's chunk name: the error handler skips its functions, so errors name the
+/// script's line.
+const PRELUDE_NAME: &str = "=hotkv";
+
 /// Run once with Lua's globals: makes them unchangeable by scripts, as Redis 7 does
 /// (a script that could set `string.rep = nil` would break every later one), and
 /// returns the function that makes a read-only view of `source.from`, a table that may
@@ -192,12 +212,15 @@ impl std::error::Error for Stop {}
 /// proxy that reads through to it and refuses writes, and the base functions that
 /// reach past a metatable (`rawset`, `rawget`, `setmetatable`, `getmetatable`, `next`,
 /// `pairs`, `loadstring`, `load`) are wrapped to respect the proxies; `getfenv`,
-/// `setfenv` and `newproxy` are gone, as in Redis.
+/// `setfenv` and `newproxy` are gone, as in Redis. It also wraps `pcall` and `xpcall`
+/// to see the server's errors as Redis raises them, and returns `run`, which runs a
+/// script or function under the error handler [`failure`].
 const PRELUDE: &str = r#"
-local G, refuse = ...
+local G, error_value, failure = ...
 local rawget, rawset, error, tostring, type = rawget, rawset, error, tostring, type
 local setmetatable, getmetatable, next = setmetatable, getmetatable, next
 local setfenv, loadstring, load = setfenv, loadstring, load
+local pcall, xpcall, select = pcall, xpcall, select
 -- Raised where a script assigns through a proxy's __newindex: the error names the
 -- script's line, as Lua's own errors do.
 local function readonly()
@@ -241,11 +264,11 @@ local function view(source)
   return v
 end
 local globals_view = view({from = G})
--- For a wrapped function called on a proxy: `refuse` raises the error Redis's C
--- function raises, placed at the script's line (three calls out from `refuse`).
+-- For a wrapped function called on a proxy: the error Redis's C function raises, a
+-- string that names no line (the error handler adds the script's).
 local function unfrozen(t)
   if frozen[t] then
-    refuse(3)
+    error("Attempt to modify a readonly table", 0)
   end
   return t
 end
@@ -302,7 +325,58 @@ end)
 rawset(G, "load", function(...)
   return confined(load(...))
 end)
-return view
+-- Errors raised by the server's own functions (redis.call's error reply, ...) reach
+-- Lua as mlua's error userdata: `error_value` turns one into what Redis raises there,
+-- an {err=...} table or a string. As Redis 7's, a script's `pcall` catches a table
+-- with an `err` string as that string; `xpcall`'s handler sees the table.
+local function caught(ok, ...)
+  if ok then
+    return ok, ...
+  end
+  local e = ...
+  if type(e) == "userdata" then
+    e = error_value(e)
+  end
+  if type(e) == "table" then
+    local message = e.err
+    if type(message) == "string" or type(message) == "number" then
+      e = message
+    end
+  end
+  return false, e
+end
+rawset(G, "pcall", function(f, ...)
+  return caught(pcall(f, ...))
+end)
+rawset(G, "xpcall", function(...)
+  if select('#', ...) < 2 then
+    error("bad argument #2 to 'xpcall' (value expected)", 2)
+  end
+  local f, handler = ...
+  return xpcall(f, function(e)
+    if type(e) == "userdata" then
+      e = error_value(e)
+    end
+    return handler(e)
+  end)
+end)
+-- Runs a script (no arguments) or a function (its keys and arguments) under the
+-- handler `failure`, which notes where an error was raised while the stack is there.
+-- Lua 5.1's xpcall passes no arguments, so they wait here.
+local pending_f, pending_keys, pending_args
+local function call_pending()
+  local f, keys, args = pending_f, pending_keys, pending_args
+  pending_f, pending_keys, pending_args = nil, nil, nil
+  if keys then
+    return f(keys, args)
+  end
+  return f()
+end
+local function run(f, keys, args)
+  pending_f, pending_keys, pending_args = f, keys, args
+  return xpcall(call_pending, failure)
+end
+return view, run
 "#;
 
 impl Scripts {
@@ -325,17 +399,14 @@ impl Scripts {
         globals.raw_set("cjson", crate::script_json::library(&lua)?)?;
         globals.raw_set("bit", crate::script_bit::library(&lua)?)?;
         globals.raw_set("cmsgpack", crate::script_msgpack::library(&lua)?)?;
-        let refuse = lua.create_function(|lua, level: usize| -> mlua::Result<()> {
-            let line = lua.inspect_stack(level, |d| d.current_line()).flatten();
-            Err(mlua::Error::external(Stop::Reply {
-                message: "ERR Attempt to modify a readonly table".into(),
-                line,
-            }))
-        })?;
-        let view: Function = lua
-            .load(PRELUDE)
-            .set_name("=hotkv")
-            .call((globals.clone(), refuse))?;
+        let (view, runner): (Function, Function) =
+            lua.load(PRELUDE).set_name(PRELUDE_NAME).call((
+                globals.clone(),
+                lua.create_function(|lua, raised: Value| {
+                    uncapped(lua, || error_value(lua, raised))
+                })?,
+                lua.create_function(failure)?,
+            ))?;
         let source_of = |from: Table| -> mlua::Result<Table> {
             let source = lua.create_table()?;
             source.raw_set("from", from)?;
@@ -350,6 +421,7 @@ impl Scripts {
         Ok(Scripts {
             lua,
             env,
+            runner,
             function_env,
             function_source,
             load_globals,
@@ -415,25 +487,23 @@ impl Scripts {
             .set_environment(self.function_env.clone())
             .into_function()
             .map_err(|e| format!("Error compiling function: {}", compile_error(&e)))?;
-        let registering = || -> mlua::Result<()> {
+        let registering = || -> mlua::Result<(bool, Value)> {
             self.function_source.raw_set("from", &self.load_globals)?;
             lua.set_app_data(Registering::default());
             let _deadline = time_limit.map(|limit| {
-                Deadline::start(lua, limit, |_| Stop::Reply {
-                    message: "ERR FUNCTION LOAD timeout".into(),
-                    line: None,
+                Deadline::start(lua, limit, |_| {
+                    Stop::Reply("ERR FUNCTION LOAD timeout".into())
                 })
             });
-            chunk.call::<()>(())
+            self.runner.call::<(bool, Value)>(chunk)
         };
         let ran = registering();
         let Registering(functions) = lua.remove_app_data().unwrap_or_default();
         self.function_source
             .raw_set("from", lua.globals())
             .expect("a table's field can always be set");
-        if let Err(e) = ran {
-            let (message, _) = error_message(&e, "user_function");
-            return Err(format!("Error registering functions: {message}"));
+        if let Err(failure) = outcome(ran) {
+            return Err(format!("Error registering functions: {}", failure.message));
         }
         if functions.is_empty() {
             return Err("No functions registered".into());
@@ -458,29 +528,30 @@ impl Scripts {
         let lua = &self.lua;
         let _runner = Runner::install(lua, &mut execute);
         let _deadline = time_limit.map(|limit| Deadline::start(lua, limit, Stop::TimedOut));
-        let outcome = (|| -> mlua::Result<Frame> {
-            let globals = uncapped(lua, || -> mlua::Result<MultiValue> {
+        let (f, name) = match target {
+            Target::Script { sha, script } => (&script.function, sha),
+            Target::Function(f) => (&f.callback, f.name.as_str()),
+        };
+        let ran = (|| {
+            let (keys, args) = uncapped(lua, || -> mlua::Result<_> {
                 let keys = strings_table(lua, keys)?;
                 let args = strings_table(lua, args)?;
-                match target {
-                    Target::Script { .. } => {
-                        self.env.raw_set("KEYS", keys)?;
-                        self.env.raw_set("ARGV", args)?;
-                        Ok(MultiValue::new())
-                    }
-                    Target::Function(_) => (keys, args).into_lua_multi(lua),
+                if let Target::Function(_) = target {
+                    return Ok((Some(keys), Some(args)));
                 }
+                self.env.raw_set("KEYS", keys)?;
+                self.env.raw_set("ARGV", args)?;
+                Ok((None, None))
             })?;
-            let result = match target {
-                Target::Script { script, .. } => script.function.call::<Value>(globals),
-                Target::Function(f) => f.callback.call::<Value>(globals),
-            };
-            uncapped(lua, || result.map(|value| to_frame(&value, 0)))
+            self.runner.call::<(bool, Value)>((f, keys, args))
         })();
-        match (outcome, target) {
-            (Ok(frame), _) => frame,
-            (Err(e), Target::Script { sha, .. }) => error_reply(sha, "user_script", &e),
-            (Err(e), Target::Function(f)) => error_reply(&f.name, "user_function", &e),
+        match outcome(ran) {
+            Ok(value) => uncapped(lua, || to_frame(&value, 0)),
+            Err(Failure {
+                message,
+                place: Some((chunk, line)),
+            }) => Frame::error(format!("{message} script: {name}, on {chunk}:{line}.")),
+            Err(Failure { message, .. }) => Frame::error(message),
         }
     }
 }
@@ -675,57 +746,120 @@ fn compile_error(error: &mlua::Error) -> String {
     first_line(&why).to_string()
 }
 
-/// A script's error as Redis replies it: the message, then where it happened in
-/// `chunk` (the script named `name`, its SHA-1 or its function's name).
-fn error_reply(name: &str, chunk: &str, error: &mlua::Error) -> Frame {
-    match error_message(error, chunk) {
-        (message, Some(line)) => {
-            Frame::error(format!("{message} script: {name}, on @{chunk}:{line}."))
-        }
-        (message, None) => Frame::error(message),
+/// What Redis's function raises where one of hotkv's failed with `raised` (as it
+/// reaches Lua, mlua's error userdata): an `{err=...}` table where Redis raises one
+/// (see [`Stop`]), the message where Redis raises a string (`luaL_error`: Lua's own
+/// words). Any other value is left as it is.
+fn error_value(lua: &Lua, raised: Value) -> mlua::Result<Value> {
+    let Value::Error(error) = raised else {
+        return Ok(raised);
+    };
+    if let Some(stop) = error.downcast_ref::<Stop>() {
+        return error_table(lua, &stop.to_string());
     }
-}
-
-/// An error's message, with its code, and the line of `chunk` it names if any.
-fn error_message(error: &mlua::Error, chunk: &str) -> (String, Option<usize>) {
-    let mut cause = error;
-    loop {
-        match cause {
-            mlua::Error::CallbackError { cause: inner, .. } => cause = inner,
-            mlua::Error::WithContext { cause: inner, .. } => cause = inner,
-            _ => break,
-        }
+    let mut cause = &*error;
+    while let mlua::Error::CallbackError { cause: inner, .. }
+    | mlua::Error::WithContext { cause: inner, .. } = cause
+    {
+        cause = inner;
     }
     match cause {
-        mlua::Error::ExternalError(e) => match e.downcast_ref::<Stop>() {
-            Some(Stop::Reply { message, line }) => (message.clone(), *line),
-            Some(stop) => (stop.to_string(), None),
-            None => (format!("ERR {e}"), None),
-        },
-        mlua::Error::RuntimeError(text) => {
-            let text = first_line(text);
-            (format!("ERR {text}"), line_of(text, chunk))
-        }
-        mlua::Error::MemoryError(_) => (
-            "ERR Script ran out of memory (hotkv caps Lua at 1 GiB)".into(),
-            None,
-        ),
-        other => (format!("ERR {}", first_line(&other.to_string())), None),
+        mlua::Error::MemoryError(_) => error_table(lua, OUT_OF_MEMORY),
+        mlua::Error::RuntimeError(text) => Ok(Value::String(lua.create_string(text)?)),
+        other => Ok(Value::String(lua.create_string(other.to_string())?)),
     }
 }
 
-/// The line a Lua error message names (`CHUNK:LINE: ...`).
-fn line_of(message: &str, chunk: &str) -> Option<usize> {
-    let rest = message.strip_prefix(chunk)?.strip_prefix(':')?;
-    rest.split(':').next()?.parse().ok()
+/// The handler a run's errors go through, as Redis's `__redis__err__handler`: the
+/// message Redis replies with (an `{err=...}` table's, or `ERR` and the value's text)
+/// and, while the stack still shows it, the chunk and line of the script (or
+/// function) that raised it: the first caller that is neither a C function (`error`,
+/// `redis.call`) nor the PRELUDE's.
+fn failure(lua: &Lua, raised: Value) -> mlua::Result<Value> {
+    let message = uncapped(lua, || -> mlua::Result<String> {
+        Ok(match error_value(lua, raised)? {
+            Value::Table(t) => match t.get::<Value>("err") {
+                Ok(err @ (Value::String(_) | Value::Integer(_) | Value::Number(_))) => {
+                    lua_text(lua, &err)
+                }
+                // Redis 7.0 crashes here (fixed later): answer something instead.
+                _ => "ERR unknown error".to_string(),
+            },
+            other => format!("ERR {}", lua_text(lua, &other)),
+        })
+    })?;
+    let mut place = None;
+    for level in 1.. {
+        let Some(frame) = lua.inspect_stack(level, |d| {
+            let source = d.source();
+            let ours = source.what == "C" || source.source.as_deref() == Some(PRELUDE_NAME);
+            (
+                ours,
+                source.source.map(|s| s.into_owned()),
+                d.current_line(),
+            )
+        }) else {
+            break;
+        };
+        if let (false, Some(chunk), Some(line)) = frame {
+            place = Some((chunk, line));
+            break;
+        }
+    }
+    Ok(Value::Error(Box::new(mlua::Error::external(Failure {
+        message,
+        place,
+    }))))
+}
+
+/// What a run (the PRELUDE's `run`) came to: the value returned, or its error.
+fn outcome(ran: mlua::Result<(bool, Value)>) -> Result<Value, Failure> {
+    let message = match ran {
+        Ok((true, value)) => return Ok(value),
+        Ok((false, Value::Error(error))) => match error.downcast_ref::<Failure>() {
+            Some(Failure { message, place }) => {
+                return Err(Failure {
+                    message: message.clone(),
+                    place: place.clone(),
+                })
+            }
+            None => format!("ERR {error}"),
+        },
+        // Lua calls no handler for its own memory errors.
+        Ok((false, Value::String(s))) if s.as_bytes() == b"not enough memory" => {
+            OUT_OF_MEMORY.to_string()
+        }
+        Ok((false, other)) => format!("ERR {}", other.to_string().unwrap_or_default()),
+        Err(mlua::Error::MemoryError(_)) => OUT_OF_MEMORY.to_string(),
+        Err(error) => format!("ERR {}", first_line(&error.to_string())),
+    };
+    Err(Failure {
+        message,
+        place: None,
+    })
+}
+
+/// A string or number as Lua's `tostring` gives it; another value as mlua does.
+fn lua_text(lua: &Lua, value: &Value) -> String {
+    match lua.coerce_string(value.clone()) {
+        Ok(Some(s)) => s.to_string_lossy(),
+        _ => value.to_string().unwrap_or_default(),
+    }
+}
+
+/// An error reply's text (less its `-`) as a script's `{err=...}` table holds it, as
+/// Redis's `luaPushErrorBuff` makes it: the first word is the code, or the code is
+/// `ERR` if there is one word only; line ends trimmed.
+fn coded(reply: &str) -> String {
+    let (code, message) = reply.split_once(' ').unwrap_or(("ERR", reply));
+    format!("{code} {}", message.trim_matches(['\r', '\n']))
 }
 
 /// `redis.call` (`raise`) or `redis.pcall`: the command's reply as a Lua value.
 fn command(lua: &Lua, args: MultiValue, raise: bool) -> mlua::Result<Value> {
     let failed = |message: String| -> mlua::Result<Value> {
         if raise {
-            let line = lua.inspect_stack(1, |d| d.current_line()).flatten();
-            Err(mlua::Error::external(Stop::Reply { message, line }))
+            Err(raised(message))
         } else {
             error_table(lua, &message)
         }
@@ -753,9 +887,34 @@ fn command(lua: &Lua, args: MultiValue, raise: bool) -> mlua::Result<Value> {
         }
     }
     match Runner::execute(lua, &words)? {
-        Frame::Error(message) => failed(message),
+        Frame::Error(message) => failed(coded(&message)),
         frame => uncapped(lua, || to_lua(lua, frame, 0)),
     }
+}
+
+/// The error one of the `redis` table's functions raises where Redis's raises an
+/// `{err=...}` table with `message` (code first).
+fn raised(message: impl Into<String>) -> mlua::Error {
+    mlua::Error::external(Stop::Reply(message.into()))
+}
+
+const WRONG_ARGUMENTS: &str = "ERR wrong number or type of arguments";
+
+/// The one argument, if there is one and it is a string (not a number: Redis checks
+/// the type).
+fn one_string(args: &MultiValue) -> Option<&mlua::LuaString> {
+    match (args.len(), args.front()) {
+        (1, Some(Value::String(s))) => Some(s),
+        _ => None,
+    }
+}
+
+/// A value as C's `lua_tonumber` reads it: 0 if it is not a number or a numeric string.
+fn number(lua: &Lua, value: &Value) -> f64 {
+    lua.coerce_number(value.clone())
+        .ok()
+        .flatten()
+        .unwrap_or(0.0)
 }
 
 fn error_table(lua: &Lua, message: &str) -> mlua::Result<Value> {
@@ -790,8 +949,8 @@ fn to_lua(lua: &Lua, frame: Frame, depth: usize) -> mlua::Result<Value> {
             t.raw_set("ok", s)?;
             Value::Table(t)
         }
-        Frame::Error(s) => error_table(lua, &s)?,
-        Frame::BulkError(b) => error_table(lua, &String::from_utf8_lossy(&b))?,
+        Frame::Error(s) => error_table(lua, &coded(&s))?,
+        Frame::BulkError(b) => error_table(lua, &coded(&String::from_utf8_lossy(&b)))?,
         Frame::Integer(n) => Value::Number(n as f64),
         Frame::Boolean(b) => Value::Number(if b { 1.0 } else { 0.0 }),
         Frame::Bulk(b) | Frame::Verbatim { text: b, .. } => Value::String(lua.create_string(b)?),
@@ -847,11 +1006,7 @@ fn redis_table(lua: &Lua) -> mlua::Result<Table> {
         "sha1hex",
         lua.create_function(|lua, args: MultiValue| {
             if args.len() != 1 {
-                let line = lua.inspect_stack(1, |d| d.current_line()).flatten();
-                return Err(mlua::Error::external(Stop::Reply {
-                    message: "ERR wrong number of arguments".into(),
-                    line,
-                }));
+                return Err(raised("ERR wrong number of arguments"));
             }
             let text = lua.coerce_string(args[0].clone())?;
             Ok(sha1_hex(
@@ -859,33 +1014,59 @@ fn redis_table(lua: &Lua) -> mlua::Result<Table> {
             ))
         })?,
     )?;
+    // Given anything but one string, these two return (not raise) an error, as Redis's.
     redis.raw_set(
         "error_reply",
-        lua.create_function(|lua, message: String| {
-            let message = message.strip_prefix('-').unwrap_or(&message);
-            error_table(lua, message)
+        lua.create_function(|lua, args: MultiValue| match one_string(&args) {
+            Some(message) => {
+                let message = message.to_string_lossy();
+                error_table(lua, &coded(message.strip_prefix('-').unwrap_or(&message)))
+            }
+            None => error_table(lua, WRONG_ARGUMENTS),
         })?,
     )?;
     redis.raw_set(
         "status_reply",
-        lua.create_function(|lua, status: String| {
-            let t = lua.create_table()?;
-            t.raw_set("ok", status)?;
-            Ok(t)
+        lua.create_function(|lua, args: MultiValue| match one_string(&args) {
+            Some(status) => {
+                let t = lua.create_table()?;
+                t.raw_set("ok", status)?;
+                Ok(Value::Table(t))
+            }
+            None => error_table(lua, WRONG_ARGUMENTS),
         })?,
     )?;
     redis.raw_set(
         "setresp",
-        lua.create_function(|_, version: i64| match version {
-            2 => Ok(()),
-            3 => Err(mlua::Error::runtime(
-                "hotkv scripts read replies in RESP2 only",
-            )),
-            _ => Err(mlua::Error::runtime("RESP version must be 2 or 3.")),
+        lua.create_function(|lua, args: MultiValue| {
+            if args.len() != 1 {
+                return Err(raised("ERR redis.setresp() requires one argument."));
+            }
+            match number(lua, &args[0]) {
+                2.0 => Ok(()),
+                3.0 => Err(raised("ERR hotkv scripts read replies in RESP2 only")),
+                _ => Err(raised("ERR RESP version must be 2 or 3.")),
+            }
         })?,
     )?;
-    // Replication settings: hotkv has no replicas, so there is nothing to choose.
-    redis.raw_set("set_repl", lua.create_function(|_, _: i64| Ok(()))?)?;
+    // Replication settings: hotkv has no replicas, so there is nothing to choose, but
+    // the argument is checked as Redis checks it.
+    redis.raw_set(
+        "set_repl",
+        lua.create_function(|lua, args: MultiValue| {
+            if args.len() != 1 {
+                // Redis's words, though it takes one.
+                return Err(raised("ERR redis.set_repl() requires two arguments."));
+            }
+            let flags = number(lua, &args[0]) as i64;
+            if flags & !3 != 0 {
+                return Err(raised(
+                    "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
+                ));
+            }
+            Ok(())
+        })?,
+    )?;
     redis.raw_set("replicate_commands", lua.create_function(|_, ()| Ok(true))?)?;
     for (name, value) in [
         ("REPL_NONE", 0),
@@ -907,13 +1088,7 @@ fn load_redis_table(lua: &Lua) -> mlua::Result<Table> {
     redis.raw_set(
         "register_function",
         lua.create_function(|lua, args: MultiValue| {
-            let refuse = |message: &str| {
-                let line = lua.inspect_stack(1, |d| d.current_line()).flatten();
-                Err(mlua::Error::external(Stop::Reply {
-                    message: format!("ERR {message}"),
-                    line,
-                }))
-            };
+            let refuse = |message: &str| Err(raised(format!("ERR {message}")));
             if lua.app_data_ref::<Registering>().is_none() {
                 return refuse(
                     "redis.register_function can only be called on FUNCTION LOAD command",
@@ -1035,7 +1210,24 @@ fn registration(lua: &Lua, args: MultiValue) -> Result<Registered, String> {
 fn add_log_and_version(lua: &Lua, redis: &Table) -> mlua::Result<()> {
     redis.raw_set(
         "log",
-        lua.create_function(|_, (level, words): (i64, Variadic<String>)| {
+        lua.create_function(|lua, args: MultiValue| {
+            if args.len() < 2 {
+                return Err(raised("ERR redis.log() requires two arguments or more."));
+            }
+            if !matches!(lua.coerce_number(args[0].clone()), Ok(Some(_))) {
+                return Err(raised("ERR First argument must be a number (log level)."));
+            }
+            let level = number(lua, &args[0]) as i64;
+            if !(0..=3).contains(&level) {
+                return Err(raised("ERR Invalid debug level."));
+            }
+            // Strings and numbers, as Redis glues them; other values are left out.
+            let words: Vec<String> = args
+                .iter()
+                .skip(1)
+                .filter_map(|word| lua.coerce_string(word.clone()).ok().flatten())
+                .map(|word| word.to_string_lossy())
+                .collect();
             let text = words.join(" ");
             match level {
                 3 => tracing::warn!(target: "script", "{text}"),
@@ -1126,6 +1318,55 @@ mod tests {
             ),
             Frame::Array(["echo", "k", "a", "3", "1.5"].map(Frame::bulk).to_vec())
         );
+    }
+
+    /// Errors raised by the server's functions are caught by a script's `pcall` as
+    /// Redis's strings and seen by an `xpcall` handler as Redis's tables; uncaught,
+    /// each names the line of the script that raised it, past Lua's and the
+    /// PRELUDE's own functions.
+    #[test]
+    fn errors_are_caught_as_redis_raises_them_and_name_the_scripts_line() {
+        let mut s = Scripts::new().unwrap();
+        let caught = [
+            ("return select(2, pcall(redis.call, 'fail'))", "ERR failed"),
+            ("return select(2, pcall(redis.call))", "ERR Please specify at least one argument for this redis lib call"),
+            ("return select(2, pcall(redis.sha1hex))", "ERR wrong number of arguments"),
+            ("return select(2, pcall(rawset, string, 'x', 1))", "Attempt to modify a readonly table"),
+            ("return select(2, pcall(error, {err = 'E mine'}))", "E mine"),
+            ("return select(2, xpcall(function() redis.call('fail') end, function(e) return type(e) .. ':' .. e.err end))", "table:ERR failed"),
+            ("return select(2, pcall(redis.setresp, 7))", "ERR RESP version must be 2 or 3."),
+        ];
+        for (text, expected) in caught {
+            assert_eq!(run(&mut s, text), Frame::bulk(expected), "{text}");
+        }
+        let uncaught = [
+            (
+                "local function f()\n  redis.call('fail')\nend\nf()",
+                "ERR failed",
+                "@user_script:2",
+            ),
+            (
+                "\n\nrawset(string, 'x', 1)",
+                "ERR Attempt to modify a readonly table",
+                "@user_script:3",
+            ),
+            ("\nerror({err = 'E mine'})", "E mine", "@user_script:2"),
+            ("error({})", "ERR unknown error", "@user_script:1"),
+            ("error('boom', 0)", "ERR boom", "@user_script:1"),
+            (
+                "\nloadstring('\\nredis.call(\"fail\")', 'chunk')()",
+                "ERR failed",
+                "chunk:2",
+            ),
+        ];
+        for (text, message, place) in uncaught {
+            let sha = sha1_hex(text.as_bytes());
+            assert_eq!(
+                run(&mut s, text),
+                Frame::error(format!("{message} script: {sha}, on {place}.")),
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -20,10 +20,15 @@
 //!   and the version: it can register functions and nothing else. The functions it
 //!   defines share the code's environment, which is switched back to the scripts'
 //!   world once it has run, as Redis switches its globals.
-//! - Replies convert as in Redis, RESP2 only: integers to numbers, bulk strings to
-//!   strings, nulls to `false`, arrays to tables, status and error replies to
-//!   `{ok=...}` and `{err=...}`; back the other way, numbers are truncated to
-//!   integers, `true` is 1, a table is an array up to its first nil.
+//! - Replies convert as in Redis: integers to numbers, bulk strings to strings, nulls
+//!   to `false`, arrays to tables, status and error replies to `{ok=...}` and
+//!   `{err=...}`; after `redis.setresp(3)`, RESP3's types to Redis's tables (see
+//!   [`to_lua`]). Back the other way, numbers are truncated to integers, `true` is 1,
+//!   a table is an array up to its first nil unless a field says otherwise (see
+//!   [`to_frame`]).
+//! - Errors are raised as Redis raises them: the `redis` table's as `{err=...}`
+//!   tables, which a script's `pcall` catches as their message; uncaught, the reply
+//!   names the script's line (see [`failure`]).
 //!
 //! Unlike Redis, a script that runs past `busy-reply-threshold` (5 s by default; 0: no
 //! limit) is stopped with an error: while it runs every other client waits on the gate,
@@ -38,7 +43,7 @@ use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
-use resp::Frame;
+use resp::{Frame, Protocol};
 use sha1::{Digest, Sha1};
 
 use crate::libraries::{Libraries, Library, Registered};
@@ -523,7 +528,7 @@ impl Scripts {
         keys: &[Vec<u8>],
         args: &[Vec<u8>],
         time_limit: Option<Duration>,
-        mut execute: impl FnMut(&[Vec<u8>]) -> Frame,
+        mut execute: impl FnMut(&[Vec<u8>], Protocol) -> Frame,
     ) -> Frame {
         let lua = &self.lua;
         let _runner = Runner::install(lua, &mut execute);
@@ -546,7 +551,7 @@ impl Scripts {
             self.runner.call::<(bool, Value)>((f, keys, args))
         })();
         match outcome(ran) {
-            Ok(value) => uncapped(lua, || to_frame(&value, 0)),
+            Ok(value) => uncapped(lua, || to_frame(&value, Runner::protocol(lua), 0)),
             Err(Failure {
                 message,
                 place: Some((chunk, line)),
@@ -607,11 +612,15 @@ fn fill<T: 'static>(lua: &Lua, value: T) -> Filled<'_, T> {
 /// What `redis.call` and `redis.pcall` run commands with: the command runner of the
 /// script running now. The two functions are made once, with the state (making them
 /// per run, in a scope that lends them the runner, was a quarter of a short script's
-/// cost), so the runner, which borrows the caller's session, reaches them here.
-struct Runner(NonNull<Execute<'static>>);
+/// cost), so the runner, which borrows the caller's session, reaches them here, with
+/// the protocol the script reads replies in (`redis.setresp`; RESP2 as each run starts).
+struct Runner {
+    execute: NonNull<Execute<'static>>,
+    protocol: Protocol,
+}
 
-/// Runs one command a script calls.
-type Execute<'e> = dyn FnMut(&[Vec<u8>]) -> Frame + 'e;
+/// Runs one command a script calls, replying in the protocol given.
+type Execute<'e> = dyn FnMut(&[Vec<u8>], Protocol) -> Frame + 'e;
 
 // SAFETY: the pointer is set only while `Scripts::run` runs, by the thread running it
 // (`Runner::install`), and used only by `redis.call` from Lua code that `run` runs.
@@ -628,26 +637,52 @@ impl Runner {
         // is the same). The pointer is used only while the guard lives (its drop takes
         // it out), and the guard cannot outlive 'e, the borrow of `execute`.
         let pointer: NonNull<Execute<'static>> = unsafe { std::mem::transmute(pointer) };
-        fill(lua, Runner(pointer))
+        fill(
+            lua,
+            Runner {
+                execute: pointer,
+                protocol: Protocol::Resp2,
+            },
+        )
     }
 
-    /// Runs `words` with the runner of the script running now.
-    fn execute(lua: &Lua, words: &[Vec<u8>]) -> mlua::Result<Frame> {
-        let taken = lua.app_data_ref::<Slot<Runner>>().and_then(|r| r.0.take());
-        let Some(Runner(mut pointer)) = taken else {
-            return Err(mlua::Error::runtime(
-                "redis.call can only run commands while a script runs",
-            ));
+    /// Takes the runner of the script running now out of its slot, for `use_it`,
+    /// and puts it back after. `what` names the caller in the error raised when no
+    /// script runs.
+    fn with<R>(lua: &Lua, what: &str, use_it: impl FnOnce(&mut Runner) -> R) -> mlua::Result<R> {
+        let slot = lua
+            .app_data_ref::<Slot<Runner>>()
+            .expect("made with the state");
+        let Some(mut runner) = slot.0.take() else {
+            return Err(raised(format!(
+                "ERR {what} can only be called inside a script invocation"
+            )));
         };
-        // SAFETY: `Runner::install` set the pointer from a live `&mut`, and its guard,
-        // which borrows that for as long as the pointer is set, still lives: the
-        // pointer is in the slot. It is taken out while the command runs, so a
-        // re-entered call finds the slot empty rather than a second `&mut`.
-        let reply = unsafe { pointer.as_mut() }(words);
-        if let Some(runner) = lua.app_data_ref::<Slot<Runner>>() {
-            runner.0.set(Some(Runner(pointer)));
+        // The slot stays empty while `use_it` runs (a command may re-enter Lua), so a
+        // re-entered call finds no runner rather than a second `&mut`.
+        drop(slot);
+        let out = use_it(&mut runner);
+        if let Some(slot) = lua.app_data_ref::<Slot<Runner>>() {
+            slot.0.set(Some(runner));
         }
-        Ok(reply)
+        Ok(out)
+    }
+
+    /// Runs `words` with the runner of the script running now, in its protocol.
+    fn execute(lua: &Lua, words: &[Vec<u8>]) -> mlua::Result<(Frame, Protocol)> {
+        Runner::with(lua, "redis.call/pcall", |runner| {
+            // SAFETY: `Runner::install` set the pointer from a live `&mut`, and its
+            // guard, which borrows that for as long as the runner is in the slot, still
+            // lives: the runner was there. `with` keeps it out while this runs, so no
+            // other `&mut` to it is made meanwhile.
+            let execute = unsafe { runner.execute.as_mut() };
+            (execute(words, runner.protocol), runner.protocol)
+        })
+    }
+
+    /// The protocol the script running now reads replies in.
+    fn protocol(lua: &Lua) -> Protocol {
+        Runner::with(lua, "redis.setresp", |runner| runner.protocol).unwrap_or_default()
     }
 }
 
@@ -887,8 +922,8 @@ fn command(lua: &Lua, args: MultiValue, raise: bool) -> mlua::Result<Value> {
         }
     }
     match Runner::execute(lua, &words)? {
-        Frame::Error(message) => failed(coded(&message)),
-        frame => uncapped(lua, || to_lua(lua, frame, 0)),
+        (Frame::Error(message), _) => failed(coded(&message)),
+        (frame, protocol) => uncapped(lua, || to_lua(lua, frame, protocol, 0)),
     }
 }
 
@@ -931,43 +966,98 @@ fn strings_table(lua: &Lua, items: &[Vec<u8>]) -> mlua::Result<Table> {
     Ok(t)
 }
 
-/// A reply as a script sees it (RESP2's shapes: RESP3 types as RESP2 sends them).
-fn to_lua(lua: &Lua, frame: Frame, depth: usize) -> mlua::Result<Value> {
+/// A reply as a script sees it. In RESP2 (a script's protocol unless it calls
+/// `redis.setresp(3)`), RESP3's types take the shapes RESP2 sends them in; in RESP3 they
+/// are Redis's tables: `{map=...}`, `{set=...}` (members as keys, each `true`),
+/// `{double=...}`, `{big_number=...}`, `{verbatim_string={format=..., string=...}}`,
+/// and null is `nil`, booleans `true` and `false`.
+fn to_lua(lua: &Lua, frame: Frame, protocol: Protocol, depth: usize) -> mlua::Result<Value> {
     if depth > MAX_DEPTH {
         return Err(mlua::Error::runtime("reached lua stack limit"));
     }
+    let convert = |frame: Frame| to_lua(lua, frame, protocol, depth + 1);
     let array = |items: Vec<Frame>| -> mlua::Result<Value> {
         let t = lua.create_table_with_capacity(items.len(), 0)?;
         for (i, item) in items.into_iter().enumerate() {
-            t.raw_set(i + 1, to_lua(lua, item, depth + 1)?)?;
+            t.raw_set(i + 1, convert(item)?)?;
         }
         Ok(Value::Table(t))
     };
+    let tagged = |tag: &str, value: Value| -> mlua::Result<Value> {
+        let t = lua.create_table_with_capacity(0, 1)?;
+        t.raw_set(tag, value)?;
+        Ok(Value::Table(t))
+    };
+    let resp3 = protocol == Protocol::Resp3;
     Ok(match frame {
-        Frame::Simple(s) => {
-            let t = lua.create_table()?;
-            t.raw_set("ok", s)?;
-            Value::Table(t)
-        }
+        Frame::Simple(s) => tagged("ok", Value::String(lua.create_string(s)?))?,
         Frame::Error(s) => error_table(lua, &coded(&s))?,
         Frame::BulkError(b) => error_table(lua, &coded(&String::from_utf8_lossy(&b)))?,
         Frame::Integer(n) => Value::Number(n as f64),
-        Frame::Boolean(b) => Value::Number(if b { 1.0 } else { 0.0 }),
-        Frame::Bulk(b) | Frame::Verbatim { text: b, .. } => Value::String(lua.create_string(b)?),
-        Frame::Double(x) => Value::String(lua.create_string(resp::format_double(x))?),
-        Frame::BigNumber(s) | Frame::DoubleText(s) => Value::String(lua.create_string(s)?),
+        Frame::Bulk(b) => Value::String(lua.create_string(b)?),
+        Frame::Array(items) | Frame::Push(items) => array(items)?,
+        Frame::Null | Frame::NullArray if resp3 => Value::Nil,
         Frame::Null | Frame::NullArray => Value::Boolean(false),
-        Frame::Array(items) | Frame::Set(items) | Frame::Push(items) => array(items)?,
+        Frame::Boolean(b) if resp3 => Value::Boolean(b),
+        Frame::Boolean(b) => Value::Number(if b { 1.0 } else { 0.0 }),
+        Frame::Double(x) if resp3 => tagged("double", Value::Number(x))?,
+        Frame::DoubleText(s) if resp3 => {
+            tagged("double", Value::Number(s.parse().unwrap_or(f64::NAN)))?
+        }
+        Frame::Double(x) => Value::String(lua.create_string(resp::format_double(x))?),
+        Frame::DoubleText(s) => Value::String(lua.create_string(s)?),
+        Frame::BigNumber(s) if resp3 => tagged("big_number", Value::String(lua.create_string(s)?))?,
+        Frame::BigNumber(s) => Value::String(lua.create_string(s)?),
+        Frame::Verbatim { format, text } if resp3 => {
+            let t = lua.create_table_with_capacity(0, 2)?;
+            t.raw_set("string", lua.create_string(text)?)?;
+            t.raw_set("format", lua.create_string(format)?)?;
+            tagged("verbatim_string", Value::Table(t))?
+        }
+        Frame::Verbatim { text, .. } => Value::String(lua.create_string(text)?),
+        Frame::Map(pairs) if resp3 => {
+            let t = lua.create_table_with_capacity(0, pairs.len())?;
+            for (key, value) in pairs {
+                set_field(&t, convert(key)?, convert(value)?)?;
+            }
+            tagged("map", Value::Table(t))?
+        }
         Frame::Map(pairs) => array(pairs.into_iter().flat_map(|(k, v)| [k, v]).collect())?,
+        Frame::Set(members) if resp3 => {
+            let t = lua.create_table_with_capacity(0, members.len())?;
+            for member in members {
+                set_field(&t, convert(member)?, Value::Boolean(true))?;
+            }
+            tagged("set", Value::Table(t))?
+        }
+        Frame::Set(members) => array(members)?,
     })
 }
 
-/// A script's return value as a reply.
-fn to_frame(value: &Value, depth: usize) -> Frame {
+/// Sets `t[key] = value`, as Lua's `lua_settable` in Redis's conversion does, but
+/// leaving out the keys no table can hold (nil; NaN) rather than failing.
+fn set_field(t: &Table, key: Value, value: Value) -> mlua::Result<()> {
+    match key {
+        Value::Nil => Ok(()),
+        Value::Number(x) if x.is_nan() => Ok(()),
+        key => t.raw_set(key, value),
+    }
+}
+
+/// A script's return value as a reply, with its protocol's booleans (RESP2: `true` is
+/// 1, `false` null; RESP3: booleans). Tables become what Redis makes of them: an
+/// error, a status, a double, a big number, a verbatim string, a map or a set by
+/// their field, else an array up to the first nil.
+fn to_frame(value: &Value, protocol: Protocol, depth: usize) -> Frame {
     if depth > MAX_DEPTH {
         return Frame::error("ERR reached lua stack limit");
     }
+    let convert = |value: &Value| to_frame(value, protocol, depth + 1);
+    // Status and error lines cannot hold line ends: Redis turns them into spaces.
+    let line =
+        |s: &mlua::LuaString| String::from_utf8_lossy(&s.as_bytes()).replace(['\r', '\n'], " ");
     match value {
+        Value::Boolean(b) if protocol == Protocol::Resp3 => Frame::Boolean(*b),
         Value::Boolean(true) => Frame::Integer(1),
         Value::Integer(n) => Frame::Integer(*n),
         // As Redis's C cast on x86: out of range (or NaN) is the smallest integer.
@@ -975,17 +1065,49 @@ fn to_frame(value: &Value, depth: usize) -> Frame {
         Value::Number(_) => Frame::Integer(i64::MIN),
         Value::String(s) => Frame::Bulk(s.as_bytes().to_vec()),
         Value::Table(t) => {
-            if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
-                return Frame::error(String::from_utf8_lossy(&e.as_bytes()).into_owned());
+            let field = |name: &str| t.raw_get::<Value>(name).unwrap_or(Value::Nil);
+            if let Value::String(e) = field("err") {
+                return Frame::error(line(&e));
             }
-            if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
-                return Frame::Simple(String::from_utf8_lossy(&s.as_bytes()).into_owned());
+            if let Value::String(s) = field("ok") {
+                return Frame::Simple(line(&s));
+            }
+            match field("double") {
+                Value::Number(x) => return Frame::Double(x),
+                Value::Integer(n) => return Frame::Double(n as f64),
+                _ => {}
+            }
+            if let Value::String(s) = field("big_number") {
+                return Frame::BigNumber(line(&s));
+            }
+            if let Value::Table(v) = field("verbatim_string") {
+                let text = v.raw_get::<Value>("string");
+                if let (Ok(Value::String(format)), Ok(Value::String(text))) =
+                    (v.raw_get::<Value>("format"), text)
+                {
+                    let mut code = *b"   ";
+                    for (to, from) in code.iter_mut().zip(format.as_bytes().iter()) {
+                        *to = *from;
+                    }
+                    return Frame::Verbatim {
+                        format: code,
+                        text: text.as_bytes().to_vec(),
+                    };
+                }
+            }
+            if let Value::Table(map) = field("map") {
+                let pairs = map.pairs::<Value, Value>().filter_map(Result::ok);
+                return Frame::Map(pairs.map(|(k, v)| (convert(&k), convert(&v))).collect());
+            }
+            if let Value::Table(set) = field("set") {
+                let members = set.pairs::<Value, Value>().filter_map(Result::ok);
+                return Frame::Set(members.map(|(k, _)| convert(&k)).collect());
             }
             let mut items = Vec::new();
             for i in 1.. {
                 match t.raw_get::<Value>(i) {
                     Ok(Value::Nil) | Err(_) => break,
-                    Ok(v) => items.push(to_frame(&v, depth + 1)),
+                    Ok(v) => items.push(convert(&v)),
                 }
             }
             Frame::Array(items)
@@ -1042,11 +1164,12 @@ fn redis_table(lua: &Lua) -> mlua::Result<Table> {
             if args.len() != 1 {
                 return Err(raised("ERR redis.setresp() requires one argument."));
             }
-            match number(lua, &args[0]) {
-                2.0 => Ok(()),
-                3.0 => Err(raised("ERR hotkv scripts read replies in RESP2 only")),
-                _ => Err(raised("ERR RESP version must be 2 or 3.")),
-            }
+            let protocol = match number(lua, &args[0]) {
+                2.0 => Protocol::Resp2,
+                3.0 => Protocol::Resp3,
+                _ => return Err(raised("ERR RESP version must be 2 or 3.")),
+            };
+            Runner::with(lua, "redis.setresp", |runner| runner.protocol = protocol)
         })?,
     )?;
     // Replication settings: hotkv has no replicas, so there is nothing to choose, but
@@ -1280,7 +1403,7 @@ mod tests {
             &[b"k".to_vec()],
             &[b"a".to_vec()],
             None,
-            |args| match args[0].as_slice() {
+            |args, _| match args[0].as_slice() {
                 b"fail" => Frame::error("ERR failed"),
                 _ => Frame::Array(args.iter().map(|a| Frame::Bulk(a.clone())).collect()),
             },
@@ -1413,7 +1536,7 @@ mod tests {
     fn call(s: &Scripts, library: &Library, keys: &[&str]) -> Frame {
         let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.as_bytes().to_vec()).collect();
         let target = Target::Function(&library.functions[0]);
-        s.run(target, &keys, &[], None, |_| Frame::Null)
+        s.run(target, &keys, &[], None, |_, _| Frame::Null)
     }
 
     /// A library's code sees `redis` alone while it loads, and its functions the whole
@@ -1447,7 +1570,7 @@ mod tests {
             &[b"x".to_vec()],
             &[],
             None,
-            |_| Frame::Null,
+            |_, _| Frame::Null,
         );
         assert_eq!(reply, Frame::bulk("X"));
         let none = load(&s, "#!lua name=empty\nlocal a = 1").err().unwrap();
@@ -1463,7 +1586,7 @@ mod tests {
             sha: &sha,
             script: &script,
         };
-        let reply = s.run(target, &[], &[], limit, |_| Frame::Null);
+        let reply = s.run(target, &[], &[], limit, |_, _| Frame::Null);
         assert!(
             matches!(&reply, Frame::Error(e) if e.contains("busy-reply-threshold")),
             "{reply:?}"
@@ -1478,11 +1601,76 @@ mod tests {
             sha: &sha,
             script: &script,
         };
-        let waited = s.run(target, &[], &[], None, |_| {
+        let waited = s.run(target, &[], &[], None, |_, _| {
             std::thread::sleep(Duration::from_millis(60));
             Frame::Simple("OK".into())
         });
         assert_eq!(waited, Frame::Integer(1));
+    }
+
+    /// A script reads replies in RESP2 until it calls `redis.setresp(3)`, and its
+    /// commands are run in that protocol; RESP3's types come as Redis's tables, and
+    /// such tables (and booleans, in RESP3) go back as RESP3's types.
+    #[test]
+    fn replies_convert_in_the_scripts_protocol() {
+        let mut s = Scripts::new().unwrap();
+        let mut asked = Vec::new();
+        let text = "local before = redis.call('x')\n\
+            redis.setresp(3)\n\
+            local r = redis.call('x')\n\
+            return {type(before), r.map.d.double, tostring(r.map.s.set.m), type(r.map.n), \
+                    r.map.b, r.map.big.big_number, r.map.v.verbatim_string.format}";
+        let (sha, script) = s.load(text.as_bytes()).unwrap();
+        let target = Target::Script {
+            sha: &sha,
+            script: &script,
+        };
+        let reply = s.run(target, &[], &[], None, |_, protocol| {
+            asked.push(protocol);
+            Frame::Map(vec![
+                (Frame::bulk("d"), Frame::Double(1.5)),
+                (Frame::bulk("s"), Frame::Set(vec![Frame::bulk("m")])),
+                (Frame::bulk("n"), Frame::Null),
+                (Frame::bulk("b"), Frame::Boolean(true)),
+                (
+                    Frame::bulk("big"),
+                    Frame::BigNumber("12345678901234567890".into()),
+                ),
+                (
+                    Frame::bulk("v"),
+                    Frame::Verbatim {
+                        format: *b"txt",
+                        text: b"x".to_vec(),
+                    },
+                ),
+            ])
+        });
+        assert_eq!(asked, [Protocol::Resp2, Protocol::Resp3]);
+        assert_eq!(
+            reply,
+            Frame::Array(vec![
+                Frame::bulk("table"),
+                Frame::Integer(1),
+                Frame::bulk("true"),
+                Frame::bulk("nil"),
+                Frame::Boolean(true),
+                Frame::bulk("12345678901234567890"),
+                Frame::bulk("txt"),
+            ])
+        );
+        assert_eq!(
+            run(&mut s, "return {map={a={double=1.5}}, set={m=true}}"),
+            Frame::Map(vec![(Frame::bulk("a"), Frame::Double(1.5))])
+        );
+        assert_eq!(
+            run(&mut s, "return {set={m=true}}"),
+            Frame::Set(vec![Frame::bulk("m")])
+        );
+        assert_eq!(run(&mut s, "return false"), Frame::Null);
+        assert_eq!(
+            run(&mut s, "redis.setresp(3) return {false, true}"),
+            Frame::Array(vec![Frame::Boolean(false), Frame::Boolean(true)])
+        );
     }
 
     /// `redis.call` lives with the state, but runs commands only inside a run: kept
@@ -1494,7 +1682,7 @@ mod tests {
         let call: Function = redis.get("call").unwrap();
         let error = call.call::<Value>("PING").unwrap_err().to_string();
         assert!(
-            error.contains("only run commands while a script runs"),
+            error.contains("redis.call/pcall can only be called inside a script invocation"),
             "{error}"
         );
     }

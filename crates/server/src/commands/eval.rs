@@ -85,7 +85,7 @@ pub(super) fn key_count(
 /// Runs `target` (the caller holds `scripts`) as Redis runs a script or a function:
 /// its declared flags checked first (a script that may write is refused by the `_RO`
 /// commands, and over maxmemory unless it allows that); then alone and atomically, the
-/// commands it calls answering in RESP2 and never blocking.
+/// commands it calls answering in its protocol and never blocking.
 pub(super) fn run_lua(
     ctx: &mut Ctx,
     scripts: &Scripts,
@@ -108,14 +108,16 @@ pub(super) fn run_lua(
     let read_only = read_only_command || flags.no_writes();
     let limit = Some(server.config.busy_reply_threshold()).filter(|l| !l.is_zero());
     let session = &mut *ctx.session;
-    // Commands called from a script answer in RESP2, whatever the caller speaks, and
-    // do not block (as inside EXEC).
+    // Commands called from a script answer in the script's protocol (RESP2 unless it
+    // calls `redis.setresp(3)`), whatever the caller speaks, and do not block (as
+    // inside EXEC).
     let proto = std::mem::replace(&mut session.proto, Protocol::Resp2);
     let in_exec = std::mem::replace(&mut session.in_exec, true);
     session.in_script = true;
     session.script_read = false;
     let frame = server.db.atomically(|| {
-        scripts.run(target, keys, argv, limit, |call| {
+        scripts.run(target, keys, argv, limit, |call, protocol| {
+            session.proto = protocol;
             execute_in_script(server, session, call, read_only, flags.allow_oom())
         })
     });

@@ -1011,6 +1011,18 @@ EVAL redis.setresp(3)\x20return\x20redis.call('xadd',\x20'xs',\x20'1-1',\x20'a',
 EVAL redis.setresp(3)\x20return\x20redis.call('xrange',\x20'xs',\x20'-',\x20'+') 0
 EVAL redis.setresp(3)\x20return\x20redis.call('config',\x20'get',\x20'maxmemory') 0
 !HELLO 2
+SET lk v
+CONFIG RESETSTAT
+EVAL redis.call('nosuch') 0
+EVAL return\x20redis.pcall('incr',\x20KEYS[1]) 1 lk
+EVAL redis.call('incr',\x20KEYS[1]) 1 lk
+EVAL local\x20ok\x20=\x20pcall(redis.call,\x20'incr',\x20KEYS[1])\x20return\x201 1 lk
+EVAL return\x20redis.call('set',\x20'a',\x20{}) 0
+EVAL return\x20{err='X\x20mine'} 0
+EVAL return\x20redis.error_reply('MY\x20err') 0
+EVAL error('x') 0
+EVAL return\x20{redis.pcall('incr',\x20KEYS[1])} 1 lk
+INFO errorstats
 EVAL return\x20redis.call('get','a') 0
 EVAL return\x20'x'\x20..\x20nil 0
 EVAL return\x20KEYS[1]..ARGV[1] 1 kk aa

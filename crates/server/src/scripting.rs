@@ -167,6 +167,8 @@ enum Stop {
     /// `redis.call` met an error reply, or a function of the `redis` table was called
     /// wrongly, or a library's registration was refused: the message, code first.
     Reply(String),
+    /// `redis.call` met a command's error reply, already counted in INFO errorstats.
+    Command(String),
     /// It ran past the time limit.
     TimedOut(Duration),
 }
@@ -174,7 +176,7 @@ enum Stop {
 impl fmt::Display for Stop {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Stop::Reply(message) => f.write_str(message),
+            Stop::Reply(message) | Stop::Command(message) => f.write_str(message),
             Stop::TimedOut(limit) => write!(
                 f,
                 "ERR Script stopped: it ran longer than busy-reply-threshold ({} ms)",
@@ -192,6 +194,8 @@ impl std::error::Error for Stop {}
 struct Failure {
     message: String,
     place: Option<(String, usize)>,
+    /// A command's error, counted in INFO errorstats when the script called it.
+    counted: bool,
 }
 
 impl fmt::Display for Failure {
@@ -521,7 +525,9 @@ impl Scripts {
     }
 
     /// Runs `target` with `keys` and `args`; `execute` runs a command for
-    /// `redis.call`. Answers the reply, or the error as Redis words it.
+    /// `redis.call`, in the protocol given. Answers the reply, or the error as Redis
+    /// words it, and whether that error is a command's, counted in INFO errorstats
+    /// already.
     pub fn run(
         &self,
         target: Target,
@@ -529,7 +535,7 @@ impl Scripts {
         args: &[Vec<u8>],
         time_limit: Option<Duration>,
         mut execute: impl FnMut(&[Vec<u8>], Protocol) -> Frame,
-    ) -> Frame {
+    ) -> (Frame, bool) {
         let lua = &self.lua;
         let _runner = Runner::install(lua, &mut execute);
         let _deadline = time_limit.map(|limit| Deadline::start(lua, limit, Stop::TimedOut));
@@ -551,12 +557,23 @@ impl Scripts {
             self.runner.call::<(bool, Value)>((f, keys, args))
         })();
         match outcome(ran) {
-            Ok(value) => uncapped(lua, || to_frame(&value, Runner::protocol(lua), 0)),
+            Ok(value) => {
+                let frame = uncapped(lua, || to_frame(&value, Runner::protocol(lua), 0));
+                let counted =
+                    matches!((&frame, &value), (Frame::Error(_), Value::Table(t)) if counted(t));
+                (frame, counted)
+            }
             Err(Failure {
                 message,
                 place: Some((chunk, line)),
-            }) => Frame::error(format!("{message} script: {name}, on {chunk}:{line}.")),
-            Err(Failure { message, .. }) => Frame::error(message),
+                counted,
+            }) => (
+                Frame::error(format!("{message} script: {name}, on {chunk}:{line}.")),
+                counted,
+            ),
+            Err(Failure {
+                message, counted, ..
+            }) => (Frame::error(message), counted),
         }
     }
 }
@@ -789,8 +806,10 @@ fn error_value(lua: &Lua, raised: Value) -> mlua::Result<Value> {
     let Value::Error(error) = raised else {
         return Ok(raised);
     };
-    if let Some(stop) = error.downcast_ref::<Stop>() {
-        return error_table(lua, &stop.to_string());
+    match error.downcast_ref::<Stop>() {
+        Some(Stop::Command(message)) => return command_error_table(lua, message),
+        Some(stop) => return error_table(lua, &stop.to_string()),
+        None => {}
     }
     let mut cause = &*error;
     while let mlua::Error::CallbackError { cause: inner, .. }
@@ -811,16 +830,19 @@ fn error_value(lua: &Lua, raised: Value) -> mlua::Result<Value> {
 /// function) that raised it: the first caller that is neither a C function (`error`,
 /// `redis.call`) nor the PRELUDE's.
 fn failure(lua: &Lua, raised: Value) -> mlua::Result<Value> {
-    let message = uncapped(lua, || -> mlua::Result<String> {
+    let (message, counted) = uncapped(lua, || -> mlua::Result<(String, bool)> {
         Ok(match error_value(lua, raised)? {
-            Value::Table(t) => match t.get::<Value>("err") {
-                Ok(err @ (Value::String(_) | Value::Integer(_) | Value::Number(_))) => {
-                    lua_text(lua, &err)
-                }
-                // Redis 7.0 crashes here (fixed later): answer something instead.
-                _ => "ERR unknown error".to_string(),
-            },
-            other => format!("ERR {}", lua_text(lua, &other)),
+            Value::Table(t) => (
+                match t.get::<Value>("err") {
+                    Ok(err @ (Value::String(_) | Value::Integer(_) | Value::Number(_))) => {
+                        lua_text(lua, &err)
+                    }
+                    // Redis 7.0 crashes here (fixed later): answer something instead.
+                    _ => "ERR unknown error".to_string(),
+                },
+                counted(&t),
+            ),
+            other => (format!("ERR {}", lua_text(lua, &other)), false),
         })
     })?;
     let mut place = None;
@@ -844,6 +866,7 @@ fn failure(lua: &Lua, raised: Value) -> mlua::Result<Value> {
     Ok(Value::Error(Box::new(mlua::Error::external(Failure {
         message,
         place,
+        counted,
     }))))
 }
 
@@ -852,10 +875,15 @@ fn outcome(ran: mlua::Result<(bool, Value)>) -> Result<Value, Failure> {
     let message = match ran {
         Ok((true, value)) => return Ok(value),
         Ok((false, Value::Error(error))) => match error.downcast_ref::<Failure>() {
-            Some(Failure { message, place }) => {
+            Some(Failure {
+                message,
+                place,
+                counted,
+            }) => {
                 return Err(Failure {
                     message: message.clone(),
                     place: place.clone(),
+                    counted: *counted,
                 })
             }
             None => format!("ERR {error}"),
@@ -871,6 +899,7 @@ fn outcome(ran: mlua::Result<(bool, Value)>) -> Result<Value, Failure> {
     Err(Failure {
         message,
         place: None,
+        counted: false,
     })
 }
 
@@ -892,6 +921,8 @@ fn coded(reply: &str) -> String {
 
 /// `redis.call` (`raise`) or `redis.pcall`: the command's reply as a Lua value.
 fn command(lua: &Lua, args: MultiValue, raise: bool) -> mlua::Result<Value> {
+    // Errors found here, before the command runs, are not a command's: the script's
+    // reply counts them in INFO errorstats, if it is one.
     let failed = |message: String| -> mlua::Result<Value> {
         if raise {
             Err(raised(message))
@@ -922,7 +953,10 @@ fn command(lua: &Lua, args: MultiValue, raise: bool) -> mlua::Result<Value> {
         }
     }
     match Runner::execute(lua, &words)? {
-        (Frame::Error(message), _) => failed(coded(&message)),
+        (Frame::Error(message), _) if raise => {
+            Err(mlua::Error::external(Stop::Command(coded(&message))))
+        }
+        (Frame::Error(message), _) => command_error_table(lua, &coded(&message)),
         (frame, protocol) => uncapped(lua, || to_lua(lua, frame, protocol, 0)),
     }
 }
@@ -950,6 +984,25 @@ fn number(lua: &Lua, value: &Value) -> f64 {
         .ok()
         .flatten()
         .unwrap_or(0.0)
+}
+
+/// A command's error reply as a script sees it: an `{err=...}` table that, as Redis's,
+/// says it was counted in INFO errorstats already (returned by the script, it is not
+/// counted again).
+fn command_error_table(lua: &Lua, message: &str) -> mlua::Result<Value> {
+    let t = error_table(lua, message)?;
+    if let Value::Table(t) = &t {
+        t.raw_set(COUNTED, true)?;
+    }
+    Ok(t)
+}
+
+/// The field of an `{err=...}` table that says so, Redis's name for it.
+const COUNTED: &str = "ignore_error_stats_update";
+
+/// Whether an `{err=...}` table is a command's error, counted already.
+fn counted(t: &Table) -> bool {
+    matches!(t.raw_get::<Value>(COUNTED), Ok(Value::Boolean(true)))
 }
 
 fn error_table(lua: &Lua, message: &str) -> mlua::Result<Value> {
@@ -991,8 +1044,8 @@ fn to_lua(lua: &Lua, frame: Frame, protocol: Protocol, depth: usize) -> mlua::Re
     let resp3 = protocol == Protocol::Resp3;
     Ok(match frame {
         Frame::Simple(s) => tagged("ok", Value::String(lua.create_string(s)?))?,
-        Frame::Error(s) => error_table(lua, &coded(&s))?,
-        Frame::BulkError(b) => error_table(lua, &coded(&String::from_utf8_lossy(&b)))?,
+        Frame::Error(s) => command_error_table(lua, &coded(&s))?,
+        Frame::BulkError(b) => command_error_table(lua, &coded(&String::from_utf8_lossy(&b)))?,
         Frame::Integer(n) => Value::Number(n as f64),
         Frame::Bulk(b) => Value::String(lua.create_string(b)?),
         Frame::Array(items) | Frame::Push(items) => array(items)?,
@@ -1395,19 +1448,21 @@ mod tests {
             Ok(loaded) => loaded,
             Err(e) => return Frame::Error(e),
         };
-        scripts.run(
-            Target::Script {
-                sha: &sha,
-                script: &script,
-            },
-            &[b"k".to_vec()],
-            &[b"a".to_vec()],
-            None,
-            |args, _| match args[0].as_slice() {
-                b"fail" => Frame::error("ERR failed"),
-                _ => Frame::Array(args.iter().map(|a| Frame::Bulk(a.clone())).collect()),
-            },
-        )
+        scripts
+            .run(
+                Target::Script {
+                    sha: &sha,
+                    script: &script,
+                },
+                &[b"k".to_vec()],
+                &[b"a".to_vec()],
+                None,
+                |args, _| match args[0].as_slice() {
+                    b"fail" => Frame::error("ERR failed"),
+                    _ => Frame::Array(args.iter().map(|a| Frame::Bulk(a.clone())).collect()),
+                },
+            )
+            .0
     }
 
     #[test]
@@ -1536,7 +1591,7 @@ mod tests {
     fn call(s: &Scripts, library: &Library, keys: &[&str]) -> Frame {
         let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.as_bytes().to_vec()).collect();
         let target = Target::Function(&library.functions[0]);
-        s.run(target, &keys, &[], None, |_, _| Frame::Null)
+        s.run(target, &keys, &[], None, |_, _| Frame::Null).0
     }
 
     /// A library's code sees `redis` alone while it loads, and its functions the whole
@@ -1572,7 +1627,7 @@ mod tests {
             None,
             |_, _| Frame::Null,
         );
-        assert_eq!(reply, Frame::bulk("X"));
+        assert_eq!(reply.0, Frame::bulk("X"));
         let none = load(&s, "#!lua name=empty\nlocal a = 1").err().unwrap();
         assert_eq!(none, "No functions registered");
     }
@@ -1586,7 +1641,7 @@ mod tests {
             sha: &sha,
             script: &script,
         };
-        let reply = s.run(target, &[], &[], limit, |_, _| Frame::Null);
+        let (reply, _) = s.run(target, &[], &[], limit, |_, _| Frame::Null);
         assert!(
             matches!(&reply, Frame::Error(e) if e.contains("busy-reply-threshold")),
             "{reply:?}"
@@ -1601,7 +1656,7 @@ mod tests {
             sha: &sha,
             script: &script,
         };
-        let waited = s.run(target, &[], &[], None, |_, _| {
+        let (waited, _) = s.run(target, &[], &[], None, |_, _| {
             std::thread::sleep(Duration::from_millis(60));
             Frame::Simple("OK".into())
         });
@@ -1625,7 +1680,7 @@ mod tests {
             sha: &sha,
             script: &script,
         };
-        let reply = s.run(target, &[], &[], None, |_, protocol| {
+        let (reply, _) = s.run(target, &[], &[], None, |_, protocol| {
             asked.push(protocol);
             Frame::Map(vec![
                 (Frame::bulk("d"), Frame::Double(1.5)),

@@ -115,7 +115,7 @@ pub(super) fn run_lua(
     let in_exec = std::mem::replace(&mut session.in_exec, true);
     session.in_script = true;
     session.script_read = false;
-    let frame = server.db.atomically(|| {
+    let ran = server.db.atomically(|| {
         scripts.run(target, keys, argv, limit, |call, protocol| {
             session.proto = protocol;
             execute_in_script(server, session, call, read_only, flags.allow_oom())
@@ -127,7 +127,9 @@ pub(super) fn run_lua(
     if session.script_read {
         super::remember_keys(server, session, keys.iter());
     }
-    reply(frame?)
+    let (frame, error_counted) = ran?;
+    session.error_counted = error_counted;
+    reply(frame)
 }
 
 pub fn script(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {

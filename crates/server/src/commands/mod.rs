@@ -88,6 +88,9 @@ pub struct Session {
     /// The running script called a read-only command (CLIENT TRACKING then
     /// remembers the script's keys).
     pub script_read: bool,
+    /// The error the last script replied with was a command's, counted in INFO
+    /// errorstats when the script called it: its reply is not counted again.
+    pub error_counted: bool,
     /// CLIENT TRACKING's options while it is on.
     pub tracking: Option<crate::tracking::Options>,
     /// CLIENT CACHING was given for the next command (or the transaction it opens).
@@ -114,6 +117,7 @@ impl Session {
             replies_to_skip: 0,
             in_exec: false,
             in_script: false,
+            error_counted: false,
             script_read: false,
             tracking: None,
             caching: false,
@@ -730,7 +734,8 @@ pub fn execute(
     gate: &mut GateHold<'_>,
 ) -> Action {
     let action = crate::tracking::as_caller(session.client.id, || run(server, session, args, gate));
-    if let Some(e) = action.error() {
+    let counted = std::mem::take(&mut session.error_counted);
+    if let Some(e) = action.error().filter(|_| !counted) {
         server.command_stats.record_error(e);
     }
     // CLIENT CACHING holds for one command, or for the transaction that follows it.
@@ -1322,7 +1327,8 @@ fn is_secret(name: &str, args: &[Vec<u8>], i: usize) -> bool {
 /// Runs a command a script called (`redis.call`), refused as Redis refuses it: unknown,
 /// the wrong number of arguments, not allowed in scripts, a write from a read-only
 /// script, or over maxmemory unless the script allows that. The caller (EVAL) holds
-/// the gate exclusively.
+/// the gate exclusively. An error replied is counted in INFO errorstats here, as Redis
+/// counts it: once, whether the script catches it or not.
 pub(crate) fn execute_in_script(
     server: &Server,
     session: &mut Session,
@@ -1330,19 +1336,23 @@ pub(crate) fn execute_in_script(
     read_only: bool,
     allow_oom: bool,
 ) -> Frame {
+    let refused = |text: &str| {
+        server.command_stats.record_error(text);
+        Frame::error(text)
+    };
     let Some((index, _)) = lookup(&args[0]) else {
-        return Frame::error("ERR Unknown Redis command called from script");
+        return refused("ERR Unknown Redis command called from script");
     };
     let stat = stat_slot(index, args);
     if check_arity(index, stat, args).is_err() {
-        return Frame::error("ERR Wrong number of args calling Redis command from script");
+        return refused("ERR Wrong number of args calling Redis command from script");
     }
     let (flags, _) = flags_and_keys(index, stat);
     if flags & NOSCRIPT != 0 {
-        return Frame::error("ERR This Redis command is not allowed from script");
+        return refused("ERR This Redis command is not allowed from script");
     }
     if read_only && flags & WRITE != 0 {
-        return Frame::error("ERR Write commands are not allowed from read-only scripts.");
+        return refused("ERR Write commands are not allowed from read-only scripts.");
     }
     execute_queued(server, session, args, !allow_oom)
 }
@@ -1400,8 +1410,10 @@ fn execute_queued(
             frame
         }
     };
-    if let Frame::Error(e) = &frame {
-        server.command_stats.record_error(e);
+    let counted = std::mem::take(&mut session.error_counted);
+    match &frame {
+        Frame::Error(e) if !counted => server.command_stats.record_error(e),
+        _ => {}
     }
     frame
 }

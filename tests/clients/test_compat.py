@@ -20,7 +20,49 @@ import pytest
 #   sequences below leave it out);
 # - maxmemory limits the memory engine only: on the lsm engine CONFIG SET maxmemory is
 #   refused, so those lines are left out when HOTKV_TEST_ENGINE=lsm.
-COMMANDS = r"""
+# Replies a script reads and returns in RESP2 and, after `redis.setresp(3)`, RESP3: run
+# by a RESP2 client and again by a RESP3 one (COMMANDS switches with HELLO).
+SCRIPT_PROTOCOL_LINES = r"""
+EVAL redis.call('del',\x20'h',\x20'st',\x20'z')\x20redis.call('hset',\x20'h',\x20'f',\x20'v')\x20redis.call('sadd',\x20'st',\x20'a')\x20redis.call('zadd',\x20'z',\x201.5,\x20'm')\x20return\x201 0
+EVAL redis.setresp(3)\x20return\x20redis.call('hgetall',\x20'h') 0
+EVAL redis.setresp(2)\x20return\x20redis.call('hgetall',\x20'h') 0
+EVAL redis.setresp(3)\x20local\x20t\x20=\x20redis.call('hgetall',\x20'h')\x20return\x20t.map.f 0
+EVAL redis.setresp(3)\x20return\x20redis.call('smembers',\x20'st') 0
+EVAL redis.setresp(3)\x20local\x20t\x20=\x20redis.call('smembers',\x20'st')\x20return\x20tostring(t.set.a) 0
+EVAL redis.setresp(3)\x20return\x20redis.call('zscore',\x20'z',\x20'm') 0
+EVAL redis.setresp(3)\x20return\x20redis.call('zscore',\x20'z',\x20'm').double 0
+EVAL redis.setresp(3)\x20return\x20redis.call('zrange',\x20'z',\x200,\x20-1,\x20'withscores') 0
+EVAL redis.setresp(3)\x20return\x20type(redis.call('get',\x20'nosuch')) 0
+EVAL redis.setresp(2)\x20return\x20type(redis.call('get',\x20'nosuch')) 0
+EVAL redis.setresp(3)\x20return\x20redis.call('exists',\x20'h') 0
+EVAL redis.setresp(3)\x20return\x20{redis.call('sismember',\x20'st',\x20'a')} 0
+EVAL redis.setresp(3)\x20return\x20redis.call('lpop',\x20'nolist') 0
+EVAL redis.setresp(3)\x20return\x20redis.call('hrandfield',\x20'h',\x201,\x20'withvalues') 0
+EVAL return\x20{double=3.5} 0
+EVAL return\x20{double='x'} 0
+EVAL return\x20{big_number='1234567890123456789012'} 0
+EVAL return\x20{verbatim_string={format='txt',\x20string='hello'}} 0
+EVAL return\x20{map={a=1}} 0
+EVAL return\x20{set={a=true}} 0
+EVAL return\x20{map={a={double=1.5}}} 0
+EVAL return\x20true 0
+EVAL return\x20false 0
+EVAL return\x20{true,\x20false,\x201} 0
+EVAL redis.setresp(3)\x20return\x20true 0
+EVAL redis.setresp(3)\x20return\x20false 0
+EVAL redis.setresp(3)\x20return\x20{true,\x20false} 0
+EVAL return\x20{ok='a\r\nb'} 0
+EVAL return\x20{err='a\r\nb'} 0
+EVAL return\x20redis.status_reply('x\ny') 0
+EVAL redis.setresp(3)\x20redis.setresp(2)\x20return\x20redis.call('hgetall',\x20'h') 0
+EVAL redis.setresp(3)\x20return\x20redis.pcall('incr',\x20'h') 0
+EVAL redis.setresp(3)\x20return\x20redis.call('hello') 0
+EVAL redis.setresp(3)\x20return\x20redis.call('xadd',\x20'xs',\x20'1-1',\x20'a',\x20'b') 0
+EVAL redis.setresp(3)\x20return\x20redis.call('xrange',\x20'xs',\x20'-',\x20'+') 0
+EVAL redis.setresp(3)\x20return\x20redis.call('config',\x20'get',\x20'maxmemory') 0
+"""
+
+COMMANDS = (r"""
 FLUSHALL
 SET k v
 SET k v NX
@@ -935,82 +977,11 @@ EVAL xpcall(function()\x20end) 0
 EVAL return\x20pcall(5) 0
 EVAL return\x20{xpcall(5,\x20function(e)\x20return\x20e\x20end)} 0
 EVAL return\x20{xpcall(function()\x20error('e')\x20end,\x20nil)} 0
-EVAL redis.call('del',\x20'h',\x20'st',\x20'z')\x20redis.call('hset',\x20'h',\x20'f',\x20'v')\x20redis.call('sadd',\x20'st',\x20'a')\x20redis.call('zadd',\x20'z',\x201.5,\x20'm')\x20return\x201 0
-EVAL redis.setresp(3)\x20return\x20redis.call('hgetall',\x20'h') 0
-EVAL redis.setresp(2)\x20return\x20redis.call('hgetall',\x20'h') 0
-EVAL redis.setresp(3)\x20local\x20t\x20=\x20redis.call('hgetall',\x20'h')\x20return\x20t.map.f 0
-EVAL redis.setresp(3)\x20return\x20redis.call('smembers',\x20'st') 0
-EVAL redis.setresp(3)\x20local\x20t\x20=\x20redis.call('smembers',\x20'st')\x20return\x20tostring(t.set.a) 0
-EVAL redis.setresp(3)\x20return\x20redis.call('zscore',\x20'z',\x20'm') 0
-EVAL redis.setresp(3)\x20return\x20redis.call('zscore',\x20'z',\x20'm').double 0
-EVAL redis.setresp(3)\x20return\x20redis.call('zrange',\x20'z',\x200,\x20-1,\x20'withscores') 0
-EVAL redis.setresp(3)\x20return\x20type(redis.call('get',\x20'nosuch')) 0
-EVAL redis.setresp(2)\x20return\x20type(redis.call('get',\x20'nosuch')) 0
-EVAL redis.setresp(3)\x20return\x20redis.call('exists',\x20'h') 0
-EVAL redis.setresp(3)\x20return\x20{redis.call('sismember',\x20'st',\x20'a')} 0
-EVAL redis.setresp(3)\x20return\x20redis.call('lpop',\x20'nolist') 0
-EVAL redis.setresp(3)\x20return\x20redis.call('hrandfield',\x20'h',\x201,\x20'withvalues') 0
-EVAL return\x20{double=3.5} 0
-EVAL return\x20{double='x'} 0
-EVAL return\x20{big_number='1234567890123456789012'} 0
-EVAL return\x20{verbatim_string={format='txt',\x20string='hello'}} 0
-EVAL return\x20{map={a=1}} 0
-EVAL return\x20{set={a=true}} 0
-EVAL return\x20{map={a={double=1.5}}} 0
-EVAL return\x20true 0
-EVAL return\x20false 0
-EVAL return\x20{true,\x20false,\x201} 0
-EVAL redis.setresp(3)\x20return\x20true 0
-EVAL redis.setresp(3)\x20return\x20false 0
-EVAL redis.setresp(3)\x20return\x20{true,\x20false} 0
-EVAL return\x20{ok='a\r\nb'} 0
-EVAL return\x20{err='a\r\nb'} 0
-EVAL return\x20redis.status_reply('x\ny') 0
-EVAL redis.setresp(3)\x20redis.setresp(2)\x20return\x20redis.call('hgetall',\x20'h') 0
-EVAL redis.setresp(3)\x20return\x20redis.pcall('incr',\x20'h') 0
-EVAL redis.setresp(3)\x20return\x20redis.call('hello') 0
-EVAL redis.setresp(3)\x20return\x20redis.call('xadd',\x20'xs',\x20'1-1',\x20'a',\x20'b') 0
-EVAL redis.setresp(3)\x20return\x20redis.call('xrange',\x20'xs',\x20'-',\x20'+') 0
-EVAL redis.setresp(3)\x20return\x20redis.call('config',\x20'get',\x20'maxmemory') 0
-!HELLO 3
-EVAL redis.call('del',\x20'h',\x20'st',\x20'z')\x20redis.call('hset',\x20'h',\x20'f',\x20'v')\x20redis.call('sadd',\x20'st',\x20'a')\x20redis.call('zadd',\x20'z',\x201.5,\x20'm')\x20return\x201 0
-EVAL redis.setresp(3)\x20return\x20redis.call('hgetall',\x20'h') 0
-EVAL redis.setresp(2)\x20return\x20redis.call('hgetall',\x20'h') 0
-EVAL redis.setresp(3)\x20local\x20t\x20=\x20redis.call('hgetall',\x20'h')\x20return\x20t.map.f 0
-EVAL redis.setresp(3)\x20return\x20redis.call('smembers',\x20'st') 0
-EVAL redis.setresp(3)\x20local\x20t\x20=\x20redis.call('smembers',\x20'st')\x20return\x20tostring(t.set.a) 0
-EVAL redis.setresp(3)\x20return\x20redis.call('zscore',\x20'z',\x20'm') 0
-EVAL redis.setresp(3)\x20return\x20redis.call('zscore',\x20'z',\x20'm').double 0
-EVAL redis.setresp(3)\x20return\x20redis.call('zrange',\x20'z',\x200,\x20-1,\x20'withscores') 0
-EVAL redis.setresp(3)\x20return\x20type(redis.call('get',\x20'nosuch')) 0
-EVAL redis.setresp(2)\x20return\x20type(redis.call('get',\x20'nosuch')) 0
-EVAL redis.setresp(3)\x20return\x20redis.call('exists',\x20'h') 0
-EVAL redis.setresp(3)\x20return\x20{redis.call('sismember',\x20'st',\x20'a')} 0
-EVAL redis.setresp(3)\x20return\x20redis.call('lpop',\x20'nolist') 0
-EVAL redis.setresp(3)\x20return\x20redis.call('hrandfield',\x20'h',\x201,\x20'withvalues') 0
-EVAL return\x20{double=3.5} 0
-EVAL return\x20{double='x'} 0
-EVAL return\x20{big_number='1234567890123456789012'} 0
-EVAL return\x20{verbatim_string={format='txt',\x20string='hello'}} 0
-EVAL return\x20{map={a=1}} 0
-EVAL return\x20{set={a=true}} 0
-EVAL return\x20{map={a={double=1.5}}} 0
-EVAL return\x20true 0
-EVAL return\x20false 0
-EVAL return\x20{true,\x20false,\x201} 0
-EVAL redis.setresp(3)\x20return\x20true 0
-EVAL redis.setresp(3)\x20return\x20false 0
-EVAL redis.setresp(3)\x20return\x20{true,\x20false} 0
-EVAL return\x20{ok='a\r\nb'} 0
-EVAL return\x20{err='a\r\nb'} 0
-EVAL return\x20redis.status_reply('x\ny') 0
-EVAL redis.setresp(3)\x20redis.setresp(2)\x20return\x20redis.call('hgetall',\x20'h') 0
-EVAL redis.setresp(3)\x20return\x20redis.pcall('incr',\x20'h') 0
-EVAL redis.setresp(3)\x20return\x20redis.call('hello') 0
-EVAL redis.setresp(3)\x20return\x20redis.call('xadd',\x20'xs',\x20'1-1',\x20'a',\x20'b') 0
-EVAL redis.setresp(3)\x20return\x20redis.call('xrange',\x20'xs',\x20'-',\x20'+') 0
-EVAL redis.setresp(3)\x20return\x20redis.call('config',\x20'get',\x20'maxmemory') 0
-!HELLO 2
+"""
++ SCRIPT_PROTOCOL_LINES
++ "!HELLO 3\n"
++ SCRIPT_PROTOCOL_LINES
++ r"""!HELLO 2
 SET lk v
 CONFIG RESETSTAT
 EVAL redis.call('nosuch') 0
@@ -1163,7 +1134,7 @@ EVAL_RO #!lua\x20flags=no-writes\x0areturn\x201 0
 FUNCTION FLUSH
 FUNCTION HELP
 FUNCTION NOPE
-"""
+""")
 
 
 def free_port():

@@ -977,6 +977,11 @@ EVAL xpcall(function()\x20end) 0
 EVAL return\x20pcall(5) 0
 EVAL return\x20{xpcall(5,\x20function(e)\x20return\x20e\x20end)} 0
 EVAL return\x20{xpcall(function()\x20error('e')\x20end,\x20nil)} 0
+EVAL local\x20co\x20=\x20coroutine.create(function()\x20redis.call('nosuch')\x20end)\x20return\x20{coroutine.resume(co)} 0
+EVAL local\x20co\x20=\x20coroutine.create(function()\x20error('x')\x20end)\x20return\x20{coroutine.resume(co)} 0
+EVAL local\x20co\x20=\x20coroutine.create(function()\x20coroutine.yield(5)\x20return\x206\x20end)\x20return\x20{coroutine.resume(co),\x20coroutine.resume(co),\x20coroutine.status(co)} 0
+EVAL local\x20co\x20=\x20coroutine.create(function()\x20redis.call('nosuch')\x20end)\x20local\x20ok,\x20e\x20=\x20coroutine.resume(co)\x20return\x20e.err 0
+EVAL return\x20coroutine.wrap(function()\x20redis.call('nosuch')\x20end)() 0
 """
 + SCRIPT_PROTOCOL_LINES
 + "!HELLO 3\n"

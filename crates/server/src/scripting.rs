@@ -230,6 +230,25 @@ local rawget, rawset, error, tostring, type = rawget, rawset, error, tostring, t
 local setmetatable, getmetatable, next = setmetatable, getmetatable, next
 local setfenv, loadstring, load = setfenv, loadstring, load
 local pcall, xpcall, select = pcall, xpcall, select
+-- Errors raised by the server's own functions (redis.call's error reply, ...) reach
+-- Lua as mlua's error userdata: `error_value` turns one into what Redis raises there,
+-- an {err=...} table or a string.
+local function plain(e)
+  if type(e) == "userdata" then
+    return error_value(e)
+  end
+  return e
+end
+local resume = G.coroutine.resume
+local function resumed(ok, ...)
+  if ok then
+    return ok, ...
+  end
+  return false, plain((...))
+end
+rawset(G.coroutine, "resume", function(co, ...)
+  return resumed(resume(co, ...))
+end)
 -- Raised where a script assigns through a proxy's __newindex: the error names the
 -- script's line, as Lua's own errors do.
 local function readonly()
@@ -334,18 +353,13 @@ end)
 rawset(G, "load", function(...)
   return confined(load(...))
 end)
--- Errors raised by the server's own functions (redis.call's error reply, ...) reach
--- Lua as mlua's error userdata: `error_value` turns one into what Redis raises there,
--- an {err=...} table or a string. As Redis 7's, a script's `pcall` catches a table
--- with an `err` string as that string; `xpcall`'s handler sees the table.
+-- As Redis 7's, a script's `pcall` catches a table with an `err` string as that
+-- string; `xpcall`'s handler sees the table.
 local function caught(ok, ...)
   if ok then
     return ok, ...
   end
-  local e = ...
-  if type(e) == "userdata" then
-    e = error_value(e)
-  end
+  local e = plain((...))
   if type(e) == "table" then
     local message = e.err
     if type(message) == "string" or type(message) == "number" then
@@ -363,10 +377,7 @@ rawset(G, "xpcall", function(...)
   end
   local f, handler = ...
   return xpcall(f, function(e)
-    if type(e) == "userdata" then
-      e = error_value(e)
-    end
-    return handler(e)
+    return handler(plain(e))
   end)
 end)
 -- Runs a script (no arguments) or a function (its keys and arguments) under the

@@ -18,6 +18,8 @@ pub struct Client {
     /// Milliseconds after `created` of the last command.
     last_active: AtomicU64,
     pub name: Mutex<Vec<u8>>,
+    /// The ACL user it runs as (CLIENT LIST's user, CLIENT KILL USER).
+    pub user: Mutex<Vec<u8>>,
     pub lib: Mutex<(String, String)>,
     /// Where the last command was counted (`commands::name_of`), +1 (0: none yet).
     pub last_command: AtomicU64,
@@ -61,6 +63,7 @@ impl Client {
             created: Instant::now(),
             last_active: AtomicU64::new(0),
             name: Mutex::new(Vec::new()),
+            user: Mutex::new(crate::commands::users::DEFAULT_USER.to_vec()),
             lib: Mutex::new(Default::default()),
             last_command: AtomicU64::new(0),
             traffic: Traffic::default(),

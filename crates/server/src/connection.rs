@@ -131,14 +131,14 @@ impl Connection {
                 .await;
             return None;
         }
-        let authenticated = !server.config.requires_password();
+        let session = Session::new(client, &server);
         Some(Connection {
             stream,
             server,
             input: Vec::new(),
             parser: RequestParser::default(),
             output: Vec::new(),
-            session: Session::new(client, authenticated),
+            session,
             paused: None,
         })
     }

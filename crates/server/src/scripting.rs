@@ -545,7 +545,7 @@ impl Scripts {
         keys: &[Vec<u8>],
         args: &[Vec<u8>],
         time_limit: Option<Duration>,
-        mut execute: impl FnMut(&[Vec<u8>], Protocol) -> Frame,
+        mut execute: impl FnMut(Request, Protocol) -> Frame,
     ) -> (Frame, bool) {
         let lua = &self.lua;
         let _runner = Runner::install(lua, &mut execute);
@@ -648,7 +648,15 @@ struct Runner {
 }
 
 /// Runs one command a script calls, replying in the protocol given.
-type Execute<'e> = dyn FnMut(&[Vec<u8>], Protocol) -> Frame + 'e;
+type Execute<'e> = dyn FnMut(Request, Protocol) -> Frame + 'e;
+
+/// What a script asks of the server: to run a command, or only whether it may.
+pub struct Request<'a> {
+    pub args: &'a [Vec<u8>],
+    /// `redis.acl_check_cmd`: answer 1 if the caller's user may run `args`, 0 if not,
+    /// or an error if there is no such command, and run nothing.
+    pub acl_check_only: bool,
+}
 
 // SAFETY: the pointer is set only while `Scripts::run` runs, by the thread running it
 // (`Runner::install`), and used only by `redis.call` from Lua code that `run` runs.
@@ -696,15 +704,16 @@ impl Runner {
         Ok(out)
     }
 
-    /// Runs `words` with the runner of the script running now, in its protocol.
-    fn execute(lua: &Lua, words: &[Vec<u8>]) -> mlua::Result<(Frame, Protocol)> {
-        Runner::with(lua, "redis.call/pcall", |runner| {
+    /// Runs `request` with the runner of the script running now, in its protocol;
+    /// `what` names the caller, as [`Runner::with`].
+    fn execute(lua: &Lua, what: &str, request: Request) -> mlua::Result<(Frame, Protocol)> {
+        Runner::with(lua, what, |runner| {
             // SAFETY: `Runner::install` set the pointer from a live `&mut`, and its
             // guard, which borrows that for as long as the runner is in the slot, still
             // lives: the runner was there. `with` keeps it out while this runs, so no
             // other `&mut` to it is made meanwhile.
             let execute = unsafe { runner.execute.as_mut() };
-            (execute(words, runner.protocol), runner.protocol)
+            (execute(request, runner.protocol), runner.protocol)
         })
     }
 
@@ -941,34 +950,52 @@ fn command(lua: &Lua, args: MultiValue, raise: bool) -> mlua::Result<Value> {
             error_table(lua, &message)
         }
     };
-    if args.is_empty() {
-        return failed("ERR Please specify at least one argument for this redis lib call".into());
-    }
-    let mut words = Vec::with_capacity(args.len());
-    for arg in args {
-        // Numbers as `%.17g`, as Redis writes them (Lua's own `%.14g` would lose
-        // digits: 9007199254740991 would be 9.007199254741e+15).
-        let word = match &arg {
-            Value::String(s) => Some(s.as_bytes().to_vec()),
-            Value::Integer(n) => Some(n.to_string().into_bytes()),
-            Value::Number(x) => Some(resp::format_double(*x).into_bytes()),
-            _ => None,
-        };
-        match word {
-            Some(word) => words.push(word),
-            None => {
-                return failed(
-                    "ERR Lua redis lib command arguments must be strings or integers".into(),
-                )
-            }
-        }
-    }
-    match Runner::execute(lua, &words)? {
+    let words = match command_words(args) {
+        Ok(words) => words,
+        Err(e) => return failed(e.into()),
+    };
+    let request = Request {
+        args: &words,
+        acl_check_only: false,
+    };
+    match Runner::execute(lua, "redis.call/pcall", request)? {
         (Frame::Error(message), _) if raise => {
             Err(mlua::Error::external(Stop::Command(coded(&message))))
         }
         (Frame::Error(message), _) => command_error_table(lua, &coded(&message)),
         (frame, protocol) => uncapped(lua, || to_lua(lua, frame, protocol, 0)),
+    }
+}
+
+/// A command's words from a script's arguments to `redis.call` (or `pcall`,
+/// `acl_check_cmd`), or the error Redis gives for them.
+fn command_words(args: MultiValue) -> Result<Vec<Vec<u8>>, &'static str> {
+    if args.is_empty() {
+        return Err("ERR Please specify at least one argument for this redis lib call");
+    }
+    args.iter()
+        .map(|arg| match arg {
+            Value::String(s) => Ok(s.as_bytes().to_vec()),
+            // Numbers as `%.17g`, as Redis writes them (Lua's own `%.14g` would lose
+            // digits: 9007199254740991 would be 9.007199254741e+15).
+            Value::Integer(n) => Ok(n.to_string().into_bytes()),
+            Value::Number(x) => Ok(resp::format_double(*x).into_bytes()),
+            _ => Err("ERR Lua redis lib command arguments must be strings or integers"),
+        })
+        .collect()
+}
+
+/// `redis.acl_check_cmd(command, args...)`: whether the user running the script may
+/// run the command with these arguments.
+fn acl_check_cmd(lua: &Lua, args: MultiValue) -> mlua::Result<bool> {
+    let words = command_words(args).map_err(raised)?;
+    let request = Request {
+        args: &words,
+        acl_check_only: true,
+    };
+    match Runner::execute(lua, "redis.acl_check_cmd", request)?.0 {
+        Frame::Error(e) => Err(raised(e)),
+        answer => Ok(answer == Frame::Integer(1)),
     }
 }
 
@@ -1188,6 +1215,7 @@ fn redis_table(lua: &Lua) -> mlua::Result<Table> {
     redis.raw_set("call", call)?;
     let pcall = lua.create_function(|lua, args: MultiValue| command(lua, args, false))?;
     redis.raw_set("pcall", pcall)?;
+    redis.raw_set("acl_check_cmd", lua.create_function(acl_check_cmd)?)?;
     redis.raw_set(
         "sha1hex",
         lua.create_function(|lua, args: MultiValue| {
@@ -1468,9 +1496,9 @@ mod tests {
                 &[b"k".to_vec()],
                 &[b"a".to_vec()],
                 None,
-                |args, _| match args[0].as_slice() {
+                |call, _| match call.args[0].as_slice() {
                     b"fail" => Frame::error("ERR failed"),
-                    _ => Frame::Array(args.iter().map(|a| Frame::Bulk(a.clone())).collect()),
+                    _ => Frame::Array(call.args.iter().map(|a| Frame::Bulk(a.clone())).collect()),
                 },
             )
             .0

@@ -32,6 +32,8 @@ pub struct Server {
     pub rates: Rates,
     pub monitors: Monitors,
     pub pubsub: PubSub,
+    /// ACL users.
+    pub users: crate::commands::users::Users,
     /// The Lua interpreter and the scripts loaded (EVAL, SCRIPT).
     pub scripts: std::sync::Mutex<crate::scripting::Scripts>,
     /// Unix seconds of the last successful SAVE or BGSAVE (the start time before one),
@@ -65,6 +67,7 @@ impl Server {
     }
 
     pub fn new(config: Config, db: Db) -> Server {
+        let users = crate::commands::users::Users::new(config.requirepass().as_deref());
         let server = Server {
             db,
             gate: Gate::default(),
@@ -81,6 +84,7 @@ impl Server {
             rates: Rates::default(),
             monitors: Monitors::default(),
             pubsub: PubSub::default(),
+            users,
             scripts: std::sync::Mutex::new(
                 crate::scripting::Scripts::new().expect("Lua starts with its libraries"),
             ),

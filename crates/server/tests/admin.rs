@@ -79,7 +79,6 @@ fn auth_guards_every_command_until_given() {
         redis::from_redis_value::<Vec<String>>(&user[3]).unwrap(),
         [sha]
     );
-    assert!(run_err(&mut c, &["ACL", "SETUSER", "alice", "on"]).contains("requirepass"));
     let mut s = server.raw();
     assert_script(
         &mut s,
@@ -100,6 +99,74 @@ fn auth_guards_every_command_until_given() {
         run::<String>(&mut c, &["AUTH", "default", "anything"]),
         "OK"
     );
+}
+
+/// Users made with ACL SETUSER log in with their passwords and are held to their
+/// rules from their next command after any change; CONFIG SET requirepass changes the
+/// default user's password; ACL DELUSER drops the deleted user's connections.
+#[test]
+fn acl_users_log_in_and_are_held_to_their_rules() {
+    let server = Server::start();
+    let mut admin = server.client();
+    let ok = |c: &mut redis::Connection, args: &[&str]| assert_eq!(run::<String>(c, args), "OK");
+    ok(
+        &mut admin,
+        &[
+            "ACL",
+            "SETUSER",
+            "alice",
+            "on",
+            ">pw",
+            "+get",
+            "+set",
+            "~a*",
+            "+acl|whoami",
+        ],
+    );
+    let mut alice = server.raw();
+    let got = exchange(
+        &mut alice,
+        b"AUTH alice nope\r\nAUTH alice pw\r\nACL WHOAMI\r\nSET a1 v\r\nSET b1 v\r\nDEL a1\r\n",
+        6,
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        "-WRONGPASS invalid username-password pair or user is disabled.\r\n+OK\r\n$5\r\nalice\r\n+OK\r\n\
+         -NOPERM this user has no permissions to access one of the keys used as arguments\r\n\
+         -NOPERM this user has no permissions to run the 'del' command\r\n"
+    );
+    // A change reaches the connection at its next command.
+    ok(&mut admin, &["ACL", "SETUSER", "alice", "-set"]);
+    let got = exchange(&mut alice, b"SET a1 w\r\nGET a1\r\n", 2);
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        "-NOPERM this user has no permissions to run the 'set' command\r\n$1\r\nv\r\n"
+    );
+    let list: String = run(&mut admin, &["CLIENT", "LIST"]);
+    assert_eq!(list.matches("user=alice").count(), 1, "{list}");
+    // The log holds the refusals, newest first, the failed login last.
+    let log: Vec<redis::Value> = run(&mut admin, &["ACL", "LOG"]);
+    assert_eq!(log.len(), 4);
+    let entry: std::collections::HashMap<String, redis::Value> =
+        redis::from_redis_value(&log[3]).unwrap();
+    assert_eq!(
+        redis::from_redis_value::<String>(&entry["reason"]).unwrap(),
+        "auth"
+    );
+    // The default user's password follows requirepass.
+    ok(&mut admin, &["CONFIG", "SET", "requirepass", "s3cret"]);
+    let mut fresh = server.raw();
+    let got = exchange(&mut fresh, b"GET a1\r\nAUTH s3cret\r\nGET a1\r\n", 3);
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        "-NOAUTH Authentication required.\r\n+OK\r\n$1\r\nv\r\n"
+    );
+    // Deleting the user drops its connection.
+    assert_eq!(run::<i64>(&mut admin, &["ACL", "DELUSER", "alice"]), 1);
+    assert!(eventually(5, || {
+        let list: String = run(&mut admin, &["CLIENT", "LIST"]);
+        !list.contains("user=alice")
+    }));
 }
 
 #[test]

@@ -1,79 +1,106 @@
-//! ACL: hotkv has one user, `default`, whose password is `requirepass` (none: any
-//! password, Redis's `nopass`) and who may run every command on every key and
-//! channel. The subcommands that read users answer as Redis 7.0 does for that user;
-//! those that would create, change or load users are refused, saying why.
+//! ACL: users and what each may do (the model is in `users.rs`), and the log of
+//! refusals. Users live in memory: there is no ACL file, so LOAD and SAVE are refused
+//! as Redis refuses them without one.
 
 use rand::RngCore;
 use resp::Frame;
-use sha2::{Digest, Sha256};
 
+use super::users::{Call, DEFAULT_USER};
 use super::{
-    arity_allows, error, find_subcommand, int, lookup, ok, parse_integer, reply, subcommands_of,
-    upper, Ctx, Reply, NOT_AN_INTEGER,
+    arity_allows, error, find_subcommand, int, lookup, ok, parse_integer, reply, stat_slot,
+    subcommands_of, upper, Ctx, Reply, NOT_AN_INTEGER,
 };
-
-const USER: &str = "default";
-
-/// Redis 7.0's ACL categories, in its order.
-const CATEGORIES: &[&str] = &[
-    "keyspace",
-    "read",
-    "write",
-    "set",
-    "sortedset",
-    "list",
-    "hash",
-    "string",
-    "bitmap",
-    "hyperloglog",
-    "geo",
-    "stream",
-    "pubsub",
-    "admin",
-    "fast",
-    "slow",
-    "blocking",
-    "dangerous",
-    "connection",
-    "transaction",
-    "scripting",
-];
 
 const NO_ACL_FILE: &str = "ERR This Redis instance is not configured to use an ACL file. \
     You may want to specify users via the ACL SETUSER command and then issue a CONFIG \
     REWRITE (assuming you have a Redis configuration file set) in order to store users in \
     the Redis configuration.";
 
+/// ACL LOG's default count.
+const LOG_COUNT: i64 = 10;
+
 pub fn acl(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let users = &ctx.server.users;
     match (upper(&args[1]).as_slice(), &args[2..]) {
-        (b"WHOAMI", []) => reply(Frame::bulk(USER)),
-        (b"USERS", []) => reply(Frame::Array(vec![Frame::bulk(USER)])),
-        (b"LIST", []) => {
-            let password = password_rule(ctx);
-            let line = format!("user {USER} on {password} ~* &* +@all");
-            reply(Frame::Array(vec![Frame::bulk(&line)]))
-        }
-        (b"GETUSER", [user]) if user.as_slice() != USER.as_bytes() => reply(Frame::Null),
-        (b"GETUSER", [_]) => {
-            let hash = ctx.server.config.requirepass().map(|p| sha256_hex(&p));
-            let flags = ["on"].into_iter().chain(hash.is_none().then_some("nopass"));
+        (b"WHOAMI", []) => reply(Frame::Bulk(ctx.session.user.name.clone())),
+        (b"USERS", []) => reply(Frame::Array(
+            users
+                .all()
+                .iter()
+                .map(|u| Frame::Bulk(u.name.clone()))
+                .collect(),
+        )),
+        (b"LIST", []) => reply(Frame::Array(
+            users
+                .all()
+                .iter()
+                .map(|u| Frame::bulk(u.describe()))
+                .collect(),
+        )),
+        (b"GETUSER", [name]) => {
+            let Some(user) = users.get(name) else {
+                return reply(Frame::Null);
+            };
+            let d = user.details();
             let field = |name: &str, value: Frame| (Frame::bulk(name), value);
-            reply(Frame::Map(vec![
-                field("flags", Frame::Array(flags.map(Frame::bulk).collect())),
+            let selector = |[commands, keys, channels]: &[String; 3]| {
+                vec![
+                    field("commands", Frame::bulk(commands)),
+                    field("keys", Frame::bulk(keys)),
+                    field("channels", Frame::bulk(channels)),
+                ]
+            };
+            let mut fields = vec![
+                field(
+                    "flags",
+                    Frame::Set(d.flags.iter().map(Frame::bulk).collect()),
+                ),
                 field(
                     "passwords",
-                    Frame::Array(hash.iter().map(Frame::bulk).collect()),
+                    Frame::Array(d.passwords.iter().map(Frame::bulk).collect()),
                 ),
-                field("commands", Frame::bulk("+@all")),
-                field("keys", Frame::bulk("~*")),
-                field("channels", Frame::bulk("&*")),
-                field("selectors", Frame::Array(vec![])),
-            ]))
+            ];
+            fields.extend(selector(&d.root));
+            fields.push(field(
+                "selectors",
+                Frame::Array(
+                    d.selectors
+                        .iter()
+                        .map(|s| Frame::Map(selector(s)))
+                        .collect(),
+                ),
+            ));
+            reply(Frame::Map(fields))
         }
-        (b"CAT", []) => reply(Frame::Array(CATEGORIES.iter().map(Frame::bulk).collect())),
+        (b"SETUSER", [name, rules @ ..]) => {
+            if name.iter().any(|&b| b.is_ascii_whitespace() || b == 0) {
+                return error("ERR Usernames can't contain spaces or null characters");
+            }
+            match users.set(name, rules) {
+                Ok(()) => ok(),
+                Err(e) => error(&e),
+            }
+        }
+        (b"DELUSER", names @ [_, ..]) => {
+            if names.iter().any(|u| u.as_slice() == DEFAULT_USER) {
+                return error("ERR The 'default' user cannot be removed");
+            }
+            let deleted = users.delete(names);
+            // As Redis: the connections of a deleted user go with it.
+            for c in ctx.server.clients.snapshot() {
+                let user = c.user.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                if names.contains(&user) {
+                    c.kill();
+                }
+            }
+            int(deleted as i64)
+        }
+        (b"CAT", []) => reply(Frame::Array(
+            super::users::CATEGORIES.iter().map(Frame::bulk).collect(),
+        )),
         (b"CAT", [category]) => {
             let category = String::from_utf8_lossy(category).to_ascii_lowercase();
-            if !CATEGORIES.contains(&category.as_str()) {
+            if !super::users::CATEGORIES.contains(&category.as_str()) {
                 return error(&format!("ERR Unknown category '{category}'"));
             }
             reply(Frame::Array(super::command::in_category(&category)))
@@ -89,31 +116,43 @@ pub fn acl(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             };
             let mut bytes = vec![0u8; bits.div_ceil(8)];
             rand::thread_rng().fill_bytes(&mut bytes);
-            let mut hex = hex(&bytes);
+            let mut hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
             hex.truncate(bits.div_ceil(4));
             reply(Frame::bulk(&hex))
         }
-        // Failed authentications are not logged: the log is always empty.
-        (b"LOG", [reset]) if upper(reset) == b"RESET" => ok(),
-        (b"LOG", rest @ ([] | [_])) => match rest.first().map(|c| parse_integer(c)) {
-            None | Some(Some(_)) => reply(Frame::Array(vec![])),
-            Some(None) => error(NOT_AN_INTEGER),
-        },
+        (b"LOG", [reset]) if upper(reset) == b"RESET" => {
+            users.reset_log();
+            ok()
+        }
+        (b"LOG", rest @ ([] | [_])) => {
+            let count = match rest.first().map(|c| parse_integer(c)) {
+                None => LOG_COUNT,
+                Some(Some(n)) => n.max(0),
+                Some(None) => return error(NOT_AN_INTEGER),
+            };
+            let entries = users.log_entries(count as usize, |e| {
+                let field = |name: &str, value: Frame| (Frame::bulk(name), value);
+                Frame::Map(vec![
+                    field("count", Frame::Integer(e.count as i64)),
+                    field("reason", Frame::bulk(e.reason)),
+                    field("context", Frame::bulk(e.context)),
+                    field("object", Frame::Bulk(e.object.clone())),
+                    field("username", Frame::Bulk(e.username.clone())),
+                    field(
+                        "age-seconds",
+                        Frame::Double(e.updated.elapsed().as_millis() as f64 / 1000.0),
+                    ),
+                    field("client-info", Frame::bulk(&e.client_info)),
+                ])
+            });
+            reply(Frame::Array(entries))
+        }
         (b"DRYRUN", [user, command @ ..]) if !command.is_empty() => {
-            if user.as_slice() != USER.as_bytes() {
+            let Some(user) = users.get(user) else {
                 let user = String::from_utf8_lossy(user);
                 return error(&format!("ERR User '{user}' not found"));
-            }
-            dry_run(command)
-        }
-        (b"SETUSER", [_, ..]) => error(
-            "ERR ACL SETUSER is not supported: hotkv has one user, default, whose password is requirepass (CONFIG SET requirepass)",
-        ),
-        (b"DELUSER", [_, ..]) => {
-            if args[2..].iter().any(|u| u.as_slice() == USER.as_bytes()) {
-                return error("ERR The 'default' user cannot be removed");
-            }
-            int(0)
+            };
+            dry_run(&user, command)
         }
         (b"LOAD", []) | (b"SAVE", []) => error(NO_ACL_FILE),
         (b"HELP", []) => super::help(HELP),
@@ -121,22 +160,13 @@ pub fn acl(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     }
 }
 
-/// `nopass`, or `#` and the password's SHA-256.
-fn password_rule(ctx: &Ctx) -> String {
-    match ctx.server.config.requirepass() {
-        None => "nopass".to_string(),
-        Some(password) => format!("#{}", sha256_hex(&password)),
-    }
-}
-
-/// Whether the default user may run `command` (it may run any that exists, with
-/// arguments its arity allows), as ACL DRYRUN answers.
-fn dry_run(command: &[Vec<u8>]) -> Reply {
+/// Whether `user` may run `command`, as ACL DRYRUN answers: OK, or why not.
+fn dry_run(user: &super::users::User, command: &[Vec<u8>]) -> Reply {
     let not_found = || {
         let name = String::from_utf8_lossy(&command[0]);
         error(&format!("ERR Command '{name}' not found"))
     };
-    let Some((_, c)) = lookup(&command[0]) else {
+    let Some((index, c)) = lookup(&command[0]) else {
         return not_found();
     };
     let (name, arity) = if subcommands_of(c.name).is_empty() {
@@ -152,15 +182,11 @@ fn dry_run(command: &[Vec<u8>]) -> Reply {
             "ERR wrong number of arguments for '{name}' command"
         ));
     }
-    ok()
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    let slot = stat_slot(index, command);
+    match user.check(slot, &Call::new(slot, command)) {
+        Ok(()) => ok(),
+        Err(denied) => reply(Frame::bulk(denied.dry_run_answer(slot, command))),
+    }
 }
 
 const HELP: &[&str] = &[
@@ -194,16 +220,3 @@ const HELP: &[&str] = &[
     "HELP",
     "    Prints this help.",
 ];
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sha256_of_a_password_is_the_one_redis_shows() {
-        assert_eq!(
-            sha256_hex(b"foo"),
-            "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae"
-        );
-    }
-}

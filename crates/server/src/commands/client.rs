@@ -223,7 +223,7 @@ pub fn set_name(ctx: &mut Ctx, name: &[u8]) -> Result<(), &'static str> {
 /// One client as CLIENT LIST describes it, with Redis's field names. Fields hotkv
 /// has no counterpart for (pub/sub) read as Redis reports an idle client.
 /// One client's line; `args` is the command asking (its own `argv-mem`).
-fn line(ctx: &Ctx, c: &Client, args: &[Vec<u8>]) -> String {
+pub(super) fn line(ctx: &Ctx, c: &Client, args: &[Vec<u8>]) -> String {
     let name =
         String::from_utf8_lossy(&c.name.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
     let (lib_name, lib_ver) = c.lib.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -268,7 +268,7 @@ fn line(ctx: &Ctx, c: &Client, args: &[Vec<u8>]) -> String {
         s,
         "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub={} psub={} ssub={} multi={} \
          qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r \
-         cmd={} user=default redir={} resp={} lib-name={} lib-ver={}",
+         cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -295,6 +295,7 @@ fn line(ctx: &Ctx, c: &Client, args: &[Vec<u8>]) -> String {
         beyond,
         b.total() + argv,
         super::name_of(c.last_command.load(Ordering::Relaxed)),
+        String::from_utf8_lossy(&c.user.lock().unwrap_or_else(|e| e.into_inner())),
         redirect,
         c.resp.load(Ordering::Relaxed),
         lib_name,
@@ -382,6 +383,7 @@ fn kill(ctx: &mut Ctx, filters: &[Vec<u8>]) -> Reply {
     let mut skipme = true;
     let mut kind = None;
     let mut max_age = None;
+    let mut user = None;
     for pair in filters.chunks_exact(2) {
         let value = String::from_utf8_lossy(&pair[1]).into_owned();
         match upper(&pair[0]).as_slice() {
@@ -396,15 +398,19 @@ fn kill(ctx: &mut Ctx, filters: &[Vec<u8>]) -> Reply {
                 "no" => skipme = false,
                 _ => return error(SYNTAX_ERROR),
             },
-            // Every client here is a normal or pub/sub one of the default user: other
-            // types and users match none (never ignored, which would kill everyone).
+            // Every client here is a normal or pub/sub one: other types match none
+            // (never ignored, which would kill everyone).
             b"TYPE" => match value.to_ascii_lowercase().as_str() {
                 "slave" => kind = Some("replica".to_string()),
                 k @ ("normal" | "master" | "replica" | "pubsub") => kind = Some(k.to_string()),
                 _ => return error(&format!("ERR Unknown client type '{value}'")),
             },
-            b"USER" if value == "default" => {}
-            b"USER" => return error(&format!("ERR No such user '{value}'")),
+            b"USER" => {
+                if ctx.server.users.get(&pair[1]).is_none() {
+                    return error(&format!("ERR No such user '{value}'"));
+                }
+                user = Some(pair[1].clone());
+            }
             b"MAXAGE" => match parse_integer(&pair[1]) {
                 Some(n) => max_age = Some(n),
                 None => return error(NOT_AN_INTEGER),
@@ -419,6 +425,9 @@ fn kill(ctx: &mut Ctx, filters: &[Vec<u8>]) -> Reply {
             && laddr.as_ref().is_none_or(|a| *a == c.laddr.to_string())
             && max_age.is_none_or(|age| c.created.elapsed().as_secs() as i64 > age)
             && kind.as_ref().is_none_or(|k| k == client_type(&c))
+            && user
+                .as_ref()
+                .is_none_or(|u| *u == *c.user.lock().unwrap_or_else(|e| e.into_inner()))
             && !(skipme && c.id == me);
         if chosen {
             c.kill();

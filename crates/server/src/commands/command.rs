@@ -231,7 +231,7 @@ fn entry(
 
 /// A command's ACL categories, in Redis's order: those of the table, and those Redis
 /// derives from the flags (write, readonly, admin with dangerous, fast or else slow).
-fn categories(flags: u32, acl: u16) -> Vec<&'static str> {
+pub(super) fn categories(flags: u32, acl: u16) -> Vec<&'static str> {
     let has = |bit: u16| acl & bit != 0;
     let admin = flags & ADMIN != 0 || has(ADMIN_CATEGORY);
     [

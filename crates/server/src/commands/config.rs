@@ -58,6 +58,10 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                     "ERR CONFIG SET failed (possibly related to argument '{name}') - {failed}"
                 ));
             }
+            if applied.iter().any(|(name, _)| name == "requirepass") {
+                let password = config.requirepass();
+                ctx.server.users.set_default_password(password.as_deref());
+            }
             ctx.server.config_changed();
             ok()
         }

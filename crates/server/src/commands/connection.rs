@@ -40,7 +40,8 @@ pub fn reset(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     s.client.in_multi.store(false, Ordering::Relaxed);
     s.end(ctx.server);
     set_protocol(s, Protocol::Resp2);
-    s.authenticated = !ctx.server.config.requires_password();
+    s.set_user(ctx.server, ctx.server.users.default_user());
+    s.authenticated = !ctx.server.users.auth_required();
     s.client.no_evict.store(false, Ordering::Relaxed);
     reply(Frame::Simple("RESET".into()))
 }
@@ -51,34 +52,35 @@ fn set_protocol(s: &mut super::Session, proto: Protocol) {
     s.client.resp.store(n, Ordering::Relaxed);
 }
 
-/// Compares a password without leaking, through timing, how much of it matched:
-/// every byte of the longer input is read whatever the differences.
-fn same_password(given: &[u8], expected: &[u8]) -> bool {
-    let n = given.len().max(expected.len());
-    let mut diff = (given.len() ^ expected.len()) as u64;
-    for i in 0..n {
-        let a = given.get(i).copied().unwrap_or(0);
-        let b = expected.get(i).copied().unwrap_or(0);
-        diff |= (a ^ b) as u64;
-    }
-    std::hint::black_box(diff) == 0
-}
-
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
-/// Checks `user` (only `default` exists) and `password`; `None` if they pass.
-fn authenticate(ctx: &mut Ctx, user: &[u8], password: &[u8]) -> Option<&'static str> {
-    let passes = user == b"default"
-        && match ctx.server.config.requirepass() {
-            // The default user without a password takes any.
-            None => true,
-            Some(expected) => same_password(password, &expected),
-        };
-    if passes {
-        ctx.session.authenticated = true;
-        None
-    } else {
-        Some(WRONGPASS)
+/// Checks `user`'s `password` for the command `args` (AUTH, HELLO): if they pass, the
+/// connection runs as that user from now on; if not, ACL LOG records it.
+fn authenticate(
+    ctx: &mut Ctx,
+    args: &[Vec<u8>],
+    user: &[u8],
+    password: &[u8],
+) -> Option<&'static str> {
+    let (server, session) = (ctx.server, &mut *ctx.session);
+    match server.users.authenticate(user, password) {
+        Some(user) => {
+            session.set_user(server, user);
+            session.authenticated = true;
+            None
+        }
+        None => {
+            let context = super::LogContext::of(session);
+            super::log_acl(
+                server,
+                session,
+                "auth",
+                context,
+                args[0].clone(),
+                user.to_vec(),
+            );
+            Some(WRONGPASS)
+        }
     }
 }
 
@@ -86,12 +88,12 @@ fn authenticate(ctx: &mut Ctx, user: &[u8], password: &[u8]) -> Option<&'static 
 pub fn auth(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let failed = match args {
         [_, password] => {
-            if ctx.server.config.requirepass().is_none() {
+            if !ctx.server.users.default_user().needs_password() {
                 return error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
             }
-            authenticate(ctx, b"default", password)
+            authenticate(ctx, args, b"default", password)
         }
-        [_, user, password] => authenticate(ctx, user, password),
+        [_, user, password] => authenticate(ctx, args, user, password),
         _ => return error(super::SYNTAX_ERROR),
     };
     match failed {
@@ -134,11 +136,11 @@ pub fn hello(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         }
     }
     if let Some((user, password)) = auth {
-        if let Some(e) = authenticate(ctx, user, password) {
+        if let Some(e) = authenticate(ctx, args, user, password) {
             return error(e);
         }
     }
-    if !ctx.session.authenticated && ctx.server.config.requires_password() {
+    if !ctx.session.authenticated {
         return error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
     }
     if let Some(name) = name {
@@ -166,19 +168,5 @@ pub fn select(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         Some(0) => ok(),
         Some(_) => error("ERR DB index is out of range"),
         None => error(NOT_AN_INTEGER),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same_password;
-
-    #[test]
-    fn password_comparison() {
-        assert!(same_password(b"secret", b"secret"));
-        assert!(same_password(b"", b""));
-        assert!(!same_password(b"secret", b"secreT"));
-        assert!(!same_password(b"secret", b"secret\0"));
-        assert!(!same_password(b"", b"x"));
     }
 }

@@ -116,9 +116,12 @@ pub(super) fn run_lua(
     session.in_script = true;
     session.script_read = false;
     let ran = server.db.atomically(|| {
-        scripts.run(target, keys, argv, limit, |call, protocol| {
+        scripts.run(target, keys, argv, limit, |request, protocol| {
+            if request.acl_check_only {
+                return super::acl_check_in_script(server, session, request.args);
+            }
             session.proto = protocol;
-            execute_in_script(server, session, call, read_only, flags.allow_oom())
+            execute_in_script(server, session, request.args, read_only, flags.allow_oom())
         })
     });
     session.proto = proto;

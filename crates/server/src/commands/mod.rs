@@ -47,6 +47,7 @@ mod streams;
 mod strings;
 mod tracking;
 mod transaction;
+pub mod users;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -71,6 +72,11 @@ pub struct Session {
     pub client: Arc<Client>,
     pub proto: Protocol,
     pub authenticated: bool,
+    /// The user the connection runs as, as it was at `users_seen`.
+    pub user: Arc<users::User>,
+    /// The users' generation when `user` was read: a later one means it may have
+    /// changed (see [`Session::check_acl`]).
+    users_seen: u64,
     /// Commands queued since MULTI.
     pub multi: Option<Vec<Vec<Vec<u8>>>>,
     /// A command was refused while queueing: EXEC must abort.
@@ -103,13 +109,17 @@ pub struct Session {
 }
 
 impl Session {
-    /// A connection's session; `authenticated` if no password is set when it
-    /// connects: as in Redis, setting one later leaves such clients authenticated.
-    pub fn new(client: Arc<Client>, authenticated: bool) -> Session {
+    /// A connection's session, as the default user; authenticated if that user needs
+    /// no password when it connects: as in Redis, setting one later leaves such
+    /// clients authenticated.
+    pub fn new(client: Arc<Client>, server: &Server) -> Session {
+        let users_seen = server.users.generation();
         Session {
             client,
             proto: Protocol::Resp2,
-            authenticated,
+            authenticated: !server.users.auth_required(),
+            user: server.users.default_user(),
+            users_seen,
             multi: None,
             multi_failed: false,
             watching: Vec::new(),
@@ -151,6 +161,36 @@ impl Session {
         server.db.tracking.disable(self.client.id);
         self.tracking = None;
         self.caching = false;
+    }
+
+    /// Runs the connection as `user` from now on (AUTH, HELLO AUTH, RESET).
+    pub fn set_user(&mut self, server: &Server, user: Arc<users::User>) {
+        self.users_seen = server.users.generation();
+        *self.client.user.lock().unwrap_or_else(|e| e.into_inner()) = user.name.clone();
+        self.user = user;
+    }
+
+    /// Whether the connection's user may make the call `args`, counted in `slot`;
+    /// the user is read again first if any user changed since it was. A deleted
+    /// user's connection (killed by ACL DELUSER) may run nothing more.
+    pub fn check_acl(
+        &mut self,
+        server: &Server,
+        slot: usize,
+        args: &[Vec<u8>],
+    ) -> Result<(), users::Denied> {
+        let now = server.users.generation();
+        if now != self.users_seen {
+            self.users_seen = now;
+            match server.users.get(&self.user.name) {
+                Some(user) => self.user = user,
+                None => return Err(users::Denied::Command),
+            }
+        }
+        if self.user.unrestricted {
+            return Ok(());
+        }
+        self.user.check(slot, &users::Call::new(slot, args))
     }
 
     /// Forgets WATCHed keys, releasing the database's watch count.
@@ -661,6 +701,9 @@ const TABLE: &[Command] = &[
     cmd("spublish", 3, FAST | ANY_STATE | PUBSUB, &[first(NOT_KEY)], 0, pubsub::spublish),
     cmd("pubsub", -2, 0, NO_KEYS, 0, pubsub::pubsub),
     cmd("cluster", -2, 0, NO_KEYS, 0, cluster::cluster),
+    cmd("asking", 1, FAST, NO_KEYS, CONNECTION, cluster::not_a_cluster),
+    cmd("readonly", 1, FAST | ANY_STATE, NO_KEYS, CONNECTION, cluster::not_a_cluster),
+    cmd("readwrite", 1, FAST | ANY_STATE, NO_KEYS, CONNECTION, cluster::not_a_cluster),
 ];
 
 /// FNV-1a: the command table's keys are a few short known names, so a keyed hash
@@ -772,7 +815,7 @@ fn run(
         server.command_stats.record_rejected(stat);
         return refuse(session, e);
     }
-    if !session.authenticated && cmd.flags & NO_AUTH == 0 && server.config.requires_password() {
+    if !session.authenticated && cmd.flags & NO_AUTH == 0 && server.users.auth_required() {
         server.command_stats.record_rejected(stat);
         return refuse(session, Frame::error("NOAUTH Authentication required."));
     }
@@ -786,6 +829,10 @@ fn run(
             session,
             Frame::error("ERR Command not allowed inside a transaction"),
         );
+    }
+    if let Err(denied) = permitted(server, session, stat, args, LogContext::of(session)) {
+        server.command_stats.record_rejected(stat);
+        return refuse(session, Frame::error(denied.refusal(stat)));
     }
     if session.proto == Protocol::Resp2
         && !pubsub::ALLOWED_WHILE_SUBSCRIBED.contains(&cmd.name)
@@ -1351,10 +1398,123 @@ pub(crate) fn execute_in_script(
     if flags & NOSCRIPT != 0 {
         return refused("ERR This Redis command is not allowed from script");
     }
+    if let Err(denied) = permitted(server, session, stat, args, LogContext::Lua) {
+        let reason = denied.short_reason();
+        return refused(&format!("ERR The user executing the script {reason}"));
+    }
     if read_only && flags & WRITE != 0 {
         return refused("ERR Write commands are not allowed from read-only scripts.");
     }
     execute_queued(server, session, args, !allow_oom)
+}
+
+/// `redis.acl_check_cmd`: 1 if the script's caller may run `args`, 0 if not (nothing
+/// is logged), an error if no such command exists.
+pub(crate) fn acl_check_in_script(
+    server: &Server,
+    session: &mut Session,
+    args: &[Vec<u8>],
+) -> Frame {
+    let Some((index, _)) = lookup(&args[0]) else {
+        return Frame::error("ERR Invalid command passed to redis.acl_check_cmd()");
+    };
+    let stat = stat_slot(index, args);
+    Frame::Integer(session.check_acl(server, stat, args).is_ok() as i64)
+}
+
+/// A command an EXEC runs from its queue, checked against the connection's ACL
+/// permissions again: they may have changed since it was queued.
+fn execute_in_exec(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> Frame {
+    let (index, _) = lookup(&args[0]).expect("queued commands were looked up");
+    let stat = stat_slot(index, args);
+    if let Err(denied) = permitted(server, session, stat, args, LogContext::Multi) {
+        let reason = match denied {
+            users::Denied::Command => "no permission to execute the command or subcommand",
+            users::Denied::Key(_) => "no permission to touch the specified keys",
+            users::Denied::Channel(_) => {
+                "no permission to access one of the channels used as arguments"
+            }
+        };
+        let text = format!(
+            "NOPERM ACLs rules changed between the moment the transaction was accumulated \
+             and the EXEC call. This command is no longer allowed for the following reason: \
+             {reason}"
+        );
+        server.command_stats.record_error(&text);
+        return Frame::error(text);
+    }
+    execute_queued(server, session, args, true)
+}
+
+/// Where ACL LOG says a refusal happened.
+#[derive(Clone, Copy)]
+pub(crate) enum LogContext {
+    TopLevel,
+    Multi,
+    Lua,
+}
+
+impl LogContext {
+    fn of(session: &Session) -> LogContext {
+        if session.multi.is_some() || session.in_exec {
+            LogContext::Multi
+        } else {
+            LogContext::TopLevel
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            LogContext::TopLevel => "toplevel",
+            LogContext::Multi => "multi",
+            LogContext::Lua => "lua",
+        }
+    }
+}
+
+/// The connection's ACL check (see [`Session::check_acl`]) of a call counted in
+/// `slot`; a refusal is recorded in ACL LOG.
+pub(crate) fn permitted(
+    server: &Server,
+    session: &mut Session,
+    slot: usize,
+    args: &[Vec<u8>],
+    context: LogContext,
+) -> Result<(), users::Denied> {
+    let Err(denied) = session.check_acl(server, slot, args) else {
+        return Ok(());
+    };
+    let (reason, object) = match denied {
+        users::Denied::Command => ("command", stat_slots().names[slot].as_bytes().to_vec()),
+        users::Denied::Key(at) => ("key", args[at].clone()),
+        users::Denied::Channel(at) => ("channel", args[at].clone()),
+    };
+    let username = session.user.name.clone();
+    log_acl(server, session, reason, context, object, username);
+    Err(denied)
+}
+
+/// Records a refusal in ACL LOG, with the connection's CLIENT INFO line.
+pub(crate) fn log_acl(
+    server: &Server,
+    session: &mut Session,
+    reason: &'static str,
+    context: LogContext,
+    object: Vec<u8>,
+    username: Vec<u8>,
+) {
+    let client = session.client.clone();
+    let client_info = client::line(&Ctx { server, session }, &client, &[]);
+    let entry = users::LogEntry {
+        count: 1,
+        reason,
+        context: context.name(),
+        object,
+        username,
+        updated: Instant::now(),
+        client_info: client_info.trim_end().to_string(),
+    };
+    server.users.log(entry, server.config.acllog_max_len());
 }
 
 /// Runs a command queued by MULTI (or called by a script), refused over maxmemory if

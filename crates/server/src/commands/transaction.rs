@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 
 use resp::Frame;
 
-use super::{error, execute_queued, ok, reply, Ctx, Reply};
+use super::{error, execute_in_exec, ok, reply, Ctx, Reply};
 
 pub fn multi(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     if ctx.session.multi.is_some() {
@@ -48,7 +48,7 @@ pub fn exec(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     let replies = server.db.atomically(|| {
         queue
             .iter()
-            .map(|args| execute_queued(server, session, args, true))
+            .map(|args| execute_in_exec(server, session, args))
             .collect()
     });
     session.in_exec = false;

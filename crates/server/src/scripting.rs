@@ -225,7 +225,7 @@ const PRELUDE_NAME: &str = "=hotkv";
 /// to see the server's errors as Redis raises them, and returns `run`, which runs a
 /// script or function under the error handler [`failure`].
 const PRELUDE: &str = r#"
-local G, error_value, failure = ...
+local G, error_value, failure, check_deadline = ...
 local rawget, rawset, error, tostring, type = rawget, rawset, error, tostring, type
 local setmetatable, getmetatable, next = setmetatable, getmetatable, next
 local setfenv, loadstring, load = setfenv, loadstring, load
@@ -239,11 +239,20 @@ local function plain(e)
   end
   return e
 end
+-- A script past its time limit may not catch the error that stops it: an error
+-- caught by pcall, xpcall or coroutine.resume is raised again then, so it goes on up.
+local function unless_stopped(ok, ...)
+  if not ok then
+    check_deadline()
+  end
+  return ok, ...
+end
 local resume = G.coroutine.resume
 local function resumed(ok, ...)
   if ok then
     return ok, ...
   end
+  check_deadline()
   return false, plain((...))
 end
 rawset(G.coroutine, "resume", function(co, ...)
@@ -347,11 +356,34 @@ local function confined(f, ...)
   end
   return f, ...
 end
-rawset(G, "loadstring", function(...)
-  return confined(loadstring(...))
+-- Source code only: Lua 5.1 does not check the bytecode it loads, so a crafted
+-- binary chunk could read and write the server's memory. Redis refuses them too.
+local BINARY = "binary chunks are not allowed"
+local function binary(chunk)
+  return type(chunk) == "string" and chunk:byte(1) == 27
+end
+rawset(G, "loadstring", function(chunk, ...)
+  if binary(chunk) then
+    return nil, BINARY
+  end
+  return confined(loadstring(chunk, ...))
 end)
-rawset(G, "load", function(...)
-  return confined(load(...))
+rawset(G, "load", function(reader, ...)
+  local started = false
+  local function source_only()
+    local piece = reader()
+    if not started and piece ~= nil and piece ~= "" then
+      started = true
+      if binary(piece) then
+        error(BINARY, 0)
+      end
+    end
+    return piece
+  end
+  if type(reader) ~= "function" then
+    source_only = reader
+  end
+  return confined(load(source_only, ...))
 end)
 -- As Redis 7's, a script's `pcall` catches a table with an `err` string as that
 -- string; `xpcall`'s handler sees the table.
@@ -369,16 +401,16 @@ local function caught(ok, ...)
   return false, e
 end
 rawset(G, "pcall", function(f, ...)
-  return caught(pcall(f, ...))
+  return caught(unless_stopped(pcall(f, ...)))
 end)
 rawset(G, "xpcall", function(...)
   if select('#', ...) < 2 then
     error("bad argument #2 to 'xpcall' (value expected)", 2)
   end
   local f, handler = ...
-  return xpcall(f, function(e)
+  return unless_stopped(xpcall(f, function(e)
     return handler(plain(e))
-  end)
+  end))
 end)
 -- Runs a script (no arguments) or a function (its keys and arguments) under the
 -- handler `failure`, which notes where an error was raised while the stack is there.
@@ -426,6 +458,7 @@ impl Scripts {
                     uncapped(lua, || error_value(lua, raised))
                 })?,
                 lua.create_function(failure)?,
+                lua.create_function(|lua, ()| Deadline::check(lua))?,
             ))?;
         let source_of = |from: Table| -> mlua::Result<Table> {
             let source = lua.create_table()?;
@@ -746,21 +779,26 @@ impl Deadline {
         fill(lua, deadline)
     }
 
-    /// Sets the hook that enforces deadlines.
+    /// Sets the hook that enforces deadlines, for every thread: a hook set for the
+    /// main thread alone (`Lua::set_hook`) is dropped by a coroutine a script creates,
+    /// whose loop then ran unchecked, holding the server for ever.
     fn hook(lua: &Lua) -> mlua::Result<()> {
         lua.set_app_data(Slot::<Deadline>::default());
-        lua.set_hook(
+        lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(CLOCK_EVERY),
-            |lua, _| {
-                let deadline = lua.app_data_ref::<Slot<Deadline>>().and_then(|c| c.0.get());
-                match deadline {
-                    Some(d) if d.started.elapsed() > d.limit => {
-                        Err(mlua::Error::external((d.stop)(d.limit)))
-                    }
-                    _ => Ok(VmState::Continue),
-                }
-            },
+            |lua, _| Deadline::check(lua).map(|()| VmState::Continue),
         )
+    }
+
+    /// The error that stops what runs now, if it has run past its limit.
+    fn check(lua: &Lua) -> mlua::Result<()> {
+        let deadline = lua.app_data_ref::<Slot<Deadline>>().and_then(|c| c.0.get());
+        match deadline {
+            Some(d) if d.started.elapsed() > d.limit => {
+                Err(mlua::Error::external((d.stop)(d.limit)))
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -1671,21 +1709,57 @@ mod tests {
         assert_eq!(none, "No functions registered");
     }
 
+    /// Lua 5.1 runs bytecode unchecked: a script may load source code only.
+    #[test]
+    fn binary_chunks_are_refused() {
+        let mut s = Scripts::new().unwrap();
+        let dumped = "string.dump(function() return 1 end)";
+        assert_eq!(
+            run(&mut s, &format!("return select(2, loadstring({dumped}))")),
+            Frame::bulk("binary chunks are not allowed")
+        );
+        let pieces = format!("local d, n = {dumped}, 0 return type(load(function() \
+             n = n + 1 if n == 1 then return d:sub(1, 1) elseif n == 2 then return d:sub(2) end end))");
+        assert_eq!(run(&mut s, &pieces), Frame::bulk("nil"));
+        assert_eq!(
+            run(&mut s, "return loadstring('return 5')()"),
+            Frame::Integer(5)
+        );
+        let source = "local parts, n = {'return ', '6'}, 0 \
+             return load(function() n = n + 1 return parts[n] end)()";
+        assert_eq!(run(&mut s, source), Frame::Integer(6));
+    }
+
     #[test]
     fn a_script_past_its_time_limit_is_stopped_and_the_next_runs() {
         let mut s = Scripts::new().unwrap();
-        let (sha, script) = s.load(b"while true do end").unwrap();
         let limit = Some(Duration::from_millis(50));
-        let target = Target::Script {
-            sha: &sha,
-            script: &script,
-        };
-        let (reply, _) = s.run(target, &[], &[], limit, |_, _| Frame::Null);
-        assert!(
-            matches!(&reply, Frame::Error(e) if e.contains("busy-reply-threshold")),
-            "{reply:?}"
-        );
+        // Catching the error does not keep a script going: past its limit, what
+        // pcall, xpcall or a coroutine caught is raised again.
+        for text in [
+            "while true do end",
+            "local f = function() while 1 do redis.call('x') end end while 1 do pcall(f) end",
+            "local f = function() while 1 do end end \
+             while 1 do xpcall(f, function(e) return e end) end",
+            "while 1 do coroutine.resume(coroutine.create(function() while 1 do end end)) end",
+        ] {
+            let (sha, script) = s.load(text.as_bytes()).unwrap();
+            let target = Target::Script {
+                sha: &sha,
+                script: &script,
+            };
+            let (reply, _) = s.run(target, &[], &[], limit, |_, _| Frame::Null);
+            assert!(
+                matches!(&reply, Frame::Error(e) if e.contains("busy-reply-threshold")),
+                "{text}: {reply:?}"
+            );
+        }
         assert_eq!(run(&mut s, "return 7"), Frame::Integer(7));
+        // Errors caught before the limit stay caught.
+        assert_eq!(
+            run(&mut s, "return select(2, pcall(error, 'x', 0))"),
+            Frame::bulk("x")
+        );
         // Nor does the clock run on into the next script, which has no limit: it waits
         // past the old limit in a command, then runs long enough to be checked.
         let (sha, script) = s

@@ -137,6 +137,18 @@ impl PubSub {
         map.get(name).map_or(0, Vec::len)
     }
 
+    /// Whether client `id` subscribes to something `keep` refuses (given the kind
+    /// and the name). Looks through every subscription, so it is for rare
+    /// administrative checks, not for each message.
+    pub fn subscribes_outside(&self, id: u64, keep: impl Fn(Kind, &[u8]) -> bool) -> bool {
+        Kind::ALL.into_iter().any(|kind| {
+            let map = self.map(kind).read().unwrap_or_else(|e| e.into_inner());
+            map.iter().any(|(name, subscribers)| {
+                subscribers.iter().any(|c| c.id == id) && !keep(kind, name)
+            })
+        })
+    }
+
     /// Names of `kind` with at least one subscriber (INFO, PUBSUB NUMPAT).
     pub fn len(&self, kind: Kind) -> usize {
         self.map(kind)

@@ -3,6 +3,7 @@
 
 mod support;
 
+use std::io::Read;
 use std::process::Command;
 use std::time::Duration;
 
@@ -167,6 +168,82 @@ fn acl_users_log_in_and_are_held_to_their_rules() {
         let list: String = run(&mut admin, &["CLIENT", "LIST"]);
         !list.contains("user=alice")
     }));
+}
+
+/// As Redis: when ACL SETUSER takes channels from a user, its connections subscribed
+/// to one it may no longer use are dropped; its other connections stay.
+#[test]
+fn revoking_a_channel_drops_the_users_subscribers_of_it() {
+    let server = Server::start();
+    let mut admin = server.client();
+    let setuser = |c: &mut redis::Connection, rules: &[&str]| {
+        let args: Vec<&str> = ["ACL", "SETUSER", "bob"]
+            .iter()
+            .chain(rules)
+            .copied()
+            .collect();
+        assert_eq!(run::<String>(c, &args), "OK");
+    };
+    setuser(
+        &mut admin,
+        &["on", ">pw", "+@all", "~*", "&news.*", "&sport"],
+    );
+    let login = |subscribe: &[u8], want: usize| {
+        let mut s = server.raw();
+        let mut request = b"AUTH bob pw\r\n".to_vec();
+        request.extend_from_slice(subscribe);
+        let got = exchange(&mut s, &request, want);
+        assert!(
+            got.starts_with(b"+OK\r\n*3\r\n"),
+            "{}",
+            String::from_utf8_lossy(&got)
+        );
+        s
+    };
+    let reply_len = |kind: &str, name: &str| {
+        format!(
+            "+OK\r\n*3\r\n${}\r\n{kind}\r\n${}\r\n{name}\r\n:1\r\n",
+            kind.len(),
+            name.len()
+        )
+        .len()
+    };
+    let _news = login(
+        b"SUBSCRIBE news.today\r\n",
+        reply_len("subscribe", "news.today"),
+    );
+    let mut sport_pattern = login(b"PSUBSCRIBE sport\r\n", reply_len("psubscribe", "sport"));
+    let mut sport = login(b"SUBSCRIBE sport\r\n", reply_len("subscribe", "sport"));
+    let mut idle = server.raw();
+    assert_eq!(exchange(&mut idle, b"AUTH bob pw\r\n", 5), b"+OK\r\n");
+    let publish =
+        |c: &mut redis::Connection, channel: &str| run::<i64>(c, &["PUBLISH", channel, "m"]);
+    assert_eq!(publish(&mut admin, "sport"), 2);
+
+    // Adding a channel takes nothing away: every subscriber stays.
+    setuser(&mut admin, &["&extra"]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(publish(&mut admin, "sport"), 2);
+
+    // Without `sport`, both of its subscribers go (the pattern, which only the very
+    // same pattern allows, and the channel); the news subscriber and the connection
+    // subscribed to nothing stay.
+    setuser(&mut admin, &["resetchannels", "&news.*"]);
+    assert!(eventually(5, || publish(&mut admin, "sport") == 0));
+    assert_eq!(publish(&mut admin, "news.today"), 1);
+    for dropped in [&mut sport_pattern, &mut sport] {
+        dropped
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut rest = Vec::new();
+        assert!(
+            dropped.read_to_end(&mut rest).is_ok(),
+            "the connection is closed"
+        );
+    }
+    assert_eq!(exchange(&mut idle, b"PING\r\n", 7), b"+PONG\r\n");
+    let list: String = run(&mut admin, &["CLIENT", "LIST"]);
+    assert_eq!(list.matches("user=bob").count(), 2, "{list}");
 }
 
 #[test]

@@ -5,6 +5,8 @@
 use rand::RngCore;
 use resp::Frame;
 
+use crate::pubsub::Kind;
+
 use super::users::{Call, DEFAULT_USER};
 use super::{
     arity_allows, error, find_subcommand, int, lookup, ok, parse_integer, reply, stat_slot,
@@ -77,7 +79,23 @@ pub fn acl(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 return error("ERR Usernames can't contain spaces or null characters");
             }
             match users.set(name, rules) {
-                Ok(()) => ok(),
+                Ok(None) => ok(),
+                Ok(Some(narrowed)) => {
+                    // As Redis: a subscriber of a channel its user may no longer use
+                    // is disconnected.
+                    for c in ctx.server.clients.snapshot() {
+                        let of_user = *c.user.lock().unwrap_or_else(|e| e.into_inner()) == *name;
+                        if of_user
+                            && c.is_subscribed()
+                            && ctx.server.pubsub.subscribes_outside(c.id, |kind, channel| {
+                                narrowed.may_subscribe(channel, kind == Kind::Pattern)
+                            })
+                        {
+                            c.kill();
+                        }
+                    }
+                    ok()
+                }
                 Err(e) => error(&e),
             }
         }

@@ -817,6 +817,38 @@ impl User {
         Err(worst)
     }
 
+    /// Whether this user may stay subscribed to `name` (a PSUBSCRIBE pattern if
+    /// `pattern`): checked against the channels of all its selectors together, a
+    /// pattern only as the very same pattern, as Redis checks subscribers when a
+    /// user's channels change.
+    pub fn may_subscribe(&self, name: &[u8], pattern: bool) -> bool {
+        self.selectors.iter().any(|s| {
+            s.all_channels
+                || s.channels.iter().any(|c| {
+                    if pattern {
+                        c == name
+                    } else {
+                        glob_match(c, name, false)
+                    }
+                })
+        })
+    }
+
+    /// Whether every channel rule of `before` is still one of this user's, so no
+    /// subscriber can have lost a channel (Redis's shortcut before it looks at the
+    /// user's subscribers).
+    pub fn keeps_channels_of(&self, before: &User) -> bool {
+        if self.selectors.iter().any(|s| s.all_channels) {
+            return true;
+        }
+        before.selectors.iter().all(|b| {
+            !b.all_channels
+                && b.channels
+                    .iter()
+                    .all(|c| self.selectors.iter().any(|s| s.channels.contains(c)))
+        })
+    }
+
     /// The flags ACL GETUSER and ACL LIST show, in Redis's order.
     fn flags(&self) -> Vec<&'static str> {
         let mut flags = vec![if self.enabled { "on" } else { "off" }];
@@ -959,8 +991,9 @@ impl Users {
     }
 
     /// ACL SETUSER: creates or changes the user with every rule or none (the error
-    /// names the rule refused).
-    pub fn set(&self, name: &[u8], rules: &[Vec<u8>]) -> Result<(), String> {
+    /// names the rule refused). Gives the changed user if it lost channels it had,
+    /// so that its subscribers may need to be disconnected.
+    pub fn set(&self, name: &[u8], rules: &[Vec<u8>]) -> Result<Option<Arc<User>>, String> {
         let rules = merge_selectors(rules)?;
         let mut users = self.users.write().unwrap_or_else(|e| e.into_inner());
         let mut user = users
@@ -975,10 +1008,13 @@ impl Users {
                 )
             })?;
         }
-        drop(users.insert(name.to_vec(), Arc::new(user)));
+        let user = Arc::new(user);
+        let before = users.insert(name.to_vec(), user.clone());
         drop(users);
         self.refresh_default();
-        Ok(())
+        Ok(before
+            .filter(|before| !user.keeps_channels_of(before))
+            .map(|_| user))
     }
 
     fn refresh_default(&self) {

@@ -1265,7 +1265,8 @@ mod tests {
         let users = Users::new(None);
         assert!(users
             .set(b"bob", &args(&["on", ">p", "+get", "nosuch"]))
-            .unwrap_err()
+            .err()
+            .unwrap()
             .contains("'nosuch': Syntax error"));
         assert!(users.get(b"bob").is_none());
         users
@@ -1275,12 +1276,39 @@ mod tests {
         assert_eq!(bob.selectors.len(), 2);
         assert!(users
             .set(b"bob", &args(&["(+get"]))
-            .unwrap_err()
+            .err()
+            .unwrap()
             .contains("Unmatched"));
         assert!(!users.auth_required());
         users.set_default_password(Some(b"secret"));
         assert!(users.auth_required());
         assert!(users.authenticate(b"default", b"secret").is_some());
         assert_eq!(users.delete(&args(&["bob", "nobody"])), 1);
+    }
+
+    #[test]
+    fn a_change_that_takes_channels_is_told_apart() {
+        let users = Users::new(None);
+        let set = |rules: &[&str]| users.set(b"bob", &args(rules)).unwrap();
+        assert!(
+            set(&["&a*", "(&b)"]).is_none(),
+            "a new user has no subscribers"
+        );
+        assert!(set(&["&c"]).is_none(), "adding keeps every channel");
+        assert!(
+            set(&["resetchannels", "(&a* &b &c)"]).is_none(),
+            "moved to a selector"
+        );
+        let narrowed = set(&["clearselectors"]).expect("a*, b and c are gone");
+        assert!(!narrowed.may_subscribe(b"a1", false));
+        assert!(set(&["allchannels"]).is_none());
+        let narrowed = set(&["resetchannels", "&a*"]).expect("all channels are gone");
+        assert!(narrowed.may_subscribe(b"a1", false));
+        assert!(narrowed.may_subscribe(b"a*", true));
+        assert!(
+            !narrowed.may_subscribe(b"a1*", true),
+            "a pattern only as itself"
+        );
+        assert!(!narrowed.may_subscribe(b"b", false));
     }
 }

@@ -487,6 +487,16 @@ impl Scripts {
         self.cache.get(sha).cloned()
     }
 
+    /// How many scripts EVAL and SCRIPT LOAD left in the cache.
+    pub fn cached(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// The bytes the Lua interpreter holds.
+    pub fn lua_memory(&self) -> usize {
+        self.lua.used_memory()
+    }
+
     pub fn contains(&self, sha: &str) -> bool {
         self.cache.contains_key(sha)
     }

@@ -34,12 +34,17 @@ pub struct Server {
     pub pubsub: PubSub,
     /// ACL users.
     pub users: crate::commands::users::Users,
-    /// The Lua interpreter and the scripts loaded (EVAL, SCRIPT).
-    pub scripts: std::sync::Mutex<crate::scripting::Scripts>,
+    /// The Lua interpreter and the scripts loaded (EVAL, SCRIPT); see [`Server::scripts`].
+    scripts: std::sync::Mutex<crate::scripting::Scripts>,
+    /// What `scripts` held when last let go: INFO reads it without the lock, which a
+    /// running script holds (and INFO may be what the script runs).
+    script_counts: [AtomicU64; 4],
     /// Unix seconds of the last successful SAVE or BGSAVE (the start time before one),
     /// and whether the last one succeeded.
     last_save: AtomicU64,
     last_save_failed: AtomicBool,
+    /// Successful saves since the start (INFO's rdb_saves).
+    saves: AtomicU64,
     used_memory: AtomicU64,
     peak_memory: AtomicU64,
     /// What the allocator held before any client came (MEMORY STATS).
@@ -68,6 +73,8 @@ impl Server {
 
     pub fn new(config: Config, db: Db) -> Server {
         let users = crate::commands::users::Users::new(config.requirepass().as_deref());
+        let scripts = crate::scripting::Scripts::new().expect("Lua starts with its libraries");
+        let lua_memory = scripts.lua_memory() as u64;
         let server = Server {
             db,
             gate: Gate::default(),
@@ -85,11 +92,11 @@ impl Server {
             monitors: Monitors::default(),
             pubsub: PubSub::default(),
             users,
-            scripts: std::sync::Mutex::new(
-                crate::scripting::Scripts::new().expect("Lua starts with its libraries"),
-            ),
+            scripts: std::sync::Mutex::new(scripts),
+            script_counts: [0, 0, 0, lua_memory].map(AtomicU64::new),
             last_save: AtomicU64::new(crate::entry::now_ms() / 1000),
             last_save_failed: AtomicBool::new(false),
+            saves: AtomicU64::new(0),
             used_memory: AtomicU64::new(0),
             peak_memory: AtomicU64::new(0),
             startup_memory: crate::memory::allocated(),
@@ -135,6 +142,7 @@ impl Server {
                 self.last_save
                     .store(crate::entry::now_ms() / 1000, Ordering::Relaxed);
                 self.last_save_failed.store(false, Ordering::Relaxed);
+                self.saves.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             }
             Ok(false) => Err("ERR the memory engine keeps nothing on disk to save to; run hotkv-server --engine lsm to keep data durable".into()),
@@ -148,6 +156,26 @@ impl Server {
     /// Unix seconds of the last successful save, or of the start before any.
     pub fn last_save(&self) -> u64 {
         self.last_save.load(Ordering::Relaxed)
+    }
+
+    /// The scripts, for as long as the guard lives.
+    pub fn scripts(&self) -> ScriptsGuard<'_> {
+        ScriptsGuard {
+            scripts: self.scripts.lock().unwrap_or_else(|e| e.into_inner()),
+            counts: &self.script_counts,
+        }
+    }
+
+    /// Cached scripts, functions, libraries, and the bytes Lua holds, as of the last
+    /// use of the scripts (INFO memory).
+    pub fn script_counts(&self) -> [u64; 4] {
+        self.script_counts
+            .each_ref()
+            .map(|n| n.load(Ordering::Relaxed))
+    }
+
+    pub fn saves(&self) -> u64 {
+        self.saves.load(Ordering::Relaxed)
     }
 
     pub fn last_save_failed(&self) -> bool {
@@ -302,5 +330,48 @@ impl Server {
                 self.publish_events();
             }
         }
+    }
+}
+
+/// The scripts, locked; on release it notes what they hold for INFO.
+pub struct ScriptsGuard<'a> {
+    scripts: std::sync::MutexGuard<'a, crate::scripting::Scripts>,
+    counts: &'a [AtomicU64; 4],
+}
+
+impl std::ops::Deref for ScriptsGuard<'_> {
+    type Target = crate::scripting::Scripts;
+
+    fn deref(&self) -> &Self::Target {
+        &self.scripts
+    }
+}
+
+impl std::ops::DerefMut for ScriptsGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.scripts
+    }
+}
+
+impl ScriptsGuard<'_> {
+    /// Notes what the scripts hold now, for INFO: done on release, and by EVAL once
+    /// its script is cached, so that the script sees itself counted as in Redis.
+    pub fn note_counts(&self) {
+        let s = &self.scripts;
+        let now = [
+            s.cached(),
+            s.libraries.function_count(),
+            s.libraries.len(),
+            s.lua_memory(),
+        ];
+        for (count, value) in self.counts.iter().zip(now) {
+            count.store(value as u64, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for ScriptsGuard<'_> {
+    fn drop(&mut self) {
+        self.note_counts();
     }
 }

@@ -534,6 +534,41 @@ fn info_sections_and_hotkeys() {
         "{rss} {resident}"
     );
     assert!(only.starts_with("# Memory") && !only.contains("# Server"));
+    // Redis's breakdown: what the server needs for itself plus what the data takes.
+    assert_eq!(
+        memory_field("used_memory_overhead") + memory_field("used_memory_dataset"),
+        memory_field("used_memory")
+    );
+    for absent in ["lazyfree_pending_objects", "mem_not_counted_for_evict"] {
+        assert_eq!(memory_field(absent), 0, "{absent}");
+    }
+    // The scripts' figures follow SCRIPT LOAD, FUNCTION LOAD and their flushes.
+    assert_eq!(info_field(&mut c, "number_of_cached_scripts"), "0");
+    run::<String>(&mut c, &["SCRIPT", "LOAD", "return 1"]);
+    let library = "#!lua name=lib\nredis.register_function('f', function() return 1 end)";
+    run::<String>(&mut c, &["FUNCTION", "LOAD", library]);
+    assert_eq!(info_field(&mut c, "number_of_cached_scripts"), "1");
+    assert_eq!(info_field(&mut c, "number_of_functions"), "1");
+    assert_eq!(info_field(&mut c, "number_of_libraries"), "1");
+    assert!(
+        info_field(&mut c, "used_memory_lua")
+            .parse::<u64>()
+            .unwrap()
+            > 0
+    );
+    run::<()>(&mut c, &["SCRIPT", "FLUSH"]);
+    run::<()>(&mut c, &["FUNCTION", "FLUSH"]);
+    assert_eq!(info_field(&mut c, "number_of_cached_scripts"), "0");
+    assert_eq!(info_field(&mut c, "number_of_libraries"), "0");
+    // INFO from a script reads them too, while the script holds the interpreter.
+    let from_script: String = run(
+        &mut c,
+        &["EVAL", "return redis.call('INFO', 'memory')", "0"],
+    );
+    assert!(
+        from_script.contains("number_of_cached_scripts:1"),
+        "{from_script}"
+    );
     // The key read 3000 times is the hottest the index knows.
     let hot: Vec<(String, f64)> = run(&mut c, &["HOTKEYS", "COUNT", "3"]);
     assert!(!hot.is_empty() && hot.len() <= 3, "{hot:?}");

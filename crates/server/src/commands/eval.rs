@@ -42,10 +42,7 @@ fn run(ctx: &mut Ctx, args: &[Vec<u8>], source: Source, read_only: bool) -> Repl
     };
     let (keys, argv) = args[3..].split_at(count);
     let server = ctx.server;
-    let scripts = &mut *server
-        .scripts
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut scripts = server.scripts();
     let (sha, script): (String, Script) = match source {
         Source::Text => match scripts.load(&args[1]) {
             Ok(loaded) => loaded,
@@ -59,11 +56,12 @@ fn run(ctx: &mut Ctx, args: &[Vec<u8>], source: Source, read_only: bool) -> Repl
             }
         }
     };
+    scripts.note_counts();
     let target = Target::Script {
         sha: &sha,
         script: &script,
     };
-    run_lua(ctx, scripts, target, keys, argv, script.flags, read_only)
+    run_lua(ctx, &scripts, target, keys, argv, script.flags, read_only)
 }
 
 /// The number of keys a script or function is given (`args[2]`), checked against
@@ -136,12 +134,7 @@ pub(super) fn run_lua(
 }
 
 pub fn script(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    let lock = || {
-        ctx.server
-            .scripts
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    };
+    let lock = || ctx.server.scripts();
     match (upper(&args[1]).as_slice(), &args[2..]) {
         (b"LOAD", [text]) => match lock().load(text) {
             Ok((sha, _)) => reply(Frame::bulk(sha)),

@@ -28,7 +28,7 @@ pub fn fcall_ro(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 /// `FCALL function numkeys [key ...] [arg ...]`.
 fn call(ctx: &mut Ctx, args: &[Vec<u8>], read_only: bool) -> Reply {
     let server = ctx.server;
-    let scripts = lock(server);
+    let scripts = server.scripts();
     let Some(function) = scripts.libraries.function(&args[1]) else {
         return error("ERR Function not found");
     };
@@ -49,13 +49,6 @@ fn call(ctx: &mut Ctx, args: &[Vec<u8>], read_only: bool) -> Reply {
     )
 }
 
-fn lock(server: &Server) -> std::sync::MutexGuard<'_, Scripts> {
-    server
-        .scripts
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 pub fn function(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let server = ctx.server;
     match (upper(&args[1]).as_slice(), &args[2..]) {
@@ -70,7 +63,7 @@ pub fn function(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 }
                 replace = true;
             }
-            let mut scripts = lock(server);
+            let mut scripts = server.scripts();
             let name = match load(&scripts, code, replace, Some(LOAD_TIME_LIMIT)) {
                 Ok(library) => {
                     let name = library.name.clone();
@@ -85,7 +78,7 @@ pub fn function(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             reply(Frame::bulk(name))
         }
         (b"DELETE", [name]) => {
-            let mut scripts = lock(server);
+            let mut scripts = server.scripts();
             let name = String::from_utf8_lossy(name);
             if scripts.libraries.remove(&name).is_none() {
                 return error("ERR Library not found");
@@ -99,14 +92,14 @@ pub fn function(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                     return error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
                 }
             }
-            let mut scripts = lock(server);
+            let mut scripts = server.scripts();
             scripts.libraries.clear();
             save(server, &scripts.libraries)?;
             ok()
         }
-        (b"LIST", options) => list(&lock(server).libraries, options),
+        (b"LIST", options) => list(&server.scripts().libraries, options),
         (b"STATS", []) => {
-            let scripts = lock(server);
+            let scripts = server.scripts();
             let count = |n: usize| Frame::Integer(n as i64);
             reply(Frame::Map(vec![
                 // A script holds the gate until it ends, so none runs while this does.
@@ -130,7 +123,7 @@ pub fn function(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             ]))
         }
         (b"KILL", []) => error("NOTBUSY No scripts in execution right now."),
-        (b"DUMP", []) => reply(Frame::Bulk(dump(&lock(server).libraries))),
+        (b"DUMP", []) => reply(Frame::Bulk(dump(&server.scripts().libraries))),
         (b"RESTORE", [payload, policy @ ..]) if policy.len() <= 1 => {
             let policy = match policy.first().map(|p| upper(p)) {
                 None => Policy::Append,
@@ -139,7 +132,7 @@ pub fn function(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 Some(p) if p == b"FLUSH" => Policy::Flush,
                 Some(_) => return error("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE."),
             };
-            let mut scripts = lock(server);
+            let mut scripts = server.scripts();
             let max_len = server.config.proto_max_bulk_len();
             if let Err(e) = restore(&mut scripts, payload, policy, max_len) {
                 return error(&format!("ERR {e}"));
@@ -226,7 +219,7 @@ pub fn load_saved(server: &Server) -> Result<usize, String> {
     else {
         return Ok(0);
     };
-    let mut scripts = lock(server);
+    let mut scripts = server.scripts();
     restore(&mut scripts, &payload, Policy::Flush, usize::MAX)
         .map_err(|e| format!("loading the saved function libraries: {e}"))?;
     Ok(scripts.libraries.len())

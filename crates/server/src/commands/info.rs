@@ -106,6 +106,9 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             let uptime = server.started.elapsed().as_secs();
             field("redis_version", &crate::REDIS_VERSION);
             field("hotkv_version", &env!("CARGO_PKG_VERSION"));
+            // Not built from Redis's git: its placeholders for that.
+            field("redis_git_sha1", &"00000000");
+            field("redis_git_dirty", &0);
             field("redis_mode", &"standalone");
             field("os", &std::env::consts::OS);
             field("arch_bits", &(usize::BITS));
@@ -143,35 +146,91 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             field("clients_in_timeout_table", &timed);
         }
         "memory" => {
-            let used = server.refresh_memory();
-            field("used_memory", &used);
-            field("used_memory_human", &human(used));
-            field("used_memory_peak", &server.peak_memory());
-            field("used_memory_peak_human", &human(server.peak_memory()));
+            // Redis's fields in its order; those for what hotkv lacks (replication,
+            // AOF buffers, cluster links, lazy freeing: hotkv frees at once) read 0.
+            let b = super::memory::Breakdown::now(server);
+            field("used_memory", &b.used);
+            field("used_memory_human", &human(b.used));
+            if let Some(rss) = b.rss {
+                field("used_memory_rss", &rss);
+                field("used_memory_rss_human", &human(rss));
+            }
+            field("used_memory_peak", &b.peak);
+            field("used_memory_peak_human", &human(b.peak));
+            field(
+                "used_memory_peak_perc",
+                &format!("{:.2}%", b.peak_percentage()),
+            );
+            field("used_memory_overhead", &b.overhead);
+            field("used_memory_startup", &b.startup);
+            field("used_memory_dataset", &b.dataset);
+            field(
+                "used_memory_dataset_perc",
+                &format!("{:.2}%", b.dataset_percentage()),
+            );
+            if let Some([allocated, active, resident]) = b.allocator {
+                field("allocator_allocated", &allocated);
+                field("allocator_active", &active);
+                field("allocator_resident", &resident);
+            }
+            if let Some(total) = crate::memory::system_total() {
+                field("total_system_memory", &total);
+                field("total_system_memory_human", &human(total));
+            }
+            // One Lua interpreter runs scripts and functions alike; Redis 7 has one
+            // for each, so hotkv's is counted as the scripts' one.
+            let [scripts, functions, libraries, lua] = server.script_counts();
+            field("used_memory_lua", &lua);
+            field("used_memory_vm_eval", &lua);
+            field("used_memory_lua_human", &human(lua));
+            field("number_of_cached_scripts", &scripts);
+            field("number_of_functions", &functions);
+            field("number_of_libraries", &libraries);
+            field("used_memory_vm_functions", &0);
+            field("used_memory_vm_total", &lua);
+            field("used_memory_vm_total_human", &human(lua));
             field("maxmemory", &server.config.maxmemory());
             field("maxmemory_human", &human(server.config.maxmemory()));
             field(
                 "maxmemory_policy",
                 &server.config.get(b"maxmemory-policy")[0].1,
             );
-            if let Some(rss) = crate::memory::resident() {
-                field("used_memory_rss", &rss);
-                field("used_memory_rss_human", &human(rss));
+            let ratio = |a: u64, b: u64| format!("{:.2}", a as f64 / b.max(1) as f64);
+            let bytes = |a: u64, b: u64| a as i64 - b as i64;
+            if let Some([allocated, active, resident]) = b.allocator {
+                field("allocator_frag_ratio", &ratio(active, allocated));
+                field("allocator_frag_bytes", &bytes(active, allocated));
+                field("allocator_rss_ratio", &ratio(resident, active));
+                field("allocator_rss_bytes", &bytes(resident, active));
+                if let Some(rss) = b.rss {
+                    field("rss_overhead_ratio", &ratio(rss, resident));
+                    field("rss_overhead_bytes", &bytes(rss, resident));
+                }
+            }
+            if let Some(rss) = b.rss {
                 // As Redis: the resident set over what the allocator handed out.
-                let ratio = rss as f64 / used.max(1) as f64;
-                field("mem_fragmentation_ratio", &format!("{ratio:.2}"));
-                field("mem_fragmentation_bytes", &(rss as i64 - used as i64));
+                field("mem_fragmentation_ratio", &ratio(rss, b.used));
+                field("mem_fragmentation_bytes", &bytes(rss, b.used));
             }
-            if let Some(total) = crate::memory::system_total() {
-                field("total_system_memory", &total);
-                field("total_system_memory_human", &human(total));
+            for absent in [
+                "mem_not_counted_for_evict",
+                "mem_replication_backlog",
+                "mem_total_replication_buffers",
+                "mem_clients_slaves",
+            ] {
+                field(absent, &0);
             }
-            if let Some([allocated, active, resident]) = crate::memory::allocator() {
-                field("allocator_allocated", &allocated);
-                field("allocator_active", &active);
-                field("allocator_resident", &resident);
-            }
+            field("mem_clients_normal", &b.clients);
+            field("mem_cluster_links", &0);
+            field("mem_aof_buffer", &0);
             field("mem_allocator", &"jemalloc");
+            for absent in [
+                "active_defrag_running",
+                "lazyfree_pending_objects",
+                "lazyfreed_objects",
+            ] {
+                field(absent, &0);
+            }
         }
         "persistence" => {
             // No snapshots: never loading (the engine recovers before the server
@@ -179,19 +238,43 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             // and, as Redis reports before its first save, the start time as the last
             // save. A durable engine's log plays the part of Redis's append-only file;
             // its write status is the engine's.
+            // Nothing forks, so the copy-on-write and rewrite fields read as Redis's
+            // do before its first fork.
             field("loading", &0);
             field("async_loading", &0);
+            for no_fork in [
+                "current_cow_peak",
+                "current_cow_size",
+                "current_cow_size_age",
+            ] {
+                field(no_fork, &0);
+            }
+            field("current_fork_perc", &"0.00");
+            field("current_save_keys_processed", &0);
+            field("current_save_keys_total", &0);
             field("rdb_bgsave_in_progress", &0);
             field("rdb_last_save_time", &server.last_save());
             let failed = server.last_save_failed();
             field("rdb_last_bgsave_status", &if failed { "err" } else { "ok" });
+            field("rdb_last_bgsave_time_sec", &-1);
+            field("rdb_current_bgsave_time_sec", &-1);
+            field("rdb_saves", &server.saves());
+            field("rdb_last_cow_size", &0);
             let stats = server.db.engine_stats();
             field("aof_enabled", &u8::from(stats.is_some()));
             field("aof_rewrite_in_progress", &0);
-            if let Some(stats) = stats {
-                let stopped = stats.iter().any(|&(n, v)| n == "writes_stopped" && v != 0);
-                field("aof_last_write_status", &if stopped { "err" } else { "ok" });
-            }
+            field("aof_rewrite_scheduled", &0);
+            field("aof_last_rewrite_time_sec", &-1);
+            field("aof_current_rewrite_time_sec", &-1);
+            field("aof_last_bgrewrite_status", &"ok");
+            field("aof_rewrites", &0);
+            field("aof_rewrites_consecutive_failures", &0);
+            let stopped = stats
+                .is_some_and(|stats| stats.iter().any(|&(n, v)| n == "writes_stopped" && v != 0));
+            field("aof_last_write_status", &if stopped { "err" } else { "ok" });
+            field("aof_last_cow_size", &0);
+            field("module_fork_in_progress", &0);
+            field("module_fork_last_cow_size", &0);
         }
         "commandstats" => {
             for (index, t) in server.command_stats.totals() {
@@ -230,8 +313,12 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             field("connected_slaves", &0);
             field("master_failover_state", &"no-failover");
             field("master_replid", &server.run_id);
+            field("master_replid2", &"0".repeat(40));
             field("master_repl_offset", &0);
+            field("second_repl_offset", &-1);
             field("repl_backlog_active", &0);
+            field("repl_backlog_first_byte_offset", &0);
+            field("repl_backlog_histlen", &0);
         }
         "stats" => {
             let c = &server.clients;
@@ -247,12 +334,22 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             );
             field("total_net_input_bytes", &c.total(|t| &t.net_in));
             field("total_net_output_bytes", &c.total(|t| &t.net_out));
+            // No replication, forks, defragmentation or client eviction: their
+            // counters read 0, as on a Redis that never used them.
+            field("total_net_repl_input_bytes", &0);
+            field("total_net_repl_output_bytes", &0);
             let kbps = |m| format!("{:.2}", rates.rate(m) / 1024.0);
             field("instantaneous_input_kbps", &kbps(Metric::NetInput));
             field("instantaneous_output_kbps", &kbps(Metric::NetOutput));
+            field("instantaneous_input_repl_kbps", &"0.00");
+            field("instantaneous_output_repl_kbps", &"0.00");
             field("rejected_connections", &c.rejected.load(Ordering::Relaxed));
+            for absent in ["sync_full", "sync_partial_ok", "sync_partial_err"] {
+                field(absent, &0);
+            }
             field("expired_keys", &server.db.expired_count());
             field("evicted_keys", &server.evicted.load(Ordering::Relaxed));
+            field("evicted_clients", &0);
             field("keyspace_hits", &c.total(|t| &t.hits));
             field("keyspace_misses", &c.total(|t| &t.misses));
             field(
@@ -267,10 +364,26 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
                 "pubsubshard_channels",
                 &server.pubsub.len(crate::pubsub::Kind::Shard),
             );
+            for absent in [
+                "latest_fork_usec",
+                "total_forks",
+                "migrate_cached_sockets",
+                "slave_expires_tracked_keys",
+                "active_defrag_hits",
+                "active_defrag_misses",
+                "active_defrag_key_hits",
+                "active_defrag_key_misses",
+                "total_active_defrag_time",
+                "current_active_defrag_time",
+            ] {
+                field(absent, &0);
+            }
             let [_, keys, items, prefixes] = server.db.tracking.stats();
             field("tracking_total_keys", &keys);
             field("tracking_total_items", &items);
             field("tracking_total_prefixes", &prefixes);
+            // Errors from a master or an AOF being loaded, neither of which hotkv has.
+            field("unexpected_error_replies", &0);
             field("total_error_replies", &server.command_stats.error_replies());
         }
         "errorstats" => {

@@ -41,30 +41,65 @@ pub fn memory(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     }
 }
 
-/// MEMORY STATS: Redis's fields, from the allocator and the key count. What hotkv
-/// has no counterpart for (replication, cluster, scripts) reads 0; the per-database hash-table overheads are left out,
-/// the index not being Redis's dict.
+/// Where the allocated memory goes, as Redis breaks it down for MEMORY STATS and
+/// INFO memory. What hotkv has no counterpart for (replication, cluster, scripts)
+/// counts 0; the per-database hash-table overheads are left out, the index not being
+/// Redis's dict.
+pub struct Breakdown {
+    pub used: u64,
+    pub peak: u64,
+    pub startup: u64,
+    /// What the clients' buffers hold (Redis's clients.normal).
+    pub clients: u64,
+    pub overhead: u64,
+    pub dataset: u64,
+    /// jemalloc's allocated, active and resident bytes.
+    pub allocator: Option<[u64; 3]>,
+    pub rss: Option<u64>,
+}
+
+impl Breakdown {
+    pub fn now(server: &crate::server::Server) -> Breakdown {
+        let used = server.refresh_memory();
+        let startup = server.startup_memory.min(used);
+        let clients = server.clients.buffers().2 as u64;
+        let overhead = (startup + clients).min(used);
+        Breakdown {
+            used,
+            peak: server.peak_memory().max(used),
+            startup,
+            clients,
+            overhead,
+            dataset: used - overhead,
+            allocator: crate::memory::allocator(),
+            rss: crate::memory::resident(),
+        }
+    }
+
+    pub fn peak_percentage(&self) -> f64 {
+        self.used as f64 * 100.0 / self.peak.max(1) as f64
+    }
+
+    pub fn dataset_percentage(&self) -> f64 {
+        self.dataset as f64 * 100.0 / (self.used - self.startup).max(1) as f64
+    }
+}
+
+/// MEMORY STATS: Redis's fields (see [`Breakdown`]).
 fn stats(ctx: &Ctx) -> Frame {
-    let server = ctx.server;
-    let used = server.refresh_memory();
-    let peak = server.peak_memory().max(used);
-    let startup = server.startup_memory.min(used);
+    let b = Breakdown::now(ctx.server);
     let keys = ctx.db().len();
-    let clients = server.clients.buffers().2 as u64;
-    let overhead = (startup + clients).min(used);
-    let dataset = used - overhead;
     let ratio = |a: u64, b: u64| Frame::Double(a as f64 / b.max(1) as f64);
-    let percent = |a: u64, b: u64| Frame::Double(a as f64 * 100.0 / b.max(1) as f64);
     let signed = |a: u64, b: u64| Frame::Integer(a as i64 - b as i64);
     let mut fields: Vec<(&str, Frame)> = vec![
-        ("peak.allocated", Frame::Integer(peak as i64)),
-        ("total.allocated", Frame::Integer(used as i64)),
-        ("startup.allocated", Frame::Integer(startup as i64)),
+        ("peak.allocated", Frame::Integer(b.peak as i64)),
+        ("total.allocated", Frame::Integer(b.used as i64)),
+        ("startup.allocated", Frame::Integer(b.startup as i64)),
     ];
     for unused in ["replication.backlog", "clients.slaves"] {
         fields.push((unused, Frame::Integer(0)));
     }
-    fields.push(("clients.normal", Frame::Integer(clients as i64)));
+    fields.push(("clients.normal", Frame::Integer(b.clients as i64)));
     for unused in [
         "cluster.links",
         "aof.buffer",
@@ -74,17 +109,17 @@ fn stats(ctx: &Ctx) -> Frame {
         fields.push((unused, Frame::Integer(0)));
     }
     fields.extend([
-        ("overhead.total", Frame::Integer(overhead as i64)),
+        ("overhead.total", Frame::Integer(b.overhead as i64)),
         ("keys.count", Frame::Integer(keys as i64)),
         (
             "keys.bytes-per-key",
-            Frame::Integer((dataset / keys.max(1)) as i64),
+            Frame::Integer((b.dataset / keys.max(1)) as i64),
         ),
-        ("dataset.bytes", Frame::Integer(dataset as i64)),
-        ("dataset.percentage", percent(dataset, used - startup)),
-        ("peak.percentage", percent(used, peak)),
+        ("dataset.bytes", Frame::Integer(b.dataset as i64)),
+        ("dataset.percentage", Frame::Double(b.dataset_percentage())),
+        ("peak.percentage", Frame::Double(b.peak_percentage())),
     ]);
-    if let Some([allocated, active, resident]) = crate::memory::allocator() {
+    if let Some([allocated, active, resident]) = b.allocator {
         fields.extend([
             ("allocator.allocated", Frame::Integer(allocated as i64)),
             ("allocator.active", Frame::Integer(active as i64)),
@@ -94,12 +129,12 @@ fn stats(ctx: &Ctx) -> Frame {
             ("allocator-rss.ratio", ratio(resident, active)),
             ("allocator-rss.bytes", signed(resident, active)),
         ]);
-        if let Some(rss) = crate::memory::resident() {
+        if let Some(rss) = b.rss {
             fields.extend([
                 ("rss-overhead.ratio", ratio(rss, resident)),
                 ("rss-overhead.bytes", signed(rss, resident)),
-                ("fragmentation", ratio(rss, used)),
-                ("fragmentation.bytes", signed(rss, used)),
+                ("fragmentation", ratio(rss, b.used)),
+                ("fragmentation.bytes", signed(rss, b.used)),
             ]);
         }
     }

@@ -552,6 +552,18 @@ pub fn hash_password(password: &[u8]) -> String {
         .collect()
 }
 
+/// The password hash a `>pw`, `<pw`, `#hash` or `!hash` rule names.
+fn rule_hash(rule: &[u8]) -> Result<String, RuleError> {
+    let (kind, rest) = (rule[0], &rule[1..]);
+    if kind == b'>' || kind == b'<' {
+        Ok(hash_password(rest))
+    } else if valid_hash(rest) {
+        Ok(String::from_utf8_lossy(rest).into_owned())
+    } else {
+        Err(RuleError::BadHash)
+    }
+}
+
 fn valid_hash(hash: &[u8]) -> bool {
     hash.len() == 64 && hash.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
@@ -730,26 +742,14 @@ impl User {
                 self.passwords.clear();
             }
             [b'>' | b'#', ..] => {
-                let hash = if op[0] == b'>' {
-                    hash_password(&op[1..])
-                } else if valid_hash(&op[1..]) {
-                    String::from_utf8_lossy(&op[1..]).into_owned()
-                } else {
-                    return Err(RuleError::BadHash);
-                };
+                let hash = rule_hash(op)?;
                 if !self.passwords.contains(&hash) {
                     self.passwords.push(hash);
                 }
                 self.nopass = false;
             }
             [b'<' | b'!', ..] => {
-                let hash = if op[0] == b'<' {
-                    hash_password(&op[1..])
-                } else if valid_hash(&op[1..]) {
-                    String::from_utf8_lossy(&op[1..]).into_owned()
-                } else {
-                    return Err(RuleError::BadHash);
-                };
+                let hash = rule_hash(op)?;
                 let at = self
                     .passwords
                     .iter()
@@ -954,12 +954,9 @@ impl Users {
 
     fn store(&self, user: User) {
         let mut users = self.users.write().unwrap_or_else(|e| e.into_inner());
-        if user.name == DEFAULT_USER {
-            self.auth_required
-                .store(!user.nopass || !user.enabled, Ordering::Release);
-        }
         users.insert(user.name.clone(), Arc::new(user));
-        self.generation.fetch_add(1, Ordering::Release);
+        drop(users);
+        self.note_change();
     }
 
     pub fn generation(&self) -> u64 {
@@ -1011,13 +1008,15 @@ impl Users {
         let user = Arc::new(user);
         let before = users.insert(name.to_vec(), user.clone());
         drop(users);
-        self.refresh_default();
+        self.note_change();
         Ok(before
             .filter(|before| !user.keeps_channels_of(before))
             .map(|_| user))
     }
 
-    fn refresh_default(&self) {
+    /// After any change: whether a new connection must log in (the default user's
+    /// password or state), and a new generation, which sessions see at their next command.
+    fn note_change(&self) {
         let default = self.default_user();
         self.auth_required
             .store(!default.nopass || !default.enabled, Ordering::Release);
@@ -1029,7 +1028,7 @@ impl Users {
         let mut users = self.users.write().unwrap_or_else(|e| e.into_inner());
         let deleted = names.iter().filter(|n| users.remove(*n).is_some()).count();
         drop(users);
-        self.generation.fetch_add(1, Ordering::Release);
+        self.note_change();
         deleted
     }
 

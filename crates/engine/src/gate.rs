@@ -11,6 +11,12 @@
 //! flag; EXEC sets the flag, then reads the stripes. With both sides sequentially
 //! consistent, at least one of them sees the other, so a command and EXEC never run
 //! at once.
+//!
+//! A long exclusive holder (a Lua script, which may run for seconds and must be
+//! killable meanwhile) does not keep `writer` locked, so no one sleeps on it: it raises
+//! `long` before `exclusive`, and a caller of the `try_` forms that finds both up is
+//! told so at once and waits its own way (a connection awaits the script's end without
+//! holding up the other connections of its thread).
 
 use std::cell::Cell;
 use std::sync::atomic::Ordering;
@@ -41,6 +47,8 @@ const STRIPES: usize = 64;
 
 pub struct Gate {
     exclusive: AtomicBool,
+    /// The exclusive holder is a long one, which does not hold `writer` while it runs.
+    long: AtomicBool,
     /// Serialises exclusive holders.
     writer: Mutex<()>,
     stripes: Box<[CachePadded<AtomicUsize>]>,
@@ -55,6 +63,10 @@ pub struct Exclusive<'a> {
     _writer: MutexGuard<'a, ()>,
 }
 
+pub struct LongExclusive<'a> {
+    gate: &'a Gate,
+}
+
 static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
@@ -65,6 +77,7 @@ impl Default for Gate {
     fn default() -> Self {
         Gate {
             exclusive: AtomicBool::new(false),
+            long: AtomicBool::new(false),
             writer: Mutex::new(()),
             stripes: (0..STRIPES)
                 .map(|_| CachePadded::new(AtomicUsize::new(0)))
@@ -74,24 +87,40 @@ impl Default for Gate {
 }
 
 impl Gate {
+    /// Holds the gate shared, waiting for any exclusive holder, a long one included
+    /// (for threads that serve no connections, such as active expiry's).
     pub fn shared(&self) -> Shared<'_> {
-        self.shared_on(STRIPE.with(Cell::get))
+        self.shared_on(STRIPE.with(Cell::get), true)
+            .expect("waits out long holders")
+    }
+
+    /// Holds the gate shared; `None` at once if a long exclusive holder is in.
+    pub fn try_shared(&self) -> Option<Shared<'_>> {
+        self.shared_on(STRIPE.with(Cell::get), false)
     }
 
     /// [`Gate::shared`] counting on a given stripe.
-    fn shared_on(&self, stripe: usize) -> Shared<'_> {
+    fn shared_on(&self, stripe: usize, wait_long: bool) -> Option<Shared<'_>> {
         let stripe = &*self.stripes[stripe % STRIPES];
         loop {
             stripe.fetch_add(1, Ordering::SeqCst);
             if !self.exclusive.load(Ordering::SeqCst) {
-                return Shared { stripe };
+                return Some(Shared { stripe });
             }
             stripe.fetch_sub(1, Ordering::SeqCst);
-            if self.exclusive.load(Ordering::SeqCst) {
+            // `long` goes up before `exclusive`: having seen a long holder's
+            // `exclusive`, this sees its `long` (or, if it has left since, finds
+            // `writer` free below).
+            if self.long.load(Ordering::SeqCst) {
+                if !wait_long {
+                    return None;
+                }
+                wait_for_long();
+            } else if self.exclusive.load(Ordering::SeqCst) {
                 // The exclusive holder keeps `writer` until it is done: sleeping on
                 // that lock, rather than spinning, leaves this core to it while a long
                 // one (an MSET of many keys, FLUSHALL) runs.
-                drop(self.writer.lock().unwrap_or_else(|e| e.into_inner()));
+                drop(self.lock_writer());
             }
         }
     }
@@ -102,19 +131,73 @@ impl Gate {
         self.exclusive.load(Ordering::Relaxed)
     }
 
+    /// Holds the gate exclusively, waiting for any other holder, a long one included.
     pub fn exclusive(&self) -> Exclusive<'_> {
-        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        self.exclusive_inner(true).expect("waits out long holders")
+    }
+
+    /// Holds the gate exclusively; `None` at once if a long exclusive holder is in.
+    pub fn try_exclusive(&self) -> Option<Exclusive<'_>> {
+        self.exclusive_inner(false)
+    }
+
+    fn exclusive_inner(&self, wait_long: bool) -> Option<Exclusive<'_>> {
+        loop {
+            let writer = self.lock_writer();
+            // A long holder raised `long` under `writer`, so it is seen here.
+            if !self.long.load(Ordering::SeqCst) {
+                self.enter();
+                return Some(Exclusive {
+                    gate: self,
+                    _writer: writer,
+                });
+            }
+            drop(writer);
+            if !wait_long {
+                return None;
+            }
+            wait_for_long();
+        }
+    }
+
+    /// Holds the gate exclusively without keeping `writer`, for a holder that may stay
+    /// for long: others are not put to sleep on it but told (the `try_` forms).
+    pub fn exclusive_long(&self) -> LongExclusive<'_> {
+        loop {
+            let writer = self.lock_writer();
+            if !self.long.load(Ordering::SeqCst) {
+                self.long.store(true, Ordering::SeqCst);
+                self.enter();
+                drop(writer);
+                return LongExclusive { gate: self };
+            }
+            drop(writer);
+            wait_for_long();
+        }
+    }
+
+    /// Raises the flag and waits for the shared holders to drain; `writer` is held.
+    fn enter(&self) {
         self.exclusive.store(true, Ordering::SeqCst);
         for stripe in self.stripes.iter() {
             while stripe.load(Ordering::SeqCst) != 0 {
                 wait();
             }
         }
-        Exclusive {
-            gate: self,
-            _writer: writer,
-        }
     }
+
+    fn lock_writer(&self) -> MutexGuard<'_, ()> {
+        self.writer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A blocking caller's wait for a long holder to leave: it holds no lock to sleep on,
+/// and such a wait is rare (threads that serve no connections).
+fn wait_for_long() {
+    #[cfg(feature = "shuttle")]
+    shuttle::thread::yield_now();
+    #[cfg(not(feature = "shuttle"))]
+    std::thread::sleep(std::time::Duration::from_millis(1));
 }
 
 impl Drop for Shared<'_> {
@@ -126,6 +209,16 @@ impl Drop for Shared<'_> {
 impl Drop for Exclusive<'_> {
     fn drop(&mut self) {
         self.gate.exclusive.store(false, Ordering::SeqCst);
+    }
+}
+
+impl Drop for LongExclusive<'_> {
+    fn drop(&mut self) {
+        // Under `writer`, so an exclusive candidate that found `long` up and let
+        // `writer` go finds both down when it next takes it.
+        let _writer = self.gate.lock_writer();
+        self.gate.exclusive.store(false, Ordering::SeqCst);
+        self.gate.long.store(false, Ordering::SeqCst);
     }
 }
 
@@ -171,8 +264,9 @@ mod tests {
 }
 
 /// Shuttle explores interleavings of two shared holders on different stripes (and one
-/// on a third that re-enters) against two exclusive holders: no shared holder ever
-/// runs while an exclusive one does, and exclusive holders never overlap.
+/// on a third that re-enters) against two exclusive holders, one of them long: no
+/// shared holder ever runs while an exclusive one does, and exclusive holders never
+/// overlap.
 #[cfg(all(test, feature = "shuttle"))]
 mod model {
     use super::*;
@@ -204,26 +298,52 @@ mod model {
                     );
                     threads.push(shuttle::thread::spawn(move || {
                         for _ in 0..2 {
-                            let _g = gate.shared_on(stripe);
+                            // The third holder waits out long holders as active expiry
+                            // does; the others are refused and try again.
+                            let _g = loop {
+                                match gate.shared_on(stripe, stripe == 2) {
+                                    Some(g) => break g,
+                                    None => shuttle::thread::yield_now(),
+                                }
+                            };
                             s.fetch_add(1, Ordering::SeqCst);
                             assert_eq!(e.load(Ordering::SeqCst), 0, "shared holder inside EXEC");
                             s.fetch_sub(1, Ordering::SeqCst);
                         }
                     }));
                 }
-                for _ in 0..2 {
+                for long in [false, true] {
                     let (gate, s, e) = (
                         gate.clone(),
                         shared_inside.clone(),
                         exclusive_inside.clone(),
                     );
                     threads.push(shuttle::thread::spawn(move || {
-                        let _g = gate.exclusive();
-                        assert_eq!(e.fetch_add(1, Ordering::SeqCst), 0, "two exclusive holders");
-                        assert_eq!(s.load(Ordering::SeqCst), 0, "EXEC beside a shared holder");
-                        shuttle::thread::yield_now();
-                        assert_eq!(s.load(Ordering::SeqCst), 0, "EXEC beside a shared holder");
-                        e.fetch_sub(1, Ordering::SeqCst);
+                        let inside = || {
+                            assert_eq!(
+                                e.fetch_add(1, Ordering::SeqCst),
+                                0,
+                                "two exclusive holders"
+                            );
+                            assert_eq!(s.load(Ordering::SeqCst), 0, "EXEC beside a shared holder");
+                            shuttle::thread::yield_now();
+                            assert_eq!(s.load(Ordering::SeqCst), 0, "EXEC beside a shared holder");
+                            e.fetch_sub(1, Ordering::SeqCst);
+                        };
+                        if long {
+                            let _g = gate.exclusive_long();
+                            inside();
+                        } else {
+                            // As a connection: refused while a long holder is in, it
+                            // tries again.
+                            let _g = loop {
+                                match gate.try_exclusive() {
+                                    Some(g) => break g,
+                                    None => shuttle::thread::yield_now(),
+                                }
+                            };
+                            inside();
+                        }
                     }));
                 }
                 for t in threads {

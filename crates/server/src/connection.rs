@@ -37,7 +37,8 @@ pub struct Connection {
     parser: RequestParser,
     output: Vec<u8>,
     session: Session,
-    /// A request parsed but held by CLIENT PAUSE, run when the pause ends.
+    /// A request parsed but held by CLIENT PAUSE, run when the pause ends, or refused
+    /// the gate by a running script, run when the script ends or turns busy.
     paused: Option<Vec<Vec<u8>>>,
 }
 
@@ -97,6 +98,11 @@ enum Step {
     Close,
     /// CLIENT KILL.
     Killed,
+    /// A script command, run on the script thread (see `script_thread.rs`).
+    Script(Vec<Vec<u8>>),
+    /// A running script holds the gate: the next request (kept in `paused`) waits
+    /// until it ends or turns busy.
+    AwaitScript,
 }
 
 impl Ended {
@@ -301,6 +307,12 @@ impl Connection {
                 run
             };
             woke |= blocked_keys::woke_a_client();
+            if let Action::AwaitScript = action {
+                // Nothing ran: the turn goes back while the script runs on.
+                waiters.try_ended(std::mem::take(&mut had_turn));
+                server.running_script.ended().await;
+                continue;
+            }
             if matches!(action, Action::Block { .. }) {
                 if was_woken {
                     // Still waiting: the next client in line tries.
@@ -363,7 +375,7 @@ impl Connection {
     /// across them (see `gate_hold`), until the input runs out or something needs
     /// waiting for, which the caller does with the gate let go.
     fn run_requests(&mut self, limits: &RequestLimits, consumed: &mut usize) -> Step {
-        let server = &*self.server;
+        let server = self.server.clone();
         let mut gate = GateHold::new(&server.gate);
         let client = self.session.client.clone();
         // Left by another task on this thread (the flag is per thread).
@@ -403,48 +415,12 @@ impl Connection {
             // What others sent this client (messages, invalidations) goes out in order
             // between replies.
             client.take_outbox(&mut self.output);
-            let action = commands::execute(server, &mut self.session, &args, &mut gate);
-            let dropped = self.session.drops_reply();
-            let proto = self.session.proto;
-            match action {
-                // Pub/sub confirmations are pushes, not replies (arrays in RESP2): Redis
-                // sends them even under CLIENT REPLY OFF or SKIP.
-                Action::Reply(frame @ Frame::Push(_)) => frame.encode(proto, &mut self.output),
-                Action::Replies(frames) if dropped => {
-                    for frame in frames.into_iter().filter(|f| matches!(f, Frame::Push(_))) {
-                        frame.encode(proto, &mut self.output);
-                    }
-                }
-                _ if dropped && !matches!(action, Action::Close(_)) => {}
-                // Encoded in the protocol the command ran under: HELLO's reply already
-                // speaks the protocol it switched to.
-                Action::Reply(frame) => frame.encode(proto, &mut self.output),
-                Action::Ok => self.output.extend_from_slice(b"+OK\r\n"),
-                Action::Replies(frames) => {
-                    for frame in frames {
-                        frame.encode(proto, &mut self.output);
-                    }
-                }
-                Action::After(delay, frame) => return Step::After(delay, frame),
-                Action::Block {
-                    keys,
-                    timeout,
-                    timeout_reply,
-                    rerun,
-                } => {
-                    return Step::Block(BlockedCommand {
-                        args: rerun.unwrap_or(args),
-                        keys,
-                        timeout,
-                        timeout_reply,
-                    })
-                }
-                Action::Close(frame) => {
-                    if let (Some(frame), false) = (frame, dropped) {
-                        frame.encode(proto, &mut self.output);
-                    }
-                    return Step::Close;
-                }
+            if commands::runs_script(&self.session, &args) {
+                return Step::Script(args);
+            }
+            let action = commands::execute(&server, &mut self.session, &args, &mut gate);
+            if let Some(step) = self.answer(action, args) {
+                return step;
             }
             if blocked_keys::woke_a_client() {
                 return Step::Woke;
@@ -459,6 +435,78 @@ impl Connection {
         }
     }
 
+    /// Writes `action`'s reply to `args`, unless it asks for a step first.
+    fn answer(&mut self, action: Action, args: Vec<Vec<u8>>) -> Option<Step> {
+        // A command that did not run skips no reply of CLIENT REPLY SKIP's.
+        let dropped = !matches!(action, Action::AwaitScript) && self.session.drops_reply();
+        let proto = self.session.proto;
+        match action {
+            Action::AwaitScript => {
+                self.paused = Some(args);
+                return Some(Step::AwaitScript);
+            }
+            // Pub/sub confirmations are pushes, not replies (arrays in RESP2): Redis
+            // sends them even under CLIENT REPLY OFF or SKIP.
+            Action::Reply(frame @ Frame::Push(_)) => frame.encode(proto, &mut self.output),
+            Action::Replies(frames) if dropped => {
+                for frame in frames.into_iter().filter(|f| matches!(f, Frame::Push(_))) {
+                    frame.encode(proto, &mut self.output);
+                }
+            }
+            _ if dropped && !matches!(action, Action::Close(_)) => {}
+            // Encoded in the protocol the command ran under: HELLO's reply already
+            // speaks the protocol it switched to.
+            Action::Reply(frame) => frame.encode(proto, &mut self.output),
+            Action::Ok => self.output.extend_from_slice(b"+OK\r\n"),
+            Action::Replies(frames) => {
+                for frame in frames {
+                    frame.encode(proto, &mut self.output);
+                }
+            }
+            Action::After(delay, frame) => return Some(Step::After(delay, frame)),
+            Action::Block {
+                keys,
+                timeout,
+                timeout_reply,
+                rerun,
+            } => {
+                return Some(Step::Block(BlockedCommand {
+                    args: rerun.unwrap_or(args),
+                    keys,
+                    timeout,
+                    timeout_reply,
+                }))
+            }
+            Action::Close(frame) => {
+                if let (Some(frame), false) = (frame, dropped) {
+                    frame.encode(proto, &mut self.output);
+                }
+                return Some(Step::Close);
+            }
+        }
+        None
+    }
+
+    /// Runs a script command on the script thread, this connection's thread serving
+    /// its other connections meanwhile, and writes its reply. It is awaited to the
+    /// end, even by a killed client or a shutdown: the session is away until then.
+    async fn run_script(&mut self, args: Vec<Vec<u8>>) -> Option<Step> {
+        let server = self.server.clone();
+        let stand_in = Session::new(self.session.client.clone(), &server);
+        let session = std::mem::replace(&mut self.session, stand_in);
+        let ran = server
+            .script_thread
+            .run(server.clone(), session, args)
+            .await
+            .expect("the script thread answers every job");
+        self.session = ran.session;
+        let step = self.answer(ran.action, ran.args);
+        if ran.woke && step.is_none() {
+            return Some(Step::Woke);
+        }
+        step
+    }
+
     async fn serve(&mut self) -> Result<(), Ended> {
         let mut stop = self.server.shutdown_signal();
         let client = self.session.client.clone();
@@ -471,8 +519,13 @@ impl Connection {
             let mut close = false;
             // Once per read, not per command: the clock costs as much as a GET.
             client.touch();
+            let mut next = None;
             loop {
-                match self.run_requests(&limits, &mut consumed) {
+                let step = match next.take() {
+                    Some(step) => step,
+                    None => self.run_requests(&limits, &mut consumed),
+                };
+                match step {
                     Step::Drained | Step::Killed => break,
                     Step::Close => {
                         close = true;
@@ -513,6 +566,15 @@ impl Connection {
                         self.flush().await?;
                         if !self.block_on_keys(blocked, &mut stop).await? {
                             return Ok(());
+                        }
+                    }
+                    Step::Script(args) => next = self.run_script(args).await,
+                    Step::AwaitScript => {
+                        self.flush().await?;
+                        tokio::select! {
+                            _ = self.server.running_script.settled() => {}
+                            _ = stop.changed() => return Ok(()),
+                            _ = client.killed() => return Err(Ended::killed(&client)),
                         }
                     }
                 }

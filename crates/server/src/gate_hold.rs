@@ -10,12 +10,18 @@
 //! connections wait for one command, not for a whole pipeline. An exclusive hold runs
 //! on across consecutive commands that must run alone, as Redis runs a client's
 //! whole pipeline before turning to the next client; a command that can share ends it.
+//!
+//! The script thread's hold is a long one (see `script_thread.rs`): while a script
+//! runs, a connection's hold is refused at once (`false`), and the connection waits
+//! for the script's end without holding up its thread's other connections.
 
-use engine::gate::{Exclusive, Gate, Shared};
+use engine::gate::{Exclusive, Gate, LongExclusive, Shared};
 
 pub struct GateHold<'a> {
     gate: &'a Gate,
     held: Held<'a>,
+    /// Exclusive holds are long ones (the script thread's).
+    long: bool,
 }
 
 /// The guards are kept for what dropping them does.
@@ -23,6 +29,7 @@ enum Held<'a> {
     Nothing,
     Shared { _guard: Shared<'a> },
     Exclusive { _guard: Exclusive<'a> },
+    Long { _guard: LongExclusive<'a> },
 }
 
 impl<'a> GateHold<'a> {
@@ -30,32 +37,53 @@ impl<'a> GateHold<'a> {
         GateHold {
             gate,
             held: Held::Nothing,
+            long: false,
         }
     }
 
-    /// Holds the gate shared for a command that may run beside others.
-    pub fn shared(&mut self) {
-        match self.held {
-            Held::Shared { .. } => {}
+    /// The script thread's hold, whose exclusive holds are long ones.
+    pub fn long(gate: &'a Gate) -> GateHold<'a> {
+        GateHold {
+            long: true,
+            ..GateHold::new(gate)
+        }
+    }
+
+    /// Holds the gate shared for a command that may run beside others; `false` if a
+    /// script holds it.
+    #[must_use]
+    pub fn shared(&mut self) -> bool {
+        if !matches!(self.held, Held::Shared { .. }) {
             // Given up rather than kept: other threads' commands may run meanwhile.
-            Held::Exclusive { .. } | Held::Nothing => {
-                self.held = Held::Nothing;
-                self.held = Held::Shared {
-                    _guard: self.gate.shared(),
-                };
+            self.held = Held::Nothing;
+            match self.gate.try_shared() {
+                Some(guard) => self.held = Held::Shared { _guard: guard },
+                None => return false,
             }
         }
+        true
     }
 
-    /// Holds the gate exclusively, for a command that must run alone.
-    pub fn exclusive(&mut self) {
-        if !matches!(self.held, Held::Exclusive { .. }) {
-            // A shared hold of our own would keep `exclusive` waiting for ever.
-            self.held = Held::Nothing;
-            self.held = Held::Exclusive {
-                _guard: self.gate.exclusive(),
-            };
+    /// Holds the gate exclusively, for a command that must run alone; `false` if a
+    /// script holds it.
+    #[must_use]
+    pub fn exclusive(&mut self) -> bool {
+        if matches!(self.held, Held::Exclusive { .. } | Held::Long { .. }) {
+            return true;
         }
+        // A shared hold of our own would keep `exclusive` waiting for ever.
+        self.held = Held::Nothing;
+        if self.long {
+            self.held = Held::Long {
+                _guard: self.gate.exclusive_long(),
+            };
+            return true;
+        }
+        match self.gate.try_exclusive() {
+            Some(guard) => self.held = Held::Exclusive { _guard: guard },
+            None => return false,
+        }
+        true
     }
 
     /// Lets go, for a command that takes the gate itself (EXEC) or before a wait.
@@ -87,11 +115,11 @@ mod tests {
     fn a_shared_hold_becomes_exclusive_without_waiting_on_itself() {
         let gate = Gate::default();
         let mut hold = GateHold::new(&gate);
-        hold.shared();
-        hold.shared();
-        hold.exclusive();
-        hold.exclusive();
-        hold.shared();
+        assert!(hold.shared());
+        assert!(hold.shared());
+        assert!(hold.exclusive());
+        assert!(hold.exclusive());
+        assert!(hold.shared());
         hold.release();
         assert!(!hold.is_held());
         // Nothing is left held: another exclusive holder gets straight in.
@@ -102,7 +130,7 @@ mod tests {
     fn a_shared_hold_gives_way_to_an_exclusive_holder_between_commands() {
         let gate = Arc::new(Gate::default());
         let mut hold = GateHold::new(&gate);
-        hold.shared();
+        assert!(hold.shared());
         let got_in = Arc::new(AtomicBool::new(false));
         let other = {
             let (gate, got_in) = (gate.clone(), got_in.clone());
@@ -124,10 +152,27 @@ mod tests {
     }
 
     #[test]
+    fn a_long_hold_refuses_others_at_once_until_it_ends() {
+        let gate = Gate::default();
+        let mut script = GateHold::long(&gate);
+        let mut other = GateHold::new(&gate);
+        assert!(script.exclusive());
+        assert!(!other.shared());
+        assert!(!other.exclusive());
+        assert!(!other.is_held());
+        script.release();
+        assert!(other.exclusive());
+        other.release();
+        assert!(other.shared());
+    }
+
+    #[test]
     fn commands_under_held_gates_never_see_an_exclusive_run_half_done() {
         // Threads run "pipelines" of commands under one hold each: exclusive ones move
         // a unit between two counters in two steps, shared ones check the sum. A hold
         // that let a shared command in beside an exclusive one would see a unit missing.
+        // Thread 0 holds as the script thread does (long exclusive holds); the others
+        // try again when it refuses them, as a connection does after its wait.
         let gate = Arc::new(Gate::default());
         let (a, b) = (
             Arc::new(AtomicU64::new(1_000_000)),
@@ -139,16 +184,24 @@ mod tests {
                 std::thread::spawn(move || {
                     let mut moved = 0;
                     for batch in 0..2_000u64 {
-                        let mut hold = GateHold::new(&gate);
+                        let mut hold = if t == 0 {
+                            GateHold::long(&gate)
+                        } else {
+                            GateHold::new(&gate)
+                        };
                         for i in 0..8 {
                             if (t + batch + i) % 3 == 0 {
-                                hold.exclusive();
+                                while !hold.exclusive() {
+                                    std::thread::yield_now();
+                                }
                                 a.fetch_sub(1, Ordering::Relaxed);
                                 std::hint::spin_loop();
                                 b.fetch_add(1, Ordering::Relaxed);
                                 moved += 1;
                             } else {
-                                hold.shared();
+                                while !hold.shared() {
+                                    std::thread::yield_now();
+                                }
                                 let sum = a.load(Ordering::Relaxed) + b.load(Ordering::Relaxed);
                                 assert_eq!(sum, 1_000_000);
                             }

@@ -30,10 +30,13 @@
 //!   tables, which a script's `pcall` catches as their message; uncaught, the reply
 //!   names the script's line (see [`failure`]).
 //!
-//! Unlike Redis, a script that runs past `busy-reply-threshold` (5 s by default; 0: no
-//! limit) is stopped with an error: while it runs every other client waits on the gate,
-//! and hotkv has no BUSY state in which SCRIPT KILL could reach it. Its writes so far
-//! stay, as a failed Redis script's do. Lua's memory is capped (see [`LUA_MEMORY`]).
+//! A script that runs past `busy-reply-threshold` (5 s by default; 0: no limit) turns
+//! busy, as in Redis: it runs on, other clients are answered `-BUSY`, and SCRIPT KILL
+//! (if it has written nothing) or SHUTDOWN NOSAVE stop it at its next clock check (see
+//! `running_script.rs`). Inside EXEC, where it runs on the connection's thread and no
+//! one else could reach it, it is stopped with an error at the threshold instead; its
+//! writes so far stay, as a failed Redis script's do. Lua's memory is capped (see
+//! [`LUA_MEMORY`]).
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -42,11 +45,14 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
 use resp::{Frame, Protocol};
 use sha1::{Digest, Sha1};
 
 use crate::libraries::{Libraries, Library, Registered};
+use crate::running_script::{RunningScript, Stopped};
 
 /// The most memory Lua may hold, for every script together: a script building an
 /// endless table fails with an out-of-memory error instead of taking the server's.
@@ -171,6 +177,10 @@ enum Stop {
     Command(String),
     /// It ran past the time limit.
     TimedOut(Duration),
+    /// SCRIPT KILL or FUNCTION KILL stopped it.
+    Killed,
+    /// SHUTDOWN NOSAVE stopped it.
+    ShuttingDown,
 }
 
 impl fmt::Display for Stop {
@@ -182,6 +192,8 @@ impl fmt::Display for Stop {
                 "ERR Script stopped: it ran longer than busy-reply-threshold ({} ms)",
                 limit.as_millis()
             ),
+            Stop::Killed => f.write_str("ERR Script killed by user with SCRIPT KILL..."),
+            Stop::ShuttingDown => f.write_str("ERR Script stopped: the server is shutting down"),
         }
     }
 }
@@ -554,9 +566,11 @@ impl Scripts {
             self.function_source.raw_set("from", &self.load_globals)?;
             lua.set_app_data(Registering::default());
             let _deadline = time_limit.map(|limit| {
-                Deadline::start(lua, limit, |_| {
-                    Stop::Reply("ERR FUNCTION LOAD timeout".into())
-                })
+                Deadline::start(
+                    lua,
+                    limit,
+                    Overrun::Stop(|_| Stop::Reply("ERR FUNCTION LOAD timeout".into())),
+                )
             });
             self.runner.call::<(bool, Value)>(chunk)
         };
@@ -588,11 +602,18 @@ impl Scripts {
         keys: &[Vec<u8>],
         args: &[Vec<u8>],
         time_limit: Option<Duration>,
+        running: Option<Arc<RunningScript>>,
         mut execute: impl FnMut(Request, Protocol) -> Frame,
     ) -> (Frame, bool) {
         let lua = &self.lua;
         let _runner = Runner::install(lua, &mut execute);
-        let _deadline = time_limit.map(|limit| Deadline::start(lua, limit, Stop::TimedOut));
+        let _deadline = time_limit.map(|limit| {
+            let overrun = match running {
+                Some(running) => Overrun::TurnBusy(running),
+                None => Overrun::Stop(Stop::TimedOut),
+            };
+            Deadline::start(lua, limit, overrun)
+        });
         let (f, name) = match target {
             Target::Script { sha, script } => (&script.function, sha),
             Target::Function(f) => (&f.callback, f.name.as_str()),
@@ -769,22 +790,28 @@ impl Runner {
 /// The time limit of what runs now (a script, or a library's code at FUNCTION LOAD),
 /// which the hook set with the state reads every [`CLOCK_EVERY`] instructions
 /// (setting a hook per run cost a sixth of a short script's time).
-#[derive(Clone, Copy)]
 struct Deadline {
     started: Instant,
     limit: Duration,
-    /// The error it stops with.
-    stop: fn(Duration) -> Stop,
+    overrun: Overrun,
+}
+
+/// What a run does once it has run past its limit.
+enum Overrun {
+    /// Stops with this error (FUNCTION LOAD's code; a script inside EXEC).
+    Stop(fn(Duration) -> Stop),
+    /// Runs on, busy; SCRIPT KILL or a shutdown, told through `RunningScript`, stop it.
+    TurnBusy(Arc<RunningScript>),
 }
 
 impl Deadline {
-    /// Starts the clock: what runs in `lua` is stopped with `stop`'s error once it has
-    /// run `limit`, until the returned guard drops.
-    fn start(lua: &Lua, limit: Duration, stop: fn(Duration) -> Stop) -> Filled<'_, Deadline> {
+    /// Starts the clock: once what runs in `lua` has run `limit`, `overrun` says what
+    /// happens, until the returned guard drops.
+    fn start(lua: &Lua, limit: Duration, overrun: Overrun) -> Filled<'_, Deadline> {
         let deadline = Deadline {
             started: Instant::now(),
             limit,
-            stop,
+            overrun,
         };
         fill(lua, deadline)
     }
@@ -800,14 +827,36 @@ impl Deadline {
         )
     }
 
-    /// The error that stops what runs now, if it has run past its limit.
+    /// The error that stops what runs now, if it must stop.
     fn check(lua: &Lua) -> mlua::Result<()> {
-        let deadline = lua.app_data_ref::<Slot<Deadline>>().and_then(|c| c.0.get());
-        match deadline {
-            Some(d) if d.started.elapsed() > d.limit => {
-                Err(mlua::Error::external((d.stop)(d.limit)))
+        let Some(slot) = lua.app_data_ref::<Slot<Deadline>>() else {
+            return Ok(());
+        };
+        // Taken out while looked at, and put back: a `Cell` lends nothing.
+        let Some(deadline) = slot.0.take() else {
+            return Ok(());
+        };
+        let stop = deadline.stop();
+        slot.0.set(Some(deadline));
+        match stop {
+            Some(stop) => Err(mlua::Error::external(stop)),
+            None => Ok(()),
+        }
+    }
+
+    fn stop(&self) -> Option<Stop> {
+        let overran = self.started.elapsed() > self.limit;
+        match &self.overrun {
+            Overrun::Stop(stop) => overran.then(|| stop(self.limit)),
+            Overrun::TurnBusy(running) => {
+                if overran {
+                    running.turn_busy();
+                }
+                running.stopped().map(|why| match why {
+                    Stopped::Killed => Stop::Killed,
+                    Stopped::ShuttingDown => Stop::ShuttingDown,
+                })
             }
-            _ => Ok(()),
         }
     }
 }
@@ -1544,6 +1593,7 @@ mod tests {
                 &[b"k".to_vec()],
                 &[b"a".to_vec()],
                 None,
+                None,
                 |call, _| match call.args[0].as_slice() {
                     b"fail" => Frame::error("ERR failed"),
                     _ => Frame::Array(call.args.iter().map(|a| Frame::Bulk(a.clone())).collect()),
@@ -1678,7 +1728,7 @@ mod tests {
     fn call(s: &Scripts, library: &Library, keys: &[&str]) -> Frame {
         let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.as_bytes().to_vec()).collect();
         let target = Target::Function(&library.functions[0]);
-        s.run(target, &keys, &[], None, |_, _| Frame::Null).0
+        s.run(target, &keys, &[], None, None, |_, _| Frame::Null).0
     }
 
     /// A library's code sees `redis` alone while it loads, and its functions the whole
@@ -1711,6 +1761,7 @@ mod tests {
             },
             &[b"x".to_vec()],
             &[],
+            None,
             None,
             |_, _| Frame::Null,
         );
@@ -1758,7 +1809,7 @@ mod tests {
                 sha: &sha,
                 script: &script,
             };
-            let (reply, _) = s.run(target, &[], &[], limit, |_, _| Frame::Null);
+            let (reply, _) = s.run(target, &[], &[], limit, None, |_, _| Frame::Null);
             assert!(
                 matches!(&reply, Frame::Error(e) if e.contains("busy-reply-threshold")),
                 "{text}: {reply:?}"
@@ -1779,7 +1830,7 @@ mod tests {
             sha: &sha,
             script: &script,
         };
-        let (waited, _) = s.run(target, &[], &[], None, |_, _| {
+        let (waited, _) = s.run(target, &[], &[], None, None, |_, _| {
             std::thread::sleep(Duration::from_millis(60));
             Frame::Simple("OK".into())
         });
@@ -1803,7 +1854,7 @@ mod tests {
             sha: &sha,
             script: &script,
         };
-        let (reply, _) = s.run(target, &[], &[], None, |_, protocol| {
+        let (reply, _) = s.run(target, &[], &[], None, None, |_, protocol| {
             asked.push(protocol);
             Frame::Map(vec![
                 (Frame::bulk("d"), Frame::Double(1.5)),

@@ -2,6 +2,7 @@
 //! client registry, memory accounting, CLIENT PAUSE and the shutdown signal.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
@@ -36,6 +37,10 @@ pub struct Server {
     pub users: crate::commands::users::Users,
     /// The Lua interpreter and the scripts loaded (EVAL, SCRIPT); see [`Server::scripts`].
     scripts: std::sync::Mutex<crate::scripting::Scripts>,
+    /// Runs EVAL and FCALL, so a long script keeps no I/O thread from its clients.
+    pub script_thread: crate::script_thread::ScriptThread,
+    /// The script running now, as other clients see it (busy, killable).
+    pub running_script: Arc<crate::running_script::RunningScript>,
     /// What `scripts` held when last let go: INFO reads it without the lock, which a
     /// running script holds (and INFO may be what the script runs).
     script_counts: [AtomicU64; 4],
@@ -93,6 +98,9 @@ impl Server {
             pubsub: PubSub::default(),
             users,
             scripts: std::sync::Mutex::new(scripts),
+            script_thread: crate::script_thread::ScriptThread::start()
+                .expect("the script thread starts"),
+            running_script: Default::default(),
             script_counts: [0, 0, 0, lua_memory].map(AtomicU64::new),
             last_save: AtomicU64::new(crate::entry::now_ms() / 1000),
             last_save_failed: AtomicBool::new(false),
@@ -274,7 +282,7 @@ impl Server {
 
     /// The periodic work: memory accounting every 10 ms; every 100 ms (Redis's default
     /// `hz 10`) the rates, the clients' buffer peaks and active expiry, each expiry
-    /// cycle bounded to 25 ms as Redis bounds it.
+    /// cycle bounded to 25 ms as Redis bounds it and skipped while a script runs.
     pub async fn background(&self) {
         let mut tick = tokio::time::interval(Duration::from_millis(10));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -299,8 +307,13 @@ impl Server {
                 );
                 let start = Instant::now();
                 loop {
+                    // Not while a script holds the gate: this task shares its thread
+                    // with the acceptor, which must go on taking connections (SCRIPT
+                    // KILL may come on one). Redis expires nothing while a script runs.
                     let cycle = {
-                        let _shared = self.gate.shared();
+                        let Some(_shared) = self.gate.try_shared() else {
+                            break;
+                        };
                         self.db.expire_cycle(64)
                     };
                     let (examined, deleted) = match cycle {

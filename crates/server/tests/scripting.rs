@@ -4,7 +4,10 @@
 
 mod support;
 
-use support::{run, run_err, Server};
+use std::time::Duration;
+
+use resp::Frame;
+use support::{eventually, info_field, run, run_err, Conn, Server};
 
 /// Eight clients each increment one counter 200 times by a script that reads, then
 /// writes: only if no command of another client runs in between does every increment
@@ -93,31 +96,147 @@ fn read_only_scripts_cannot_write() {
     assert_eq!(run::<String>(&mut c, &["GET", "k"]), "v");
 }
 
-/// A script that never ends is stopped at the time limit; what it wrote stays, and
-/// the clients that waited on it are served.
+const BUSY_EVAL: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+
+/// Waits until `c`'s PING is refused because a script is busy.
+fn wait_busy(c: &mut Conn) {
+    assert!(
+        eventually(
+            10,
+            || matches!(c.call(&["PING"]), Frame::Error(e) if e.starts_with("BUSY"))
+        ),
+        "the script never turned busy"
+    );
+}
+
+/// A script past busy-reply-threshold runs on: every other client (on every I/O
+/// thread) is told BUSY, a transaction that had a command refused aborts, FUNCTION
+/// STATS shows the script, SCRIPT KILL stops it, and its client's next pipelined
+/// command runs. Meanwhile the clients that waited on it before it turned busy are
+/// answered BUSY, not kept waiting.
 #[test]
-fn a_runaway_script_is_stopped_and_the_server_goes_on() {
+fn a_busy_script_refuses_others_until_script_kill_stops_it() {
+    let server = Server::start();
+    let mut admin = server.client();
+    run::<()>(&mut admin, &["CONFIG", "SET", "busy-reply-threshold", "50"]);
+    const LOOP: &str = "local n = 0 while true do n = n + 1 end";
+    let sha: String = run(&mut admin, &["SCRIPT", "LOAD", LOOP]);
+    let mut script = Conn::open(&server, false);
+    script.send(&["EVAL", LOOP, "0"]);
+    script.send(&["PING"]);
+    let mut others: Vec<Conn> = (0..4).map(|_| Conn::open(&server, false)).collect();
+    wait_busy(&mut others[0]);
+    for c in &mut others {
+        assert_eq!(c.call(&["GET", "k"]), Frame::Error(BUSY_EVAL.into()));
+    }
+    let other = &mut others[1];
+    assert_eq!(other.call(&["MULTI"]), Frame::Simple("OK".into()));
+    assert_eq!(
+        other.call(&["SET", "k", "v"]),
+        Frame::Error(BUSY_EVAL.into())
+    );
+    let Frame::Map(stats) = Conn::open(&server, true).call(&["FUNCTION", "STATS"]) else {
+        panic!("FUNCTION STATS is a map");
+    };
+    let Frame::Map(running) = &stats[0].1 else {
+        panic!("a script runs: {stats:?}");
+    };
+    assert_eq!(running[0].1, Frame::bulk(format!("f_{sha}")));
+    assert_eq!(
+        running[1].1,
+        Frame::Array(["EVAL", LOOP, "0"].map(Frame::bulk).to_vec())
+    );
+    // FUNCTION KILL is for functions; the error says which KILL to use.
+    assert_eq!(
+        others[2].call(&["FUNCTION", "KILL"]),
+        Frame::Error(BUSY_EVAL.into())
+    );
+    assert_eq!(
+        others[2].call(&["SCRIPT", "KILL"]),
+        Frame::Simple("OK".into())
+    );
+    match script.reply() {
+        Frame::Error(e) => assert!(e.contains("killed by user"), "{e}"),
+        other => panic!("the killed script answered {other:?}"),
+    }
+    assert_eq!(script.reply(), Frame::Simple("PONG".into()));
+    let other = &mut others[1];
+    assert!(matches!(other.call(&["EXEC"]), Frame::Error(e) if e.starts_with("EXECABORT")));
+    assert_eq!(other.call(&["GET", "k"]), Frame::Null);
+    assert_eq!(
+        others[3].call(&["SCRIPT", "KILL"]),
+        Frame::Error("NOTBUSY No scripts in execution right now.".into())
+    );
+}
+
+/// A busy script that wrote cannot be killed (its work would be left half done): only
+/// SHUTDOWN NOSAVE stops it, and the server exits. A client blocked on a list the
+/// script pushed to is not served, nor told BUSY, while the script runs.
+#[test]
+fn a_busy_script_that_wrote_gives_way_only_to_shutdown_nosave() {
+    let mut server = Server::start();
+    let mut admin = server.client();
+    run::<()>(&mut admin, &["CONFIG", "SET", "busy-reply-threshold", "50"]);
+    let mut blocked = Conn::open(&server, false);
+    blocked.send(&["BLPOP", "q", "0"]);
+    assert!(eventually(10, || info_field(&mut admin, "blocked_clients") == "1"));
+    let mut script = Conn::open(&server, false);
+    script.send(&[
+        "EVAL",
+        "redis.call('LPUSH', 'q', 'x') while true do end",
+        "0",
+    ]);
+    let mut other = Conn::open(&server, false);
+    wait_busy(&mut other);
+    assert!(
+        matches!(other.call(&["SCRIPT", "KILL"]), Frame::Error(e) if e.starts_with("UNKILLABLE")),
+    );
+    assert_eq!(blocked.next_frame(Duration::from_millis(200)), None);
+    assert_eq!(other.call(&["SHUTDOWN"]), Frame::Error(BUSY_EVAL.into()));
+    other.send(&["SHUTDOWN", "NOSAVE"]);
+    assert!(eventually(10, || server
+        .child
+        .try_wait()
+        .unwrap()
+        .is_some()));
+    assert!(server.child.wait().unwrap().success());
+}
+
+/// Inside EXEC a script runs within the transaction on its client's thread, where no
+/// one could reach it to kill it: past the limit it is stopped with an error; what it
+/// wrote stays, and the clients that waited on it are served.
+#[test]
+fn a_runaway_script_inside_exec_is_stopped_and_the_server_goes_on() {
     let server = Server::start();
     let mut c = server.client();
-    let _: () = run(&mut c, &["CONFIG", "SET", "busy-reply-threshold", "200"]);
+    run::<()>(&mut c, &["CONFIG", "SET", "busy-reply-threshold", "200"]);
     std::thread::scope(|s| {
         let waiting = s.spawn(|| {
-            std::thread::sleep(std::time::Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(50));
             let mut other = server.client();
             run::<String>(&mut other, &["PING"])
         });
-        let stopped = run_err(
-            &mut c,
-            &[
-                "EVAL",
-                "redis.call('SET', 'before', '1') while true do end",
-                "0",
-            ],
-        );
-        assert!(
-            stopped.contains("busy-reply-threshold (200 ms)"),
-            "{stopped}"
-        );
+        let mut raw = Conn::open(&server, false);
+        raw.send(&["MULTI"]);
+        raw.send(&[
+            "EVAL",
+            "redis.call('SET', 'before', '1') while true do end",
+            "0",
+        ]);
+        raw.send(&["EXEC"]);
+        assert_eq!(raw.reply(), Frame::Simple("OK".into()));
+        assert_eq!(raw.reply(), Frame::Simple("QUEUED".into()));
+        match raw
+            .next_frame(Duration::from_secs(30))
+            .expect("EXEC answers")
+        {
+            Frame::Array(replies) => assert!(
+                matches!(&replies[0], Frame::Error(e) if e.contains("busy-reply-threshold (200 ms)")),
+                "{replies:?}"
+            ),
+            other => panic!("EXEC answered {other:?}"),
+        }
         assert_eq!(waiting.join().unwrap(), "PONG");
     });
     assert_eq!(run::<String>(&mut c, &["GET", "before"]), "1");

@@ -40,7 +40,6 @@ fn run(ctx: &mut Ctx, args: &[Vec<u8>], source: Source, read_only: bool) -> Repl
         Ok(count) => count,
         Err(e) => return error(e),
     };
-    let (keys, argv) = args[3..].split_at(count);
     let server = ctx.server;
     let mut scripts = server.scripts();
     let (sha, script): (String, Script) = match source {
@@ -61,7 +60,7 @@ fn run(ctx: &mut Ctx, args: &[Vec<u8>], source: Source, read_only: bool) -> Repl
         sha: &sha,
         script: &script,
     };
-    run_lua(ctx, &scripts, target, keys, argv, script.flags, read_only)
+    run_lua(ctx, &scripts, target, args, count, script.flags, read_only)
 }
 
 /// The number of keys a script or function is given (`args[2]`), checked against
@@ -83,16 +82,18 @@ pub(super) fn key_count(
 /// Runs `target` (the caller holds `scripts`) as Redis runs a script or a function:
 /// its declared flags checked first (a script that may write is refused by the `_RO`
 /// commands, and over maxmemory unless it allows that); then alone and atomically, the
-/// commands it calls answering in its protocol and never blocking.
+/// commands it calls answering in its protocol and never blocking. `command` is the
+/// EVAL or FCALL, whose `key_count` keys follow its third argument.
 pub(super) fn run_lua(
     ctx: &mut Ctx,
     scripts: &Scripts,
     target: Target,
-    keys: &[Vec<u8>],
-    argv: &[Vec<u8>],
+    command: &[Vec<u8>],
+    key_count: usize,
     flags: ScriptFlags,
     read_only_command: bool,
 ) -> Reply {
+    let (keys, argv) = command[3..].split_at(key_count);
     let server = ctx.server;
     if flags.declared && !flags.no_writes() {
         if read_only_command {
@@ -106,6 +107,15 @@ pub(super) fn run_lua(
     let read_only = read_only_command || flags.no_writes();
     let limit = Some(server.config.busy_reply_threshold()).filter(|l| !l.is_zero());
     let session = &mut *ctx.session;
+    // On the script thread it turns busy past the limit; inside EXEC it is stopped.
+    let running = (!session.in_exec).then(|| {
+        let (function, sha) = match &target {
+            Target::Script { sha, .. } => (None, Some(*sha)),
+            Target::Function(f) => (Some(f.name.as_str()), None),
+        };
+        server.running_script.starts(function, sha, command);
+        server.running_script.clone()
+    });
     // Commands called from a script answer in the script's protocol (RESP2 unless it
     // calls `redis.setresp(3)`), whatever the caller speaks, and do not block (as
     // inside EXEC).
@@ -114,7 +124,7 @@ pub(super) fn run_lua(
     session.in_script = true;
     session.script_read = false;
     let ran = server.db.atomically(|| {
-        scripts.run(target, keys, argv, limit, |request, protocol| {
+        scripts.run(target, keys, argv, limit, running, |request, protocol| {
             if request.acl_check_only {
                 return super::acl_check_in_script(server, session, request.args);
             }
@@ -160,8 +170,11 @@ pub fn script(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             lock().clear();
             ok()
         }
-        // A script holds the gate until it ends, so none is running when this runs.
-        (b"KILL", []) => error("NOTBUSY No scripts in execution right now."),
+        // Runs only while no script does or the one running is busy (ALLOW_BUSY).
+        (b"KILL", []) => match ctx.server.running_script.kill(false) {
+            Ok(()) => ok(),
+            Err(why) => error(why.message()),
+        },
         (b"DEBUG", [mode]) => match upper(mode).as_slice() {
             b"NO" => ok(),
             b"YES" | b"SYNC" => {

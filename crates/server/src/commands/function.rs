@@ -36,14 +36,13 @@ fn call(ctx: &mut Ctx, args: &[Vec<u8>], read_only: bool) -> Reply {
         Ok(count) => count,
         Err(e) => return error(e),
     };
-    let (keys, argv) = args[3..].split_at(count);
     let flags = function.flags;
     run_lua(
         ctx,
         &scripts,
         Target::Function(function),
-        keys,
-        argv,
+        args,
+        count,
         flags,
         read_only,
     )
@@ -99,30 +98,28 @@ pub fn function(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         }
         (b"LIST", options) => list(&server.scripts().libraries, options),
         (b"STATS", []) => {
-            let scripts = server.scripts();
-            let count = |n: usize| Frame::Integer(n as i64);
+            // Allowed while a script is busy, so not from the scripts, which it holds
+            // locked, but from the counts noted when they were last let go.
+            let [_, functions, libraries, _] = server.script_counts();
+            let count = |n: u64| Frame::Integer(n as i64);
             reply(Frame::Map(vec![
-                // A script holds the gate until it ends, so none runs while this does.
-                (Frame::bulk("running_script"), Frame::Null),
+                (Frame::bulk("running_script"), server.running_script.stats()),
                 (
                     Frame::bulk("engines"),
                     Frame::Map(vec![(
                         Frame::bulk("LUA"),
                         Frame::Map(vec![
-                            (
-                                Frame::bulk("libraries_count"),
-                                count(scripts.libraries.len()),
-                            ),
-                            (
-                                Frame::bulk("functions_count"),
-                                count(scripts.libraries.function_count()),
-                            ),
+                            (Frame::bulk("libraries_count"), count(libraries)),
+                            (Frame::bulk("functions_count"), count(functions)),
                         ]),
                     )]),
                 ),
             ]))
         }
-        (b"KILL", []) => error("NOTBUSY No scripts in execution right now."),
+        (b"KILL", []) => match server.running_script.kill(true) {
+            Ok(()) => ok(),
+            Err(why) => error(why.message()),
+        },
         (b"DUMP", []) => reply(Frame::Bulk(dump(&server.scripts().libraries))),
         (b"RESTORE", [payload, policy @ ..]) if policy.len() <= 1 => {
             let policy = match policy.first().map(|p| upper(p)) {

@@ -307,6 +307,10 @@ pub enum Action {
         timeout_reply: Frame,
         rerun: Option<Vec<Vec<u8>>>,
     },
+    /// A script holds the gate (see `script_thread.rs`): nothing has run; the
+    /// connection waits until the script ends or turns busy (a woken blocked command:
+    /// until it ends), then runs it again.
+    AwaitScript,
 }
 
 impl Action {
@@ -346,7 +350,7 @@ const ADMIN: u32 = 32;
 /// Touches several keys at once: runs alone (the gate held exclusively), so no other
 /// command sees it half done, as in Redis.
 const ALONE: u32 = 64;
-/// EXEC: takes the gate itself (exclusively) around the queued commands.
+/// EXEC: runs the queued commands, the gate held exclusively as for ALONE.
 const EXEC: u32 = 128;
 /// Refused as Redis refuses it by default (DEBUG): before it runs, so inside MULTI the
 /// transaction is doomed.
@@ -360,10 +364,10 @@ const NO_MULTI: u32 = 1 << 10;
 const SKIP_SLOWLOG: u32 = 1 << 11;
 /// A publish/subscribe command: in the @pubsub category.
 const PUBSUB: u32 = 1 << 12;
-// The flags below describe what Redis allows in states hotkv has no counterpart of: a
-// dump being loaded, a stale replica, a Lua script (running, or busy past its time
-// limit). hotkv only reports them, in COMMAND INFO, because clients and tools read a
-// command's flags there.
+// The flags below up to NO_ASYNC_LOADING, but for ALLOW_BUSY, describe what Redis
+// allows in states hotkv has no counterpart of: a dump being loaded, a stale replica.
+// hotkv only reports them, in COMMAND INFO, because clients and tools read a command's
+// flags there.
 /// Allowed while Redis loads its dump.
 const LOADING: u32 = 1 << 13;
 /// Allowed on a replica whose link to its primary is down.
@@ -372,7 +376,7 @@ const STALE: u32 = 1 << 14;
 const ANY_STATE: u32 = LOADING | STALE;
 /// Not allowed from a script.
 const NOSCRIPT: u32 = 1 << 15;
-/// Allowed while a script is busy.
+/// Allowed while a script is busy (see `running_script.rs`): runs without the gate.
 const ALLOW_BUSY: u32 = 1 << 16;
 /// Refused while a replica loads its primary's data in the background.
 const NO_ASYNC_LOADING: u32 = 1 << 17;
@@ -386,6 +390,8 @@ const MOVABLE_KEYS: u32 = 1 << 19;
 const SKIP_MONITOR: u32 = 1 << 20;
 /// Its key arguments may all be absent (EVAL with no keys): reported only.
 const NO_MANDATORY_KEYS: u32 = 1 << 21;
+/// Runs a Lua script: outside a transaction, on the script thread (`script_thread.rs`).
+const RUNS_SCRIPT: u32 = 1 << 22;
 
 // ACL categories (COMMAND INFO, COMMAND LIST FILTERBY ACLCAT) beyond those Redis derives
 // from the flags (@write, @read, @admin and @dangerous, @fast or else @slow); see
@@ -682,14 +688,14 @@ const TABLE: &[Command] = &[
     cmd("monitor", 1, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0, monitor::monitor),
     cmd("hotkeys", -1, READONLY, NO_KEYS, KEYSPACE, hotkeys::hotkeys),
     // Scripting: Lua scripts (see `eval.rs`) and function libraries (`function.rs`).
-    cmd("eval", -3, ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1).noted(ASSUME_RW)], SCRIPTING, eval::eval),
-    cmd("evalsha", -3, ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1)], SCRIPTING, eval::evalsha),
-    cmd("eval_ro", -3, R | ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RO | ACCESS, 2, 0, 1, 1).noted(ASSUME_RO)], SCRIPTING, eval::eval_ro),
-    cmd("evalsha_ro", -3, R | ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RO | ACCESS, 2, 0, 1, 1)], SCRIPTING, eval::evalsha_ro),
+    cmd("eval", -3, ALONE | RUNS_SCRIPT | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1).noted(ASSUME_RW)], SCRIPTING, eval::eval),
+    cmd("evalsha", -3, ALONE | RUNS_SCRIPT | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1)], SCRIPTING, eval::evalsha),
+    cmd("eval_ro", -3, R | ALONE | RUNS_SCRIPT | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RO | ACCESS, 2, 0, 1, 1).noted(ASSUME_RO)], SCRIPTING, eval::eval_ro),
+    cmd("evalsha_ro", -3, R | ALONE | RUNS_SCRIPT | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RO | ACCESS, 2, 0, 1, 1)], SCRIPTING, eval::evalsha_ro),
     cmd("script", -2, 0, NO_KEYS, 0, eval::script),
     cmd("function", -2, 0, NO_KEYS, 0, function::function),
-    cmd("fcall", -3, ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1).noted(ASSUME_RW)], SCRIPTING, function::fcall),
-    cmd("fcall_ro", -3, R | ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RO | ACCESS, 2, 0, 1, 1).noted(ASSUME_RO)], SCRIPTING, function::fcall_ro),
+    cmd("fcall", -3, ALONE | RUNS_SCRIPT | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1).noted(ASSUME_RW)], SCRIPTING, function::fcall),
+    cmd("fcall_ro", -3, R | ALONE | RUNS_SCRIPT | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RO | ACCESS, 2, 0, 1, 1).noted(ASSUME_RO)], SCRIPTING, function::fcall_ro),
     // Pub/sub.
     cmd("subscribe", -2, ANY_STATE | PUBSUB | NOSCRIPT, NO_KEYS, 0, pubsub::subscribe),
     cmd("unsubscribe", -1, ANY_STATE | PUBSUB | NOSCRIPT, NO_KEYS, 0, pubsub::unsubscribe),
@@ -752,6 +758,15 @@ fn lookup(name: &[u8]) -> Option<(usize, &'static Command)> {
     map.get(&*lower).map(|&i| (i, &TABLE[i]))
 }
 
+/// Whether the request runs a Lua script on the script thread (see `script_thread.rs`):
+/// EVAL, FCALL and their forms, unless queued inside MULTI.
+pub fn runs_script(session: &Session, args: &[Vec<u8>]) -> bool {
+    // Only names starting so can be one: most commands skip the lookup.
+    matches!(args[0].first(), Some(b'e' | b'E' | b'f' | b'F'))
+        && session.multi.is_none()
+        && lookup(&args[0]).is_some_and(|(_, cmd)| cmd.flags & RUNS_SCRIPT != 0)
+}
+
 /// Whether CLIENT PAUSE WRITE holds this request: a command that writes, or an EXEC
 /// whose queue holds one. Unknown commands are not held: they only get an error.
 pub fn writes(session: &Session, args: &[Vec<u8>]) -> bool {
@@ -777,6 +792,9 @@ pub fn execute(
     gate: &mut GateHold<'_>,
 ) -> Action {
     let action = crate::tracking::as_caller(session.client.id, || run(server, session, args, gate));
+    if matches!(action, Action::AwaitScript) {
+        return action;
+    }
     let counted = std::mem::take(&mut session.error_counted);
     if let Some(e) = action.error().filter(|_| !counted) {
         server.command_stats.record_error(e);
@@ -843,6 +861,19 @@ fn run(
             subcommand_at(index, stat).map_or(cmd.name.to_string(), |s| full_name(cmd.name, s));
         return refuse(session, pubsub::refusal(&name));
     }
+    // While a script is busy, only the commands Redis allows then run, without the
+    // gate (the script holds it); the rest are refused, queued ones too, which dooms
+    // the transaction.
+    let busy = server.running_script.is_busy();
+    if busy && flags_and_keys(index, stat).0 & ALLOW_BUSY == 0 {
+        if session.woken {
+            // A blocked command woken by the script's writes waits it out: Redis
+            // serves blocked clients only once the script has ended.
+            return Action::AwaitScript;
+        }
+        server.command_stats.record_rejected(stat);
+        return refuse(session, Frame::error(server.running_script.busy_error()));
+    }
     if cmd.flags & NO_QUEUE == 0 && session.multi.is_some() {
         // As Redis: over maxmemory nothing more is queued, whatever the command, or
         // a transaction could hold any amount of memory.
@@ -861,6 +892,19 @@ fn run(
             .store(stat as u64 + 1, Ordering::Relaxed);
         return Action::Reply(Frame::Simple("QUEUED".into()));
     }
+    if busy {
+        gate.release();
+    } else {
+        // Taken before anything is counted or done: refused, the command runs again.
+        let held = if cmd.flags & (ALONE | EXEC) != 0 {
+            gate.exclusive()
+        } else {
+            gate.shared()
+        };
+        if !held {
+            return Action::AwaitScript;
+        }
+    }
     let client = &session.client;
     client.traffic.commands.fetch_add(1, Ordering::Relaxed);
     client
@@ -876,17 +920,7 @@ fn run(
     remember_reads(server, session, index, stat, args);
     feed_monitors_before(server, session, index, args);
     let started = Instant::now();
-    let outcome = if cmd.flags & EXEC != 0 {
-        gate.release();
-        transaction::exec(&mut Ctx { server, session }, args)
-    } else {
-        if cmd.flags & ALONE != 0 {
-            gate.exclusive();
-        } else {
-            gate.shared();
-        }
-        (cmd.run)(&mut Ctx { server, session }, args)
-    };
+    let outcome = (cmd.run)(&mut Ctx { server, session }, args);
     let action = outcome.unwrap_or_else(|e| Action::Reply(storage_error(&e)));
     if matches!(action, Action::Block { .. }) {
         // Counted once, when it is served or gives up (`count_unblocked`), as Redis
@@ -1405,6 +1439,10 @@ pub(crate) fn execute_in_script(
     if read_only && flags & WRITE != 0 {
         return refused("ERR Write commands are not allowed from read-only scripts.");
     }
+    if flags & WRITE != 0 {
+        // From here on SCRIPT KILL would leave the script's work half done.
+        server.running_script.note_write();
+    }
     execute_queued(server, session, args, !allow_oom)
 }
 
@@ -1560,6 +1598,9 @@ fn execute_queued(
                 Ok(Action::Replies(mut frames)) if frames.len() == 1 => frames.remove(0),
                 Ok(Action::Replies(frames)) => Frame::Array(frames),
                 Ok(Action::Close(None)) => Frame::Null,
+                Ok(Action::AwaitScript) => {
+                    unreachable!("only `execute` waits for the gate, held here")
+                }
                 Err(e) => storage_error(&e),
             };
             let error = match &frame {

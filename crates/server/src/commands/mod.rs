@@ -831,26 +831,43 @@ fn run(
     }
     if let Err(e) = check_arity(index, stat, args) {
         server.command_stats.record_rejected(stat);
-        return refuse(session, e);
+        return refuse_command(server, session, cmd.flags, e);
     }
     if !session.authenticated && cmd.flags & NO_AUTH == 0 && server.users.auth_required() {
         server.command_stats.record_rejected(stat);
-        return refuse(session, Frame::error("NOAUTH Authentication required."));
+        return refuse_command(
+            server,
+            session,
+            cmd.flags,
+            Frame::error("NOAUTH Authentication required."),
+        );
     }
     if cmd.flags & PROTECTED != 0 {
         server.command_stats.record_rejected(stat);
-        return refuse(session, server::protected_refusal(cmd.name));
+        return refuse_command(
+            server,
+            session,
+            cmd.flags,
+            server::protected_refusal(cmd.name),
+        );
     }
     if cmd.flags & NO_MULTI != 0 && session.multi.is_some() {
         server.command_stats.record_rejected(stat);
-        return refuse(
+        return refuse_command(
+            server,
             session,
+            cmd.flags,
             Frame::error("ERR Command not allowed inside a transaction"),
         );
     }
     if let Err(denied) = permitted(server, session, stat, args, LogContext::of(session)) {
         server.command_stats.record_rejected(stat);
-        return refuse(session, Frame::error(denied.refusal(stat)));
+        return refuse_command(
+            server,
+            session,
+            cmd.flags,
+            Frame::error(denied.refusal(stat)),
+        );
     }
     if session.proto == Protocol::Resp2
         && !pubsub::ALLOWED_WHILE_SUBSCRIBED.contains(&cmd.name)
@@ -859,7 +876,7 @@ fn run(
         server.command_stats.record_rejected(stat);
         let name =
             subcommand_at(index, stat).map_or(cmd.name.to_string(), |s| full_name(cmd.name, s));
-        return refuse(session, pubsub::refusal(&name));
+        return refuse_command(server, session, cmd.flags, pubsub::refusal(&name));
     }
     // While a script is busy, only the commands Redis allows then run, without the
     // gate (the script holds it); the rest are refused, queued ones too, which dooms
@@ -872,7 +889,12 @@ fn run(
             return Action::AwaitScript;
         }
         server.command_stats.record_rejected(stat);
-        return refuse(session, Frame::error(server.running_script.busy_error()));
+        return refuse_command(
+            server,
+            session,
+            cmd.flags,
+            Frame::error(server.running_script.busy_error()),
+        );
     }
     if cmd.flags & NO_QUEUE == 0 && session.multi.is_some() {
         // As Redis: over maxmemory nothing more is queued, whatever the command, or
@@ -1653,6 +1675,17 @@ fn arity_allows(arity: i32, args: usize) -> bool {
 }
 
 /// A command refused before it ran; inside MULTI it also dooms the transaction.
+/// Refuses a command Redis knows: as [`refuse`], but a refused EXEC discards the
+/// transaction and says why, as Redis's `execCommandAbort` does.
+fn refuse_command(server: &Server, session: &mut Session, flags: u32, error: Frame) -> Action {
+    match &error {
+        Frame::Error(reason) if flags & EXEC != 0 => {
+            Action::Reply(transaction::abort(server, session, reason))
+        }
+        _ => refuse(session, error),
+    }
+}
+
 fn refuse(session: &mut Session, error: Frame) -> Action {
     if session.multi.is_some() {
         session.multi_failed = true;

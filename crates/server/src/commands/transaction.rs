@@ -9,7 +9,8 @@ use std::sync::atomic::Ordering;
 
 use resp::Frame;
 
-use super::{error, execute_in_exec, ok, reply, Ctx, Reply};
+use super::{error, execute_in_exec, ok, reply, Ctx, Reply, Session};
+use crate::server::Server;
 
 pub fn multi(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     if ctx.session.multi.is_some() {
@@ -57,14 +58,29 @@ pub fn exec(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
 }
 
 pub fn discard(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
-    if ctx.session.multi.take().is_none() {
+    if ctx.session.multi.is_none() {
         return error("ERR DISCARD without MULTI");
     }
-    ctx.session.client.buffers.clear_queue();
-    ctx.session.multi_failed = false;
-    ctx.session.client.in_multi.store(false, Ordering::Relaxed);
-    ctx.session.unwatch(&ctx.server.db);
+    end(ctx.server, ctx.session);
     ok()
+}
+
+/// The reply to an EXEC refused before it ran (BUSY, NOAUTH, ...): the transaction is
+/// discarded, as Redis's `execCommandAbort` does, even outside MULTI.
+pub fn abort(server: &Server, session: &mut Session, reason: &str) -> Frame {
+    end(server, session);
+    Frame::error(format!(
+        "EXECABORT Transaction discarded because of: {reason}"
+    ))
+}
+
+/// Leaves the MULTI state: the queue, the doom and the watches go.
+fn end(server: &Server, session: &mut Session) {
+    session.multi = None;
+    session.client.buffers.clear_queue();
+    session.multi_failed = false;
+    session.client.in_multi.store(false, Ordering::Relaxed);
+    session.unwatch(&server.db);
 }
 
 pub fn watch(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {

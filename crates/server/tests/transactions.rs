@@ -72,6 +72,35 @@ fn queue_exec_discard_and_errors() {
     assert_script(&mut s, script);
 }
 
+/// An EXEC refused before it runs discards the transaction and says why, in Redis's
+/// words: a formatted refusal without its ERR code, a coded one with it.
+#[test]
+fn a_refused_exec_discards_the_transaction() {
+    let server = Server::start();
+    let mut s = server.raw();
+    assert_script(
+        &mut s,
+        &[
+            (b"MULTI\r\n", b"+OK\r\n"),
+            (b"SET k v\r\n", b"+QUEUED\r\n"),
+            (
+                b"EXEC extra\r\n",
+                b"-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n",
+            ),
+            (b"EXEC\r\n", b"-ERR EXEC without MULTI\r\n"),
+            (b"GET k\r\n", b"$-1\r\n"),
+            (b"CONFIG SET requirepass pw\r\n", b"+OK\r\n"),
+        ],
+    );
+    assert_script(
+        &mut server.raw(),
+        &[(
+            b"EXEC\r\n",
+            b"-EXECABORT Transaction discarded because of: NOAUTH Authentication required.\r\n",
+        )],
+    );
+}
+
 #[test]
 fn watch_aborts_exactly_when_a_watched_key_changed() {
     let server = Server::start();

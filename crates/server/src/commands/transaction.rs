@@ -69,6 +69,9 @@ pub fn discard(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
 /// discarded, as Redis's `execCommandAbort` does, even outside MULTI.
 pub fn abort(server: &Server, session: &mut Session, reason: &str) -> Frame {
     end(server, session);
+    // Redis words its formatted refusals (arity, a subscribed client's) without the
+    // ERR code here, and keeps the others' (NOAUTH, NOPERM, BUSY).
+    let reason = reason.strip_prefix("ERR ").unwrap_or(reason);
     Frame::error(format!(
         "EXECABORT Transaction discarded because of: {reason}"
     ))

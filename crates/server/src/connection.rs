@@ -415,8 +415,16 @@ impl Connection {
             // What others sent this client (messages, invalidations) goes out in order
             // between replies.
             client.take_outbox(&mut self.output);
-            if commands::runs_script(&self.session, &args) {
-                return Step::Script(args);
+            // A script command is handed to the script thread only while no script
+            // runs: queued behind a running one it would wait for its end where Redis
+            // answers BUSY once it is busy. Meanwhile it waits; once the script is
+            // busy, `execute` refuses it with BUSY.
+            if commands::runs_script(&self.session, &args) && !server.running_script.is_busy() {
+                if server.running_script.is_idle() {
+                    return Step::Script(args);
+                }
+                self.paused = Some(args);
+                return Step::AwaitScript;
             }
             let action = commands::execute(&server, &mut self.session, &args, &mut gate);
             if let Some(step) = self.answer(action, args) {

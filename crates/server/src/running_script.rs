@@ -128,6 +128,10 @@ impl RunningScript {
         self.state.load(Ordering::SeqCst) == BUSY
     }
 
+    pub fn is_idle(&self) -> bool {
+        self.state.load(Ordering::SeqCst) == IDLE
+    }
+
     /// The error others get while the script is busy.
     pub fn busy_error(&self) -> &'static str {
         if self.function.load(Ordering::Relaxed) {

@@ -130,6 +130,11 @@ fn a_busy_script_refuses_others_until_script_kill_stops_it() {
     for c in &mut others {
         assert_eq!(c.call(&["GET", "k"]), Frame::Error(BUSY_EVAL.into()));
     }
+    // Another script is refused too, not queued behind the busy one.
+    assert_eq!(
+        others[3].call(&["EVAL", "return 1", "0"]),
+        Frame::Error(BUSY_EVAL.into())
+    );
     let other = &mut others[1];
     assert_eq!(other.call(&["MULTI"]), Frame::Simple("OK".into()));
     assert_eq!(

@@ -390,8 +390,6 @@ const MOVABLE_KEYS: u32 = 1 << 19;
 const SKIP_MONITOR: u32 = 1 << 20;
 /// Its key arguments may all be absent (EVAL with no keys): reported only.
 const NO_MANDATORY_KEYS: u32 = 1 << 21;
-/// Runs a Lua script: outside a transaction, on the script thread (`script_thread.rs`).
-const RUNS_SCRIPT: u32 = 1 << 22;
 
 // ACL categories (COMMAND INFO, COMMAND LIST FILTERBY ACLCAT) beyond those Redis derives
 // from the flags (@write, @read, @admin and @dangerous, @fast or else @slow); see
@@ -688,14 +686,14 @@ const TABLE: &[Command] = &[
     cmd("monitor", 1, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0, monitor::monitor),
     cmd("hotkeys", -1, READONLY, NO_KEYS, KEYSPACE, hotkeys::hotkeys),
     // Scripting: Lua scripts (see `eval.rs`) and function libraries (`function.rs`).
-    cmd("eval", -3, ALONE | RUNS_SCRIPT | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1).noted(ASSUME_RW)], SCRIPTING, eval::eval),
-    cmd("evalsha", -3, ALONE | RUNS_SCRIPT | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1)], SCRIPTING, eval::evalsha),
-    cmd("eval_ro", -3, R | ALONE | RUNS_SCRIPT | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RO | ACCESS, 2, 0, 1, 1).noted(ASSUME_RO)], SCRIPTING, eval::eval_ro),
-    cmd("evalsha_ro", -3, R | ALONE | RUNS_SCRIPT | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RO | ACCESS, 2, 0, 1, 1)], SCRIPTING, eval::evalsha_ro),
+    cmd("eval", -3, ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1).noted(ASSUME_RW)], SCRIPTING, eval::eval),
+    cmd("evalsha", -3, ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1)], SCRIPTING, eval::evalsha),
+    cmd("eval_ro", -3, R | ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RO | ACCESS, 2, 0, 1, 1).noted(ASSUME_RO)], SCRIPTING, eval::eval_ro),
+    cmd("evalsha_ro", -3, R | ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RO | ACCESS, 2, 0, 1, 1)], SCRIPTING, eval::evalsha_ro),
     cmd("script", -2, 0, NO_KEYS, 0, eval::script),
     cmd("function", -2, 0, NO_KEYS, 0, function::function),
-    cmd("fcall", -3, ALONE | RUNS_SCRIPT | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1).noted(ASSUME_RW)], SCRIPTING, function::fcall),
-    cmd("fcall_ro", -3, R | ALONE | RUNS_SCRIPT | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RO | ACCESS, 2, 0, 1, 1).noted(ASSUME_RO)], SCRIPTING, function::fcall_ro),
+    cmd("fcall", -3, ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1).noted(ASSUME_RW)], SCRIPTING, function::fcall),
+    cmd("fcall_ro", -3, R | ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RO | ACCESS, 2, 0, 1, 1).noted(ASSUME_RO)], SCRIPTING, function::fcall_ro),
     // Pub/sub.
     cmd("subscribe", -2, ANY_STATE | PUBSUB | NOSCRIPT, NO_KEYS, 0, pubsub::subscribe),
     cmd("unsubscribe", -1, ANY_STATE | PUBSUB | NOSCRIPT, NO_KEYS, 0, pubsub::unsubscribe),
@@ -758,13 +756,29 @@ fn lookup(name: &[u8]) -> Option<(usize, &'static Command)> {
     map.get(&*lower).map(|&i| (i, &TABLE[i]))
 }
 
-/// Whether the request runs a Lua script on the script thread (see `script_thread.rs`):
-/// EVAL, FCALL and their forms, unless queued inside MULTI.
+/// The commands that run a Lua script on the script thread (see `script_thread.rs`).
+const SCRIPT_COMMANDS: [&str; 6] = [
+    "eval",
+    "evalsha",
+    "eval_ro",
+    "evalsha_ro",
+    "fcall",
+    "fcall_ro",
+];
+
+/// Whether the request runs a Lua script on the script thread: EVAL, FCALL and their
+/// forms, unless queued inside MULTI. Asked of every request, so without the table's
+/// lookup: a name's length is compared first, and few commands are 4 to 10 letters
+/// starting with e or f.
 pub fn runs_script(session: &Session, args: &[Vec<u8>]) -> bool {
-    // Only names starting so can be one: most commands skip the lookup.
-    matches!(args[0].first(), Some(b'e' | b'E' | b'f' | b'F'))
-        && session.multi.is_none()
-        && lookup(&args[0]).is_some_and(|(_, cmd)| cmd.flags & RUNS_SCRIPT != 0)
+    session.multi.is_none() && is_script_command(&args[0])
+}
+
+fn is_script_command(name: &[u8]) -> bool {
+    matches!(name.first(), Some(b'e' | b'E' | b'f' | b'F'))
+        && SCRIPT_COMMANDS
+            .iter()
+            .any(|script| script.as_bytes().eq_ignore_ascii_case(name))
 }
 
 /// Whether CLIENT PAUSE WRITE holds this request: a command that writes, or an EXEC
@@ -1824,6 +1838,29 @@ mod tests {
         assert_eq!(slots.len(), count());
         for (container, _) in SUBCOMMANDS {
             assert!(lookup(container.as_bytes()).is_some(), "{container}");
+        }
+    }
+
+    #[test]
+    fn only_the_script_commands_go_to_the_script_thread_in_any_case() {
+        for cmd in TABLE {
+            let script = SCRIPT_COMMANDS.contains(&cmd.name);
+            assert_eq!(
+                script,
+                cmd.acl & SCRIPTING != 0
+                    && (cmd.name.starts_with("eval") || cmd.name.starts_with("fcall")),
+                "{}",
+                cmd.name
+            );
+            for name in [cmd.name.to_string(), cmd.name.to_ascii_uppercase()] {
+                assert_eq!(is_script_command(name.as_bytes()), script, "{name}");
+            }
+        }
+        for name in ["EvalSha_RO", "fCALL"] {
+            assert!(is_script_command(name.as_bytes()), "{name}");
+        }
+        for name in ["", "evals", "eval ", "fcall_r", "xeval"] {
+            assert!(!is_script_command(name.as_bytes()), "{name}");
         }
     }
 }

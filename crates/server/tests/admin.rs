@@ -584,16 +584,11 @@ fn info_sections_and_hotkeys() {
 
 #[test]
 fn shutdown_command_exits_cleanly() {
-    let mut server = Server::start();
+    let server = Server::start();
     let mut c = server.client();
     run::<()>(&mut c, &["SET", "k", "v"]);
     let _ = redis::cmd("SHUTDOWN").arg("NOSAVE").query::<()>(&mut c);
-    assert!(eventually(10, || server
-        .child
-        .try_wait()
-        .unwrap()
-        .is_some()));
-    assert!(server.child.wait().unwrap().success());
+    server.exited("SHUTDOWN NOSAVE");
 }
 
 #[test]

@@ -190,7 +190,7 @@ fn a_busy_script_refuses_others_until_script_kill_stops_it() {
 /// script pushed to is not served, nor told BUSY, while the script runs.
 #[test]
 fn a_busy_script_that_wrote_gives_way_only_to_shutdown_nosave() {
-    let mut server = Server::start();
+    let server = Server::start();
     let mut admin = server.client();
     run::<()>(&mut admin, &["CONFIG", "SET", "busy-reply-threshold", "50"]);
     let mut blocked = Conn::open(&server, false);
@@ -210,12 +210,7 @@ fn a_busy_script_that_wrote_gives_way_only_to_shutdown_nosave() {
     assert_eq!(blocked.next_frame(Duration::from_millis(200)), None);
     assert_eq!(other.call(&["SHUTDOWN"]), Frame::Error(BUSY_EVAL.into()));
     other.send(&["SHUTDOWN", "NOSAVE"]);
-    assert!(eventually(10, || server
-        .child
-        .try_wait()
-        .unwrap()
-        .is_some()));
-    assert!(server.child.wait().unwrap().success());
+    server.exited("SHUTDOWN NOSAVE");
 }
 
 /// Inside EXEC a script runs within the transaction on its client's thread, where no

@@ -87,23 +87,29 @@ impl Server {
 
     /// Stops the server with SIGTERM, requires it to exit 0 within 10 s, and hands
     /// back its directory.
-    pub fn stop(mut self) -> Option<tempfile::TempDir> {
+    pub fn stop(self) -> Option<tempfile::TempDir> {
         let status = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status()
             .unwrap();
         assert!(status.success());
+        self.exited("SIGTERM")
+    }
+
+    /// Requires the server, told to end by `after` (SIGTERM, SHUTDOWN), to exit 0
+    /// within 10 s, and hands back its directory.
+    pub fn exited(mut self, after: &str) -> Option<tempfile::TempDir> {
         for _ in 0..500 {
             if let Some(exit) = self.child.try_wait().unwrap() {
                 assert!(
                     exit.success(),
-                    "hotkv-server exited with {exit} after SIGTERM"
+                    "hotkv-server exited with {exit} after {after}"
                 );
                 return self.dir.take();
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("hotkv-server did not exit after SIGTERM");
+        panic!("hotkv-server did not exit after {after}");
     }
 
     pub fn client(&self) -> redis::Connection {

@@ -49,7 +49,11 @@ for unit in "${units[@]}"; do
     err=$(grep -ac '^\[.\[0;31;49merr' "$log" || true)
     stop=$(grep -a -m1 'exception' "$log" | sed 's/.*test client: //' | cut -c1-120 || true)
     printf '%-22s passed %4s  failed %3s  %s\n' "$unit" "$ok" "$err" "${stop:+stopped: $stop}"
+    # As Redis, hotkv lets a busy script end before it exits on SIGTERM; a failed
+    # test can leave one that never ends.
     kill "$server" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$server" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$server" 2>/dev/null || true
     wait "$server" 2>/dev/null || true
     server=
     rm -rf "$data"

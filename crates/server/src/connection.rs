@@ -310,8 +310,12 @@ impl Connection {
             if let Action::AwaitScript = action {
                 // Nothing ran: the turn goes back while the script runs on.
                 waiters.try_ended(std::mem::take(&mut had_turn));
-                server.running_script.ended().await;
-                continue;
+                let client = self.session.client.clone();
+                tokio::select! {
+                    _ = server.running_script.ended() => continue,
+                    _ = stop.changed() => break Ok(false),
+                    _ = client.killed() => break Err(Ended::killed(&client)),
+                }
             }
             if matches!(action, Action::Block { .. }) {
                 if was_woken {

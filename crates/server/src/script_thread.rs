@@ -63,13 +63,17 @@ impl ScriptThread {
         let job = move || {
             server.running_script.begin();
             // A panic in a command would otherwise end the thread and every script
-            // after it; the client gets an error, as if its connection had failed.
+            // after it. The session may be left midway (inside the script, in the
+            // script's protocol), so the client is answered with an error and closed,
+            // as a panic on its own thread closes its connection.
             let action = std::panic::catch_unwind(AssertUnwindSafe(|| {
                 let mut gate = GateHold::long(&server.gate);
                 commands::execute(&server, &mut session, &args, &mut gate)
             }))
             .unwrap_or_else(|_| {
-                Action::Reply(Frame::error("ERR the script's command failed unexpectedly"))
+                Action::Close(Some(Frame::error(
+                    "ERR the script's command failed unexpectedly; closing the connection",
+                )))
             });
             server.running_script.end();
             let woke = blocked_keys::woke_a_client();

@@ -419,6 +419,32 @@ fn maxmemory_refuses_or_evicts() {
             ),
         ],
     );
+    // A transaction queued under the limit: over it, its EXEC is refused and the
+    // transaction discarded if any command may grow the data; reads only still run.
+    run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "0"]);
+    let mut writes = server.raw();
+    let mut reads = server.raw();
+    for (conn, command) in [
+        (&mut writes, &b"SET k v\r\n"[..]),
+        (&mut reads, &b"STRLEN key:8\r\n"[..]),
+    ] {
+        assert_script(
+            conn,
+            &[(b"MULTI\r\n", b"+OK\r\n"), (command, b"+QUEUED\r\n")],
+        );
+    }
+    run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "1000"]);
+    assert_script(
+        &mut writes,
+        &[
+            (
+                b"EXEC\r\n",
+                b"-EXECABORT Transaction discarded because of: OOM command not allowed when used memory > 'maxmemory'.\r\n",
+            ),
+            (b"GET k\r\n", b"$-1\r\n"),
+        ],
+    );
+    assert_script(&mut reads, &[(b"EXEC\r\n", b"*1\r\n:100\r\n")]);
     // With an eviction policy, writes succeed and keys are evicted.
     run::<()>(
         &mut c,

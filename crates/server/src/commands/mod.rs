@@ -946,11 +946,20 @@ fn run(
     client
         .last_command
         .store(stat as u64 + 1, Ordering::Relaxed);
-    // A subcommand's own flags, as FUNCTION LOAD may grow memory and FUNCTION LIST not.
-    if flags_and_keys(index, stat).0 & DENYOOM != 0 {
+    // As Redis, an EXEC is refused over maxmemory (and its transaction discarded) if
+    // any command it queued may grow the data; those then run unchecked.
+    let may_grow = if cmd.flags & EXEC != 0 {
+        session
+            .multi
+            .as_ref()
+            .is_some_and(|queue| queue.iter().any(|queued| may_grow_data(queued)))
+    } else {
+        may_grow_data(args)
+    };
+    if may_grow {
         if let Err(e) = server.make_room() {
             server.command_stats.record_rejected(stat);
-            return Action::Reply(Frame::error(e));
+            return refuse_command(server, session, cmd.flags, Frame::error(e));
         }
     }
     remember_reads(server, session, index, stat, args);
@@ -966,6 +975,13 @@ fn run(
         record(server, session, index, stat, args, started, action.error());
     }
     action
+}
+
+/// Whether the command is refused over maxmemory: by its own flags, or its
+/// subcommand's, as FUNCTION LOAD may grow memory and FUNCTION LIST not.
+fn may_grow_data(args: &[Vec<u8>]) -> bool {
+    lookup(&args[0])
+        .is_some_and(|(index, _)| flags_and_keys(index, stat_slot(index, args)).0 & DENYOOM != 0)
 }
 
 /// CLIENT TRACKING: the keys a read-only command is about to read are remembered
@@ -1517,7 +1533,8 @@ fn execute_in_exec(server: &Server, session: &mut Session, args: &[Vec<u8>]) -> 
         server.command_stats.record_error(&text);
         return Frame::error(text);
     }
-    execute_queued(server, session, args, true)
+    // Memory was checked for the whole transaction, before EXEC ran.
+    execute_queued(server, session, args, false)
 }
 
 /// Where ACL LOG says a refusal happened.

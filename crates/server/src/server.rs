@@ -115,6 +115,16 @@ impl Server {
     }
 
     /// Publishes the queued keyspace notifications (see [`crate::keyspace_events`]).
+    /// The latency monitor: notes that `event` took `took`, if that reaches
+    /// latency-monitor-threshold (0, the default, notes nothing).
+    pub fn note_latency(&self, event: &'static str, took: Duration) {
+        if self.config.latency_threshold().is_some_and(|t| took >= t) {
+            let ms = took.as_millis() as u64;
+            self.latency
+                .record(event, ms, crate::entry::now_ms() / 1000);
+        }
+    }
+
     pub fn publish_events(&self) {
         use crate::keyspace_events::{KEYEVENT, KEYSPACE};
         let events = self.db.events.take();
@@ -337,6 +347,7 @@ impl Server {
                         break;
                     }
                 }
+                self.note_latency("expire-cycle", start.elapsed());
                 self.db.remove_due_nodes();
                 // What active expiry deleted, for BCAST prefixes and notifications.
                 self.db.tracking.flush_broadcasts();

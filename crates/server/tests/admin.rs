@@ -1343,6 +1343,23 @@ fn latency_monitor_records_requests_over_its_threshold() {
         steps.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1),
         "{steps:?}"
     );
+    // A container command names its subcommands; only those called have a histogram.
+    run::<()>(&mut c, &["CONFIG", "RESETSTAT"]);
+    run::<i64>(&mut c, &["CLIENT", "ID"]);
+    run::<redis::Value>(&mut c, &["CLIENT", "GETNAME"]);
+    let names = |c: &mut redis::Connection, asked: &[&str]| {
+        let reply: Vec<redis::Value> = run(c, &[&["LATENCY", "HISTOGRAM"][..], asked].concat());
+        let mut names: Vec<String> = reply
+            .iter()
+            .step_by(2)
+            .map(|n| redis::from_redis_value(n).unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(&mut c, &["client"]), ["client|getname", "client|id"]);
+    assert_eq!(names(&mut c, &["CLIENT|ID"]), ["client|id"]);
+    assert!(names(&mut c, &["clien", "client|"]).is_empty());
     run::<()>(&mut c, &["CONFIG", "SET", "latency-tracking", "no"]);
     run::<()>(&mut c, &["CONFIG", "RESETSTAT"]);
     assert_eq!(keys(&mut c), 200_000);
@@ -1356,6 +1373,31 @@ fn latency_monitor_records_requests_over_its_threshold() {
     };
     assert!(fast("get") && fast("incr") && fast("ping"));
     assert!(!fast("set") && !fast("keys") && !fast("mset"));
+}
+
+/// Active expiry's cycles are a latency event of their own, as in Redis: with 200,000
+/// keys due at once, a cycle runs until its time is up (25 ms), far past 1 ms.
+#[test]
+fn a_long_active_expiry_cycle_is_an_expire_cycle_latency_event() {
+    let server = Server::start_memory(&[]);
+    let mut c = server.client();
+    run::<()>(&mut c, &["CONFIG", "SET", "latency-monitor-threshold", "1"]);
+    for batch in 0..200 {
+        let mut pipe = redis::pipe();
+        for i in 0..1000 {
+            pipe.cmd("SET")
+                .arg(format!("k{batch}:{i}"))
+                .arg("v")
+                .arg("PX")
+                .arg(200)
+                .ignore();
+        }
+        pipe.query::<()>(&mut c).unwrap();
+    }
+    assert!(eventually(10, || {
+        let latest: Vec<(String, i64, i64, i64)> = run(&mut c, &["LATENCY", "LATEST"]);
+        latest.iter().any(|(event, ..)| event == "expire-cycle")
+    }));
 }
 
 /// Reads MONITOR lines until one ends with `last`; returns each without its timestamp

@@ -71,8 +71,7 @@ fn histograms(ctx: &Ctx, only: &[Vec<u8>]) -> Vec<(Frame, Frame)> {
         .into_iter()
         .filter_map(|(index, h)| {
             let name = super::name_of(index as u64 + 1);
-            let wanted =
-                only.is_empty() || only.iter().any(|o| o.eq_ignore_ascii_case(name.as_bytes()));
+            let wanted = only.is_empty() || only.iter().any(|o| names(o, &name));
             if !wanted {
                 return None;
             }
@@ -90,6 +89,15 @@ fn histograms(ctx: &Ctx, only: &[Vec<u8>]) -> Vec<(Frame, Frame)> {
             ))
         })
         .collect()
+}
+
+/// Whether `asked` names the command or subcommand `name` (`client|id`): as Redis, a
+/// container command (CLIENT) names each of its subcommands.
+fn names(asked: &[u8], name: &str) -> bool {
+    let name = name.as_bytes();
+    name.len() >= asked.len()
+        && name[..asked.len()].eq_ignore_ascii_case(asked)
+        && matches!(name.get(asked.len()), None | Some(b'|'))
 }
 
 /// One line per sample, oldest first, with a bar scaled to the highest.

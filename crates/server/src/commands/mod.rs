@@ -1109,19 +1109,12 @@ fn record(
         error.is_some(),
         server.config.latency_tracking(),
     );
-    if let Some(threshold) = server.config.latency_threshold() {
-        if took >= threshold {
-            let event = if TABLE[index].flags & FAST != 0 {
-                "fast-command"
-            } else {
-                "command"
-            };
-            let ms = took.as_millis() as u64;
-            server
-                .latency
-                .record(event, ms, crate::entry::now_ms() / 1000);
-        }
-    }
+    let event = if TABLE[index].flags & FAST != 0 {
+        "fast-command"
+    } else {
+        "command"
+    };
+    server.note_latency(event, took);
     feed_monitors(server, session, index, stat, args, error);
     let slow = server.config.slowlog_threshold().is_some_and(|t| took >= t);
     if !slow || TABLE[index].flags & SKIP_SLOWLOG != 0 {

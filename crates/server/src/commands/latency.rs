@@ -71,7 +71,7 @@ fn histograms(ctx: &Ctx, only: &[Vec<u8>]) -> Vec<(Frame, Frame)> {
         .into_iter()
         .filter_map(|(index, h)| {
             let name = super::name_of(index as u64 + 1);
-            let wanted = only.is_empty() || only.iter().any(|o| names(o, &name));
+            let wanted = only.is_empty() || only.iter().any(|o| names(o, name));
             if !wanted {
                 return None;
             }

@@ -113,6 +113,10 @@ pub struct Config {
     latency_monitor_threshold: AtomicU64,
     /// Per-command latency histograms (INFO latencystats, LATENCY HISTOGRAM).
     latency_tracking: AtomicBool,
+    /// Writes are refused unless this many replicas are at most min-replicas-max-lag
+    /// seconds behind (0: no check).
+    min_replicas_to_write: AtomicU64,
+    min_replicas_max_lag: AtomicU64,
     /// The percentiles INFO latencystats prints.
     latency_percentiles: RwLock<Vec<f64>>,
     /// `client-output-buffer-limit` for normal clients: hard bytes, soft bytes, soft
@@ -160,6 +164,8 @@ impl Default for Config {
             acllog_max_len: AtomicU64::new(128),
             latency_monitor_threshold: AtomicU64::new(0),
             latency_tracking: AtomicBool::new(true),
+            min_replicas_to_write: AtomicU64::new(0),
+            min_replicas_max_lag: AtomicU64::new(10),
             latency_percentiles: RwLock::new(vec![50.0, 99.0, 99.9]),
             output_limit: Default::default(),
             pubsub_output_limit: [32 << 20, 8 << 20, 60].map(AtomicU64::new),
@@ -247,6 +253,10 @@ const NAMES: &[&str] = &[
     "notify-keyspace-events",
     "busy-reply-threshold",
     "lua-time-limit",
+    "min-replicas-to-write",
+    "min-slaves-to-write",
+    "min-replicas-max-lag",
+    "min-slaves-max-lag",
     "databases",
     "save",
     "appendonly",
@@ -265,6 +275,8 @@ const LISTS: &[&str] = &[
 const NOT_REWRITTEN: &[&str] = &[
     "databases",
     "lua-time-limit",
+    "min-slaves-to-write",
+    "min-slaves-max-lag",
     "save",
     "appendonly",
     // Old names of settings written under their new ones.
@@ -322,6 +334,14 @@ impl Config {
         (micros >= 0).then(|| std::time::Duration::from_micros(micros as u64))
     }
     /// The latency monitor's threshold, or `None` when it is off.
+    /// Writes are refused for want of good replicas, as Redis's checkGoodReplicasStatus
+    /// refuses them: hotkv has no replicas, so any min-replicas-to-write (with a
+    /// min-replicas-max-lag) is more than it has.
+    pub fn lacks_replicas(&self) -> bool {
+        self.min_replicas_to_write.load(Ordering::Relaxed) > 0
+            && self.min_replicas_max_lag.load(Ordering::Relaxed) > 0
+    }
+
     pub fn latency_threshold(&self) -> Option<std::time::Duration> {
         let ms = self.latency_monitor_threshold.load(Ordering::Relaxed);
         (ms > 0).then(|| std::time::Duration::from_millis(ms))
@@ -427,6 +447,14 @@ impl Config {
             }
             "latency-monitor-threshold" => self
                 .latency_monitor_threshold
+                .load(Ordering::Relaxed)
+                .to_string(),
+            "min-replicas-to-write" | "min-slaves-to-write" => self
+                .min_replicas_to_write
+                .load(Ordering::Relaxed)
+                .to_string(),
+            "min-replicas-max-lag" | "min-slaves-max-lag" => self
+                .min_replicas_max_lag
                 .load(Ordering::Relaxed)
                 .to_string(),
             "latency-tracking" => yes_no(self.latency_tracking()).into(),
@@ -553,6 +581,14 @@ impl Config {
             "latency-monitor-threshold" => {
                 let n = non_negative(text).map_err(invalid)?;
                 self.latency_monitor_threshold.store(n, Ordering::Relaxed);
+            }
+            "min-replicas-to-write" | "min-slaves-to-write" => {
+                let n = non_negative(text).map_err(invalid)?;
+                self.min_replicas_to_write.store(n, Ordering::Relaxed);
+            }
+            "min-replicas-max-lag" | "min-slaves-max-lag" => {
+                let n = non_negative(text).map_err(invalid)?;
+                self.min_replicas_max_lag.store(n, Ordering::Relaxed);
             }
             "latency-tracking" => {
                 let on = parse_yes_no(text).ok_or_else(|| invalid("argument must be 'yes' or 'no'"))?;

@@ -59,6 +59,7 @@ pub struct Server {
 
 /// Why a write was refused.
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 /// What a client's outbox (MONITOR lines) may hold while the normal clients' output
 /// buffer limit sets no hard limit, as by default: Redis lets a monitor that does not

@@ -1838,3 +1838,62 @@ fn client_buffers_are_counted_where_redis_shows_them() {
         "{recent}: the peak of a request served a moment ago"
     );
 }
+
+/// hotkv has no replicas: with min-replicas-to-write set (and min-replicas-max-lag, 10
+/// by default), every write is refused as Redis refuses it without enough good
+/// replicas; reads, and scripts that write nothing, still run.
+#[test]
+fn min_replicas_to_write_refuses_writes() {
+    let server = Server::start_memory(&[]);
+    let mut c = server.client();
+    run::<()>(&mut c, &["SET", "x", "some value"]);
+    let mut queued = server.raw();
+    assert_script(
+        &mut queued,
+        &[(b"MULTI\r\n", b"+OK\r\n"), (b"INCR n\r\n", b"+QUEUED\r\n")],
+    );
+    run::<()>(&mut c, &["CONFIG", "SET", "min-replicas-to-write", "1"]);
+    let setting: Vec<String> = run(&mut c, &["CONFIG", "GET", "min-slaves-to-write"]);
+    assert_eq!(setting, ["min-slaves-to-write", "1"]);
+    const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+    assert_eq!(run_err(&mut c, &["SET", "x", "1"]), NOREPLICAS);
+    assert_eq!(run::<String>(&mut c, &["GET", "x"]), "some value");
+    assert_script(
+        &mut queued,
+        &[(
+            b"EXEC\r\n",
+            b"-EXECABORT Transaction discarded because of: NOREPLICAS Not enough good replicas to write.\r\n",
+        )],
+    );
+    let get = "return redis.call('get', KEYS[1])";
+    assert_eq!(
+        run::<String>(&mut c, &["EVAL", get, "1", "x"]),
+        "some value"
+    );
+    let no_writes = format!("#!lua flags=no-writes\n{get}");
+    assert_eq!(
+        run::<String>(&mut c, &["EVAL", &no_writes, "1", "x"]),
+        "some value"
+    );
+    let may_write = format!("#!lua\n{get}");
+    assert_eq!(run_err(&mut c, &["EVAL", &may_write, "1", "x"]), NOREPLICAS);
+    let set = "return redis.call('set', KEYS[1], '1')";
+    let refused = run_err(&mut c, &["EVAL", set, "1", "x"]);
+    assert!(refused.starts_with("NOREPLICAS "), "{refused}");
+    assert_eq!(run::<String>(&mut c, &["GET", "x"]), "some value");
+    // No lag allowed switches the check off, as in Redis.
+    run::<()>(&mut c, &["CONFIG", "SET", "min-replicas-max-lag", "0"]);
+    run::<()>(&mut c, &["SET", "x", "1"]);
+    run::<()>(
+        &mut c,
+        &[
+            "CONFIG",
+            "SET",
+            "min-replicas-max-lag",
+            "10",
+            "min-replicas-to-write",
+            "0",
+        ],
+    );
+    run::<()>(&mut c, &["SET", "x", "2"]);
+}

@@ -103,6 +103,9 @@ pub(super) fn run_lua(
         if !flags.allow_oom() && server.make_room().is_err() {
             return error(crate::server::OOM);
         }
+        if server.config.lacks_replicas() {
+            return error(crate::server::NOREPLICAS);
+        }
     }
     let read_only = read_only_command || flags.no_writes();
     let limit = Some(server.config.busy_reply_threshold()).filter(|l| !l.is_zero());

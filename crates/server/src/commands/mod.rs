@@ -962,6 +962,11 @@ fn run(
             return refuse_command(server, session, cmd.flags, Frame::error(e));
         }
     }
+    if server.config.lacks_replicas() && writes(session, args) {
+        server.command_stats.record_rejected(stat);
+        let error = Frame::error(crate::server::NOREPLICAS);
+        return refuse_command(server, session, cmd.flags, error);
+    }
     remember_reads(server, session, index, stat, args);
     feed_monitors_before(server, session, index, args);
     let started = Instant::now();
@@ -1483,6 +1488,9 @@ pub(crate) fn execute_in_script(
     }
     if read_only && flags & WRITE != 0 {
         return refused("ERR Write commands are not allowed from read-only scripts.");
+    }
+    if flags & WRITE != 0 && server.config.lacks_replicas() {
+        return refused(crate::server::NOREPLICAS);
     }
     if flags & WRITE != 0 {
         // From here on SCRIPT KILL would leave the script's work half done.

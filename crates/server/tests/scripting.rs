@@ -417,3 +417,39 @@ fn function_flags_decide_what_it_may_do() {
     assert_eq!(run::<i64>(&mut c, &["FCALL", "bump", "1", "n"]), 2);
     assert_eq!(run::<String>(&mut c, &["GET", "k"]), "x");
 }
+
+/// A command a script may not call counts as rejected in its own stats, and the script's
+/// command as failed, as Redis counts them.
+#[test]
+fn a_command_refused_inside_a_script_is_counted_as_rejected() {
+    let server = Server::start_memory(&[]);
+    let mut c = server.client();
+    let set = "return redis.call('set', KEYS[1], 'y')";
+    for (command, refusal) in [
+        (
+            "EVAL_RO",
+            "Write commands are not allowed from read-only scripts",
+        ),
+        ("EVAL", "This Redis command is not allowed from script"),
+    ] {
+        run::<()>(&mut c, &["CONFIG", "RESETSTAT"]);
+        let script = if command == "EVAL" {
+            "return redis.call('multi')"
+        } else {
+            set
+        };
+        let refused = run_err(&mut c, &[command, script, "1", "x"]);
+        assert!(refused.contains(refusal), "{refused}");
+        let called = if command == "EVAL" { "multi" } else { "set" };
+        let stats = info_field(&mut c, &format!("cmdstat_{called}"));
+        assert!(
+            stats.starts_with("calls=0,") && stats.ends_with("rejected_calls=1,failed_calls=0"),
+            "{called}: {stats}"
+        );
+        let stats = info_field(&mut c, &format!("cmdstat_{}", command.to_lowercase()));
+        assert!(
+            stats.contains("rejected_calls=0,failed_calls=1"),
+            "{command}: {stats}"
+        );
+    }
+}

@@ -1475,22 +1475,27 @@ pub(crate) fn execute_in_script(
         return refused("ERR Unknown Redis command called from script");
     };
     let stat = stat_slot(index, args);
+    // As Redis, a command the script may not call counts as rejected in its stats.
+    let rejected = |text: &str| {
+        server.command_stats.record_rejected(stat);
+        refused(text)
+    };
     if check_arity(index, stat, args).is_err() {
-        return refused("ERR Wrong number of args calling Redis command from script");
+        return rejected("ERR Wrong number of args calling Redis command from script");
     }
     let (flags, _) = flags_and_keys(index, stat);
     if flags & NOSCRIPT != 0 {
-        return refused("ERR This Redis command is not allowed from script");
+        return rejected("ERR This Redis command is not allowed from script");
     }
     if let Err(denied) = permitted(server, session, stat, args, LogContext::Lua) {
         let reason = denied.short_reason();
-        return refused(&format!("ERR The user executing the script {reason}"));
+        return rejected(&format!("ERR The user executing the script {reason}"));
     }
     if read_only && flags & WRITE != 0 {
-        return refused("ERR Write commands are not allowed from read-only scripts.");
+        return rejected("ERR Write commands are not allowed from read-only scripts.");
     }
     if flags & WRITE != 0 && server.config.lacks_replicas() {
-        return refused(crate::server::NOREPLICAS);
+        return rejected(crate::server::NOREPLICAS);
     }
     if flags & WRITE != 0 {
         // From here on SCRIPT KILL would leave the script's work half done.

@@ -333,7 +333,6 @@ impl Config {
         let micros = self.slowlog_log_slower_than.load(Ordering::Relaxed);
         (micros >= 0).then(|| std::time::Duration::from_micros(micros as u64))
     }
-    /// The latency monitor's threshold, or `None` when it is off.
     /// Writes are refused for want of good replicas, as Redis's checkGoodReplicasStatus
     /// refuses them: hotkv has no replicas, so any min-replicas-to-write (with a
     /// min-replicas-max-lag) is more than it has.
@@ -342,6 +341,7 @@ impl Config {
             && self.min_replicas_max_lag.load(Ordering::Relaxed) > 0
     }
 
+    /// The latency monitor's threshold, or `None` when it is off.
     pub fn latency_threshold(&self) -> Option<std::time::Duration> {
         let ms = self.latency_monitor_threshold.load(Ordering::Relaxed);
         (ms > 0).then(|| std::time::Duration::from_millis(ms))

@@ -59,6 +59,8 @@ pub struct Server {
 
 /// Why a write was refused.
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+/// Why a write was refused while min-replicas-to-write asks for replicas (see
+/// `Config::lacks_replicas`).
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 /// What a client's outbox (MONITOR lines) may hold while the normal clients' output
@@ -115,7 +117,6 @@ impl Server {
         server
     }
 
-    /// Publishes the queued keyspace notifications (see [`crate::keyspace_events`]).
     /// The latency monitor: notes that `event` took `took`, if that reaches
     /// latency-monitor-threshold (0, the default, notes nothing).
     pub fn note_latency(&self, event: &'static str, took: Duration) {
@@ -126,6 +127,7 @@ impl Server {
         }
     }
 
+    /// Publishes the queued keyspace notifications (see [`crate::keyspace_events`]).
     pub fn publish_events(&self) {
         use crate::keyspace_events::{KEYEVENT, KEYSPACE};
         let events = self.db.events.take();

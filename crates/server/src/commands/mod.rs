@@ -954,7 +954,7 @@ fn run(
             .as_ref()
             .is_some_and(|queue| queue.iter().any(|queued| may_grow_data(queued)))
     } else {
-        may_grow_data(args)
+        flags_and_keys(index, stat).0 & DENYOOM != 0
     };
     if may_grow {
         if let Err(e) = server.make_room() {

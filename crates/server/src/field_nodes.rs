@@ -18,11 +18,11 @@
 //! set (members) of at least one field, in the order they were added to it.
 //!
 //! Only a hash or set held in Redis's large encoding (`Entry::raw`: a hashtable, whose
-//! order is no order) is split, once its packed form passes [`NODE_BYTES`]; a small
+//! order is no order) is split, once its packed form passes [`FIELD_NODE_BYTES`]; a small
 //! hash keeps the insertion order Redis's listpack lists it in. A node that passes
-//! [`NODE_BYTES`] is split at hashes between its fields; a node emptied is dropped,
+//! [`FIELD_NODE_BYTES`] is split at hashes between its fields; a node emptied is dropped,
 //! the node before it taking its range (or, for the first, the one after); a table
-//! left with one node, or with two holding less than half of [`NODE_BYTES`], is stored
+//! left with one node, or with two holding less than half of [`FIELD_NODE_BYTES`], is stored
 //! whole again, a set with its members sorted again as `packed::set_order` keeps a
 //! whole set.
 
@@ -51,9 +51,16 @@ const LAYOUT: Layout<RECORD> = Layout {
     names_nodes: true,
 };
 
+/// The packed size past which a hash or set in Redis's large encoding is split, and up
+/// to which a node is filled: a quarter of the other collections' [`NODE_BYTES`],
+/// because every write of a field scans its node for it and copies it (a list's push
+/// scans nothing), so the scan and the copy are what a write costs. 200,000 SADDs into
+/// one set ran 1.4x as fast at 1 KB as at 4 KB, 2 KB in between (BENCHMARKS.md).
+pub const FIELD_NODE_BYTES: usize = 1024;
+
 /// How full a split leaves a node, so that the next few writes to it do not split it
 /// again.
-const FILL: usize = NODE_BYTES * 3 / 4;
+const FILL: usize = FIELD_NODE_BYTES * 3 / 4;
 
 /// The hash that places a field in a node. It is part of the stored format on an
 /// engine: a change to it would lose the fields of tables already written.
@@ -147,6 +154,8 @@ impl<'a> Table<'a> {
             nodes
                 .iter()
                 .all(|n| n.bytes as usize <= NODE_BYTES || n.count == 1),
+            // Tables written before nodes were cut to FIELD_NODE_BYTES hold nodes up to
+            // NODE_BYTES; each is split at its next write.
             "a node past NODE_BYTES holds one field"
         );
         assert_eq!(
@@ -234,10 +243,13 @@ fn body_start(packed: &[u8]) -> usize {
 }
 
 /// Where `field`'s entry lies in the packed value `packed`: its byte range.
+/// Every write of a field scans its node (some hundreds of entries), so the scan
+/// compares lengths and last bytes before calling memcmp: of a node's fields, few share
+/// both with the one sought.
 fn locate(kind: Kind, packed: &[u8], field: &[u8]) -> Option<std::ops::Range<usize>> {
     let mut at = body_start(packed);
     for (f, entry) in entries(kind, packed) {
-        if f == field {
+        if f.len() == field.len() && f.last() == field.last() && f == field {
             return Some(at..at + entry.len());
         }
         at += entry.len();
@@ -308,10 +320,10 @@ fn split(nodes: &dyn NodeStore, kind: Kind, packed: &[u8], low: u64) -> Option<V
 }
 
 /// The node table of the packed hash or set `packed` split into nodes written to
-/// `nodes`, if it passes [`NODE_BYTES`] and its fields make two nodes at least. Only
+/// `nodes`, if it passes [`FIELD_NODE_BYTES`] and its fields make two nodes at least. Only
 /// for a value held in Redis's large encoding (see the top of this file).
 pub fn split_if_large(nodes: &dyn NodeStore, kind: Kind, packed: &[u8]) -> Option<Vec<u8>> {
-    if packed.len() <= NODE_BYTES {
+    if packed.len() <= FIELD_NODE_BYTES {
         return None;
     }
     let refs = split(nodes, kind, packed, 0)?;
@@ -519,7 +531,7 @@ struct Loaded {
 
 /// A hash or set being changed by one write (see `Db::edit_fields`): fields set and
 /// removed in its packed form or, if split, in the nodes they fall in only. Every
-/// write leaves what it changed within [`NODE_BYTES`] at once, so that a command
+/// write leaves what it changed within [`FIELD_NODE_BYTES`] at once, so that a command
 /// naming thousands of fields costs what as many commands would, not their square.
 pub struct FieldEditor<'a> {
     nodes: &'a dyn NodeStore,
@@ -752,14 +764,14 @@ impl<'a> FieldEditor<'a> {
     }
 
     /// After node `at` (the packed value if not split) was written: splits it if it
-    /// passed [`NODE_BYTES`] (a packed value in Redis's large encoding into nodes, a
+    /// passed [`FIELD_NODE_BYTES`] (a packed value in Redis's large encoding into nodes, a
     /// node in two or more).
     fn settle(&mut self, at: usize) {
         let (nodes, kind) = (self.nodes, self.kind);
         match &mut self.shape {
             Shape::Missing => {}
             Shape::Packed(p) => {
-                if p.len() <= NODE_BYTES || !(self.raw || (self.large)(p)) {
+                if p.len() <= FIELD_NODE_BYTES || !(self.raw || (self.large)(p)) {
                     return;
                 }
                 self.raw = true;
@@ -771,7 +783,7 @@ impl<'a> FieldEditor<'a> {
             }
             Shape::Split(table, loaded) => {
                 let node = &loaded[&at].packed;
-                if node.len() <= NODE_BYTES {
+                if node.len() <= FIELD_NODE_BYTES {
                     return;
                 }
                 // The node was read through its record, so its page is loaded.
@@ -845,7 +857,7 @@ impl<'a> FieldEditor<'a> {
     }
 
     /// The table as stored, with the changed nodes written (dropped if emptied); or,
-    /// if it is left with one node, or two holding less than half of [`NODE_BYTES`],
+    /// if it is left with one node, or two holding less than half of [`FIELD_NODE_BYTES`],
     /// the whole packed value instead (empty if every field went).
     fn rebuilt(
         &mut self,
@@ -868,7 +880,7 @@ impl<'a> FieldEditor<'a> {
                 }
             }
             let bytes: usize = all.iter().map(Vec::len).sum();
-            if left <= 1 || bytes < NODE_BYTES / 2 {
+            if left <= 1 || bytes < FIELD_NODE_BYTES / 2 {
                 return Ok(Err(joined(self.kind, &all)));
             }
         }
@@ -923,7 +935,7 @@ mod tests {
         let field = (0..600u32).prop_map(|n| format!("f{n}").into_bytes());
         let value = prop_oneof![
             20 => prop::collection::vec(any::<u8>(), 0..30),
-            1 => prop::collection::vec(any::<u8>(), 0..(2 * NODE_BYTES)),
+            1 => prop::collection::vec(any::<u8>(), 0..(2 * FIELD_NODE_BYTES)),
         ];
         prop_oneof![
             6 => (field.clone(), value).prop_map(|(f, v)| Op::Set(f, v)),
@@ -944,7 +956,7 @@ mod tests {
         /// Runs are ranges of hashes; where no two entries share a hash (fields' hashes,
         /// bar a collision), at least two if the entries pass [`FILL`], and each within
         /// [`FILL`] unless one entry is on its own: a large field among small ones once
-        /// shared a node past [`NODE_BYTES`], which the table later stored whole.
+        /// shared a node past [`FIELD_NODE_BYTES`], which the table later stored whole.
         #[test]
         fn cuts_keep_runs_within_a_node(
             mut sizes in prop::collection::vec((0u64..4000, prop_oneof![9 => 1usize..200, 1 => 1usize..9000]), 1..120),
@@ -1024,7 +1036,7 @@ mod tests {
                     Table::new(&nodes, Entry::stored_payload(s)).check().unwrap();
                     prop_assert!(whole.raw && model.len() >= 2);
                 } else if whole.raw && model.len() >= 2 {
-                    prop_assert!(whole.value.len() <= NODE_BYTES, "{} bytes whole", whole.value.len());
+                    prop_assert!(whole.value.len() <= FIELD_NODE_BYTES, "{} bytes whole", whole.value.len());
                 }
             }
             crate::nodes::check_released(&nodes, stored.as_deref());
@@ -1033,7 +1045,7 @@ mod tests {
 
     /// A hash of a few thousand fields is split, its nodes stay within their size, and
     /// a field's write copies one node: the table names many nodes, each under
-    /// [`NODE_BYTES`] but for a field larger than that on its own.
+    /// [`FIELD_NODE_BYTES`] but for a field larger than that on its own.
     #[test]
     fn a_large_hash_is_split_into_nodes_by_hash() {
         let nodes = MemoryNodes::default();
@@ -1056,7 +1068,7 @@ mod tests {
         let refs = table.nodes().unwrap();
         for &n in &refs {
             assert!(
-                n.bytes as usize <= NODE_BYTES,
+                n.bytes as usize <= FIELD_NODE_BYTES,
                 "a node of {} bytes",
                 n.bytes
             );
@@ -1077,7 +1089,7 @@ mod tests {
     #[test]
     fn a_hash_of_many_nodes_keeps_its_table_in_pages() {
         let nodes = MemoryNodes::default();
-        let fields: Vec<Vec<u8>> = (0..40_000)
+        let fields: Vec<Vec<u8>> = (0..15_000)
             .map(|i| format!("field:{i}").into_bytes())
             .collect();
         let mut stored = written(&nodes, Kind::Hash, None, &fields, b"value");
@@ -1289,14 +1301,14 @@ mod tests {
         let table = Table::new(&nodes, Entry::stored_payload(&stored));
         let second = table.node(1).unwrap().low;
         let first: Vec<&Vec<u8>> = members.iter().filter(|m| field_hash(m) < second).collect();
-        assert!(first.len() > 100, "{} in the first node", first.len());
+        assert!(first.len() > 40, "{} in the first node", first.len());
         let mut editor = FieldEditor::new(&nodes, Kind::Set, Some(&stored), &large);
         let kept = first.len() / 10;
         for m in &first[kept..] {
             assert!(editor.remove(m));
         }
         let left = members.len() - (first.len() - kept);
-        const DRAWS: usize = 30_000;
+        const DRAWS: usize = 100_000;
         let mut in_first = 0;
         for _ in 0..DRAWS {
             let m = editor.random_field().expect("a member");

@@ -183,8 +183,8 @@ pub fn node_bytes(nodes: &dyn NodeStore, stored: &[u8]) -> Result<usize> {
 
 /// `stored` with a large collection split into nodes written to `nodes`, to be
 /// published in place of whatever the key held: a long list, or a hash, set or sorted
-/// set in Redis's large encoding (`Entry::raw`) past [`NODE_BYTES`]. Anything else is
-/// returned as it is.
+/// set in Redis's large encoding (`Entry::raw`) past [`NODE_BYTES`] (a hash or set past
+/// `field_nodes::FIELD_NODE_BYTES`). Anything else is returned as it is.
 pub fn split_if_large(nodes: &dyn NodeStore, stored: Vec<u8>) -> Vec<u8> {
     if Entry::stored_is_node_table(&stored) {
         return stored;

@@ -3,16 +3,15 @@
 //! replies by their code word, and the requests that ran longer than
 //! `slowlog-log-slower-than`.
 //!
-//! Every request adds to the counters, so they are striped: a thread adds to its own
-//! stripe (picked once per thread) and INFO sums the stripes. One shared counter per
-//! command would pass its cache line between the io threads on every GET.
+//! Every request adds to the counters, so they are striped (`stripes.rs`); INFO sums
+//! the stripes.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-const STRIPES: usize = 8;
+use crate::stripes::{my_stripe, STRIPES};
 
 /// Redis keeps at most this many arguments of a slow request, and this many bytes of
 /// each; the last kept argument, or the rest of a long one, says how much was left out.
@@ -149,14 +148,6 @@ pub struct CommandStats {
     /// replies are the uncommon path, so one lock does.
     errors: Mutex<Vec<(String, u64)>>,
     error_replies: AtomicU64,
-}
-
-fn my_stripe() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static STRIPE: usize = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;
-    }
-    STRIPE.with(|s| *s)
 }
 
 impl CommandStats {

@@ -29,6 +29,7 @@ use crate::keyspace_events::{self as events, KeyspaceEvents};
 use crate::list_nodes::{self, ListEditor, ListRange};
 use crate::nodes::{self, MemoryNodes, NodeStore};
 use crate::score_nodes::{ZsetEditor, ZsetReader};
+use crate::stripes::StripedCounter;
 use crate::tracking::Tracking;
 
 /// What an [`Db::update`] decides to do with the key.
@@ -86,6 +87,9 @@ pub struct Db {
     /// Clients waiting for keys to be written (BLPOP and the like).
     pub blocked: BlockedKeys,
     expired: AtomicU64,
+    /// Keys written or deleted by commands since the start, as Redis's `dirty` counts
+    /// changes (INFO's rdb_changes_since_last_save).
+    changes: StripedCounter,
 }
 
 impl Default for Db {
@@ -118,6 +122,7 @@ impl Db {
             events: KeyspaceEvents::default(),
             blocked: BlockedKeys::default(),
             expired: AtomicU64::new(0),
+            changes: StripedCounter::default(),
         }
     }
 
@@ -330,7 +335,8 @@ impl Db {
         if created {
             self.events.fire(events::NEW, "new", to);
         }
-        self.written(from, None);
+        // One change, as Redis counts a rename.
+        self.touched(from, None);
         self.written(to, Entry::stored_deadline(&stored));
         Ok(true)
     }
@@ -844,6 +850,7 @@ impl Db {
     /// Deletes every key. On an engine, the caller keeps other writers out.
     pub fn clear(&self) -> Result<()> {
         let removed = |k: &[u8]| {
+            self.changes.add(1);
             fence(Ordering::SeqCst);
             self.watches.touch(k);
             // A blocked XREADGROUP learns its stream is gone.
@@ -940,7 +947,7 @@ impl Db {
         if removed {
             self.expired.fetch_add(1, Ordering::Relaxed);
             self.events.fire(events::EXPIRED, "expired", key);
-            self.written(key, None);
+            self.touched(key, None);
         }
         Ok(removed)
     }
@@ -955,6 +962,18 @@ impl Db {
 
     /// Bookkeeping after a successful write to `key`.
     fn written(&self, key: &[u8], deadline: Option<u64>) {
+        self.changes.add(1);
+        self.touched(key, deadline);
+    }
+
+    /// Keys written or deleted by commands since the start (an expiry is no change a
+    /// command made, and Redis counts none for it).
+    pub fn changes(&self) -> u64 {
+        self.changes.sum()
+    }
+
+    /// Bookkeeping after `key` changed, by a write or by its expiry.
+    fn touched(&self, key: &[u8], deadline: Option<u64>) {
         if let Some(d) = deadline {
             self.volatile.upsert(key, &d.to_le_bytes());
         }

@@ -42,6 +42,7 @@ mod server;
 mod stream;
 mod stream_nodes;
 mod stream_pending;
+mod stripes;
 mod table_pages;
 mod tracking;
 

@@ -47,6 +47,8 @@ pub struct Server {
     /// Unix seconds of the last successful SAVE or BGSAVE (the start time before one),
     /// and whether the last one succeeded.
     last_save: AtomicU64,
+    /// `Db::changes` when the last successful save began.
+    changes_at_save: AtomicU64,
     last_save_failed: AtomicBool,
     /// Successful saves since the start (INFO's rdb_saves).
     saves: AtomicU64,
@@ -106,6 +108,7 @@ impl Server {
             running_script: Default::default(),
             script_counts: [0, 0, 0, lua_memory].map(AtomicU64::new),
             last_save: AtomicU64::new(crate::entry::now_ms() / 1000),
+            changes_at_save: AtomicU64::new(0),
             last_save_failed: AtomicBool::new(false),
             saves: AtomicU64::new(0),
             used_memory: AtomicU64::new(0),
@@ -158,8 +161,12 @@ impl Server {
 
     /// SAVE and BGSAVE: makes every write so far durable, and notes when for LASTSAVE.
     pub fn save(&self) -> Result<(), String> {
+        let changes = self.db.changes();
         match self.db.save() {
             Ok(true) => {
+                // Changes made while it saved may or may not be in the save: counted as
+                // not, as Redis counts those made during a BGSAVE.
+                self.changes_at_save.store(changes, Ordering::Relaxed);
                 self.last_save
                     .store(crate::entry::now_ms() / 1000, Ordering::Relaxed);
                 self.last_save_failed.store(false, Ordering::Relaxed);
@@ -172,6 +179,14 @@ impl Server {
                 Err(format!("ERR saving failed: {e}"))
             }
         }
+    }
+
+    /// Keys written or deleted since the last successful save (or the start), INFO's
+    /// rdb_changes_since_last_save.
+    pub fn changes_since_save(&self) -> u64 {
+        self.db
+            .changes()
+            .saturating_sub(self.changes_at_save.load(Ordering::Relaxed))
     }
 
     /// Unix seconds of the last successful save, or of the start before any.

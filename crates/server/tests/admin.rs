@@ -1071,6 +1071,48 @@ fn save_makes_writes_durable_and_lastsave_says_when() {
     assert_eq!(run_err(&mut c, &["BGSAVE", "NOW"]), "ERR syntax error");
 }
 
+/// INFO's rdb_changes_since_last_save counts the keys commands wrote or deleted, as
+/// Redis's dirty counter does for these commands, and a SAVE sets it back to 0.
+#[test]
+fn changes_since_last_save_count_writes_and_a_save_clears_them() {
+    let server = Server::start_in(tempfile::tempdir().unwrap(), &[]);
+    let mut c = server.client();
+    let changes = |c: &mut redis::Connection| -> u64 {
+        info_field(c, "rdb_changes_since_last_save")
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(changes(&mut c), 0);
+    let steps: &[(&[&str], u64)] = &[
+        (&["SET", "a", "1"], 1),
+        (&["SETBIT", "b", "0", "0"], 1),
+        (&["SETBIT", "b", "0", "0"], 0),
+        (&["DEL", "missing"], 0),
+        (&["MSET", "k1", "1", "k2", "2", "k3", "3"], 3),
+        (&["RENAME", "k1", "k9"], 1),
+        (&["GET", "a"], 0),
+        (&["SET", "gone", "v", "PX", "1"], 1),
+    ];
+    let mut want = 0;
+    for (command, added) in steps {
+        redis::cmd(command[0])
+            .arg(&command[1..])
+            .query::<redis::Value>(&mut c)
+            .unwrap();
+        want += added;
+        assert_eq!(changes(&mut c), want, "after {command:?}");
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    // Its expiry is no change a command made.
+    assert_eq!(run::<Option<String>>(&mut c, &["GET", "gone"]), None);
+    assert_eq!(changes(&mut c), want);
+    run::<()>(&mut c, &["SAVE"]);
+    assert_eq!(changes(&mut c), 0);
+    // FLUSHALL counts each key it removed: a, b, k2, k3, k9.
+    run::<()>(&mut c, &["FLUSHALL"]);
+    assert_eq!(changes(&mut c), 5);
+}
+
 #[test]
 fn net_byte_totals_and_instantaneous_rates() {
     let server = Server::start();

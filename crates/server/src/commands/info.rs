@@ -252,6 +252,7 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             field("current_fork_perc", &"0.00");
             field("current_save_keys_processed", &0);
             field("current_save_keys_total", &0);
+            field("rdb_changes_since_last_save", &server.changes_since_save());
             field("rdb_bgsave_in_progress", &0);
             field("rdb_last_save_time", &server.last_save());
             let failed = server.last_save_failed();

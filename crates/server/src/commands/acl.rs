@@ -5,6 +5,7 @@
 use rand::RngCore;
 use resp::Frame;
 
+use crate::clients::Client;
 use crate::pubsub::Kind;
 
 use super::users::{Call, DEFAULT_USER};
@@ -83,17 +84,13 @@ pub fn acl(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 Ok(Some(narrowed)) => {
                     // As Redis: a subscriber of a channel its user may no longer use
                     // is disconnected.
-                    for c in ctx.server.clients.snapshot() {
-                        let of_user = *c.user.lock().unwrap_or_else(|e| e.into_inner()) == *name;
-                        if of_user
+                    kill_clients_where(ctx, |user, c| {
+                        user == name.as_slice()
                             && c.is_subscribed()
                             && ctx.server.pubsub.subscribes_outside(c.id, |kind, channel| {
                                 narrowed.may_subscribe(channel, kind == Kind::Pattern)
                             })
-                        {
-                            c.kill();
-                        }
-                    }
+                    });
                     ok()
                 }
                 Err(e) => error(&e),
@@ -105,12 +102,7 @@ pub fn acl(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             }
             let deleted = users.delete(names);
             // As Redis: the connections of a deleted user go with it.
-            for c in ctx.server.clients.snapshot() {
-                let user = c.user.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                if names.contains(&user) {
-                    c.kill();
-                }
-            }
+            kill_clients_where(ctx, |user, _| names.iter().any(|n| n.as_slice() == user));
             int(deleted as i64)
         }
         (b"CAT", []) => reply(Frame::Array(
@@ -238,3 +230,13 @@ const HELP: &[&str] = &[
     "HELP",
     "    Prints this help.",
 ];
+
+/// Disconnects each client for which `doomed(its user's name, it)` holds.
+fn kill_clients_where(ctx: &Ctx, doomed: impl Fn(&[u8], &Client) -> bool) {
+    for c in ctx.server.clients.snapshot() {
+        let user = c.user.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if doomed(&user, &c) {
+            c.kill();
+        }
+    }
+}

@@ -818,6 +818,13 @@ impl Db {
     }
 
     /// Keys deleted because they expired, lazily or actively.
+    /// Deleted values freed in the background (INFO's lazyfreed_objects): in memory,
+    /// a split collection's nodes are removed once no reader can reach them; an engine
+    /// deletes them in the delete's own batch.
+    pub fn lazyfreed_count(&self) -> u64 {
+        self.nodes.as_ref().map_or(0, MemoryNodes::freed_later)
+    }
+
     pub fn expired_count(&self) -> u64 {
         self.expired.load(Ordering::Relaxed)
     }
@@ -1334,6 +1341,9 @@ impl Db {
 
     pub fn reset_stats(&self) {
         self.expired.store(0, Ordering::Relaxed);
+        if let Some(nodes) = &self.nodes {
+            nodes.reset_freed_later();
+        }
         if let Some(index) = self.index() {
             index.reset_access_stats();
         }

@@ -239,6 +239,9 @@ pub struct MemoryNodes {
     next_id: AtomicU64,
     /// Retired nodes no reader can reach any more, waiting for `remove_due`.
     due: Arc<Mutex<Vec<u64>>>,
+    /// Deleted collections whose nodes were left to `remove_due`: INFO's
+    /// lazyfreed_objects, as Redis counts the values it frees in the background.
+    freed_later: AtomicU64,
 }
 
 impl Default for MemoryNodes {
@@ -247,6 +250,7 @@ impl Default for MemoryNodes {
             nodes: HotRing::new(),
             next_id: AtomicU64::new(1),
             due: Arc::default(),
+            freed_later: AtomicU64::new(0),
         }
     }
 }
@@ -293,6 +297,9 @@ impl MemoryNodes {
         if dropped.is_empty() {
             return;
         }
+        if new.is_none() {
+            self.freed_later.fetch_add(1, Ordering::Relaxed);
+        }
         let due = Arc::clone(&self.due);
         let guard = crossbeam_epoch::pin();
         // Never pins (see the top of this file); the lock is held for no pin either.
@@ -304,6 +311,16 @@ impl MemoryNodes {
         // Hands this thread's deferred work to the global queue now, so an idle
         // thread does not hold a deleted collection's nodes until it is busy again.
         guard.flush();
+    }
+
+    /// Deleted collections whose nodes were freed after the delete (since the start
+    /// or `reset_freed_later`).
+    pub fn freed_later(&self) -> u64 {
+        self.freed_later.load(Ordering::Relaxed)
+    }
+
+    pub fn reset_freed_later(&self) {
+        self.freed_later.store(0, Ordering::Relaxed);
     }
 
     /// After `new` lost the race to replace `old`: removes the nodes `new` made, which

@@ -1071,6 +1071,31 @@ fn save_makes_writes_durable_and_lastsave_says_when() {
     assert_eq!(run_err(&mut c, &["BGSAVE", "NOW"]), "ERR syntax error");
 }
 
+/// INFO's lazyfreed_objects counts the deleted collections whose nodes were freed
+/// after the delete (a large set, in memory), not small values, and CONFIG RESETSTAT
+/// zeroes it.
+#[test]
+fn lazyfreed_objects_counts_large_values_freed_after_their_delete() {
+    let server = Server::start_memory(&[]);
+    let mut c = server.client();
+    let lazyfreed =
+        |c: &mut redis::Connection| -> u64 { info_field(c, "lazyfreed_objects").parse().unwrap() };
+    let members: Vec<String> = (0..5000).map(|i| format!("member:{i}")).collect();
+    redis::cmd("SADD")
+        .arg("big")
+        .arg(&members)
+        .query::<i64>(&mut c)
+        .unwrap();
+    run::<i64>(&mut c, &["SADD", "small", "a", "b"]);
+    assert_eq!(lazyfreed(&mut c), 0);
+    assert_eq!(run::<i64>(&mut c, &["UNLINK", "small"]), 1);
+    assert_eq!(lazyfreed(&mut c), 0);
+    assert_eq!(run::<i64>(&mut c, &["UNLINK", "big"]), 1);
+    assert_eq!(lazyfreed(&mut c), 1);
+    run::<()>(&mut c, &["CONFIG", "RESETSTAT"]);
+    assert_eq!(lazyfreed(&mut c), 0);
+}
+
 /// INFO's rdb_changes_since_last_save counts the keys commands wrote or deleted, as
 /// Redis's dirty counter does for these commands, and a SAVE sets it back to 0.
 #[test]

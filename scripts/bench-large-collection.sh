@@ -49,9 +49,7 @@ PY
 }
 out=$(mktemp)
 for r in $(seq "$ROUNDS"); do
-  if (( r % 2 )); then order="redis:$REDIS_PORT hotkv:$HOTKV_PORT"; else order="hotkv:$HOTKV_PORT redis:$REDIS_PORT"; fi
-  order+=${BASE_PORT:+ base:$BASE_PORT}
-  if [ -n "$BASE_PORT" ] && (( r % 2 == 0 )); then order="base:$BASE_PORT ${order% base:*}"; fi
+  order=$(round_order "$r")
   for s in $order; do
     name=${s%%:*}; port=${s##*:}
     for test in SADD_one_set HSET_one_hash SADD_new_keys; do

@@ -17,7 +17,7 @@ HOTKV_PORT=${HOTKV_PORT:-6402}
 start_servers "$REDIS_PORT" "$HOTKV_PORT"
 out=$(mktemp)
 for r in $(seq "$ROUNDS"); do
-  if (( r % 2 )); then order="redis:$REDIS_PORT hotkv:$HOTKV_PORT"; else order="hotkv:$HOTKV_PORT redis:$REDIS_PORT"; fi
+  order=$(round_order "$r")
   for s in $order; do
     name=${s%%:*}; port=${s##*:}
     redis-cli -p "$port" del queue >/dev/null

@@ -25,7 +25,7 @@ out=$(mktemp)
 for P in $PIPELINES; do
   for r in $(seq "$ROUNDS"); do
     # Alternate which server goes first.
-    if (( r % 2 )); then order="redis:$REDIS_PORT hotkv:$HOTKV_PORT"; else order="hotkv:$HOTKV_PORT redis:$REDIS_PORT"; fi
+    order=$(round_order "$r")
     for s in $order; do
       name=${s%%:*}; port=${s##*:}
       tests=(-t "$TESTS"); [ "$TESTS" = default ] && tests=()

@@ -26,9 +26,7 @@ done
 sha=$(redis-cli -p "$REDIS_PORT" script load "$script")
 out=$(mktemp)
 for r in $(seq "$ROUNDS"); do
-  if (( r % 2 )); then order="redis:$REDIS_PORT hotkv:$HOTKV_PORT"; else order="hotkv:$HOTKV_PORT redis:$REDIS_PORT"; fi
-  order+=${BASE_PORT:+ base:$BASE_PORT}
-  if [ -n "$BASE_PORT" ] && (( r % 2 == 0 )); then order="base:$BASE_PORT ${order% base:*}"; fi
+  order=$(round_order "$r")
   for s in $order; do
     name=${s%%:*}; port=${s##*:}
     redis-cli -p "$port" script load "$script" >/dev/null

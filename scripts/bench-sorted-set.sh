@@ -62,7 +62,7 @@ out=$(mktemp)
 for command in "${commands[@]}"; do
   test=${command// /_}
   for r in $(seq "$ROUNDS"); do
-    if (( r % 2 )); then order="redis:$REDIS_PORT hotkv:$HOTKV_PORT"; else order="hotkv:$HOTKV_PORT redis:$REDIS_PORT"; fi
+    order=$(round_order "$r")
     for s in $order; do
       name=${s%%:*}; port=${s##*:}
       # shellcheck disable=SC2086 # the command's words are redis-benchmark's arguments

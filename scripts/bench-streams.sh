@@ -31,7 +31,7 @@ start_servers "$REDIS_PORT" "$HOTKV_PORT"
 out=$(mktemp)
 set -f # the commands' * and ~ are redis-benchmark's, not the shell's
 for r in $(seq "$ROUNDS"); do
-  if (( r % 2 )); then order="redis:$REDIS_PORT hotkv:$HOTKV_PORT"; else order="hotkv:$HOTKV_PORT redis:$REDIS_PORT"; fi
+  order=$(round_order "$r")
   for spec in "${commands[@]}"; do
     IFS='|' read -r mode n command <<<"$spec"
     picked=$(echo "$command" | cut -d' ' -f1-2 | tr ' ' _)

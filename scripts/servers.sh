@@ -36,6 +36,17 @@ start_servers() {
     done
 }
 
+# round_order ROUND: the servers of round ROUND in the order they run, as name:port
+# words (redis, hotkv, and base if BASE_PORT is set), the first alternating from
+# round to round so that neither always runs on a machine the other warmed.
+round_order() {
+    if (( $1 % 2 )); then
+        echo "redis:$REDIS_PORT hotkv:$HOTKV_PORT${BASE_PORT:+ base:$BASE_PORT}"
+    else
+        echo "${BASE_PORT:+base:$BASE_PORT }hotkv:$HOTKV_PORT redis:$REDIS_PORT"
+    fi
+}
+
 # print_medians FILE: FILE holds lines "server P<pipeline> test round requests/s", as
 # the benchmark scripts write them; prints the median per server and test, and the
 # ratio of hotkv's to redis's.

@@ -817,7 +817,6 @@ impl Db {
         self.volatile.len()
     }
 
-    /// Keys deleted because they expired, lazily or actively.
     /// Deleted values freed in the background (INFO's lazyfreed_objects): in memory,
     /// a split collection's nodes are removed once no reader can reach them; an engine
     /// deletes them in the delete's own batch.
@@ -825,6 +824,7 @@ impl Db {
         self.nodes.as_ref().map_or(0, MemoryNodes::freed_later)
     }
 
+    /// Keys deleted because they expired, lazily or actively.
     pub fn expired_count(&self) -> u64 {
         self.expired.load(Ordering::Relaxed)
     }

@@ -18,13 +18,13 @@
 //! set (members) of at least one field, in the order they were added to it.
 //!
 //! Only a hash or set held in Redis's large encoding (`Entry::raw`: a hashtable, whose
-//! order is no order) is split, once its packed form passes [`FIELD_NODE_BYTES`]; a small
-//! hash keeps the insertion order Redis's listpack lists it in. A node that passes
-//! [`FIELD_NODE_BYTES`] is split at hashes between its fields; a node emptied is dropped,
-//! the node before it taking its range (or, for the first, the one after); a table
-//! left with one node, or with two holding less than half of [`FIELD_NODE_BYTES`], is stored
-//! whole again, a set with its members sorted again as `packed::set_order` keeps a
-//! whole set.
+//! order is no order) is split, once its packed form passes [`FIELD_NODE_BYTES`]; a
+//! small hash keeps the insertion order Redis's listpack lists it in. A node that
+//! passes [`FIELD_NODE_BYTES`] is split at hashes between its fields; a node emptied is
+//! dropped, the node before it taking its range (or, for the first, the one after); a
+//! table left with one node, or with two holding less than half of
+//! [`FIELD_NODE_BYTES`], is stored whole again, a set with its members sorted again as
+//! `packed::set_order` keeps a whole set.
 
 use std::borrow::Cow;
 use std::collections::{btree_map, BTreeMap};
@@ -55,7 +55,7 @@ const LAYOUT: Layout<RECORD> = Layout {
 /// to which a node is filled: a quarter of the other collections' [`NODE_BYTES`],
 /// because every write of a field scans its node for it and copies it (a list's push
 /// scans nothing), so the scan and the copy are what a write costs. 200,000 SADDs into
-/// one set ran 1.4x as fast at 1 KB as at 4 KB, 2 KB in between (BENCHMARKS.md).
+/// one set ran 1.1-1.4x as fast at 1 KB as at 4 KB, 2 KB in between (BENCHMARKS.md).
 pub const FIELD_NODE_BYTES: usize = 1024;
 
 /// How full a split leaves a node, so that the next few writes to it do not split it
@@ -320,8 +320,8 @@ fn split(nodes: &dyn NodeStore, kind: Kind, packed: &[u8], low: u64) -> Option<V
 }
 
 /// The node table of the packed hash or set `packed` split into nodes written to
-/// `nodes`, if it passes [`FIELD_NODE_BYTES`] and its fields make two nodes at least. Only
-/// for a value held in Redis's large encoding (see the top of this file).
+/// `nodes`, if it passes [`FIELD_NODE_BYTES`] and its fields make two nodes at least.
+/// Only for a value held in Redis's large encoding (see the top of this file).
 pub fn split_if_large(nodes: &dyn NodeStore, kind: Kind, packed: &[u8]) -> Option<Vec<u8>> {
     if packed.len() <= FIELD_NODE_BYTES {
         return None;
@@ -531,8 +531,9 @@ struct Loaded {
 
 /// A hash or set being changed by one write (see `Db::edit_fields`): fields set and
 /// removed in its packed form or, if split, in the nodes they fall in only. Every
-/// write leaves what it changed within [`FIELD_NODE_BYTES`] at once, so that a command
-/// naming thousands of fields costs what as many commands would, not their square.
+/// write leaves what it changed within [`FIELD_NODE_BYTES`] at once, so that a
+/// command naming thousands of fields costs what as many commands would, not their
+/// square.
 pub struct FieldEditor<'a> {
     nodes: &'a dyn NodeStore,
     kind: Kind,
@@ -764,8 +765,8 @@ impl<'a> FieldEditor<'a> {
     }
 
     /// After node `at` (the packed value if not split) was written: splits it if it
-    /// passed [`FIELD_NODE_BYTES`] (a packed value in Redis's large encoding into nodes, a
-    /// node in two or more).
+    /// passed [`FIELD_NODE_BYTES`] (a packed value in Redis's large encoding into nodes,
+    /// a node in two or more).
     fn settle(&mut self, at: usize) {
         let (nodes, kind) = (self.nodes, self.kind);
         match &mut self.shape {
@@ -857,8 +858,8 @@ impl<'a> FieldEditor<'a> {
     }
 
     /// The table as stored, with the changed nodes written (dropped if emptied); or,
-    /// if it is left with one node, or two holding less than half of [`FIELD_NODE_BYTES`],
-    /// the whole packed value instead (empty if every field went).
+    /// if it is left with one node, or two holding less than half of
+    /// [`FIELD_NODE_BYTES`], the whole packed value instead (empty if every field went).
     fn rebuilt(
         &mut self,
         mut table: Table,

@@ -8,7 +8,8 @@
 # keep data in memory only; HOTKV_ENGINE=lsm compares hotkv's LSM engine with Redis's
 # append-only file, both syncing once a second (see scripts/servers.sh). KEYSPACE=N
 # spreads the keys over N random ones (redis-benchmark's -r); without it every SET and
-# GET goes to one key.
+# GET goes to one key. HOTKV_BASE_BIN=path/to/hotkv-server also measures that build in
+# the same rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
@@ -20,7 +21,8 @@ TESTS=${TESTS:-set,get}
 REDIS_PORT=${REDIS_PORT:-6401}
 HOTKV_PORT=${HOTKV_PORT:-6402}
 . scripts/servers.sh
-start_servers "$REDIS_PORT" "$HOTKV_PORT"
+BASE_PORT=${HOTKV_BASE_BIN:+${BASE_PORT:-6403}}
+start_servers "$REDIS_PORT" "$HOTKV_PORT" $BASE_PORT
 out=$(mktemp)
 for P in $PIPELINES; do
   for r in $(seq "$ROUNDS"); do

@@ -47,9 +47,9 @@ pub struct Server {
     /// Unix seconds of the last successful SAVE or BGSAVE (the start time before one),
     /// and whether the last one succeeded.
     last_save: AtomicU64,
+    last_save_failed: AtomicBool,
     /// `Db::changes` when the last successful save began.
     changes_at_save: AtomicU64,
-    last_save_failed: AtomicBool,
     /// Successful saves since the start (INFO's rdb_saves).
     saves: AtomicU64,
     used_memory: AtomicU64,
@@ -108,8 +108,8 @@ impl Server {
             running_script: Default::default(),
             script_counts: [0, 0, 0, lua_memory].map(AtomicU64::new),
             last_save: AtomicU64::new(crate::entry::now_ms() / 1000),
-            changes_at_save: AtomicU64::new(0),
             last_save_failed: AtomicBool::new(false),
+            changes_at_save: AtomicU64::new(0),
             saves: AtomicU64::new(0),
             used_memory: AtomicU64::new(0),
             peak_memory: AtomicU64::new(0),

@@ -27,7 +27,7 @@ use crate::entry::{now_ms, Entry, Kind};
 use crate::field_nodes::{FieldEditor, FieldReader};
 use crate::keyspace_events::{self as events, KeyspaceEvents};
 use crate::list_nodes::{self, ListEditor, ListRange};
-use crate::nodes::{self, MemoryNodes, NodeStore};
+use crate::nodes::{self, MemoryNodes, NodeStore, Outcome};
 use crate::score_nodes::{ZsetEditor, ZsetReader};
 use crate::stripes::StripedCounter;
 use crate::tracking::Tracking;
@@ -51,7 +51,9 @@ pub enum Retime {
 /// A [`Change`] in stored form: what a store publishes.
 enum Write {
     Keep,
-    Put(Vec<u8>),
+    /// The value to store and, if its editor knows them, the nodes the value it
+    /// replaces names and it does not (else the store finds them: `nodes::dropped`).
+    Put(Vec<u8>, Option<Vec<u64>>),
     Delete,
 }
 
@@ -428,7 +430,7 @@ impl Db {
             let (change, result) = decide(entry.as_ref());
             let write = match change {
                 Change::Keep => Write::Keep,
-                Change::Put(e) => Write::Put(nodes::split_if_large(nodes, e.into_stored())),
+                Change::Put(e) => Write::Put(nodes::split_if_large(nodes, e.into_stored()), None),
                 Change::Delete => Write::Delete,
             };
             Ok((write, result))
@@ -447,7 +449,7 @@ impl Db {
             let (retime, result) = decide(live.map(Entry::stored_deadline));
             let write = match (retime, live) {
                 (Retime::Set(deadline), Some(stored)) => {
-                    Write::Put(Entry::stored_with_deadline(stored, deadline))
+                    Write::Put(Entry::stored_with_deadline(stored, deadline), None)
                 }
                 (Retime::Delete, Some(_)) => Write::Delete,
                 _ => Write::Keep,
@@ -469,7 +471,7 @@ impl Db {
             let existed = editor.exists();
             let result = f(&mut editor);
             let deadline = live.and_then(Entry::stored_deadline);
-            Ok((existed, editor.finish(deadline)?, result))
+            Ok((existed, editor.finish(deadline)?, None, result))
         })
     }
 
@@ -490,7 +492,8 @@ impl Db {
             let existed = editor.exists();
             let result = f(&mut editor);
             let deadline = live.and_then(Entry::stored_deadline);
-            Ok((existed, editor.finish(deadline)?, result))
+            let (stored, released) = editor.finish_releasing(deadline)?;
+            Ok((existed, stored, released, result))
         })
     }
 
@@ -510,7 +513,7 @@ impl Db {
             let existed = editor.exists();
             let result = f(&mut editor);
             let deadline = live.and_then(Entry::stored_deadline);
-            Ok((existed, editor.finish(deadline)?, result))
+            Ok((existed, editor.finish(deadline)?, None, result))
         })
     }
 
@@ -524,7 +527,7 @@ impl Db {
     ) -> Result<Option<R>> {
         let edited = self.edit_collection(key, Kind::Stream, |nodes, live| {
             let (stored, result) = edit(nodes, live)?;
-            Ok((live.is_some(), stored.map(Some), result))
+            Ok((live.is_some(), stored.map(Some), None, result))
         })?;
         Ok(edited.map(|e| e.result))
     }
@@ -532,7 +535,8 @@ impl Db {
     /// Under [`Db::edit_list`], [`Db::edit_fields`], [`Db::edit_zset`] and
     /// [`Db::edit_stream`]: `edit` sees the live stored value of `key` if it is of
     /// `kind`, and says whether it existed, what to store (`None`: nothing;
-    /// `Some(None)`: delete the key) and its result.
+    /// `Some(None)`: delete the key), what that releases if it knows ([`Write::Put`])
+    /// and its result.
     fn edit_collection<R>(
         &self,
         key: &[u8],
@@ -540,17 +544,17 @@ impl Db {
         mut edit: impl FnMut(
             &dyn NodeStore,
             Option<&[u8]>,
-        ) -> Result<(bool, Option<Option<Vec<u8>>>, R)>,
+        ) -> Result<(bool, Outcome, Option<Vec<u64>>, R)>,
     ) -> Result<Option<Edited<R>>> {
         self.write(key, |live, nodes| {
             if live.is_some_and(|s| Entry::stored_kind(s) != kind) {
                 return Ok((Write::Keep, None));
             }
-            let (existed, stored, result) = edit(nodes, live)?;
+            let (existed, stored, released, result) = edit(nodes, live)?;
             let (write, wrote, emptied) = match stored {
                 None => (Write::Keep, false, false),
                 Some(None) => (Write::Delete, existed, existed),
-                Some(Some(new)) => (Write::Put(new), true, false),
+                Some(Some(new)) => (Write::Put(new, released), true, false),
             };
             let edited = Edited {
                 result,
@@ -696,7 +700,7 @@ impl Db {
                     }
                     true
                 }
-                (Write::Put(new), None) => {
+                (Write::Put(new, _), None) => {
                     let deadline = Entry::stored_deadline(&new);
                     let ok = index.insert(key, &new);
                     if ok {
@@ -707,11 +711,13 @@ impl Db {
                     }
                     ok
                 }
-                (Write::Put(new), Some(old)) => {
+                (Write::Put(new, released), Some(old)) => {
                     let deadline = Entry::stored_deadline(&new);
                     let ok = index.compare_and_set(key, old, &new);
                     if ok {
-                        node_store.retire(old, Some(&new));
+                        // What the editor knows it released is of the live value.
+                        let released = released.filter(|_| !expired);
+                        node_store.retire_known(old, Some(&new), released);
                         if expired {
                             self.replaced_expired(key);
                         }
@@ -764,10 +770,17 @@ impl Db {
                 self.written(key, None);
             }
             Write::Keep => {}
-            Write::Put(new) => {
+            Write::Put(new, known) => {
                 let created = old.is_none();
                 let deadline = Entry::stored_deadline(&new);
-                let released = released(Some(&new))?;
+                // What the editor knows it released is of the live value.
+                let released = match known {
+                    Some(known) if old.is_some() && !expired => {
+                        nodes::assert_released(&known, || released(Some(&new)));
+                        known
+                    }
+                    _ => released(Some(&new))?,
+                };
                 let writes = nodes.into_writes(released);
                 locked.write(Some(&new), writes)?;
                 if expired {

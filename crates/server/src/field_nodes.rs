@@ -33,7 +33,7 @@ use engine::Result;
 use rand::Rng;
 
 use crate::entry::{Entry, Kind};
-use crate::nodes::{NodeStore, NODE_BYTES};
+use crate::nodes::{NodeStore, Outcome, NODE_BYTES};
 use crate::packed::{self, set_order, Builder};
 use crate::table_pages::{self, Layout};
 
@@ -192,12 +192,13 @@ impl<'a> Table<'a> {
         Ok(())
     }
 
-    /// The table as stored, its changed pages written.
-    fn finish(self) -> Result<Vec<u8>> {
+    /// The table as stored, its changed pages written, and what the table it was read
+    /// from names and it does not (see [`Records::finish_releasing`]).
+    fn finish(self) -> Result<(Vec<u8>, Vec<u64>)> {
         if cfg!(debug_assertions) {
             self.check()?;
         }
-        self.records.finish()
+        self.records.finish_releasing()
     }
 }
 
@@ -328,7 +329,7 @@ pub fn split_if_large(nodes: &dyn NodeStore, kind: Kind, packed: &[u8]) -> Optio
     }
     let refs = split(nodes, kind, packed, 0)?;
     let table = Table::of(nodes, packed::count(packed), &refs);
-    Some(table.finish().expect("a new table's pages are at hand"))
+    Some(table.finish().expect("a new table's pages are at hand").0)
 }
 
 /// The whole packed hash or set of `packed` nodes, in table order: a set's members
@@ -810,7 +811,18 @@ impl<'a> FieldEditor<'a> {
     /// What to store: `None` if nothing changed, `Some(None)` to delete the key,
     /// `Some(Some(stored))` otherwise, with `deadline` kept. The error of a node that
     /// could not be read, if one could not: then nothing is to be stored.
-    pub fn finish(mut self, deadline: Option<u64>) -> Result<Option<Option<Vec<u8>>>> {
+    pub fn finish(self, deadline: Option<u64>) -> Result<Outcome> {
+        Ok(self.finish_releasing(deadline)?.0)
+    }
+
+    /// [`FieldEditor::finish`], and, when the edit knows them, the nodes (and pages)
+    /// the value it read names and the one to store does not: known when a split
+    /// value stays split, so that the store need not read both tables to find them
+    /// ([`crate::nodes::dropped`]).
+    pub fn finish_releasing(
+        mut self,
+        deadline: Option<u64>,
+    ) -> Result<(Outcome, Option<Vec<u64>>)> {
         if let Some(e) = self.failed.take() {
             for id in self.fresh.drain(..) {
                 self.nodes.discard(id);
@@ -818,7 +830,7 @@ impl<'a> FieldEditor<'a> {
             return Err(e);
         }
         if !self.changed {
-            return Ok(None);
+            return Ok((None, None));
         }
         let kind = self.kind;
         let packed = match std::mem::replace(&mut self.shape, Shape::Missing) {
@@ -831,12 +843,11 @@ impl<'a> FieldEditor<'a> {
                     }
                     return Err(e);
                 }
-                Ok(Ok(table)) => {
-                    return Ok(Some(Some(Entry::encode_node_table(
-                        kind, table, deadline, true,
-                    ))));
+                Ok(Rebuilt::Split { table, released }) => {
+                    let stored = Entry::encode_node_table(kind, table, deadline, true);
+                    return Ok((Some(Some(stored)), Some(released)));
                 }
-                Ok(Err(whole)) => {
+                Ok(Rebuilt::Whole(whole)) => {
                     for id in self.fresh.drain(..) {
                         self.nodes.discard(id);
                     }
@@ -845,7 +856,7 @@ impl<'a> FieldEditor<'a> {
             },
         };
         if packed::count(&packed) == 0 {
-            return Ok(Some(None));
+            return Ok((Some(None), None));
         }
         let raw = self.raw || (self.large)(&packed);
         let stored = Entry {
@@ -854,17 +865,14 @@ impl<'a> FieldEditor<'a> {
             raw,
             kind,
         };
-        Ok(Some(Some(stored.into_stored())))
+        Ok((Some(Some(stored.into_stored())), None))
     }
 
-    /// The table as stored, with the changed nodes written (dropped if emptied); or,
-    /// if it is left with one node, or two holding less than half of
-    /// [`FIELD_NODE_BYTES`], the whole packed value instead (empty if every field went).
-    fn rebuilt(
-        &mut self,
-        mut table: Table,
-        loaded: BTreeMap<usize, Loaded>,
-    ) -> Result<std::result::Result<Vec<u8>, Vec<u8>>> {
+    /// The table as stored, with the changed nodes written (dropped if emptied), and
+    /// what it no longer names; or, if it is left with one node, or two holding less
+    /// than half of [`FIELD_NODE_BYTES`], the whole packed value instead (empty if
+    /// every field went).
+    fn rebuilt(&mut self, mut table: Table, loaded: BTreeMap<usize, Loaded>) -> Result<Rebuilt> {
         let changed: BTreeMap<usize, Vec<u8>> = loaded
             .into_iter()
             .filter(|(_, l)| l.changed)
@@ -882,7 +890,7 @@ impl<'a> FieldEditor<'a> {
             }
             let bytes: usize = all.iter().map(Vec::len).sum();
             if left <= 1 || bytes < FIELD_NODE_BYTES / 2 {
-                return Ok(Err(joined(self.kind, &all)));
+                return Ok(Rebuilt::Whole(joined(self.kind, &all)));
             }
         }
         for (at, packed) in changed.into_iter().rev() {
@@ -900,8 +908,18 @@ impl<'a> FieldEditor<'a> {
                 table.splice(at..at + 1, &[])?;
             }
         }
-        Ok(Ok(table.finish()?))
+        let (table, released) = table.finish()?;
+        Ok(Rebuilt::Split { table, released })
     }
+}
+
+/// A split hash or set as an edit leaves it.
+enum Rebuilt {
+    /// Still split: its table, and the ids of what the table read names and it does
+    /// not.
+    Split { table: Vec<u8>, released: Vec<u64> },
+    /// Joined again into one packed value.
+    Whole(Vec<u8>),
 }
 
 /// The table no longer names node `id`: if this edit wrote it (`fresh`), nobody has
@@ -1012,7 +1030,8 @@ mod tests {
                         Op::Get(f) => prop_assert_eq!(editor.get(f), model.get(f).cloned()),
                     }
                 }
-                crate::nodes::publish(&nodes, &mut stored, editor.finish(None).unwrap());
+                let (new, released) = editor.finish_releasing(None).unwrap();
+                crate::nodes::publish(&nodes, &mut stored, new, released);
                 prop_assert_eq!(stored.is_none(), model.is_empty());
                 let Some(s) = stored.as_deref() else { continue };
                 let reader = FieldReader::new(&nodes, s);
@@ -1112,7 +1131,8 @@ mod tests {
         }
         let mut editor = FieldEditor::new(&nodes, Kind::Hash, Some(&s), &large);
         editor.set(b"field:12345", b"changed");
-        let new = editor.finish(None).unwrap().unwrap().unwrap();
+        let (new, released) = editor.finish_releasing(None).unwrap();
+        let new = new.unwrap().unwrap();
         assert!(
             Entry::stored_payload(&new).len() < 1000,
             "a root of {} bytes",
@@ -1122,7 +1142,7 @@ mod tests {
             crate::nodes::dropped(&nodes, &s, Some(&new)).unwrap().len(),
             2
         );
-        crate::nodes::publish(&nodes, &mut stored, Some(Some(new)));
+        crate::nodes::publish(&nodes, &mut stored, Some(Some(new)), released);
         let s = stored.clone().unwrap();
         let reader = FieldReader::new(&nodes, &s);
         assert_eq!(
@@ -1140,8 +1160,8 @@ mod tests {
         for f in &gone {
             assert!(editor.remove(f));
         }
-        let new = editor.finish(None).unwrap().unwrap().unwrap();
-        crate::nodes::publish(&nodes, &mut stored, Some(Some(new)));
+        let (new, released) = editor.finish_releasing(None).unwrap();
+        crate::nodes::publish(&nodes, &mut stored, new, released);
         let s = stored.clone().unwrap();
         assert!(!paged(&s));
         let reader = FieldReader::new(&nodes, &s);
@@ -1511,5 +1531,78 @@ mod tests {
         db.remove(b"set").unwrap();
         let nodes = || db.collection_nodes().expect("the memory store");
         assert!(settled(nodes, 0), "{} nodes left", nodes());
+    }
+
+    /// On an engine, each write of a split hash deletes the node records its editor
+    /// noted as released (checked against `nodes::dropped` by every write in test
+    /// builds): fields added, rewritten and removed read back, and once the hash is
+    /// deleted the engine holds as many records as before it was made.
+    #[test]
+    fn engine_writes_release_what_their_editor_noted() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = || {
+            let lsm = lsm::Lsm::open(dir.path(), lsm::Options::default()).unwrap();
+            let mut cursor = engine::Engine::range(&lsm, engine::KeyRange::all()).unwrap();
+            let mut n = 0;
+            while cursor.next().unwrap().is_some() {
+                n += 1;
+            }
+            drop(cursor);
+            engine::Engine::close(&lsm).unwrap();
+            n
+        };
+        let open = || {
+            let lsm = lsm::Lsm::open(dir.path(), lsm::Options::default()).unwrap();
+            Db::on_engine(Box::new(lsm)).unwrap()
+        };
+        open().close().unwrap();
+        let before = records();
+        let db = open();
+        let field = |i: usize| format!("field:{i}").into_bytes();
+        let edit = |f: &mut dyn FnMut(&mut FieldEditor)| {
+            db.edit_fields(b"hash", Kind::Hash, &large, |h| f(h))
+                .unwrap()
+                .expect("a hash");
+        };
+        for i in 0..6000 {
+            edit(&mut |h| assert!(h.set(&field(i), b"first")));
+        }
+        for i in (0..6000).step_by(5) {
+            edit(&mut |h| assert!(!h.set(&field(i), &[b'x'; 40])));
+        }
+        for chunk in (0..6000)
+            .filter(|i| i % 3 == 0)
+            .collect::<Vec<_>>()
+            .chunks(50)
+        {
+            edit(&mut |h| assert!(chunk.iter().all(|&i| h.remove(&field(i)))));
+        }
+        let hash = db.get(b"hash").unwrap().expect("the hash");
+        let got: HashMap<Vec<u8>, Vec<u8>> = packed::pairs(&hash.value)
+            .map(|(f, v)| (f.to_vec(), v.to_vec()))
+            .collect();
+        let want: HashMap<Vec<u8>, Vec<u8>> = (0..6000)
+            .filter(|i| i % 3 != 0)
+            .map(|i| {
+                (
+                    field(i),
+                    if i % 5 == 0 {
+                        vec![b'x'; 40]
+                    } else {
+                        b"first".to_vec()
+                    },
+                )
+            })
+            .collect();
+        assert!(got == want, "{} fields, {} wanted", got.len(), want.len());
+        db.close().unwrap();
+        drop(db);
+        let split = records();
+        assert!(split > before + 100, "the hash is split: {split} records");
+        let db = open();
+        assert!(db.remove(b"hash").unwrap());
+        db.close().unwrap();
+        drop(db);
+        assert_eq!(records(), before, "a deleted hash leaves no node record");
     }
 }

@@ -58,6 +58,10 @@ pub trait NodeStore {
     fn discard(&self, id: u64);
 }
 
+/// What an editor of a collection leaves to store: `None` if nothing changed,
+/// `Some(None)` to delete the key, `Some(Some(stored))` otherwise.
+pub type Outcome = Option<Option<Vec<u8>>>;
+
 /// For an editor of split values: `r`'s value, or `None` if it failed (a node or page
 /// an engine could not read), the first such error kept in `failed` for the editor to
 /// report, writing nothing.
@@ -233,6 +237,21 @@ pub fn expand(nodes: &dyn NodeStore, stored: &[u8]) -> Result<Vec<u8>> {
     Ok(entry.into_stored())
 }
 
+/// Checks, in debug and test builds, that what an editor says its write released is
+/// what [`dropped`] finds (`found`) reading the old and new tables.
+pub fn assert_released(known: &[u64], found: impl FnOnce() -> Result<Vec<u64>>) {
+    if cfg!(any(test, debug_assertions)) {
+        let mut known = known.to_vec();
+        let mut found = found().expect("the tables an edit read are readable");
+        known.sort_unstable();
+        found.sort_unstable();
+        assert_eq!(
+            known, found,
+            "an editor's release is what the tables differ by"
+        );
+    }
+}
+
 /// The nodes of the memory store's large collections.
 pub struct MemoryNodes {
     nodes: HotRing,
@@ -292,8 +311,21 @@ impl MemoryNodes {
     /// After `new` (or a delete) replaced `old` in the key's entry: the nodes only
     /// `old` named are removed once the threads pinned now have unpinned.
     pub fn retire(&self, old: &[u8], new: Option<&[u8]>) {
+        self.retire_known(old, new, None);
+    }
+
+    /// [`MemoryNodes::retire`], given the nodes only `old` named if the editor that
+    /// made `new` knows them (`released`), instead of finding them in both tables.
+    pub fn retire_known(&self, old: &[u8], new: Option<&[u8]>, released: Option<Vec<u64>>) {
         self.remove_due();
-        let dropped = dropped(self, old, new).expect("memory nodes are read without I/O");
+        let found = || dropped(self, old, new);
+        let dropped = match released {
+            Some(known) => {
+                assert_released(&known, found);
+                known
+            }
+            None => found().expect("memory nodes are read without I/O"),
+        };
         if dropped.is_empty() {
             return;
         }
@@ -362,12 +394,18 @@ pub fn large_by_count(packed: &[u8]) -> bool {
 
 /// In a test of an editor: publishes `new` in place of `stored` as the memory store
 /// would (`None` from the editor: nothing to store), checking first that what it
-/// releases is every node only the old value named.
+/// releases (`released` if the editor says) is every node only the old value named.
 #[cfg(test)]
-pub fn publish(nodes: &MemoryNodes, stored: &mut Option<Vec<u8>>, new: Option<Option<Vec<u8>>>) {
+pub fn publish(
+    nodes: &MemoryNodes,
+    stored: &mut Option<Vec<u8>>,
+    new: Outcome,
+    released: Option<Vec<u64>>,
+) {
     let Some(new) = new else {
         return;
     };
+    let known = released;
     if let Some(old) = stored.as_deref() {
         let kept = match new.as_deref() {
             Some(new) => node_ids(nodes, new).unwrap(),
@@ -385,7 +423,17 @@ pub fn publish(nodes: &MemoryNodes, stored: &mut Option<Vec<u8>>, new: Option<Op
             released, naive,
             "a write releases the nodes only the old value named"
         );
-        nodes.retire(old, new.as_deref());
+        if let Some(mut known) = known.clone() {
+            known.sort_unstable();
+            assert_eq!(known, naive, "the editor knows what its write released");
+        }
+        nodes.retire_known(old, new.as_deref(), known);
+    } else {
+        assert_eq!(
+            known,
+            known.clone().map(|_| Vec::new()),
+            "a new value releases nothing"
+        );
     }
     *stored = new;
 }

@@ -1275,7 +1275,7 @@ mod tests {
                     }
                     prop_assert_eq!(editor.len(), model.len());
                 }
-                crate::nodes::publish(&nodes, &mut stored, editor.finish(None).unwrap());
+                crate::nodes::publish(&nodes, &mut stored, editor.finish(None).unwrap(), None);
                 prop_assert_eq!(stored.is_none(), model.is_empty());
                 let Some(s) = stored.as_deref() else { continue };
                 let want = ordered(&model);

@@ -367,14 +367,16 @@ impl<'a> Pages<'a> {
         Ok(page.contents.get_or_init(|| Cow::Owned(body)))
     }
 
-    /// Replaces records `range` (of this group) by `records`; changes nothing if a
-    /// page cannot be read.
+    /// Replaces records `range` (of this group) by `records`, noting in `replaced` the
+    /// stored pages and the records it replaced; changes nothing if a page cannot be
+    /// read.
     fn splice<const R: usize>(
         &mut self,
         nodes: &dyn NodeStore,
         layout: Layout<R>,
         range: Range<usize>,
         records: &[[u8; R]],
+        replaced: &mut Replaced,
     ) -> Result<()> {
         let len = self.records();
         // The pages the range lies in; an empty range goes to the page of the record
@@ -393,10 +395,18 @@ impl<'a> Pages<'a> {
             body.extend_from_slice(self.body::<R>(nodes, p)?);
         }
         let base = self.starts[first];
-        body.splice(
-            (range.start - base) * R..(range.end - base) * R,
-            records.concat(),
-        );
+        let cut = (range.start - base) * R..(range.end - base) * R;
+        replaced
+            .stored
+            .extend(self.list[first..=last].iter().filter_map(|p| p.id));
+        if layout.names_nodes {
+            let out = body[cut.clone()].chunks_exact(R).map(|r| layout.id(r));
+            replaced.spliced_out.extend(out);
+            replaced
+                .spliced_in
+                .extend(records.iter().map(|r| layout.id(r)));
+        }
+        body.splice(cut, records.concat());
         // An emptied page goes, so that the pages' keys stay in order; a group keeps
         // one page, however short.
         let page = (!body.is_empty() || self.list.len() == last - first + 1)
@@ -421,6 +431,21 @@ impl<'a> Group<'a> {
     }
 }
 
+/// What an edit of a table replaced, so that the store can release what the old table
+/// named and the new one does not without reading both again ([`dropped`]).
+#[derive(Default)]
+struct Replaced {
+    /// Pages and groups, as stored, that the edit changed, merged into a neighbour's
+    /// rewrite or dropped. A page or group is written once and never again, so the new
+    /// table names none of them.
+    stored: Vec<u64>,
+    /// The nodes of the records spliced out and in: released are those out and not
+    /// back in (a node the edit wrote and replaced again went both ways, and a record
+    /// spliced out and back was kept).
+    spliced_out: Vec<u64>,
+    spliced_in: Vec<u64>,
+}
+
 /// A table's records, read where they lie and groups and pages loaded as they are
 /// first needed; changed in place by an edit, which [`Records::finish`] stores.
 pub struct Records<'a, const R: usize> {
@@ -432,6 +457,7 @@ pub struct Records<'a, const R: usize> {
     groups: Vec<Group<'a>>,
     /// The index of each group's first record, and past the last: the table's length.
     starts: Vec<usize>,
+    replaced: Replaced,
 }
 
 impl<'a, const R: usize> Records<'a, R> {
@@ -478,7 +504,13 @@ impl<'a, const R: usize> Records<'a, R> {
     ) -> Self {
         let page = Page::changed(layout, Cow::Owned(records.concat()));
         let groups = vec![Group::changed(Pages::new(vec![page]))];
-        Records::of_groups(nodes, layout, count, Form::Inline, groups)
+        let mut table = Records::of_groups(nodes, layout, count, Form::Inline, groups);
+        if layout.names_nodes {
+            // None of them was in a stored table: spliced out again, none is released.
+            let ids = records.iter().map(|r| layout.id(r));
+            table.replaced.spliced_in.extend(ids);
+        }
+        table
     }
 
     fn of_groups(
@@ -495,6 +527,7 @@ impl<'a, const R: usize> Records<'a, R> {
             form,
             groups,
             starts: Vec::new(),
+            replaced: Replaced::default(),
         };
         records.index();
         records
@@ -698,6 +731,7 @@ impl<'a, const R: usize> Records<'a, R> {
         // They become one group, changed, which the splice leaves whole if it fails.
         let mut list = Vec::new();
         for group in &mut self.groups[first..=last] {
+            self.replaced.stored.extend(group.id);
             list.extend(group.contents.take().expect("loaded").list);
         }
         let mut pages = Pages::new(list);
@@ -707,6 +741,7 @@ impl<'a, const R: usize> Records<'a, R> {
             self.layout,
             range.start - base..range.end - base,
             records,
+            &mut self.replaced,
         );
         // An emptied group goes, as an emptied page does; a table keeps one group.
         let group = Group::changed(pages);
@@ -741,12 +776,12 @@ impl<'a, const R: usize> Records<'a, R> {
     }
 
     /// The entries of the pages of changed group `g`, its changed pages written to the
-    /// node store first.
-    fn store_pages(&self, g: usize) -> Result<Vec<u8>> {
+    /// node store first; stored pages written again with them go in `replaced`.
+    fn store_pages(&self, g: usize, replaced: &mut Vec<u64>) -> Result<Vec<u8>> {
         let pages = self.pages(g)?;
         let stored: Vec<Option<Entry>> = pages.list.iter().map(Page::entry).collect();
         let level = level(R, PAGE_RECORDS);
-        let runs = runs(&stored, level, |p| {
+        let runs = runs(&stored, level, replaced, |p| {
             pages.body::<R>(self.nodes, p).map(Cow::Borrowed)
         })?;
         let entries = write_runs(&runs, level, |records| {
@@ -761,20 +796,54 @@ impl<'a, const R: usize> Records<'a, R> {
     /// (see [`runs`]), and if there are more than [`GROUP_PAGES`] of them, in
     /// groups, each run of changed groups written likewise as new groups.
     pub fn finish(self) -> Result<Vec<u8>> {
+        Ok(self.finish_releasing()?.0)
+    }
+
+    /// [`Records::finish`], and the ids the old table names and the new one does not
+    /// (its groups, pages and, if its records name nodes, nodes): what [`dropped`]
+    /// finds, known here without reading the old table again.
+    pub fn finish_releasing(mut self) -> Result<(Vec<u8>, Vec<u64>)> {
+        let mut replaced = std::mem::take(&mut self.replaced);
+        let table = self.finish_noting(&mut replaced.stored)?;
+        let mut released = replaced.stored;
+        // Out and not back in, counted: a record spliced out, back and out again (a
+        // node's count changed, then the node removed) was released.
+        let (mut out, mut back) = (replaced.spliced_out, replaced.spliced_in);
+        out.sort_unstable();
+        back.sort_unstable();
+        let mut back = back.into_iter().peekable();
+        for id in out {
+            while back.next_if(|&b| b < id).is_some() {}
+            if back.next_if_eq(&id).is_none() {
+                released.push(id);
+            }
+        }
+        Ok((table, released))
+    }
+
+    /// The table as stored, the stored pages and groups it writes again noted in
+    /// `replaced`.
+    fn finish_noting(&self, replaced: &mut Vec<u64>) -> Result<Vec<u8>> {
         if self.stays_inline() {
-            return self.inline();
+            let table = self.inline()?;
+            // Every page and group it was stored in is let go: `inline` read them all.
+            for (g, group) in self.groups.iter().enumerate() {
+                replaced.extend(group.id);
+                replaced.extend(self.pages(g)?.list.iter().filter_map(|p| p.id));
+            }
+            return Ok(table);
         }
         // Each changed group's page entries, its changed pages written.
         let mut changed: Vec<Option<Vec<u8>>> = Vec::with_capacity(self.groups.len());
         for (g, group) in self.groups.iter().enumerate() {
             changed.push(match group.id {
                 Some(_) => None,
-                None => Some(self.store_pages(g)?),
+                None => Some(self.store_pages(g, replaced)?),
             });
         }
         let stored: Vec<Option<Entry>> = self.groups.iter().map(Group::entry).collect();
         let level = level(REF, GROUP_PAGES);
-        let runs = runs(&stored, level, |g| match &changed[g] {
+        let runs = runs(&stored, level, replaced, |g| match &changed[g] {
             Some(pages) => Ok(Cow::Borrowed(&pages[..])),
             None => {
                 let pages = self
@@ -821,10 +890,11 @@ enum Run {
 /// The runs of a level whose nodes are `stored` (each one's entry if it is as stored,
 /// `None` if it changed), `load` giving a node's entries (a changed one's as they are
 /// now): each run of changed nodes is to be written again, and one left with fewer than
-/// `level.least` entries takes in a neighbour.
+/// `level.least` entries takes in a neighbour, whose id goes in `replaced`.
 fn runs<'b>(
     stored: &[Option<Entry>],
     level: Level,
+    replaced: &mut Vec<u64>,
     load: impl Fn(usize) -> Result<Cow<'b, [u8]>>,
 ) -> Result<Vec<Run>> {
     let mut rewrite: Vec<bool> = stored.iter().map(Option::is_none).collect();
@@ -847,8 +917,10 @@ fn runs<'b>(
         if (1..level.least).contains(&entries) {
             if end < rewrite.len() {
                 rewrite[end] = true;
+                replaced.extend(stored[end].map(|e| e.id));
             } else if p > 0 {
                 rewrite[p - 1] = true;
+                replaced.extend(stored[p - 1].map(|e| e.id));
                 // The run now starts earlier: look at it again from there.
                 p = (0..p).rev().find(|&q| !rewrite[q]).map_or(0, |q| q + 1);
                 continue;
@@ -1164,7 +1236,8 @@ mod tests {
 
         /// Tables edited in rounds of several changes, stored and read again after each
         /// round, hold what a plain vector of records holds; what each round releases is
-        /// exactly what the old table names and the new does not; and the node store
+        /// exactly what the old table names and the new does not, as `dropped` finds it
+        /// and as the edit itself noted it; and the node store
         /// ends with the final table's pages alone.
         #[test]
         fn paged_tables_behave_as_vectors(
@@ -1213,7 +1286,7 @@ mod tests {
                         }
                     }
                 }
-                let new = t.finish().unwrap();
+                let (new, mut known) = t.finish_releasing().unwrap();
                 check(&nodes, &new, &want, &probes);
                 check_form(&nodes, &new, want.len());
                 let (old_ids, new_ids) = (ids(&nodes, &stored), ids(&nodes, &new));
@@ -1222,6 +1295,8 @@ mod tests {
                 let expect: Vec<u64> =
                     old_ids.iter().copied().filter(|id| new_ids.binary_search(id).is_err()).collect();
                 prop_assert_eq!(&released, &expect);
+                known.sort_unstable();
+                prop_assert_eq!(&known, &expect, "the edit knows what it released");
                 for id in released.into_iter().filter(|&id| id < 1 << 40) {
                     nodes.discard(id);
                 }

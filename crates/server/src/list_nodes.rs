@@ -16,7 +16,7 @@
 use engine::Result;
 
 use crate::entry::{Entry, Kind};
-use crate::nodes::{self, NodeStore, NODE_BYTES};
+use crate::nodes::{self, NodeStore, Outcome, NODE_BYTES};
 use crate::packed::{self, element_size, Builder, MAX_ELEMENTS};
 use crate::table_pages::{self, Layout};
 
@@ -461,7 +461,15 @@ impl<'a> ListEditor<'a> {
     /// What to store: `None` if nothing changed, `Some(None)` to delete the key,
     /// `Some(Some(stored))` otherwise, with `deadline` kept. The error of a node or
     /// page that could not be read, if one could not: then nothing is to be stored.
-    pub fn finish(self, deadline: Option<u64>) -> Result<Option<Option<Vec<u8>>>> {
+    #[cfg(test)]
+    pub fn finish(self, deadline: Option<u64>) -> Result<Outcome> {
+        Ok(self.finish_releasing(deadline)?.0)
+    }
+
+    /// [`ListEditor::finish`], and, when a split list stays split, the nodes and pages
+    /// the list it read names and the one to store does not (see
+    /// `FieldEditor::finish_releasing`).
+    pub fn finish_releasing(self, deadline: Option<u64>) -> Result<(Outcome, Option<Vec<u64>>)> {
         let discard_fresh = |fresh: Vec<u64>| {
             for id in fresh {
                 self.nodes.discard(id);
@@ -472,17 +480,21 @@ impl<'a> ListEditor<'a> {
             return Err(e);
         }
         if !self.changed {
-            return Ok(None);
+            return Ok((None, None));
         }
-        Ok(Some(match self.shape {
-            Shape::Missing => None,
-            Shape::Packed(p) => Some(Entry::collection(Kind::List, p, deadline).into_stored()),
-            Shape::Split(t) => {
-                let table = check(&t).and_then(|()| t.finish());
-                let table = table.inspect_err(|_| discard_fresh(self.fresh))?;
-                Some(Entry::encode_node_table(Kind::List, table, deadline, false))
+        Ok(match self.shape {
+            Shape::Missing => (Some(None), None),
+            Shape::Packed(p) => {
+                let stored = Entry::collection(Kind::List, p, deadline).into_stored();
+                (Some(Some(stored)), None)
             }
-        }))
+            Shape::Split(t) => {
+                let finished = check(&t).and_then(|()| t.finish_releasing());
+                let (table, released) = finished.inspect_err(|_| discard_fresh(self.fresh))?;
+                let stored = Entry::encode_node_table(Kind::List, table, deadline, false);
+                (Some(Some(stored)), Some(released))
+            }
+        })
     }
 }
 
@@ -642,12 +654,8 @@ mod tests {
                     Op::Range(..) => unreachable!(),
                 }
                 prop_assert_eq!(editor.len(), model.len());
-                if let Some(new) = editor.finish(None).unwrap() {
-                    if let Some(old) = &stored {
-                        nodes.retire(old, new.as_deref());
-                    }
-                    stored = new;
-                }
+                let (new, released) = editor.finish_releasing(None).unwrap();
+                crate::nodes::publish(&nodes, &mut stored, new, released);
                 let whole = stored.as_deref().map(|s| Entry::decode(crate::nodes::expand(&nodes, s).unwrap()).value);
                 let elements: Vec<&[u8]> = whole.as_deref().map(packed::elements).into_iter().flatten().collect();
                 prop_assert!(elements.iter().copied().eq(model.iter().map(Vec::as_slice)));

@@ -26,6 +26,9 @@
 //!   deeper per retired table.
 //! - Everything that replaces or deletes a key's value in memory (`db.rs`) hands the old
 //!   value to [`MemoryNodes::retire`], so nodes are released exactly when their table is.
+//!   An editor that knows what its write replaced (`Records::finish_releasing`) hands
+//!   that over too ([`MemoryNodes::retire_known`]), so the old and new tables are not
+//!   read again to find it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -394,18 +397,18 @@ pub fn large_by_count(packed: &[u8]) -> bool {
 
 /// In a test of an editor: publishes `new` in place of `stored` as the memory store
 /// would (`None` from the editor: nothing to store), checking first that what it
-/// releases (`released` if the editor says) is every node only the old value named.
+/// releases (`known`, if the editor says what it released) is every node only the old
+/// value named.
 #[cfg(test)]
 pub fn publish(
     nodes: &MemoryNodes,
     stored: &mut Option<Vec<u8>>,
     new: Outcome,
-    released: Option<Vec<u64>>,
+    known: Option<Vec<u64>>,
 ) {
     let Some(new) = new else {
         return;
     };
-    let known = released;
     if let Some(old) = stored.as_deref() {
         let kept = match new.as_deref() {
             Some(new) => node_ids(nodes, new).unwrap(),
@@ -429,9 +432,8 @@ pub fn publish(
         }
         nodes.retire_known(old, new.as_deref(), known);
     } else {
-        assert_eq!(
-            known,
-            known.clone().map(|_| Vec::new()),
+        assert!(
+            known.as_ref().is_none_or(Vec::is_empty),
             "a new value releases nothing"
         );
     }

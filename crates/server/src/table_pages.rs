@@ -31,7 +31,8 @@
 //! collections' nodes are: a write makes new pages and groups for what it changed and
 //! the root names them, so an id names the same records in every table that holds it,
 //! and what a write releases is the groups, pages and nodes the old table names and the
-//! new one does not ([`dropped`]). Tables stored inline before pages existed, and paged
+//! new one does not ([`dropped`]; an edit notes them as it goes,
+//! [`Records::finish_releasing`]). Tables stored inline before pages existed, and paged
 //! before groups, read unchanged. There is no third level: a root names a group per
 //! ~9,000 records (at most 128 pages of 128 records, cut to 96 of 96 when written), so
 //! a table of ten million records has a root of ~26 KB.

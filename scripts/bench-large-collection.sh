@@ -14,8 +14,7 @@ COUNT=${COUNT:-200000}
 REDIS_PORT=${REDIS_PORT:-6401}
 HOTKV_PORT=${HOTKV_PORT:-6402}
 . scripts/servers.sh
-BASE_PORT=${HOTKV_BASE_BIN:+${BASE_PORT:-6403}}
-start_servers "$REDIS_PORT" "$HOTKV_PORT" $BASE_PORT
+start_servers "$REDIS_PORT" "$HOTKV_PORT"
 # adds PORT TEST: prints the adds per second of one pipelined run of TEST.
 adds() {
   python3 - "$1" "$2" "$COUNT" <<'PY'

@@ -21,8 +21,7 @@ TESTS=${TESTS:-set,get}
 REDIS_PORT=${REDIS_PORT:-6401}
 HOTKV_PORT=${HOTKV_PORT:-6402}
 . scripts/servers.sh
-BASE_PORT=${HOTKV_BASE_BIN:+${BASE_PORT:-6403}}
-start_servers "$REDIS_PORT" "$HOTKV_PORT" $BASE_PORT
+start_servers "$REDIS_PORT" "$HOTKV_PORT"
 out=$(mktemp)
 for P in $PIPELINES; do
   for r in $(seq "$ROUNDS"); do

@@ -15,8 +15,7 @@ PIPELINE=${PIPELINE:-1}
 REDIS_PORT=${REDIS_PORT:-6401}
 HOTKV_PORT=${HOTKV_PORT:-6402}
 . scripts/servers.sh
-BASE_PORT=${HOTKV_BASE_BIN:+${BASE_PORT:-6403}}
-start_servers "$REDIS_PORT" "$HOTKV_PORT" $BASE_PORT
+start_servers "$REDIS_PORT" "$HOTKV_PORT"
 script="return redis.call('INCR', KEYS[1])"
 library="#!lua name=bench
 redis.register_function('incr', function(keys) return redis.call('INCR', keys[1]) end)"

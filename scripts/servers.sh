@@ -4,9 +4,10 @@
 # persistence, hotkv-server --engine memory). HOTKV_ENGINE=lsm compares the durable
 # setups instead: hotkv's LSM engine against redis-server's append-only file, both
 # syncing once a second, both in a temporary directory. HOTKV_BIN runs another
-# hotkv-server binary (a build of an earlier commit, for an A/B). With HOTKV_BASE_BIN
-# and a third port, that binary also runs there, set up as hotkv-server is (a build
-# of an earlier commit measured in the same rounds).
+# hotkv-server binary (a build of an earlier commit, for an A/B). With HOTKV_BASE_BIN,
+# that binary also runs on BASE_PORT (default 6403), set up as hotkv-server is (a build
+# of an earlier commit measured in the same rounds: round_order names it "base").
+BASE_PORT=${HOTKV_BASE_BIN:+${BASE_PORT:-6403}}
 start_servers() {
     command -v redis-server >/dev/null || { echo "needs redis-server (apt-get install redis-server)"; exit 1; }
     cargo build --release -q -p server -p bench
@@ -24,14 +25,14 @@ start_servers() {
     "${HOTKV_BIN:-./target/release/hotkv-server}" --port "$2" "${hotkv_args[@]}" 2>/dev/null &
     local hotkv=$!
     local base=
-    if [ -n "${3:-}" ]; then
+    if [ -n "$BASE_PORT" ]; then
         hotkv_args=("${hotkv_args[@]/$data\/hotkv/$data/base}")
-        "${HOTKV_BASE_BIN:?HOTKV_BASE_BIN names the base build}" --port "$3" "${hotkv_args[@]}" 2>/dev/null &
+        "$HOTKV_BASE_BIN" --port "$BASE_PORT" "${hotkv_args[@]}" 2>/dev/null &
         base=$!
     fi
     # shellcheck disable=SC2064 # expand the pids and the directory now
     trap "kill $redis $hotkv $base 2>/dev/null || true; sleep 1; rm -rf '$data'" EXIT
-    for p in "$1" "$2" ${3:+"$3"}; do
+    for p in "$1" "$2" $BASE_PORT; do
         for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
     done
 }

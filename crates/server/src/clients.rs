@@ -162,6 +162,11 @@ impl Client {
         self.outbox_ready.notify_one();
     }
 
+    /// Whether something delivered to the client waits to be written.
+    pub fn has_outbox(&self) -> bool {
+        self.outbox_pending.load(Ordering::Acquire)
+    }
+
     /// Moves what was delivered to the client onto the end of `output`.
     pub fn take_outbox(&self, output: &mut Vec<u8>) {
         if !self.outbox_pending.load(Ordering::Acquire) {
@@ -208,11 +213,15 @@ impl Client {
 /// A connection's buffers as it last reported them, for CLIENT LIST (qbuf, omem,
 /// tot-mem...), INFO's client_recent_max_* and MEMORY STATS: stored once per read and
 /// per write to the socket, not per command.
-#[derive(Default)]
 pub struct Buffers {
     /// Bytes read and not yet dropped as served (the request being run included).
     pub input: AtomicUsize,
     pub input_capacity: AtomicUsize,
+    /// The most `input` held since the query-buffer cron last looked.
+    pub input_peak: AtomicUsize,
+    /// The capacity the query-buffer cron asks the connection to cut its input
+    /// buffer to ([`NO_RESIZE`] for none).
+    pub input_resize: AtomicUsize,
     /// Reply bytes waiting to be written.
     pub output: AtomicUsize,
     pub output_capacity: AtomicUsize,
@@ -221,9 +230,27 @@ pub struct Buffers {
     pub queued: AtomicUsize,
 }
 
+/// [`Buffers::input_resize`] when no resize is asked for.
+pub const NO_RESIZE: usize = usize::MAX;
+
 /// Redis's fixed per-client reply buffer: CLIENT LIST's `obl` counts pending reply bytes
 /// up to this, `oll`/`omem` the blocks and bytes past it.
 pub const REPLY_BUFFER: usize = 16 * 1024;
+
+impl Default for Buffers {
+    fn default() -> Self {
+        Buffers {
+            input: AtomicUsize::new(0),
+            input_capacity: AtomicUsize::new(0),
+            input_peak: AtomicUsize::new(0),
+            input_resize: AtomicUsize::new(NO_RESIZE),
+            output: AtomicUsize::new(0),
+            output_capacity: AtomicUsize::new(0),
+            multi: AtomicUsize::new(0),
+            queued: AtomicUsize::new(0),
+        }
+    }
+}
 
 impl Buffers {
     /// Everything the client holds: buffers, queued commands, and the connection's
@@ -372,6 +399,35 @@ impl Clients {
         let (input, output, _) = self.buffers();
         let mut peaks = self.peaks.lock().unwrap_or_else(|e| e.into_inner());
         peaks.record(second, input, output);
+    }
+
+    /// Redis's client cron for query buffers, run ten times a second: a client idle
+    /// for more than 2 s gives back its input buffer's free space (all of it, if no
+    /// request is pending), and one whose buffer is past 32 KB and more than twice the
+    /// most it held since the last look is cut to that most; either only if it wastes
+    /// more than 4 KB. The connection does the cut, woken for it if idle.
+    pub fn resize_query_buffers(&self) {
+        const WASTE: usize = 4 * 1024;
+        const RESIZE_THRESHOLD: usize = 32 * 1024;
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        for c in live.values() {
+            let b = &c.buffers;
+            let held = b.input.load(Ordering::Relaxed);
+            let capacity = b.input_capacity.load(Ordering::Relaxed);
+            let peak = b.input_peak.swap(held, Ordering::Relaxed);
+            if capacity.saturating_sub(held) <= WASTE {
+                continue;
+            }
+            let target = if c.idle_secs() > 2 {
+                held
+            } else if capacity > RESIZE_THRESHOLD && capacity / 2 > peak {
+                held.max(peak)
+            } else {
+                continue;
+            };
+            b.input_resize.store(target, Ordering::Relaxed);
+            c.outbox_ready.notify_one();
+        }
     }
 
     /// The largest input and output buffers held now or noted over the last

@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::blocked_keys::{self, Wake};
-use crate::clients::Client;
+use crate::clients::{Client, NO_RESIZE};
 use crate::commands::{self, Action, Session};
 use crate::gate_hold::GateHold;
 use crate::server::Server;
@@ -211,6 +211,10 @@ impl Connection {
     fn report_buffers(&self) {
         let b = &self.session.client.buffers;
         b.input.store(self.input.len(), Ordering::Relaxed);
+        // Only the query-buffer cron lowers it, and a race with it loses one sample.
+        if b.input_peak.load(Ordering::Relaxed) < self.input.len() {
+            b.input_peak.store(self.input.len(), Ordering::Relaxed);
+        }
         b.input_capacity
             .store(self.input.capacity(), Ordering::Relaxed);
         b.output.store(self.output.len(), Ordering::Relaxed);
@@ -529,8 +533,6 @@ impl Connection {
             };
             let mut consumed = 0;
             let mut close = false;
-            // Once per read, not per command: the clock costs as much as a GET.
-            client.touch();
             let mut next = None;
             loop {
                 let step = match next.take() {
@@ -604,12 +606,17 @@ impl Connection {
             if close || *stop.borrow() {
                 return Ok(());
             }
-            // A fresh buffer's capacity, reused across reads; a big request grows it
-            // and, once served, it shrinks back so idle clients hold little.
-            if self.input.is_empty() && self.input.capacity() > 1 << 20 {
-                self.input = Vec::new();
+            // The query-buffer cron's cut (`Clients::resize_query_buffers`): a big
+            // request's room is kept until it finds the client's requests small again,
+            // and an idle client's buffer is freed, to be allocated at its next read.
+            let asked = &client.buffers.input_resize;
+            if asked.load(Ordering::Relaxed) != NO_RESIZE {
+                let resize = asked.swap(NO_RESIZE, Ordering::Relaxed);
+                if resize < self.input.capacity() {
+                    self.input.shrink_to(resize);
+                    self.report_buffers();
+                }
             }
-            self.input.reserve(16 * 1024);
             // As Redis, a monitor is never idle: it only listens.
             let timeout = if client.monitoring.load(Ordering::Relaxed) {
                 0
@@ -624,16 +631,29 @@ impl Connection {
                 }
             };
             tokio::select! {
-                read = self.stream.read_buf(&mut self.input) => {
-                    let n = read?;
-                    if n == 0 {
-                        return Ok(());
-                    }
+                ready = self.stream.readable() => {
+                    ready?;
+                    // Room for a read as Redis makes it (PROTO_IOBUF_LEN), kept across
+                    // reads.
+                    self.input.reserve(16 * 1024);
+                    let n = match self.stream.try_read_buf(&mut self.input) {
+                        Ok(0) => return Ok(()),
+                        Ok(n) => n,
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                        Err(e) => return Err(e.into()),
+                    };
                     client.traffic.net_in.fetch_add(n as u64, Ordering::Relaxed);
+                    // Once per read, not per command: the clock costs as much as a GET.
+                    client.touch();
                     self.report_buffers();
                 }
-                // Written out at the top of the loop.
-                _ = client.delivered() => {}
+                // Written out at the top of the loop, which is activity as Redis counts
+                // it; a wake-up for the query-buffer cron's cut alone is not.
+                _ = client.delivered() => {
+                    if client.has_outbox() {
+                        client.touch();
+                    }
+                }
                 _ = stop.changed() => return Ok(()),
                 _ = client.killed() => return Err(Ended::killed(&client)),
                 _ = idle => return Err(Ended::IdleTimeout),

@@ -309,7 +309,8 @@ impl Server {
     }
 
     /// The periodic work: memory accounting every 10 ms; every 100 ms (Redis's default
-    /// `hz 10`) the rates, the clients' buffer peaks and active expiry, each expiry
+    /// `hz 10`) the rates, the clients' buffer peaks, their query buffers' resizing and
+    /// active expiry, each expiry
     /// cycle bounded to 25 ms as Redis bounds it and skipped while a script runs.
     pub async fn background(&self) {
         let mut tick = tokio::time::interval(Duration::from_millis(10));
@@ -325,6 +326,7 @@ impl Server {
             if n.is_multiple_of(10) {
                 let c = &self.clients;
                 c.record_peaks(second);
+                c.resize_query_buffers();
                 self.rates.sample(
                     [
                         c.total(|t| &t.commands),

@@ -1906,6 +1906,60 @@ fn client_buffers_are_counted_where_redis_shows_them() {
     );
 }
 
+/// A client's query buffer as Redis's client cron resizes it (Redis's unit/querybuf):
+/// 16 KB after a small request; a big request's room kept until the cron finds the
+/// client's requests small again, then cut (never to nothing while the client is
+/// busy); all of it given back once the client is idle for more than 2 s.
+#[test]
+fn query_buffers_are_resized_as_redis_resizes_them() {
+    let server = Server::start();
+    let mut admin = server.client();
+    let mut c = server.client();
+    run::<()>(&mut c, &["CLIENT", "SETNAME", "sized"]);
+    let line = |admin: &mut redis::Connection| {
+        let list = run::<String>(admin, &["CLIENT", "LIST"]);
+        list.lines()
+            .find(|l| l.contains(" name=sized "))
+            .unwrap()
+            .to_string()
+    };
+    let held = |admin: &mut redis::Connection| {
+        let line = line(admin);
+        client_field(&line, "qbuf") + client_field(&line, "qbuf-free")
+    };
+    let fresh = held(&mut admin);
+    assert!((16_384..32_768).contains(&fresh), "{fresh}");
+    run::<()>(&mut c, &["SET", "x", &"A".repeat(400_000)]);
+    let big = held(&mut admin);
+    assert!(big > 400_000, "the big request's room is kept: {big}");
+    let small = "A".repeat(100);
+    let mut cut = big;
+    assert!(
+        eventually(5, || {
+            run::<()>(&mut c, &["SET", "x", &small]);
+            cut = held(&mut admin);
+            cut < big
+        }),
+        "cut once the requests are small"
+    );
+    assert!(cut > 0, "not to nothing while busy");
+    // Idle: more than 2 s, as Redis counts it (whole seconds); the cut is no activity.
+    assert!(
+        eventually(10, || {
+            let line = line(&mut admin);
+            client_field(&line, "qbuf-free") == 0 && client_field(&line, "idle") >= 3
+        }),
+        "given back when idle: {}",
+        line(&mut admin)
+    );
+    run::<()>(&mut c, &["SET", "x", &small]);
+    assert_eq!(
+        run::<String>(&mut c, &["GET", "x"]),
+        small,
+        "read again after"
+    );
+}
+
 /// hotkv has no replicas: with min-replicas-to-write set (and min-replicas-max-lag, 10
 /// by default), every write is refused as Redis refuses it without enough good
 /// replicas; reads, and scripts that write nothing, still run.

@@ -256,6 +256,7 @@ pub(super) fn line(ctx: &Ctx, c: &Client, args: &[Vec<u8>]) -> String {
         b.input_capacity.load(Ordering::Relaxed),
     );
     let output = b.output.load(Ordering::Relaxed);
+    let output_capacity = b.output_capacity.load(Ordering::Relaxed);
     let beyond = b.output_beyond_reply_buffer();
     // The command being run, for the client that runs it (CLIENT LIST itself).
     let argv = if c.id == ctx.session.client.id {
@@ -288,8 +289,9 @@ pub(super) fn line(ctx: &Ctx, c: &Client, args: &[Vec<u8>]) -> String {
         input_capacity.saturating_sub(input),
         argv,
         b.multi.load(Ordering::Relaxed),
-        input_capacity,
-        input_capacity,
+        // The reply buffer's size and peak: what the connection holds for replies.
+        output_capacity,
+        output_capacity,
         output.min(REPLY_BUFFER),
         beyond.div_ceil(REPLY_BUFFER),
         beyond,

@@ -310,8 +310,8 @@ impl Server {
 
     /// The periodic work: memory accounting every 10 ms; every 100 ms (Redis's default
     /// `hz 10`) the rates, the clients' buffer peaks, their query buffers' resizing and
-    /// active expiry, each expiry
-    /// cycle bounded to 25 ms as Redis bounds it and skipped while a script runs.
+    /// active expiry, each expiry cycle bounded to 25 ms as Redis bounds it and skipped
+    /// while a script runs.
     pub async fn background(&self) {
         let mut tick = tokio::time::interval(Duration::from_millis(10));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -169,7 +169,7 @@ impl Client {
 
     /// Moves what was delivered to the client onto the end of `output`.
     pub fn take_outbox(&self, output: &mut Vec<u8>) {
-        if !self.outbox_pending.load(Ordering::Acquire) {
+        if !self.has_outbox() {
             return;
         }
         let mut outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());

@@ -23,7 +23,8 @@ units=("$@")
     unit/type/set unit/type/zset unit/type/list unit/type/list-2 unit/type/list-3 unit/expire
     unit/sort unit/hyperloglog unit/multi unit/pubsub unit/scan unit/info-command unit/protocol
     unit/bitops unit/dump unit/quit unit/scripting unit/functions unit/introspection unit/tracking
-    unit/latency-monitor unit/slowlog unit/geo unit/type/stream unit/type/stream-cgroups)
+    unit/latency-monitor unit/slowlog unit/geo unit/type/stream unit/type/stream-cgroups
+    unit/pause unit/introspection-2)
 
 command -v tclsh >/dev/null || { apt-get update -qq && apt-get install -y -qq tcl >/dev/null; }
 mkdir -p "$work"

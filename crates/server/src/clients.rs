@@ -37,6 +37,10 @@ pub struct Client {
     blocked_with_timeout: AtomicBool,
     unblock_error: AtomicBool,
     unblock: Notify,
+    /// Set while CLIENT PAUSE holds the connection's next command. Redis counts such a
+    /// client as blocked (INFO's blocked_clients, CLIENT LIST's `b`), though CLIENT
+    /// UNBLOCK does not end its wait.
+    pub paused: AtomicBool,
     /// What other clients' commands send this one (MONITOR lines), encoded, until its
     /// connection writes it out; `outbox_ready` wakes the connection.
     outbox: Mutex<Vec<u8>>,
@@ -77,6 +81,7 @@ impl Client {
             blocked_with_timeout: AtomicBool::new(false),
             unblock_error: AtomicBool::new(false),
             unblock: Notify::new(),
+            paused: AtomicBool::new(false),
             outbox: Mutex::new(Vec::new()),
             outbox_pending: AtomicBool::new(false),
             outbox_ready: Notify::new(),
@@ -119,8 +124,9 @@ impl Client {
         self.blocked.store(false, Ordering::SeqCst);
     }
 
+    /// In a blocking wait, or held by CLIENT PAUSE.
     pub fn is_blocked(&self) -> bool {
-        self.blocked.load(Ordering::SeqCst)
+        self.blocked.load(Ordering::SeqCst) || self.paused.load(Ordering::Relaxed)
     }
 
     /// Resolves when CLIENT UNBLOCK ends the wait; then [`Client::unblocked_with_error`]
@@ -380,16 +386,16 @@ impl Clients {
         self.live.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
-    /// Clients in a blocking wait, and those of them whose wait ends at a time.
+    /// Clients in a blocking wait or held by CLIENT PAUSE, and those in a wait that
+    /// ends at a time (a pause's end is not the client's: Redis does not count it).
     pub fn blocked(&self) -> (usize, usize) {
         let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         live.values()
             .filter(|c| c.is_blocked())
             .fold((0, 0), |(all, timed), c| {
-                (
-                    all + 1,
-                    timed + usize::from(c.blocked_with_timeout.load(Ordering::SeqCst)),
-                )
+                let timed_wait = c.blocked.load(Ordering::SeqCst)
+                    && c.blocked_with_timeout.load(Ordering::SeqCst);
+                (all + 1, timed + usize::from(timed_wait))
             })
     }
 

@@ -414,8 +414,9 @@ impl Connection {
             };
             // CLIENT PAUSE. The check is one load while no pause is on.
             if let Some(wait) = server
+                .db
                 .pause
-                .holds(|| commands::writes(&self.session, &args))
+                .holds(|| commands::held_by_write_pause(&server, &self.session, &args))
             {
                 self.paused = Some(args);
                 return Step::Paused(wait);
@@ -557,11 +558,13 @@ impl Connection {
                         // Answer what came before, then hold this one. A shutdown or
                         // CLIENT KILL does not wait for the pause.
                         self.flush().await?;
+                        client.paused.store(true, Ordering::Relaxed);
                         tokio::select! {
-                            _ = self.server.pause.wait(wait) => {}
+                            _ = self.server.db.pause.wait(wait) => {}
                             _ = stop.changed() => return Ok(()),
                             _ = client.killed() => return Err(Ended::killed(&client)),
                         }
+                        client.paused.store(false, Ordering::Relaxed);
                     }
                     Step::After(delay, frame) => {
                         let proto = self.session.proto;

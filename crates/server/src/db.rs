@@ -28,6 +28,7 @@ use crate::field_nodes::{FieldEditor, FieldReader};
 use crate::keyspace_events::{self as events, KeyspaceEvents};
 use crate::list_nodes::{self, ListEditor, ListRange};
 use crate::nodes::{self, MemoryNodes, NodeStore, Outcome};
+use crate::pause::Pause;
 use crate::score_nodes::{ZsetEditor, ZsetReader};
 use crate::stripes::StripedCounter;
 use crate::tracking::Tracking;
@@ -88,6 +89,9 @@ pub struct Db {
     pub events: KeyspaceEvents,
     /// Clients waiting for keys to be written (BLPOP and the like).
     pub blocked: BlockedKeys,
+    /// CLIENT PAUSE: while one is on, keys are neither expired nor evicted, so the
+    /// data stays as it was (Redis keeps it still for a failover).
+    pub pause: Pause,
     expired: AtomicU64,
     /// Keys written or deleted by commands since the start, as Redis's `dirty` counts
     /// changes (INFO's rdb_changes_since_last_save).
@@ -123,6 +127,7 @@ impl Db {
             tracking: Tracking::default(),
             events: KeyspaceEvents::default(),
             blocked: BlockedKeys::default(),
+            pause: Pause::default(),
             expired: AtomicU64::new(0),
             changes: StripedCounter::default(),
         }
@@ -760,7 +765,7 @@ impl Db {
             None => Ok(Vec::new()),
         };
         match write {
-            Write::Keep if expired => {
+            Write::Keep if expired && !self.pause.is_on() => {
                 let nodes = NodeWrites {
                     delete: released(None)?,
                     ..NodeWrites::default()
@@ -896,8 +901,11 @@ impl Db {
 
     /// One step of active expiry: examines up to `budget` keys that have deadlines,
     /// deletes the expired ones, and returns `(examined, deleted)`. Resumes where the
-    /// last step stopped, wrapping around.
+    /// last step stopped, wrapping around. Does nothing during a CLIENT PAUSE.
     pub fn expire_cycle(&self, budget: usize) -> Result<(usize, usize)> {
+        if self.pause.is_on() {
+            return Ok((0, 0));
+        }
         let now = now_ms();
         let mut hints = Vec::with_capacity(budget);
         let from = self.expire_cursor.load(Ordering::Relaxed);
@@ -942,6 +950,10 @@ impl Db {
 
     /// Deletes `key` if it still holds the expired value `stored`; returns whether it did.
     fn remove_expired(&self, key: &[u8], stored: &[u8]) -> Result<bool> {
+        // Read as missing all the same: the key expires once the pause ends.
+        if self.pause.is_on() {
+            return Ok(false);
+        }
         let removed = match &self.store {
             Store::Memory(index) => {
                 let removed = index.remove_if(key, |v| v == stored);

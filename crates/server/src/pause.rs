@@ -37,8 +37,23 @@ impl Pause {
     /// How long a command must still wait (`writes` says whether it writes, asked only
     /// while a pause is on), or `None` if it may run now.
     pub fn holds(&self, writes: impl FnOnce() -> bool) -> Option<Duration> {
+        if self.until_ms.load(Ordering::Relaxed) == 0
+            || !(self.all.load(Ordering::Relaxed) || writes())
+        {
+            return None;
+        }
+        self.remaining()
+    }
+
+    /// Whether a pause is on.
+    pub fn is_on(&self) -> bool {
+        self.remaining().is_some()
+    }
+
+    /// How long the pause on lasts yet; `None` if none is on.
+    fn remaining(&self) -> Option<Duration> {
         let until = self.until_ms.load(Ordering::Acquire);
-        if until == 0 || !(self.all.load(Ordering::Relaxed) || writes()) {
+        if until == 0 {
             return None;
         }
         let now = now_ms();

@@ -877,6 +877,12 @@ impl Deadline {
     }
 }
 
+/// The flags the script `text` declares on its first line, without compiling it:
+/// `None` if it has no `#!` line or the line is not valid.
+pub fn declared_flags(text: &[u8]) -> Option<ScriptFlags> {
+    shebang(text).ok().map(|(flags, _)| flags)
+}
+
 /// The script's flags from its first line, if that is a `#!` line, and the code to
 /// compile: the first line left empty, so line numbers stay those of the text.
 fn shebang(text: &[u8]) -> Result<(ScriptFlags, &[u8]), String> {

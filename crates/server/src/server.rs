@@ -15,7 +15,6 @@ use crate::eviction;
 use crate::instantaneous::Rates;
 use crate::latency::LatencyMonitor;
 use crate::monitor::Monitors;
-use crate::pause::Pause;
 use crate::pubsub::PubSub;
 use engine::gate::Gate;
 
@@ -27,7 +26,6 @@ pub struct Server {
     pub started: Instant,
     pub run_id: String,
     pub evicted: AtomicU64,
-    pub pause: Pause,
     pub command_stats: CommandStats,
     pub latency: LatencyMonitor,
     pub rates: Rates,
@@ -95,7 +93,6 @@ impl Server {
                 .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).expect("hex digit"))
                 .collect(),
             evicted: AtomicU64::new(0),
-            pause: Pause::default(),
             command_stats: CommandStats::new(crate::commands::count()),
             latency: LatencyMonitor::default(),
             rates: Rates::default(),
@@ -202,6 +199,19 @@ impl Server {
         }
     }
 
+    /// The scripts, if no one holds them (a running script does).
+    pub fn try_scripts(&self) -> Option<ScriptsGuard<'_>> {
+        let scripts = match self.scripts.try_lock() {
+            Ok(scripts) => scripts,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        Some(ScriptsGuard {
+            scripts,
+            counts: &self.script_counts,
+        })
+    }
+
     /// Cached scripts, functions, libraries, and the bytes Lua holds, as of the last
     /// use of the scripts (INFO memory).
     pub fn script_counts(&self) -> [u64; 4] {
@@ -253,12 +263,13 @@ impl Server {
         self.db.reset_stats();
     }
 
-    /// Called before a command that may grow memory: under `maxmemory` it does
-    /// nothing; over it, evicts by the policy or refuses with [`OOM`].
+    /// Called before a command that may grow memory: under `maxmemory` or during a
+    /// CLIENT PAUSE (which keeps the data as it is) it does nothing; over it, evicts by
+    /// the policy or refuses with [`OOM`].
     pub fn make_room(&self) -> Result<(), &'static str> {
         let max = self.config.maxmemory();
         let used = self.used_memory();
-        if max == 0 || used <= max {
+        if max == 0 || used <= max || self.db.pause.is_on() {
             return Ok(());
         }
         let policy = self.config.policy();

@@ -856,6 +856,130 @@ fn client_pause_holds_writes_or_everything_until_unpause_or_the_deadline() {
     );
 }
 
+/// `args` as a RESP request (scripts have line breaks, which inline requests cannot).
+fn request(args: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+    }
+    out
+}
+
+/// As Redis: CLIENT PAUSE WRITE holds what writes or may replicate (PUBLISH, PFCOUNT,
+/// a script that did not declare `no-writes`, an EXEC of any of these), counts the
+/// held clients as blocked, and keeps keys from expiring until it ends.
+#[test]
+fn client_pause_write_holds_what_may_replicate_and_keeps_keys_from_expiring() {
+    use std::io::Write;
+    let server = Server::start();
+    let mut admin = server.client();
+    run::<()>(&mut admin, &["SET", "doomed", "v", "PX", "300"]);
+    run::<i64>(&mut admin, &["PFADD", "hll", "a"]);
+    let expired =
+        |c: &mut redis::Connection| -> u64 { info_field(c, "expired_keys").parse().unwrap() };
+    let expired_before = expired(&mut admin);
+    // Queued before the pause: as in Redis, a write sent inside MULTI is held too.
+    let mut in_multi = server.raw();
+    assert_script(
+        &mut in_multi,
+        &[(b"MULTI\r\nINCR n\r\n", b"+OK\r\n+QUEUED\r\n")],
+    );
+    run::<()>(&mut admin, &["CLIENT", "PAUSE", "60000", "WRITE"]);
+    let held_requests: [&[&str]; 5] = [
+        &["PUBLISH", "ch", "m"],
+        &["PFCOUNT", "hll"],
+        &["EVAL", "return 1", "0"],
+        &["EVAL", "#!lua\nreturn 1", "0"],
+        &["SET", "k", "v"],
+    ];
+    let mut held = Vec::new();
+    for args in held_requests {
+        let mut c = server.raw();
+        c.write_all(&request(args)).unwrap();
+        held.push(c);
+    }
+    in_multi.write_all(b"EXEC\r\n").unwrap();
+    held.push(in_multi);
+    let wanted = held.len().to_string();
+    assert!(
+        eventually(10, || info_field(&mut admin, "blocked_clients") == wanted),
+        "blocked_clients {} with {wanted} held",
+        info_field(&mut admin, "blocked_clients")
+    );
+    let list: String = run(&mut admin, &["CLIENT", "LIST"]);
+    let blocked = list
+        .lines()
+        .filter(|l| {
+            l.split(' ')
+                .any(|f| f.starts_with("flags=") && f.contains('b'))
+        })
+        .count();
+    assert_eq!(blocked, held.len(), "{list}");
+    for c in &mut held {
+        assert_eq!(
+            read_within(c, Duration::from_millis(50)),
+            b"",
+            "ran while paused"
+        );
+    }
+    // What only reads goes on: declared read-only scripts, EVAL_RO, a transaction of
+    // reads; a request with the wrong number of arguments is answered at once.
+    let mut reader = server.raw();
+    let answered: [(&[&str], &[u8]); 5] = [
+        (&["EVAL", "#!lua flags=no-writes\nreturn 2", "0"], b":2\r\n"),
+        (
+            &["EVAL_RO", "return redis.call('GET', KEYS[1])", "1", "nokey"],
+            b"$-1\r\n",
+        ),
+        (
+            &["SET", "k"],
+            b"-ERR wrong number of arguments for 'set' command\r\n",
+        ),
+        (&["MULTI"], b"+OK\r\n"),
+        (&["GET", "k"], b"+QUEUED\r\n"),
+    ];
+    for (args, reply) in answered {
+        reader.write_all(&request(args)).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&read_within(&mut reader, Duration::from_secs(10))),
+            String::from_utf8_lossy(reply),
+            "{args:?}"
+        );
+    }
+    assert_script(&mut reader, &[(b"EXEC\r\n", b"*1\r\n$-1\r\n")]);
+    // The key's deadline passes: it reads as missing but is not expired yet.
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(run::<Option<String>>(&mut admin, &["GET", "doomed"]), None);
+    assert_eq!(expired(&mut admin), expired_before);
+    run::<()>(&mut admin, &["CLIENT", "UNPAUSE"]);
+    let replies: [&[u8]; 6] = [
+        b":0\r\n",
+        b":1\r\n",
+        b":1\r\n",
+        b":1\r\n",
+        b"+OK\r\n",
+        b"*1\r\n:1\r\n",
+    ];
+    for (c, reply) in held.iter_mut().zip(replies) {
+        assert_eq!(
+            String::from_utf8_lossy(&read_within(c, Duration::from_secs(10))),
+            String::from_utf8_lossy(reply)
+        );
+    }
+    assert_eq!(info_field(&mut admin, "blocked_clients"), "0");
+    assert_eq!(run::<Option<String>>(&mut admin, &["GET", "doomed"]), None);
+    assert_eq!(expired(&mut admin), expired_before + 1);
+    // A read-only script may not call what may replicate.
+    let refused = run_err(
+        &mut admin,
+        &["EVAL_RO", "return redis.call('publish','ch','m')", "0"],
+    );
+    assert!(
+        refused.starts_with("ERR Write commands are not allowed from read-only scripts."),
+        "{refused}"
+    );
+}
+
 #[test]
 fn slowlog_keeps_slow_requests_newest_first_with_passwords_redacted() {
     let server = Server::start();

@@ -88,12 +88,13 @@ pub fn client(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 None => return error("ERR timeout is not an integer or out of range"),
             };
             ctx.server
+                .db
                 .pause
                 .pause(crate::entry::now_ms().saturating_add(ms), all);
             ok()
         }
         (b"UNPAUSE", []) => {
-            ctx.server.pause.unpause();
+            ctx.server.db.pause.unpause();
             ok()
         }
         (b"REPLY", [mode]) => match upper(mode).as_slice() {

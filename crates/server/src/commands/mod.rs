@@ -61,6 +61,7 @@ use crate::clients::Client;
 use crate::db::Db;
 use crate::gate_hold::GateHold;
 use crate::keyspace_events;
+use crate::scripting::ScriptFlags;
 use crate::server::Server;
 use key_specs::{
     counted, every, first, keyword, keyword_range, range, unknown_keys, KeySpec, ACCESS, DELETE,
@@ -390,6 +391,10 @@ const MOVABLE_KEYS: u32 = 1 << 19;
 const SKIP_MONITOR: u32 = 1 << 20;
 /// Its key arguments may all be absent (EVAL with no keys): reported only.
 const NO_MANDATORY_KEYS: u32 = 1 << 21;
+/// Reads, but Redis may send something to its replicas for it (PUBLISH, PFCOUNT, a
+/// script without declared flags): held by CLIENT PAUSE WRITE and refused from a
+/// read-only script, as writes are. COMMAND INFO does not show it (Redis 7.0 does not).
+const MAY_REPLICATE: u32 = 1 << 22;
 
 // ACL categories (COMMAND INFO, COMMAND LIST FILTERBY ACLCAT) beyond those Redis derives
 // from the flags (@write, @read, @admin and @dangerous, @fast or else @slow); see
@@ -632,7 +637,7 @@ const TABLE: &[Command] = &[
     cmd("randomkey", 1, R, NO_KEYS, KEYSPACE, keyspace::randomkey),
     cmd("keys", 2, R, NO_KEYS, KEYSPACE | DANGEROUS, scan::keys),
     cmd("pfadd", -2, W | FAST, &[first(RW | INSERT)], HYPERLOGLOG, hyperloglog::pfadd),
-    cmd("pfcount", -2, R | ALONE, &[every(RW | ACCESS).noted("RW because it may change the internal representation of the key, and propagate to replicas")], HYPERLOGLOG, hyperloglog::pfcount),
+    cmd("pfcount", -2, R | ALONE | MAY_REPLICATE, &[every(RW | ACCESS).noted("RW because it may change the internal representation of the key, and propagate to replicas")], HYPERLOGLOG, hyperloglog::pfcount),
     cmd("pfmerge", -2, W | ALONE, &[first(RW | ACCESS | INSERT), range(RO | ACCESS, 2, -1, 1)], HYPERLOGLOG, hyperloglog::pfmerge),
     cmd("sort", -2, W | ALONE, &[
         first(RO | ACCESS),
@@ -686,13 +691,13 @@ const TABLE: &[Command] = &[
     cmd("monitor", 1, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0, monitor::monitor),
     cmd("hotkeys", -1, READONLY, NO_KEYS, KEYSPACE, hotkeys::hotkeys),
     // Scripting: Lua scripts (see `eval.rs`) and function libraries (`function.rs`).
-    cmd("eval", -3, ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1).noted(ASSUME_RW)], SCRIPTING, eval::eval),
-    cmd("evalsha", -3, ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1)], SCRIPTING, eval::evalsha),
+    cmd("eval", -3, ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MAY_REPLICATE, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1).noted(ASSUME_RW)], SCRIPTING, eval::eval),
+    cmd("evalsha", -3, ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MAY_REPLICATE, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1)], SCRIPTING, eval::evalsha),
     cmd("eval_ro", -3, R | ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RO | ACCESS, 2, 0, 1, 1).noted(ASSUME_RO)], SCRIPTING, eval::eval_ro),
     cmd("evalsha_ro", -3, R | ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RO | ACCESS, 2, 0, 1, 1)], SCRIPTING, eval::evalsha_ro),
     cmd("script", -2, 0, NO_KEYS, 0, eval::script),
     cmd("function", -2, 0, NO_KEYS, 0, function::function),
-    cmd("fcall", -3, ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1).noted(ASSUME_RW)], SCRIPTING, function::fcall),
+    cmd("fcall", -3, ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MAY_REPLICATE, &[counted(RW | ACCESS | UPDATE, 2, 0, 1, 1).noted(ASSUME_RW)], SCRIPTING, function::fcall),
     cmd("fcall_ro", -3, R | ALONE | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, &[counted(RO | ACCESS, 2, 0, 1, 1).noted(ASSUME_RO)], SCRIPTING, function::fcall_ro),
     // Pub/sub.
     cmd("subscribe", -2, ANY_STATE | PUBSUB | NOSCRIPT, NO_KEYS, 0, pubsub::subscribe),
@@ -701,8 +706,8 @@ const TABLE: &[Command] = &[
     cmd("punsubscribe", -1, ANY_STATE | PUBSUB | NOSCRIPT, NO_KEYS, 0, pubsub::punsubscribe),
     cmd("ssubscribe", -2, ANY_STATE | PUBSUB | NOSCRIPT, &[every(NOT_KEY)], 0, pubsub::ssubscribe),
     cmd("sunsubscribe", -1, ANY_STATE | PUBSUB | NOSCRIPT, &[every(NOT_KEY)], 0, pubsub::sunsubscribe),
-    cmd("publish", 3, FAST | ANY_STATE | PUBSUB, NO_KEYS, 0, pubsub::publish),
-    cmd("spublish", 3, FAST | ANY_STATE | PUBSUB, &[first(NOT_KEY)], 0, pubsub::spublish),
+    cmd("publish", 3, FAST | ANY_STATE | PUBSUB | MAY_REPLICATE, NO_KEYS, 0, pubsub::publish),
+    cmd("spublish", 3, FAST | ANY_STATE | PUBSUB | MAY_REPLICATE, &[first(NOT_KEY)], 0, pubsub::spublish),
     cmd("pubsub", -2, 0, NO_KEYS, 0, pubsub::pubsub),
     cmd("cluster", -2, 0, NO_KEYS, 0, cluster::cluster),
     cmd("asking", 1, FAST, NO_KEYS, CONNECTION, cluster::not_a_cluster),
@@ -781,21 +786,62 @@ fn is_script_command(name: &[u8]) -> bool {
             .any(|script| script.as_bytes().eq_ignore_ascii_case(name))
 }
 
-/// Whether CLIENT PAUSE WRITE holds this request: a command that writes, or an EXEC
-/// whose queue holds one. Unknown commands are not held: they only get an error.
-pub fn writes(session: &Session, args: &[Vec<u8>]) -> bool {
-    let Some((_, cmd)) = lookup(&args[0]) else {
+/// Whether CLIENT PAUSE WRITE holds this request, as Redis decides it: a command that
+/// writes or may replicate, or an EXEC whose queue holds one. Requests refused at once
+/// (an unknown command, a wrong number of arguments) are not held: they only get an
+/// error.
+pub fn held_by_write_pause(server: &Server, session: &Session, args: &[Vec<u8>]) -> bool {
+    let Some((index, _)) = lookup(&args[0]) else {
         return false;
     };
-    if cmd.flags & WRITE != 0 {
-        return true;
+    let stat = stat_slot(index, args);
+    check_arity(index, stat, args).is_ok()
+        && flagged(server, session, index, stat, args, WRITE | MAY_REPLICATE)
+}
+
+/// Whether the request for the command at `index` (`stat` its subcommand's slot) has
+/// one of the flags `mask`, or, for EXEC, one of the commands queued has. A script or
+/// function that declared its flags is judged by them, as Redis judges it before it
+/// runs: it writes unless it declared `no-writes`, and may replicate only if it writes.
+fn flagged(
+    server: &Server,
+    session: &Session,
+    index: usize,
+    stat: usize,
+    args: &[Vec<u8>],
+    mask: u32,
+) -> bool {
+    let flags = match declared_script_flags(server, &TABLE[index], args) {
+        Some(declared) if declared.no_writes() => 0,
+        Some(_) => WRITE,
+        None => flags_and_keys(index, stat).0,
+    };
+    if flags & EXEC != 0 {
+        return session.multi.as_ref().is_some_and(|queue| {
+            queue.iter().any(|q| {
+                lookup(&q[0])
+                    .is_some_and(|(i, _)| flagged(server, session, i, stat_slot(i, q), q, mask))
+            })
+        });
     }
-    cmd.flags & EXEC != 0
-        && session.multi.as_ref().is_some_and(|queue| {
-            queue
-                .iter()
-                .any(|q| lookup(&q[0]).is_some_and(|(_, c)| c.flags & WRITE != 0))
-        })
+    flags & mask != 0
+}
+
+/// The flags the script or function that `args` (of `cmd`) runs declared: `None` if
+/// it declared none (a script without a `#!` line), if it is not known (an EVALSHA of
+/// a script not cached, an FCALL of no function), or if a running script holds the
+/// scripts (the command is then judged by its own flags rather than wait).
+fn declared_script_flags(server: &Server, cmd: &Command, args: &[Vec<u8>]) -> Option<ScriptFlags> {
+    let flags = match cmd.name {
+        "eval" | "eval_ro" => crate::scripting::declared_flags(&args[1])?,
+        "evalsha" | "evalsha_ro" => {
+            let sha = std::str::from_utf8(&args[1]).ok()?.to_ascii_lowercase();
+            server.try_scripts()?.get(&sha)?.flags
+        }
+        "fcall" | "fcall_ro" => server.try_scripts()?.libraries.function(&args[1])?.flags,
+        _ => return None,
+    };
+    flags.declared.then_some(flags)
 }
 
 /// Runs one request from a client. `args` is not empty.
@@ -962,7 +1008,7 @@ fn run(
             return refuse_command(server, session, cmd.flags, Frame::error(e));
         }
     }
-    if server.config.lacks_replicas() && writes(session, args) {
+    if server.config.lacks_replicas() && flagged(server, session, index, stat, args, WRITE) {
         server.command_stats.record_rejected(stat);
         let error = Frame::error(crate::server::NOREPLICAS);
         return refuse_command(server, session, cmd.flags, error);
@@ -1491,7 +1537,7 @@ pub(crate) fn execute_in_script(
         let reason = denied.short_reason();
         return rejected(&format!("ERR The user executing the script {reason}"));
     }
-    if read_only && flags & WRITE != 0 {
+    if read_only && flags & (WRITE | MAY_REPLICATE) != 0 {
         return rejected("ERR Write commands are not allowed from read-only scripts.");
     }
     if flags & WRITE != 0 && server.config.lacks_replicas() {

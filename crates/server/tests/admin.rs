@@ -980,6 +980,37 @@ fn client_pause_write_holds_what_may_replicate_and_keeps_keys_from_expiring() {
     );
 }
 
+/// The commands of what hotkv does not have, answered as a Redis without it answers:
+/// no modules, no replication, no art.
+#[test]
+fn module_replicaof_and_lolwut_answer_as_a_redis_without_them() {
+    let server = Server::start();
+    let mut c = server.client();
+    assert_eq!(
+        run::<Vec<String>>(&mut c, &["MODULE", "LIST"]),
+        Vec::<String>::new()
+    );
+    assert!(run_err(&mut c, &["MODULE", "LOAD", "/x.so"]).contains("enable-module-command"));
+    assert!(run_err(&mut c, &["MODULE", "UNLOAD", "x"]).contains("enable-module-command"));
+    run::<()>(&mut c, &["REPLICAOF", "NO", "ONE"]);
+    run::<()>(&mut c, &["SLAVEOF", "no", "one"]);
+    let refused = run_err(&mut c, &["REPLICAOF", "127.0.0.1", "6379"]);
+    assert!(refused.contains("does not replicate"), "{refused}");
+    assert_eq!(
+        run_err(&mut c, &["REPLICAOF", "127.0.0.1", "port"]),
+        "ERR Invalid master port"
+    );
+    let role: Vec<redis::Value> = run(&mut c, &["ROLE"]);
+    assert_eq!(role[0], redis::Value::BulkString(b"master".to_vec()));
+    for args in [&["LOLWUT"][..], &["LOLWUT", "VERSION", "5"]] {
+        let art: String = run(&mut c, args);
+        assert!(
+            art.starts_with("Redis ver. ") && art.ends_with('\n'),
+            "{art:?}"
+        );
+    }
+}
+
 #[test]
 fn slowlog_keeps_slow_requests_newest_first_with_passwords_redacted() {
     let server = Server::start();

@@ -334,6 +334,7 @@ const TIPS: &[(&str, &[&str])] = &[
     ("memory|malloc-stats", &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
     ("memory|purge", &["request_policy:all_shards", "response_policy:all_succeeded"]),
     ("memory|stats", &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
+    ("module|list", &["nondeterministic_output_order"]),
     ("slowlog|get", &["request_policy:all_nodes", "nondeterministic_output"]),
     ("slowlog|len", &["request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"]),
     ("slowlog|reset", &["request_policy:all_nodes", "response_policy:all_succeeded"]),

@@ -32,6 +32,7 @@ mod latency;
 mod lcs;
 mod lists;
 mod memory;
+mod module;
 mod monitor;
 mod object;
 mod pubsub;
@@ -687,6 +688,10 @@ const TABLE: &[Command] = &[
     cmd("bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, NO_KEYS, 0, server::bgsave),
     cmd("lastsave", 1, FAST | ANY_STATE, NO_KEYS, ADMIN_CATEGORY | DANGEROUS, server::lastsave),
     cmd("debug", -2, ADMIN | PROTECTED | ANY_STATE | NOSCRIPT, NO_KEYS, 0, server::debug),
+    cmd("module", -2, 0, NO_KEYS, 0, module::module),
+    cmd("replicaof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, NO_KEYS, 0, server::replicaof),
+    cmd("slaveof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, NO_KEYS, 0, server::replicaof),
+    cmd("lolwut", -1, R | FAST, NO_KEYS, 0, server::lolwut),
     cmd("wait", 3, NOSCRIPT, NO_KEYS, CONNECTION, server::wait),
     cmd("monitor", 1, ADMIN | ANY_STATE | NOSCRIPT, NO_KEYS, 0, monitor::monitor),
     cmd("hotkeys", -1, READONLY, NO_KEYS, KEYSPACE, hotkeys::hotkeys),
@@ -902,7 +907,7 @@ fn run(
             Frame::error("NOAUTH Authentication required."),
         );
     }
-    if cmd.flags & PROTECTED != 0 {
+    if flags_and_keys(index, stat).0 & PROTECTED != 0 {
         server.command_stats.record_rejected(stat);
         return refuse_command(
             server,
@@ -1345,6 +1350,13 @@ const SUBCOMMANDS: &[(&str, &[Subcommand])] = &[
         sub("LOAD", -3, WRITE | DENYOOM | NOSCRIPT, NO_KEYS, SCRIPTING),
         sub("RESTORE", -3, WRITE | DENYOOM | NOSCRIPT, NO_KEYS, SCRIPTING),
         sub("STATS", 2, NOSCRIPT | ALLOW_BUSY, NO_KEYS, SCRIPTING),
+    ]),
+    ("module", &[
+        sub("HELP", 2, ANY_STATE, NO_KEYS, 0),
+        sub("LIST", 2, ADMIN | NOSCRIPT, NO_KEYS, 0),
+        sub("LOAD", -3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | PROTECTED, NO_KEYS, 0),
+        sub("LOADEX", -3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | PROTECTED, NO_KEYS, 0),
+        sub("UNLOAD", 3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | PROTECTED, NO_KEYS, 0),
     ]),
     ("slowlog", &[
         sub("GET", -2, ADMIN | ANY_STATE, NO_KEYS, 0),

@@ -127,6 +127,37 @@ pub(crate) fn protected_refusal(name: &str) -> Frame {
     ))
 }
 
+/// `REPLICAOF NO ONE` (and the old SLAVEOF): hotkv is a master already, so nothing
+/// changes. It does not replicate, so `REPLICAOF host port` is refused, after the port
+/// is checked as Redis checks it.
+pub fn replicaof(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    if args[1].eq_ignore_ascii_case(b"no") && args[2].eq_ignore_ascii_case(b"one") {
+        return ok();
+    }
+    match parse_integer(&args[2]) {
+        Some(0..=65535) => error(
+            "ERR hotkv does not replicate: it cannot become a replica, only REPLICAOF NO ONE \
+             is accepted",
+        ),
+        _ => error("ERR Invalid master port"),
+    }
+}
+
+/// `LOLWUT [VERSION version]`: Redis draws computer art for its versions 5 and 6 and
+/// otherwise gives its version line alone; hotkv draws none, so the line is the reply.
+pub fn lolwut(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    if args.len() >= 3
+        && args[1].eq_ignore_ascii_case(b"version")
+        && parse_integer(&args[2]).is_none()
+    {
+        return error(super::NOT_AN_INTEGER);
+    }
+    reply(Frame::Verbatim {
+        format: *b"txt",
+        text: format!("Redis ver. {}\n", crate::REDIS_VERSION).into_bytes(),
+    })
+}
+
 /// Never runs: [`super::execute`] refuses protected commands first.
 pub fn debug(_: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     reply(protected_refusal("debug"))

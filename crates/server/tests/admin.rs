@@ -873,7 +873,10 @@ fn client_pause_write_holds_what_may_replicate_and_keeps_keys_from_expiring() {
     use std::io::Write;
     let server = Server::start();
     let mut admin = server.client();
-    run::<()>(&mut admin, &["SET", "doomed", "v", "PX", "300"]);
+    // Its deadline passes during the pause, with time to spare before it for a slow
+    // machine to get the pause on.
+    run::<()>(&mut admin, &["SET", "doomed", "v", "PX", "1500"]);
+    let doomed_at = std::time::Instant::now() + Duration::from_millis(1600);
     run::<i64>(&mut admin, &["PFADD", "hll", "a"]);
     let expired =
         |c: &mut redis::Connection| -> u64 { info_field(c, "expired_keys").parse().unwrap() };
@@ -948,7 +951,7 @@ fn client_pause_write_holds_what_may_replicate_and_keeps_keys_from_expiring() {
     }
     assert_script(&mut reader, &[(b"EXEC\r\n", b"*1\r\n$-1\r\n")]);
     // The key's deadline passes: it reads as missing but is not expired yet.
-    std::thread::sleep(Duration::from_millis(400));
+    std::thread::sleep(doomed_at.saturating_duration_since(std::time::Instant::now()));
     assert_eq!(run::<Option<String>>(&mut admin, &["GET", "doomed"]), None);
     assert_eq!(expired(&mut admin), expired_before);
     run::<()>(&mut admin, &["CLIENT", "UNPAUSE"]);

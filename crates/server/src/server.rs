@@ -193,23 +193,26 @@ impl Server {
 
     /// The scripts, for as long as the guard lives.
     pub fn scripts(&self) -> ScriptsGuard<'_> {
-        ScriptsGuard {
-            scripts: self.scripts.lock().unwrap_or_else(|e| e.into_inner()),
-            counts: &self.script_counts,
-        }
+        self.scripts_guard(self.scripts.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// The scripts, if no one holds them (a running script does).
     pub fn try_scripts(&self) -> Option<ScriptsGuard<'_>> {
-        let scripts = match self.scripts.try_lock() {
-            Ok(scripts) => scripts,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
-        Some(ScriptsGuard {
+        match self.scripts.try_lock() {
+            Ok(scripts) => Some(self.scripts_guard(scripts)),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(self.scripts_guard(e.into_inner())),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
+    fn scripts_guard<'a>(
+        &'a self,
+        scripts: std::sync::MutexGuard<'a, crate::scripting::Scripts>,
+    ) -> ScriptsGuard<'a> {
+        ScriptsGuard {
             scripts,
             counts: &self.script_counts,
-        })
+        }
     }
 
     /// Cached scripts, functions, libraries, and the bytes Lua holds, as of the last

@@ -898,6 +898,8 @@ fn run(
         server.command_stats.record_rejected(stat);
         return refuse_command(server, session, cmd.flags, e);
     }
+    // The subcommand's flags where it has its own (FUNCTION LOAD writes, LIST does not).
+    let flags = flags_and_keys(index, stat).0;
     if !session.authenticated && cmd.flags & NO_AUTH == 0 && server.users.auth_required() {
         server.command_stats.record_rejected(stat);
         return refuse_command(
@@ -907,7 +909,7 @@ fn run(
             Frame::error("NOAUTH Authentication required."),
         );
     }
-    if flags_and_keys(index, stat).0 & PROTECTED != 0 {
+    if flags & PROTECTED != 0 {
         server.command_stats.record_rejected(stat);
         return refuse_command(
             server,
@@ -947,7 +949,7 @@ fn run(
     // gate (the script holds it); the rest are refused, queued ones too, which dooms
     // the transaction.
     let busy = server.running_script.is_busy();
-    if busy && flags_and_keys(index, stat).0 & ALLOW_BUSY == 0 {
+    if busy && flags & ALLOW_BUSY == 0 {
         if session.woken {
             // A blocked command woken by the script's writes waits it out: Redis
             // serves blocked clients only once the script has ended.
@@ -1005,7 +1007,7 @@ fn run(
             .as_ref()
             .is_some_and(|queue| queue.iter().any(|queued| may_grow_data(queued)))
     } else {
-        flags_and_keys(index, stat).0 & DENYOOM != 0
+        flags & DENYOOM != 0
     };
     if may_grow {
         if let Err(e) = server.make_room() {

@@ -1397,7 +1397,9 @@ mod tests {
     fn a_split_collection_is_typed_and_refused_without_reading_its_nodes() {
         let db = Db::default();
         let element = vec![b'e'; 100];
-        for _ in 0..1000 {
+        // A dozen nodes: few enough for a table inline, so that every id it names is a
+        // node's (a paged table's pages are read to release its nodes).
+        for _ in 0..500 {
             let pushed = db.edit_list(b"list", |l| {
                 l.push(End::Right, std::iter::once(element.as_slice()))
             });

@@ -6,6 +6,7 @@
 //!          bit 1: raw (see `Entry::raw`; strings, hashes, sets and sorted sets)
 //!          bits 2-4: the type: 0 string, 1 list, 2 hash, 3 set, 4 sorted set, 5 stream
 //!          bit 5: the payload is a node table (see `nodes.rs`)
+//!          bit 6: a list's node table begins with its ends (see `list_nodes.rs`)
 //!          the other bits are 0
 //! ```
 //!
@@ -19,6 +20,7 @@ const RAW: u8 = 2;
 const KIND_SHIFT: u8 = 2;
 const KIND_MASK: u8 = 0b111 << KIND_SHIFT;
 const NODE_TABLE: u8 = 1 << 5;
+const LIST_ENDS: u8 = 1 << 6;
 
 /// A key's type, as TYPE names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,6 +170,19 @@ impl Entry {
         out
     }
 
+    /// The stored bytes of a long list: its ends and node table (`list_nodes.rs`).
+    pub fn encode_list_table(payload: Vec<u8>, deadline: Option<u64>) -> Vec<u8> {
+        let mut out = Self::encode_node_table(Kind::List, payload, deadline, false);
+        *out.last_mut().expect("a tag") |= LIST_ENDS;
+        out
+    }
+
+    /// Whether `stored`, a list's node table, begins with its ends: tables written
+    /// before ends existed, and by a split of a whole list, do not.
+    pub fn stored_has_list_ends(stored: &[u8]) -> bool {
+        stored.last().is_some_and(|&tag| tag & LIST_ENDS != 0)
+    }
+
     /// Whether `stored` holds a node table (see `nodes.rs`) rather than the value.
     pub fn stored_is_node_table(stored: &[u8]) -> bool {
         stored.last().is_some_and(|&tag| tag & NODE_TABLE != 0)
@@ -258,9 +273,10 @@ impl Entry {
             return Err("a stored value is empty, which hotkv-server does not write".into());
         };
         let kind = Kind::of_tag(tag);
-        let known = tag & !(HAS_DEADLINE | RAW | KIND_MASK | NODE_TABLE) == 0
+        let known = tag & !(HAS_DEADLINE | RAW | KIND_MASK | NODE_TABLE | LIST_ENDS) == 0
             && kind.is_some()
             && (tag & RAW == 0 || kind != Some(Kind::List))
+            && (tag & LIST_ENDS == 0 || (tag & NODE_TABLE != 0 && kind == Some(Kind::List)))
             && (tag & NODE_TABLE == 0
                 || matches!(kind, Some(Kind::List | Kind::Stream))
                 || (tag & RAW != 0 && matches!(kind, Some(Kind::Hash | Kind::Set | Kind::ZSet))));
@@ -349,6 +365,8 @@ mod tests {
             b"abc\x18",
             b"abc\x22",
             b"abc\x40",
+            b"abc\x60",
+            b"abc\x6c",
         ] {
             assert!(Entry::check(bad).is_err(), "{bad:?}");
         }
@@ -356,6 +374,13 @@ mod tests {
             Entry::check(&Entry::encode(b"v", Some(7), true)),
             Ok(Some(7))
         );
+        let list = Entry::encode_list_table(b"ends and table".to_vec(), Some(9));
+        assert_eq!(Entry::check(&list), Ok(Some(9)));
+        assert!(Entry::stored_has_list_ends(&list) && Entry::stored_is_node_table(&list));
+        assert_eq!(Entry::stored_kind(&list), Kind::List);
+        let changed = Entry::stored_with_deadline(&list, None);
+        assert!(Entry::stored_has_list_ends(&changed));
+        assert_eq!(Entry::stored_payload(&changed), b"ends and table");
         // What stores held before the raw bit: tags 0 and 1.
         assert_eq!(Entry::check(b"v\x00"), Ok(None));
     }

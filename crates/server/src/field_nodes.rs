@@ -49,6 +49,7 @@ const LAYOUT: Layout<RECORD> = Layout {
     count_at: 16,
     bytes_at: 20,
     names_nodes: true,
+    inline_records: table_pages::PAGE_RECORDS as u16,
 };
 
 /// The packed size past which a hash or set in Redis's large encoding is split, and up

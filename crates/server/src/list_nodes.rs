@@ -1,9 +1,14 @@
-//! Long lists split into nodes in order, so that a push or a pop copies one node of
-//! at most [`NODE_BYTES`] and a page of the node table rather than the whole list
-//! (Redis's quicklist splits its lists the same way, for the same reason). How nodes
-//! are stored and released, and why readers need no lock, is in `nodes.rs`.
+//! Long lists split into nodes in order, so that a write copies the nodes it changes
+//! and a page of the node table rather than the whole list (Redis's quicklist splits
+//! its lists the same way, for the same reason). How nodes are stored and released,
+//! and why readers need no lock, is in `nodes.rs`.
 //!
 //! ```text
+//! root       = ends | node table        (the entry's list-ends bit, `entry.rs`)
+//!            | node table               (written before ends, or by a split of a whole list)
+//! ends       = popped left (u32 LE) | popped right (u32 LE)
+//!              | pushed left size (u32 LE) | pushed right size (u32 LE)
+//!              | pushed left (packed, or no bytes) | pushed right (packed, or no bytes)
 //! node table = a table of records (`table_pages.rs`, inline or in pages), head first
 //! record     = id (u64 LE) | count (u32 LE) | bytes (u32 LE: its packed size)
 //! ```
@@ -12,6 +17,19 @@
 //! packed form passes [`NODE_BYTES`] is split; one left with a single node is stored
 //! whole again. Tables written before pages (`count u32 | record*`) are the inline
 //! form and read unchanged.
+//!
+//! The ends are why a push or a pop at an end writes the root alone most of the time:
+//! a node rewritten for each push (up to 4 KB, and its page of the table, up to 2 KB)
+//! made a queue on the engine log 3.3 KB per LPUSH of a 3-byte value. Elements pushed
+//! at an end wait in the root, packed, until they pass [`END_BYTES`]; then they go
+//! into the end node if they fit beside it, or into nodes of their own. A pop takes the
+//! waiting elements first, then the end node's, counting them popped in the root; the
+//! node is dropped from the table when the last of its elements is popped. So the
+//! list is the left end's pushed elements, the first node but its popped ones, the
+//! nodes between, the last node but its popped ones, the right end's pushed elements;
+//! the table's count is its nodes' (popped elements included).
+
+use std::borrow::Cow;
 
 use engine::Result;
 
@@ -27,14 +45,123 @@ type Records<'a> = table_pages::Records<'a, RECORD>;
 
 /// How a list's records lie. They are in list order, not in order of a key: nothing
 /// partitions them, and the key a page's entry in the root holds (the id of its first
-/// node) is never read.
+/// node) is never read. Few are kept inline: most pushes and pops write the root alone
+/// (see [`END_BYTES`]), so what it holds beside the ends is written with each of them;
+/// a page of the table only when a node changes.
 const LAYOUT: Layout<RECORD> = Layout {
     key_at: 0,
     id_at: 0,
     count_at: 8,
     bytes_at: 12,
     names_nodes: true,
+    inline_records: 16,
 };
+
+/// Bytes of elements (packed, with its count) an end of a split list holds in the root
+/// before they go into a node. Per push, a store writes the root (this much at most
+/// beside the table's root) and, once every this many bytes, a node and a page: with
+/// ~6 KB for the node and page, a push of a short element writes least near 512.
+const END_BYTES: usize = 512;
+
+const ENDS_HEADER: usize = 16;
+
+/// What a split list's root holds beside its node table (see the top of this file).
+#[derive(Clone, Debug, Default)]
+struct Ends<'a> {
+    /// Elements pushed at the left and at the right and not yet in a node: packed, in
+    /// list order; no bytes when there are none.
+    pushed: [Cow<'a, [u8]>; 2],
+    /// Elements of the first node and of the last popped already: fewer than the
+    /// node's.
+    popped: [usize; 2],
+}
+
+fn side(end: End) -> usize {
+    match end {
+        End::Left => 0,
+        End::Right => 1,
+    }
+}
+
+impl<'a> Ends<'a> {
+    /// The ends and the node table of `stored`, a split list's root.
+    fn of(stored: &'a [u8]) -> (Ends<'a>, &'a [u8]) {
+        let payload = Entry::stored_payload(stored);
+        if !Entry::stored_has_list_ends(stored) {
+            return (Ends::default(), payload);
+        }
+        let word = |i: usize| {
+            u32::from_le_bytes(payload[4 * i..4 * i + 4].try_into().expect("4 bytes")) as usize
+        };
+        let left_end = ENDS_HEADER + word(2);
+        let table_at = left_end + word(3);
+        assert!(table_at <= payload.len(), "a list's ends past its root");
+        let ends = Ends {
+            pushed: [
+                Cow::Borrowed(&payload[ENDS_HEADER..left_end]),
+                Cow::Borrowed(&payload[left_end..table_at]),
+            ],
+            popped: [word(0), word(1)],
+        };
+        (ends, &payload[table_at..])
+    }
+
+    /// The root's payload: these ends, then `table`.
+    fn encode(&self, table: &[u8]) -> Vec<u8> {
+        let pushed: usize = self.pushed.iter().map(|p| p.len()).sum();
+        let mut out = Vec::with_capacity(ENDS_HEADER + pushed + table.len() + 9);
+        let words = [
+            self.popped[0],
+            self.popped[1],
+            self.pushed[0].len(),
+            self.pushed[1].len(),
+        ];
+        for w in words {
+            out.extend_from_slice(&u32::try_from(w).expect("bounded by a node").to_le_bytes());
+        }
+        out.extend_from_slice(&self.pushed[0]);
+        out.extend_from_slice(&self.pushed[1]);
+        out.extend_from_slice(table);
+        out
+    }
+
+    /// The elements of a list whose table counts `in_table`.
+    fn len(&self, in_table: usize) -> usize {
+        in_table - self.popped[0] - self.popped[1]
+            + packed::count(&self.pushed[0])
+            + packed::count(&self.pushed[1])
+    }
+
+    fn into_owned(self) -> Ends<'static> {
+        let [left, right] = self.pushed;
+        Ends {
+            pushed: [
+                Cow::Owned(left.into_owned()),
+                Cow::Owned(right.into_owned()),
+            ],
+            popped: self.popped,
+        }
+    }
+}
+
+/// The packed elements of `node` but its first `front` and last `back`, and how many.
+fn body_without(node: &[u8], front: usize, back: usize) -> (&[u8], usize) {
+    let kept = packed::count(node) - front - back;
+    let mut elements = packed::elements(node);
+    elements.by_ref().take(front).for_each(drop);
+    let start = elements.remaining_bytes();
+    elements.by_ref().take(kept).for_each(drop);
+    let end = elements.remaining_bytes();
+    (&start[..start.len() - end.len()], kept)
+}
+
+/// The packed elements of `packed` and how many, for [`Builder::push_packed`].
+fn body(packed: &[u8]) -> (&[u8], usize) {
+    (
+        packed::elements(packed).remaining_bytes(),
+        packed::count(packed),
+    )
+}
 
 /// One end of a list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,18 +196,35 @@ impl NodeRef {
     }
 }
 
-/// The table of a stored list, if it is one.
-fn table_of<'a>(nodes: &'a dyn NodeStore, stored: &'a [u8]) -> Option<Records<'a>> {
-    Entry::stored_is_node_table(stored)
-        .then(|| Records::new(nodes, LAYOUT, Entry::stored_payload(stored)))
+/// The ends and table of a stored list, if it is split.
+fn split_of<'a>(nodes: &'a dyn NodeStore, stored: &'a [u8]) -> Option<(Ends<'a>, Records<'a>)> {
+    Entry::stored_is_node_table(stored).then(|| {
+        let (ends, table) = Ends::of(stored);
+        (ends, Records::new(nodes, LAYOUT, table))
+    })
+}
+
+/// The node table of a split list's root `stored`, without its ends.
+fn table_bytes(stored: &[u8]) -> &[u8] {
+    Ends::of(stored).1
 }
 
 /// The invariants every stored table keeps: O(records), so checked in full by debug
-/// builds only; every build checks that a table has two nodes at least, and
-/// [`NodeRef::record`] that no node is empty.
-fn check(table: &Records) -> Result<()> {
+/// builds only; every build checks that a table has two nodes at least, that its ends
+/// are within their bounds, and [`NodeRef::record`] that no node is empty.
+fn check(table: &Records, ends: &Ends) -> Result<()> {
     assert!(table.len() >= 2, "a table of one node is stored whole");
+    assert!(
+        ends.pushed.iter().all(|p| p.len() <= END_BYTES),
+        "an end holds more than END_BYTES"
+    );
     if cfg!(debug_assertions) {
+        for (at, popped) in [(0, ends.popped[0]), (table.len() - 1, ends.popped[1])] {
+            assert!(
+                popped < LAYOUT.count(&table.get(at)?) as usize,
+                "an end node popped whole is dropped"
+            );
+        }
         let records = table.all()?;
         assert!(
             records.iter().all(|r| LAYOUT.count(r) >= 1),
@@ -95,14 +239,15 @@ fn check(table: &Records) -> Result<()> {
     Ok(())
 }
 
-/// The pages and nodes the stored table `table` names, each its id and stored size.
-pub fn nodes(nodes: &dyn NodeStore, table: &[u8]) -> Result<Vec<(u64, usize)>> {
-    table_pages::nodes(nodes, LAYOUT, table)
+/// The pages and nodes the split list stored as `stored` names, each its id and stored
+/// size.
+pub fn nodes(nodes: &dyn NodeStore, stored: &[u8]) -> Result<Vec<(u64, usize)>> {
+    table_pages::nodes(nodes, LAYOUT, table_bytes(stored))
 }
 
-/// The pages and nodes the stored table `old` names and `new` does not.
+/// The pages and nodes the split list stored as `old` names and `new` does not.
 pub fn dropped(nodes: &dyn NodeStore, old: &[u8], new: &[u8]) -> Result<Vec<u64>> {
-    table_pages::dropped(nodes, LAYOUT, old, new)
+    table_pages::dropped(nodes, LAYOUT, table_bytes(old), table_bytes(new))
 }
 
 fn node_ref(id: u64, packed: &[u8]) -> NodeRef {
@@ -151,26 +296,32 @@ fn split(nodes: &dyn NodeStore, packed: &[u8]) -> Vec<NodeRef> {
     written
 }
 
-/// The whole packed list whose node table is `table`. The caller read the table
+/// The whole packed list the split list stored as `stored` holds. The caller read it
 /// pinned (memory) or holds the key's lock (engine).
-pub fn expand(nodes: &dyn NodeStore, table: &[u8]) -> Result<Vec<u8>> {
+pub fn expand(nodes: &dyn NodeStore, stored: &[u8]) -> Result<Vec<u8>> {
+    let (ends, table) = Ends::of(stored);
     let table = Records::new(nodes, LAYOUT, table);
     let refs: Vec<NodeRef> = table.all()?.iter().map(|r| NodeRef::of(r)).collect();
+    let pushed: usize = ends.pushed.iter().map(|p| p.len()).sum();
     let bytes: usize = refs.iter().map(|n| n.bytes as usize).sum();
-    let mut b = Builder::with_capacity(bytes);
-    for node in &refs {
+    let mut b = Builder::with_capacity(bytes + pushed);
+    let (left, count) = body(&ends.pushed[0]);
+    b.push_packed(left, count);
+    let last = refs.len() - 1;
+    let mut in_nodes = 0;
+    for (at, node) in refs.iter().enumerate() {
         let packed = nodes.read(node.id)?;
-        b.push_packed(
-            packed::elements(&packed).remaining_bytes(),
-            node.count as usize,
-        );
+        in_nodes += packed::count(&packed);
+        let front = if at == 0 { ends.popped[0] } else { 0 };
+        let back = if at == last { ends.popped[1] } else { 0 };
+        let (elements, count) = body_without(&packed, front, back);
+        b.push_packed(elements, count);
     }
+    let (right, count) = body(&ends.pushed[1]);
+    b.push_packed(right, count);
     let list = b.finish();
-    assert_eq!(
-        packed::count(&list),
-        table.count(),
-        "a table's count is its nodes'"
-    );
+    assert_eq!(in_nodes, table.count(), "a table's count is its nodes'");
+    assert_eq!(packed::count(&list), ends.len(table.count()));
     Ok(list)
 }
 
@@ -192,6 +343,40 @@ fn range(nodes: &dyn NodeStore, table: &Records, from: usize, to: usize) -> Resu
         at += 1;
         skip = 0;
     }
+    Ok(out)
+}
+
+/// Elements `from..=to` of the split list of `ends` and `table`: those pushed at the
+/// left, those in nodes but the popped (see [`range`]), those pushed at the right.
+fn range_with_ends(
+    nodes: &dyn NodeStore,
+    table: &Records,
+    ends: &Ends,
+    from: usize,
+    to: usize,
+) -> Result<Vec<Vec<u8>>> {
+    let mut out = Vec::with_capacity(to + 1 - from);
+    let left = packed::count(&ends.pushed[0]);
+    let middle = table.count() - ends.popped[0] - ends.popped[1];
+    let take = |packed: &[u8], start: usize, out: &mut Vec<Vec<u8>>| {
+        // This part holds the list's elements `start..start + count`.
+        let count = packed::count(packed);
+        if count == 0 {
+            return;
+        }
+        let (a, b) = (from.max(start), to.min(start + count - 1));
+        if a <= b {
+            let part = packed::elements(packed).skip(a - start).take(b + 1 - a);
+            out.extend(part.map(<[u8]>::to_vec));
+        }
+    };
+    take(&ends.pushed[0], 0, &mut out);
+    let (a, b) = (from.max(left), to.min(left + middle - 1));
+    if a <= b {
+        let shift = ends.popped[0];
+        out.extend(range(nodes, table, a - left + shift, b - left + shift)?);
+    }
+    take(&ends.pushed[1], left + middle, &mut out);
     Ok(out)
 }
 
@@ -250,11 +435,66 @@ fn popped(list: &[u8], end: End, n: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
     (b.finish(), out)
 }
 
+/// Where `table`'s node at `end` is.
+fn edge_at(table: &Records, end: End) -> usize {
+    match end {
+        End::Left => 0,
+        End::Right => table.len() - 1,
+    }
+}
+
+/// `take` elements of the packed `node` at `end`, after the `gone` already popped
+/// there, in the order popped.
+fn taken(node: &[u8], end: End, gone: usize, take: usize) -> Vec<Vec<u8>> {
+    let count = packed::count(node);
+    let at = match end {
+        End::Left => gone,
+        End::Right => count - gone - take,
+    };
+    let mut out: Vec<Vec<u8>> = packed::elements(node)
+        .skip(at)
+        .take(take)
+        .map(<[u8]>::to_vec)
+        .collect();
+    if end == End::Right {
+        out.reverse();
+    }
+    out
+}
+
+/// The elements of the packed `node` next to the `gone` popped at its `end`, packed in
+/// list order, as many as [`END_BYTES`] holds, and how many.
+fn next_elements(node: &[u8], end: End, gone: usize) -> (Vec<u8>, usize) {
+    let rest = packed::count(node) - gone;
+    let elements = packed::elements(node);
+    let fits = |picked: &mut dyn Iterator<Item = &[u8]>| {
+        let mut bytes = packed::HEADER;
+        picked
+            .take_while(|e| {
+                bytes += element_size(e);
+                bytes <= END_BYTES
+            })
+            .count()
+    };
+    let (from, count) = match end {
+        End::Left => (gone, fits(&mut elements.clone().skip(gone))),
+        End::Right => {
+            let kept: Vec<&[u8]> = elements.clone().take(rest).collect();
+            let count = fits(&mut kept.into_iter().rev());
+            (rest - count, count)
+        }
+    };
+    if count == 0 {
+        return (Vec::new(), 0);
+    }
+    (packed::pack(elements.skip(from).take(count)), count)
+}
+
 /// A list as a write finds it and leaves it.
 enum Shape<'a> {
     Missing,
     Packed(Vec<u8>),
-    Split(Records<'a>),
+    Split(Records<'a>, Box<Ends<'static>>),
 }
 
 /// A list being changed by one write (see `Db::edit_list`): pushes and pops at its
@@ -276,11 +516,13 @@ impl<'a> ListEditor<'a> {
     pub fn new(nodes: &'a dyn NodeStore, stored: Option<&[u8]>) -> Self {
         let shape = match stored {
             None => Shape::Missing,
-            Some(s) if Entry::stored_is_node_table(s) => Shape::Split(Records::new(
-                nodes,
-                LAYOUT,
-                Entry::stored_payload(s).to_vec(),
-            )),
+            Some(s) if Entry::stored_is_node_table(s) => {
+                let (ends, table) = Ends::of(s);
+                Shape::Split(
+                    Records::new(nodes, LAYOUT, table.to_vec()),
+                    Box::new(ends.into_owned()),
+                )
+            }
             Some(s) => Shape::Packed(Entry::stored_payload(s).to_vec()),
         };
         ListEditor {
@@ -296,7 +538,7 @@ impl<'a> ListEditor<'a> {
         match &self.shape {
             Shape::Missing => 0,
             Shape::Packed(p) => packed::count(p),
-            Shape::Split(t) => t.count(),
+            Shape::Split(t, ends) => ends.len(t.count()),
         }
     }
 
@@ -317,37 +559,17 @@ impl<'a> ListEditor<'a> {
         match std::mem::replace(&mut self.shape, Shape::Missing) {
             Shape::Missing => self.shape = self.packed(pushed(None, end, items)),
             Shape::Packed(p) => self.shape = self.packed(pushed(Some(&p), end, items)),
-            Shape::Split(mut table) => {
-                let count = table.count();
-                let at = match end {
-                    End::Left => 0,
-                    End::Right => table.len() - 1,
-                };
-                let bytes: usize = items.clone().map(element_size).sum();
-                let edge = nodes::noted(&mut self.failed, table.get(at));
-                match edge.map(|r| NodeRef::of(&r)) {
-                    // The edit failed; it writes nothing.
-                    None => {}
-                    Some(edge) if edge.bytes as usize + bytes <= NODE_BYTES => {
-                        if let Some(old) = self.read(edge) {
-                            let new = self.write(&pushed(Some(&old), end, items));
-                            self.drop_node(edge.id);
-                            self.splice(&mut table, at..at + 1, &[new.record()]);
-                        }
-                    }
-                    Some(_) => {
-                        let new = split(self.nodes, &pushed(None, end, items));
-                        self.fresh.extend(new.iter().map(|n| n.id));
-                        let records: Vec<Record> = new.iter().map(NodeRef::record).collect();
-                        let at = match end {
-                            End::Left => 0,
-                            End::Right => table.len(),
-                        };
-                        self.splice(&mut table, at..at, &records);
-                    }
+            Shape::Split(mut table, mut ends) => {
+                let s = side(end);
+                let grown = pushed(Some(&ends.pushed[s]), end, items);
+                if grown.len() <= END_BYTES {
+                    ends.pushed[s] = Cow::Owned(grown);
+                } else {
+                    ends.pushed[s] = Cow::Owned(Vec::new());
+                    // If it fails, the edit writes nothing.
+                    let _ = self.flush(&mut table, &mut ends, end, &grown);
                 }
-                table.set_count(count + added);
-                self.shape = Shape::Split(table);
+                self.shape = Shape::Split(table, ends);
             }
         }
     }
@@ -367,43 +589,136 @@ impl<'a> ListEditor<'a> {
                 }
                 out
             }
-            Shape::Split(mut table) => {
-                let count = table.count();
-                let mut out = Vec::with_capacity(n.min(count));
-                while out.len() < n && table.len() > 0 {
-                    let at = match end {
-                        End::Left => 0,
-                        End::Right => table.len() - 1,
+            Shape::Split(mut table, mut ends) => {
+                let s = side(end);
+                let (rest, mut out) = popped(&ends.pushed[s], end, n);
+                if !out.is_empty() {
+                    let rest = if packed::count(&rest) == 0 {
+                        Vec::new()
+                    } else {
+                        rest
                     };
+                    ends.pushed[s] = Cow::Owned(rest);
+                }
+                while out.len() < n && table.len() >= 2 {
+                    let at = edge_at(&table, end);
                     let Some((edge, node)) = self.edge(&table, at) else {
                         return Vec::new();
                     };
-                    let (rest, taken) = popped(&node, end, n - out.len());
-                    out.extend(taken);
+                    let gone = ends.popped[s];
+                    let take = (edge.count as usize - gone).min(n - out.len());
+                    out.extend(taken(&node, end, gone, take));
+                    // The elements next to those popped move into the root, so that
+                    // the next pops need not read the node.
+                    let (moved, count) = next_elements(&node, end, gone + take);
+                    if count > 0 {
+                        ends.pushed[s] = Cow::Owned(moved);
+                    }
+                    let gone = gone + take + count;
+                    if gone < edge.count as usize {
+                        ends.popped[s] = gone;
+                        continue;
+                    }
                     self.drop_node(edge.id);
-                    let records = match packed::count(&rest) {
-                        0 => Vec::new(),
-                        _ => vec![self.write(&rest).record()],
-                    };
-                    if self.splice(&mut table, at..at + 1, &records).is_none() {
+                    if self.splice(&mut table, at..at + 1, &[]).is_none() {
                         return Vec::new();
                     }
+                    table.set_count(table.count() - edge.count as usize);
+                    ends.popped[s] = 0;
                 }
-                table.set_count(count - out.len());
-                self.shape = match table.len() {
+                if table.len() >= 2 {
+                    self.shape = Shape::Split(table, ends);
+                    return out;
+                }
+                // A node or none left: the list is whole again (stored whole even if
+                // its ends make it long, as a node is; the next push splits it).
+                let Some(whole) = self.whole(&table, &ends) else {
+                    return Vec::new();
+                };
+                let (rest, taken) = popped(&whole, end, n - out.len());
+                out.extend(taken);
+                self.shape = match packed::count(&rest) {
                     0 => Shape::Missing,
-                    1 => {
-                        let Some((last, whole)) = self.edge(&table, 0) else {
-                            return Vec::new();
-                        };
-                        self.drop_node(last.id);
-                        Shape::Packed(whole)
-                    }
-                    _ => Shape::Split(table),
+                    _ => Shape::Packed(rest),
                 };
                 out
             }
         }
+    }
+
+    /// Moves `elements` (packed, in list order), pushed at `end` and not yet in a node,
+    /// into the end node if they fit beside what is left of it, else into nodes of
+    /// their own beyond it; `None` if a node or page could not be read.
+    fn flush(
+        &mut self,
+        table: &mut Records,
+        ends: &mut Ends,
+        end: End,
+        elements: &[u8],
+    ) -> Option<()> {
+        let s = side(end);
+        let at = edge_at(table, end);
+        let (edge, node) = self.edge(table, at)?;
+        let gone = std::mem::take(&mut ends.popped[s]);
+        let (front, back) = match end {
+            End::Left => (gone, 0),
+            End::Right => (0, gone),
+        };
+        let (kept, kept_count) = body_without(&node, front, back);
+        let (added, added_count) = body(elements);
+        let count = table.count() - gone + added_count;
+        if kept.len() + added.len() <= NODE_BYTES {
+            let mut b = Builder::with_capacity(kept.len() + added.len());
+            match end {
+                End::Left => {
+                    b.push_packed(added, added_count);
+                    b.push_packed(kept, kept_count);
+                }
+                End::Right => {
+                    b.push_packed(kept, kept_count);
+                    b.push_packed(added, added_count);
+                }
+            }
+            let new = self.write(&b.finish());
+            self.drop_node(edge.id);
+            self.splice(table, at..at + 1, &[new.record()])?;
+        } else {
+            if gone > 0 {
+                let mut b = Builder::with_capacity(kept.len());
+                b.push_packed(kept, kept_count);
+                let new = self.write(&b.finish());
+                self.drop_node(edge.id);
+                self.splice(table, at..at + 1, &[new.record()])?;
+            }
+            let new = split(self.nodes, elements);
+            self.fresh.extend(new.iter().map(|n| n.id));
+            let records: Vec<Record> = new.iter().map(NodeRef::record).collect();
+            let at = match end {
+                End::Left => 0,
+                End::Right => table.len(),
+            };
+            self.splice(table, at..at, &records)?;
+        }
+        table.set_count(count);
+        Some(())
+    }
+
+    /// The list as one packed value, from its ends and a table of one node or none;
+    /// `None` if the node could not be read.
+    fn whole(&mut self, table: &Records, ends: &Ends) -> Option<Vec<u8>> {
+        assert!(table.len() <= 1);
+        let mut b = Builder::with_capacity(END_BYTES * 2 + NODE_BYTES);
+        let (left, count) = body(&ends.pushed[0]);
+        b.push_packed(left, count);
+        if table.len() == 1 {
+            let (last, node) = self.edge(table, 0)?;
+            self.drop_node(last.id);
+            let (kept, count) = body_without(&node, ends.popped[0], ends.popped[1]);
+            b.push_packed(kept, count);
+        }
+        let (right, count) = body(&ends.pushed[1]);
+        b.push_packed(right, count);
+        Some(b.finish())
     }
 
     /// A packed list as stores keep it: split if long.
@@ -414,12 +729,8 @@ impl<'a> ListEditor<'a> {
         let refs = split(self.nodes, &list);
         self.fresh.extend(refs.iter().map(|n| n.id));
         let records: Vec<Record> = refs.iter().map(NodeRef::record).collect();
-        Shape::Split(Records::of(
-            self.nodes,
-            LAYOUT,
-            packed::count(&list) as u64,
-            &records,
-        ))
+        let table = Records::of(self.nodes, LAYOUT, packed::count(&list) as u64, &records);
+        Shape::Split(table, Box::default())
     }
 
     /// Record `at` of `table` and its node, read; `None` if either could not be read.
@@ -488,10 +799,10 @@ impl<'a> ListEditor<'a> {
                 let stored = Entry::collection(Kind::List, p, deadline).into_stored();
                 (Some(Some(stored)), None)
             }
-            Shape::Split(t) => {
-                let finished = check(&t).and_then(|()| t.finish_releasing());
+            Shape::Split(t, ends) => {
+                let finished = check(&t, &ends).and_then(|()| t.finish_releasing());
                 let (table, released) = finished.inspect_err(|_| discard_fresh(self.fresh))?;
-                let stored = Entry::encode_node_table(Kind::List, table, deadline, false);
+                let stored = Entry::encode_list_table(ends.encode(&table), deadline);
                 (Some(Some(stored)), Some(released))
             }
         })
@@ -512,15 +823,13 @@ pub fn read_range(
     stored: Option<&[u8]>,
     pick: impl FnOnce(usize) -> Option<(usize, usize)>,
 ) -> Result<ListRange> {
-    if let Some(table) = stored.and_then(|s| table_of(nodes, s)) {
-        let elements = match pick(table.count()) {
-            Some((from, to)) => range(nodes, &table, from, to)?,
+    if let Some((ends, table)) = stored.and_then(|s| split_of(nodes, s)) {
+        let len = ends.len(table.count());
+        let elements = match pick(len) {
+            Some((from, to)) => range_with_ends(nodes, &table, &ends, from, to)?,
             None => Vec::new(),
         };
-        return Ok(ListRange {
-            len: table.count(),
-            elements,
-        });
+        return Ok(ListRange { len, elements });
     }
     Ok(read_packed(
         stored.map(Entry::stored_payload).unwrap_or_default(),
@@ -582,9 +891,7 @@ mod tests {
         stored
             .as_deref()
             .filter(|s| Entry::stored_is_node_table(s))
-            .map_or(0, |s| {
-                super::nodes(nodes, Entry::stored_payload(s)).unwrap().len()
-            })
+            .map_or(0, |s| super::nodes(nodes, s).unwrap().len())
     }
 
     #[derive(Debug, Clone)]
@@ -692,9 +999,10 @@ mod tests {
         format!("{i:0100}").into_bytes()
     }
 
-    /// A list of some 1,500 nodes keeps its table in pages: a push or pop at either
-    /// end writes (and releases) one node and one page, reads find their elements
-    /// through the pages, and emptying the list leaves no node or page behind.
+    /// A list of some 1,500 nodes keeps its table in pages: a pop and a push of a short
+    /// element at either end write the root alone, a push past [`END_BYTES`] writes
+    /// (and releases) one node and one page, reads find their elements through the
+    /// pages, and emptying the list leaves no node or page behind.
     #[test]
     fn a_long_list_keeps_its_table_in_pages() {
         let nodes = MemoryNodes::default();
@@ -718,14 +1026,15 @@ mod tests {
         for (from, to) in [(0, 3), (29_990, 30_010), (59_000, 59_999)] {
             assert_eq!(read(&stored, from, to), all[from..=to]);
         }
+        let root = Entry::stored_payload(&stored).len();
         for end in [End::Left, End::Right] {
             let (new, released) = edited(&nodes, &stored, |l| {
                 assert_eq!(l.pop(end, 1).len(), 1);
                 l.push(end, std::iter::once(b"x".as_slice()));
             });
-            // The pages are in groups (of a few pages, in unit tests).
-            assert_eq!(released.len(), 3, "a node, a page, a group: {released:?}");
+            assert!(released.is_empty(), "the root alone: {released:?}");
             let new = new.unwrap();
+            assert!(Entry::stored_payload(&new).len() <= root + ENDS_HEADER + 2 * END_BYTES);
             nodes.retire(&stored, Some(&new));
             stored = new;
         }
@@ -733,8 +1042,28 @@ mod tests {
         want[0] = b"x".to_vec();
         want[59_999] = b"x".to_vec();
         assert_eq!(read(&stored, 0, 59_999), want);
+        let long = vec![b'y'; END_BYTES];
+        let (new, released) = edited(&nodes, &stored, |l| {
+            l.push(End::Right, std::iter::once(long.as_slice()))
+        });
+        // The pages are in groups (of a few pages, in unit tests).
+        assert_eq!(released.len(), 3, "a node, a page, a group: {released:?}");
+        let new = new.unwrap();
+        nodes.retire(&stored, Some(&new));
+        stored = new;
+        want.push(long);
+        let read = |stored: &[u8], from: usize, to: usize| {
+            read_range(&nodes, Some(stored), |len| {
+                assert_eq!(len, 60_001);
+                Some((from, to))
+            })
+            .unwrap()
+            .elements
+        };
+        assert_eq!(read(&stored, 0, 60_000), want);
+        assert_eq!(read(&stored, 59_998, 60_000), want[59_998..]);
         let (empty, _) = edited(&nodes, &stored, |l| {
-            assert_eq!(l.pop(End::Left, 70_000), want);
+            assert_eq!(l.pop(End::Left, 70_001), want);
         });
         assert_eq!(empty, None);
         drop(_pin);
@@ -742,8 +1071,51 @@ mod tests {
         assert!(settled(|| nodes.len(), 0), "{} left", nodes.len());
     }
 
+    /// A queue of short elements on a long list: of 20,000 pushes one at a time, and
+    /// then 20,000 pops, only about one in a hundred writes a node (the rest write the
+    /// root alone), and what is popped is what was pushed.
+    #[test]
+    fn pushes_and_pops_of_short_elements_mostly_write_the_root_alone() {
+        let nodes = MemoryNodes::default();
+        let _pin = crossbeam_epoch::pin();
+        let mut editor = ListEditor::new(&nodes, None);
+        let base: Vec<Vec<u8>> = (0..20_000).map(element).collect();
+        editor.push(End::Right, base.iter().map(Vec::as_slice));
+        let mut stored = editor.finish(None).unwrap().unwrap().unwrap();
+        let mut step = |edit: &dyn Fn(&mut ListEditor)| {
+            let (new, released) = edited(&nodes, &stored, edit);
+            let new = new.expect("the list stays");
+            nodes.retire(&stored, Some(&new));
+            stored = new;
+            !released.is_empty()
+        };
+        let short = |i: usize| format!("{:03}", i % 1000).into_bytes();
+        let mut wrote_nodes = 0;
+        for i in 0..20_000 {
+            let e = short(i);
+            wrote_nodes += usize::from(step(&|l| l.push(End::Left, std::iter::once(e.as_slice()))));
+        }
+        assert!(
+            wrote_nodes <= 200,
+            "{wrote_nodes} of 20,000 pushes wrote a node"
+        );
+        wrote_nodes = 0;
+        for i in (0..20_000).rev() {
+            let want = short(i);
+            wrote_nodes += usize::from(step(&|l| {
+                assert_eq!(l.pop(End::Left, 1), std::slice::from_ref(&want))
+            }));
+        }
+        assert!(
+            wrote_nodes <= 200,
+            "{wrote_nodes} of 20,000 pops wrote a node"
+        );
+        let rest = read_range(&nodes, Some(&stored), |len| Some((0, len - 1))).unwrap();
+        assert_eq!(rest.elements, base);
+    }
+
     /// A table stored before pages (`count | record*`, any length) is read as it is,
-    /// and paged by its next write, which releases only the node it changed.
+    /// and paged by its next write, which releases no node when it pushes to an end.
     #[test]
     fn a_list_table_stored_before_pages_reads_and_pages_when_edited() {
         let nodes = MemoryNodes::default();
@@ -759,7 +1131,7 @@ mod tests {
         let (new, released) = edited(&nodes, &stored, |l| {
             l.push(End::Right, std::iter::once(b"y".as_slice()))
         });
-        assert_eq!(released.len(), 1, "the last node alone: {released:?}");
+        assert!(released.is_empty(), "no node changed: {released:?}");
         let new = new.unwrap();
         assert!(Entry::stored_payload(&new).len() < 600 * RECORD / 10);
         let read = read_range(&nodes, Some(&new), |len| Some((len - 3, len - 1))).unwrap();

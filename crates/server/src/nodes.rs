@@ -89,7 +89,7 @@ fn table_of(stored: &[u8]) -> Option<(Kind, &[u8])> {
 fn nodes_of(nodes: &dyn NodeStore, stored: &[u8]) -> Result<Vec<(u64, usize)>> {
     Ok(match table_of(stored) {
         None => Vec::new(),
-        Some((Kind::List, table)) => list_nodes::nodes(nodes, table)?,
+        Some((Kind::List, _)) => list_nodes::nodes(nodes, stored)?,
         Some((Kind::Stream, table)) => stream_nodes::nodes(nodes, table)?,
         Some((Kind::ZSet, table)) => {
             let mut all = nodes_of(nodes, score_nodes::members(table))?;
@@ -117,8 +117,8 @@ pub fn dropped(nodes: &dyn NodeStore, old: &[u8], new: Option<&[u8]>) -> Result<
         {
             return field_nodes::dropped(nodes, old, new);
         }
-        (Some((Kind::List, old)), Some((Kind::List, new))) => {
-            return list_nodes::dropped(nodes, old, new);
+        (Some((Kind::List, _)), Some((Kind::List, _))) => {
+            return list_nodes::dropped(nodes, old, new.expect("a list's table"));
         }
         (Some((Kind::Stream, old)), Some((Kind::Stream, new))) => {
             return stream_nodes::dropped(nodes, old, new);
@@ -226,7 +226,7 @@ pub fn expand(nodes: &dyn NodeStore, stored: &[u8]) -> Result<Vec<u8>> {
         return Ok(stored.to_vec());
     };
     let value = match kind {
-        Kind::List => list_nodes::expand(nodes, table)?,
+        Kind::List => list_nodes::expand(nodes, stored)?,
         Kind::ZSet => score_nodes::expand(nodes, table)?,
         Kind::Stream => stream_nodes::expand(nodes, table)?,
         _ => field_nodes::expand(nodes, kind, table)?,

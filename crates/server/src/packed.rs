@@ -27,7 +27,8 @@ use std::cmp::Ordering;
 
 use engine::varint;
 
-const HEADER: usize = 4;
+/// Bytes of the count before the elements.
+pub const HEADER: usize = 4;
 
 /// The most elements a collection holds (the count is 32 bits).
 pub const MAX_ELEMENTS: usize = u32::MAX as usize;

@@ -52,6 +52,7 @@ const LAYOUT: Layout<RECORD> = Layout {
     count_at: 8,
     bytes_at: 12,
     names_nodes: true,
+    inline_records: table_pages::PAGE_RECORDS as u16,
 };
 
 /// How full a cut leaves an order node, so that the next few inserts into it do not

@@ -51,6 +51,7 @@ const LAYOUT: Layout<RECORD> = Layout {
     count_at: 24,
     bytes_at: 28,
     names_nodes: true,
+    inline_records: table_pages::PAGE_RECORDS as u16,
 };
 
 /// What a record says of its node.

@@ -36,6 +36,7 @@ const LAYOUT: Layout<RECORD> = Layout {
     count_at: 0,
     bytes_at: 0,
     names_nodes: false,
+    inline_records: table_pages::PAGE_RECORDS as u16,
 };
 
 /// A message delivered to a consumer and not yet acknowledged.

@@ -10,7 +10,7 @@
 //! records that are the entries). Each record counts the elements of its node.
 //!
 //! ```text
-//! table = count (u32 LE: elements) | record*            inline, up to PAGE_RECORDS records
+//! table = count (u32 LE: elements) | record*            inline, up to `inline_records`
 //!       | count (u64 LE: elements) | page*              paged, up to GROUP_PAGES pages
 //!       | count (u64 LE: elements) | 2 (u64 LE) | group*   grouped
 //! page  = id (u64 LE) | records (u32 LE) | elements (u32 LE)
@@ -48,8 +48,8 @@ use crate::nodes::NodeStore;
 /// Bytes of a page's or a group's entry.
 const REF: usize = 24;
 
-/// Records a page holds at most; a table with more is paged. At 24 bytes a record, a
-/// page is as large as a 3 KB node; at 16, a 2 KB one.
+/// Records a page holds at most, and a table inline unless its layout says fewer. At 24
+/// bytes a record, a page is as large as a 3 KB node; at 16, a 2 KB one.
 pub const PAGE_RECORDS: usize = 128;
 
 /// Pages a group names at most; a table with more pages has them in groups. Small in
@@ -78,9 +78,6 @@ const fn level(unit: usize, most: usize) -> Level {
     }
 }
 
-/// A paged table left with this many records or fewer is stored inline again.
-const INLINE_AGAIN: usize = PAGE_RECORDS / 2;
-
 const INLINE_HEADER: usize = 4;
 const PAGED_HEADER: usize = 8;
 const GROUPED_HEADER: usize = 16;
@@ -106,6 +103,9 @@ pub struct Layout<const R: usize> {
     /// `bytes_at` bytes); if not, the records are the elements, each counting one,
     /// and the three offsets are not read.
     pub names_nodes: bool,
+    /// Records a table keeps in its root at most (at most [`PAGE_RECORDS`]); one with
+    /// more is paged, and a paged one left with half as many or fewer is inline again.
+    pub inline_records: u16,
 }
 
 fn word(record: &[u8], at: usize, n: usize) -> u64 {
@@ -755,7 +755,8 @@ impl<'a, const R: usize> Records<'a, R> {
     /// Whether [`Records::finish`] stores the table inline.
     pub fn stays_inline(&self) -> bool {
         let len = self.len();
-        len <= PAGE_RECORDS && (self.form == Form::Inline || len <= INLINE_AGAIN)
+        let most = usize::from(self.layout.inline_records);
+        len <= most && (self.form == Form::Inline || len <= most / 2)
     }
 
     /// Whether the table was stored in pages: its pages are in its node store.
@@ -791,9 +792,9 @@ impl<'a, const R: usize> Records<'a, R> {
         Ok(entries_bytes(&entries))
     }
 
-    /// The table as stored. Inline if it has few records (at most [`PAGE_RECORDS`], or
-    /// [`INLINE_AGAIN`] if it was paged, so that a table near the bound does not go
-    /// back and forth); else in pages, each run of changed pages written as new pages
+    /// The table as stored. Inline if it has few records (at most its layout's
+    /// `inline_records`, or half as many if it was paged, so that a table near the
+    /// bound does not go back and forth); else in pages, each run of changed pages written as new pages
     /// (see [`runs`]), and if there are more than [`GROUP_PAGES`] of them, in
     /// groups, each run of changed groups written likewise as new groups.
     pub fn finish(self) -> Result<Vec<u8>> {
@@ -1117,6 +1118,7 @@ mod tests {
         count_at: 16,
         bytes_at: 20,
         names_nodes: true,
+        inline_records: PAGE_RECORDS as u16,
     };
 
     fn record(key: u64, id: u64, count: u32) -> Record {
@@ -1183,10 +1185,16 @@ mod tests {
     fn check_form(nodes: &MemoryNodes, table: &[u8], len: usize) {
         let form = stored_form::<RECORD>(table);
         if form == Form::Inline {
-            assert!(len <= PAGE_RECORDS, "a long table is paged");
+            assert!(
+                len <= usize::from(LAYOUT.inline_records),
+                "a long table is paged"
+            );
             return;
         }
-        assert!(len > INLINE_AGAIN, "a short table is inline");
+        assert!(
+            len > usize::from(LAYOUT.inline_records) / 2,
+            "a short table is inline"
+        );
         let (groups, pages) = groups_and_pages(nodes, table);
         if form == Form::Paged {
             assert!(

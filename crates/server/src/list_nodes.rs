@@ -23,11 +23,13 @@
 //! made a queue on the engine log 3.3 KB per LPUSH of a 3-byte value. Elements pushed
 //! at an end wait in the root, packed, until they pass [`END_BYTES`]; then they go
 //! into the end node if they fit beside it, or into nodes of their own. A pop takes the
-//! waiting elements first, then the end node's, counting them popped in the root; the
-//! node is dropped from the table when the last of its elements is popped. So the
-//! list is the left end's pushed elements, the first node but its popped ones, the
-//! nodes between, the last node but its popped ones, the right end's pushed elements;
-//! the table's count is its nodes' (popped elements included).
+//! waiting elements first, then the end node's, counting them popped in the root and
+//! moving the node's next [`END_BYTES`] there too (counted popped from the node), so
+//! that the next pops need not read it; the node is dropped from the table when the
+//! last of its elements is popped. So the list is the left end's pushed elements, the
+//! first node but its popped ones, the nodes between, the last node but its popped
+//! ones, the right end's pushed elements; the table's count is its nodes' (popped
+//! elements included).
 
 use std::borrow::Cow;
 
@@ -612,6 +614,7 @@ impl<'a> ListEditor<'a> {
                     // the next pops need not read the node.
                     let (moved, count) = next_elements(&node, end, gone + take);
                     if count > 0 {
+                        assert!(ends.pushed[s].is_empty(), "the root's end was popped first");
                         ends.pushed[s] = Cow::Owned(moved);
                     }
                     let gone = gone + take + count;

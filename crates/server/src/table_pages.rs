@@ -794,9 +794,9 @@ impl<'a, const R: usize> Records<'a, R> {
 
     /// The table as stored. Inline if it has few records (at most its layout's
     /// `inline_records`, or half as many if it was paged, so that a table near the
-    /// bound does not go back and forth); else in pages, each run of changed pages written as new pages
-    /// (see [`runs`]), and if there are more than [`GROUP_PAGES`] of them, in
-    /// groups, each run of changed groups written likewise as new groups.
+    /// bound does not go back and forth); else in pages, each run of changed pages
+    /// written as new pages (see [`runs`]), and if there are more than [`GROUP_PAGES`]
+    /// of them, in groups, each run of changed groups written likewise as new groups.
     pub fn finish(self) -> Result<Vec<u8>> {
         Ok(self.finish_releasing()?.0)
     }

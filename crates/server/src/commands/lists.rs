@@ -1,7 +1,8 @@
 //! Lists: LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LLEN LINDEX LRANGE LSET LTRIM LREM
 //! LINSERT LPOS LMOVE RPOPLPUSH and the blocking pops. Pushes, pops and reads of a
 //! range go through `Db::edit_list` and `Db::read_list`, which touch only a long list's
-//! end nodes in memory (see `list_nodes.rs`); the others rebuild the list.
+//! root (its ends) and the nodes they need (see `list_nodes.rs`); the others rebuild
+//! the list.
 
 use resp::Frame;
 

@@ -670,29 +670,28 @@ impl<'a> ListEditor<'a> {
         let (kept, kept_count) = body_without(&node, front, back);
         let (added, added_count) = body(elements);
         let count = table.count() - gone + added_count;
-        if kept.len() + added.len() <= NODE_BYTES {
-            let mut b = Builder::with_capacity(kept.len() + added.len());
-            match end {
-                End::Left => {
-                    b.push_packed(added, added_count);
-                    b.push_packed(kept, kept_count);
-                }
-                End::Right => {
-                    b.push_packed(kept, kept_count);
-                    b.push_packed(added, added_count);
-                }
+        let fits = kept.len() + added.len() <= NODE_BYTES;
+        if fits || gone > 0 {
+            // The end node again: without its popped elements, and with the new ones
+            // if they fit beside it.
+            let (with, with_count) = if fits {
+                (added, added_count)
+            } else {
+                (&[][..], 0)
+            };
+            let mut b = Builder::with_capacity(kept.len() + with.len());
+            if end == End::Left {
+                b.push_packed(with, with_count);
+            }
+            b.push_packed(kept, kept_count);
+            if end == End::Right {
+                b.push_packed(with, with_count);
             }
             let new = self.write(&b.finish());
             self.drop_node(edge.id);
             self.splice(table, at..at + 1, &[new.record()])?;
-        } else {
-            if gone > 0 {
-                let mut b = Builder::with_capacity(kept.len());
-                b.push_packed(kept, kept_count);
-                let new = self.write(&b.finish());
-                self.drop_node(edge.id);
-                self.splice(table, at..at + 1, &[new.record()])?;
-            }
+        }
+        if !fits {
             let new = split(self.nodes, elements);
             self.fresh.extend(new.iter().map(|n| n.id));
             let records: Vec<Record> = new.iter().map(NodeRef::record).collect();

@@ -213,14 +213,18 @@ type Acked = Arc<Vec<[AtomicU64; 2]>>;
 
 /// Crash cycles over a collection per writer: `writers` threads write to a server under
 /// `--fsync always` (memtables small enough that kills land in flushes and compactions
-/// too) until it is killed with SIGKILL at a random moment, `SERVER_CRASH_CYCLES`
-/// times (default 3; `SERVER_CRASH_SEED` replays one run). After each restart `held`
-/// reads writer w's collection as the items from its first to its end (`None` if it is
-/// empty), checking each, and the range must hold every acknowledged write and at
-/// most the one unacknowledged of each kind; `write(w, connection, acked)` then writes until its
-/// connection fails. Returns how many items each writer's collection ends with.
+/// too) until it is killed with SIGKILL, `SERVER_CRASH_CYCLES` times (default 3;
+/// `SERVER_CRASH_SEED` replays one run). A cycle's kill comes once every collection
+/// has grown past its share of `grow_past` plus a random margin, so the collections end
+/// past `grow_past` items however fast the machine is, and the moment of the kill
+/// within a write stays random. After each restart `held` reads writer w's collection
+/// as the items from its first to its end (`None` if it is empty), checking each, and
+/// the range must hold every acknowledged write and at most the one unacknowledged of
+/// each kind; `write(w, connection, acked)` then writes until its connection fails.
+/// Returns how many items each writer's collection ends with.
 fn kill_9_cycles(
     writers: usize,
+    grow_past: u64,
     held: impl Fn(usize, &mut redis::Connection) -> Option<(u64, u64)>,
     write: impl Fn(usize, redis::Connection, &[AtomicU64; 2]) + Send + Sync + Copy + 'static,
 ) -> Vec<u64> {
@@ -235,7 +239,8 @@ fn kill_9_cycles(
             .collect(),
     );
     let mut dir = tempfile::tempdir().unwrap();
-    for cycle in 0..cycles {
+    // The last round checks the last kill's store and writes no more.
+    for cycle in 0..=cycles {
         let server = Server::start_in(dir, &["--fsync", "always", "--memtable-size", "1mb"]);
         let mut c = server.client();
         for (w, acked) in acked.iter().enumerate() {
@@ -256,6 +261,9 @@ fn kill_9_cycles(
             acked[0].store(first, Ordering::SeqCst);
             acked[1].store(end, Ordering::SeqCst);
         }
+        if cycle == cycles {
+            break;
+        }
         let threads: Vec<_> = (0..writers)
             .map(|w| {
                 let c = server.client();
@@ -263,7 +271,19 @@ fn kill_9_cycles(
                 std::thread::spawn(move || write(w, c, &acked[w]))
             })
             .collect();
-        std::thread::sleep(Duration::from_millis(rng.gen_range(300..1500)));
+        // Two more than the share: a kill may lose the unacknowledged write, and a
+        // writer's size dips by one between its additions and its removals.
+        let share = grow_past * (cycle as u64 + 1) / cycles as u64 + 2;
+        let target = share + rng.gen_range(0..=grow_past / cycles as u64 / 2);
+        let size = |a: &[AtomicU64; 2]| {
+            let [taken, added] = a.each_ref().map(|n| n.load(Ordering::SeqCst));
+            added.saturating_sub(taken)
+        };
+        let grown = || acked.iter().all(|a| size(a) >= target);
+        while !grown() && !threads.iter().all(|t| t.is_finished()) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        std::thread::sleep(Duration::from_millis(rng.gen_range(0..20)));
         dir = server.kill().unwrap();
         for t in threads {
             t.join().unwrap();
@@ -273,7 +293,7 @@ fn kill_9_cycles(
         .iter()
         .map(|a| a[1].load(Ordering::SeqCst) - a[0].load(Ordering::SeqCst))
         .collect();
-    eprintln!("{cycles} kills; collections of {sizes:?} items checked");
+    eprintln!("{cycles} kills; collections of {sizes:?} items checked after the last");
     sizes
 }
 
@@ -328,7 +348,7 @@ fn kill_9_leaves_long_lists_whole() {
             }
         }
     };
-    let lengths = kill_9_cycles(2, held, write);
+    let lengths = kill_9_cycles(2, 100, held, write);
     assert!(
         lengths.iter().all(|&n| n > 100),
         "the lists grew long: {lengths:?}"
@@ -383,7 +403,7 @@ fn kill_9_leaves_large_hashes_whole() {
             }
         }
     };
-    let sizes = kill_9_cycles(2, held, write);
+    let sizes = kill_9_cycles(2, 300, held, write);
     assert!(
         sizes.iter().all(|&n| n > 300),
         "the hashes grew large: {sizes:?}"
@@ -440,7 +460,7 @@ fn kill_9_leaves_long_streams_whole() {
             }
         }
     };
-    let lengths = kill_9_cycles(2, held, write);
+    let lengths = kill_9_cycles(2, 100, held, write);
     assert!(
         lengths.iter().all(|&n| n > 100),
         "the streams grew long: {lengths:?}"
@@ -493,7 +513,7 @@ fn kill_9_leaves_large_sorted_sets_whole() {
             }
         }
     };
-    let sizes = kill_9_cycles(2, held, write);
+    let sizes = kill_9_cycles(2, 300, held, write);
     assert!(
         sizes.iter().all(|&n| n > 300),
         "the sorted sets grew large: {sizes:?}"
@@ -788,7 +808,7 @@ fn kill_9_leaves_pending_entries_whole() {
             }
         }
     };
-    let lengths = kill_9_cycles(2, held, write);
+    let lengths = kill_9_cycles(2, 200, held, write);
     assert!(
         lengths.iter().all(|&n| n > 200),
         "the pending lists grew past a page: {lengths:?}"

@@ -437,6 +437,58 @@ fn popped(list: &[u8], end: End, n: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
     (b.finish(), out)
 }
 
+/// The packed list `list` with element `at` replaced by `value`.
+fn replaced(list: &[u8], at: usize, value: &[u8]) -> Vec<u8> {
+    let mut b = Builder::with_capacity(list.len() + value.len() + 5);
+    for (i, e) in packed::elements(list).enumerate() {
+        b.push(if i == at { value } else { e });
+    }
+    b.finish()
+}
+
+/// The packed list `list` with `element` inserted before its element `at` (or last).
+fn inserted(list: &[u8], at: usize, element: &[u8]) -> Vec<u8> {
+    let mut b = Builder::with_capacity(list.len() + element.len() + 5);
+    let mut elements = packed::elements(list);
+    elements.by_ref().take(at).for_each(|e| b.push(e));
+    b.push(element);
+    elements.for_each(|e| b.push(e));
+    b.finish()
+}
+
+/// The packed list `list` without its elements equal to `target`, `limit` at most,
+/// the first or, if `from_back`, the last; and how many went.
+fn without(list: &[u8], target: &[u8], limit: usize, from_back: bool) -> (Vec<u8>, usize) {
+    let elements: Vec<&[u8]> = packed::elements(list).collect();
+    let mut matches: Vec<usize> = (0..elements.len())
+        .filter(|&i| elements[i] == target)
+        .collect();
+    if from_back {
+        matches.reverse();
+    }
+    matches.truncate(limit);
+    if matches.is_empty() {
+        return (list.to_vec(), 0);
+    }
+    let mut gone = vec![false; elements.len()];
+    for &i in &matches {
+        gone[i] = true;
+    }
+    let mut b = Builder::with_capacity(list.len());
+    for (e, _) in elements.iter().zip(&gone).filter(|(_, g)| !**g) {
+        b.push(e);
+    }
+    (b.finish(), matches.len())
+}
+
+/// The elements of node `at` (its packed form `packed`) of a table of `nodes` that
+/// are in the list: all but those popped from an end node.
+fn live_elements<'p>(packed: &'p [u8], ends: &Ends, at: usize, nodes: usize) -> (&'p [u8], usize) {
+    let front = if at == 0 { ends.popped[0] } else { 0 };
+    let back = if at == nodes - 1 { ends.popped[1] } else { 0 };
+    body_without(packed, front, back)
+}
+
 /// Where `table`'s node at `end` is.
 fn edge_at(table: &Records, end: End) -> usize {
     match end {
@@ -562,39 +614,304 @@ impl<'a> ListEditor<'a> {
             Shape::Missing => self.shape = self.packed(pushed(None, end, items)),
             Shape::Packed(p) => self.shape = self.packed(pushed(Some(&p), end, items)),
             Shape::Split(mut table, mut ends) => {
-                let s = side(end);
-                let grown = pushed(Some(&ends.pushed[s]), end, items);
-                if grown.len() <= END_BYTES {
-                    ends.pushed[s] = Cow::Owned(grown);
-                } else {
-                    ends.pushed[s] = Cow::Owned(Vec::new());
-                    // If it fails, the edit writes nothing.
-                    let _ = self.flush(&mut table, &mut ends, end, &grown);
+                let grown = pushed(Some(&ends.pushed[side(end)]), end, items);
+                self.set_end(&mut table, &mut ends, end, grown);
+                self.shape = Shape::Split(table, ends);
+            }
+        }
+    }
+
+    /// Makes `elements` (packed, in list order) the elements at `end` not yet in a
+    /// node: kept in the root up to [`END_BYTES`], else moved into nodes (see
+    /// [`ListEditor::flush`]).
+    fn set_end(&mut self, table: &mut Records, ends: &mut Ends, end: End, elements: Vec<u8>) {
+        let s = side(end);
+        if elements.len() <= END_BYTES {
+            ends.pushed[s] = Cow::Owned(elements);
+        } else {
+            ends.pushed[s] = Cow::Owned(Vec::new());
+            // If it fails, the edit writes nothing.
+            let _ = self.flush(table, ends, end, &elements);
+        }
+    }
+
+    /// Replaces element `at` (< [`ListEditor::len`]) by `value` (LSET): on a long list,
+    /// in the root's end or in the one node that holds it.
+    pub fn set(&mut self, at: usize, value: &[u8]) {
+        assert!(at < self.len(), "LSET checks the index");
+        if self.failed.is_some() {
+            return;
+        }
+        self.changed = true;
+        match std::mem::replace(&mut self.shape, Shape::Missing) {
+            Shape::Missing => unreachable!("a missing list has no element {at}"),
+            Shape::Packed(p) => self.shape = self.packed(replaced(&p, at, value)),
+            Shape::Split(mut table, mut ends) => {
+                let left = packed::count(&ends.pushed[0]);
+                let middle = table.count() - ends.popped[0] - ends.popped[1];
+                if at < left {
+                    let grown = replaced(&ends.pushed[0], at, value);
+                    self.set_end(&mut table, &mut ends, End::Left, grown);
+                } else if at >= left + middle {
+                    let grown = replaced(&ends.pushed[1], at - left - middle, value);
+                    self.set_end(&mut table, &mut ends, End::Right, grown);
+                } else if let Some((node, skip)) = nodes::noted(
+                    &mut self.failed,
+                    table.by_element((at - left + ends.popped[0]) as u64),
+                ) {
+                    // A node's popped elements go with the rewrite: none is left below
+                    // the node's count, however the node is split again.
+                    let front = if node == 0 { ends.popped[0] } else { 0 };
+                    let live = skip as usize - front;
+                    let _ = self.rewrite_node(&mut table, &mut ends, node, |elements| {
+                        replaced(elements, live, value)
+                    });
                 }
                 self.shape = Shape::Split(table, ends);
             }
         }
     }
 
+    /// Replaces node `at` of `table` by what `edit` makes of its elements but the
+    /// popped ones (packed), split into nodes as a long list is, or by none if it
+    /// leaves none; `None` if the node or a page could not be read. The caller settles
+    /// a table left with fewer than two nodes ([`ListEditor::settle`]).
+    fn rewrite_node(
+        &mut self,
+        table: &mut Records,
+        ends: &mut Ends,
+        at: usize,
+        edit: impl FnOnce(&[u8]) -> Vec<u8>,
+    ) -> Option<()> {
+        let (node, packed) = self.edge(table, at)?;
+        let (live, count) = live_elements(&packed, ends, at, table.len());
+        let mut b = Builder::with_capacity(live.len());
+        b.push_packed(live, count);
+        let edited = edit(&b.finish());
+        if at == 0 {
+            ends.popped[0] = 0;
+        }
+        if at == table.len() - 1 {
+            ends.popped[1] = 0;
+        }
+        let new = split(self.nodes, &edited);
+        self.fresh.extend(new.iter().map(|n| n.id));
+        self.drop_node(node.id);
+        let records: Vec<Record> = new.iter().map(NodeRef::record).collect();
+        self.splice(table, at..at + 1, &records)?;
+        table.set_count(table.count() - node.count as usize + packed::count(&edited));
+        Some(())
+    }
+
+    /// The shape of a split list after an edit that may have left its table with
+    /// fewer than two nodes: then stored whole (see [`ListEditor::pop`]).
+    fn settle(&mut self, table: Records<'a>, ends: Box<Ends<'static>>) -> Shape<'a> {
+        if table.len() >= 2 {
+            return Shape::Split(table, ends);
+        }
+        match self.whole(&table, &ends) {
+            Some(whole) if packed::count(&whole) > 0 => Shape::Packed(whole),
+            _ => Shape::Missing,
+        }
+    }
+
+    /// Inserts `element` next to the first element equal to `pivot`, after it if
+    /// `after` (LINSERT); whether there was one. A long list's nodes are read up to the
+    /// pivot's, which alone is copied.
+    pub fn insert(&mut self, pivot: &[u8], element: &[u8], after: bool) -> bool {
+        if self.failed.is_some() {
+            return false;
+        }
+        let at_pivot = |list: &[u8]| {
+            packed::elements(list)
+                .position(|e| e == pivot)
+                .map(|i| i + usize::from(after))
+        };
+        let found = match std::mem::replace(&mut self.shape, Shape::Missing) {
+            Shape::Missing => false,
+            Shape::Packed(p) => {
+                let at = at_pivot(&p);
+                self.shape = match at {
+                    Some(at) => self.packed(inserted(&p, at, element)),
+                    None => Shape::Packed(p),
+                };
+                at.is_some()
+            }
+            Shape::Split(mut table, mut ends) => {
+                let found = self.insert_split(&mut table, &mut ends, &at_pivot, element);
+                self.shape = Shape::Split(table, ends);
+                found
+            }
+        };
+        self.changed |= found;
+        found
+    }
+
+    fn insert_split(
+        &mut self,
+        table: &mut Records,
+        ends: &mut Ends,
+        at_pivot: &dyn Fn(&[u8]) -> Option<usize>,
+        element: &[u8],
+    ) -> bool {
+        if let Some(at) = at_pivot(&ends.pushed[0]) {
+            let grown = inserted(&ends.pushed[0], at, element);
+            self.set_end(table, ends, End::Left, grown);
+            return true;
+        }
+        for node_at in 0..table.len() {
+            let Some((_, packed)) = self.edge(table, node_at) else {
+                return false;
+            };
+            let (live, count) = live_elements(&packed, ends, node_at, table.len());
+            let mut b = Builder::with_capacity(live.len());
+            b.push_packed(live, count);
+            if let Some(at) = at_pivot(&b.finish()) {
+                let edit = |live: &[u8]| inserted(live, at, element);
+                return self.rewrite_node(table, ends, node_at, edit).is_some();
+            }
+        }
+        if let Some(at) = at_pivot(&ends.pushed[1]) {
+            let grown = inserted(&ends.pushed[1], at, element);
+            self.set_end(table, ends, End::Right, grown);
+            return true;
+        }
+        false
+    }
+
+    /// Removes the elements equal to `target`, `limit` at most, the first ones or, if
+    /// `from_back`, the last (LREM); how many. A long list's nodes are read until
+    /// `limit` is reached, and those that held a match copied.
+    pub fn remove_equal(&mut self, target: &[u8], limit: usize, from_back: bool) -> usize {
+        if self.failed.is_some() || limit == 0 {
+            return 0;
+        }
+        let removed = match std::mem::replace(&mut self.shape, Shape::Missing) {
+            Shape::Missing => 0,
+            Shape::Packed(p) => {
+                let (rest, removed) = without(&p, target, limit, from_back);
+                self.shape = if packed::count(&rest) > 0 {
+                    Shape::Packed(rest)
+                } else {
+                    Shape::Missing
+                };
+                removed
+            }
+            Shape::Split(mut table, mut ends) => {
+                let removed = self.remove_split(&mut table, &mut ends, target, limit, from_back);
+                self.shape = self.settle(table, ends);
+                removed
+            }
+        };
+        self.changed |= removed > 0;
+        removed
+    }
+
+    fn remove_split(
+        &mut self,
+        table: &mut Records,
+        ends: &mut Ends,
+        target: &[u8],
+        limit: usize,
+        from_back: bool,
+    ) -> usize {
+        let mut removed = 0;
+        let from_end = |ends: &mut Ends, end: End, removed: &mut usize| {
+            let s = side(end);
+            let (rest, n) = without(&ends.pushed[s], target, limit - *removed, from_back);
+            if n > 0 {
+                let rest = if packed::count(&rest) == 0 {
+                    Vec::new()
+                } else {
+                    rest
+                };
+                ends.pushed[s] = Cow::Owned(rest);
+                *removed += n;
+            }
+        };
+        let (first, last) = if from_back {
+            (End::Right, End::Left)
+        } else {
+            (End::Left, End::Right)
+        };
+        from_end(ends, first, &mut removed);
+        // Nodes from the first end's: `next` counts those not yet looked at.
+        let mut next = table.len();
+        while removed < limit && next > 0 {
+            let at = if from_back {
+                next - 1
+            } else {
+                table.len() - next
+            };
+            next -= 1;
+            let Some((_, packed)) = self.edge(table, at) else {
+                return removed;
+            };
+            let (live, count) = live_elements(&packed, ends, at, table.len());
+            let mut b = Builder::with_capacity(live.len());
+            b.push_packed(live, count);
+            let (rest, n) = without(&b.finish(), target, limit - removed, from_back);
+            if n == 0 {
+                continue;
+            }
+            removed += n;
+            if self.rewrite_node(table, ends, at, |_| rest).is_none() {
+                return removed;
+            }
+        }
+        if removed < limit {
+            from_end(ends, last, &mut removed);
+        }
+        removed
+    }
+
+    /// Counts the edit as a change though it changes no element (Redis counts an
+    /// LTRIM that keeps every element as one).
+    pub fn touch(&mut self) {
+        self.changed |= self.exists();
+    }
+
     /// Pops up to `n` elements at `end`, returned in the order popped.
     pub fn pop(&mut self, end: End, n: usize) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        self.take(end, n, Some(&mut out));
+        out
+    }
+
+    /// Removes up to `n` elements at `end` (LTRIM): as [`ListEditor::pop`], but the
+    /// nodes it drops whole are not read.
+    pub fn remove(&mut self, end: End, n: usize) {
+        self.take(end, n, None);
+    }
+
+    /// Takes up to `n` elements at `end`, into `out` (in the order taken) if given.
+    fn take(&mut self, end: End, n: usize, mut out: Option<&mut Vec<Vec<u8>>>) {
         if n == 0 || !self.exists() || self.failed.is_some() {
-            return Vec::new();
+            return;
         }
         self.changed = true;
+        let copied = out.is_some();
+        let mut keep = |taken: Vec<Vec<u8>>| {
+            let count = taken.len();
+            if let Some(out) = out.as_deref_mut() {
+                out.extend(taken);
+            }
+            count
+        };
         match std::mem::replace(&mut self.shape, Shape::Missing) {
             Shape::Missing => unreachable!("checked above"),
             Shape::Packed(p) => {
-                let (rest, out) = popped(&p, end, n);
+                let (rest, first) = popped(&p, end, n);
+                keep(first);
                 if packed::count(&rest) > 0 {
                     self.shape = Shape::Packed(rest);
                 }
-                out
             }
             Shape::Split(mut table, mut ends) => {
                 let s = side(end);
-                let (rest, mut out) = popped(&ends.pushed[s], end, n);
-                if !out.is_empty() {
+                let (rest, first) = popped(&ends.pushed[s], end, n);
+                let mut got = keep(first);
+                if got > 0 {
                     let rest = if packed::count(&rest) == 0 {
                         Vec::new()
                     } else {
@@ -602,14 +919,29 @@ impl<'a> ListEditor<'a> {
                     };
                     ends.pushed[s] = Cow::Owned(rest);
                 }
-                while out.len() < n && table.len() >= 2 {
+                while got < n && table.len() >= 2 {
                     let at = edge_at(&table, end);
-                    let Some((edge, node)) = self.edge(&table, at) else {
-                        return Vec::new();
+                    let Some(record) = nodes::noted(&mut self.failed, table.get(at)) else {
+                        return;
                     };
+                    let edge = NodeRef::of(&record);
                     let gone = ends.popped[s];
-                    let take = (edge.count as usize - gone).min(n - out.len());
-                    out.extend(taken(&node, end, gone, take));
+                    let take = (edge.count as usize - gone).min(n - got);
+                    if !copied && gone + take == edge.count as usize {
+                        // Removed whole, unread.
+                        got += take;
+                        self.drop_node(edge.id);
+                        if self.splice(&mut table, at..at + 1, &[]).is_none() {
+                            return;
+                        }
+                        table.set_count(table.count() - edge.count as usize);
+                        ends.popped[s] = 0;
+                        continue;
+                    }
+                    let Some(node) = self.read(edge) else {
+                        return;
+                    };
+                    got += keep(taken(&node, end, gone, take));
                     // The elements next to those popped move into the root, so that
                     // the next pops need not read the node.
                     let (moved, count) = next_elements(&node, end, gone + take);
@@ -624,27 +956,26 @@ impl<'a> ListEditor<'a> {
                     }
                     self.drop_node(edge.id);
                     if self.splice(&mut table, at..at + 1, &[]).is_none() {
-                        return Vec::new();
+                        return;
                     }
                     table.set_count(table.count() - edge.count as usize);
                     ends.popped[s] = 0;
                 }
                 if table.len() >= 2 {
                     self.shape = Shape::Split(table, ends);
-                    return out;
+                    return;
                 }
                 // A node or none left: the list is whole again (stored whole even if
                 // its ends make it long, as a node is; the next push splits it).
                 let Some(whole) = self.whole(&table, &ends) else {
-                    return Vec::new();
+                    return;
                 };
-                let (rest, taken) = popped(&whole, end, n - out.len());
-                out.extend(taken);
+                let (rest, last) = popped(&whole, end, n - got);
+                keep(last);
                 self.shape = match packed::count(&rest) {
                     0 => Shape::Missing,
                     _ => Shape::Packed(rest),
                 };
-                out
             }
         }
     }
@@ -900,24 +1231,42 @@ mod tests {
     enum Op {
         Push(bool, Vec<Vec<u8>>),
         Pop(bool, usize),
+        /// LTRIM's removal, unread.
+        Remove(bool, usize),
+        /// LSET of the element at this share (in 1/1000ths) of the list.
+        Set(usize, Vec<u8>),
+        /// LINSERT next to the element at this share of the list (or a pivot not in it,
+        /// if `None`), after it if true.
+        Insert(Option<usize>, Vec<u8>, bool),
+        /// LREM of the element at this share of the list, with this count.
+        RemoveEqual(usize, i64),
         Range(usize, usize),
     }
 
     fn op() -> impl Strategy<Value = Op> {
         // Mostly short elements, some longer than a node.
-        let element = prop_oneof![
-            8 => prop::collection::vec(any::<u8>(), 0..40),
-            1 => prop::collection::vec(any::<u8>(), 0..(2 * NODE_BYTES)),
-        ];
+        let element = || {
+            prop_oneof![
+                8 => prop::collection::vec(any::<u8>(), 0..40),
+                // Few values: LREM finds several.
+                2 => prop::collection::vec(0..2u8, 0..3),
+                1 => prop::collection::vec(any::<u8>(), 0..(2 * NODE_BYTES)),
+            ]
+        };
         // Enough ~1 KB elements at once for a few dozen nodes, so that tables grow
         // past a page.
         let many = (any::<u8>(), 600..1400usize, 80..200usize)
             .prop_map(|(b, size, n)| (0..n).map(|i| vec![b ^ i as u8; size + i]).collect());
         prop_oneof![
-            4 => (any::<bool>(), prop::collection::vec(element, 1..60))
+            4 => (any::<bool>(), prop::collection::vec(element(), 1..60))
                 .prop_map(|(l, items)| Op::Push(l, items)),
             2 => (any::<bool>(), many).prop_map(|(l, items)| Op::Push(l, items)),
             2 => (any::<bool>(), 1..150usize).prop_map(|(l, n)| Op::Pop(l, n)),
+            1 => (any::<bool>(), 1..400usize).prop_map(|(l, n)| Op::Remove(l, n)),
+            2 => (0..1000usize, element()).prop_map(|(at, e)| Op::Set(at, e)),
+            2 => (prop::option::weighted(0.9, 0..1000usize), element(), any::<bool>())
+                .prop_map(|(at, e, after)| Op::Insert(at, e, after)),
+            2 => (0..1000usize, -3..4i64).prop_map(|(at, n)| Op::RemoveEqual(at, n)),
             1 => (0..3000usize, 0..3000usize).prop_map(|(a, b)| Op::Range(a.min(b), a.max(b))),
         ]
     }
@@ -960,6 +1309,49 @@ mod tests {
                             .collect();
                         prop_assert_eq!(got, want);
                     }
+                    Op::Remove(left, n) => {
+                        let end = if *left { End::Left } else { End::Right };
+                        editor.remove(end, *n);
+                        for _ in 0..*n {
+                            if *left { model.pop_front() } else { model.pop_back() };
+                        }
+                    }
+                    Op::Set(share, value) => {
+                        if model.is_empty() {
+                            continue;
+                        }
+                        let at = share * model.len() / 1000;
+                        editor.set(at, value);
+                        model[at] = value.clone();
+                    }
+                    Op::Insert(share, element, after) => {
+                        let pivot = match share {
+                            Some(share) if !model.is_empty() => model[share * model.len() / 1000].clone(),
+                            _ => vec![b'!'; 41],
+                        };
+                        let found = model.iter().position(|e| *e == pivot);
+                        prop_assert_eq!(editor.insert(&pivot, element, *after), found.is_some());
+                        if let Some(at) = found {
+                            model.insert(at + usize::from(*after), element.clone());
+                        }
+                    }
+                    Op::RemoveEqual(share, count) => {
+                        if model.is_empty() {
+                            continue;
+                        }
+                        let target = model[share * model.len() / 1000].clone();
+                        let limit = if *count == 0 { usize::MAX } else { count.unsigned_abs() as usize };
+                        let mut at: Vec<usize> = (0..model.len()).filter(|&i| model[i] == target).collect();
+                        if *count < 0 {
+                            at.reverse();
+                        }
+                        at.truncate(limit);
+                        at.sort_unstable();
+                        for i in at.iter().rev() {
+                            model.remove(*i);
+                        }
+                        prop_assert_eq!(editor.remove_equal(&target, limit, *count < 0), at.len());
+                    }
                     Op::Range(..) => unreachable!(),
                 }
                 prop_assert_eq!(editor.len(), model.len());
@@ -972,7 +1364,7 @@ mod tests {
                 let bytes: usize = model.iter().map(|e| element_size(e)).sum();
                 let split = stored.as_deref().is_some_and(Entry::stored_is_node_table);
                 prop_assert!(!split || model.len() >= 2);
-                prop_assert!(split || model.len() < 2 || bytes <= NODE_BYTES || matches!(op, Op::Pop(..)));
+                prop_assert!(split || model.len() < 2 || bytes <= NODE_BYTES || matches!(op, Op::Pop(..) | Op::Remove(..) | Op::RemoveEqual(..)));
             }
             let named = nodes_named(&nodes, &stored);
             prop_assert!(settled(|| nodes.len(), named), "{} nodes for {}", nodes.len(), named);
@@ -1114,6 +1506,73 @@ mod tests {
         );
         let rest = read_range(&nodes, Some(&stored), |len| Some((0, len - 1))).unwrap();
         assert_eq!(rest.elements, base);
+    }
+
+    /// A node store that counts the reads of nodes and pages.
+    struct CountingReads<'a> {
+        nodes: &'a MemoryNodes,
+        reads: std::cell::Cell<usize>,
+    }
+
+    impl NodeStore for CountingReads<'_> {
+        fn write(&self, packed: &[u8]) -> u64 {
+            self.nodes.write(packed)
+        }
+
+        fn read(&self, id: u64) -> Result<Vec<u8>> {
+            self.reads.set(self.reads.get() + 1);
+            self.nodes.read(id)
+        }
+
+        fn discard(&self, id: u64) {
+            self.nodes.discard(id)
+        }
+    }
+
+    /// LSET of an element in a long list's middle writes the node that holds it (and
+    /// its page), not the list; LTRIM drops the nodes it removes unread.
+    #[test]
+    fn lset_and_ltrim_of_a_long_list_copy_the_nodes_they_change() {
+        let nodes = MemoryNodes::default();
+        let _pin = crossbeam_epoch::pin();
+        let mut editor = ListEditor::new(&nodes, None);
+        let mut want: Vec<Vec<u8>> = (0..60_000).map(element).collect();
+        editor.push(End::Right, want.iter().map(Vec::as_slice));
+        let mut stored = editor.finish(None).unwrap().unwrap().unwrap();
+        let all = |stored: &[u8]| {
+            read_range(&nodes, Some(stored), |len| Some((0, len - 1)))
+                .unwrap()
+                .elements
+        };
+        let counting = CountingReads {
+            nodes: &nodes,
+            reads: Default::default(),
+        };
+        for (at, value) in [
+            (30_000, b"x".to_vec()),
+            (41_234, vec![b'y'; 3 * NODE_BYTES]),
+        ] {
+            let mut editor = ListEditor::new(&counting, Some(&stored));
+            editor.set(at, &value);
+            let new = editor.finish(None).unwrap().unwrap().unwrap();
+            let released = crate::nodes::dropped(&nodes, &stored, Some(&new)).unwrap();
+            // The node, its page and its group (the pages are in groups).
+            assert_eq!(released.len(), 3, "{released:?}");
+            nodes.retire(&stored, Some(&new));
+            stored = new;
+            want[at] = value;
+            assert_eq!(all(&stored), want);
+        }
+        counting.reads.set(0);
+        let mut editor = ListEditor::new(&counting, Some(&stored));
+        editor.remove(End::Left, 50_000);
+        editor.remove(End::Right, 5_000);
+        let new = editor.finish(None).unwrap().unwrap().unwrap();
+        // Of ~1,400 nodes dropped, the two cut through are read, and pages of the table.
+        let reads = counting.reads.get();
+        assert!(reads < 100, "{reads} reads");
+        nodes.retire(&stored, Some(&new));
+        assert_eq!(all(&new), want[50_000..55_000]);
     }
 
     /// A table stored before pages (`count | record*`, any length) is read as it is,

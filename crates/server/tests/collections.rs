@@ -854,3 +854,127 @@ fn large_sorted_sets_answer_member_by_member() {
         ) == "0"));
     }
 }
+
+/// A long list (split into nodes, see `list_nodes.rs`) edited in its middle by LSET,
+/// LINSERT, LREM and LTRIM and at its ends by pushes and pops, in a seeded random
+/// order (`LIST_EDITS_SEED` replays one), reads back as a model `VecDeque` holds it
+/// after every command.
+#[test]
+fn a_long_list_edited_anywhere_matches_a_model() {
+    use rand::{Rng, SeedableRng};
+    let seed = std::env::var("LIST_EDITS_SEED")
+        .map_or_else(|_| rand::random(), |s| s.parse::<u64>().unwrap());
+    eprintln!("seed {seed}");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let server = Server::start();
+    let mut c = server.client();
+    let mut model: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+    // Elements of 20-220 bytes from few stems, so LREM and LINSERT find repeats.
+    let element = |rng: &mut rand::rngs::StdRng| {
+        format!(
+            "{}{}",
+            rng.gen_range(0..50),
+            "e".repeat(rng.gen_range(20..220))
+        )
+    };
+    let all: Vec<String> = (0..5000).map(|_| element(&mut rng)).collect();
+    let mut push = vec!["RPUSH", "list"];
+    push.extend(all.iter().map(String::as_str));
+    let _: i64 = run(&mut c, &push);
+    model.extend(all);
+    for step in 0..400 {
+        let len = model.len() as i64;
+        let at = rng.gen_range(-len.max(1)..len.max(1));
+        let index = |at: i64| {
+            if at < 0 {
+                (at + len) as usize
+            } else {
+                at as usize
+            }
+        };
+        let what = match rng.gen_range(0..6) {
+            0 if len > 0 => {
+                let value = element(&mut rng);
+                let reply: String = run(&mut c, &["LSET", "list", &at.to_string(), &value]);
+                assert_eq!(reply, "OK");
+                model[index(at)] = value;
+                "LSET"
+            }
+            1 if len > 0 => {
+                let pivot = model[index(at)].clone();
+                let value = element(&mut rng);
+                let after = rng.gen_bool(0.5);
+                let place = if after { "AFTER" } else { "BEFORE" };
+                let reply: i64 = run(&mut c, &["LINSERT", "list", place, &pivot, &value]);
+                let found = model.iter().position(|e| *e == pivot).unwrap();
+                model.insert(found + usize::from(after), value);
+                assert_eq!(reply, model.len() as i64);
+                "LINSERT"
+            }
+            2 if len > 0 => {
+                let target = model[index(at)].clone();
+                let count: i64 = rng.gen_range(-3..4);
+                let reply: i64 = run(&mut c, &["LREM", "list", &count.to_string(), &target]);
+                let mut hits: Vec<usize> =
+                    (0..model.len()).filter(|&i| model[i] == target).collect();
+                if count < 0 {
+                    hits.reverse();
+                }
+                if count != 0 {
+                    hits.truncate(count.unsigned_abs() as usize);
+                }
+                hits.sort_unstable();
+                for i in hits.iter().rev() {
+                    model.remove(*i);
+                }
+                assert_eq!(reply, hits.len() as i64);
+                "LREM"
+            }
+            3 => {
+                // Mostly a cut of a few elements, as a capped list's LTRIM makes.
+                let (start, stop) = (rng.gen_range(0..3), -1 - rng.gen_range(0..3));
+                let reply: String = run(
+                    &mut c,
+                    &["LTRIM", "list", &start.to_string(), &stop.to_string()],
+                );
+                assert_eq!(reply, "OK");
+                let keep = (len + stop + 1 - start).max(0) as usize;
+                model = model.into_iter().skip(start as usize).take(keep).collect();
+                "LTRIM"
+            }
+            4 => {
+                let value = element(&mut rng);
+                let left = rng.gen_bool(0.5);
+                let _: i64 = run(
+                    &mut c,
+                    &[if left { "LPUSH" } else { "RPUSH" }, "list", &value],
+                );
+                if left {
+                    model.push_front(value);
+                } else {
+                    model.push_back(value);
+                }
+                "PUSH"
+            }
+            _ => {
+                let n = rng.gen_range(1..40);
+                let left = rng.gen_bool(0.5);
+                let cmd = if left { "LPOP" } else { "RPOP" };
+                let got: Option<Vec<String>> = run(&mut c, &[cmd, "list", &n.to_string()]);
+                let want: Vec<String> = (0..n)
+                    .map_while(|_| {
+                        if left {
+                            model.pop_front()
+                        } else {
+                            model.pop_back()
+                        }
+                    })
+                    .collect();
+                assert_eq!(got.unwrap_or_default(), want, "step {step}");
+                "POP"
+            }
+        };
+        let list: Vec<String> = run(&mut c, &["LRANGE", "list", "0", "-1"]);
+        assert!(list.iter().eq(model.iter()), "step {step}: after {what}");
+    }
+}

@@ -1,19 +1,19 @@
 //! Lists: LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LLEN LINDEX LRANGE LSET LTRIM LREM
 //! LINSERT LPOS LMOVE RPOPLPUSH and the blocking pops. Pushes, pops and reads of a
-//! range go through `Db::edit_list` and `Db::read_list`, which touch only a long list's
-//! root (its ends) and the nodes they need (see `list_nodes.rs`); the others rebuild
-//! the list.
+//! range, LSET, LTRIM, LREM and LINSERT go through `Db::edit_list` and
+//! `Db::read_list`, which touch only a long list's root (its ends) and the nodes they
+//! need (see `list_nodes.rs`).
 
 use resp::Frame;
 
-use super::collections::{edit, notify_edit, parse_timeout, Edit};
+use super::collections::{notify_edit, parse_timeout};
 use super::{error, int, of_kind, ok, parse_integer, reply, upper, Action, Ctx, Reply};
 use super::{NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
 use crate::db::Edited;
 use crate::entry::Kind;
 use crate::keyspace_events::{GENERIC, LIST};
 use crate::list_nodes::{End, ListRange};
-use crate::packed::{self, Builder, MAX_ELEMENTS};
+use crate::packed::{self, MAX_ELEMENTS};
 
 impl End {
     fn parse(arg: &[u8]) -> Option<End> {
@@ -188,18 +188,13 @@ pub fn lset(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         return error(NOT_AN_INTEGER);
     };
     let value = &args[3];
-    let Some(edited) = edit(ctx, &args[1], Kind::List, |list| {
-        let Some(list) = list else {
-            return (Edit::Keep, Err("ERR no such key"));
-        };
-        let Some(at) = position(index, packed::count(list)) else {
-            return (Edit::Keep, Err("ERR index out of range"));
-        };
-        let mut b = Builder::with_capacity(list.len() + value.len());
-        for (i, e) in packed::elements(list).enumerate() {
-            b.push(if i == at { value } else { e });
+    let Some(edited) = ctx.db().edit_list(&args[1], |list| {
+        if !list.exists() {
+            return Err("ERR no such key");
         }
-        (Edit::Write(b.finish()), Ok(()))
+        let at = position(index, list.len()).ok_or("ERR index out of range")?;
+        list.set(at, value);
+        Ok(())
     })?
     else {
         return error(WRONG_TYPE);
@@ -215,18 +210,17 @@ pub fn ltrim(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let Some((start, stop)) = range_args(args) else {
         return error(NOT_AN_INTEGER);
     };
-    let Some(edited) = edit(ctx, &args[1], Kind::List, |list| {
-        let Some(list) = list else {
-            return (Edit::Keep, ());
-        };
-        let mut b = Builder::with_capacity(list.len());
-        if let Some((from, to)) = clamp(start, stop, packed::count(list)) {
-            for e in packed::elements(list).skip(from).take(to - from + 1) {
-                b.push(e);
+    let Some(edited) = ctx.db().edit_list(&args[1], |list| {
+        let len = list.len();
+        match clamp(start, stop, len) {
+            Some((from, to)) => {
+                list.remove(End::Left, from);
+                list.remove(End::Right, len - 1 - to);
             }
+            None => list.remove(End::Left, len),
         }
         // Redis counts LTRIM as a change even when it keeps every element.
-        (Edit::Write(b.finish()), ())
+        list.touch();
     })?
     else {
         return error(WRONG_TYPE);
@@ -242,41 +236,13 @@ pub fn lrem(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         return error(NOT_AN_INTEGER);
     };
     let target = args[3].as_slice();
-    let Some(edited) = edit(ctx, &args[1], Kind::List, |list| {
-        let Some(list) = list else {
-            return (Edit::Keep, 0);
-        };
-        let elements: Vec<&[u8]> = packed::elements(list).collect();
-        let limit = if count == 0 {
-            usize::MAX
-        } else {
-            count.unsigned_abs() as usize
-        };
-        let mut drop = vec![false; elements.len()];
-        let order: Box<dyn Iterator<Item = usize>> = if count < 0 {
-            Box::new((0..elements.len()).rev())
-        } else {
-            Box::new(0..elements.len())
-        };
-        let mut removed = 0;
-        for i in order {
-            if removed == limit {
-                break;
-            }
-            if elements[i] == target {
-                drop[i] = true;
-                removed += 1;
-            }
-        }
-        if removed == 0 {
-            return (Edit::Keep, 0);
-        }
-        let mut b = Builder::with_capacity(list.len());
-        for (e, _) in elements.iter().zip(&drop).filter(|(_, d)| !**d) {
-            b.push(e);
-        }
-        (Edit::Write(b.finish()), removed)
-    })?
+    let limit = match count {
+        0 => usize::MAX,
+        n => usize::try_from(n.unsigned_abs()).unwrap_or(usize::MAX),
+    };
+    let Some(edited) = ctx
+        .db()
+        .edit_list(&args[1], |list| list.remove_equal(target, limit, count < 0))?
     else {
         return error(WRONG_TYPE);
     };
@@ -293,32 +259,26 @@ pub fn linsert(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         _ => return error(SYNTAX_ERROR),
     };
     let (pivot, element) = (args[3].as_slice(), args[4].as_slice());
-    let Some(edited) = edit(ctx, &args[1], Kind::List, |list| {
-        let Some(list) = list else {
-            return (Edit::Keep, 0);
-        };
-        let Some(at) = packed::elements(list).position(|e| e == pivot) else {
-            return (Edit::Keep, -1);
-        };
-        let at = at + after as usize;
-        let mut b = Builder::with_capacity(list.len() + element.len() + 5);
-        for (i, e) in packed::elements(list).enumerate() {
-            if i == at {
-                b.push(element);
-            }
-            b.push(e);
+    let Some(edited) = ctx.db().edit_list(&args[1], |list| {
+        if !list.exists() {
+            return Ok(0);
         }
-        if at == packed::count(list) {
-            b.push(element);
+        if list.len() >= MAX_ELEMENTS {
+            return Err(());
         }
-        let len = b.count() as i64;
-        (Edit::Write(b.finish()), len)
+        Ok(match list.insert(pivot, element, after) {
+            true => list.len() as i64,
+            false => -1,
+        })
     })?
     else {
         return error(WRONG_TYPE);
     };
     notify_edit(ctx, &edited, LIST, "linsert", &args[1]);
-    int(edited.result)
+    match edited.result {
+        Ok(len) => int(len),
+        Err(()) => error("ERR the list would pass 4294967295 elements, hotkv's limit"),
+    }
 }
 
 /// `LPOS key element [RANK rank] [COUNT num] [MAXLEN len]`.

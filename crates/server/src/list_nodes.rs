@@ -30,6 +30,12 @@
 //! first node but its popped ones, the nodes between, the last node but its popped
 //! ones, the right end's pushed elements; the table's count is its nodes' (popped
 //! elements included).
+//!
+//! Edits inside the list copy the node they change, not the list: LSET and LINSERT
+//! rewrite the node that holds their element (or the root's end), LREM each node that
+//! held a match, each split again if it grew past [`NODE_BYTES`] and dropped if it was
+//! emptied; an end node's popped elements are left out of its rewrite, so its count
+//! in the root goes back to 0. LTRIM pops at both ends, dropping whole nodes unread.
 
 use std::borrow::Cow;
 
@@ -437,6 +443,15 @@ fn popped(list: &[u8], end: End, n: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
     (b.finish(), out)
 }
 
+/// What a root's end holds for the packed elements `rest`: no bytes if there are none.
+fn as_end(rest: Vec<u8>) -> Cow<'static, [u8]> {
+    Cow::Owned(if packed::count(&rest) == 0 {
+        Vec::new()
+    } else {
+        rest
+    })
+}
+
 /// The packed list `list` with element `at` replaced by `value`.
 fn replaced(list: &[u8], at: usize, value: &[u8]) -> Vec<u8> {
     let mut b = Builder::with_capacity(list.len() + value.len() + 5);
@@ -482,11 +497,14 @@ fn without(list: &[u8], target: &[u8], limit: usize, from_back: bool) -> (Vec<u8
 }
 
 /// The elements of node `at` (its packed form `packed`) of a table of `nodes` that
-/// are in the list: all but those popped from an end node.
-fn live_elements<'p>(packed: &'p [u8], ends: &Ends, at: usize, nodes: usize) -> (&'p [u8], usize) {
+/// are in the list, packed: all but those popped from an end node.
+fn live_elements(packed: &[u8], ends: &Ends, at: usize, nodes: usize) -> Vec<u8> {
     let front = if at == 0 { ends.popped[0] } else { 0 };
     let back = if at == nodes - 1 { ends.popped[1] } else { 0 };
-    body_without(packed, front, back)
+    let (live, count) = body_without(packed, front, back);
+    let mut b = Builder::with_capacity(live.len());
+    b.push_packed(live, count);
+    b.finish()
 }
 
 /// Where `table`'s node at `end` is.
@@ -684,10 +702,7 @@ impl<'a> ListEditor<'a> {
         edit: impl FnOnce(&[u8]) -> Vec<u8>,
     ) -> Option<()> {
         let (node, packed) = self.edge(table, at)?;
-        let (live, count) = live_elements(&packed, ends, at, table.len());
-        let mut b = Builder::with_capacity(live.len());
-        b.push_packed(live, count);
-        let edited = edit(&b.finish());
+        let edited = edit(&live_elements(&packed, ends, at, table.len()));
         if at == 0 {
             ends.popped[0] = 0;
         }
@@ -763,10 +778,7 @@ impl<'a> ListEditor<'a> {
             let Some((_, packed)) = self.edge(table, node_at) else {
                 return false;
             };
-            let (live, count) = live_elements(&packed, ends, node_at, table.len());
-            let mut b = Builder::with_capacity(live.len());
-            b.push_packed(live, count);
-            if let Some(at) = at_pivot(&b.finish()) {
+            if let Some(at) = at_pivot(&live_elements(&packed, ends, node_at, table.len())) {
                 let edit = |live: &[u8]| inserted(live, at, element);
                 return self.rewrite_node(table, ends, node_at, edit).is_some();
             }
@@ -820,12 +832,7 @@ impl<'a> ListEditor<'a> {
             let s = side(end);
             let (rest, n) = without(&ends.pushed[s], target, limit - *removed, from_back);
             if n > 0 {
-                let rest = if packed::count(&rest) == 0 {
-                    Vec::new()
-                } else {
-                    rest
-                };
-                ends.pushed[s] = Cow::Owned(rest);
+                ends.pushed[s] = as_end(rest);
                 *removed += n;
             }
         };
@@ -847,10 +854,8 @@ impl<'a> ListEditor<'a> {
             let Some((_, packed)) = self.edge(table, at) else {
                 return removed;
             };
-            let (live, count) = live_elements(&packed, ends, at, table.len());
-            let mut b = Builder::with_capacity(live.len());
-            b.push_packed(live, count);
-            let (rest, n) = without(&b.finish(), target, limit - removed, from_back);
+            let live = live_elements(&packed, ends, at, table.len());
+            let (rest, n) = without(&live, target, limit - removed, from_back);
             if n == 0 {
                 continue;
             }
@@ -912,12 +917,7 @@ impl<'a> ListEditor<'a> {
                 let (rest, first) = popped(&ends.pushed[s], end, n);
                 let mut got = keep(first);
                 if got > 0 {
-                    let rest = if packed::count(&rest) == 0 {
-                        Vec::new()
-                    } else {
-                        rest
-                    };
-                    ends.pushed[s] = Cow::Owned(rest);
+                    ends.pushed[s] = as_end(rest);
                 }
                 while got < n && table.len() >= 2 {
                     let at = edge_at(&table, end);
@@ -1331,9 +1331,12 @@ mod tests {
                         };
                         let found = model.iter().position(|e| *e == pivot);
                         prop_assert_eq!(editor.insert(&pivot, element, *after), found.is_some());
-                        if let Some(at) = found {
-                            model.insert(at + usize::from(*after), element.clone());
-                        }
+                        // Without the pivot nothing changes: a long list a pop left
+                        // whole stays whole.
+                        let Some(at) = found else {
+                            continue;
+                        };
+                        model.insert(at + usize::from(*after), element.clone());
                     }
                     Op::RemoveEqual(share, count) => {
                         if model.is_empty() {

@@ -266,9 +266,10 @@ pub fn linsert(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         if list.len() >= MAX_ELEMENTS {
             return Err(());
         }
-        Ok(match list.insert(pivot, element, after) {
-            true => list.len() as i64,
-            false => -1,
+        Ok(if list.insert(pivot, element, after) {
+            list.len() as i64
+        } else {
+            -1
         })
     })?
     else {

@@ -13,6 +13,7 @@ use tokio::net::TcpStream;
 use crate::blocked_keys::{self, Wake};
 use crate::clients::{Client, NO_RESIZE};
 use crate::commands::{self, Action, Session};
+use crate::db::Gathering;
 use crate::gate_hold::GateHold;
 use crate::server::Server;
 
@@ -77,6 +78,14 @@ struct BlockedCommand {
     keys: Vec<Vec<u8>>,
     timeout: Option<Duration>,
     timeout_reply: Frame,
+}
+
+/// The replies given since gathered writes were last written: what becomes an error
+/// if those writes are lost.
+struct GatheredReplies {
+    /// Where in the output they begin.
+    from: usize,
+    replies: usize,
 }
 
 /// Why `run_requests` stopped.
@@ -304,6 +313,12 @@ impl Connection {
             // try and the registration.
             let was_woken = self.session.woken;
             had_turn = waiters.try_begins(&wake);
+            // A write that woke this client, or found it not yet registered, may still
+            // be gathered on the writer's thread (see `gathered_writes.rs`). A failure
+            // shows in the try.
+            for key in &blocked.keys {
+                let _ = server.db.await_writers(key);
+            }
             let action = {
                 let mut gate = GateHold::new(&server.gate);
                 let run = commands::execute(&server, &mut self.session, &blocked.args, &mut gate);
@@ -381,10 +396,49 @@ impl Connection {
 
     /// Runs the complete requests in the input from `consumed` on, holding the gate
     /// across them (see `gate_hold`), until the input runs out or something needs
-    /// waiting for, which the caller does with the gate let go.
+    /// waiting for, which the caller does with the gate let go. Their writes are
+    /// gathered into as few engine batches as may be (`gathered_writes.rs`), all
+    /// written before the gate is let go and any reply leaves.
     fn run_requests(&mut self, limits: &RequestLimits, consumed: &mut usize) -> Step {
         let server = self.server.clone();
         let mut gate = GateHold::new(&server.gate);
+        let mut replies = GatheredReplies {
+            from: self.output.len(),
+            replies: 0,
+        };
+        let mut gathering = server.db.gather();
+        let step = self.run_gathering(limits, consumed, &mut gate, &mut gathering, &mut replies);
+        self.answer_lost(gathering.finish(), &mut replies);
+        step
+    }
+
+    /// If the gathered writes were lost (`written` failed), the replies to the commands
+    /// since `gathered` began become its error: they may have shown or counted on what
+    /// was lost (any push between them is lost too). Then a new stretch begins.
+    fn answer_lost(&mut self, written: engine::Result<()>, gathered: &mut GatheredReplies) {
+        if let Err(e) = written {
+            tracing::error!(error = %e, "writes gathered from a pipeline were lost");
+            let error = commands::storage_error(&e);
+            self.output.truncate(gathered.from);
+            for _ in 0..gathered.replies {
+                error.encode(self.session.proto, &mut self.output);
+            }
+        }
+        *gathered = GatheredReplies {
+            from: self.output.len(),
+            replies: 0,
+        };
+    }
+
+    fn run_gathering(
+        &mut self,
+        limits: &RequestLimits,
+        consumed: &mut usize,
+        gate: &mut GateHold<'_>,
+        gathering: &mut Gathering<'_>,
+        replies: &mut GatheredReplies,
+    ) -> Step {
+        let server = self.server.clone();
         let client = self.session.client.clone();
         // Left by another task on this thread (the flag is per thread).
         blocked_keys::woke_a_client();
@@ -435,8 +489,16 @@ impl Connection {
                 self.paused = Some(args);
                 return Step::AwaitScript;
             }
-            let action = commands::execute(&server, &mut self.session, &args, &mut gate);
-            if let Some(step) = self.answer(action, args) {
+            // Only a command on keys leaves earlier writes gathered: any other may tell
+            // others of them (PUBLISH, CLIENT), or wait on other threads (EXEC).
+            if !commands::gathers(&args) {
+                self.answer_lost(gathering.write(), replies);
+            }
+            let before = self.output.len();
+            let action = commands::execute(&server, &mut self.session, &args, gate);
+            let step = self.answer(action, args);
+            replies.replies += usize::from(self.output.len() > before);
+            if let Some(step) = step {
                 return step;
             }
             if blocked_keys::woke_a_client() {
@@ -448,7 +510,11 @@ impl Connection {
             if client.is_killed() {
                 return Step::Killed;
             }
-            gate.yield_to_exclusive();
+            if server.gate.exclusive_wanted() {
+                // Its holder may want a stripe the gathered writes hold.
+                self.answer_lost(gathering.write(), replies);
+                gate.yield_to_exclusive();
+            }
         }
     }
 

@@ -115,6 +115,39 @@ fn refused_unread(stored: &[u8], kind: Kind) -> bool {
         && !Entry::stored_expired(stored, now_ms())
 }
 
+/// This thread's writes being gathered (see [`Db::gather`]). Dropped unfinished (a
+/// command panicked), it still writes them, and lets their stripes go.
+pub struct Gathering<'a> {
+    db: &'a Db,
+    finished: bool,
+}
+
+impl Gathering<'_> {
+    /// Writes what was gathered so far; gathering goes on. An error if any write
+    /// gathered since the last was lost.
+    pub fn write(&mut self) -> Result<()> {
+        let written = self.db.finish_gathering();
+        if let Store::Engine(store) = &self.db.store {
+            store.start_gathering();
+        }
+        written
+    }
+
+    /// Writes what was gathered, and ends gathering.
+    pub fn finish(mut self) -> Result<()> {
+        self.finished = true;
+        self.db.finish_gathering()
+    }
+}
+
+impl Drop for Gathering<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = self.db.finish_gathering();
+        }
+    }
+}
+
 impl Db {
     fn on(store: Store) -> Db {
         let nodes = matches!(store, Store::Memory(_)).then(MemoryNodes::default);
@@ -1010,6 +1043,10 @@ impl Db {
         if let Some(d) = deadline {
             self.volatile.upsert(key, &d.to_le_bytes());
         }
+        // An invalidation may send its reader to the key at once.
+        if self.tracking.may_invalidate() {
+            self.write_gathered();
+        }
         // One fence for all three: WATCH, tracking and blocked clients each pair it with
         // one of their own.
         fence(Ordering::SeqCst);
@@ -1039,7 +1076,7 @@ impl Db {
         let Store::Engine(store) = &self.store else {
             return Ok(f());
         };
-        store.begin();
+        store.begin()?;
         let result = f();
         store.commit()?;
         Ok(result)
@@ -1088,6 +1125,43 @@ impl Db {
         if let Store::Engine(store) = &self.store {
             let _ = store.write_held_back();
         }
+    }
+
+    /// Until the returned [`Gathering`] ends, this thread's writes to an engine are
+    /// gathered into one batch (`gathered_writes.rs`); in memory, a write is one anyway.
+    pub fn gather(&self) -> Gathering<'_> {
+        if let Store::Engine(store) = &self.store {
+            store.start_gathering();
+        }
+        Gathering {
+            db: self,
+            finished: false,
+        }
+    }
+
+    fn finish_gathering(&self) -> Result<()> {
+        match &self.store {
+            Store::Memory(_) => Ok(()),
+            Store::Engine(store) => store.finish_gathering(),
+        }
+    }
+
+    /// Writes what this thread gathered so far, before others are told of it (a
+    /// keyspace event, an invalidation). A failure is `finish_gathering`'s to report.
+    pub fn write_gathered(&self) {
+        if let Store::Engine(store) = &self.store {
+            let _ = store.write_gathered();
+        }
+    }
+
+    /// Waits until writes to `key` that another thread gathered are visible: for a
+    /// client that has just made sure it will hear of the key's next change (a
+    /// blocked command, WATCH, tracking), before it reads.
+    pub fn await_writers(&self, key: &[u8]) -> Result<()> {
+        if let Store::Engine(store) = &self.store {
+            drop(store.lock(key)?);
+        }
+        Ok(())
     }
 
     /// Whether the engine holds writes back now.

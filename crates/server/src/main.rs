@@ -14,6 +14,7 @@ mod entry;
 mod eviction;
 mod field_nodes;
 mod gate_hold;
+mod gathered_writes;
 mod geohash;
 mod glob;
 mod hll;

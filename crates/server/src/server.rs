@@ -134,6 +134,8 @@ impl Server {
         if events.is_empty() {
             return;
         }
+        // A subscriber may read the key as soon as it hears.
+        self.db.write_gathered();
         let flags = self.db.events.flags();
         for e in events {
             if flags & KEYSPACE != 0 {

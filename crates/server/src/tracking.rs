@@ -289,11 +289,16 @@ impl Tracking {
         self.forget(victim.0, victim.1, 0);
     }
 
+    /// Whether a write may have anyone to tell: a client tracks, or keys are remembered.
+    pub fn may_invalidate(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed) != 0 || self.keys.load(Ordering::Relaxed) != 0
+    }
+
     /// After `key` changed: tells whoever may cache it. The caller has made the change
     /// visible and then fenced (SeqCst), pairing with the fence in `enable`: a write
     /// that reads no trackers here happened before any read a tracker makes.
     pub fn written(&self, key: &[u8]) {
-        if self.enabled.load(Ordering::Relaxed) == 0 && self.keys.load(Ordering::Relaxed) == 0 {
+        if !self.may_invalidate() {
             return;
         }
         let by = caller();

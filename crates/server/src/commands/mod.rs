@@ -1035,6 +1035,17 @@ fn run(
     action
 }
 
+/// Whether writes gathered before the command (`gathered_writes.rs`) may stay
+/// gathered while it runs: it reads or writes keys, and does not run alone. Any other
+/// may tell other clients of the writes (PUBLISH, CLIENT), or wait for other threads
+/// (EXEC, MSET), which may wait for the stripes the gathered writes hold.
+pub fn gathers(args: &[Vec<u8>]) -> bool {
+    lookup(&args[0]).is_some_and(|(index, cmd)| {
+        let flags = flags_and_keys(index, stat_slot(index, args)).0;
+        flags & (WRITE | READONLY) != 0 && cmd.flags & (ALONE | EXEC) == 0
+    })
+}
+
 /// Whether the command is refused over maxmemory: by its own flags, or its
 /// subcommand's, as FUNCTION LOAD may grow memory and FUNCTION LIST not.
 fn may_grow_data(args: &[Vec<u8>]) -> bool {
@@ -1074,11 +1085,15 @@ pub(crate) fn remember_keys<'a>(
     } else {
         !(mode.optout && session.caching)
     };
-    if mode.bcast || !wanted {
-        return;
-    }
+    let remember = !mode.bcast && wanted;
     for key in keys {
-        server.db.tracking.remember(key, session.client.id);
+        if remember {
+            server.db.tracking.remember(key, session.client.id);
+        }
+        // A write that found no tracker to tell may still be gathered on another
+        // thread (see `gathered_writes.rs`): the read that follows must show it. A
+        // failure shows in the read.
+        let _ = server.db.await_writers(key);
     }
 }
 

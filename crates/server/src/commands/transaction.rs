@@ -95,6 +95,9 @@ pub fn watch(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             continue;
         }
         let version = ctx.server.db.watch(key);
+        // A write counted in `version` may be gathered on another thread (see
+        // `gathered_writes.rs`): what this client reads next must show it.
+        ctx.server.db.await_writers(key)?;
         ctx.session.watching.push((key.clone(), version));
     }
     ok()

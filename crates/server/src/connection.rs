@@ -85,7 +85,7 @@ struct BlockedCommand {
 struct GatheredReplies {
     /// Where in the output they begin.
     from: usize,
-    replies: usize,
+    count: usize,
 }
 
 /// Why `run_requests` stopped.
@@ -404,7 +404,7 @@ impl Connection {
         let mut gate = GateHold::new(&server.gate);
         let mut replies = GatheredReplies {
             from: self.output.len(),
-            replies: 0,
+            count: 0,
         };
         let mut gathering = server.db.gather();
         let step = self.run_gathering(limits, consumed, &mut gate, &mut gathering, &mut replies);
@@ -420,13 +420,13 @@ impl Connection {
             tracing::error!(error = %e, "writes gathered from a pipeline were lost");
             let error = commands::storage_error(&e);
             self.output.truncate(gathered.from);
-            for _ in 0..gathered.replies {
+            for _ in 0..gathered.count {
                 error.encode(self.session.proto, &mut self.output);
             }
         }
         *gathered = GatheredReplies {
             from: self.output.len(),
-            replies: 0,
+            count: 0,
         };
     }
 
@@ -489,15 +489,21 @@ impl Connection {
                 self.paused = Some(args);
                 return Step::AwaitScript;
             }
-            // Only a command on keys leaves earlier writes gathered: any other may tell
-            // others of them (PUBLISH, CLIENT), or wait on other threads (EXEC).
-            if !commands::gathers(&args) {
+            // Only a command on keys runs with writes gathered: any other may tell
+            // others of them (PUBLISH, CLIENT), or wait for other threads (EXEC, MSET
+            // wait for the gate), which may wait for the stripes the writes hold.
+            let apart = gathering.is_on() && !commands::gathers(&args);
+            if apart {
                 self.answer_lost(gathering.write(), replies);
             }
             let before = self.output.len();
             let action = commands::execute(&server, &mut self.session, &args, gate);
             let step = self.answer(action, args);
-            replies.replies += usize::from(self.output.len() > before);
+            replies.count += usize::from(self.output.len() > before);
+            if apart {
+                // Its own writes, before the next command takes the gate its own way.
+                self.answer_lost(gathering.write(), replies);
+            }
             if let Some(step) = step {
                 return step;
             }

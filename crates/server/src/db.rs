@@ -123,6 +123,11 @@ pub struct Gathering<'a> {
 }
 
 impl Gathering<'_> {
+    /// Whether writes are gathered at all: not in memory.
+    pub fn is_on(&self) -> bool {
+        matches!(self.db.store, Store::Engine(_))
+    }
+
     /// Writes what was gathered so far; gathering goes on. An error if any write
     /// gathered since the last was lost.
     pub fn write(&mut self) -> Result<()> {

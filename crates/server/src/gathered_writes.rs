@@ -18,10 +18,13 @@
 //! - keyspace events and tracking invalidations sent while writes are gathered first
 //!   have them written (`Db::touched`, `Server::publish_events`).
 //!
-//! A thread never waits for a stripe while it holds one for gathered writes: a stripe
-//! held elsewhere is tried, and if that fails the gathered writes are written first.
-//! So two threads gathering cannot deadlock, and a thread that writes without
-//! gathering waits at most for the end of one batch.
+//! A thread holding stripes for gathered writes waits for nothing that may wait for
+//! them. A stripe held elsewhere is tried, and if that fails the gathered writes are
+//! written first, so two threads gathering cannot wait for each other. Writes stay
+//! gathered only across commands on keys (`commands::gathers`), which hold the gate
+//! shared from one to the next; before and after any other command, and before the
+//! gate is yielded to an exclusive holder (EXEC, MSET, a script), they are written. A
+//! thread that writes without gathering waits at most for the end of one batch.
 //!
 //! If writing them fails, the gathered writes are lost together, and the connection
 //! answers every command of the batch with the error (`Connection::run_requests`).

@@ -8,6 +8,91 @@ use std::sync::Arc;
 
 use support::{assert_script, run, run_err, Server};
 
+/// Pipelines whose writes the lsm engine's server gathers, holding their keys' locks
+/// until the pipeline's batch is written (`gathered_writes.rs`), beside commands that
+/// run alone (MSET, EXEC, scripts) on the same keys: nothing waits for ever, and no
+/// increment is lost.
+#[test]
+fn gathered_pipelines_beside_commands_that_run_alone_lose_nothing() {
+    const ROUNDS: usize = 100;
+    let server = Server::start();
+    let mut popped = 0;
+    std::thread::scope(|s| {
+        for t in 0..2 {
+            let server = &server;
+            s.spawn(move || {
+                let mut c = server.client();
+                for r in 0..ROUNDS {
+                    let value = format!("{t}:{r}");
+                    let _: () = redis::pipe()
+                        .cmd("INCR")
+                        .arg("n")
+                        .ignore()
+                        .cmd("RPUSH")
+                        .arg("l")
+                        .arg(&value)
+                        .ignore()
+                        .cmd("MSET")
+                        .arg("m")
+                        .arg(&value)
+                        .arg("o")
+                        .arg(&value)
+                        .ignore()
+                        .cmd("INCR")
+                        .arg("n")
+                        .ignore()
+                        .cmd("PUBLISH")
+                        .arg("ch")
+                        .arg(&value)
+                        .ignore()
+                        .cmd("INCR")
+                        .arg("n")
+                        .ignore()
+                        .query(&mut c)
+                        .unwrap();
+                }
+            });
+        }
+        let server = &server;
+        let transactions = s.spawn(move || {
+            let mut c = server.client();
+            let mut popped = 0;
+            for _ in 0..ROUNDS {
+                let (_, pop): (i64, Option<String>) = redis::pipe()
+                    .atomic()
+                    .cmd("INCR")
+                    .arg("n")
+                    .cmd("RPOP")
+                    .arg("l")
+                    .query(&mut c)
+                    .unwrap();
+                popped += usize::from(pop.is_some());
+            }
+            popped
+        });
+        s.spawn(move || {
+            let mut c = server.client();
+            for _ in 0..ROUNDS {
+                let _: i64 = run(
+                    &mut c,
+                    &["EVAL", "return redis.call('incr', KEYS[1])", "1", "n"],
+                );
+            }
+        });
+        popped = transactions.join().unwrap();
+    });
+    let mut c = server.client();
+    assert_eq!(
+        run::<usize>(&mut c, &["GET", "n"]),
+        2 * ROUNDS * 3 + 2 * ROUNDS
+    );
+    assert_eq!(
+        run::<usize>(&mut c, &["LLEN", "l"]),
+        2 * ROUNDS - popped,
+        "each push stays until a pop takes it"
+    );
+}
+
 #[test]
 fn queue_exec_discard_and_errors() {
     let server = Server::start();

@@ -1035,10 +1035,10 @@ fn run(
     action
 }
 
-/// Whether writes gathered before the command (`gathered_writes.rs`) may stay
-/// gathered while it runs: it reads or writes keys, and does not run alone. Any other
-/// may tell other clients of the writes (PUBLISH, CLIENT), or wait for other threads
-/// (EXEC, MSET), which may wait for the stripes the gathered writes hold.
+/// Whether the command may run with writes gathered (`gathered_writes.rs`): it reads
+/// or writes keys, and does not run alone. Any other may tell other clients of the
+/// writes (PUBLISH, CLIENT), or wait for other threads (EXEC and MSET wait for the
+/// gate), which may wait for the stripes the gathered writes hold.
 pub fn gathers(args: &[Vec<u8>]) -> bool {
     lookup(&args[0]).is_some_and(|(index, cmd)| {
         let flags = flags_and_keys(index, stat_slot(index, args)).0;

@@ -367,6 +367,10 @@ impl EngineStore {
     /// Waits for the stripe's lock. The caller holds no stripe for gathered writes (see
     /// `gathered_writes.rs`): those are never held while waiting.
     fn lock_stripe(&self, stripe: usize) -> StripeGuard<'_> {
+        debug_assert!(
+            gathered_writes::with(self.id(), |g| g.is_none_or(|g| g.stripes.is_empty())),
+            "waiting for a stripe while holding stripes for gathered writes"
+        );
         self.stripes[stripe].lock();
         StripeGuard {
             store: self,

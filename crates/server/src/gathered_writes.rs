@@ -4,7 +4,7 @@
 //! thread hands anything to another). Sixteen LPUSHes to one list in a pipeline read
 //! and write its root once instead of sixteen times, and lock its stripe once.
 //!
-//! While a connection runs a batch of requests it lets [`EngineStore`]
+//! While a connection runs a batch of requests it lets `EngineStore`
 //! (`engine_store.rs`) gather: a write under a key's lock then leaves the lock held
 //! and the write here, where this thread's reads find it, instead of in the engine.
 //! The gathered writes reach the engine, and the stripes are let go, when the
@@ -27,7 +27,9 @@
 //! thread that writes without gathering waits at most for the end of one batch.
 //!
 //! If writing them fails, the gathered writes are lost together, and the connection
-//! answers every command of the batch with the error (`Connection::run_requests`).
+//! answers every command since they were last written with the error
+//! (`Connection::answer_lost`). A command that panics still has them written, and the
+//! stripes let go, as its `Gathering` is dropped (`db.rs`).
 
 use std::cell::RefCell;
 use std::collections::HashMap;

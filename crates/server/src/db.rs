@@ -1164,7 +1164,7 @@ impl Db {
     /// blocked command, WATCH, tracking), before it reads.
     pub fn await_writers(&self, key: &[u8]) -> Result<()> {
         if let Store::Engine(store) = &self.store {
-            drop(store.lock(key)?);
+            store.await_writers(key)?;
         }
         Ok(())
     }

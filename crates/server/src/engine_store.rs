@@ -388,11 +388,28 @@ impl EngineStore {
 
     /// Locks `key` against other writers and reads it.
     pub fn lock<'a>(&'a self, key: &'a [u8]) -> Result<Locked<'a>> {
-        let stripe = self.stripe(key);
+        let guard = self.take_stripe(self.stripe(key))?;
+        Ok(Locked {
+            store: self,
+            key,
+            stored: self.get(key)?,
+            stripe: guard,
+        })
+    }
+
+    /// Waits until no other thread holds `key`'s stripe for gathered writes, so that
+    /// what they wrote to it is visible (see `gathered_writes.rs`).
+    pub fn await_writers(&self, key: &[u8]) -> Result<()> {
+        drop(self.take_stripe(self.stripe(key))?);
+        Ok(())
+    }
+
+    /// Locks `stripe` for this thread: `None` if its gathered writes hold it already.
+    fn take_stripe(&self, stripe: usize) -> Result<Option<StripeGuard<'_>>> {
         let held = gathered_writes::with(self.id(), |g| {
             g.map(|g| (g.holds_stripe(stripe), g.stripes.is_empty()))
         });
-        let guard = match held {
+        Ok(match held {
             Some((true, _)) => None,
             Some((false, false)) => match self.try_lock_stripe(stripe) {
                 Some(guard) => Some(guard),
@@ -404,12 +421,6 @@ impl EngineStore {
                 }
             },
             None | Some((false, true)) => Some(self.lock_stripe(stripe)),
-        };
-        Ok(Locked {
-            store: self,
-            key,
-            stored: self.get(key)?,
-            stripe: guard,
         })
     }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, unit/property/stress/crash tests in release
 # and debug builds (debug keeps overflow checks and debug assertions), the shuttle
-# exploration of the index's pointer protocols and of the EXEC gate, Miri over the
+# exploration of the index's pointer protocols, the EXEC gate and gathered writes'
+# stripe locks, Miri over the
 # index's and the memtable cursor's unsafe code, the server driven
 # by its integration tests, redis-py and redis-cli on both engines (memory, lsm), and
 # the protocol parsers under libFuzzer.
@@ -37,6 +38,7 @@ run cargo fmt --all --check
 run cargo clippy --workspace --all-targets --release -- -D warnings
 run cargo clippy -p hotring --all-targets --release --features shuttle -- -D warnings
 run cargo clippy -p engine --all-targets --release --features shuttle -- -D warnings
+run cargo clippy -p server --all-targets --release --features shuttle -- -D warnings
 run cargo test --workspace --release
 # The server's tests again on the lsm engine (the run above uses the memory engine).
 HOTKV_TEST_ENGINE=lsm run cargo test -p server --release --tests
@@ -44,6 +46,8 @@ run cargo test -p hotring -p workload -p engine -p lsm
 run cargo test -p hotring --release --features shuttle --test shuttle
 # The EXEC gate's model (the engine crate's unit tests, built on shuttle's primitives).
 run cargo test -p engine --release --features shuttle --lib gate::model
+# Gathered writes' stripe protocol (the server's, with its stripe locks on shuttle's).
+run cargo test -p server --release --features shuttle --bin hotkv-server engine_store::model
 # The clients people use, against the real server: redis-py and redis-cli.
 run cargo build --release --bin hotkv-server
 run python3 -m pytest -q tests/clients

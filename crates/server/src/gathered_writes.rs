@@ -34,6 +34,11 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+// Shuttle runs its threads on one OS thread: the model (`engine_store.rs`) needs its
+// own thread-locals.
+#[cfg(feature = "shuttle")]
+use shuttle::thread_local;
+
 thread_local! {
     static GATHERED: RefCell<Gathered> = RefCell::new(Gathered::default());
 }

@@ -43,6 +43,7 @@ mod server;
 mod stream;
 mod stream_nodes;
 mod stream_pending;
+mod stripe_lock;
 mod stripes;
 mod table_pages;
 mod tracking;

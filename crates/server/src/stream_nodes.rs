@@ -140,7 +140,8 @@ enum Form<'a> {
     Whole { nodes: Vec<Vec<Entry>>, len: usize },
     Split {
         store: &'a dyn NodeStore,
-        table: Records<'a>,
+        /// Boxed: the whole form is far lighter.
+        table: Box<Records<'a>>,
         /// Nodes this edit wrote, so that one it replaces again is discarded at once:
         /// no table names it.
         written: Vec<u64>,
@@ -187,7 +188,7 @@ impl<'a> Entries<'a> {
         Entries {
             form: Form::Split {
                 store,
-                table: Records::new(store, LAYOUT, table),
+                table: Box::new(Records::new(store, LAYOUT, table)),
                 written: Vec::new(),
             },
             failed: RefCell::default(),
@@ -721,7 +722,7 @@ fn payload(store: &dyn NodeStore, mut stream: Stream) -> Result<(Vec<u8>, bool)>
     };
     match entries.form {
         Form::Split { table, .. } if table.len() >= 2 || !pending_inline => {
-            with_table(stream, table)
+            with_table(stream, *table)
         }
         Form::Split {
             store: nodes,

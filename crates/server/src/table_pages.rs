@@ -459,6 +459,11 @@ pub struct Records<'a, const R: usize> {
     /// The index of each group's first record, and past the last: the table's length.
     starts: Vec<usize>,
     replaced: Replaced,
+    /// The table as stored, in pages or groups, until an edit changes it: written back
+    /// as it is. A list's push or pop mostly changes its root's ends alone, and
+    /// writing again a table of many pages costs a walk of them all.
+    /// Boxed: an editor's enum holds a table beside lighter forms.
+    unchanged: Option<Box<Cow<'a, [u8]>>>,
 }
 
 impl<'a, const R: usize> Records<'a, R> {
@@ -472,13 +477,19 @@ impl<'a, const R: usize> Records<'a, R> {
         let table = table.into();
         let form = stored_form::<R>(&table);
         let count = count::<R>(&table) as u64;
-        let groups = match form {
-            Form::Grouped => entries(&table[GROUPED_HEADER..])
-                .map(Node::stored)
-                .collect(),
+        let (groups, unchanged) = match form {
+            Form::Grouped => {
+                let groups = entries(&table[GROUPED_HEADER..])
+                    .map(Node::stored)
+                    .collect();
+                (groups, Some(Box::new(table)))
+            }
             Form::Paged => {
                 let pages = entries(&table[PAGED_HEADER..]).map(Node::stored).collect();
-                vec![Group::changed(Pages::new(pages))]
+                (
+                    vec![Group::changed(Pages::new(pages))],
+                    Some(Box::new(table)),
+                )
             }
             Form::Inline => {
                 let body = match table {
@@ -490,10 +501,12 @@ impl<'a, const R: usize> Records<'a, R> {
                 };
                 // Its count is its records': not counted again.
                 let page = Page::unstored(layout, body, count);
-                vec![Group::changed(Pages::new(vec![page]))]
+                (vec![Group::changed(Pages::new(vec![page]))], None)
             }
         };
-        Records::of_groups(nodes, layout, count, form, groups)
+        let mut records = Records::of_groups(nodes, layout, count, form, groups);
+        records.unchanged = unchanged;
+        records
     }
 
     /// A table of `count` elements in `records`, none of them stored yet.
@@ -529,6 +542,7 @@ impl<'a, const R: usize> Records<'a, R> {
             groups,
             starts: Vec::new(),
             replaced: Replaced::default(),
+            unchanged: None,
         };
         records.index();
         records
@@ -555,6 +569,9 @@ impl<'a, const R: usize> Records<'a, R> {
     }
 
     pub fn set_count(&mut self, count: usize) {
+        if self.count != count as u64 {
+            self.unchanged = None;
+        }
         self.count = count as u64;
     }
 
@@ -716,6 +733,7 @@ impl<'a, const R: usize> Records<'a, R> {
     /// neighbours (the caller's to check: only it knows how its keys compare).
     pub fn splice(&mut self, range: Range<usize>, records: &[[u8; R]]) -> Result<()> {
         assert!(range.start <= range.end && range.end <= self.len());
+        self.unchanged = None;
         // The groups the range lies in, chosen as `Pages::splice` chooses pages.
         let first = match (range.start, self.len()) {
             (_, 0) | (0, _) => 0,
@@ -805,6 +823,10 @@ impl<'a, const R: usize> Records<'a, R> {
     /// (its groups, pages and, if its records name nodes, nodes): what [`dropped`]
     /// finds, known here without reading the old table again.
     pub fn finish_releasing(mut self) -> Result<(Vec<u8>, Vec<u64>)> {
+        if let Some(table) = self.unchanged.take() {
+            debug_assert!(self.replaced.stored.is_empty() && self.replaced.spliced_out.is_empty());
+            return Ok((table.into_owned(), Vec::new()));
+        }
         let mut replaced = std::mem::take(&mut self.replaced);
         let table = self.finish_noting(&mut replaced.stored)?;
         let mut released = replaced.stored;
@@ -1445,6 +1467,34 @@ mod tests {
         let inline = t.finish().unwrap();
         assert_eq!(stored_form::<RECORD>(&inline), Form::Inline);
         check(&nodes, &inline, &want, &[0, 199_900]);
+    }
+
+    /// A list's push mostly changes its root's ends alone: its table, paged or grouped,
+    /// read but not changed, is written back as stored, nothing written or released.
+    #[test]
+    fn a_table_read_but_not_changed_is_written_back_as_stored() {
+        let nodes = MemoryNodes::default();
+        for (len, form) in [(300u64, Form::Paged), (20_000, Form::Grouped)] {
+            let want: Vec<Record> = (0..len).map(|i| record(i * 10, i + 1, 2)).collect();
+            let table = Records::of(&nodes, LAYOUT, 2 * len, &want)
+                .finish()
+                .unwrap();
+            assert_eq!(stored_form::<RECORD>(&table), form);
+            let stored_before = nodes.len();
+            let mut t = Records::new(&nodes, LAYOUT, &table);
+            assert_eq!(t.all().unwrap(), want);
+            t.set_count(2 * len as usize);
+            let (same, released) = t.finish_releasing().unwrap();
+            assert_eq!((same == table, released), (true, Vec::new()), "{form:?}");
+            assert_eq!(nodes.len(), stored_before, "nothing written");
+            // A new count is a change: the root is written again with it.
+            let mut t = Records::new(&nodes, LAYOUT, &table);
+            t.set_count(2 * len as usize + 1);
+            let recounted = t.finish().unwrap();
+            assert_eq!(count::<RECORD>(&recounted), 2 * len as usize + 1);
+            let reread = Records::new(&nodes, LAYOUT, &recounted).all().unwrap();
+            assert_eq!(reread, want);
+        }
     }
 
     /// A table paged before groups existed, with more pages than a root of pages now

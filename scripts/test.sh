@@ -2,10 +2,9 @@
 # The whole test suite: formatting, lints, unit/property/stress/crash tests in release
 # and debug builds (debug keeps overflow checks and debug assertions), the shuttle
 # exploration of the index's pointer protocols, the EXEC gate and gathered writes'
-# stripe locks, Miri over the
-# index's and the memtable cursor's unsafe code, the server driven
-# by its integration tests, redis-py and redis-cli on both engines (memory, lsm), and
-# the protocol parsers under libFuzzer.
+# stripe locks, Miri over the index's and the memtable cursor's unsafe code, the
+# server driven by its integration tests, redis-py and redis-cli on both engines
+# (memory, lsm), and the protocol parsers under libFuzzer.
 #
 # Longer runs: PROPTEST_CASES (default 128), HOTRING_STRESS_ROUNDS (20000),
 # SHUTTLE_ITERATIONS (2000), HOTRING_SEED (stress seed), LSM_CRASH_CYCLES (kill and

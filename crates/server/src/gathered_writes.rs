@@ -34,8 +34,8 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-// Shuttle runs its threads on one OS thread: the model (`engine_store.rs`) needs its
-// own thread-locals.
+// Shuttle runs its threads on one OS thread: the model (`engine_store_model.rs`) needs
+// its own thread-locals.
 #[cfg(feature = "shuttle")]
 use shuttle::thread_local;
 

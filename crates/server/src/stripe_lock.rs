@@ -3,7 +3,7 @@
 //! unlock them later (`gathered_writes.rs`).
 //!
 //! Under the `shuttle` feature it is built on shuttle's mutex and condition variable,
-//! so that `engine_store.rs`'s model can explore the interleavings of the gathering
+//! so that the model in `engine_store_model.rs` can explore the interleavings of the gathering
 //! protocol and report a deadlock if two threads ever wait for each other.
 
 #[cfg(not(feature = "shuttle"))]

@@ -27,7 +27,7 @@ use crate::entry::{now_ms, Entry, Kind};
 use crate::field_nodes::{FieldEditor, FieldReader};
 use crate::keyspace_events::{self as events, KeyspaceEvents};
 use crate::list_nodes::{self, ListEditor, ListRange};
-use crate::nodes::{self, MemoryNodes, NodeStore, Outcome};
+use crate::nodes::{self, Attempt, MemoryNodes, NodeStore, Outcome};
 use crate::pause::Pause;
 use crate::score_nodes::{ZsetEditor, ZsetReader};
 use crate::stripes::StripedCounter;
@@ -736,26 +736,30 @@ impl Db {
                 .as_deref()
                 .is_some_and(|s| Entry::stored_expired(s, now_ms()));
             let live = if expired { None } else { stored.as_deref() };
-            let (write, result) = decide(live, node_store)?;
+            let attempt = Attempt::new(node_store);
+            let (write, result) = decide(live, &attempt)?;
             let done = match (write, &stored) {
                 (Write::Keep, _) => {
+                    attempt.abandon();
                     if let Some(old) = stored.as_deref().filter(|_| expired) {
                         self.remove_expired(key, old)?;
                     }
                     true
                 }
                 (Write::Put(new, _), None) => {
+                    attempt.assert_made(&new, None);
                     let deadline = Entry::stored_deadline(&new);
                     let ok = index.insert(key, &new);
                     if ok {
                         self.events.fire(events::NEW, "new", key);
                         self.written(key, deadline);
                     } else {
-                        node_store.abandon(&new, None);
+                        attempt.abandon();
                     }
                     ok
                 }
                 (Write::Put(new, released), Some(old)) => {
+                    attempt.assert_made(&new, Some(old));
                     let deadline = Entry::stored_deadline(&new);
                     let ok = index.compare_and_set(key, old, &new);
                     if ok {
@@ -767,12 +771,16 @@ impl Db {
                         }
                         self.written(key, deadline);
                     } else {
-                        node_store.abandon(&new, Some(old));
+                        attempt.abandon();
                     }
                     ok
                 }
-                (Write::Delete, None) => true,
+                (Write::Delete, None) => {
+                    attempt.abandon();
+                    true
+                }
                 (Write::Delete, Some(old)) => {
+                    attempt.abandon();
                     let ok = index.remove_if(key, |v| v == old.as_slice());
                     if ok {
                         node_store.retire(old, None);

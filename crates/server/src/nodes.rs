@@ -15,7 +15,7 @@
 //!   nodes for what it changes and publishes a new node table with the key's
 //!   compare-and-set, as any other write. Two equal tables are therefore the same
 //!   value, so the compare-and-set is exact; a writer that loses it removes the nodes
-//!   it made, which nobody else has seen.
+//!   it made (its [`Attempt`] remembers them), which nobody else has seen.
 //! - A node that a published table no longer names is removed once every thread pinned
 //!   (crossbeam-epoch) when it was dropped has unpinned. Readers and writers pin before
 //!   they read the table and stay pinned while they read its nodes, so every node of a
@@ -30,6 +30,7 @@
 //!   that over too ([`MemoryNodes::retire_known`]), so the old and new tables are not
 //!   read again to find it.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -357,18 +358,69 @@ impl MemoryNodes {
     pub fn reset_freed_later(&self) {
         self.freed_later.store(0, Ordering::Relaxed);
     }
+}
 
-    /// After `new` lost the race to replace `old`: removes the nodes `new` made, which
-    /// nobody else has seen.
-    pub fn abandon(&self, new: &[u8], old: Option<&[u8]>) {
-        let made = match old {
-            Some(old) => dropped(self, new, Some(old)),
-            None => node_ids(self, new),
+/// The memory store as one compare-and-set attempt at a write sees it: remembers the
+/// nodes the attempt wrote and did not discard, so that an attempt that loses the race
+/// removes exactly those (nobody else has seen them) without comparing its table with
+/// the one it read to find them.
+pub struct Attempt<'a> {
+    nodes: &'a MemoryNodes,
+    made: RefCell<Vec<u64>>,
+}
+
+impl<'a> Attempt<'a> {
+    pub fn new(nodes: &'a MemoryNodes) -> Self {
+        Attempt {
+            nodes,
+            made: RefCell::default(),
         }
-        .expect("memory nodes are read without I/O");
-        for id in made {
-            self.discard(id);
+    }
+
+    /// Checks, in debug and test builds, that the nodes this attempt made are those
+    /// `new` names and `old` (the value it read, if any) does not: a node made and
+    /// not named would never be removed.
+    pub fn assert_made(&self, new: &[u8], old: Option<&[u8]>) {
+        if cfg!(any(test, debug_assertions)) {
+            let mut made = self.made.borrow().clone();
+            let mut named = match old {
+                Some(old) => dropped(self.nodes, new, Some(old)),
+                None => node_ids(self.nodes, new),
+            }
+            .expect("memory nodes are read without I/O");
+            made.sort_unstable();
+            named.sort_unstable();
+            assert_eq!(
+                made, named,
+                "an attempt's new table names the nodes it made"
+            );
         }
+    }
+
+    /// After the attempt's write was not published: removes the nodes it made.
+    pub fn abandon(self) {
+        for id in self.made.into_inner() {
+            self.nodes.discard(id);
+        }
+    }
+}
+
+impl NodeStore for Attempt<'_> {
+    fn write(&self, packed: &[u8]) -> u64 {
+        let id = self.nodes.write(packed);
+        self.made.borrow_mut().push(id);
+        id
+    }
+
+    fn read(&self, id: u64) -> Result<Vec<u8>> {
+        self.nodes.read(id)
+    }
+
+    fn discard(&self, id: u64) {
+        let mut made = self.made.borrow_mut();
+        let at = made.iter().rposition(|&m| m == id);
+        made.swap_remove(at.expect("an edit discards only nodes it wrote"));
+        self.nodes.discard(id);
     }
 }
 

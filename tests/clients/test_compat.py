@@ -466,6 +466,42 @@ CONFIG SET nosuch 1
 CONFIG SET maxmemory lots
 CONFIG GET
 CONFIG NOSUCH
+CONFIG SET repl-backlog-size 10000002 hz 15
+CONFIG GET repl-backlog-size
+CONFIG GET hz
+CONFIG SET repl-backlog-size 1048576 hz 10
+CONFIG SET hz 5 hz 6
+CONFIG SET slave-read-only no replica-read-only yes
+CONFIG GET slave-read-only
+CONFIG SET daemonize yes
+CONFIG SET daemonize no nosuch 1
+CONFIG SET nosuch 1 daemonize no
+CONFIG SET dbfilename x.rdb
+CONFIG GET key-load-delay
+CONFIG GET key-load*
+CONFIG SET maxmemory-clients 200%
+CONFIG SET maxmemory-clients 5%
+CONFIG GET maxmemory-clients
+CONFIG SET maxmemory-clients x
+CONFIG SET maxmemory-clients 0
+CONFIG SET hz abc
+CONFIG SET activerehashing YES
+CONFIG GET activerehashing
+CONFIG SET activerehashing 1
+CONFIG SET loglevel WARNING
+CONFIG GET loglevel
+CONFIG SET loglevel bogus
+CONFIG SET loglevel notice
+CONFIG SET shutdown-on-sigint force\x20nosave
+CONFIG GET shutdown-on-sigint
+CONFIG SET shutdown-on-sigint default
+CONFIG GET shutdown-on-sigint
+CONFIG SET lfu-log-factor -1
+CONFIG SET repl-backlog-size 0
+CONFIG SET client-query-buffer-limit 1kb
+CONFIG GET oom-score-adj-values
+CONFIG GET appendfsync
+CONFIG SET appendfsync everysec
 FLUSHALL FOO
 HELLO 4
 HELLO abc

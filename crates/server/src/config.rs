@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::RwLock;
 
+use crate::accepted_settings::{self, HIDDEN, IMMUTABLE, PROTECTED, SETTINGS};
 use crate::glob::glob_match;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,6 +133,11 @@ pub struct Config {
     /// Milliseconds a Lua script may run before hotkv stops it (`busy-reply-threshold`,
     /// once `lua-time-limit`; see `scripting.rs`).
     busy_reply_threshold: AtomicU64,
+    /// Redis's snapshot schedule (`save`), pairs of seconds and changes, as CONFIG GET
+    /// prints it.
+    save: RwLock<String>,
+    /// Redis's settings that hotkv keeps but does not act on (`accepted_settings.rs`).
+    accepted: accepted_settings::Values,
 }
 
 /// The replica class of Redis's `client-output-buffer-limit`, with Redis's defaults:
@@ -172,6 +178,8 @@ impl Default for Config {
             tracking_table_max_keys: AtomicU64::new(1_000_000),
             keyspace_events: AtomicU32::new(0),
             busy_reply_threshold: AtomicU64::new(5000),
+            save: RwLock::default(),
+            accepted: Default::default(),
         }
     }
 }
@@ -260,6 +268,7 @@ const NAMES: &[&str] = &[
     "databases",
     "save",
     "appendonly",
+    "appendfsync",
 ];
 
 /// Settings whose value is a list of words, written as several arguments in a file.
@@ -277,8 +286,8 @@ const NOT_REWRITTEN: &[&str] = &[
     "lua-time-limit",
     "min-slaves-to-write",
     "min-slaves-max-lag",
-    "save",
     "appendonly",
+    "appendfsync",
     // Old names of settings written under their new ones.
     "hash-max-ziplist-entries",
     "hash-max-ziplist-value",
@@ -297,6 +306,7 @@ const STARTUP_ONLY: &[&str] = &[
     "engine",
     "dir",
     "fsync",
+    "appendfsync",
     "cache-size",
     "memtable-size",
     "io-threads",
@@ -396,12 +406,34 @@ impl Config {
     }
 
     /// `(name, value)` for every setting whose name matches `pattern` (any case).
+    /// Hidden settings only by their exact name, as in Redis.
     pub fn get(&self, pattern: &[u8]) -> Vec<(String, String)> {
+        let accepted = SETTINGS.iter().flat_map(|s| {
+            let shown = s.flags & HIDDEN == 0 || pattern.eq_ignore_ascii_case(s.name.as_bytes());
+            [s.name, s.alias]
+                .into_iter()
+                .filter(move |n| !n.is_empty() && shown)
+        });
         NAMES
             .iter()
+            .copied()
+            .chain(accepted)
             .filter(|n| glob_match(pattern, n.as_bytes(), true))
             .map(|n| (n.to_string(), self.value(n)))
             .collect()
+    }
+
+    /// Why CONFIG SET refuses `name` (lower case) whatever its value, if it does: an
+    /// accepted setting Redis lets only the config file set, or protects.
+    pub fn refused(&self, name: &str) -> Option<SetError> {
+        let flags = SETTINGS[accepted_settings::find(name)?].flags;
+        if flags & IMMUTABLE != 0 {
+            Some(SetError::Immutable)
+        } else if flags & PROTECTED != 0 {
+            Some(SetError::Protected)
+        } else {
+            None
+        }
     }
 
     fn value(&self, name: &str) -> String {
@@ -419,7 +451,8 @@ impl Config {
                 .unwrap_or_else(|_| self.dir.clone())
                 .display()
                 .to_string(),
-            "fsync" => self.fsync.to_string(),
+            // Redis's name for what hotkv's `fsync` sets.
+            "fsync" | "appendfsync" => self.fsync.to_string(),
             "cache-size" => self.cache_size.to_string(),
             "memtable-size" => self.memtable_size.to_string(),
             "requirepass" => self
@@ -473,10 +506,13 @@ impl Config {
                 format!("normal {h} {s} {t} {REPLICA_OUTPUT_LIMITS} pubsub {ph} {ps} {pt}")
             }
             "databases" => "1".into(),
-            "save" => String::new(),
+            "save" => self.save.read().unwrap_or_else(|e| e.into_inner()).clone(),
             // The LSM engine's log is what Redis's append-only file is to it.
             "appendonly" => yes_no(self.engine != EngineKind::Memory).into(),
-            _ => unreachable!("every name in NAMES has a value"),
+            other => {
+                let i = accepted_settings::find(other).expect("every name listed has a value");
+                self.accepted.get(i)
+            }
         }
     }
 
@@ -640,9 +676,17 @@ impl Config {
                     }
                 }
             }
-            "save" if text.is_empty() => {}
+            // The lsm engine keeps every write (`fsync`), which is more than Redis's
+            // snapshots after so many changes in so many seconds would: the schedule is
+            // kept and reported, for the tools that set it. In memory nothing is kept.
+            "save" if self.engine != EngineKind::Memory || text.trim().is_empty() => {
+                let schedule = save_schedule(text).map_err(invalid)?;
+                *self.save.write().unwrap_or_else(|e| e.into_inner()) = schedule;
+            }
             "appendonly" if text.eq_ignore_ascii_case(&self.value("appendonly")) => {}
-            "save" | "appendonly" | "databases" => {
+            // As in Redis, whose count of databases is fixed at startup.
+            "databases" => return Err(SetError::Immutable),
+            "save" | "appendonly" => {
                 return Err(invalid(
                     "hotkv has one database and keeps no snapshots; its durability is the engine's (--engine, --fsync)",
                 ))
@@ -651,7 +695,13 @@ impl Config {
             // setting to the value CONFIG GET gave).
             n if STARTUP_ONLY.contains(&n) && text == self.value(n) => {}
             n if STARTUP_ONLY.contains(&n) => return Err(SetError::Immutable),
-            _ => return Err(SetError::Unknown),
+            n => {
+                let i = accepted_settings::find(n).ok_or(SetError::Unknown)?;
+                if let Some(refused) = self.refused(n) {
+                    return Err(refused);
+                }
+                self.accepted.set(i, text).map_err(SetError::Invalid)?;
+            }
         }
         Ok(())
     }
@@ -698,11 +748,17 @@ impl Config {
                     .filter(|n| *n <= 128)
                     .ok_or_else(|| bad("a thread count from 0 (one per core) to 128"))?
             }
-            other => self.set(other, value.as_bytes()).map_err(|e| match e {
-                SetError::Invalid(why) => bad(&why),
-                SetError::Unknown => format!("unknown setting '{name}'"),
-                SetError::Immutable => unreachable!("startup settings are handled above"),
-            })?,
+            other => match accepted_settings::find(other) {
+                // The file may set what CONFIG SET may not.
+                Some(i) => self.accepted.set(i, value).map_err(|why| bad(&why))?,
+                None => self.set(other, value.as_bytes()).map_err(|e| match e {
+                    SetError::Invalid(why) => bad(&why),
+                    SetError::Unknown => format!("unknown setting '{name}'"),
+                    SetError::Immutable | SetError::Protected => {
+                        unreachable!("startup settings and accepted ones are handled above")
+                    }
+                })?,
+            },
         }
         Ok(())
     }
@@ -740,6 +796,7 @@ impl Config {
             .iter()
             .copied()
             .filter(|n| !NOT_REWRITTEN.contains(n))
+            .chain(SETTINGS.iter().map(|s| s.name))
             .collect();
         let mut written: Vec<&str> = Vec::new();
         let mut out = String::new();
@@ -827,6 +884,7 @@ impl Config {
 pub enum SetError {
     Unknown,
     Immutable,
+    Protected,
     Invalid(String),
 }
 
@@ -887,6 +945,25 @@ pub fn parse_memory(text: &str) -> Option<u64> {
     digits.parse::<u64>().ok()?.checked_mul(scale)
 }
 
+/// `text` as a snapshot schedule (pairs of seconds, at least 1, and changes, at least
+/// 0) printed as CONFIG GET prints it, or Redis's error.
+fn save_schedule(text: &str) -> Result<String, &'static str> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let numbers: Option<Vec<i64>> = words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| w.parse::<i64>().ok().filter(|n| *n >= 1 - (i % 2) as i64))
+        .collect();
+    match numbers {
+        Some(numbers) if numbers.len().is_multiple_of(2) => Ok(numbers
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(" ")),
+        _ => Err("Invalid save parameters"),
+    }
+}
+
 /// An integer from 0 to `i64::MAX`, as Redis bounds its counts and thresholds.
 fn non_negative(text: &str) -> Result<u64, &'static str> {
     let n: i128 = text
@@ -938,6 +1015,16 @@ mod tests {
         c.set("client-output-buffer-limit", b"normal 1mb 512kb 10")
             .ok()
             .unwrap();
+        // Redis's settings that hotkv only keeps are written and read back too, an
+        // immutable one (which the file may set) and values with spaces among them.
+        c.set("hz", b"20").ok().unwrap();
+        c.set("shutdown-on-sigterm", b"force NOSAVE").ok().unwrap();
+        assert!(matches!(
+            c.set("daemonize", b"yes"),
+            Err(SetError::Immutable)
+        ));
+        c.set_at_startup("daemonize", "yes").unwrap();
+        c.set_at_startup("oom-score-adj-values", "1 2 3").unwrap();
         c.rewrite().unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.starts_with("# my settings\nport 7000\nmaxmemory 20971520\n\nunknown-thing 3\n# Generated by CONFIG REWRITE\n"), "{text}");
@@ -947,10 +1034,71 @@ mod tests {
         again
             .load_file(&text.replace("unknown-thing 3\n", ""), "test")
             .unwrap();
-        for name in NAMES {
+        for name in NAMES.iter().chain(SETTINGS.iter().map(|s| &s.name)) {
             assert_eq!(again.value(name), c.value(name), "{name} in\n{text}");
         }
+        assert_eq!(again.value("shutdown-on-sigterm"), "nosave force");
+        assert_eq!(again.value("daemonize"), "yes");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Redis's settings that hotkv only keeps: none is also one of hotkv's own, each
+    /// default is a value CONFIG SET takes back unchanged (Redis's test suite sets every
+    /// setting to what CONFIG GET gave), and hidden ones are listed only when named.
+    #[test]
+    fn accepted_settings_take_back_their_defaults() {
+        let c = Config::default();
+        for s in SETTINGS {
+            assert!(
+                !NAMES.contains(&s.name) && !NAMES.contains(&s.alias),
+                "{}",
+                s.name
+            );
+            assert_eq!(
+                s.form.check(s.default).as_deref(),
+                Ok(s.default),
+                "{}",
+                s.name
+            );
+            assert_eq!(c.get(s.name.as_bytes()).len(), 1, "{}", s.name);
+        }
+        let listed: Vec<String> = c.get(b"*").into_iter().map(|(n, _)| n).collect();
+        assert!(listed.iter().any(|n| n == "slaveof") && listed.iter().any(|n| n == "replicaof"));
+        assert!(!listed.iter().any(|n| n == "key-load-delay"));
+        assert_eq!(
+            c.get(b"KEY-LOAD-DELAY"),
+            [("key-load-delay".into(), "0".into())]
+        );
+        assert!(c.get(b"key-load-*").is_empty());
+        assert!(matches!(
+            c.set("dbfilename", b"x.rdb"),
+            Err(SetError::Protected)
+        ));
+    }
+
+    #[test]
+    fn save_schedules_as_redis_checks_and_prints_them() {
+        let lsm = Config::default();
+        lsm.set("save", b" 3000  5 +60 010 ").ok().unwrap();
+        assert_eq!(lsm.value("save"), "3000 5 60 10");
+        for bad in ["3000", "0 5", "10 -1", "10 x"] {
+            assert!(
+                matches!(lsm.set("save", bad.as_bytes()), Err(SetError::Invalid(e)) if e == "Invalid save parameters"),
+                "{bad}"
+            );
+        }
+        assert_eq!(lsm.value("save"), "3000 5 60 10");
+        lsm.set("save", b"").ok().unwrap();
+        assert_eq!(lsm.value("save"), "");
+        // In memory nothing is kept, so a schedule is refused rather than ignored.
+        let memory = Config {
+            engine: EngineKind::Memory,
+            ..Config::default()
+        };
+        assert!(
+            matches!(memory.set("save", b"3000 5"), Err(SetError::Invalid(e)) if e.contains("no snapshots"))
+        );
+        memory.set("save", b"").ok().unwrap();
     }
 
     #[test]
@@ -995,6 +1143,8 @@ mod tests {
                 ("maxmemory".to_string(), (10u64 << 20).to_string()),
                 ("maxmemory-policy".to_string(), "allkeys-lru".to_string()),
                 ("maxmemory-samples".to_string(), "5".to_string()),
+                ("maxmemory-eviction-tenacity".to_string(), "10".to_string()),
+                ("maxmemory-clients".to_string(), "0".to_string()),
             ]
         );
         let e = c.load_file("maxmemory lots\n", "x.conf").unwrap_err();

@@ -1,5 +1,6 @@
 //! hotkv-server: serves a hotkv store over the Redis protocol.
 
+mod accepted_settings;
 mod blocked_keys;
 mod clients;
 mod command_stats;

@@ -289,6 +289,35 @@ fn client_names_lists_and_kills() {
         == 1));
 }
 
+/// As Redis's own test suite checks a server ("CONFIG sanity"): every setting CONFIG GET
+/// lists is set to the value it gave, which CONFIG SET takes (or refuses as a setting
+/// it never changes), and afterwards CONFIG GET lists the same values.
+#[test]
+fn every_setting_takes_back_the_value_config_get_gave() {
+    let server = Server::start();
+    let mut c = server.client();
+    let before: Vec<(String, String)> = run(&mut c, &["CONFIG", "GET", "*"]);
+    assert!(before.len() > 170, "{} settings", before.len());
+    assert!(before.iter().any(|(name, _)| name == "repl-backlog-size"));
+    for (name, value) in &before {
+        let set: redis::RedisResult<()> = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(name)
+            .arg(value)
+            .query(&mut c);
+        if let Err(e) = set {
+            let refused = e.to_string();
+            assert!(
+                refused.contains("can't set immutable config")
+                    || refused.contains("can't set protected config"),
+                "CONFIG SET {name} {value:?}: {refused}"
+            );
+        }
+    }
+    let after: Vec<(String, String)> = run(&mut c, &["CONFIG", "GET", "*"]);
+    assert_eq!(after, before);
+}
+
 #[test]
 fn config_get_set_and_limits() {
     let server = Server::start_memory(&[]);
@@ -302,7 +331,11 @@ fn config_get_set_and_limits() {
             "maxmemory-policy",
             "noeviction",
             "maxmemory-samples",
-            "5"
+            "5",
+            "maxmemory-eviction-tenacity",
+            "10",
+            "maxmemory-clients",
+            "0"
         ]
     );
     let save: Vec<String> = run(&mut c, &["CONFIG", "GET", "save"]);

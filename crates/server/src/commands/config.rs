@@ -25,40 +25,44 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             ))
         }
         b"SET" if args.len() >= 4 && args.len().is_multiple_of(2) => {
-            // Check every name first, so an unknown one changes nothing.
-            for pair in args[2..].chunks_exact(2) {
-                let name = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
-                if ctx.server.config.get(name.as_bytes()).len() != 1 {
+            let config = &ctx.server.config;
+            let names: Vec<String> = args[2..]
+                .iter()
+                .step_by(2)
+                .map(|n| String::from_utf8_lossy(n).to_ascii_lowercase())
+                .collect();
+            // Check every name first, so that nothing changes if one is unknown, one
+            // Redis never lets CONFIG SET change, or one given twice (by the same name:
+            // Redis 7.0 takes a setting's old and new names as two), the first such
+            // reported.
+            for (i, name) in names.iter().enumerate() {
+                if config.get(name.as_bytes()).len() != 1 {
                     return error(&format!(
                         "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
                     ));
                 }
+                if let Some(why) = config.refused(name) {
+                    return set_failed(name, why);
+                }
+                if names[..i].contains(name) {
+                    return set_failed(name, SetError::Invalid("duplicate parameter".into()));
+                }
             }
             // Apply in order; if one value is refused, put back the ones already set,
             // so the command changes all or nothing, as in Redis.
-            let config = &ctx.server.config;
-            let mut applied: Vec<(String, String)> = Vec::new();
-            for pair in args[2..].chunks_exact(2) {
-                let name = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
+            let mut applied: Vec<(&str, String)> = Vec::new();
+            for (name, value) in names.iter().zip(args[3..].iter().step_by(2)) {
                 let before = config.get(name.as_bytes()).pop().map(|(_, v)| v);
-                let failed = match config.set(&name, &pair[1]) {
-                    Ok(()) => {
-                        applied.push((name, before.unwrap_or_default()));
-                        continue;
+                if let Err(failed) = config.set(name, value) {
+                    for (earlier, value) in applied.iter().rev() {
+                        let restored = config.set(earlier, value.as_bytes());
+                        debug_assert!(restored.is_ok(), "a value CONFIG GET printed is settable");
                     }
-                    Err(SetError::Immutable) => "can't set immutable config".to_string(),
-                    Err(SetError::Invalid(why)) => why,
-                    Err(SetError::Unknown) => "unknown option".to_string(),
-                };
-                for (earlier, value) in applied.iter().rev() {
-                    let restored = config.set(earlier, value.as_bytes());
-                    debug_assert!(restored.is_ok(), "a value CONFIG GET printed is settable");
+                    return set_failed(name, failed);
                 }
-                return error(&format!(
-                    "ERR CONFIG SET failed (possibly related to argument '{name}') - {failed}"
-                ));
+                applied.push((name, before.unwrap_or_default()));
             }
-            if applied.iter().any(|(name, _)| name == "requirepass") {
+            if applied.iter().any(|(name, _)| *name == "requirepass") {
                 let password = config.requirepass();
                 ctx.server.users.set_default_password(password.as_deref());
             }
@@ -76,6 +80,19 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         b"HELP" if args.len() == 2 => super::help(HELP),
         _ => super::bad_subcommand("config", &args[1]),
     }
+}
+
+/// Redis's reply to a CONFIG SET that `failed` on setting `name`.
+fn set_failed(name: &str, failed: SetError) -> Reply {
+    let why = match failed {
+        SetError::Immutable => "can't set immutable config".to_string(),
+        SetError::Protected => "can't set protected config".to_string(),
+        SetError::Invalid(why) => why,
+        SetError::Unknown => "unknown option".to_string(),
+    };
+    error(&format!(
+        "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+    ))
 }
 
 const HELP: &[&str] = &[

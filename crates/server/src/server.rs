@@ -50,6 +50,9 @@ pub struct Server {
     changes_at_save: AtomicU64,
     /// Successful saves since the start (INFO's rdb_saves).
     saves: AtomicU64,
+    /// BGREWRITEAOFs since the start (INFO's aof_rewrites), and whether the last failed.
+    log_rewrites: AtomicU64,
+    log_rewrite_failed: AtomicBool,
     used_memory: AtomicU64,
     peak_memory: AtomicU64,
     /// What the allocator held before any client came (MEMORY STATS).
@@ -108,6 +111,8 @@ impl Server {
             last_save_failed: AtomicBool::new(false),
             changes_at_save: AtomicU64::new(0),
             saves: AtomicU64::new(0),
+            log_rewrites: AtomicU64::new(0),
+            log_rewrite_failed: AtomicBool::new(false),
             used_memory: AtomicU64::new(0),
             peak_memory: AtomicU64::new(0),
             startup_memory: crate::memory::allocated(),
@@ -178,6 +183,34 @@ impl Server {
                 Err(format!("ERR saving failed: {e}"))
             }
         }
+    }
+
+    /// BGREWRITEAOF. The lsm engine's log is what Redis's append-only file is to it, and
+    /// it never needs rewriting: each memtable flushed to a table drops the log it
+    /// covered, so the log holds at most the memtables' writes. What a rewrite leaves
+    /// Redis with, a file holding every write so far, is there once the log is synced,
+    /// which this does before it answers.
+    pub fn rewrite_log(&self) -> Result<(), String> {
+        match self.db.save() {
+            Ok(true) => {
+                self.log_rewrites.fetch_add(1, Ordering::Relaxed);
+                self.log_rewrite_failed.store(false, Ordering::Relaxed);
+                Ok(())
+            }
+            Ok(false) => Err("ERR the memory engine keeps no append-only file to rewrite; run hotkv-server --engine lsm to keep data durable".into()),
+            Err(e) => {
+                self.log_rewrite_failed.store(true, Ordering::Relaxed);
+                Err(format!("ERR syncing the log failed: {e}"))
+            }
+        }
+    }
+
+    /// INFO's aof_rewrites and whether aof_last_bgrewrite_status is `err`.
+    pub fn log_rewrites(&self) -> (u64, bool) {
+        (
+            self.log_rewrites.load(Ordering::Relaxed),
+            self.log_rewrite_failed.load(Ordering::Relaxed),
+        )
     }
 
     /// Keys written or deleted since the last successful save (or the start), INFO's

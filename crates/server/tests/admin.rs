@@ -1246,7 +1246,9 @@ fn save_makes_writes_durable_and_lastsave_says_when() {
         let refused = run_err(&mut c, &["SAVE"]);
         assert!(refused.contains("memory engine"), "{refused}");
         assert!(run_err(&mut c, &["BGSAVE"]).contains("memory engine"));
+        assert!(run_err(&mut c, &["BGREWRITEAOF"]).contains("memory engine"));
         assert_eq!(run::<i64>(&mut c, &["LASTSAVE"]), started);
+        assert_eq!(info_field(&mut c, "aof_rewrites"), "0");
         return;
     }
     std::thread::sleep(Duration::from_millis(1100));
@@ -1260,6 +1262,15 @@ fn save_makes_writes_durable_and_lastsave_says_when() {
     let scheduled: String = run(&mut c, &["BGSAVE", "SCHEDULE"]);
     assert_eq!(scheduled, "Background saving started");
     assert_eq!(run_err(&mut c, &["BGSAVE", "NOW"]), "ERR syntax error");
+    assert_eq!(info_field(&mut c, "aof_rewrites"), "0");
+    let rewriting: String = run(&mut c, &["BGREWRITEAOF"]);
+    assert_eq!(rewriting, "Background append only file rewriting started");
+    assert_eq!(info_field(&mut c, "aof_rewrites"), "1");
+    assert_eq!(info_field(&mut c, "aof_last_bgrewrite_status"), "ok");
+    assert_eq!(
+        run_err(&mut c, &["BGREWRITEAOF", "x"]),
+        "ERR wrong number of arguments for 'bgrewriteaof' command"
+    );
 }
 
 /// INFO's lazyfreed_objects counts the deleted collections whose nodes were freed

@@ -266,8 +266,12 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             field("aof_rewrite_scheduled", &0);
             field("aof_last_rewrite_time_sec", &-1);
             field("aof_current_rewrite_time_sec", &-1);
-            field("aof_last_bgrewrite_status", &"ok");
-            field("aof_rewrites", &0);
+            let (rewrites, rewrite_failed) = server.log_rewrites();
+            field(
+                "aof_last_bgrewrite_status",
+                &if rewrite_failed { "err" } else { "ok" },
+            );
+            field("aof_rewrites", &rewrites);
             field("aof_rewrites_consecutive_failures", &0);
             let stopped = stats
                 .is_some_and(|stats| stats.iter().any(|&(n, v)| n == "writes_stopped" && v != 0));

@@ -686,6 +686,7 @@ const TABLE: &[Command] = &[
     cmd("latency", -2, 0, NO_KEYS, 0, latency::latency),
     cmd("save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, NO_KEYS, 0, server::save),
     cmd("bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, NO_KEYS, 0, server::bgsave),
+    cmd("bgrewriteaof", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, NO_KEYS, 0, server::bgrewriteaof),
     cmd("lastsave", 1, FAST | ANY_STATE, NO_KEYS, ADMIN_CATEGORY | DANGEROUS, server::lastsave),
     cmd("debug", -2, ADMIN | PROTECTED | ANY_STATE | NOSCRIPT, NO_KEYS, 0, server::debug),
     cmd("module", -2, 0, NO_KEYS, 0, module::module),

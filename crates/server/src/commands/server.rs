@@ -111,6 +111,16 @@ pub fn bgsave(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     }
 }
 
+/// `BGREWRITEAOF`: see `Server::rewrite_log`; done before the reply, as BGSAVE is.
+pub fn bgrewriteaof(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
+    match ctx.server.rewrite_log() {
+        Ok(()) => reply(Frame::Simple(
+            "Background append only file rewriting started".into(),
+        )),
+        Err(e) => error(&e),
+    }
+}
+
 pub fn lastsave(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     int(ctx.server.last_save() as i64)
 }

@@ -438,6 +438,8 @@ CONFIG SET latency-tracking-info-percentiles -1
 CONFIG GET latency-tracking
 LATENCY HISTOGRAM nosuch
 BGSAVE NOW
+BGREWRITEAOF x
+COMMAND INFO bgrewriteaof
 LASTSAVE x
 WAIT x 0
 WAIT 0 x

@@ -750,7 +750,15 @@ impl Config {
             }
             other => match accepted_settings::find(other) {
                 // The file may set what CONFIG SET may not.
-                Some(i) => self.accepted.set(i, value).map_err(|why| bad(&why))?,
+                Some(i) => {
+                    self.accepted.set(i, value).map_err(|why| bad(&why))?;
+                    if self.accepted.get(i) != SETTINGS[i].default {
+                        tracing::warn!(
+                            setting = SETTINGS[i].name,
+                            "kept for Redis's tools, but hotkv has nothing it changes"
+                        );
+                    }
+                }
                 None => self.set(other, value.as_bytes()).map_err(|e| match e {
                     SetError::Invalid(why) => bad(&why),
                     SetError::Unknown => format!("unknown setting '{name}'"),
@@ -767,6 +775,9 @@ impl Config {
     pub fn check(&self) -> Result<(), String> {
         if self.engine != EngineKind::Memory && self.maxmemory() != 0 {
             return Err(MAXMEMORY_NEEDS_MEMORY.into());
+        }
+        if self.engine == EngineKind::Memory && !self.value("save").is_empty() {
+            return Err("save: the memory engine keeps nothing on disk; use --engine lsm".into());
         }
         if !self.bind.is_loopback() && self.protected_mode && self.requirepass().is_none() {
             return Err(format!(
@@ -1090,7 +1101,11 @@ mod tests {
         assert_eq!(lsm.value("save"), "3000 5 60 10");
         lsm.set("save", b"").ok().unwrap();
         assert_eq!(lsm.value("save"), "");
-        // In memory nothing is kept, so a schedule is refused rather than ignored.
+        // In memory nothing is kept, so a schedule is refused rather than ignored, by
+        // CONFIG SET and in a file that names the engine after it.
+        let mut file = Config::default();
+        file.load_file("save 60 1\nengine memory\n", "f").unwrap();
+        assert!(file.check().unwrap_err().contains("memory engine"));
         let memory = Config {
             engine: EngineKind::Memory,
             ..Config::default()

@@ -737,7 +737,13 @@ impl Db {
                 .is_some_and(|s| Entry::stored_expired(s, now_ms()));
             let live = if expired { None } else { stored.as_deref() };
             let attempt = Attempt::new(node_store);
-            let (write, result) = decide(live, &attempt)?;
+            let (write, result) = match decide(live, &attempt) {
+                Ok(decided) => decided,
+                Err(e) => {
+                    attempt.abandon();
+                    return Err(e);
+                }
+            };
             let done = match (write, &stored) {
                 (Write::Keep, _) => {
                     attempt.abandon();

@@ -502,6 +502,21 @@ CONFIG SET lfu-log-factor -1
 CONFIG SET repl-backlog-size 0
 CONFIG SET client-query-buffer-limit 1kb
 CONFIG GET oom-score-adj-values
+CONFIG SET oom-score-adj-values 1\x202
+CONFIG SET oom-score-adj-values 1\x202\x202001
+CONFIG SET oom-score-adj-values \x201\x20-2\x20\x203
+CONFIG SET oom-score-adj-values 1\x20-2\x20+3
+CONFIG GET oom-score-adj-values
+CONFIG SET oom-score-adj-values 0\x20200\x20800
+CONFIG SET shutdown-on-sigint nosave\x20\x20force
+CONFIG SET hz 1000
+CONFIG GET hz
+CONFIG SET hz 0
+CONFIG GET hz
+CONFIG SET hz 10
+CONFIG SET repl-backlog-size 1kb
+CONFIG GET repl-backlog-size
+CONFIG SET repl-backlog-size 1048576
 CONFIG GET appendfsync
 CONFIG SET appendfsync everysec
 FLUSHALL FOO

@@ -23,11 +23,20 @@ pub enum Form {
     /// Any of these words together; the first is the value with none set.
     Flags(&'static [&'static str]),
     Integer(i128, i128),
+    /// An integer within the first two bounds, then kept within the last two (Redis's
+    /// `hz` is a hint it caps).
+    Capped(i128, i128, i128, i128),
     /// A byte count with an optional unit (`10mb`).
     Memory(i128, i128),
+    /// A byte count within the bounds, then raised to the last figure if below it (the
+    /// replication backlog's least size).
+    MemoryAtLeast(i128, i128, i128),
     /// A byte count, or a percent (`5%`, kept as its negative).
     MemoryOrPercent(i128, i128),
     Octal(i128, i128),
+    /// Three integers from -2000 to 2000 (the OOM score adjustments for a primary, a
+    /// replica and a forked child).
+    OomScores,
 }
 
 /// Refused by CONFIG SET at run time (the config file may set it).
@@ -168,7 +177,7 @@ pub const SETTINGS: &[Setting] = &[
     accepted("rdb-key-save-delay", "", Integer(-2147483648, 2147483647), "0", HIDDEN),
     accepted("key-load-delay", "", Integer(-2147483648, 2147483647), "0", HIDDEN),
     accepted("active-expire-effort", "", Integer(1, 10), "1", 0),
-    accepted("hz", "", Integer(0, 2147483647), "10", 0),
+    accepted("hz", "", Capped(0, 2147483647, 1, 500), "10", 0),
     accepted("watchdog-period", "", Integer(0, 2147483647), "0", HIDDEN),
     accepted("shutdown-timeout", "", Integer(0, 2147483647), "10", 0),
     accepted("repl-diskless-sync-max-replicas", "", Integer(0, 2147483647), "0", 0),
@@ -176,7 +185,7 @@ pub const SETTINGS: &[Setting] = &[
     accepted("socket-mark-id", "", Integer(0, 4294967295), "0", IMMUTABLE),
     accepted("active-defrag-max-scan-fields", "", Integer(1, 9223372036854775807), "1000", 0),
     accepted("cluster-node-timeout", "", Integer(0, 9223372036854775807), "15000", 0),
-    accepted("repl-backlog-size", "", Memory(1, 9223372036854775807), "1048576", 0),
+    accepted("repl-backlog-size", "", MemoryAtLeast(1, 9223372036854775807, 16384), "1048576", 0),
     accepted("cluster-link-sendbuf-limit", "", Memory(0, 18446744073709551615), "0", 0),
     accepted("active-defrag-ignore-bytes", "", Memory(1, 9223372036854775807), "104857600", 0),
     accepted("hll-sparse-max-bytes", "", Memory(0, 9223372036854775807), "3000", 0),
@@ -185,7 +194,7 @@ pub const SETTINGS: &[Setting] = &[
     accepted("repl-backlog-ttl", "", Integer(0, 9223372036854775807), "3600", 0),
     accepted("auto-aof-rewrite-min-size", "", Memory(0, 9223372036854775807), "67108864", 0),
     accepted("loading-process-events-interval-bytes", "", Integer(1024, 2147483647), "2097152", HIDDEN),
-    accepted("oom-score-adj-values", "", Text, "0 200 800", 0),
+    accepted("oom-score-adj-values", "", OomScores, "0 200 800", 0),
     accepted("replicaof", "slaveof", Text, "", IMMUTABLE),
 ];
 
@@ -213,7 +222,7 @@ impl Form {
                 .ok_or_else(|| one_of(words)),
             Flags(words) => {
                 let mut set = vec![false; words.len()];
-                for word in text.split_whitespace() {
+                for word in arguments(text) {
                     let at = words
                         .iter()
                         .position(|w| w.eq_ignore_ascii_case(word))
@@ -236,9 +245,17 @@ impl Form {
                     .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
                 within(n, low, high)
             }
+            Capped(low, high, floor, cap) => {
+                let n: i128 = Integer(low, high).check(text)?.parse().expect("an integer");
+                Ok(n.clamp(floor, cap).to_string())
+            }
             Memory(low, high) => {
                 let n = parse_memory(text).ok_or("argument must be a memory value")?;
                 within(n.into(), low, high)
+            }
+            MemoryAtLeast(low, high, least) => {
+                let n: i128 = Memory(low, high).check(text)?.parse().expect("an integer");
+                Ok(n.max(least).to_string())
             }
             MemoryOrPercent(low, high) => {
                 if let Some(n) = parse_memory(text) {
@@ -267,7 +284,35 @@ impl Form {
                 }
                 Ok(format!("{n:o}"))
             }
+            OomScores => {
+                let words = arguments(text);
+                if words.len() != 3 {
+                    return Err("wrong number of arguments".into());
+                }
+                let scores: Option<Vec<i64>> = words
+                    .iter()
+                    .map(|w| w.parse().ok().filter(|n| (-2000..=2000).contains(n)))
+                    .collect();
+                let scores = scores.ok_or(
+                    "Invalid oom-score-adj-values, elements must be between -2000 and 2000.",
+                )?;
+                Ok(scores
+                    .iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" "))
+            }
         }
+    }
+}
+
+/// The arguments of a setting that takes several, as Redis splits CONFIG SET's value:
+/// at each single space, so two spaces make an empty argument.
+pub fn arguments(text: &str) -> Vec<&str> {
+    if text.is_empty() {
+        Vec::new()
+    } else {
+        text.split(' ').collect()
     }
 }
 
@@ -368,6 +413,23 @@ mod tests {
             "argument couldn't be parsed as an octal number"
         );
         assert_eq!(find("slave-read-only"), find("replica-read-only"));
+        // What Redis's apply step makes of some values.
+        assert_eq!(check("hz", "1000").unwrap(), "500");
+        assert_eq!(check("hz", "0").unwrap(), "1");
+        assert_eq!(check("repl-backlog-size", "1kb").unwrap(), "16384");
+        assert_eq!(check("oom-score-adj-values", "1 -2 +3").unwrap(), "1 -2 3");
+        assert_eq!(
+            check("oom-score-adj-values", " 1 -2  3").unwrap_err(),
+            "wrong number of arguments"
+        );
+        assert_eq!(
+            check("oom-score-adj-values", "1 2").unwrap_err(),
+            "wrong number of arguments"
+        );
+        assert_eq!(
+            check("oom-score-adj-values", "1 2 2001").unwrap_err(),
+            "Invalid oom-score-adj-values, elements must be between -2000 and 2000."
+        );
     }
 
     #[test]

@@ -959,8 +959,7 @@ pub fn parse_memory(text: &str) -> Option<u64> {
 /// `text` as a snapshot schedule (pairs of seconds, at least 1, and changes, at least
 /// 0) printed as CONFIG GET prints it, or Redis's error.
 fn save_schedule(text: &str) -> Result<String, &'static str> {
-    let words: Vec<&str> = text.split_whitespace().collect();
-    let numbers: Option<Vec<i64>> = words
+    let numbers: Option<Vec<i64>> = accepted_settings::arguments(text)
         .iter()
         .enumerate()
         .map(|(i, w)| w.parse::<i64>().ok().filter(|n| *n >= 1 - (i % 2) as i64))
@@ -1090,9 +1089,9 @@ mod tests {
     #[test]
     fn save_schedules_as_redis_checks_and_prints_them() {
         let lsm = Config::default();
-        lsm.set("save", b" 3000  5 +60 010 ").ok().unwrap();
+        lsm.set("save", b"3000 5 +60 010").ok().unwrap();
         assert_eq!(lsm.value("save"), "3000 5 60 10");
-        for bad in ["3000", "0 5", "10 -1", "10 x"] {
+        for bad in ["3000", "0 5", "10 -1", "10 x", "3000  5", " 3000 5"] {
             assert!(
                 matches!(lsm.set("save", bad.as_bytes()), Err(SetError::Invalid(e)) if e == "Invalid save parameters"),
                 "{bad}"

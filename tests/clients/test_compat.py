@@ -509,6 +509,8 @@ CONFIG SET oom-score-adj-values 1\x20-2\x20+3
 CONFIG GET oom-score-adj-values
 CONFIG SET oom-score-adj-values 0\x20200\x20800
 CONFIG SET shutdown-on-sigint nosave\x20\x20force
+CONFIG SET hz +5
+CONFIG SET hz 010
 CONFIG SET hz 1000
 CONFIG GET hz
 CONFIG SET hz 0

@@ -240,10 +240,10 @@ impl Form {
                 })
             }
             Integer(low, high) => {
-                let n: i128 = text
-                    .parse()
-                    .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
-                within(n, low, high)
+                // As Redis's string2ll reads it: no plus sign, no leading zero.
+                let n = resp::parse_integer(text.as_bytes())
+                    .ok_or("argument couldn't be parsed into an integer")?;
+                within(n.into(), low, high)
             }
             Capped(low, high, floor, cap) => {
                 let n: i128 = Integer(low, high).check(text)?.parse().expect("an integer");
@@ -380,10 +380,13 @@ mod tests {
             "nosave now force"
         );
         assert_eq!(check("shutdown-on-sigint", "").unwrap(), "default");
-        assert_eq!(
-            check("hz", "abc").unwrap_err(),
-            "argument couldn't be parsed into an integer"
-        );
+        for bad in ["abc", "+5", "010", " 5", "5x"] {
+            assert_eq!(
+                check("hz", bad).unwrap_err(),
+                "argument couldn't be parsed into an integer",
+                "{bad:?}"
+            );
+        }
         assert_eq!(
             check("lfu-log-factor", "-1").unwrap_err(),
             "argument must be between 0 and 2147483647 inclusive"

@@ -112,7 +112,7 @@ impl Default for Db {
 fn refused_unread(stored: &[u8], kind: Kind) -> bool {
     Entry::stored_is_node_table(stored)
         && Entry::stored_kind(stored) != kind
-        && !Entry::stored_expired(stored, now_ms())
+        && !Entry::stored_expired_now(stored)
 }
 
 /// This thread's writes being gathered (see [`Db::gather`]). Dropped unfinished (a
@@ -243,7 +243,7 @@ impl Db {
         let Some(stored) = stored else {
             return Ok(None);
         };
-        if Entry::stored_expired(&stored, now_ms()) {
+        if Entry::stored_expired_now(&stored) {
             self.remove_expired(key, &stored)?;
             return Ok(None);
         }
@@ -262,7 +262,7 @@ impl Db {
                 let Some(now) = locked.stored() else {
                     return Ok(None);
                 };
-                if Entry::stored_expired(now, now_ms()) {
+                if Entry::stored_expired_now(now) {
                     let now = now.to_vec();
                     drop(locked);
                     self.remove_expired(key, &now)?;
@@ -666,13 +666,12 @@ impl Db {
         key: &[u8],
         read: impl FnOnce(&dyn NodeStore, Option<&[u8]>) -> R,
     ) -> Result<R> {
-        let now = now_ms();
         let mut read = Some(read);
         let seen = match &self.store {
             Store::Memory(index) => {
                 let _pin = crossbeam_epoch::pin();
                 index.get_with(key, |stored| {
-                    if Entry::stored_expired(stored, now) {
+                    if Entry::stored_expired_now(stored) {
                         return None;
                     }
                     let read = read.take().expect("called once");
@@ -682,7 +681,7 @@ impl Db {
             Store::Engine(store) => {
                 let locked = store.lock(key)?;
                 locked.stored().map(|stored| {
-                    if Entry::stored_expired(stored, now) {
+                    if Entry::stored_expired_now(stored) {
                         return None;
                     }
                     let read = read.take().expect("called once");
@@ -734,7 +733,7 @@ impl Db {
             let stored = index.get(key);
             let expired = stored
                 .as_deref()
-                .is_some_and(|s| Entry::stored_expired(s, now_ms()));
+                .is_some_and(Entry::stored_expired_now);
             let live = if expired { None } else { stored.as_deref() };
             let attempt = Attempt::new(node_store);
             let (write, result) = match decide(live, &attempt) {
@@ -809,7 +808,7 @@ impl Db {
     ) -> Result<R> {
         let locked = store.lock(key)?;
         let old = locked.stored();
-        let expired = old.is_some_and(|s| Entry::stored_expired(s, now_ms()));
+        let expired = old.is_some_and(Entry::stored_expired_now);
         let nodes = EngineNodes::new(store);
         let (write, result) = decide(if expired { None } else { old }, &nodes)?;
         let released = |new: Option<&[u8]>| match old {

@@ -1023,7 +1023,7 @@ fn run(
     }
     remember_reads(server, session, index, stat, args);
     feed_monitors_before(server, session, index, args);
-    let started = Instant::now();
+    let started = quanta::Instant::now();
     let outcome = (cmd.run)(&mut Ctx { server, session }, args);
     let action = outcome.unwrap_or_else(|e| Action::Reply(storage_error(&e)));
     if matches!(action, Action::Block { .. }) {
@@ -1169,7 +1169,7 @@ fn record(
     index: usize,
     stat: usize,
     args: &[Vec<u8>],
-    started: Instant,
+    started: quanta::Instant,
     error: Option<&str>,
 ) {
     if error.is_some_and(|e| e.starts_with(WRONG_ARITY)) {
@@ -1717,7 +1717,7 @@ fn execute_queued(
                 remember_reads(server, session, index, stat, args);
             }
             feed_monitors_before(server, session, index, args);
-            let started = Instant::now();
+            let started = quanta::Instant::now();
             let frame = match (cmd.run)(&mut Ctx { server, session }, args) {
                 Ok(
                     Action::Reply(f)

@@ -12,7 +12,7 @@
 
 use std::sync::RwLock;
 
-use crate::config::parse_memory;
+use crate::config::{parse_memory, parse_yes_no, yes_no};
 
 /// The values a setting takes, and how Redis checks one.
 pub enum Form {
@@ -209,11 +209,9 @@ impl Form {
     /// `text` as CONFIG GET prints it once set, or why Redis refuses it.
     pub fn check(&self, text: &str) -> Result<String, String> {
         match *self {
-            YesNo => match text.to_ascii_lowercase().as_str() {
-                "yes" => Ok("yes".into()),
-                "no" => Ok("no".into()),
-                _ => Err("argument must be 'yes' or 'no'".into()),
-            },
+            YesNo => parse_yes_no(text)
+                .map(|on| yes_no(on).into())
+                .ok_or_else(|| "argument must be 'yes' or 'no'".into()),
             Text => Ok(text.into()),
             OneOf(words) => words
                 .iter()

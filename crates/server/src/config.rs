@@ -915,7 +915,7 @@ fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
     })
 }
 
-fn parse_yes_no(text: &str) -> Option<bool> {
+pub(crate) fn parse_yes_no(text: &str) -> Option<bool> {
     match text.to_ascii_lowercase().as_str() {
         "yes" => Some(true),
         "no" => Some(false),
@@ -923,7 +923,7 @@ fn parse_yes_no(text: &str) -> Option<bool> {
     }
 }
 
-fn yes_no(b: bool) -> &'static str {
+pub(crate) fn yes_no(b: bool) -> &'static str {
     if b {
         "yes"
     } else {

@@ -4,7 +4,9 @@
 //! the ones CONFIG GET lists.
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering,
+};
 use std::sync::RwLock;
 
 use crate::accepted_settings::{self, HIDDEN, IMMUTABLE, PROTECTED, SETTINGS};
@@ -76,7 +78,9 @@ const POLICIES: [(&str, Policy); 8] = [
 
 pub struct Config {
     pub bind: IpAddr,
-    pub port: u16,
+    /// The TCP port: CONFIG SET moves the listener (`commands/config.rs`); 0 at startup
+    /// takes one the OS picks, at run time closes the listener, as in Redis.
+    port: AtomicU16,
     pub protected_mode: bool,
     pub engine: EngineKind,
     /// Where a durable engine keeps its files.
@@ -148,7 +152,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             bind: IpAddr::from([127, 0, 0, 1]),
-            port: 6379,
+            port: AtomicU16::new(6379),
             protected_mode: true,
             engine: EngineKind::Lsm,
             dir: "hotkv-data".into(),
@@ -301,7 +305,6 @@ const MAXMEMORY_NEEDS_MEMORY: &str = "maxmemory limits the memory engine; the ls
 /// Names only the config file and flags may set: the listener exists by then.
 const STARTUP_ONLY: &[&str] = &[
     "bind",
-    "port",
     "protected-mode",
     "engine",
     "dir",
@@ -318,6 +321,9 @@ impl Config {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+    pub fn port(&self) -> u16 {
+        self.port.load(Ordering::Relaxed)
     }
     pub fn maxclients(&self) -> u64 {
         self.maxclients.load(Ordering::Relaxed)
@@ -442,7 +448,7 @@ impl Config {
         }
         match name {
             "bind" => self.bind.to_string(),
-            "port" => self.port.to_string(),
+            "port" => self.port().to_string(),
             "protected-mode" => yes_no(self.protected_mode).into(),
             "io-threads" => self.io_threads.to_string(),
             "engine" => self.engine.name().into(),
@@ -539,6 +545,14 @@ impl Config {
             return Ok(());
         }
         match name {
+            // Only the value: the command binds the port (`commands/config.rs`).
+            "port" => {
+                let port = accepted_settings::Form::Integer(0, u16::MAX.into())
+                    .check(text)
+                    .map_err(SetError::Invalid)?;
+                let port = port.parse().expect("checked to be a port number");
+                self.port.store(port, Ordering::Relaxed);
+            }
             "requirepass" => {
                 let mut password = self.requirepass.write().unwrap_or_else(|e| e.into_inner());
                 *password = (!value.is_empty()).then(|| value.to_vec());
@@ -712,7 +726,10 @@ impl Config {
         let bad = |why: &str| format!("bad value '{value}' for '{name}': {why}");
         match name.as_str() {
             "bind" => self.bind = value.parse().map_err(|_| bad("not an IP address"))?,
-            "port" => self.port = value.parse().map_err(|_| bad("not a port number"))?,
+            "port" => self.port.store(
+                value.parse().map_err(|_| bad("not a port number"))?,
+                Ordering::Relaxed,
+            ),
             "protected-mode" => {
                 self.protected_mode = parse_yes_no(value).ok_or_else(|| bad("use yes or no"))?
             }
@@ -1147,7 +1164,7 @@ mod tests {
             "test.conf",
         )
         .unwrap();
-        assert_eq!(c.port, 7000);
+        assert_eq!(c.port(), 7000);
         assert_eq!(c.maxmemory(), 10 << 20);
         assert_eq!(c.policy(), Policy::AllKeysLru);
         assert_eq!(c.requirepass().as_deref(), Some(&b"p w"[..]));

@@ -731,9 +731,7 @@ impl Db {
         loop {
             let _pin = crossbeam_epoch::pin();
             let stored = index.get(key);
-            let expired = stored
-                .as_deref()
-                .is_some_and(Entry::stored_expired_now);
+            let expired = stored.as_deref().is_some_and(Entry::stored_expired_now);
             let live = if expired { None } else { stored.as_deref() };
             let attempt = Attempt::new(node_store);
             let (write, result) = match decide(live, &attempt) {

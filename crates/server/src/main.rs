@@ -25,6 +25,7 @@ mod keyspace_events;
 mod latency;
 mod libraries;
 mod list_nodes;
+mod listener;
 mod long_double;
 mod memory;
 mod monitor;
@@ -234,7 +235,7 @@ fn configure(args: &Args) -> Result<Config, String> {
 }
 
 async fn serve(config: Config, db: Db) -> std::io::Result<()> {
-    let listener = TcpListener::bind((config.bind, config.port)).await?;
+    let listener = TcpListener::bind((config.bind, config.port())).await?;
     let io_threads = IoThreads::start(match config.io_threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
@@ -256,9 +257,14 @@ async fn serve(config: Config, db: Db) -> std::io::Result<()> {
     let stop_signal = signal();
     tokio::pin!(stop_signal);
     let mut shutdown = server.shutdown_signal();
+    let mut listener = Some(listener);
+    let mut listener_moves = server
+        .listener_moves
+        .take_receiver()
+        .expect("one accept loop per server");
     loop {
         tokio::select! {
-            accepted = listener.accept() => {
+            accepted = accept(&listener) => {
                 let (socket, peer) = match accepted {
                     Ok(a) => a,
                     Err(e) => {
@@ -293,6 +299,19 @@ async fn serve(config: Config, db: Db) -> std::io::Result<()> {
                     }
                 });
             }
+            Some(moved) = listener_moves.recv() => match moved.map(TcpListener::from_std).transpose() {
+                Ok(Some(moved)) => {
+                    if let Ok(addr) = moved.local_addr() {
+                        tracing::info!(%addr, "listening on a new port");
+                    }
+                    listener = Some(moved);
+                }
+                Ok(None) => {
+                    tracing::info!("port 0: no longer listening for connections");
+                    listener = None;
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot listen on the new port; kept the old"),
+            },
             _ = &mut stop_signal => break,
             _ = shutdown.changed() => break,
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
@@ -312,6 +331,16 @@ async fn serve(config: Config, db: Db) -> std::io::Result<()> {
         .map_err(|e| std::io::Error::other(format!("closing the engine: {e}")))?;
     tracing::info!("engine closed");
     Ok(())
+}
+
+/// The next connection on `listener`; never, without one.
+async fn accept(
+    listener: &Option<TcpListener>,
+) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr)> {
+    match listener {
+        Some(listener) => listener.accept().await,
+        None => std::future::pending().await,
+    }
 }
 
 async fn signal() {

@@ -58,6 +58,8 @@ pub struct Server {
     /// What the allocator held before any client came (MEMORY STATS).
     pub startup_memory: u64,
     shutdown: watch::Sender<bool>,
+    /// New listeners for the accept loop (CONFIG SET port).
+    pub listener_moves: crate::listener::ListenerMoves,
 }
 
 /// Why a write was refused.
@@ -120,6 +122,7 @@ impl Server {
             peak_memory: AtomicU64::new(0),
             startup_memory: crate::memory::allocated(),
             shutdown: watch::channel(false).0,
+            listener_moves: Default::default(),
         };
         server.config_changed();
         server

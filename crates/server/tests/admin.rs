@@ -318,6 +318,77 @@ fn every_setting_takes_back_the_value_config_get_gave() {
     assert_eq!(after, before);
 }
 
+/// A port no one listens on now (the OS's pick, let go).
+fn free_port() -> u16 {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    probe.local_addr().unwrap().port()
+}
+
+fn connect_to(port: u16) -> redis::RedisResult<redis::Connection> {
+    redis::Client::open(format!("redis://127.0.0.1:{port}/"))?.get_connection()
+}
+
+/// CONFIG SET port moves the listener, as in Redis: new connections go to the new
+/// port while open ones stay; a port the server cannot listen on is refused with
+/// Redis's words and every value the command set put back; port 0 stops listening
+/// until a port is set again.
+#[test]
+fn config_set_port_moves_the_listener() {
+    let server = Server::start();
+    let mut c = server.client();
+    let port = free_port();
+    let _: () = run(&mut c, &["CONFIG", "SET", "port", &port.to_string()]);
+    let mut moved = connect_to(port).expect("the new port takes connections");
+    assert_eq!(run::<String>(&mut moved, &["PING"]), "PONG");
+    assert!(
+        eventually(10, || connect_to(server.port).is_err()),
+        "the old port still listens"
+    );
+    let got: Vec<String> = run(&mut c, &["CONFIG", "GET", "port"]);
+    assert_eq!(got, ["port".to_string(), port.to_string()]);
+    assert_eq!(info_field(&mut c, "tcp_port"), port.to_string());
+
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_port = taken.local_addr().unwrap().port().to_string();
+    let refused = run_err(
+        &mut c,
+        &["CONFIG", "SET", "slowlog-max-len", "7", "port", &taken_port],
+    );
+    assert_eq!(
+        refused,
+        "ERR CONFIG SET failed (possibly related to argument 'port') - \
+         Unable to listen on this port. Check server logs."
+    );
+    let got: Vec<String> = run(&mut c, &["CONFIG", "GET", "slowlog-max-len"]);
+    assert_eq!(got[1], "128", "put back");
+    let got: Vec<String> = run(&mut c, &["CONFIG", "GET", "port"]);
+    assert_eq!(got[1], port.to_string(), "put back");
+    assert!(connect_to(port).is_ok(), "still listening where it was");
+    let bad = run_err(&mut c, &["CONFIG", "SET", "port", "65536"]);
+    assert!(
+        bad.ends_with("argument must be between 0 and 65535 inclusive"),
+        "{bad}"
+    );
+
+    let _: () = run(&mut c, &["CONFIG", "SET", "port", "0"]);
+    assert!(
+        eventually(10, || connect_to(port).is_err()),
+        "port 0 still listens"
+    );
+    assert_eq!(
+        run::<String>(&mut moved, &["PING"]),
+        "PONG",
+        "open connections stay"
+    );
+    let again = free_port();
+    let _: () = run(&mut c, &["CONFIG", "SET", "port", &again.to_string()]);
+    assert!(
+        eventually(10, || connect_to(again).is_ok()),
+        "listening again"
+    );
+    drop(taken);
+}
+
 #[test]
 fn config_get_set_and_limits() {
     let server = Server::start_memory(&[]);

@@ -54,13 +54,24 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             for (name, value) in names.iter().zip(args[3..].iter().step_by(2)) {
                 let before = config.get(name.as_bytes()).pop().map(|(_, v)| v);
                 if let Err(failed) = config.set(name, value) {
-                    for (earlier, value) in applied.iter().rev() {
-                        let restored = config.set(earlier, value.as_bytes());
-                        debug_assert!(restored.is_ok(), "a value CONFIG GET printed is settable");
-                    }
+                    put_back(config, &applied);
                     return set_failed(name, failed);
                 }
                 applied.push((name, before.unwrap_or_default()));
+            }
+            // Then what takes more than a value, as Redis's apply step: a port the
+            // server cannot listen on puts every value back.
+            let port = config.port();
+            if applied
+                .iter()
+                .any(|(name, before)| *name == "port" && *before != port.to_string())
+            {
+                if let Err(e) = ctx.server.listener_moves.move_to(config.bind, port) {
+                    tracing::warn!(port, error = %e, "CONFIG SET port: cannot listen");
+                    put_back(config, &applied);
+                    let why = "Unable to listen on this port. Check server logs.";
+                    return set_failed("port", SetError::Invalid(why.into()));
+                }
             }
             if applied.iter().any(|(name, _)| *name == "requirepass") {
                 let password = config.requirepass();
@@ -79,6 +90,14 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         },
         b"HELP" if args.len() == 2 => super::help(HELP),
         _ => super::bad_subcommand("config", &args[1]),
+    }
+}
+
+/// Sets back the values `applied` replaced, last first.
+fn put_back(config: &crate::config::Config, applied: &[(&str, String)]) {
+    for (name, value) in applied.iter().rev() {
+        let restored = config.set(name, value.as_bytes());
+        debug_assert!(restored.is_ok(), "a value CONFIG GET printed is settable");
     }
 }
 

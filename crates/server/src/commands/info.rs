@@ -114,7 +114,7 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             field("arch_bits", &(usize::BITS));
             field("process_id", &std::process::id());
             field("run_id", &server.run_id);
-            field("tcp_port", &server.config.port);
+            field("tcp_port", &server.config.port());
             field("uptime_in_seconds", &uptime);
             field("uptime_in_days", &(uptime / 86_400));
             field("hz", &10);

@@ -521,6 +521,13 @@ CONFIG GET repl-backlog-size
 CONFIG SET repl-backlog-size 1048576
 CONFIG GET appendfsync
 CONFIG SET appendfsync everysec
+CONFIG SET appendfsync sometimes
+CONFIG SET appendfsync always
+CONFIG GET appendfsync
+CONFIG SET appendfsync everysec
+CONFIG SET port 65536
+CONFIG SET port -1
+CONFIG SET port 6x
 FLUSHALL FOO
 HELLO 4
 HELLO abc

@@ -18,6 +18,7 @@ mod batch;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 mod error;
+mod fsync;
 pub mod gate;
 mod memory;
 #[cfg(feature = "rocksdb")]
@@ -28,6 +29,7 @@ pub mod varint;
 pub use crate::rocksdb::{RocksDbEngine, RocksDbOptions};
 pub use batch::{check_sizes, BatchOp, WriteBatch, KIND_DELETE, KIND_PUT};
 pub use error::{Error, Result};
+pub use fsync::FsyncPolicy;
 pub use memory::MemoryEngine;
 
 /// What an engine can do, so callers (and the conformance suite) need not guess.
@@ -129,6 +131,15 @@ pub trait Engine: Send + Sync {
     /// Whether writes are held back now (so [`Engine::write_held_back`] has work).
     fn holds_writes_back(&self) -> bool {
         false
+    }
+
+    /// When writes reach the disk from now on (Redis's CONFIG SET appendfsync). An
+    /// engine whose policy is fixed when it opens refuses.
+    fn set_fsync(&self, policy: FsyncPolicy) -> Result<()> {
+        let _ = policy;
+        Err(Error::Unsupported(
+            "this engine's fsync policy is fixed when it opens",
+        ))
     }
 
     fn stats(&self) -> Stats;

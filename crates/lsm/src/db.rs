@@ -89,6 +89,9 @@ struct Inner {
 struct Log {
     writer: WalWriter,
     record: Vec<u8>,
+    /// `Options::fsync` until [`Engine::set_fsync`] changes it: kept under the log's
+    /// lock, so a group is logged and synced under one policy.
+    fsync: FsyncPolicy,
 }
 
 struct Background {
@@ -227,6 +230,7 @@ impl Lsm {
             log: Mutex::new(Log {
                 writer,
                 record: Vec::new(),
+                fsync: options.fsync,
             }),
             commit: CommitQueue::default(),
             visible: AtomicU64::new(last_sequence),
@@ -258,10 +262,11 @@ impl Lsm {
                 move || inner.compaction_loop()
             }),
         ];
-        if options.fsync == FsyncPolicy::EverySec {
+        // Under every policy: CONFIG SET may switch to `everysec` at any time.
+        threads.push(spawn("lsm-wal-sync", {
             let inner = inner.clone();
-            threads.push(spawn("lsm-wal-sync", move || inner.sync_loop()));
-        }
+            move || inner.sync_loop()
+        }));
         Ok(Lsm {
             inner,
             threads: Mutex::new(threads),
@@ -544,8 +549,8 @@ impl Inner {
 
     /// Whether groups are held back in the log writer until `write_held_back`; not
     /// under `fsync always`, whose groups are synced before they are acknowledged.
-    fn defers_log_writes(&self) -> bool {
-        self.options.defer_log_writes && self.options.fsync != FsyncPolicy::Always
+    fn defers_log_writes(&self, log: &Log) -> bool {
+        self.options.defer_log_writes && log.fsync != FsyncPolicy::Always
     }
 
     /// Writes the records held back to the log file. Their writes are already visible,
@@ -626,7 +631,7 @@ impl Inner {
         log.record.extend_from_slice(&first.to_le_bytes());
         log.record.extend_from_slice(&batch.len().to_le_bytes());
         log.record.extend_from_slice(batch.entries());
-        if self.defers_log_writes() {
+        if self.defers_log_writes(log) {
             log.writer.buffer(&log.record);
             self.log_behind.store(true, Ordering::Release);
         } else {
@@ -649,7 +654,7 @@ impl Inner {
                 .wal_bytes
                 .fetch_add(written, Ordering::Relaxed);
         }
-        match self.options.fsync {
+        match log.fsync {
             FsyncPolicy::Always => {
                 log.writer.sync().map_err(|e| {
                     self.stop_writes(format!(
@@ -1144,6 +1149,23 @@ impl Engine for Lsm {
 
     fn holds_writes_back(&self) -> bool {
         self.inner.log_behind.load(Ordering::Acquire)
+    }
+
+    fn set_fsync(&self, policy: FsyncPolicy) -> Result<()> {
+        self.check_open()?;
+        let was = {
+            let mut log = self.inner.lock_log();
+            // Records held back under the old policy go to the file first: `always`
+            // appends straight to it, and must not land ahead of them.
+            self.inner.write_held_back(&mut log)?;
+            std::mem::replace(&mut log.fsync, policy)
+        };
+        if policy == FsyncPolicy::Always && was != FsyncPolicy::Always {
+            // What was acknowledged before the switch is made as durable as what
+            // follows it.
+            self.inner.sync_log()?;
+        }
+        Ok(())
     }
 
     fn stats(&self) -> Stats {

@@ -1,45 +1,5 @@
-use std::fmt;
-use std::str::FromStr;
-
 pub use crate::wal_reader::WalRecovery;
-
-/// When the write-ahead log reaches the disk.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum FsyncPolicy {
-    /// Before a write is acknowledged (group commit shares the sync).
-    Always,
-    /// Once a second in the background: a crash loses at most about a second.
-    #[default]
-    EverySec,
-    /// When the operating system decides; a process crash loses nothing, a machine
-    /// crash may lose recent writes.
-    No,
-}
-
-impl FromStr for FsyncPolicy {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<FsyncPolicy, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "always" => Ok(FsyncPolicy::Always),
-            "everysec" => Ok(FsyncPolicy::EverySec),
-            "no" => Ok(FsyncPolicy::No),
-            _ => Err(format!(
-                "fsync policy must be always, everysec or no, not {s:?}"
-            )),
-        }
-    }
-}
-
-impl fmt::Display for FsyncPolicy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            FsyncPolicy::Always => "always",
-            FsyncPolicy::EverySec => "everysec",
-            FsyncPolicy::No => "no",
-        })
-    }
-}
+pub use engine::FsyncPolicy;
 
 #[derive(Clone, Debug)]
 pub struct Options {

@@ -99,3 +99,52 @@ fn memtable_switches_keep_held_back_writes() {
         );
     }
 }
+
+fn wal_syncs(store: &Lsm) -> u64 {
+    store
+        .stats()
+        .into_iter()
+        .find(|(n, _)| *n == "wal_syncs")
+        .map(|(_, v)| v)
+        .expect("a wal_syncs count")
+}
+
+/// CONFIG SET appendfsync: a switch to `always` writes what was held back and syncs
+/// it, then syncs each write before it returns; a switch back holds writes back
+/// again and syncs none. A reopen finds every write.
+#[test]
+fn the_fsync_policy_switches_while_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Lsm::open(dir.path(), options(64 << 20)).unwrap();
+    let empty = newest_log_len(dir.path());
+    for i in 0..50u32 {
+        store.put(&i.to_be_bytes(), b"value").unwrap();
+    }
+    assert_eq!(newest_log_len(dir.path()), empty, "held back under `no`");
+    let syncs = wal_syncs(&store);
+
+    store.set_fsync(FsyncPolicy::Always).unwrap();
+    let switched = newest_log_len(dir.path());
+    assert!(
+        switched > empty + 50 * 5,
+        "{switched} bytes after the switch"
+    );
+    assert_eq!(wal_syncs(&store), syncs + 1, "the switch syncs once");
+    for i in 50..60u32 {
+        store.put(&i.to_be_bytes(), b"value").unwrap();
+    }
+    assert!(newest_log_len(dir.path()) > switched, "written at once");
+    assert_eq!(wal_syncs(&store), syncs + 11, "one sync per write");
+
+    store.set_fsync(FsyncPolicy::No).unwrap();
+    let before = newest_log_len(dir.path());
+    store.put(&60u32.to_be_bytes(), b"value").unwrap();
+    assert_eq!(newest_log_len(dir.path()), before, "held back again");
+    assert_eq!(wal_syncs(&store), syncs + 11, "no sync under `no`");
+    store.close().unwrap();
+
+    let store = Lsm::open(dir.path(), options(64 << 20)).unwrap();
+    for i in 0..=60u32 {
+        assert_eq!(store.get(&i.to_be_bytes()).unwrap().unwrap(), b"value");
+    }
+}

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use std::sync::atomic::{
     AtomicBool, AtomicI64, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering,
 };
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
 
 use crate::accepted_settings::{self, HIDDEN, IMMUTABLE, PROTECTED, SETTINGS};
 use crate::glob::glob_match;
@@ -86,7 +86,7 @@ pub struct Config {
     /// Where a durable engine keeps its files.
     pub dir: std::path::PathBuf,
     /// When a durable engine's log reaches the disk.
-    pub fsync: lsm::FsyncPolicy,
+    fsync: Mutex<lsm::FsyncPolicy>,
     /// The LSM engine's block cache, in bytes.
     pub cache_size: u64,
     /// The LSM engine's memtable size, in bytes (up to three are in memory at once:
@@ -156,7 +156,7 @@ impl Default for Config {
             protected_mode: true,
             engine: EngineKind::Lsm,
             dir: "hotkv-data".into(),
-            fsync: lsm::FsyncPolicy::EverySec,
+            fsync: Mutex::new(lsm::FsyncPolicy::EverySec),
             cache_size: 64 << 20,
             memtable_size: 64 << 20,
             io_threads: 0,
@@ -308,8 +308,6 @@ const STARTUP_ONLY: &[&str] = &[
     "protected-mode",
     "engine",
     "dir",
-    "fsync",
-    "appendfsync",
     "cache-size",
     "memtable-size",
     "io-threads",
@@ -321,6 +319,10 @@ impl Config {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+    /// When a durable engine's log reaches the disk.
+    pub fn fsync(&self) -> lsm::FsyncPolicy {
+        *self.fsync.lock().unwrap_or_else(|e| e.into_inner())
     }
     pub fn port(&self) -> u16 {
         self.port.load(Ordering::Relaxed)
@@ -458,7 +460,7 @@ impl Config {
                 .display()
                 .to_string(),
             // Redis's name for what hotkv's `fsync` sets.
-            "fsync" | "appendfsync" => self.fsync.to_string(),
+            "fsync" | "appendfsync" => self.fsync().to_string(),
             "cache-size" => self.cache_size.to_string(),
             "memtable-size" => self.memtable_size.to_string(),
             "requirepass" => self
@@ -545,6 +547,14 @@ impl Config {
             return Ok(());
         }
         match name {
+            // Only the value: the command tells the engine (`commands/config.rs`).
+            "fsync" | "appendfsync" => {
+                let policy = accepted_settings::Form::OneOf(&["everysec", "always", "no"])
+                    .check(text)
+                    .map_err(SetError::Invalid)?;
+                *self.fsync.lock().unwrap_or_else(|e| e.into_inner()) =
+                    policy.parse().expect("checked to be a policy");
+            }
             // Only the value: the command binds the port (`commands/config.rs`).
             "port" => {
                 let port = accepted_settings::Form::Integer(0, u16::MAX.into())
@@ -747,7 +757,10 @@ impl Config {
             ),
             "dir" if value.is_empty() => return Err(bad("give a directory")),
             "dir" => self.dir = value.into(),
-            "fsync" => self.fsync = value.parse().map_err(|e: String| bad(&e))?,
+            "fsync" => {
+                *self.fsync.get_mut().unwrap_or_else(|e| e.into_inner()) =
+                    value.parse().map_err(|e: String| bad(&e))?
+            }
             "cache-size" | "memtable-size" => {
                 let n = parse_memory(value)
                     .filter(|n| *n >= 1 << 20 && *n <= 1 << 40)

@@ -1188,6 +1188,15 @@ impl Db {
         }
     }
 
+    /// When the engine's writes reach the disk from now on; the memory engine keeps
+    /// nothing to sync.
+    pub fn set_fsync(&self, policy: lsm::FsyncPolicy) -> Result<()> {
+        match &self.store {
+            Store::Memory(_) => Ok(()),
+            Store::Engine(store) => store.set_fsync(policy),
+        }
+    }
+
     /// Makes every write durable and closes the engine (at shutdown).
     pub fn close(&self) -> Result<()> {
         match &self.store {

@@ -771,6 +771,10 @@ impl EngineStore {
         self.engine.holds_writes_back()
     }
 
+    pub fn set_fsync(&self, policy: engine::FsyncPolicy) -> Result<()> {
+        self.engine.set_fsync(policy)
+    }
+
     pub fn close(&self) -> Result<()> {
         self.engine.close()
     }

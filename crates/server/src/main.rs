@@ -180,7 +180,7 @@ fn open_db(config: &Config) -> engine::Result<Db> {
         EngineKind::Lsm => {
             let started = std::time::Instant::now();
             let options = lsm::Options {
-                fsync: config.fsync,
+                fsync: config.fsync(),
                 // Connections write the log before each batch of replies.
                 defer_log_writes: true,
                 block_cache_bytes: config.cache_size as usize,

@@ -16,6 +16,46 @@ fn lsm_server(extra: &[&str]) -> Server {
     Server::start_in(tempfile::tempdir().unwrap(), extra)
 }
 
+/// CONFIG SET appendfsync (or its hotkv name, fsync) switches the engine's policy
+/// while it runs, as in Redis: under `always` every write is synced before its reply,
+/// under `no` none is; a value Redis would refuse is refused with its words.
+#[test]
+fn config_set_appendfsync_switches_the_engine() {
+    let server = lsm_server(&["--fsync", "no"]);
+    let mut c = server.client();
+    let syncs =
+        |c: &mut redis::Connection| -> u64 { info_field(c, "engine_wal_syncs").parse().unwrap() };
+    let _: () = run(&mut c, &["CONFIG", "SET", "appendfsync", "always"]);
+    assert_eq!(info_field(&mut c, "engine_fsync"), "always");
+    let switched = syncs(&mut c);
+    for i in 0..5 {
+        let _: () = run(&mut c, &["SET", &format!("k{i}"), "v"]);
+    }
+    assert!(
+        syncs(&mut c) >= switched + 5,
+        "a sync per write under always"
+    );
+
+    let _: () = run(&mut c, &["CONFIG", "SET", "fsync", "no"]);
+    let got: Vec<String> = run(&mut c, &["CONFIG", "GET", "appendfsync"]);
+    assert_eq!(got, ["appendfsync", "no"]);
+    let quiet = syncs(&mut c);
+    for i in 0..5 {
+        let _: () = run(&mut c, &["SET", &format!("k{i}"), "w"]);
+    }
+    assert_eq!(syncs(&mut c), quiet, "no sync under no");
+
+    assert_eq!(
+        run_err(&mut c, &["CONFIG", "SET", "appendfsync", "sometimes"]),
+        "ERR CONFIG SET failed (possibly related to argument 'appendfsync') - \
+         argument(s) must be one of the following: everysec, always, no"
+    );
+    assert_eq!(info_field(&mut c, "engine_fsync"), "no");
+    let server = server.restarted_if_lsm();
+    let mut c = server.client();
+    assert_eq!(run::<String>(&mut c, &["GET", "k4"]), "w");
+}
+
 /// Starts hotkv-server with `args` in `dir` expecting it to refuse to run: returns its
 /// exit code and what it wrote to stderr.
 fn refused_start(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String) {

@@ -60,7 +60,21 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 applied.push((name, before.unwrap_or_default()));
             }
             // Then what takes more than a value, as Redis's apply step: a port the
-            // server cannot listen on puts every value back.
+            // server cannot listen on, or an engine that cannot switch its fsync
+            // policy, puts every value back.
+            let fsync = config.fsync();
+            // The policy before the command: the first of its two names set held it.
+            let fsync_was = applied
+                .iter()
+                .find(|(name, _)| matches!(*name, "fsync" | "appendfsync"))
+                .map(|(name, before)| (*name, before.parse().expect("a policy it printed")))
+                .filter(|(_, was)| *was != fsync);
+            if let Some((name, _)) = fsync_was {
+                if let Err(e) = ctx.server.db.set_fsync(fsync) {
+                    put_back(config, &applied);
+                    return set_failed(name, SetError::Invalid(e.to_string()));
+                }
+            }
             let port = config.port();
             if applied
                 .iter()
@@ -69,6 +83,11 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 if let Err(e) = ctx.server.listener_moves.move_to(config.bind, port) {
                     tracing::warn!(port, error = %e, "CONFIG SET port: cannot listen");
                     put_back(config, &applied);
+                    if let Some((_, was)) = fsync_was {
+                        if let Err(e) = ctx.server.db.set_fsync(was) {
+                            tracing::warn!(error = %e, "CONFIG SET: the fsync policy not put back");
+                        }
+                    }
                     let why = "Unable to listen on this port. Check server logs.";
                     return set_failed("port", SetError::Invalid(why.into()));
                 }

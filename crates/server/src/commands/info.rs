@@ -416,7 +416,7 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
         "engine" => {
             if let Some(stats) = server.db.engine_stats() {
                 field("engine_dir", &server.config.dir.display());
-                field("engine_fsync", &server.config.fsync);
+                field("engine_fsync", &server.config.fsync());
                 for (name, value) in stats {
                     field(&format!("engine_{name}"), &value);
                 }

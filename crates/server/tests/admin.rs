@@ -318,10 +318,24 @@ fn every_setting_takes_back_the_value_config_get_gave() {
     assert_eq!(after, before);
 }
 
-/// A port no one listens on now (the OS's pick, let go).
-fn free_port() -> u16 {
-    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    probe.local_addr().unwrap().port()
+/// CONFIG SET port to a port no one listened on a moment ago (the OS's pick, let go),
+/// tried again if another test's server took it meanwhile; the port.
+fn move_to_free_port(c: &mut redis::Connection) -> u16 {
+    for _ in 0..5 {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = probe.local_addr().unwrap().port();
+        drop(probe);
+        let moved: redis::RedisResult<()> = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("port")
+            .arg(port)
+            .query(c);
+        match moved {
+            Ok(()) => return port,
+            Err(e) => assert!(e.to_string().contains("Unable to listen"), "{e}"),
+        }
+    }
+    panic!("no free port in five tries");
 }
 
 fn connect_to(port: u16) -> redis::RedisResult<redis::Connection> {
@@ -336,8 +350,7 @@ fn connect_to(port: u16) -> redis::RedisResult<redis::Connection> {
 fn config_set_port_moves_the_listener() {
     let server = Server::start();
     let mut c = server.client();
-    let port = free_port();
-    let _: () = run(&mut c, &["CONFIG", "SET", "port", &port.to_string()]);
+    let port = move_to_free_port(&mut c);
     let mut moved = connect_to(port).expect("the new port takes connections");
     assert_eq!(run::<String>(&mut moved, &["PING"]), "PONG");
     assert!(
@@ -380,8 +393,7 @@ fn config_set_port_moves_the_listener() {
         "PONG",
         "open connections stay"
     );
-    let again = free_port();
-    let _: () = run(&mut c, &["CONFIG", "SET", "port", &again.to_string()]);
+    let again = move_to_free_port(&mut c);
     assert!(
         eventually(10, || connect_to(again).is_ok()),
         "listening again"

@@ -4,6 +4,7 @@ use resp::Frame;
 
 use super::{error, ok, reply, upper, Ctx, Reply};
 use crate::config::SetError;
+use crate::server::Server;
 
 pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let sub = upper(&args[1]);
@@ -59,38 +60,9 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 }
                 applied.push((name, before.unwrap_or_default()));
             }
-            // Then what takes more than a value, as Redis's apply step: a port the
-            // server cannot listen on, or an engine that cannot switch its fsync
-            // policy, puts every value back.
-            let fsync = config.fsync();
-            // The policy before the command: the first of its two names set held it.
-            let fsync_was = applied
-                .iter()
-                .find(|(name, _)| matches!(*name, "fsync" | "appendfsync"))
-                .map(|(name, before)| (*name, before.parse().expect("a policy it printed")))
-                .filter(|(_, was)| *was != fsync);
-            if let Some((name, _)) = fsync_was {
-                if let Err(e) = ctx.server.db.set_fsync(fsync) {
-                    put_back(config, &applied);
-                    return set_failed(name, SetError::Invalid(e.to_string()));
-                }
-            }
-            let port = config.port();
-            if applied
-                .iter()
-                .any(|(name, before)| *name == "port" && *before != port.to_string())
-            {
-                if let Err(e) = ctx.server.listener_moves.move_to(config.bind, port) {
-                    tracing::warn!(port, error = %e, "CONFIG SET port: cannot listen");
-                    put_back(config, &applied);
-                    if let Some((_, was)) = fsync_was {
-                        if let Err(e) = ctx.server.db.set_fsync(was) {
-                            tracing::warn!(error = %e, "CONFIG SET: the fsync policy not put back");
-                        }
-                    }
-                    let why = "Unable to listen on this port. Check server logs.";
-                    return set_failed("port", SetError::Invalid(why.into()));
-                }
+            if let Err((name, failed)) = apply(ctx.server, &applied) {
+                put_back(config, &applied);
+                return set_failed(name, failed);
             }
             if applied.iter().any(|(name, _)| *name == "requirepass") {
                 let password = config.requirepass();
@@ -110,6 +82,45 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         b"HELP" if args.len() == 2 => super::help(HELP),
         _ => super::bad_subcommand("config", &args[1]),
     }
+}
+
+/// Redis's apply step, for the settings that take more than a value once set: the
+/// engine's fsync policy, then the port. Fails with the setting's name if the engine
+/// cannot switch or the server cannot listen on the port, having undone the switch;
+/// the caller puts the values back.
+fn apply<'a>(server: &Server, applied: &[(&'a str, String)]) -> Result<(), (&'a str, SetError)> {
+    let config = &server.config;
+    let fsync = config.fsync();
+    // The policy before the command: the first of its two names set held it.
+    let fsync_was = applied
+        .iter()
+        .find(|(name, _)| matches!(*name, "fsync" | "appendfsync"))
+        .map(|(name, before)| (*name, before.parse().expect("a policy it printed")))
+        .filter(|(_, was)| *was != fsync);
+    if let Some((name, _)) = fsync_was {
+        server
+            .db
+            .set_fsync(fsync)
+            .map_err(|e| (name, SetError::Invalid(e.to_string())))?;
+    }
+    let port = config.port();
+    let port_was = applied
+        .iter()
+        .find(|(name, before)| *name == "port" && *before != port.to_string());
+    let Some((name, _)) = port_was else {
+        return Ok(());
+    };
+    let Err(e) = server.listener_moves.move_to(config.bind, port) else {
+        return Ok(());
+    };
+    tracing::warn!(port, error = %e, "CONFIG SET port: cannot listen");
+    if let Some((_, was)) = fsync_was {
+        if let Err(e) = server.db.set_fsync(was) {
+            tracing::warn!(error = %e, "CONFIG SET: the fsync policy not put back");
+        }
+    }
+    let why = "Unable to listen on this port. Check server logs.";
+    Err((name, SetError::Invalid(why.into())))
 }
 
 /// Sets back the values `applied` replaced, last first.

@@ -33,6 +33,29 @@ pub enum HotspotStrategy {
     FixedHead,
 }
 
+/// A version of a key's value, read in place under an epoch guard
+/// ([`HotRing::read_version`]).
+pub struct Version<'g> {
+    item: ItemPtr,
+    value: VersionValue<'g>,
+}
+
+enum VersionValue<'g> {
+    /// Never changed in place: borrowed.
+    Long(&'g [u8]),
+    /// Written in place by updates of the same length: copied when read.
+    Inline([u8; INLINE_VALUE_MAX], usize),
+}
+
+impl Version<'_> {
+    pub fn value(&self) -> &[u8] {
+        match &self.value {
+            VersionValue::Long(v) => v,
+            VersionValue::Inline(bytes, len) => &bytes[..*len],
+        }
+    }
+}
+
 /// Index settings.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -307,6 +330,45 @@ impl HotRing {
             },
             idle: self.now().wrapping_sub(item.clock()) & CLOCK_MASK as u32,
         }
+    }
+
+    /// The version of `key`'s value stored now, read in place for as long as `guard` is
+    /// held: for a read-modify-write that replaces it by [`HotRing::replace_version`]
+    /// without copying it out and comparing its bytes again. Counts as an access, as
+    /// [`HotRing::get_with`] does.
+    pub fn read_version<'g>(&self, key: &[u8], guard: &'g Guard) -> Option<Version<'g>> {
+        let hash = ring_hash(key);
+        let slot = self.slot_for(hash, guard);
+        let head = slot.load_head();
+        let (found, visits, hot) = self.search(slot, head, hash, key, guard);
+        self.after_access(slot, head, found, hot, visits, hash, guard);
+        let item = found?;
+        item.stamp(self.now());
+        let value = if item.is_inline() {
+            item.with_value(|v| {
+                let mut bytes = [0u8; INLINE_VALUE_MAX];
+                bytes[..v.len()].copy_from_slice(v);
+                VersionValue::Inline(bytes, v.len())
+            })
+        } else {
+            // SAFETY: `item` was reached under `guard`, so it is freed, if it is
+            // unlinked, only after `guard` is dropped (`reclaim_unlinked` defers to the
+            // epoch); a long value is written once before publication and never
+            // changed, so the bytes stay as read for `'g`.
+            VersionValue::Long(unsafe { item.long_value() })
+        };
+        Some(Version { item, value })
+    }
+
+    /// Replaces `version`, read by [`HotRing::read_version`] under a guard still held,
+    /// with `new` if it is still `key`'s value: the same item for a long value (no
+    /// bytes compared), the same bytes for an inline one. False if it is not, or if
+    /// `key` is gone.
+    pub fn replace_version(&self, key: &[u8], version: &Version<'_>, new: &[u8]) -> bool {
+        self.compare_and_set_by(key, new, |cur| match version.value {
+            VersionValue::Long(_) => cur == version.item,
+            VersionValue::Inline(..) => cur.with_value(|v| v == version.value()),
+        })
     }
 
     /// The value stored under `key`.
@@ -705,6 +767,17 @@ impl HotRing {
 
     /// Replaces the value of `key` with `new` if it is currently `expected`.
     pub fn compare_and_set(&self, key: &[u8], expected: &[u8], new: &[u8]) -> bool {
+        self.compare_and_set_by(key, new, |cur| cur.with_value(|v| v == expected))
+    }
+
+    /// Replaces the value of `key` with `new` if `current` says its item is the one
+    /// expected; `current` sees an inline item while holding its write slot.
+    fn compare_and_set_by(
+        &self,
+        key: &[u8],
+        new: &[u8],
+        current: impl Fn(ItemPtr) -> bool,
+    ) -> bool {
         let hash = ring_hash(key);
         let guard = epoch::pin();
         loop {
@@ -719,7 +792,7 @@ impl HotRing {
             if !cur.is_inline() {
                 // A long value never changes in place: comparing it and then replacing the
                 // version we compared (the CAS fails if it was replaced) is atomic.
-                if !cur.with_value(|v| v == expected) {
+                if !current(cur) {
                     return false;
                 }
                 let fresh = self.alloc(hash, key, new);
@@ -733,7 +806,7 @@ impl HotRing {
             if !cur.begin_write() {
                 continue;
             }
-            if !cur.with_value(|v| v == expected) {
+            if !current(cur) {
                 cur.end_write();
                 return false;
             }

@@ -230,16 +230,27 @@ impl ItemPtr {
                 .to_le_bytes();
             f(&bytes[..len])
         } else {
-            let key_len = self.header().key_len as usize;
-            // SAFETY: long values are written once before publication right after the
-            // key and never change; provenance as in `key`.
-            let v = unsafe {
-                std::slice::from_raw_parts(
-                    (self.0.as_ptr() as *const u8).add(HEADER + key_len),
-                    len,
-                )
-            };
-            f(v)
+            // SAFETY: the item is alive for this call: callers reach items under an
+            // epoch guard that they hold across it.
+            f(unsafe { self.long_value() })
+        }
+    }
+
+    /// The value of a long (not inline) item, for as long as the caller keeps the item
+    /// alive.
+    ///
+    /// # Safety
+    /// The item must not be freed during `'g`: the caller holds, for `'g`, an epoch
+    /// guard under which it reached the item.
+    pub(crate) unsafe fn long_value<'g>(&self) -> &'g [u8] {
+        let len = self.value_len();
+        assert!(len > INLINE_VALUE_MAX, "an inline value changes in place");
+        let key_len = self.header().key_len as usize;
+        // SAFETY: long values are written once before publication right after the key
+        // and never change; provenance as in `key`; the caller keeps the allocation
+        // alive for `'g`.
+        unsafe {
+            std::slice::from_raw_parts((self.0.as_ptr() as *const u8).add(HEADER + key_len), len)
         }
     }
 

@@ -30,7 +30,7 @@ mod split;
 mod stats;
 mod sync;
 
-pub use index::{Access, Config, HotRing, HotspotStrategy};
+pub use index::{Access, Config, HotRing, HotspotStrategy, Version};
 pub use item::INLINE_VALUE_MAX;
 pub use iter::Iter;
 pub use stats::{allocated_items, Stats};

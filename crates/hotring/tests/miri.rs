@@ -29,6 +29,15 @@ fn every_operation_on_a_few_keys() {
             assert!(index.update(k, &[2; 20]));
             assert!(index.compare_and_set(k, &[2; 20], &[3; 8]));
             assert_eq!(index.get(k), Some(vec![3; 8]));
+            // Read in place, inline then long, and replaced by version.
+            let guard = crossbeam_epoch::pin();
+            let version = index.read_version(k, &guard).unwrap();
+            assert_eq!(version.value(), [3; 8]);
+            assert!(index.replace_version(k, &version, &[4; 30]));
+            let version = index.read_version(k, &guard).unwrap();
+            assert_eq!(version.value(), [4; 30]);
+            assert!(index.replace_version(k, &version, &[3; 8]));
+            assert!(!index.replace_version(k, &version, &[5; 8]));
         }
         for k in keys.iter().step_by(2) {
             assert!(index.remove(k));

@@ -459,6 +459,33 @@ fn random_movement_follows_a_single_hotspot() {
 }
 
 #[test]
+fn a_version_is_replaced_only_while_it_is_the_keys() {
+    let index = HotRing::new();
+    index.insert(b"long", &[1; 20]);
+    index.insert(b"short", b"1");
+    let guard = crossbeam_epoch::pin();
+    let long = index.read_version(b"long", &guard).unwrap();
+    let short = index.read_version(b"short", &guard).unwrap();
+    assert_eq!((long.value(), short.value()), (&[1; 20][..], &b"1"[..]));
+    // Rewritten with the bytes it held: a long value is a new version, so the one
+    // read is stale (its bytes still readable under the guard); an inline value is
+    // compared by its bytes, as it changes in place.
+    assert!(index.update(b"long", &[1; 20]));
+    assert!(index.update(b"short", b"1"));
+    assert!(!index.replace_version(b"long", &long, &[2; 20]));
+    assert_eq!(long.value(), [1; 20]);
+    assert!(index.replace_version(b"short", &short, b"2"));
+    assert!(!index.replace_version(b"short", &short, b"3"));
+    let long = index.read_version(b"long", &guard).unwrap();
+    assert!(index.replace_version(b"long", &long, b"2"));
+    assert_eq!(index.get(b"long"), Some(b"2".to_vec()));
+    assert!(index.remove(b"short"));
+    assert!(index.read_version(b"short", &guard).is_none());
+    assert!(!index.replace_version(b"short", &short, b"4"));
+    assert_eq!(index.get(b"short"), None);
+}
+
+#[test]
 fn reads_and_writes_stamp_the_access_clock_and_looking_does_not() {
     let index = HotRing::new();
     index.set_clock(100);

@@ -196,6 +196,53 @@ fn compare_and_set_increments_are_not_lost() {
     });
 }
 
+/// Read-modify-writes by version: each thread reads the value in place and replaces
+/// that version, while another rewrites one key with the bytes it already holds, which
+/// a version held across it must not survive (the same bytes, not the same version).
+#[test]
+fn replaced_versions_are_not_lost() {
+    explore(|| {
+        let index = Arc::new(HotRing::with_config(tiny(HotspotStrategy::Sampling, None)));
+        index.insert(b"n", &[0]);
+        index.insert(b"m", b"counter:0");
+        let mut handles: Vec<_> = (0..2)
+            .map(|_| {
+                let index = index.clone();
+                thread::spawn(move || {
+                    for key in [&b"n"[..], b"m"] {
+                        loop {
+                            let guard = crossbeam_epoch::pin();
+                            let version = index.read_version(key, &guard).unwrap();
+                            let next = match version.value() {
+                                [n] => vec![n + 1],
+                                long => [long, b"+"].concat(),
+                            };
+                            if index.replace_version(key, &version, &next) {
+                                break;
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        let same = index.clone();
+        handles.push(thread::spawn(move || {
+            let guard = crossbeam_epoch::pin();
+            let version = same.read_version(b"m", &guard).unwrap();
+            let bytes = version.value().to_vec();
+            // Another version of the same bytes, unless a counter got there first.
+            if same.compare_and_set(b"m", &bytes, &bytes) {
+                assert!(!same.replace_version(b"m", &version, b"lost"));
+            }
+        }));
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(index.get(b"n"), Some(vec![2]));
+        assert_eq!(index.get(b"m").as_deref(), Some(&b"counter:0++"[..]));
+    });
+}
+
 /// One key's in-place update (reached from the head, with no predecessor in hand), a
 /// delete and an RCU update that changes the value's length, all at once. The outcome
 /// must be one of the six orders the three could have run in, one after another.

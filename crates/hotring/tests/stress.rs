@@ -160,11 +160,13 @@ fn no_lost_writes_and_reads_see_written_values() {
 
 #[test]
 fn compare_and_set_counters_lose_no_increment() {
-    // Two counters: one fits in 8 bytes (in-place path), one does not (RCU path).
+    // Counters: one fits in 8 bytes (in-place path), two do not (RCU path; the last
+    // replaced by version, read in place).
     let index = Arc::new(HotRing::with_config(small_rings(HotspotStrategy::Sampling)));
     let encode_long = |n: u64| format!("counter={n:020}").into_bytes();
     index.insert(b"short", &0u64.to_le_bytes());
     index.insert(b"long", &encode_long(0));
+    index.insert(b"by version", &encode_long(0));
     for i in 0u32..200 {
         index.insert(&i.to_be_bytes(), b"filler");
     }
@@ -188,6 +190,17 @@ fn compare_and_set_counters_lose_no_increment() {
                             break;
                         }
                     }
+                    loop {
+                        let guard = crossbeam_epoch::pin();
+                        let version = index.read_version(b"by version", &guard).unwrap();
+                        let n: u64 = std::str::from_utf8(&version.value()[8..])
+                            .unwrap()
+                            .parse()
+                            .unwrap();
+                        if index.replace_version(b"by version", &version, &encode_long(n + 1)) {
+                            break;
+                        }
+                    }
                 }
             })
         })
@@ -198,6 +211,7 @@ fn compare_and_set_counters_lose_no_increment() {
     let total = per_thread * THREADS as u64;
     assert_eq!(index.get(b"short").unwrap(), total.to_le_bytes());
     assert_eq!(index.get(b"long").unwrap(), encode_long(total));
+    assert_eq!(index.get(b"by version").unwrap(), encode_long(total));
 }
 
 #[test]

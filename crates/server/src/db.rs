@@ -18,7 +18,7 @@
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use engine::Result;
-use hotring::{Access, HotRing};
+use hotring::{Access, HotRing, Version};
 
 use crate::blocked_keys::BlockedKeys;
 use crate::engine_keys;
@@ -729,10 +729,11 @@ impl Db {
     ) -> Result<R> {
         let node_store = self.memory_nodes();
         loop {
-            let _pin = crossbeam_epoch::pin();
-            let stored = index.get(key);
-            let expired = stored.as_deref().is_some_and(Entry::stored_expired_now);
-            let live = if expired { None } else { stored.as_deref() };
+            let guard = crossbeam_epoch::pin();
+            let version = index.read_version(key, &guard);
+            let stored = version.as_ref().map(Version::value);
+            let expired = stored.is_some_and(Entry::stored_expired_now);
+            let live = if expired { None } else { stored };
             let attempt = Attempt::new(node_store);
             let (write, result) = match decide(live, &attempt) {
                 Ok(decided) => decided,
@@ -741,10 +742,10 @@ impl Db {
                     return Err(e);
                 }
             };
-            let done = match (write, &stored) {
+            let done = match (write, stored) {
                 (Write::Keep, _) => {
                     attempt.abandon();
-                    if let Some(old) = stored.as_deref().filter(|_| expired) {
+                    if let Some(old) = stored.filter(|_| expired) {
                         self.remove_expired(key, old)?;
                     }
                     true
@@ -764,7 +765,8 @@ impl Db {
                 (Write::Put(new, released), Some(old)) => {
                     attempt.assert_made(&new, Some(old));
                     let deadline = Entry::stored_deadline(&new);
-                    let ok = index.compare_and_set(key, old, &new);
+                    let version = version.as_ref().expect("a version was read");
+                    let ok = index.replace_version(key, version, &new);
                     if ok {
                         // What the editor knows it released is of the live value.
                         let released = released.filter(|_| !expired);
@@ -784,7 +786,7 @@ impl Db {
                 }
                 (Write::Delete, Some(old)) => {
                     attempt.abandon();
-                    let ok = index.remove_if(key, |v| v == old.as_slice());
+                    let ok = index.remove_if(key, |v| v == old);
                     if ok {
                         node_store.retire(old, None);
                         self.written(key, None);

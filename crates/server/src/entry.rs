@@ -242,9 +242,18 @@ impl Entry {
 
     /// The deadline of a stored value, without decoding the payload. Only values
     /// [`Entry::encode`] wrote get here: a durable engine's are checked once, by
-    /// [`Entry::check`], when it opens.
+    /// [`Entry::check`], when it opens, so its tag is checked again by debug builds
+    /// only (a write reads it several times).
     pub fn stored_deadline(stored: &[u8]) -> Option<u64> {
-        Self::check(stored).unwrap_or_else(|e| panic!("{e}"))
+        debug_assert_eq!(Self::check(stored).err(), None);
+        let (&tag, rest) = stored.split_last().expect("a stored value has a tag");
+        (tag & HAS_DEADLINE != 0).then(|| {
+            let at = rest
+                .len()
+                .checked_sub(8)
+                .expect("a deadline before the tag");
+            u64::from_le_bytes(rest[at..].try_into().expect("8 bytes"))
+        })
     }
 
     /// `stored` with its deadline set to `deadline` (`None`: removed), its value and
@@ -399,6 +408,10 @@ mod tests {
                 for (raw, table) in [(false, false), (true, false), (false, true)] {
                     for (before, after) in deadlines.iter().flat_map(|&b| deadlines.map(|a| (b, a)))
                     {
+                        if raw && kind == Kind::List {
+                            // Never raw: `encode_as` asserts it.
+                            continue;
+                        }
                         let stored = if table {
                             Entry::encode_node_table(kind, value.to_vec(), before, raw)
                         } else {

@@ -199,7 +199,8 @@ impl<'a> Table<'a> {
         if cfg!(debug_assertions) {
             self.check()?;
         }
-        self.records.finish_releasing()
+        let (table, released) = self.records.finish_releasing()?;
+        Ok((table.into_owned(), released))
     }
 }
 

@@ -139,17 +139,6 @@ impl<'a> Ends<'a> {
             + packed::count(&self.pushed[0])
             + packed::count(&self.pushed[1])
     }
-
-    fn into_owned(self) -> Ends<'static> {
-        let [left, right] = self.pushed;
-        Ends {
-            pushed: [
-                Cow::Owned(left.into_owned()),
-                Cow::Owned(right.into_owned()),
-            ],
-            popped: self.popped,
-        }
-    }
 }
 
 /// The packed elements of `node` but its first `front` and last `back`, and how many.
@@ -218,10 +207,14 @@ fn table_bytes(stored: &[u8]) -> &[u8] {
 }
 
 /// The invariants every stored table keeps: O(records), so checked in full by debug
-/// builds only; every build checks that a table has two nodes at least, that its ends
-/// are within their bounds, and [`NodeRef::record`] that no node is empty.
+/// builds only; every build checks that a table it changed has two nodes at least
+/// (one as stored was checked when it was written), that its ends are within their
+/// bounds, and [`NodeRef::record`] that no node is empty.
 fn check(table: &Records, ends: &Ends) -> Result<()> {
-    assert!(table.len() >= 2, "a table of one node is stored whole");
+    assert!(
+        table.is_as_stored() || table.len() >= 2,
+        "a table of one node is stored whole"
+    );
     assert!(
         ends.pushed.iter().all(|p| p.len() <= END_BYTES),
         "an end holds more than END_BYTES"
@@ -563,10 +556,12 @@ fn next_elements(node: &[u8], end: End, gone: usize) -> (Vec<u8>, usize) {
 }
 
 /// A list as a write finds it and leaves it.
+/// Read in place until the edit changes them: a push at a long list's end mostly
+/// copies what it changes, the root's end.
 enum Shape<'a> {
     Missing,
-    Packed(Vec<u8>),
-    Split(Records<'a>, Box<Ends<'static>>),
+    Packed(Cow<'a, [u8]>),
+    Split(Records<'a>, Box<Ends<'a>>),
 }
 
 /// A list being changed by one write (see `Db::edit_list`): pushes and pops at its
@@ -585,17 +580,14 @@ pub struct ListEditor<'a> {
 impl<'a> ListEditor<'a> {
     /// The list whose stored value is `stored` (`None` if missing), its long form's
     /// nodes in `nodes`.
-    pub fn new(nodes: &'a dyn NodeStore, stored: Option<&[u8]>) -> Self {
+    pub fn new(nodes: &'a dyn NodeStore, stored: Option<&'a [u8]>) -> Self {
         let shape = match stored {
             None => Shape::Missing,
             Some(s) if Entry::stored_is_node_table(s) => {
                 let (ends, table) = Ends::of(s);
-                Shape::Split(
-                    Records::new(nodes, LAYOUT, table.to_vec()),
-                    Box::new(ends.into_owned()),
-                )
+                Shape::Split(Records::new(nodes, LAYOUT, table), Box::new(ends))
             }
-            Some(s) => Shape::Packed(Entry::stored_payload(s).to_vec()),
+            Some(s) => Shape::Packed(Cow::Borrowed(Entry::stored_payload(s))),
         };
         ListEditor {
             nodes,
@@ -720,12 +712,12 @@ impl<'a> ListEditor<'a> {
 
     /// The shape of a split list after an edit that may have left its table with
     /// fewer than two nodes: then stored whole (see [`ListEditor::pop`]).
-    fn settle(&mut self, table: Records<'a>, ends: Box<Ends<'static>>) -> Shape<'a> {
+    fn settle(&mut self, table: Records<'a>, ends: Box<Ends<'a>>) -> Shape<'a> {
         if table.len() >= 2 {
             return Shape::Split(table, ends);
         }
         match self.whole(&table, &ends) {
-            Some(whole) if packed::count(&whole) > 0 => Shape::Packed(whole),
+            Some(whole) if packed::count(&whole) > 0 => Shape::Packed(whole.into()),
             _ => Shape::Missing,
         }
     }
@@ -803,7 +795,7 @@ impl<'a> ListEditor<'a> {
             Shape::Packed(p) => {
                 let (rest, removed) = without(&p, target, limit, from_back);
                 self.shape = if packed::count(&rest) > 0 {
-                    Shape::Packed(rest)
+                    Shape::Packed(rest.into())
                 } else {
                     Shape::Missing
                 };
@@ -909,7 +901,7 @@ impl<'a> ListEditor<'a> {
                 let (rest, first) = popped(&p, end, n);
                 keep(first);
                 if packed::count(&rest) > 0 {
-                    self.shape = Shape::Packed(rest);
+                    self.shape = Shape::Packed(rest.into());
                 }
             }
             Shape::Split(mut table, mut ends) => {
@@ -974,7 +966,7 @@ impl<'a> ListEditor<'a> {
                 keep(last);
                 self.shape = match packed::count(&rest) {
                     0 => Shape::Missing,
-                    _ => Shape::Packed(rest),
+                    _ => Shape::Packed(rest.into()),
                 };
             }
         }
@@ -1057,7 +1049,7 @@ impl<'a> ListEditor<'a> {
     /// A packed list as stores keep it: split if long.
     fn packed(&mut self, list: Vec<u8>) -> Shape<'a> {
         if !is_long(&list) {
-            return Shape::Packed(list);
+            return Shape::Packed(list.into());
         }
         let refs = split(self.nodes, &list);
         self.fresh.extend(refs.iter().map(|n| n.id));
@@ -1129,7 +1121,7 @@ impl<'a> ListEditor<'a> {
         Ok(match self.shape {
             Shape::Missing => (Some(None), None),
             Shape::Packed(p) => {
-                let stored = Entry::collection(Kind::List, p, deadline).into_stored();
+                let stored = Entry::collection(Kind::List, p.into_owned(), deadline).into_stored();
                 (Some(Some(stored)), None)
             }
             Shape::Split(t, ends) => {

@@ -327,15 +327,21 @@ struct Pages<'a> {
     starts: Vec<usize>,
 }
 
+/// The index of the first record of each of `list`, and past the last.
+fn starts<T>(list: &[Node<T>]) -> Vec<usize> {
+    let mut starts = Vec::with_capacity(list.len() + 1);
+    let mut at = 0;
+    for node in list {
+        starts.push(at);
+        at += node.records;
+    }
+    starts.push(at);
+    starts
+}
+
 impl<'a> Pages<'a> {
     fn new(list: Vec<Page<'a>>) -> Self {
-        let mut starts = Vec::with_capacity(list.len() + 1);
-        let mut at = 0;
-        for p in &list {
-            starts.push(at);
-            at += p.records;
-        }
-        starts.push(at);
+        let starts = starts(&list);
         Pages { list, starts }
     }
 
@@ -432,6 +438,39 @@ impl<'a> Group<'a> {
     }
 }
 
+/// A table's groups, and the index (within the table) of each group's first record
+/// and past the last.
+struct Groups<'a> {
+    list: Vec<Group<'a>>,
+    starts: Vec<usize>,
+}
+
+impl<'a> Groups<'a> {
+    fn new(list: Vec<Group<'a>>) -> Self {
+        let starts = starts(&list);
+        Groups { list, starts }
+    }
+
+    fn len(&self) -> usize {
+        *self.starts.last().expect("starts end with the length")
+    }
+
+    fn group_of(&self, at: usize) -> usize {
+        assert!(at < self.len(), "record {at} of {}", self.len());
+        self.starts.partition_point(|&s| s <= at) - 1
+    }
+}
+
+/// The entries of a root in pages or groups: its pages' or its groups'.
+fn root_entries(form: Form, root: &[u8]) -> impl Iterator<Item = Entry> + '_ {
+    let header = match form {
+        Form::Paged => PAGED_HEADER,
+        Form::Grouped => GROUPED_HEADER,
+        Form::Inline => unreachable!("an inline table names no pages"),
+    };
+    entries(&root[header..])
+}
+
 /// What an edit of a table replaced, so that the store can release what the old table
 /// named and the new one does not without reading both again ([`dropped`]).
 #[derive(Default)]
@@ -455,13 +494,14 @@ pub struct Records<'a, const R: usize> {
     count: u64,
     /// The form it was stored in; `Inline` for a table not stored yet.
     form: Form,
-    groups: Vec<Group<'a>>,
-    /// The index of each group's first record, and past the last: the table's length.
-    starts: Vec<usize>,
+    /// Read from the root when first needed (a table in pages or groups): a list's
+    /// push or pop mostly changes its root's ends alone and never looks at them.
+    groups: OnceCell<Groups<'a>>,
     replaced: Replaced,
     /// The table as stored, in pages or groups, until an edit changes it: written back
     /// as it is. A list's push or pop mostly changes its root's ends alone, and
-    /// writing again a table of many pages costs a walk of them all.
+    /// writing again a table of many pages costs a walk of them all. Kept until the
+    /// groups are read from it, if they are.
     /// Boxed: an editor's enum holds a table beside lighter forms.
     unchanged: Option<Box<Cow<'a, [u8]>>>,
 }
@@ -478,19 +518,7 @@ impl<'a, const R: usize> Records<'a, R> {
         let form = stored_form::<R>(&table);
         let count = count::<R>(&table) as u64;
         let (groups, unchanged) = match form {
-            Form::Grouped => {
-                let groups = entries(&table[GROUPED_HEADER..])
-                    .map(Node::stored)
-                    .collect();
-                (groups, Some(Box::new(table)))
-            }
-            Form::Paged => {
-                let pages = entries(&table[PAGED_HEADER..]).map(Node::stored).collect();
-                (
-                    vec![Group::changed(Pages::new(pages))],
-                    Some(Box::new(table)),
-                )
-            }
+            Form::Grouped | Form::Paged => (OnceCell::new(), Some(Box::new(table))),
             Form::Inline => {
                 let body = match table {
                     Cow::Borrowed(t) => Cow::Borrowed(&t[INLINE_HEADER..]),
@@ -501,7 +529,8 @@ impl<'a, const R: usize> Records<'a, R> {
                 };
                 // Its count is its records': not counted again.
                 let page = Page::unstored(layout, body, count);
-                (vec![Group::changed(Pages::new(vec![page]))], None)
+                let groups = Groups::new(vec![Group::changed(Pages::new(vec![page]))]);
+                (OnceCell::from(groups), None)
             }
         };
         let mut records = Records::of_groups(nodes, layout, count, form, groups);
@@ -517,8 +546,8 @@ impl<'a, const R: usize> Records<'a, R> {
         records: &[[u8; R]],
     ) -> Self {
         let page = Page::changed(layout, Cow::Owned(records.concat()));
-        let groups = vec![Group::changed(Pages::new(vec![page]))];
-        let mut table = Records::of_groups(nodes, layout, count, Form::Inline, groups);
+        let groups = Groups::new(vec![Group::changed(Pages::new(vec![page]))]);
+        let mut table = Records::of_groups(nodes, layout, count, Form::Inline, groups.into());
         if layout.names_nodes {
             // None of them was in a stored table: spliced out again, none is released.
             let ids = records.iter().map(|r| layout.id(r));
@@ -532,35 +561,51 @@ impl<'a, const R: usize> Records<'a, R> {
         layout: Layout<R>,
         count: u64,
         form: Form,
-        groups: Vec<Group<'a>>,
+        groups: OnceCell<Groups<'a>>,
     ) -> Self {
-        let mut records = Records {
+        Records {
             nodes,
             layout,
             count,
             form,
             groups,
-            starts: Vec::new(),
             replaced: Replaced::default(),
             unchanged: None,
-        };
-        records.index();
-        records
+        }
     }
 
-    fn index(&mut self) {
-        self.starts.clear();
-        let mut at = 0;
-        for g in &self.groups {
-            self.starts.push(at);
-            at += g.records;
-        }
-        self.starts.push(at);
+    /// The groups, read from the stored root when first needed.
+    fn groups(&self) -> &Groups<'a> {
+        self.groups.get_or_init(|| {
+            let root = self
+                .unchanged
+                .as_deref()
+                .expect("groups not read are as stored");
+            let nodes = root_entries(self.form, root);
+            match self.form {
+                Form::Paged => {
+                    let pages = Pages::new(nodes.map(Node::stored).collect());
+                    Groups::new(vec![Group::changed(pages)])
+                }
+                Form::Grouped => Groups::new(nodes.map(Node::stored).collect()),
+                Form::Inline => unreachable!("an inline table's groups are read when it is"),
+            }
+        })
+    }
+
+    /// Reads the groups, which are to be changed: the table is no longer as stored.
+    fn groups_to_change(&mut self) {
+        self.groups();
+        self.unchanged = None;
     }
 
     /// Records in the table.
     pub fn len(&self) -> usize {
-        *self.starts.last().expect("starts end with the length")
+        match (self.groups.get(), self.unchanged.as_deref()) {
+            (Some(groups), _) => groups.len(),
+            (None, Some(root)) => root_entries(self.form, root).map(|e| e.records).sum(),
+            (None, None) => unreachable!("a table's groups or root"),
+        }
     }
 
     /// Elements the table counts.
@@ -570,14 +615,14 @@ impl<'a, const R: usize> Records<'a, R> {
 
     pub fn set_count(&mut self, count: usize) {
         if self.count != count as u64 {
-            self.unchanged = None;
+            self.groups_to_change();
         }
         self.count = count as u64;
     }
 
     /// The pages of group `g`, read from the node store when first needed.
     fn pages(&self, g: usize) -> Result<&Pages<'a>> {
-        let group = &self.groups[g];
+        let group = &self.groups().list[g];
         if let Some(pages) = group.contents.get() {
             return Ok(pages);
         }
@@ -606,14 +651,13 @@ impl<'a, const R: usize> Records<'a, R> {
     }
 
     fn group_of(&self, at: usize) -> usize {
-        assert!(at < self.len(), "record {at} of {}", self.len());
-        self.starts.partition_point(|&s| s <= at) - 1
+        self.groups().group_of(at)
     }
 
     /// The group and page holding record `at`, and `at`'s place in the page.
     fn find(&self, at: usize) -> Result<(usize, usize, usize)> {
         let g = self.group_of(at);
-        let (p, i) = self.pages(g)?.page_of(at - self.starts[g]);
+        let (p, i) = self.pages(g)?.page_of(at - self.groups().starts[g]);
         Ok((g, p, i))
     }
 
@@ -627,7 +671,8 @@ impl<'a, const R: usize> Records<'a, R> {
     /// The first record whose key fails `pred`, `pred` holding for the keys of the
     /// records up to some point and failing after it: reads one group and one page.
     pub fn partition(&self, pred: impl Fn(u64) -> bool) -> Result<usize> {
-        let g = self.groups.partition_point(|group| pred(group.key));
+        let groups = self.groups();
+        let g = groups.list.partition_point(|group| pred(group.key));
         let Some(g) = g.checked_sub(1) else {
             return Ok(0);
         };
@@ -636,7 +681,7 @@ impl<'a, const R: usize> Records<'a, R> {
         let p = pages.list.partition_point(|page| pred(page.key)).max(1) - 1;
         let body = pages.body::<R>(self.nodes, p)?;
         let within = partition(body.len() / R, |i| pred(self.layout.key(&body[i * R..])));
-        Ok(self.starts[g] + pages.starts[p] + within)
+        Ok(groups.starts[g] + pages.starts[p] + within)
     }
 
     /// The first record for which `pred` fails, `pred` holding up to some point and
@@ -667,7 +712,7 @@ impl<'a, const R: usize> Records<'a, R> {
         }
         let (g, p, i) = self.find(at)?;
         let pages = self.pages(g)?;
-        let before: u64 = self.groups[..g]
+        let before: u64 = self.groups().list[..g]
             .iter()
             .map(|group| group.elements)
             .sum::<u64>()
@@ -683,14 +728,15 @@ impl<'a, const R: usize> Records<'a, R> {
     /// Elements the records count: the table's count, but for an edit that keeps the
     /// count current and brings its records up to date only when it ends.
     pub fn recorded(&self) -> u64 {
-        self.groups.iter().map(|group| group.elements).sum()
+        self.groups().list.iter().map(|group| group.elements).sum()
     }
 
     /// The record whose node holds element `rank` (counted over the records in order),
     /// and `rank`'s place in that node: reads one group and one page.
     pub fn by_element(&self, rank: u64) -> Result<(usize, u64)> {
         let mut rest = rank;
-        for (g, group) in self.groups.iter().enumerate() {
+        let groups = self.groups();
+        for (g, group) in groups.list.iter().enumerate() {
             if rest >= group.elements {
                 rest -= group.elements;
                 continue;
@@ -705,7 +751,7 @@ impl<'a, const R: usize> Records<'a, R> {
                 for i in 0..page.records {
                     let n = self.layout.count(&body[i * R..]);
                     if rest < n {
-                        return Ok((self.starts[g] + pages.starts[p] + i, rest));
+                        return Ok((groups.starts[g] + pages.starts[p] + i, rest));
                     }
                     rest -= n;
                 }
@@ -717,7 +763,7 @@ impl<'a, const R: usize> Records<'a, R> {
     /// Every record, in order: reads every group and page.
     pub fn all(&self) -> Result<Vec<[u8; R]>> {
         let mut out = Vec::with_capacity(self.len());
-        for g in 0..self.groups.len() {
+        for g in 0..self.groups().list.len() {
             for p in 0..self.pages(g)?.list.len() {
                 out.extend(
                     self.body(g, p)?
@@ -733,7 +779,6 @@ impl<'a, const R: usize> Records<'a, R> {
     /// neighbours (the caller's to check: only it knows how its keys compare).
     pub fn splice(&mut self, range: Range<usize>, records: &[[u8; R]]) -> Result<()> {
         assert!(range.start <= range.end && range.end <= self.len());
-        self.unchanged = None;
         // The groups the range lies in, chosen as `Pages::splice` chooses pages.
         let first = match (range.start, self.len()) {
             (_, 0) | (0, _) => 0,
@@ -748,13 +793,15 @@ impl<'a, const R: usize> Records<'a, R> {
             self.pages(g)?;
         }
         // They become one group, changed, which the splice leaves whole if it fails.
+        let base = self.groups().starts[first];
+        self.groups_to_change();
+        let groups = self.groups.get_mut().expect("read above");
         let mut list = Vec::new();
-        for group in &mut self.groups[first..=last] {
+        for group in &mut groups.list[first..=last] {
             self.replaced.stored.extend(group.id);
             list.extend(group.contents.take().expect("loaded").list);
         }
         let mut pages = Pages::new(list);
-        let base = self.starts[first];
         let spliced = pages.splice(
             self.nodes,
             self.layout,
@@ -764,9 +811,10 @@ impl<'a, const R: usize> Records<'a, R> {
         );
         // An emptied group goes, as an emptied page does; a table keeps one group.
         let group = Group::changed(pages);
-        let keep = group.records > 0 || self.groups.len() == last - first + 1;
-        self.groups.splice(first..=last, keep.then_some(group));
-        self.index();
+        let keep = group.records > 0 || groups.list.len() == last - first + 1;
+        let mut list = std::mem::take(&mut groups.list);
+        list.splice(first..=last, keep.then_some(group));
+        *groups = Groups::new(list);
         spliced
     }
 
@@ -775,6 +823,11 @@ impl<'a, const R: usize> Records<'a, R> {
         let len = self.len();
         let most = usize::from(self.layout.inline_records);
         len <= most && (self.form == Form::Inline || len <= most / 2)
+    }
+
+    /// Whether the table is as it was read: no record or count changed.
+    pub fn is_as_stored(&self) -> bool {
+        self.unchanged.is_some()
     }
 
     /// Whether the table was stored in pages: its pages are in its node store.
@@ -787,7 +840,7 @@ impl<'a, const R: usize> Records<'a, R> {
     pub fn inline(&self) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(INLINE_HEADER + self.len() * R);
         out.extend_from_slice(&u32::try_from(self.count).expect("a count").to_le_bytes());
-        for g in 0..self.groups.len() {
+        for g in 0..self.groups().list.len() {
             for p in 0..self.pages(g)?.list.len() {
                 out.extend_from_slice(self.body(g, p)?);
             }
@@ -816,16 +869,17 @@ impl<'a, const R: usize> Records<'a, R> {
     /// written as new pages (see [`runs`]), and if there are more than [`GROUP_PAGES`]
     /// of them, in groups, each run of changed groups written likewise as new groups.
     pub fn finish(self) -> Result<Vec<u8>> {
-        Ok(self.finish_releasing()?.0)
+        Ok(self.finish_releasing()?.0.into_owned())
     }
 
     /// [`Records::finish`], and the ids the old table names and the new one does not
     /// (its groups, pages and, if its records name nodes, nodes): what [`dropped`]
-    /// finds, known here without reading the old table again.
-    pub fn finish_releasing(mut self) -> Result<(Vec<u8>, Vec<u64>)> {
+    /// finds, known here without reading the old table again. A table not changed is
+    /// given back where it lies.
+    pub fn finish_releasing(mut self) -> Result<(Cow<'a, [u8]>, Vec<u64>)> {
         if let Some(table) = self.unchanged.take() {
             debug_assert!(self.replaced.stored.is_empty() && self.replaced.spliced_out.is_empty());
-            return Ok((table.into_owned(), Vec::new()));
+            return Ok((*table, Vec::new()));
         }
         let mut replaced = std::mem::take(&mut self.replaced);
         let table = self.finish_noting(&mut replaced.stored)?;
@@ -842,7 +896,7 @@ impl<'a, const R: usize> Records<'a, R> {
                 released.push(id);
             }
         }
-        Ok((table, released))
+        Ok((Cow::Owned(table), released))
     }
 
     /// The table as stored, the stored pages and groups it writes again noted in
@@ -851,21 +905,22 @@ impl<'a, const R: usize> Records<'a, R> {
         if self.stays_inline() {
             let table = self.inline()?;
             // Every page and group it was stored in is let go: `inline` read them all.
-            for (g, group) in self.groups.iter().enumerate() {
+            for (g, group) in self.groups().list.iter().enumerate() {
                 replaced.extend(group.id);
                 replaced.extend(self.pages(g)?.list.iter().filter_map(|p| p.id));
             }
             return Ok(table);
         }
         // Each changed group's page entries, its changed pages written.
-        let mut changed: Vec<Option<Vec<u8>>> = Vec::with_capacity(self.groups.len());
-        for (g, group) in self.groups.iter().enumerate() {
+        let groups = &self.groups().list;
+        let mut changed: Vec<Option<Vec<u8>>> = Vec::with_capacity(groups.len());
+        for (g, group) in groups.iter().enumerate() {
             changed.push(match group.id {
                 Some(_) => None,
                 None => Some(self.store_pages(g, replaced)?),
             });
         }
-        let stored: Vec<Option<Entry>> = self.groups.iter().map(Group::entry).collect();
+        let stored: Vec<Option<Entry>> = groups.iter().map(Group::entry).collect();
         let level = level(REF, GROUP_PAGES);
         let runs = runs(&stored, level, replaced, |g| match &changed[g] {
             Some(pages) => Ok(Cow::Borrowed(&pages[..])),
@@ -1004,7 +1059,7 @@ pub fn nodes<const R: usize>(
 ) -> Result<Vec<(u64, usize)>> {
     let records = Records::new(nodes, layout, table);
     let mut out: Vec<(u64, usize)> = Vec::new();
-    for (g, group) in records.groups.iter().enumerate() {
+    for (g, group) in records.groups().list.iter().enumerate() {
         let pages = records.pages(g)?;
         if let Some(id) = group.id {
             out.push((id, pages.list.len() * REF));
@@ -1048,13 +1103,13 @@ pub fn dropped<const R: usize>(
         ids
     };
     let among = |ids: &[u64], id: Option<u64>| id.is_some_and(|id| ids.binary_search(&id).is_ok());
-    let group_ids = |t: &Records<R>| sorted(t.groups.iter().filter_map(|g| g.id).collect());
+    let group_ids = |t: &Records<R>| sorted(t.groups().list.iter().filter_map(|g| g.id).collect());
     let (old_groups, new_groups) = (group_ids(&old), group_ids(&new));
     // The pages (group, page, id) of the groups `t` names and `other` does not.
     let alone = |t: &Records<R>, other: &[u64]| -> Result<Vec<(usize, usize, Option<u64>)>> {
         let mut out = Vec::new();
-        for g in 0..t.groups.len() {
-            if !among(other, t.groups[g].id) {
+        for g in 0..t.groups().list.len() {
+            if !among(other, t.groups().list[g].id) {
                 out.extend(
                     t.pages(g)?
                         .list
@@ -1331,7 +1386,7 @@ mod tests {
                 for id in released.into_iter().filter(|&id| id < 1 << 40) {
                     nodes.discard(id);
                 }
-                stored = new;
+                stored = new.into_owned();
             }
             let (groups, pages) = groups_and_pages(&nodes, &stored);
             prop_assert_eq!(nodes.len(), groups.len() + pages.len());

@@ -339,7 +339,7 @@ mod tests {
                 assert_eq!(get(&value, f), n, "i{bits} at {offset}");
                 if bits < 64 {
                     let u = field(false, bits, offset);
-                    let top = (1u64 << bits) as i64 - 1;
+                    let top = ((1u64 << bits) - 1) as i64;
                     put(&mut value, u, top);
                     assert_eq!(get(&value, u), top, "u{bits} at {offset}");
                 }

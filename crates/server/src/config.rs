@@ -300,8 +300,6 @@ const NOT_REWRITTEN: &[&str] = &[
     "list-max-ziplist-size",
 ];
 
-const MAXMEMORY_NEEDS_MEMORY: &str = "maxmemory limits the memory engine; the lsm engine keeps its data on disk and its memory to --cache-size and --memtable-size";
-
 /// Names only the config file and flags may set: the listener exists by then.
 const STARTUP_ONLY: &[&str] = &[
     "bind",
@@ -576,9 +574,6 @@ impl Config {
             "maxmemory" => {
                 let n =
                     parse_memory(text).ok_or_else(|| invalid("argument must be a memory value"))?;
-                if n != 0 && self.engine != EngineKind::Memory {
-                    return Err(invalid(MAXMEMORY_NEEDS_MEMORY));
-                }
                 self.maxmemory.store(n, Ordering::Relaxed);
             }
             "maxmemory-policy" => {
@@ -803,9 +798,6 @@ impl Config {
 
     /// Settings that cannot go together, checked once the file and flags are in.
     pub fn check(&self) -> Result<(), String> {
-        if self.engine != EngineKind::Memory && self.maxmemory() != 0 {
-            return Err(MAXMEMORY_NEEDS_MEMORY.into());
-        }
         if self.engine == EngineKind::Memory && !self.value("save").is_empty() {
             return Err("save: the memory engine keeps nothing on disk; use --engine lsm".into());
         }

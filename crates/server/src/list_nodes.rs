@@ -555,9 +555,8 @@ fn next_elements(node: &[u8], end: End, gone: usize) -> (Vec<u8>, usize) {
     (packed::pack(elements.skip(from).take(count)), count)
 }
 
-/// A list as a write finds it and leaves it.
-/// Read in place until the edit changes them: a push at a long list's end mostly
-/// copies what it changes, the root's end.
+/// A list as a write finds it and leaves it, read in place until the edit changes it:
+/// a push at a long list's end mostly copies what it changes, the root's end.
 enum Shape<'a> {
     Missing,
     Packed(Cow<'a, [u8]>),

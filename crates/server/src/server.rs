@@ -9,7 +9,7 @@ use tokio::sync::watch;
 
 use crate::clients::Clients;
 use crate::command_stats::CommandStats;
-use crate::config::{Config, Policy};
+use crate::config::{Config, EngineKind, Policy};
 use crate::db::Db;
 use crate::eviction;
 use crate::instantaneous::Rates;
@@ -317,7 +317,10 @@ impl Server {
             return Ok(());
         }
         let policy = self.config.policy();
-        if policy == Policy::NoEviction {
+        // The lsm engine keeps its data on disk: deleting keys there frees no memory
+        // (the memtable grows by their tombstones), so over maxmemory it refuses
+        // writes whatever the policy, as noeviction does, and deletes nothing.
+        if policy == Policy::NoEviction || self.config.engine != EngineKind::Memory {
             return Err(OOM);
         }
         // Frees reach the allocator's statistics late (epoch reclamation defers them),
@@ -331,8 +334,7 @@ impl Server {
             while freed < excess && rounds < 64 {
                 rounds += 1;
                 let n = self.config.maxmemory_samples();
-                // Eviction runs in memory only (maxmemory needs the memory engine), where
-                // the store never fails.
+                // Eviction runs in memory only (see above), where the store never fails.
                 let sample = if policy.volatile() {
                     self.db.sample_volatile(n)
                 } else {

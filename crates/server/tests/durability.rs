@@ -598,18 +598,39 @@ fn one_server_per_directory() {
     server.alive();
 }
 
+/// maxmemory on lsm, whose data is on disk: over it, writes are refused with Redis's
+/// OOM error whatever the policy, and no key is deleted to make room (deleting frees
+/// no memory there).
 #[test]
-fn maxmemory_belongs_to_the_memory_engine() {
-    let dir = tempfile::tempdir().unwrap();
-    let (code, err) = refused_start(dir.path(), &["--maxmemory", "10mb"]);
-    assert_eq!(code, Some(2));
-    assert!(err.contains("maxmemory limits the memory engine"), "{err}");
-    let server = lsm_server(&[]);
+fn maxmemory_on_lsm_refuses_writes_over_it_and_deletes_nothing() {
+    let server = lsm_server(&["--maxmemory-policy", "allkeys-lru"]);
     let mut c = server.client();
-    assert!(run_err(&mut c, &["CONFIG", "SET", "maxmemory", "10mb"])
-        .contains("maxmemory limits the memory engine"));
-    run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "0"]);
+    for i in 0..100 {
+        run::<()>(&mut c, &["SET", &format!("k{i}"), "v"]);
+    }
+    run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "1"]);
+    let err = run_err(&mut c, &["SET", "another", "v"]);
+    assert!(err.starts_with("OOM command not allowed"), "{err}");
+    assert_eq!(run::<String>(&mut c, &["GET", "k5"]), "v");
+    run::<()>(&mut c, &["DEL", "k5"]);
+    assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 99);
+    assert_eq!(info_field(&mut c, "evicted_keys"), "0");
+    run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "100gb"]);
+    run::<()>(&mut c, &["SET", "another", "v"]);
+    assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 100);
     assert!(run_err(&mut c, &["HOTKEYS"]).contains("memory engine only"));
+    drop(c);
+    drop(server);
+    // Set at startup too.
+    let server = lsm_server(&["--maxmemory", "1"]);
+    let mut c = server.client();
+    let got: Vec<String> = run(&mut c, &["CONFIG", "GET", "maxmemory"]);
+    assert_eq!(got, ["maxmemory", "1"]);
+    // The first write may come before the server has measured its memory.
+    assert!(eventually(5, || {
+        let set = redis::cmd("SET").arg("k").arg("v").query::<()>(&mut c);
+        set.is_err_and(|e| e.to_string().contains("OOM"))
+    }));
 }
 
 /// A file size limit stands in for a full disk (SIGXFSZ ignored, so writes past it

@@ -113,8 +113,8 @@ struct Args {
     /// Most clients connected at once; more are refused [default: 10000].
     #[arg(long)]
     maxclients: Option<String>,
-    /// Memory limit, with a unit as in Redis (100mb, 2gb) [default: 0, no limit]. The
-    /// lsm engine, whose data is on disk, refuses writes over it whatever the policy.
+    /// Memory limit, with a unit as in Redis (100mb, 2gb) [default: 0, no limit]. On
+    /// the lsm engine, whose data is on disk, with noeviction only.
     #[arg(long)]
     maxmemory: Option<String>,
     /// What to do over maxmemory: noeviction (writes fail); allkeys-lru or allkeys-lfu

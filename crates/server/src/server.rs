@@ -318,8 +318,8 @@ impl Server {
         }
         let policy = self.config.policy();
         // The lsm engine keeps its data on disk: deleting keys there frees no memory
-        // (the memtable grows by their tombstones), so over maxmemory it refuses
-        // writes whatever the policy, as noeviction does, and deletes nothing.
+        // (the memtable grows by their tombstones). Its settings take noeviction with a
+        // maxmemory (`config.rs`); two CONFIG SETs racing could still pair them.
         if policy == Policy::NoEviction || self.config.engine != EngineKind::Memory {
             return Err(OOM);
         }

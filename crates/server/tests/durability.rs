@@ -598,12 +598,13 @@ fn one_server_per_directory() {
     server.alive();
 }
 
-/// maxmemory on lsm, whose data is on disk: over it, writes are refused with Redis's
-/// OOM error whatever the policy, and no key is deleted to make room (deleting frees
-/// no memory there).
+/// maxmemory on lsm, whose data is on disk: with noeviction, over it writes are
+/// refused with Redis's OOM error and reads and deletes go on; an eviction policy is
+/// refused beside a limit (deleting keys there frees no memory).
 #[test]
-fn maxmemory_on_lsm_refuses_writes_over_it_and_deletes_nothing() {
-    let server = lsm_server(&["--maxmemory-policy", "allkeys-lru"]);
+fn maxmemory_on_lsm_refuses_writes_over_it_and_evicts_nothing() {
+    const NEEDS_MEMORY: &str = "eviction policies need the memory engine";
+    let server = lsm_server(&[]);
     let mut c = server.client();
     for i in 0..100 {
         run::<()>(&mut c, &["SET", &format!("k{i}"), "v"]);
@@ -615,13 +616,29 @@ fn maxmemory_on_lsm_refuses_writes_over_it_and_deletes_nothing() {
     run::<()>(&mut c, &["DEL", "k5"]);
     assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 99);
     assert_eq!(info_field(&mut c, "evicted_keys"), "0");
-    run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "100gb"]);
+    let err = run_err(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+    );
+    assert!(err.contains(NEEDS_MEMORY), "{err}");
+    run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "0"]);
     run::<()>(&mut c, &["SET", "another", "v"]);
     assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 100);
+    run::<()>(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+    );
+    let err = run_err(&mut c, &["CONFIG", "SET", "maxmemory", "1"]);
+    assert!(err.contains(NEEDS_MEMORY), "{err}");
     assert!(run_err(&mut c, &["HOTKEYS"]).contains("memory engine only"));
     drop(c);
     drop(server);
     // Set at startup too.
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--maxmemory", "1", "--maxmemory-policy", "volatile-ttl"];
+    let (code, err) = refused_start(dir.path(), &args);
+    assert_eq!(code, Some(2));
+    assert!(err.contains(NEEDS_MEMORY), "{err}");
     let server = lsm_server(&["--maxmemory", "1"]);
     let mut c = server.client();
     let got: Vec<String> = run(&mut c, &["CONFIG", "GET", "maxmemory"]);

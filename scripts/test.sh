@@ -45,8 +45,9 @@ run cargo test -p hotring -p workload -p engine -p lsm
 run cargo test -p hotring --release --features shuttle --test shuttle
 # The EXEC gate's model (the engine crate's unit tests, built on shuttle's primitives).
 run cargo test -p engine --release --features shuttle --lib gate::model
-# Gathered writes' stripe protocol (the server's, with its stripe locks on shuttle's).
-run cargo test -p server --release --features shuttle --bin hotkv-server engine_store::model
+# Gathered writes' stripe protocol (the server's, with its stripe locks on shuttle's),
+# and the lsm engine's access clock taking over slots.
+run cargo test -p server --release --features shuttle --bin hotkv-server -- engine_store::model access_clock::model
 # The clients people use, against the real server: redis-py and redis-cli.
 run cargo build --release --bin hotkv-server
 run python3 -m pytest -q tests/clients

@@ -20,6 +20,7 @@ use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use engine::Result;
 use hotring::{Access, HotRing, Version};
 
+use crate::access_clock::AccessClock;
 use crate::blocked_keys::BlockedKeys;
 use crate::engine_keys;
 use crate::engine_store::{EngineNodes, EngineStore, NodeWrites};
@@ -76,6 +77,8 @@ pub struct Db {
     store: Store,
     /// The nodes of large collections in memory (an engine keeps them itself).
     nodes: Option<MemoryNodes>,
+    /// When an engine's keys were last accessed (the memory store's items keep it).
+    engine_clock: Option<AccessClock>,
     /// Keys given a deadline, each with that deadline: where the active expiry cycle
     /// looks. A hint only: the stored entry decides, and stale hints are dropped when
     /// the cycle meets them. On an engine it is rebuilt by the scan at open.
@@ -156,9 +159,12 @@ impl Drop for Gathering<'_> {
 impl Db {
     fn on(store: Store) -> Db {
         let nodes = matches!(store, Store::Memory(_)).then(MemoryNodes::default);
+        let engine_clock =
+            matches!(store, Store::Engine(_)).then(|| AccessClock::new((now_ms() / 1000) as u32));
         Db {
             store,
             nodes,
+            engine_clock,
             volatile: HotRing::new(),
             expire_cursor: AtomicU64::new(0),
             watches: Watches::default(),
@@ -186,7 +192,19 @@ impl Db {
     fn stored(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         match &self.store {
             Store::Memory(index) => Ok(index.get(key)),
-            Store::Engine(store) => store.get(key),
+            Store::Engine(store) => {
+                let found = store.get(key)?;
+                self.touch_on_engine(key, found.is_some());
+                Ok(found)
+            }
+        }
+    }
+
+    /// Stamps an engine's access clock for a read that found `key` (the memory store's
+    /// reads stamp its items themselves).
+    fn touch_on_engine(&self, key: &[u8], found: bool) {
+        if let (Some(clock), true) = (&self.engine_clock, found) {
+            clock.touch(key);
         }
     }
 
@@ -294,9 +312,11 @@ impl Db {
             Store::Memory(index) => {
                 index.peek_with(key, |s, _| (Entry::stored_deadline(s), read(s)))
             }
-            Store::Engine(store) => store
-                .get(key)?
-                .map(|s| (Entry::stored_deadline(&s), read(&s))),
+            Store::Engine(store) => {
+                let found = store.get(key)?;
+                self.touch_on_engine(key, touch && found.is_some());
+                found.map(|s| (Entry::stored_deadline(&s), read(&s)))
+            }
         };
         match found {
             Some((Some(d), _)) if d < now_ms() => {
@@ -680,6 +700,7 @@ impl Db {
             }
             Store::Engine(store) => {
                 let locked = store.lock(key)?;
+                self.touch_on_engine(key, locked.stored().is_some());
                 locked.stored().map(|stored| {
                     if Entry::stored_expired_now(stored) {
                         return None;
@@ -1047,6 +1068,7 @@ impl Db {
     /// Bookkeeping after a successful write to `key`.
     fn written(&self, key: &[u8], deadline: Option<u64>) {
         self.changes.add(1);
+        self.touch_on_engine(key, true);
         self.touched(key, deadline);
     }
 
@@ -1420,24 +1442,33 @@ impl Db {
         Ok(None)
     }
 
-    /// Seconds since `key` was last read or written (OBJECT IDLETIME), modulo 2^24 as in
-    /// Redis; `None` if the store keeps no access clock (an engine) or holds no `key`.
+    /// Seconds since `key`, which the caller found live, was last read or written
+    /// (OBJECT IDLETIME), modulo 2^24 as in Redis. On an engine, a key not accessed
+    /// lately reads as idle since the start or since its clock was dropped for lack
+    /// of room, whichever is later (`access_clock.rs`): never more than the truth.
     pub fn idle_seconds(&self, key: &[u8]) -> Option<u32> {
-        self.index().and_then(|index| index.idle(key))
+        match &self.engine_clock {
+            Some(clock) => Some(clock.idle(key)),
+            None => self.index().and_then(|index| index.idle(key)),
+        }
     }
 
-    /// Makes `key` look last accessed `seconds` ago (RESTORE's IDLETIME); nothing on
-    /// an engine, which keeps no access clock.
+    /// Makes `key` look last accessed `seconds` ago (RESTORE's IDLETIME).
     pub fn set_idle(&self, key: &[u8], seconds: u64) {
-        if let Some(index) = self.index() {
-            index.set_idle(key, u32::try_from(seconds).unwrap_or(u32::MAX));
+        let seconds = u32::try_from(seconds).unwrap_or(u32::MAX);
+        if let Some(clock) = &self.engine_clock {
+            clock.set_idle(key, seconds);
+        } else if let Some(index) = self.index() {
+            index.set_idle(key, seconds);
         }
     }
 
     /// Advances the access clock that reads and writes stamp on keys: seconds, as
     /// Redis's LRU clock.
     pub fn set_clock(&self, unix_seconds: u64) {
-        if let Some(index) = self.index() {
+        if let Some(clock) = &self.engine_clock {
+            clock.set_clock(unix_seconds as u32);
+        } else if let Some(index) = self.index() {
             index.set_clock(unix_seconds as u32);
         }
     }

@@ -1,6 +1,7 @@
 //! hotkv-server: serves a hotkv store over the Redis protocol.
 
 mod accepted_settings;
+mod access_clock;
 mod blocked_keys;
 mod clients;
 mod command_stats;

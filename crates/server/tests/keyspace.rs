@@ -259,7 +259,14 @@ fn lcs_refuses_a_table_larger_than_a_value_may_be() {
 
 #[test]
 fn restore_idletime_sets_the_access_clock_back() {
-    let server = Server::start_memory(&[]);
+    restore_idletime_sets_the_access_clock_back_on(Server::start_memory(&[]));
+    restore_idletime_sets_the_access_clock_back_on(Server::start_in(
+        tempfile::tempdir().unwrap(),
+        &[],
+    ));
+}
+
+fn restore_idletime_sets_the_access_clock_back_on(server: Server) {
     let mut c = server.client();
     let _: () = run(&mut c, &["SET", "src", "v"]);
     let payload: Vec<u8> = redis::cmd("DUMP").arg("src").query(&mut c).unwrap();
@@ -289,9 +296,18 @@ fn restore_idletime_sets_the_access_clock_back() {
 
 #[test]
 fn object_idletime_counts_seconds_since_the_last_access() {
+    object_idletime_counts_seconds_since_the_last_access_on(Server::start_memory(&[]));
+}
+
+#[test]
+fn object_idletime_counts_seconds_since_the_last_access_on_lsm() {
+    let dir = tempfile::tempdir().unwrap();
+    object_idletime_counts_seconds_since_the_last_access_on(Server::start_in(dir, &[]));
+}
+
+fn object_idletime_counts_seconds_since_the_last_access_on(server: Server) {
     // As Redis's own test of TOUCH: idle for 3 s, then an access starts it again.
     // EXISTS, TYPE, TTL, RANDOMKEY and OBJECT only look (LOOKUP_NOTOUCH in Redis).
-    let server = Server::start_memory(&[]);
     let mut c = server.client();
     let _: () = run(&mut c, &["SET", "foo", "bar"]);
     let _: () = run(&mut c, &["SET", "n", "1"]);
@@ -322,14 +338,4 @@ fn object_idletime_counts_seconds_since_the_last_access() {
     );
     assert!(run_err(&mut c, &["OBJECT", "IDLETIME", "foo"])
         .starts_with("ERR An LFU maxmemory policy is selected"));
-}
-
-#[test]
-fn object_idletime_on_the_lsm_engine_says_what_it_needs() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start_in(dir, &[]);
-    let mut c = server.client();
-    let _: () = run(&mut c, &["SET", "foo", "bar"]);
-    let e = run_err(&mut c, &["OBJECT", "IDLETIME", "foo"]);
-    assert!(e.contains("--engine memory"), "{e}");
 }

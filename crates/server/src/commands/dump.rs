@@ -27,8 +27,8 @@ pub fn dump(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 /// `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]`:
 /// checks in Redis's order (options, an existing key, the TTL, the payload). A TTL
 /// already past stores nothing (and with REPLACE deletes the key it would replace).
-/// IDLETIME sets the key's access clock back (memory engine; as Redis, not under an
-/// LFU policy); FREQ is checked and not applied: a key's heat is the index's to learn.
+/// IDLETIME sets the key's access clock back (as Redis, not under an LFU policy);
+/// FREQ is checked and not applied: a key's heat is the index's to learn.
 pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let (key, payload) = (&args[1], &args[3]);
     let (mut replace, mut absolute) = (false, false);

@@ -84,12 +84,10 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                      note that when switching between policies at runtime LRU and LFU data \
                      will take some time to adjust.",
                 ),
+                // `None`: the key went since it was found.
                 _ => match ctx.db().idle_seconds(key) {
                     Some(idle) => int(idle.into()),
-                    None => error(
-                        "ERR the lsm engine keeps no per-key access clock: OBJECT IDLETIME \
-                         needs --engine memory; HOTKEYS ranks keys by access on either engine",
-                    ),
+                    None => reply(Frame::Null),
                 },
             }
         }

@@ -1,0 +1,344 @@
+//! When an engine's keys were last read or written (OBJECT IDLETIME, RESTORE's
+//! IDLETIME). The memory store keeps this in each index item; an engine's keys are on
+//! disk and may far outnumber memory, so the clock of those accessed lately is kept
+//! here, in a table of fixed size: buckets of [`WAYS`] slots, each holding a key's
+//! fingerprint and the second it was last accessed. A key new to a full bucket takes
+//! the slot of the bucket's least recently accessed key.
+//!
+//! Invariant: every key the table does not hold was last accessed no later than
+//! `floor` (the table's start, or the latest second of a slot taken over). Such a key
+//! reads as idle since `floor`: a lower bound, as Redis's idle time of a key loaded at
+//! start is (it counts from the load). The floor is raised before a slot is taken, so a
+//! reader that no longer finds the key finds the raised floor.
+//!
+//! Two keys of one bucket with the same 32-bit fingerprint share a slot: the staler
+//! reads as recently accessed as the other.
+
+#[cfg(feature = "shuttle")]
+use shuttle::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+#[cfg(not(feature = "shuttle"))]
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// Slots per bucket: one cache line.
+const WAYS: usize = 8;
+
+/// Buckets of a server's table: the last access of 256 Ki keys in 2 MiB.
+const BUCKETS: usize = 1 << 15;
+
+/// Idle times are seconds modulo 2^24, as Redis's LRU clock (and the memory store's).
+const IDLE_MASK: u32 = (1 << 24) - 1;
+
+#[repr(align(64))]
+struct Bucket([AtomicU64; WAYS]);
+
+pub struct AccessClock {
+    buckets: Box<[Bucket]>,
+    /// The current second (Unix time), advanced by the server's tick.
+    now: AtomicU32,
+    floor: AtomicU32,
+}
+
+/// A slot: the key's fingerprint (never 0) above the second it was last accessed;
+/// 0 is an empty slot.
+fn slot(fingerprint: u32, second: u32) -> u64 {
+    (u64::from(fingerprint) << 32) | u64::from(second)
+}
+
+fn fingerprint(slot: u64) -> u32 {
+    (slot >> 32) as u32
+}
+
+fn second(slot: u64) -> u32 {
+    slot as u32
+}
+
+impl AccessClock {
+    /// A table whose keys all read as last accessed at `now` until they are accessed.
+    pub fn new(now: u32) -> AccessClock {
+        AccessClock::with_buckets(BUCKETS, now)
+    }
+
+    fn with_buckets(buckets: usize, now: u32) -> AccessClock {
+        assert!(buckets.is_power_of_two());
+        AccessClock {
+            buckets: (0..buckets)
+                .map(|_| Bucket(std::array::from_fn(|_| AtomicU64::new(0))))
+                .collect(),
+            now: AtomicU32::new(now),
+            floor: AtomicU32::new(now),
+        }
+    }
+
+    pub fn set_clock(&self, now: u32) {
+        self.now.store(now, Ordering::Relaxed);
+    }
+
+    /// `key` was read or written now.
+    pub fn touch(&self, key: &[u8]) {
+        self.stamp(key, self.now.load(Ordering::Relaxed));
+    }
+
+    /// Makes `key` look last accessed `idle` seconds ago (capped at the clock's range).
+    pub fn set_idle(&self, key: &[u8], idle: u32) {
+        let now = self.now.load(Ordering::Relaxed);
+        self.stamp(key, now.saturating_sub(idle.min(IDLE_MASK)));
+    }
+
+    /// Seconds since `key` was last read or written, modulo 2^24; for a key the table
+    /// does not hold, since the floor (see the module's comment).
+    pub fn idle(&self, key: &[u8]) -> u32 {
+        let now = self.now.load(Ordering::Relaxed);
+        now.saturating_sub(self.last_access(key)) & IDLE_MASK
+    }
+
+    /// The latest second `key` may have been accessed at: its slot's (the latest, if a
+    /// race left it two), else the floor. The slots are read before the floor, which
+    /// is raised before a slot is taken over.
+    fn last_access(&self, key: &[u8]) -> u32 {
+        let (bucket, fp) = self.place(key);
+        bucket
+            .0
+            .iter()
+            .map(|s| s.load(Ordering::SeqCst))
+            .filter(|&s| fingerprint(s) == fp)
+            .map(second)
+            .max()
+            .unwrap_or_else(|| self.floor.load(Ordering::SeqCst))
+    }
+
+    /// Sets `key`'s slot to `at`, taking over the bucket's stalest slot if it has none.
+    fn stamp(&self, key: &[u8], at: u32) {
+        let (bucket, fp) = self.place(key);
+        let stamped = slot(fp, at);
+        'retry: loop {
+            let mut stalest: Option<(usize, u64)> = None;
+            for (i, s) in bucket.0.iter().enumerate() {
+                let seen = s.load(Ordering::SeqCst);
+                if fingerprint(seen) == fp {
+                    if seen == stamped {
+                        return;
+                    }
+                    if s.compare_exchange(seen, stamped, Ordering::SeqCst, Ordering::SeqCst)
+                        .is_err()
+                    {
+                        continue 'retry;
+                    }
+                    self.drop_duplicates(bucket, i + 1, fp);
+                    return;
+                }
+                // An empty slot is stalest of all (second 0).
+                if stalest.is_none_or(|(_, st)| second(seen) < second(st)) {
+                    stalest = Some((i, seen));
+                }
+            }
+            let (i, seen) = stalest.expect("a bucket has slots");
+            if seen != 0 {
+                self.floor.fetch_max(second(seen), Ordering::SeqCst);
+            }
+            if bucket.0[i]
+                .compare_exchange(seen, stamped, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+
+    /// Empties the slots after `from` that also hold `fp`: two threads meeting a key
+    /// new to the bucket at once each give it a slot, and the one just set must decide.
+    fn drop_duplicates(&self, bucket: &Bucket, from: usize, fp: u32) {
+        for s in &bucket.0[from..] {
+            let seen = s.load(Ordering::SeqCst);
+            if fingerprint(seen) == fp {
+                // The key stays in the table, so the floor stays as it is; losing the
+                // race to another stamp of the key leaves that stamp, as good a one.
+                let _ = s.compare_exchange(seen, 0, Ordering::SeqCst, Ordering::SeqCst);
+            }
+        }
+    }
+
+    fn place(&self, key: &[u8]) -> (&Bucket, u32) {
+        let hash = hotring::hash::hash64(key);
+        let bucket = &self.buckets[hash as usize & (self.buckets.len() - 1)];
+        (bucket, (hash >> 32) as u32 | 1)
+    }
+}
+
+#[cfg(all(test, not(feature = "shuttle")))]
+mod tests {
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+
+    #[test]
+    fn a_touched_key_is_idle_since_its_touch_and_others_since_the_start() {
+        let clock = AccessClock::new(1000);
+        clock.set_clock(1010);
+        clock.touch(b"read");
+        clock.set_clock(1013);
+        assert_eq!(clock.idle(b"read"), 3);
+        assert_eq!(clock.idle(b"never"), 13);
+        clock.touch(b"read");
+        assert_eq!(clock.idle(b"read"), 0);
+    }
+
+    #[test]
+    fn set_idle_moves_the_last_access_back_and_a_touch_forward_again() {
+        let clock = AccessClock::new(5000);
+        clock.touch(b"k");
+        clock.set_idle(b"k", 1000);
+        assert_eq!(clock.idle(b"k"), 1000);
+        clock.set_clock(5004);
+        assert_eq!(clock.idle(b"k"), 1004);
+        clock.touch(b"k");
+        assert_eq!(clock.idle(b"k"), 0);
+        // Beyond the clock's range it is capped, as Redis caps RESTORE's IDLETIME.
+        clock.set_clock(1 << 25);
+        clock.set_idle(b"k", u32::MAX);
+        assert_eq!(clock.idle(b"k"), IDLE_MASK);
+    }
+
+    #[test]
+    fn a_key_pushed_out_of_a_full_bucket_reads_as_idle_since_the_stalest_slot() {
+        let clock = AccessClock::with_buckets(1, 0);
+        for (i, key) in (0..WAYS as u32 + 1).enumerate() {
+            clock.set_clock(100 + i as u32);
+            clock.touch(&key.to_le_bytes());
+        }
+        clock.set_clock(200);
+        // Key 0 (touched at 100) gave its slot to the last; the others are exact.
+        assert_eq!(clock.idle(&0u32.to_le_bytes()), 100);
+        for i in 1..=WAYS as u32 {
+            assert_eq!(clock.idle(&i.to_le_bytes()), 100 - i);
+        }
+    }
+
+    /// Seeded random touches and restores over more keys than a small table holds,
+    /// against a model of each key's true last access: the idle time read is never
+    /// more than the true one, and exact for a key the table still holds.
+    #[test]
+    fn idle_times_never_exceed_the_truth() {
+        for seed in 0..20u64 {
+            let mut rng = StdRng::seed_from_u64(seed);
+            let clock = AccessClock::with_buckets(4, 1_000);
+            let mut truth = vec![1_000u32; 100];
+            let mut now = 1_000;
+            for _ in 0..5_000 {
+                let key = rng.gen_range(0..truth.len());
+                let name = (key as u64).to_le_bytes();
+                match rng.gen_range(0..10) {
+                    0 => {
+                        now += rng.gen_range(0..3);
+                        clock.set_clock(now);
+                    }
+                    1 => {
+                        let idle = rng.gen_range(0..50);
+                        clock.set_idle(&name, idle);
+                        truth[key] = now.saturating_sub(idle);
+                    }
+                    2..=6 => {
+                        clock.touch(&name);
+                        truth[key] = now;
+                    }
+                    _ => {
+                        let read = clock.idle(&name);
+                        assert!(read <= now - truth[key], "seed {seed}: key {key}");
+                    }
+                }
+            }
+            let touched = truth.iter().position(|&t| t == now);
+            if let Some(key) = touched {
+                assert_eq!(clock.idle(&(key as u64).to_le_bytes()), 0, "seed {seed}");
+            }
+        }
+    }
+}
+
+/// A shuttle model of taking over a slot: readers of a key pushed out meanwhile must
+/// find the raised floor, never an older second than the key's last access. Run with
+/// `cargo test -p server --release --features shuttle --bin hotkv-server access_clock::model`.
+#[cfg(all(test, feature = "shuttle"))]
+mod model {
+    use shuttle::sync::Arc;
+    use shuttle::thread;
+
+    use super::*;
+
+    fn iterations() -> usize {
+        std::env::var("SHUTTLE_ITERATIONS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(2000)
+    }
+
+    fn key(i: u32) -> [u8; 4] {
+        i.to_le_bytes()
+    }
+
+    /// One bucket, full at the start (key 0 stalest); two writers push new keys in
+    /// while a reader checks key 0 and a key one writer re-touches.
+    fn pushed_out_keys_never_read_older() {
+        let clock = Arc::new(AccessClock::with_buckets(1, 0));
+        for i in 0..WAYS as u32 {
+            clock.stamp(&key(i), 10 + i);
+        }
+        let writers: Vec<_> = (0..2u32)
+            .map(|w| {
+                let clock = clock.clone();
+                thread::spawn(move || {
+                    for i in 0..2 {
+                        clock.stamp(&key(100 + 10 * w + i), 50 + i);
+                    }
+                    if w == 0 {
+                        clock.stamp(&key(1), 60);
+                    }
+                })
+            })
+            .collect();
+        let reader = {
+            let clock = clock.clone();
+            thread::spawn(move || {
+                for _ in 0..3 {
+                    assert!(clock.last_access(&key(0)) >= 10);
+                    assert!(clock.last_access(&key(1)) >= 11);
+                }
+            })
+        };
+        for w in writers {
+            w.join().unwrap();
+        }
+        reader.join().unwrap();
+        assert!(clock.last_access(&key(1)) >= 60);
+    }
+
+    /// Two threads meet a key new to the bucket at once: whatever slots it got, it
+    /// reads as one of their stamps, and a later stamp decides.
+    fn racing_first_stamps_leave_one_answer() {
+        let clock = Arc::new(AccessClock::with_buckets(1, 0));
+        let racers: Vec<_> = (0..2u32)
+            .map(|t| {
+                let clock = clock.clone();
+                thread::spawn(move || clock.stamp(&key(7), 30 + t))
+            })
+            .collect();
+        for r in racers {
+            r.join().unwrap();
+        }
+        assert!([30, 31].contains(&clock.last_access(&key(7))));
+        clock.stamp(&key(7), 5);
+        assert_eq!(clock.last_access(&key(7)), 5);
+    }
+
+    #[test]
+    fn pushed_out_keys_never_read_older_than_their_last_access() {
+        shuttle::check_random(pushed_out_keys_never_read_older, iterations());
+        shuttle::check_pct(pushed_out_keys_never_read_older, iterations(), 3);
+    }
+
+    #[test]
+    fn racing_first_stamps_of_a_key_leave_one_answer() {
+        shuttle::check_random(racing_first_stamps_leave_one_answer, iterations());
+        shuttle::check_pct(racing_first_stamps_leave_one_answer, iterations(), 3);
+    }
+}

@@ -1,9 +1,16 @@
 //! When an engine's keys were last read or written (OBJECT IDLETIME, RESTORE's
-//! IDLETIME). The memory store keeps this in each index item; an engine's keys are on
-//! disk and may far outnumber memory, so the clock of those accessed lately is kept
-//! here, in a table of fixed size: buckets of [`WAYS`] slots, each holding a key's
-//! fingerprint and the second it was last accessed. A key new to a full bucket takes
-//! the slot of the bucket's least recently accessed key.
+//! IDLETIME), and how often (OBJECT FREQ, RESTORE's FREQ: Redis's LFU counter). The
+//! memory store keeps the first in each index item and ranks heat by its own tables;
+//! an engine's keys are on disk and may far outnumber memory, so those accessed lately
+//! are kept here, in a table of fixed size: buckets of [`WAYS`] slots, each holding a
+//! key's fingerprint, LFU counter and the second it was last accessed. A key new to a
+//! full bucket takes the slot of the bucket's least recently accessed key.
+//!
+//! The counter is Redis's (`evict.c`): a key starts at 5, an access adds one with
+//! probability 1 / ((counter - 5) * lfu-log-factor + 1), and it loses one for each
+//! lfu-decay-time minutes since its last access. Redis keeps either the counter or the
+//! access time, by policy; both are kept here, so a switch of policy finds either
+//! ready. A key the table does not hold has the counter of a key loaded at start.
 //!
 //! Invariant: every key the table does not hold was last accessed no later than
 //! `floor` (the table's start, or the latest second of a slot taken over). Such a key
@@ -11,8 +18,8 @@
 //! start is (it counts from the load). The floor is raised before a slot is taken, so a
 //! reader that no longer finds the key finds the raised floor.
 //!
-//! Two keys of one bucket with the same 32-bit fingerprint share a slot: the staler
-//! reads as recently accessed as the other.
+//! Two keys of one bucket with the same 24-bit fingerprint share a slot: the staler
+//! reads as recently and as often accessed as the other.
 
 #[cfg(feature = "shuttle")]
 use shuttle::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -28,6 +35,9 @@ const BUCKETS: usize = 1 << 15;
 /// Idle times are seconds modulo 2^24, as Redis's LRU clock (and the memory store's).
 const IDLE_MASK: u32 = (1 << 24) - 1;
 
+/// Redis's LFU counter of a key just created or loaded.
+const LFU_INIT: u8 = 5;
+
 #[repr(align(64))]
 struct Bucket([AtomicU64; WAYS]);
 
@@ -36,16 +46,23 @@ pub struct AccessClock {
     /// The current second (Unix time), advanced by the server's tick.
     now: AtomicU32,
     floor: AtomicU32,
+    /// `lfu-log-factor` and `lfu-decay-time` (minutes).
+    log_factor: AtomicU32,
+    decay_minutes: AtomicU32,
 }
 
-/// A slot: the key's fingerprint (never 0) above the second it was last accessed;
-/// 0 is an empty slot.
-fn slot(fingerprint: u32, second: u32) -> u64 {
-    (u64::from(fingerprint) << 32) | u64::from(second)
+/// A slot: the key's fingerprint (24 bits, never 0), its LFU counter and the second it
+/// was last accessed; 0 is an empty slot.
+fn slot(fingerprint: u32, counter: u8, second: u32) -> u64 {
+    (u64::from(fingerprint) << 40) | (u64::from(counter) << 32) | u64::from(second)
 }
 
 fn fingerprint(slot: u64) -> u32 {
-    (slot >> 32) as u32
+    (slot >> 40) as u32
+}
+
+fn counter(slot: u64) -> u8 {
+    (slot >> 32) as u8
 }
 
 fn second(slot: u64) -> u32 {
@@ -66,22 +83,74 @@ impl AccessClock {
                 .collect(),
             now: AtomicU32::new(now),
             floor: AtomicU32::new(now),
+            log_factor: AtomicU32::new(10),
+            decay_minutes: AtomicU32::new(1),
         }
+    }
+
+    /// `lfu-log-factor` and `lfu-decay-time`, as Redis's LFU counter uses them.
+    pub fn set_lfu(&self, log_factor: u32, decay_minutes: u32) {
+        self.log_factor.store(log_factor, Ordering::Relaxed);
+        self.decay_minutes.store(decay_minutes, Ordering::Relaxed);
     }
 
     pub fn set_clock(&self, now: u32) {
         self.now.store(now, Ordering::Relaxed);
     }
 
-    /// `key` was read or written now.
+    /// `key` was read or written now. A key new to the table starts at the counter
+    /// of a new key; one it holds counts the access.
     pub fn touch(&self, key: &[u8]) {
-        self.stamp(key, self.now.load(Ordering::Relaxed));
+        let now = self.now.load(Ordering::Relaxed);
+        self.stamp(key, |held| match held {
+            Some(s) => (self.counted(self.decayed(counter(s), second(s), now)), now),
+            None => (LFU_INIT, now),
+        });
     }
 
     /// Makes `key` look last accessed `idle` seconds ago (capped at the clock's range).
     pub fn set_idle(&self, key: &[u8], idle: u32) {
+        let at = self
+            .now
+            .load(Ordering::Relaxed)
+            .saturating_sub(idle.min(IDLE_MASK));
+        self.stamp(key, |held| (held.map_or(LFU_INIT, counter), at));
+    }
+
+    /// Sets `key`'s LFU counter, as of now (RESTORE's FREQ).
+    pub fn set_frequency(&self, key: &[u8], counter: u8) {
         let now = self.now.load(Ordering::Relaxed);
-        self.stamp(key, now.saturating_sub(idle.min(IDLE_MASK)));
+        self.stamp(key, |_| (counter, now));
+    }
+
+    /// `key`'s LFU counter, decayed to now (OBJECT FREQ).
+    pub fn frequency(&self, key: &[u8]) -> u8 {
+        let now = self.now.load(Ordering::Relaxed);
+        match self.held(key) {
+            Some(s) => self.decayed(counter(s), second(s), now),
+            None => self.decayed(LFU_INIT, self.floor.load(Ordering::SeqCst), now),
+        }
+    }
+
+    /// `counter` after the decay Redis applies for the time since `last` (seconds).
+    fn decayed(&self, counter: u8, last: u32, now: u32) -> u8 {
+        let minutes = (now / 60).saturating_sub(last / 60);
+        let periods = match self.decay_minutes.load(Ordering::Relaxed) {
+            0 => 0,
+            decay => minutes / decay,
+        };
+        counter.saturating_sub(periods.min(255) as u8)
+    }
+
+    /// `counter` after an access: one more with a chance that shrinks as it grows.
+    fn counted(&self, counter: u8) -> u8 {
+        if counter == u8::MAX {
+            return counter;
+        }
+        let above_start = f64::from(counter.saturating_sub(LFU_INIT));
+        let factor = f64::from(self.log_factor.load(Ordering::Relaxed));
+        let chance = 1.0 / (above_start * factor + 1.0);
+        counter + u8::from(rand::random::<f64>() < chance)
     }
 
     /// Seconds since `key` was last read or written, modulo 2^24; for a key the table
@@ -91,30 +160,36 @@ impl AccessClock {
         now.saturating_sub(self.last_access(key)) & IDLE_MASK
     }
 
-    /// The latest second `key` may have been accessed at: its slot's (the latest, if a
-    /// race left it two), else the floor. The slots are read before the floor, which
-    /// is raised before a slot is taken over.
+    /// The latest second `key` may have been accessed at: its slot's, else the
+    /// floor. The slots are read before the floor, which is raised before a slot is
+    /// taken over.
     fn last_access(&self, key: &[u8]) -> u32 {
+        self.held(key)
+            .map_or_else(|| self.floor.load(Ordering::SeqCst), second)
+    }
+
+    /// `key`'s slot (the latest, if a race left it two), if the table holds it.
+    fn held(&self, key: &[u8]) -> Option<u64> {
         let (bucket, fp) = self.place(key);
         bucket
             .0
             .iter()
             .map(|s| s.load(Ordering::SeqCst))
             .filter(|&s| fingerprint(s) == fp)
-            .map(second)
-            .max()
-            .unwrap_or_else(|| self.floor.load(Ordering::SeqCst))
+            .max_by_key(|&s| second(s))
     }
 
-    /// Sets `key`'s slot to `at`, taking over the bucket's stalest slot if it has none.
-    fn stamp(&self, key: &[u8], at: u32) {
+    /// Sets `key`'s slot to the counter and second `next` makes of what it holds
+    /// (`None`: nothing), taking over the bucket's stalest slot if it holds none.
+    fn stamp(&self, key: &[u8], next: impl Fn(Option<u64>) -> (u8, u32)) {
         let (bucket, fp) = self.place(key);
-        let stamped = slot(fp, at);
         'retry: loop {
             let mut stalest: Option<(usize, u64)> = None;
             for (i, s) in bucket.0.iter().enumerate() {
                 let seen = s.load(Ordering::SeqCst);
                 if fingerprint(seen) == fp {
+                    let (counter, at) = next(Some(seen));
+                    let stamped = slot(fp, counter, at);
                     if seen == stamped {
                         return;
                     }
@@ -132,6 +207,8 @@ impl AccessClock {
                 }
             }
             let (i, seen) = stalest.expect("a bucket has slots");
+            let (counter, at) = next(None);
+            let stamped = slot(fp, counter, at);
             if seen != 0 {
                 self.floor.fetch_max(second(seen), Ordering::SeqCst);
             }
@@ -160,7 +237,7 @@ impl AccessClock {
     fn place(&self, key: &[u8]) -> (&Bucket, u32) {
         let hash = hotring::hash::hash64(key);
         let bucket = &self.buckets[hash as usize & (self.buckets.len() - 1)];
-        (bucket, (hash >> 32) as u32 | 1)
+        (bucket, (hash >> 40) as u32 | 1)
     }
 }
 
@@ -212,6 +289,44 @@ mod tests {
         for i in 1..=WAYS as u32 {
             assert_eq!(clock.idle(&i.to_le_bytes()), 100 - i);
         }
+    }
+
+    #[test]
+    fn the_lfu_counter_starts_at_five_grows_with_accesses_and_decays_by_the_minute() {
+        let clock = AccessClock::new(6000);
+        assert_eq!(clock.frequency(b"loaded"), LFU_INIT);
+        clock.touch(b"k");
+        assert_eq!(clock.frequency(b"k"), LFU_INIT);
+        // With a log factor of 0 every access counts; the counter stops at 255.
+        clock.set_lfu(0, 1);
+        for _ in 0..10 {
+            clock.touch(b"k");
+        }
+        assert_eq!(clock.frequency(b"k"), LFU_INIT + 10);
+        for _ in 0..300 {
+            clock.touch(b"k");
+        }
+        assert_eq!(clock.frequency(b"k"), 255);
+        // With the default factor, 1000 accesses count for far fewer (Redis's table:
+        // about 18 at factor 10 from 5).
+        clock.set_lfu(10, 1);
+        for _ in 0..1000 {
+            clock.touch(b"busy");
+        }
+        let busy = clock.frequency(b"busy");
+        assert!((10..40).contains(&busy), "{busy}");
+        clock.set_frequency(b"restored", 100);
+        clock.set_clock(6000 + 3 * 60 + 59);
+        assert_eq!(clock.frequency(b"restored"), 97);
+        assert_eq!(clock.frequency(b"loaded"), LFU_INIT - 3);
+        clock.set_lfu(10, 2);
+        assert_eq!(clock.frequency(b"restored"), 99);
+        clock.set_lfu(10, 0);
+        assert_eq!(clock.frequency(b"restored"), 100);
+        // An access counts from the decayed counter, and restarts the decay.
+        clock.set_lfu(0, 1);
+        clock.touch(b"restored");
+        assert_eq!(clock.frequency(b"restored"), 98);
     }
 
     /// Seeded random touches and restores over more keys than a small table holds,
@@ -276,22 +391,26 @@ mod model {
         i.to_le_bytes()
     }
 
+    fn stamp(clock: &AccessClock, key: &[u8], at: u32) {
+        clock.stamp(key, |_| (LFU_INIT, at));
+    }
+
     /// One bucket, full at the start (key 0 stalest); two writers push new keys in
     /// while a reader checks key 0 and a key one writer re-touches.
     fn pushed_out_keys_never_read_older() {
         let clock = Arc::new(AccessClock::with_buckets(1, 0));
         for i in 0..WAYS as u32 {
-            clock.stamp(&key(i), 10 + i);
+            stamp(&clock, &key(i), 10 + i);
         }
         let writers: Vec<_> = (0..2u32)
             .map(|w| {
                 let clock = clock.clone();
                 thread::spawn(move || {
                     for i in 0..2 {
-                        clock.stamp(&key(100 + 10 * w + i), 50 + i);
+                        stamp(&clock, &key(100 + 10 * w + i), 50 + i);
                     }
                     if w == 0 {
-                        clock.stamp(&key(1), 60);
+                        stamp(&clock, &key(1), 60);
                     }
                 })
             })
@@ -319,14 +438,14 @@ mod model {
         let racers: Vec<_> = (0..2u32)
             .map(|t| {
                 let clock = clock.clone();
-                thread::spawn(move || clock.stamp(&key(7), 30 + t))
+                thread::spawn(move || stamp(&clock, &key(7), 30 + t))
             })
             .collect();
         for r in racers {
             r.join().unwrap();
         }
         assert!([30, 31].contains(&clock.last_access(&key(7))));
-        clock.stamp(&key(7), 5);
+        stamp(&clock, &key(7), 5);
         assert_eq!(clock.last_access(&key(7)), 5);
     }
 

@@ -422,6 +422,19 @@ impl Config {
         self.tracking_table_max_keys.load(Ordering::Relaxed)
     }
 
+    /// `lfu-log-factor` and `lfu-decay-time`, which the lsm engine's LFU counters
+    /// follow (the memory engine ranks keys by its own measure of heat).
+    pub fn lfu(&self) -> (u32, u32) {
+        let value = |name| {
+            let i = accepted_settings::find(name).expect("an accepted setting");
+            self.accepted
+                .get(i)
+                .parse()
+                .expect("checked as 0 to 2^31 - 1")
+        };
+        (value("lfu-log-factor"), value("lfu-decay-time"))
+    }
+
     /// The hard output limit for pub/sub subscribers (0: none).
     pub fn pubsub_output_limit(&self) -> u64 {
         self.pubsub_output_limit[0].load(Ordering::Relaxed)

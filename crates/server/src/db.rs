@@ -1463,6 +1463,27 @@ impl Db {
         }
     }
 
+    /// `key`'s LFU counter as Redis keeps it (OBJECT FREQ) on an engine; `None` in
+    /// memory, whose index ranks keys by its own measure of heat.
+    pub fn lfu_counter(&self, key: &[u8]) -> Option<u8> {
+        self.engine_clock.as_ref().map(|c| c.frequency(key))
+    }
+
+    /// Sets `key`'s LFU counter (RESTORE's FREQ) on an engine; in memory, nothing: a
+    /// key's heat is the index's to learn.
+    pub fn set_lfu_counter(&self, key: &[u8], counter: u8) {
+        if let Some(clock) = &self.engine_clock {
+            clock.set_frequency(key, counter);
+        }
+    }
+
+    /// `lfu-log-factor` and `lfu-decay-time`, for an engine's LFU counters.
+    pub fn set_lfu(&self, log_factor: u32, decay_minutes: u32) {
+        if let Some(clock) = &self.engine_clock {
+            clock.set_lfu(log_factor, decay_minutes);
+        }
+    }
+
     /// Advances the access clock that reads and writes stamp on keys: seconds, as
     /// Redis's LRU clock.
     pub fn set_clock(&self, unix_seconds: u64) {

@@ -167,6 +167,8 @@ impl Server {
         self.db.tracking.set_limits(max_keys, self.outbox_limit());
         self.pubsub.set_limit(self.config.pubsub_output_limit());
         self.db.events.set_flags(self.config.keyspace_events());
+        let (log_factor, decay_minutes) = self.config.lfu();
+        self.db.set_lfu(log_factor, decay_minutes);
     }
 
     /// SAVE and BGSAVE: makes every write so far durable, and notes when for LASTSAVE.

@@ -295,6 +295,44 @@ fn restore_idletime_sets_the_access_clock_back_on(server: Server) {
 }
 
 #[test]
+fn object_freq_on_lsm_is_redis_lfu_counter() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir, &[]);
+    let mut c = server.client();
+    let _: () = run(&mut c, &["SET", "src", "v"]);
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("src").query(&mut c).unwrap();
+    let _: () = run(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"],
+    );
+    // No decay, so that a minute turning mid-test takes nothing off.
+    let _: () = run(&mut c, &["CONFIG", "SET", "lfu-decay-time", "0"]);
+    // A new key starts at 5; with a log factor of 0 each read adds one.
+    let _: () = run(&mut c, &["SET", "k", "v"]);
+    assert_eq!(run::<i64>(&mut c, &["OBJECT", "FREQ", "k"]), 5);
+    let _: () = run(&mut c, &["CONFIG", "SET", "lfu-log-factor", "0"]);
+    for _ in 0..10 {
+        let _: String = run(&mut c, &["GET", "k"]);
+    }
+    assert_eq!(run::<i64>(&mut c, &["OBJECT", "FREQ", "k"]), 15);
+    // EXISTS and OBJECT only look.
+    let _: i64 = run(&mut c, &["EXISTS", "k"]);
+    assert_eq!(run::<i64>(&mut c, &["OBJECT", "FREQ", "k"]), 15);
+    // RESTORE's FREQ sets it, as in Redis's own test.
+    let () = redis::cmd("RESTORE")
+        .arg("restored")
+        .arg(0)
+        .arg(&payload)
+        .arg("FREQ")
+        .arg(100)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(run::<i64>(&mut c, &["OBJECT", "FREQ", "restored"]), 100);
+    let none: Option<i64> = run(&mut c, &["OBJECT", "FREQ", "nokey"]);
+    assert_eq!(none, None);
+}
+
+#[test]
 fn object_idletime_counts_seconds_since_the_last_access() {
     object_idletime_counts_seconds_since_the_last_access_on(Server::start_memory(&[]));
 }

@@ -27,8 +27,9 @@ pub fn dump(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 /// `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]`:
 /// checks in Redis's order (options, an existing key, the TTL, the payload). A TTL
 /// already past stores nothing (and with REPLACE deletes the key it would replace).
-/// IDLETIME sets the key's access clock back (as Redis, not under an LFU policy);
-/// FREQ is checked and not applied: a key's heat is the index's to learn.
+/// IDLETIME sets the key's access clock back, FREQ its LFU counter: as in Redis, the
+/// one the policy uses (FREQ on the lsm engine only: in memory a key's heat is the
+/// index's to learn).
 pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     let (key, payload) = (&args[1], &args[3]);
     let (mut replace, mut absolute) = (false, false);
@@ -107,8 +108,12 @@ pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         }
         Outcome::Stored => {
             if !past {
-                if let Some(seconds) = idle.filter(|_| !ctx.server.config.policy().lfu()) {
+                let lfu = ctx.server.config.policy().lfu();
+                if let Some(seconds) = idle.filter(|_| !lfu) {
                     ctx.db().set_idle(key, seconds as u64);
+                }
+                if let Some(counter) = freq.filter(|_| lfu) {
+                    ctx.db().set_lfu_counter(key, counter as u8);
                 }
                 ctx.notify(GENERIC, "restore", key);
             }

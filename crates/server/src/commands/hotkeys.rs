@@ -5,7 +5,7 @@ use resp::Frame;
 use super::{error, parse_integer, reply, upper, Ctx, Reply, SYNTAX_ERROR};
 
 /// What HOTKEYS and OBJECT FREQ answer on an engine without key heat.
-pub(crate) const NO_HEAT: &str =
+const NO_HEAT: &str =
     "ERR key heat is tracked by the memory engine only; start hotkv-server with --engine memory";
 
 /// Replies with up to `n` (default 10) `[key, share]` pairs, hottest first. `share`

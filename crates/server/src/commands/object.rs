@@ -70,9 +70,10 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             }
             let lfu = ctx.server.config.policy().lfu();
             match (sub.as_slice(), lfu) {
-                (b"FREQ", true) => match ctx.db().index() {
-                    Some(index) => int(frequency(index.access_share(key))),
-                    None => error(super::hotkeys::NO_HEAT),
+                (b"FREQ", true) => match (ctx.db().lfu_counter(key), ctx.db().index()) {
+                    (Some(counter), _) => int(counter.into()),
+                    (None, Some(index)) => int(frequency(index.access_share(key))),
+                    (None, None) => unreachable!("a store without LFU counters is an index"),
                 },
                 (b"FREQ", false) => error(
                     "ERR An LFU maxmemory policy is not selected, access frequency not tracked. \

@@ -254,16 +254,22 @@ impl HotRing {
 
     /// Calls `f` with the value stored under `key`.
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        let hash = ring_hash(key);
         let guard = epoch::pin();
-        let slot = self.slot_for(hash, &guard);
+        self.accessed(key, &guard).map(|item| item.with_value(f))
+    }
+
+    /// The item of `key`, found as a read finds it: the access counted (head moves,
+    /// sampling) and the item's clock stamped.
+    #[inline]
+    fn accessed(&self, key: &[u8], guard: &Guard) -> Option<ItemPtr> {
+        let hash = ring_hash(key);
+        let slot = self.slot_for(hash, guard);
         let head = slot.load_head();
-        let (found, visits, hot) = self.search(slot, head, hash, key, &guard);
-        self.after_access(slot, head, found, hot, visits, hash, &guard);
-        found.map(|item| {
-            item.stamp(self.now());
-            item.with_value(f)
-        })
+        let (found, visits, hot) = self.search(slot, head, hash, key, guard);
+        self.after_access(slot, head, found, hot, visits, hash, guard);
+        let item = found?;
+        item.stamp(self.now());
+        Some(item)
     }
 
     /// Calls `f` with the value stored under `key` and what is known of its accesses,
@@ -337,13 +343,7 @@ impl HotRing {
     /// without copying it out and comparing its bytes again. Counts as an access, as
     /// [`HotRing::get_with`] does.
     pub fn read_version<'g>(&self, key: &[u8], guard: &'g Guard) -> Option<Version<'g>> {
-        let hash = ring_hash(key);
-        let slot = self.slot_for(hash, guard);
-        let head = slot.load_head();
-        let (found, visits, hot) = self.search(slot, head, hash, key, guard);
-        self.after_access(slot, head, found, hot, visits, hash, guard);
-        let item = found?;
-        item.stamp(self.now());
+        let item = self.accessed(key, guard)?;
         let value = if item.is_inline() {
             item.with_value(|v| {
                 let mut bytes = [0u8; INLINE_VALUE_MAX];

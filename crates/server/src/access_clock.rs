@@ -379,13 +379,7 @@ mod model {
     use shuttle::thread;
 
     use super::*;
-
-    fn iterations() -> usize {
-        std::env::var("SHUTTLE_ITERATIONS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(2000)
-    }
+    use crate::engine_store::model::explore;
 
     fn key(i: u32) -> [u8; 4] {
         i.to_le_bytes()
@@ -451,13 +445,11 @@ mod model {
 
     #[test]
     fn pushed_out_keys_never_read_older_than_their_last_access() {
-        shuttle::check_random(pushed_out_keys_never_read_older, iterations());
-        shuttle::check_pct(pushed_out_keys_never_read_older, iterations(), 3);
+        explore(pushed_out_keys_never_read_older);
     }
 
     #[test]
     fn racing_first_stamps_of_a_key_leave_one_answer() {
-        shuttle::check_random(racing_first_stamps_leave_one_answer, iterations());
-        shuttle::check_pct(racing_first_stamps_leave_one_answer, iterations(), 3);
+        explore(racing_first_stamps_leave_one_answer);
     }
 }

@@ -77,7 +77,8 @@ pub struct Db {
     store: Store,
     /// The nodes of large collections in memory (an engine keeps them itself).
     nodes: Option<MemoryNodes>,
-    /// When an engine's keys were last accessed (the memory store's items keep it).
+    /// When and how often an engine's keys were accessed lately (OBJECT IDLETIME and
+    /// FREQ; the memory store's items keep the first, its index ranks heat).
     engine_clock: Option<AccessClock>,
     /// Keys given a deadline, each with that deadline: where the active expiry cycle
     /// looks. A hint only: the stored entry decides, and stale hints are dropped when
@@ -1068,6 +1069,8 @@ impl Db {
     /// Bookkeeping after a successful write to `key`.
     fn written(&self, key: &[u8], deadline: Option<u64>) {
         self.changes.add(1);
+        // A delete stamps its key too: its slot, no longer read, is soon the
+        // stalest of its bucket and the first taken over.
         self.touch_on_engine(key, true);
         self.touched(key, deadline);
     }

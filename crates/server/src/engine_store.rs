@@ -913,7 +913,7 @@ impl Cursors {
 
 #[cfg(all(test, feature = "shuttle"))]
 #[path = "engine_store_model.rs"]
-mod model;
+pub(crate) mod model;
 
 #[cfg(test)]
 mod tests {

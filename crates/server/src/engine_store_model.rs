@@ -25,8 +25,9 @@ fn iterations() -> usize {
 }
 
 /// Runs `model` under shuttle's random scheduler and under PCT, which finds the
-/// schedules that need a thread held back at a few chosen steps.
-fn explore(model: fn()) {
+/// schedules that need a thread held back at a few chosen steps (the server's other
+/// shuttle models too).
+pub(crate) fn explore(model: fn()) {
     shuttle::check_random(model, iterations());
     shuttle::check_pct(model, iterations(), 3);
 }

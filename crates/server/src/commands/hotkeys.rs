@@ -4,7 +4,7 @@ use resp::Frame;
 
 use super::{error, parse_integer, reply, upper, Ctx, Reply, SYNTAX_ERROR};
 
-/// What HOTKEYS and OBJECT FREQ answer on an engine without key heat.
+/// What HOTKEYS answers on an engine, which does not rank keys by heat.
 const NO_HEAT: &str =
     "ERR key heat is tracked by the memory engine only; start hotkv-server with --engine memory";
 

@@ -1627,6 +1627,52 @@ def test_values_move_between_redis_and_hotkv_with_dump_and_restore(server, redis
     assert full(theirs, "empty") == full(ours, "empty")
 
 
+def test_migrate_moves_keys_between_redis_and_hotkv(server, redis_port):
+    """MIGRATE from hotkv into Redis (database 9, with a TTL, every type, KEYS) and
+    from Redis into hotkv: the keys arrive whole and leave their source; a key the
+    target holds is refused there and kept here; COMMAND INFO agrees with Redis's."""
+    import redis as redis_py
+    ours, theirs = redis_py.Redis(port=server), redis_py.Redis(port=redis_port)
+    theirs9 = redis_py.Redis(port=redis_port, db=9)
+    keys = ["m:str", "m:list", "m:set", "m:hash", "m:zset", "m:stream"]
+    for side in (ours, theirs, theirs9):
+        side.delete(*keys, "m:missing", "m:busy")
+
+    def fill(c):
+        c.set("m:str", "v", ex=100)
+        c.rpush("m:list", *[f"e{i}" for i in range(300)])
+        c.sadd("m:set", "a", 7, "b")
+        c.hset("m:hash", mapping={f"f{i}": "x" * i for i in range(200)})
+        c.zadd("m:zset", {"a": 1.5, "b": -2})
+        c.xadd("m:stream", {"f": "1"}, id="5-1")
+
+    def read(c):
+        return (c.get("m:str"), c.lrange("m:list", 0, -1), sorted(c.smembers("m:set")),
+                c.hgetall("m:hash"), c.zrange("m:zset", 0, -1, withscores=True),
+                c.xrange("m:stream"))
+
+    fill(ours)
+    expected = read(ours)
+    reply = ours.execute_command("MIGRATE", "127.0.0.1", redis_port, "", 9, 5000,
+                                 "KEYS", "m:missing", *keys)
+    assert reply in (b"OK", "OK")
+    assert read(theirs9) == expected
+    assert 95 <= theirs9.ttl("m:str") <= 100
+    assert ours.exists(*keys) == 0
+    reply = theirs9.execute_command("MIGRATE", "127.0.0.1", server, "", 0, 5000, "KEYS", *keys)
+    assert reply in (b"OK", "OK")
+    assert read(ours) == expected
+    assert 95 <= ours.ttl("m:str") <= 100
+    assert theirs9.exists(*keys) == 0
+    theirs9.set("m:busy", "theirs")
+    ours.set("m:busy", "ours")
+    with pytest.raises(redis_py.ResponseError, match="Target instance replied with error: BUSYKEY"):
+        ours.execute_command("MIGRATE", "127.0.0.1", redis_port, "m:busy", 9, 5000)
+    assert ours.get("m:busy") == b"ours"
+    assert ours.execute_command("COMMAND", "INFO", "MIGRATE") == \
+        theirs.execute_command("COMMAND", "INFO", "MIGRATE")
+
+
 def test_keyspace_events_of_collection_commands_match_redis(server, redis_port):
     """Every keyspace notification a run of list, hash, set and sorted-set commands
     makes (pops that empty a key, moves, STORE forms, increments) is the one

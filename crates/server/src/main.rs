@@ -29,6 +29,7 @@ mod list_nodes;
 mod listener;
 mod long_double;
 mod memory;
+mod migrate_sockets;
 mod monitor;
 mod nodes;
 mod packed;

@@ -60,6 +60,8 @@ pub struct Server {
     shutdown: watch::Sender<bool>,
     /// New listeners for the accept loop (CONFIG SET port).
     pub listener_moves: crate::listener::ListenerMoves,
+    /// MIGRATE's connections to its targets.
+    pub migrate_sockets: crate::migrate_sockets::MigrateSockets,
 }
 
 /// Why a write was refused.
@@ -123,6 +125,7 @@ impl Server {
             startup_memory: crate::memory::allocated(),
             shutdown: watch::channel(false).0,
             listener_moves: Default::default(),
+            migrate_sockets: Default::default(),
         };
         server.config_changed();
         server
@@ -368,8 +371,8 @@ impl Server {
     }
 
     /// The periodic work: memory accounting every 10 ms; every 100 ms (Redis's default
-    /// `hz 10`) the rates, the clients' buffer peaks, their query buffers' resizing and
-    /// active expiry, each expiry cycle bounded to 25 ms as Redis bounds it and skipped
+    /// `hz 10`) the rates, the clients' buffer peaks, their query buffers' resizing,
+    /// MIGRATE's idle connections and active expiry, each expiry cycle bounded to 25 ms as Redis bounds it and skipped
     /// while a script runs.
     pub async fn background(&self) {
         let mut tick = tokio::time::interval(Duration::from_millis(10));
@@ -386,6 +389,7 @@ impl Server {
                 let c = &self.clients;
                 c.record_peaks(second);
                 c.resize_query_buffers();
+                self.migrate_sockets.close_idle();
                 self.rates.sample(
                     [
                         c.total(|t| &t.commands),

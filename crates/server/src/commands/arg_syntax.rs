@@ -8,7 +8,8 @@
 //!   name, as in `ip:port`.
 //! - `\` before one character makes it a token that stands alone (XADD's `\*`,
 //!   `\=`, `\~`), since symbols are not words.
-//! - A word with no lower-case letters is a token. Followed by an argument or by a
+//! - A word with no lower-case letters is a token; `""` is the empty one (MIGRATE's,
+//!   which Redis 7.0 gives as empty). Followed by an argument or by a
 //!   `(...)` group, it introduces that argument (`EX seconds:integer`); otherwise it
 //!   stands alone (`NX`).
 //! - `[...]` makes what it holds optional, `(...)` only groups. A group of one argument
@@ -251,10 +252,11 @@ impl<'a> Parser<'a> {
                     arg.token = Some(word.to_string());
                     return Ok(arg);
                 }
+                let token = if word == EMPTY_TOKEN { "" } else { word };
                 Ok(Arg {
                     name: word.to_ascii_lowercase(),
                     kind: Kind::PureToken,
-                    token: Some(word.to_string()),
+                    token: Some(token.to_string()),
                     optional: false,
                     repeat,
                     children: Vec::new(),
@@ -380,9 +382,13 @@ impl<'a> Parser<'a> {
 }
 
 fn is_token(word: &str) -> bool {
-    word.starts_with(|c: char| c.is_ascii_uppercase())
-        && !word.contains(|c: char| c.is_ascii_lowercase())
+    let capitals = word.starts_with(|c: char| c.is_ascii_uppercase())
+        && !word.contains(|c: char| c.is_ascii_lowercase());
+    capitals || word == EMPTY_TOKEN
 }
+
+/// How the notation writes the empty token.
+const EMPTY_TOKEN: &str = "\"\"";
 
 #[cfg(test)]
 mod tests {
@@ -642,6 +648,16 @@ mod tests {
         assert_eq!(
             (args[3].name.as_str(), args[3].kind),
             ("ip:port", Kind::String)
+        );
+    }
+
+    #[test]
+    fn two_quotes_are_the_empty_token() {
+        let args = parse("host (key_or_empty_string=key:key|(empty_string=\"\"))").unwrap();
+        let empty = &args[1].children[1];
+        assert_eq!(
+            (empty.name.as_str(), empty.kind, empty.token.as_deref()),
+            ("empty_string", Kind::PureToken, Some(""))
         );
     }
 

@@ -276,6 +276,7 @@ const TIPS: &[(&str, &[&str])] = &[
     ("hgetall", &["nondeterministic_output_order"]),
     ("zrandmember", &["nondeterministic_output"]),
     ("zscan", &["nondeterministic_output"]),
+    ("migrate", &["nondeterministic_output"]),
     ("xadd", &["nondeterministic_output"]),
     ("xpending", &["nondeterministic_output"]),
     ("xclaim", &["nondeterministic_output"]),

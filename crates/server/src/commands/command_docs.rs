@@ -1001,8 +1001,11 @@ const DOCS: &[Doc] = &[
         "Returns a key's value serialized in Redis's format, for RESTORE here or in Redis.",
         "key:key"),
     doc("restore", "generic", "2.6.0", "O(1) to create the key, O(N) to read a value of N bytes",
-        "Creates a key from a value DUMP serialized, here or in Redis (strings only in hotkv).",
+        "Creates a key from a value DUMP serialized, here or in Redis.",
         "key:key ttl:integer serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds:integer] [FREQ frequency:integer]"),
+    doc("migrate", "generic", "2.6.0", "This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the target instance. See the pages of these commands for time complexity. Also an O(N) data transfer between the two instances is performed.",
+        "Atomically transfer a key from a Redis instance to another one.",
+        "host port:integer (key_or_empty_string=key:key|(empty_string=\"\")) destination-db:integer timeout:integer [COPY] [REPLACE] [authentication=[AUTH password]|[AUTH2 (username_password=username password)]] [KEYS key:key@1...]"),
     // Transactions.
     doc("multi", "transactions", "1.2.0", "O(1)",
         "Starts a transaction: the commands after it are queued until EXEC.",

@@ -15,12 +15,22 @@ const BUSY_KEY: &str = "BUSYKEY Target key name already exists.";
 /// `DUMP key`: the value serialized, or nil.
 pub fn dump(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     match ctx.read(&args[1])? {
-        Some(entry) if entry.kind == Kind::Stream => match Stream::decode(&entry.value) {
-            Ok(stream) => reply(Frame::Bulk(dump_payload::dump_stream(&stream))),
-            Err(_) => error("ERR the stored stream is corrupt"),
+        Some(entry) => match payload(&entry) {
+            Ok(payload) => reply(Frame::Bulk(payload)),
+            Err(refusal) => error(refusal),
         },
-        Some(entry) => reply(Frame::Bulk(dump_payload::dump(entry.kind, &entry.value))),
         None => reply(Frame::Null),
+    }
+}
+
+/// `entry` serialized as DUMP gives it (and MIGRATE sends it).
+pub(super) fn payload(entry: &Entry) -> Result<Vec<u8>, &'static str> {
+    if entry.kind != Kind::Stream {
+        return Ok(dump_payload::dump(entry.kind, &entry.value));
+    }
+    match Stream::decode(&entry.value) {
+        Ok(stream) => Ok(dump_payload::dump_stream(&stream)),
+        Err(_) => Err("ERR the stored stream is corrupt"),
     }
 }
 

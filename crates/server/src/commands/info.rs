@@ -368,10 +368,11 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
                 "pubsubshard_channels",
                 &server.pubsub.len(crate::pubsub::Kind::Shard),
             );
+            for absent in ["latest_fork_usec", "total_forks"] {
+                field(absent, &0);
+            }
+            field("migrate_cached_sockets", &server.migrate_sockets.len());
             for absent in [
-                "latest_fork_usec",
-                "total_forks",
-                "migrate_cached_sockets",
                 "slave_expires_tracked_keys",
                 "active_defrag_hits",
                 "active_defrag_misses",

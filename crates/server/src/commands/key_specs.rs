@@ -34,9 +34,12 @@ pub const NOT_KEY: u16 = 1 << 8;
 /// The flags above are the most a call can do; some arguments do less (SET without
 /// GET does not read), which [`flags_of_call`] works out.
 pub const VARIABLE_FLAGS: u16 = 1 << 9;
+/// The spec may miss keys or take an argument for one (MIGRATE's): the command's own
+/// finder ([`KeySpec::incomplete`]) has the last word.
+pub const INCOMPLETE: u16 = 1 << 10;
 
 /// Redis's names, in the order it prints them.
-const NAMES: [(u16, &str); 10] = [
+const NAMES: [(u16, &str); 11] = [
     (RO, "RO"),
     (RW, "RW"),
     (OW, "OW"),
@@ -46,11 +49,16 @@ const NAMES: [(u16, &str); 10] = [
     (INSERT, "insert"),
     (DELETE, "delete"),
     (NOT_KEY, "not_key"),
+    (INCOMPLETE, "incomplete"),
     (VARIABLE_FLAGS, "variable_flags"),
 ];
 
 /// Finds the one key of a call that a spec of the `unknown` kind covers, if any.
 pub type KeyFinder = fn(&[Vec<u8>]) -> Option<usize>;
+
+/// Finds all the keys of a call, the first and last of a run, if any: a command's own
+/// finder where its specs are incomplete.
+pub type KeysFinder = fn(&[Vec<u8>]) -> Option<(usize, usize)>;
 
 pub struct KeySpec {
     flags: u16,
@@ -73,6 +81,8 @@ pub struct KeySpec {
     /// what finds the one key of a call, as Redis's own key-finding function for the
     /// command does (SORT's STORE key); `None` finds none (keys named by patterns).
     unknown: Option<Option<KeyFinder>>,
+    /// For an `INCOMPLETE` spec, what finds the command's keys instead of its specs.
+    complete: Option<KeysFinder>,
     notes: &'static str,
 }
 
@@ -95,6 +105,7 @@ pub const fn range(flags: u16, begin: i32, last: i32, step: i32) -> KeySpec {
         keyword: None,
         limit: 0,
         unknown: None,
+        complete: None,
         notes: "",
     }
 }
@@ -111,11 +122,13 @@ pub const fn counted(flags: u16, begin: i32, keynumidx: i32, firstkey: i32, step
         keyword: None,
         limit: 0,
         unknown: None,
+        complete: None,
         notes: "",
     }
 }
 
-/// The one key after `word`, searched for from the argument `startfrom` on.
+/// The one key after `word`, searched for from the argument `startfrom` on (counted
+/// from the end and searched backwards if negative).
 pub const fn keyword(flags: u16, word: &'static str, startfrom: i32) -> KeySpec {
     KeySpec {
         keyword: Some(word),
@@ -185,10 +198,25 @@ impl KeySpec {
         KeySpec { notes, ..self }
     }
 
+    /// Marked `INCOMPLETE`: the command's keys are what `finder` finds, whatever its
+    /// specs would (Redis's fallback to a command's own key finder).
+    pub const fn incomplete(self, finder: KeysFinder) -> KeySpec {
+        KeySpec {
+            flags: self.flags | INCOMPLETE,
+            complete: Some(finder),
+            ..self
+        }
+    }
+
     /// The positions this spec finds in the call `args` (arity checked). A count that
     /// is not a number or runs past the arguments finds none.
     fn positions(&self, args: &[Vec<u8>]) -> std::iter::StepBy<std::ops::RangeInclusive<usize>> {
         let n = args.len() as i32;
+        if let Some(find) = self.complete {
+            // None: a range that ends before it starts.
+            let (from, to) = find(args).unwrap_or((1, 0));
+            return (from..=to).step_by(1);
+        }
         if let Some(find) = self.unknown {
             // None: a range that ends before it starts.
             let (from, to) = find
@@ -212,9 +240,16 @@ impl KeySpec {
         }
         let mut begin = self.begin;
         if let Some(word) = self.keyword {
-            // As Redis: the word is looked for up to the next-to-last argument.
-            let at = (self.begin as usize..args.len().saturating_sub(1))
-                .find(|&i| args[i].eq_ignore_ascii_case(word.as_bytes()));
+            // As Redis: the word is looked for up to the next-to-last argument, or
+            // back to the first from a start counted from the end.
+            let is_word = |&i: &usize| args[i].eq_ignore_ascii_case(word.as_bytes());
+            let at = if self.begin >= 0 {
+                (self.begin as usize..args.len().saturating_sub(1)).find(is_word)
+            } else {
+                (1..(n + self.begin + 1).max(1) as usize)
+                    .rev()
+                    .find(is_word)
+            };
             match at {
                 Some(at) => begin = at as i32 + 1,
                 None => {
@@ -363,11 +398,12 @@ pub fn keys_of_call<'a>(
     specs: &'a [KeySpec],
     args: &'a [Vec<u8>],
 ) -> impl Iterator<Item = (usize, u16)> + 'a {
+    let complete = specs.iter().any(|s| s.complete.is_some());
     specs
         .iter()
-        .filter(|s| s.flags & NOT_KEY == 0)
+        .filter(move |s| s.flags & NOT_KEY == 0 && (!complete || s.complete.is_some()))
         .flat_map(move |s| {
-            let flags = flags_of_call(s.flags, args);
+            let flags = flags_of_call(s.flags & !INCOMPLETE, args);
             s.positions(args).map(move |i| (i, flags))
         })
 }
@@ -483,6 +519,49 @@ mod tests {
         .collect();
         assert_eq!(keys, [4, 5]);
         assert_eq!(legacy_range(&georadius), (1, 1, 1));
+    }
+
+    #[test]
+    fn a_keyword_counted_from_the_end_is_searched_backwards() {
+        // MIGRATE's second spec: the keys after the last KEYS but one argument back.
+        let spec = [keyword_range(RW, "KEYS", -2, -1, 0)];
+        let keys = |args: &[&str]| -> Vec<usize> {
+            keys_of_call(&spec, &call(args)).map(|(i, _)| i).collect()
+        };
+        assert_eq!(
+            keys(&["m", "h", "p", "", "0", "5", "KEYS", "a", "b"]),
+            [7, 8]
+        );
+        assert_eq!(
+            keys(&["m", "h", "p", "", "0", "5", "AUTH", "KEYS", "KEYS", "a"]),
+            [9]
+        );
+        assert_eq!(keys(&["m", "h", "p", "k", "0", "5"]), Vec::<usize>::new());
+        assert_eq!(keys(&["m"]), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn an_incomplete_spec_defers_to_the_command_finder() {
+        fn after_word(args: &[Vec<u8>]) -> Option<(usize, usize)> {
+            let at = args.iter().position(|a| a == b"KEYS")?;
+            (at + 1 < args.len()).then(|| (at + 1, args.len() - 1))
+        }
+        let specs = [
+            first(RW | DELETE),
+            keyword_range(RW | DELETE, "KEYS", -2, -1, 0).incomplete(after_word),
+        ];
+        let found: Vec<_> = keys_of_call(&specs, &call(&["m", "", "KEYS", "a", "b"])).collect();
+        assert_eq!(
+            found,
+            [(3, RW | DELETE), (4, RW | DELETE)],
+            "no INCOMPLETE per key"
+        );
+        assert_eq!(keys_of_call(&specs, &call(&["m", "k"])).count(), 0);
+        assert!(movable(&specs));
+        assert_eq!(legacy_range(&specs), (1, 1, 1));
+        assert!(matches!(flag_names(specs[1].flags), Frame::Set(names)
+            if names == [Frame::Simple("RW".into()), Frame::Simple("delete".into()),
+                         Frame::Simple("incomplete".into())]));
     }
 
     #[test]

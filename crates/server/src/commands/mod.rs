@@ -32,6 +32,7 @@ mod latency;
 mod lcs;
 mod lists;
 mod memory;
+mod migrate;
 mod module;
 mod monitor;
 mod object;
@@ -667,6 +668,10 @@ const TABLE: &[Command] = &[
     cmd("move", 3, WRITE | FAST, &[first(RW | ACCESS | UPDATE)], KEYSPACE, keyspace::move_key),
     cmd("dump", 2, R, &[first(RO | ACCESS)], KEYSPACE, dump::dump),
     cmd("restore", -4, W, &[first(OW | UPDATE)], KEYSPACE | DANGEROUS, dump::restore),
+    cmd("migrate", -6, WRITE | ALONE, &[
+        range(RW | ACCESS | DELETE, 3, 0, 1),
+        keyword_range(RW | ACCESS | DELETE, "KEYS", -2, -1, 0).incomplete(migrate::keys_at),
+    ], KEYSPACE | DANGEROUS, migrate::migrate),
     // Transactions.
     cmd("multi", 1, NO_QUEUE | FAST | ANY_STATE | NOSCRIPT | ALLOW_BUSY, NO_KEYS, TRANSACTION, transaction::multi),
     cmd("exec", 1, NO_QUEUE | EXEC | ANY_STATE | NOSCRIPT | SKIP_SLOWLOG, NO_KEYS, TRANSACTION, transaction::exec),
@@ -1522,6 +1527,7 @@ pub(crate) fn storage_error(e: &engine::Error) -> Frame {
 fn is_secret(name: &str, args: &[Vec<u8>], i: usize) -> bool {
     match name {
         "auth" => i >= 1,
+        "migrate" => migrate::is_secret(args, i),
         "hello" => args
             .iter()
             .skip(2)

@@ -68,18 +68,20 @@ pub struct Edited<R> {
     pub emptied: bool,
 }
 
+// One per server, for its whole life: boxing the larger variant would save no memory
+// and add an indirection to every access.
+#[allow(clippy::large_enum_variant)]
 enum Store {
     Memory(HotRing),
-    Engine(EngineStore),
+    /// With when and how often its keys were accessed lately (OBJECT IDLETIME and
+    /// FREQ; the memory store's items keep the first, its index ranks heat).
+    Engine(EngineStore, AccessClock),
 }
 
 pub struct Db {
     store: Store,
     /// The nodes of large collections in memory (an engine keeps them itself).
     nodes: Option<MemoryNodes>,
-    /// When and how often an engine's keys were accessed lately (OBJECT IDLETIME and
-    /// FREQ; the memory store's items keep the first, its index ranks heat).
-    engine_clock: Option<AccessClock>,
     /// Keys given a deadline, each with that deadline: where the active expiry cycle
     /// looks. A hint only: the stored entry decides, and stale hints are dropped when
     /// the cycle meets them. On an engine it is rebuilt by the scan at open.
@@ -129,14 +131,14 @@ pub struct Gathering<'a> {
 impl Gathering<'_> {
     /// Whether writes are gathered at all: not in memory.
     pub fn is_on(&self) -> bool {
-        matches!(self.db.store, Store::Engine(_))
+        matches!(self.db.store, Store::Engine(..))
     }
 
     /// Writes what was gathered so far; gathering goes on. An error if any write
     /// gathered since the last was lost.
     pub fn write(&mut self) -> Result<()> {
         let written = self.db.finish_gathering();
-        if let Store::Engine(store) = &self.db.store {
+        if let Store::Engine(store, _) = &self.db.store {
             store.start_gathering();
         }
         written
@@ -160,12 +162,9 @@ impl Drop for Gathering<'_> {
 impl Db {
     fn on(store: Store) -> Db {
         let nodes = matches!(store, Store::Memory(_)).then(MemoryNodes::default);
-        let engine_clock =
-            matches!(store, Store::Engine(_)).then(|| AccessClock::new((now_ms() / 1000) as u32));
         Db {
             store,
             nodes,
-            engine_clock,
             volatile: HotRing::new(),
             expire_cursor: AtomicU64::new(0),
             watches: Watches::default(),
@@ -182,7 +181,8 @@ impl Db {
     /// and to find those with deadlines.
     pub fn on_engine(engine: Box<dyn engine::Engine>) -> Result<Db> {
         let (store, volatile) = EngineStore::open(engine, Entry::check)?;
-        let db = Db::on(Store::Engine(store));
+        let clock = AccessClock::new((now_ms() / 1000) as u32);
+        let db = Db::on(Store::Engine(store, clock));
         for (key, deadline) in volatile {
             db.volatile.upsert(&key, &deadline.to_le_bytes());
         }
@@ -193,19 +193,21 @@ impl Db {
     fn stored(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         match &self.store {
             Store::Memory(index) => Ok(index.get(key)),
-            Store::Engine(store) => {
+            Store::Engine(store, clock) => {
                 let found = store.get(key)?;
-                self.touch_on_engine(key, found.is_some());
+                if found.is_some() {
+                    clock.touch(key);
+                }
                 Ok(found)
             }
         }
     }
 
-    /// Stamps an engine's access clock for a read that found `key` (the memory store's
-    /// reads stamp its items themselves).
-    fn touch_on_engine(&self, key: &[u8], found: bool) {
-        if let (Some(clock), true) = (&self.engine_clock, found) {
-            clock.touch(key);
+    /// The access clock of an engine's keys.
+    fn engine_clock(&self) -> Option<&AccessClock> {
+        match &self.store {
+            Store::Memory(_) => None,
+            Store::Engine(_, clock) => Some(clock),
         }
     }
 
@@ -252,7 +254,7 @@ impl Db {
     fn stored_untouched(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         match &self.store {
             Store::Memory(index) => Ok(index.peek_with(key, |v, _| v.to_vec())),
-            Store::Engine(store) => store.get(key),
+            Store::Engine(store, _) => store.get(key),
         }
     }
 
@@ -274,7 +276,7 @@ impl Db {
                 let whole = nodes::expand(self.memory_nodes(), &stored)?;
                 Ok(Some(Entry::decode(whole)))
             }
-            Store::Engine(store) => {
+            Store::Engine(store, _) => {
                 // An engine's nodes are read under the key's lock, which its writers
                 // hold; what the key holds now decides.
                 let locked = store.lock(key)?;
@@ -313,9 +315,11 @@ impl Db {
             Store::Memory(index) => {
                 index.peek_with(key, |s, _| (Entry::stored_deadline(s), read(s)))
             }
-            Store::Engine(store) => {
+            Store::Engine(store, clock) => {
                 let found = store.get(key)?;
-                self.touch_on_engine(key, touch && found.is_some());
+                if touch && found.is_some() {
+                    clock.touch(key);
+                }
                 found.map(|s| (Entry::stored_deadline(&s), read(&s)))
             }
         };
@@ -393,7 +397,7 @@ impl Db {
                 );
                 (stored, created)
             }
-            Store::Engine(store) => match store.rename(from, to)? {
+            Store::Engine(store, _) => match store.rename(from, to)? {
                 Some(moved) => moved,
                 None => return Ok(false),
             },
@@ -410,7 +414,7 @@ impl Db {
     fn put(&self, key: &[u8], stored: Vec<u8>, deadline: Option<u64>) -> Result<()> {
         let created = match &self.store {
             Store::Memory(index) => self.upsert(index, key, stored),
-            Store::Engine(store) => {
+            Store::Engine(store, _) => {
                 let locked = store.lock(key)?;
                 let created = locked.stored().is_none();
                 let nodes = EngineNodes::new(store);
@@ -441,7 +445,7 @@ impl Db {
                     }
                 }
             }
-            Store::Engine(store) => {
+            Store::Engine(store, _) => {
                 // Runs alone: nothing creates these keys between the check and the write.
                 if self.events.wants(events::NEW) {
                     for (key, _) in pairs {
@@ -699,9 +703,11 @@ impl Db {
                     Some(read(self.memory_nodes(), Some(stored)))
                 })
             }
-            Store::Engine(store) => {
+            Store::Engine(store, clock) => {
                 let locked = store.lock(key)?;
-                self.touch_on_engine(key, locked.stored().is_some());
+                if locked.stored().is_some() {
+                    clock.touch(key);
+                }
                 locked.stored().map(|stored| {
                     if Entry::stored_expired_now(stored) {
                         return None;
@@ -719,7 +725,7 @@ impl Db {
         let engine_nodes;
         let nodes: &dyn NodeStore = match &self.store {
             Store::Memory(_) => self.memory_nodes(),
-            Store::Engine(store) => {
+            Store::Engine(store, _) => {
                 engine_nodes = EngineNodes::new(store);
                 &engine_nodes
             }
@@ -739,7 +745,7 @@ impl Db {
     ) -> Result<R> {
         match &self.store {
             Store::Memory(index) => self.write_in_memory(index, key, decide),
-            Store::Engine(store) => self.write_locked(store, key, decide),
+            Store::Engine(store, _) => self.write_locked(store, key, decide),
         }
     }
 
@@ -900,7 +906,7 @@ impl Db {
     pub fn len(&self) -> u64 {
         match &self.store {
             Store::Memory(index) => index.len() as u64,
-            Store::Engine(store) => store.len(),
+            Store::Engine(store, _) => store.len(),
         }
     }
 
@@ -938,7 +944,7 @@ impl Db {
             Store::Memory(index) => index
                 .scan(cursor, count, |k, v, _| visit(k, v))
                 .unwrap_or(0),
-            Store::Engine(store) => store.scan(cursor, count, visit)?,
+            Store::Engine(store, _) => store.scan(cursor, count, visit)?,
         };
         for (k, stored) in stale {
             self.remove_expired(&k, &stored)?;
@@ -965,7 +971,7 @@ impl Db {
                     removed(k)
                 })
             }
-            Store::Engine(store) => store.clear(removed)?,
+            Store::Engine(store, _) => store.clear(removed)?,
         }
         remove_all(&self.volatile, |_| false, |_, _| {});
         self.tracking.flushed();
@@ -1037,7 +1043,7 @@ impl Db {
                 }
                 removed
             }
-            Store::Engine(store) => {
+            Store::Engine(store, _) => {
                 let locked = store.lock(key)?;
                 let current = locked.stored() == Some(stored);
                 if current {
@@ -1071,7 +1077,9 @@ impl Db {
         self.changes.add(1);
         // A delete stamps its key too: its slot, no longer read, is soon the
         // stalest of its bucket and the first taken over.
-        self.touch_on_engine(key, true);
+        if let Some(clock) = self.engine_clock() {
+            clock.touch(key);
+        }
         self.touched(key, deadline);
     }
 
@@ -1116,7 +1124,7 @@ impl Db {
     /// transaction did not happen and its error is returned instead. The caller holds
     /// the gate exclusively.
     pub fn atomically<R>(&self, f: impl FnOnce() -> R) -> Result<R> {
-        let Store::Engine(store) = &self.store else {
+        let Store::Engine(store, _) = &self.store else {
             return Ok(f());
         };
         store.begin()?;
@@ -1132,7 +1140,7 @@ impl Db {
     pub fn saved_functions(&self) -> Result<Option<Vec<u8>>> {
         match &self.store {
             Store::Memory(_) => Ok(None),
-            Store::Engine(store) => store.record(engine_keys::FUNCTIONS_KEY),
+            Store::Engine(store, _) => store.record(engine_keys::FUNCTIONS_KEY),
         }
     }
 
@@ -1140,14 +1148,14 @@ impl Db {
     pub fn save_functions(&self, payload: Option<&[u8]>) -> Result<()> {
         match &self.store {
             Store::Memory(_) => Ok(()),
-            Store::Engine(store) => store.put_record(engine_keys::FUNCTIONS_KEY, payload),
+            Store::Engine(store, _) => store.put_record(engine_keys::FUNCTIONS_KEY, payload),
         }
     }
 
     pub fn engine_stats(&self) -> Option<engine::Stats> {
         match &self.store {
             Store::Memory(_) => None,
-            Store::Engine(store) => Some(store.stats()),
+            Store::Engine(store, _) => Some(store.stats()),
         }
     }
 
@@ -1156,7 +1164,7 @@ impl Db {
     pub fn save(&self) -> Result<bool> {
         match &self.store {
             Store::Memory(_) => Ok(false),
-            Store::Engine(store) => store.sync().map(|()| true),
+            Store::Engine(store, _) => store.sync().map(|()| true),
         }
     }
 
@@ -1165,7 +1173,7 @@ impl Db {
     /// has logged why and refuses writes from then on; the reply goes out regardless,
     /// as Redis's does when its append-only file cannot be written.
     pub fn write_held_back(&self) {
-        if let Store::Engine(store) = &self.store {
+        if let Store::Engine(store, _) = &self.store {
             let _ = store.write_held_back();
         }
     }
@@ -1173,7 +1181,7 @@ impl Db {
     /// Until the returned [`Gathering`] ends, this thread's writes to an engine are
     /// gathered into one batch (`gathered_writes.rs`); in memory, a write is one anyway.
     pub fn gather(&self) -> Gathering<'_> {
-        if let Store::Engine(store) = &self.store {
+        if let Store::Engine(store, _) = &self.store {
             store.start_gathering();
         }
         Gathering {
@@ -1185,14 +1193,14 @@ impl Db {
     fn finish_gathering(&self) -> Result<()> {
         match &self.store {
             Store::Memory(_) => Ok(()),
-            Store::Engine(store) => store.finish_gathering(),
+            Store::Engine(store, _) => store.finish_gathering(),
         }
     }
 
     /// Writes what this thread gathered so far, before others are told of it (a
     /// keyspace event, an invalidation). A failure is `finish_gathering`'s to report.
     pub fn write_gathered(&self) {
-        if let Store::Engine(store) = &self.store {
+        if let Store::Engine(store, _) = &self.store {
             let _ = store.write_gathered();
         }
     }
@@ -1201,7 +1209,7 @@ impl Db {
     /// client that has just made sure it will hear of the key's next change (a
     /// blocked command, WATCH, tracking), before it reads.
     pub fn await_writers(&self, key: &[u8]) -> Result<()> {
-        if let Store::Engine(store) = &self.store {
+        if let Store::Engine(store, _) = &self.store {
             store.await_writers(key)?;
         }
         Ok(())
@@ -1211,7 +1219,7 @@ impl Db {
     pub fn holds_writes_back(&self) -> bool {
         match &self.store {
             Store::Memory(_) => false,
-            Store::Engine(store) => store.holds_writes_back(),
+            Store::Engine(store, _) => store.holds_writes_back(),
         }
     }
 
@@ -1220,7 +1228,7 @@ impl Db {
     pub fn set_fsync(&self, policy: lsm::FsyncPolicy) -> Result<()> {
         match &self.store {
             Store::Memory(_) => Ok(()),
-            Store::Engine(store) => store.set_fsync(policy),
+            Store::Engine(store, _) => store.set_fsync(policy),
         }
     }
 
@@ -1228,7 +1236,7 @@ impl Db {
     pub fn close(&self) -> Result<()> {
         match &self.store {
             Store::Memory(_) => Ok(()),
-            Store::Engine(store) => store.close(),
+            Store::Engine(store, _) => store.close(),
         }
     }
 }
@@ -1359,7 +1367,7 @@ impl Db {
                 })
             }
             // As `resample` counts it: a collection's nodes would need its key's lock.
-            Store::Engine(store) => {
+            Store::Engine(store, _) => {
                 for (k, v) in store.sample(n)? {
                     out.push(sampled(&k, &v, UNTRACKED, 0));
                 }
@@ -1385,7 +1393,7 @@ impl Db {
                     )
                 })
             }
-            Store::Engine(store) => store.get(key)?.map(|v| {
+            Store::Engine(store, _) => store.get(key)?.map(|v| {
                 (
                     key.len() + v.len() + ITEM_OVERHEAD,
                     UNTRACKED,
@@ -1450,7 +1458,7 @@ impl Db {
     /// lately reads as idle since the start or since its clock was dropped for lack
     /// of room, whichever is later (`access_clock.rs`): never more than the truth.
     pub fn idle_seconds(&self, key: &[u8]) -> Option<u32> {
-        match &self.engine_clock {
+        match self.engine_clock() {
             Some(clock) => Some(clock.idle(key)),
             None => self.index().and_then(|index| index.idle(key)),
         }
@@ -1459,7 +1467,7 @@ impl Db {
     /// Makes `key` look last accessed `seconds` ago (RESTORE's IDLETIME).
     pub fn set_idle(&self, key: &[u8], seconds: u64) {
         let seconds = u32::try_from(seconds).unwrap_or(u32::MAX);
-        if let Some(clock) = &self.engine_clock {
+        if let Some(clock) = self.engine_clock() {
             clock.set_idle(key, seconds);
         } else if let Some(index) = self.index() {
             index.set_idle(key, seconds);
@@ -1469,20 +1477,20 @@ impl Db {
     /// `key`'s LFU counter as Redis keeps it (OBJECT FREQ) on an engine; `None` in
     /// memory, whose index ranks keys by its own measure of heat.
     pub fn lfu_counter(&self, key: &[u8]) -> Option<u8> {
-        self.engine_clock.as_ref().map(|c| c.frequency(key))
+        self.engine_clock().map(|c| c.frequency(key))
     }
 
     /// Sets `key`'s LFU counter (RESTORE's FREQ) on an engine; in memory, nothing: a
     /// key's heat is the index's to learn.
     pub fn set_lfu_counter(&self, key: &[u8], counter: u8) {
-        if let Some(clock) = &self.engine_clock {
+        if let Some(clock) = self.engine_clock() {
             clock.set_frequency(key, counter);
         }
     }
 
     /// `lfu-log-factor` and `lfu-decay-time`, for an engine's LFU counters.
     pub fn set_lfu(&self, log_factor: u32, decay_minutes: u32) {
-        if let Some(clock) = &self.engine_clock {
+        if let Some(clock) = self.engine_clock() {
             clock.set_lfu(log_factor, decay_minutes);
         }
     }
@@ -1490,7 +1498,7 @@ impl Db {
     /// Advances the access clock that reads and writes stamp on keys: seconds, as
     /// Redis's LRU clock.
     pub fn set_clock(&self, unix_seconds: u64) {
-        if let Some(clock) = &self.engine_clock {
+        if let Some(clock) = self.engine_clock() {
             clock.set_clock(unix_seconds as u32);
         } else if let Some(index) = self.index() {
             index.set_clock(unix_seconds as u32);
@@ -1517,7 +1525,7 @@ impl Db {
     pub fn index(&self) -> Option<&HotRing> {
         match &self.store {
             Store::Memory(index) => Some(index),
-            Store::Engine(_) => None,
+            Store::Engine(..) => None,
         }
     }
 

@@ -25,9 +25,6 @@ pub struct Target {
     conn: BufReader<TcpStream>,
     /// The database the last successful MIGRATE selected; `None`: unknown.
     pub selected: Option<i64>,
-    /// Whether the connection was opened by an earlier MIGRATE (the target may have
-    /// closed it since: a failure on it is worth one retry on a new one).
-    pub reused: bool,
     last_use: Instant,
 }
 
@@ -40,8 +37,7 @@ pub struct MigrateSockets {
 impl MigrateSockets {
     /// The cached connection to `host:port`, or a new one opened within `timeout`.
     pub fn take(&self, host: &str, port: &str, timeout: Duration) -> io::Result<Target> {
-        if let Some(mut target) = self.lock().remove(&name(host, port)) {
-            target.reused = true;
+        if let Some(target) = self.lock().remove(&name(host, port)) {
             return Ok(target);
         }
         let port: u16 = port
@@ -55,7 +51,6 @@ impl MigrateSockets {
                     return Ok(Target {
                         conn: BufReader::new(stream),
                         selected: None,
-                        reused: false,
                         last_use: Instant::now(),
                     });
                 }
@@ -171,14 +166,14 @@ mod tests {
         let target = sockets
             .take("127.0.0.1", &port, Duration::from_secs(1))
             .unwrap();
-        assert!(!target.reused);
+        let opened = target.conn.get_ref().local_addr().unwrap();
         let (_accepted, _) = listener.accept().unwrap();
         sockets.put_back("127.0.0.1", &port, target);
         assert_eq!(sockets.len(), 1);
         let mut target = sockets
             .take("127.0.0.1", &port, Duration::from_secs(1))
             .unwrap();
-        assert!(target.reused);
+        assert_eq!(target.conn.get_ref().local_addr().unwrap(), opened);
         assert_eq!(sockets.len(), 0, "a connection in use is out of the cache");
         target.last_use = Instant::now() - IDLE_LIMIT;
         sockets.lock().insert(name("127.0.0.1", &port), target);

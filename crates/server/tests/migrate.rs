@@ -9,18 +9,17 @@ use std::time::Duration;
 
 use support::{info_field, run, run_err, Server};
 
+/// `MIGRATE 127.0.0.1 port rest...`, as `run` takes it.
+fn migrate_args<'a>(port: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    [&["MIGRATE", "127.0.0.1", port][..], rest].concat()
+}
+
 fn migrate(c: &mut redis::Connection, to: &Server, rest: &[&str]) -> String {
-    let port = to.port.to_string();
-    let mut args = vec!["MIGRATE", "127.0.0.1", &port];
-    args.extend_from_slice(rest);
-    run(c, &args)
+    run(c, &migrate_args(&to.port.to_string(), rest))
 }
 
 fn migrate_err(c: &mut redis::Connection, to: &Server, rest: &[&str]) -> String {
-    let port = to.port.to_string();
-    let mut args = vec!["MIGRATE", "127.0.0.1", &port];
-    args.extend_from_slice(rest);
-    run_err(c, &args)
+    run_err(c, &migrate_args(&to.port.to_string(), rest))
 }
 
 #[test]
@@ -176,11 +175,7 @@ fn auth_reaches_a_target_that_asks_for_it() {
 fn arguments_are_checked_as_redis_checks_them() {
     let source = Server::start();
     let mut s = source.client();
-    let refused = |c: &mut redis::Connection, args: &[&str]| {
-        let mut all = vec!["MIGRATE", "127.0.0.1", "1"];
-        all.extend_from_slice(args);
-        run_err(c, &all)
-    };
+    let refused = |c: &mut redis::Connection, args: &[&str]| run_err(c, &migrate_args("1", args));
     assert_eq!(
         refused(&mut s, &["k", "0", "5000", "KEYS", "a"]),
         "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string"
@@ -199,7 +194,7 @@ fn arguments_are_checked_as_redis_checks_them() {
     );
     // Nothing to move: no connection is tried.
     assert_eq!(
-        run::<String>(&mut s, &["MIGRATE", "127.0.0.1", "1", "k", "0", "10"]),
+        run::<String>(&mut s, &migrate_args("1", &["k", "0", "10"])),
         "NOKEY"
     );
     run::<()>(&mut s, &["SET", "k", "v"]);
@@ -207,7 +202,7 @@ fn arguments_are_checked_as_redis_checks_them() {
     let closed = listener.local_addr().unwrap().port().to_string();
     drop(listener);
     assert_eq!(
-        run_err(&mut s, &["MIGRATE", "127.0.0.1", &closed, "k", "0", "1000"]),
+        run_err(&mut s, &migrate_args(&closed, &["k", "0", "1000"])),
         "IOERR error or timeout connecting to the client"
     );
     assert_eq!(run::<String>(&mut s, &["GET", "k"]), "v");
@@ -259,7 +254,7 @@ fn a_silent_target_times_out_and_a_hang_up_is_an_error() {
     let (port, serve) = fake_target(vec!["+OK\r\n"], false);
     let port = port.to_string();
     assert_eq!(
-        run_err(&mut s, &["MIGRATE", "127.0.0.1", &port, "a", "0", "200"]),
+        run_err(&mut s, &migrate_args(&port, &["a", "0", "200"])),
         "IOERR error or timeout reading to target instance"
     );
     assert_eq!(run::<i64>(&mut s, &["EXISTS", "a"]), 1);
@@ -272,17 +267,7 @@ fn a_silent_target_times_out_and_a_hang_up_is_an_error() {
     assert_eq!(
         run_err(
             &mut s,
-            &[
-                "MIGRATE",
-                "127.0.0.1",
-                &port,
-                "",
-                "0",
-                "2000",
-                "KEYS",
-                "a",
-                "b"
-            ]
+            &migrate_args(&port, &["", "0", "2000", "KEYS", "a", "b"])
         ),
         "IOERR error or timeout reading to target instance"
     );

@@ -126,31 +126,24 @@ impl<'a> Request<'a> {
     fn parse(args: &'a [Vec<u8>]) -> Result<Request<'a>, &'static str> {
         let (mut copy, mut replace, mut auth) = (false, false, None);
         let mut keys = &args[3..4];
-        let mut i = 6;
-        while i < args.len() {
-            let more = args.len() - 1 - i;
-            match upper(&args[i]).as_slice() {
+        for (at, word) in options(args) {
+            let more = args.len() - 1 - at;
+            match word.as_slice() {
                 b"COPY" => copy = true,
                 b"REPLACE" => replace = true,
-                b"AUTH" if more >= 1 => {
-                    auth = Some((None, args[i + 1].as_slice()));
-                    i += 1;
-                }
+                b"AUTH" if more >= 1 => auth = Some((None, args[at + 1].as_slice())),
                 b"AUTH2" if more >= 2 => {
-                    auth = Some((Some(args[i + 1].as_slice()), args[i + 2].as_slice()));
-                    i += 2;
+                    auth = Some((Some(args[at + 1].as_slice()), args[at + 2].as_slice()))
                 }
                 b"KEYS" => {
                     if !args[3].is_empty() {
                         return Err("ERR When using MIGRATE KEYS option, the key argument must \
                                     be set to the empty string");
                     }
-                    keys = &args[i + 1..];
-                    break;
+                    keys = &args[at + 1..];
                 }
                 _ => return Err(SYNTAX_ERROR),
             }
-            i += 1;
         }
         let (Some(timeout), Some(db)) = (parse_integer(&args[5]), parse_integer(&args[4])) else {
             return Err(NOT_AN_INTEGER);
@@ -225,41 +218,44 @@ impl<'a> Request<'a> {
     }
 }
 
+/// MIGRATE's options: each one's position and its word in upper case, from argument 6
+/// on, AUTH's and AUTH2's values stepped over (so a password `KEYS` is not the keyword)
+/// and KEYS the last (the keys follow it). Values are stepped over even where too few
+/// are given: what that leaves is the parser's to refuse.
+fn options(args: &[Vec<u8>]) -> impl Iterator<Item = (usize, Vec<u8>)> + '_ {
+    let mut next = 6;
+    std::iter::from_fn(move || {
+        let at = next;
+        let word = upper(args.get(at)?);
+        next = match word.as_slice() {
+            b"KEYS" => args.len(),
+            b"AUTH" => at + 2,
+            b"AUTH2" => at + 3,
+            _ => at + 1,
+        };
+        Some((at, word))
+    })
+}
+
 /// Where MIGRATE's keys are, as Redis's own key finder for it says (its key specs
 /// are incomplete): after KEYS (the key argument then empty), else the key argument.
-/// Options are skipped with their values, so a password `KEYS` is not the keyword.
 pub fn keys_at(args: &[Vec<u8>]) -> Option<(usize, usize)> {
-    let mut i = 6;
-    while i < args.len() {
-        match upper(&args[i]).as_slice() {
-            b"KEYS" if args[3].is_empty() && i + 1 < args.len() => {
-                return Some((i + 1, args.len() - 1))
-            }
-            b"KEYS" => return None,
-            b"AUTH" => i += 1,
-            b"AUTH2" => i += 2,
-            _ => {}
+    match options(args).find(|(_, word)| word == b"KEYS") {
+        Some((at, _)) if args[3].is_empty() && at + 1 < args.len() => {
+            Some((at + 1, args.len() - 1))
         }
-        i += 1;
+        Some(_) => None,
+        None => Some((3, 3)),
     }
-    Some((3, 3))
 }
 
 /// Whether argument `i` is a password or user name (hidden from SLOWLOG and MONITOR).
 pub fn is_secret(args: &[Vec<u8>], i: usize) -> bool {
-    let mut at = 6;
-    while at < args.len() && at < i {
-        match upper(&args[at]).as_slice() {
-            b"AUTH" if i == at + 1 => return true,
-            b"AUTH2" if i == at + 1 || i == at + 2 => return true,
-            b"AUTH" => at += 1,
-            b"AUTH2" => at += 2,
-            b"KEYS" => return false,
-            _ => {}
-        }
-        at += 1;
-    }
-    false
+    options(args).any(|(at, word)| match word.as_slice() {
+        b"AUTH" => i == at + 1,
+        b"AUTH2" => i == at + 1 || i == at + 2,
+        _ => false,
+    })
 }
 
 #[cfg(test)]

@@ -1065,6 +1065,9 @@ fn may_grow_data(args: &[Vec<u8>]) -> bool {
 /// A script's reads are not remembered one by one: EVAL remembers the keys it was
 /// given if the script read anything (`remember_keys`), as Redis does.
 fn remember_reads(server: &Server, session: &Session, index: usize, stat: usize, args: &[Vec<u8>]) {
+    if session.tracking.is_none() {
+        return;
+    }
     let (flags, keys) = flags_and_keys(index, stat);
     if flags & READONLY == 0 || TABLE[index].acl & SCRIPTING != 0 {
         return;

@@ -307,8 +307,6 @@ fn policy_index(name: &str) -> Option<usize> {
         .position(|(n, _)| n.eq_ignore_ascii_case(name))
 }
 
-const EVICTION_NEEDS_MEMORY: &str = "eviction policies need the memory engine: the lsm engine keeps its data on disk, where deleting keys frees no memory, so with a maxmemory it takes noeviction (writes over the limit are refused)";
-
 /// Names only the config file and flags may set: the listener exists by then.
 const STARTUP_ONLY: &[&str] = &[
     "bind",
@@ -344,12 +342,6 @@ impl Config {
         POLICIES[self.policy.load(Ordering::Relaxed) as usize].1
     }
 
-    /// Whether a limit of `maxmemory` under `policy` evicts from memory, if it evicts:
-    /// the lsm engine's data is on disk, where deleting keys frees no memory, so there
-    /// a limit goes with noeviction only (writes over it refused).
-    fn evicts_in_memory(&self, maxmemory: u64, policy: Policy) -> bool {
-        maxmemory == 0 || policy == Policy::NoEviction || self.engine == EngineKind::Memory
-    }
     pub fn maxmemory_samples(&self) -> usize {
         self.maxmemory_samples.load(Ordering::Relaxed) as usize
     }
@@ -603,16 +595,10 @@ impl Config {
             "maxmemory" => {
                 let n =
                     parse_memory(text).ok_or_else(|| invalid("argument must be a memory value"))?;
-                if !self.evicts_in_memory(n, self.policy()) {
-                    return Err(invalid(EVICTION_NEEDS_MEMORY));
-                }
                 self.maxmemory.store(n, Ordering::Relaxed);
             }
             "maxmemory-policy" => {
                 let i = policy_index(text).ok_or_else(|| invalid("argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"))?;
-                if !self.evicts_in_memory(self.maxmemory(), POLICIES[i].1) {
-                    return Err(invalid(EVICTION_NEEDS_MEMORY));
-                }
                 self.policy.store(i as u8, Ordering::Relaxed);
             }
             "maxmemory-samples" => {
@@ -835,9 +821,6 @@ impl Config {
 
     /// Settings that cannot go together, checked once the file and flags are in.
     pub fn check(&self) -> Result<(), String> {
-        if !self.evicts_in_memory(self.maxmemory(), self.policy()) {
-            return Err(EVICTION_NEEDS_MEMORY.into());
-        }
         if self.engine == EngineKind::Memory && !self.value("save").is_empty() {
             return Err("save: the memory engine keeps nothing on disk; use --engine lsm".into());
         }
@@ -1212,13 +1195,6 @@ mod tests {
         assert_eq!(c.port(), 7000);
         assert_eq!(c.maxmemory(), 10 << 20);
         assert_eq!(c.policy(), Policy::AllKeysLru);
-        // An eviction policy with a limit needs the memory engine, which a file or
-        // flag may choose after them.
-        assert!(c
-            .check()
-            .unwrap_err()
-            .contains("eviction policies need the memory engine"));
-        c.set_at_startup("engine", "memory").unwrap();
         assert_eq!(c.check(), Ok(()));
         assert_eq!(c.requirepass().as_deref(), Some(&b"p w"[..]));
         assert_eq!(

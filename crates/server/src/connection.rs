@@ -475,6 +475,10 @@ impl Connection {
                 self.paused = Some(args);
                 return Step::Paused(wait);
             }
+            // As Redis: over maxmemory, keys are evicted before any command, so that a
+            // tracking client hears of them before its reply; whether a command that
+            // may grow the data still runs is `execute`'s to decide.
+            let _ = server.make_room();
             // What others sent this client (messages, invalidations) goes out in order
             // between replies.
             client.take_outbox(&mut self.output);

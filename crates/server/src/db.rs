@@ -1337,15 +1337,21 @@ pub struct Sampled {
     pub deadline: Option<u64>,
 }
 
-/// What a sampled key's accesses read as on an engine, which does not track them.
-const UNTRACKED: Access = Access { heat: 0, idle: 0 };
+/// What an engine's access clock knows of `key`'s accesses, as the index would say
+/// it: its LFU counter for heat (both rank keys the same way: more is hotter).
+fn engine_access(clock: &AccessClock, key: &[u8]) -> Access {
+    Access {
+        heat: u16::from(clock.frequency(key)),
+        idle: clock.idle(key),
+    }
+}
 
 /// Index overhead per item beyond key and value: header, link and directory share.
 const ITEM_OVERHEAD: usize = 48;
 
 impl Db {
     /// Up to `n` keys that follow a random point of the key space, with what the index
-    /// knows of their accesses (nothing on an engine, which does not track them).
+    /// knows of their accesses (on an engine, what its access clock knows).
     pub fn sample(&self, n: usize) -> Result<Vec<Sampled>> {
         let sampled = |k: &[u8], v: &[u8], access: Access, node_bytes: usize| Sampled {
             key: k.to_vec(),
@@ -1367,9 +1373,9 @@ impl Db {
                 })
             }
             // As `resample` counts it: a collection's nodes would need its key's lock.
-            Store::Engine(store, _) => {
+            Store::Engine(store, clock) => {
                 for (k, v) in store.sample(n)? {
-                    out.push(sampled(&k, &v, UNTRACKED, 0));
+                    out.push(sampled(&k, &v, engine_access(clock, &k), 0));
                 }
             }
         }
@@ -1393,10 +1399,10 @@ impl Db {
                     )
                 })
             }
-            Store::Engine(store, _) => store.get(key)?.map(|v| {
+            Store::Engine(store, clock) => store.get(key)?.map(|v| {
                 (
                     key.len() + v.len() + ITEM_OVERHEAD,
-                    UNTRACKED,
+                    engine_access(clock, key),
                     Entry::stored_deadline(&v),
                 )
             }),

@@ -116,11 +116,14 @@ struct Args {
     #[arg(long)]
     maxclients: Option<String>,
     /// Memory limit, with a unit as in Redis (100mb, 2gb) [default: 0, no limit]. On
-    /// the lsm engine, whose data is on disk, with noeviction only.
+    /// the lsm engine the process's memory includes the memtables and block cache,
+    /// which evicting keys does not shrink: under a limit below them every write evicts
+    /// until no key is left.
     #[arg(long)]
     maxmemory: Option<String>,
     /// What to do over maxmemory: noeviction (writes fail); allkeys-lru or allkeys-lfu
-    /// (both evict the coldest of sampled keys by the index's access counters),
+    /// (both evict the coldest of sampled keys by the index's access counters, on lsm
+    /// by its access clock and LFU counters),
     /// allkeys-random; or the same among keys with a TTL only: volatile-lru,
     /// volatile-lfu, volatile-random, and volatile-ttl (the nearest deadline first)
     /// [default: noeviction].

@@ -1,6 +1,7 @@
 //! What all connections share: the keyspace, the transaction gate, settings, the
 //! client registry, memory accounting, CLIENT PAUSE and the shutdown signal.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,7 +10,7 @@ use tokio::sync::watch;
 
 use crate::clients::Clients;
 use crate::command_stats::CommandStats;
-use crate::config::{Config, EngineKind, Policy};
+use crate::config::{Config, Policy};
 use crate::db::Db;
 use crate::eviction;
 use crate::instantaneous::Rates;
@@ -54,6 +55,9 @@ pub struct Server {
     log_rewrites: AtomicU64,
     log_rewrite_failed: AtomicBool,
     used_memory: AtomicU64,
+    /// How many times `used_memory` was measured: a thread that sees it change knows
+    /// its own allocations until then are in the figure (see `used_memory_here`).
+    memory_refreshes: AtomicU64,
     peak_memory: AtomicU64,
     /// What the allocator held before any client came (MEMORY STATS).
     pub startup_memory: u64,
@@ -62,6 +66,21 @@ pub struct Server {
     pub listener_moves: crate::listener::ListenerMoves,
     /// MIGRATE's connections to its targets.
     pub migrate_sockets: crate::migrate_sockets::MigrateSockets,
+}
+
+thread_local! {
+    /// What this thread allocated since the last measure it saw (`used_memory_here`).
+    static GROWTH: Cell<Option<Growth>> = const { Cell::new(None) };
+}
+
+#[derive(Clone, Copy)]
+struct Growth {
+    /// The measure seen (`memory_refreshes`).
+    refresh: u64,
+    /// The thread's allocation balance at its last look (`memory::thread_balance`).
+    balance: i64,
+    /// Bytes allocated less freed by this thread since the measure it saw.
+    since: i64,
 }
 
 /// Why a write was refused.
@@ -121,6 +140,7 @@ impl Server {
             log_rewrites: AtomicU64::new(0),
             log_rewrite_failed: AtomicBool::new(false),
             used_memory: AtomicU64::new(0),
+            memory_refreshes: AtomicU64::new(0),
             peak_memory: AtomicU64::new(0),
             startup_memory: crate::memory::allocated(),
             shutdown: watch::channel(false).0,
@@ -285,9 +305,31 @@ impl Server {
         self.shutdown.subscribe()
     }
 
-    /// Bytes the process has allocated, as of the last refresh (at most 10 ms old).
-    pub fn used_memory(&self) -> u64 {
-        self.used_memory.load(Ordering::Relaxed)
+    /// Bytes the process has allocated as this thread can tell now: as of the last
+    /// refresh (at most 10 ms old), plus what this thread allocated since, so that
+    /// a command right after one that allocated much (a SETBIT growing a string by
+    /// 200 KB) sees it, as it would Redis's exact counter. What this thread allocated
+    /// between its last look and a refresh is counted as if the refresh missed it:
+    /// over by at most one command's allocations, never under.
+    fn used_memory_here(&self) -> u64 {
+        let refresh = self.memory_refreshes.load(Ordering::Acquire);
+        let balance = crate::memory::thread_balance();
+        let since = GROWTH.with(|growth| {
+            let since = match growth.get() {
+                Some(seen) if seen.refresh == refresh => seen.since + (balance - seen.balance),
+                Some(seen) => balance - seen.balance,
+                None => 0,
+            };
+            growth.set(Some(Growth {
+                refresh,
+                balance,
+                since,
+            }));
+            since
+        });
+        self.used_memory
+            .load(Ordering::Relaxed)
+            .saturating_add_signed(since)
     }
 
     pub fn peak_memory(&self) -> u64 {
@@ -300,6 +342,7 @@ impl Server {
     pub fn refresh_memory(&self) -> u64 {
         let used = crate::memory::allocated();
         self.used_memory.store(used, Ordering::Relaxed);
+        self.memory_refreshes.fetch_add(1, Ordering::Release);
         self.peak_memory.fetch_max(used, Ordering::Relaxed);
         used
     }
@@ -312,25 +355,28 @@ impl Server {
         self.db.reset_stats();
     }
 
-    /// Called before a command that may grow memory: under `maxmemory` or during a
-    /// CLIENT PAUSE (which keeps the data as it is) it does nothing; over it, evicts by
-    /// the policy or refuses with [`OOM`].
+    /// Called before every command, and again before one that may grow memory, which
+    /// [`OOM`] refuses: under `maxmemory` or during a CLIENT PAUSE (which keeps the
+    /// data as it is) it does nothing; over it, evicts by the policy, or answers
+    /// [`OOM`] if the policy evicts nothing or nothing was left to evict.
     pub fn make_room(&self) -> Result<(), &'static str> {
         let max = self.config.maxmemory();
-        let used = self.used_memory();
-        if max == 0 || used <= max || self.db.pause.is_on() {
+        if max == 0 || self.db.pause.is_on() {
+            return Ok(());
+        }
+        let used = self.used_memory_here();
+        if used <= max {
             return Ok(());
         }
         let policy = self.config.policy();
-        // The lsm engine keeps its data on disk: deleting keys there frees no memory
-        // (the memtable grows by their tombstones). Its settings take noeviction with a
-        // maxmemory (`config.rs`); two CONFIG SETs racing could still pair them.
-        if policy == Policy::NoEviction || self.config.engine != EngineKind::Memory {
+        if policy == Policy::NoEviction {
             return Err(OOM);
         }
         // Frees reach the allocator's statistics late (epoch reclamation defers them),
         // so evict by an estimate of the bytes each key holds, then let the next
-        // refresh measure.
+        // refresh measure. On lsm, whose data is on disk, a delete frees little memory
+        // at once (the memtable holds its tombstone until a flush): the estimate stands
+        // for the data given up, as a cache that keeps its data on disk counts it.
         let mut freed = 0u64;
         let excess = used - max;
         let now = crate::entry::now_ms() / 1000;
@@ -339,7 +385,6 @@ impl Server {
             while freed < excess && rounds < 64 {
                 rounds += 1;
                 let n = self.config.maxmemory_samples();
-                // Eviction runs in memory only (see above), where the store never fails.
                 let sample = if policy.volatile() {
                     self.db.sample_volatile(n)
                 } else {
@@ -362,8 +407,11 @@ impl Server {
                 }
             }
         });
-        self.used_memory
-            .fetch_sub(freed.min(used), Ordering::Relaxed);
+        let _ = self
+            .used_memory
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                Some(u.saturating_sub(freed))
+            });
         if freed == 0 {
             return Err(OOM);
         }

@@ -137,9 +137,12 @@ fn overlap(a: &[u8], b: &[u8]) -> bool {
 }
 
 impl Tracking {
+    /// A lower `tracking-table-max-keys` forgets keys at once, as Redis does before
+    /// its next command.
     pub fn set_limits(&self, max_keys: usize, outbox_limit: usize) {
         self.max_keys.store(max_keys, Ordering::Relaxed);
         self.outbox_limit.store(outbox_limit, Ordering::Relaxed);
+        self.shrink(None);
     }
 
     fn trackers(&self) -> std::sync::RwLockReadGuard<'_, HashMap<u64, Arc<Tracker>>> {
@@ -265,28 +268,38 @@ impl Tracking {
         readers.push(id);
         self.items.fetch_add(1, Ordering::Relaxed);
         drop(stripe);
+        self.shrink(Some(key));
+    }
+
+    /// Past `tracking-table-max-keys`, forgets keys other than `keep` until the table
+    /// is back within it, or a visit of every stripe found nothing to forget (others
+    /// may be emptying them too).
+    fn shrink(&self, keep: Option<&[u8]>) {
         let max = self.max_keys.load(Ordering::Relaxed);
-        // Each stripe is tried once at most: others may be emptying them too.
-        for _ in 0..STRIPES {
-            if max == 0 || self.keys.load(Ordering::Relaxed) <= max {
-                break;
+        let mut empty_visits = 0;
+        while max != 0 && self.keys.load(Ordering::Relaxed) > max && empty_visits < STRIPES {
+            if self.evict_one(keep) {
+                empty_visits = 0;
+            } else {
+                empty_visits += 1;
             }
-            self.evict_one(key);
         }
     }
 
-    /// Forgets one remembered key other than `keep`, invalidating it for its readers.
-    fn evict_one(&self, keep: &[u8]) {
+    /// Forgets one remembered key other than `keep` from the next stripe, invalidating
+    /// it for its readers; whether that stripe had one.
+    fn evict_one(&self, keep: Option<&[u8]>) -> bool {
         let at = self.evict_stripe.fetch_add(1, Ordering::Relaxed) % STRIPES;
         let victim = {
             let mut stripe = self.table[at].lock().unwrap_or_else(|e| e.into_inner());
-            let Some(key) = stripe.keys().find(|k| k.as_slice() != keep).cloned() else {
-                return;
+            let Some(key) = stripe.keys().find(|k| Some(k.as_slice()) != keep).cloned() else {
+                return false;
             };
             let readers = stripe.remove(&key).unwrap_or_default();
             (key, readers)
         };
         self.forget(victim.0, victim.1, 0);
+        true
     }
 
     /// Whether a write may have anyone to tell: a client tracks, or keys are remembered.

@@ -598,52 +598,67 @@ fn one_server_per_directory() {
     server.alive();
 }
 
-/// maxmemory on lsm, whose data is on disk: with noeviction, over it writes are
-/// refused with Redis's OOM error and reads and deletes go on; an eviction policy is
-/// refused beside a limit (deleting keys there frees no memory).
+/// maxmemory on lsm: with noeviction, over it writes are refused with Redis's OOM
+/// error and reads and deletes go on; with an eviction policy every command over it
+/// evicts (here, under a limit of 1 byte, every key, as Redis evicts under a limit
+/// below its own footprint), the coldest first: LFU by the access clock's counters.
 #[test]
-fn maxmemory_on_lsm_refuses_writes_over_it_and_evicts_nothing() {
-    const NEEDS_MEMORY: &str = "eviction policies need the memory engine";
+fn maxmemory_on_lsm_refuses_writes_or_evicts() {
     let server = lsm_server(&[]);
     let mut c = server.client();
-    for i in 0..100 {
+    for i in 0..300 {
         run::<()>(&mut c, &["SET", &format!("k{i}"), "v"]);
     }
+    // Each access counts: the read key's counter climbs far above the rest.
+    run::<()>(&mut c, &["CONFIG", "SET", "lfu-log-factor", "0"]);
+    for _ in 0..100 {
+        run::<String>(&mut c, &["GET", "k7"]);
+    }
+    run::<()>(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "Ee"]);
+    let mut events = server.client();
+    let mut events = events.as_pubsub();
+    events.subscribe("__keyevent@0__:evicted").unwrap();
+    events
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
     run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "1"]);
     let err = run_err(&mut c, &["SET", "another", "v"]);
     assert!(err.starts_with("OOM command not allowed"), "{err}");
     assert_eq!(run::<String>(&mut c, &["GET", "k5"]), "v");
     run::<()>(&mut c, &["DEL", "k5"]);
-    assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 99);
+    assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 299);
     assert_eq!(info_field(&mut c, "evicted_keys"), "0");
-    let err = run_err(
-        &mut c,
-        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
-    );
-    assert!(err.contains(NEEDS_MEMORY), "{err}");
-    run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "0"]);
-    run::<()>(&mut c, &["SET", "another", "v"]);
-    assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 100);
     run::<()>(
         &mut c,
-        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"],
     );
-    let err = run_err(&mut c, &["CONFIG", "SET", "maxmemory", "1"]);
-    assert!(err.contains(NEEDS_MEMORY), "{err}");
-    assert!(run_err(&mut c, &["HOTKEYS"]).contains("memory engine only"));
+    assert!(eventually(5, || run::<i64>(&mut c, &["DBSIZE"]) == 0));
+    assert_eq!(info_field(&mut c, "evicted_keys"), "299");
+    let order: Vec<String> = (0..299)
+        .map(|_| events.get_message().unwrap().get_payload().unwrap())
+        .collect();
+    let hot = order.iter().position(|k| k == "k7").unwrap();
+    assert!(hot >= 290, "the hot key went {hot}th of 299");
+    run::<()>(&mut c, &["CONFIG", "SET", "maxmemory", "0"]);
     drop(c);
     drop(server);
     // Set at startup too.
-    let dir = tempfile::tempdir().unwrap();
-    let args = ["--maxmemory", "1", "--maxmemory-policy", "volatile-ttl"];
-    let (code, err) = refused_start(dir.path(), &args);
-    assert_eq!(code, Some(2));
-    assert!(err.contains(NEEDS_MEMORY), "{err}");
     let server = lsm_server(&["--maxmemory", "1"]);
     let mut c = server.client();
     let got: Vec<String> = run(&mut c, &["CONFIG", "GET", "maxmemory"]);
     assert_eq!(got, ["maxmemory", "1"]);
     // The first write may come before the server has measured its memory.
+    assert!(eventually(5, || {
+        let set = redis::cmd("SET").arg("k").arg("v").query::<()>(&mut c);
+        set.is_err_and(|e| e.to_string().contains("OOM"))
+    }));
+    drop(c);
+    drop(server);
+    let server = lsm_server(&["--maxmemory", "1", "--maxmemory-policy", "volatile-ttl"]);
+    let mut c = server.client();
+    let got: Vec<String> = run(&mut c, &["CONFIG", "GET", "maxmemory-policy"]);
+    assert_eq!(got, ["maxmemory-policy", "volatile-ttl"]);
+    // No key has a deadline, so there is nothing to evict: refused, as in Redis.
     assert!(eventually(5, || {
         let set = redis::cmd("SET").arg("k").arg("v").query::<()>(&mut c);
         set.is_err_and(|e| e.to_string().contains("OOM"))

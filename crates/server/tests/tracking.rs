@@ -360,6 +360,36 @@ fn the_table_keeps_at_most_tracking_table_max_keys_invalidating_what_it_drops() 
     }
 }
 
+#[test]
+fn a_lower_limit_forgets_the_keys_over_it_at_once() {
+    let server = Server::start();
+    let mut admin = server.client();
+    let mut c = Conn::open(&server, true);
+    c.call(&["CLIENT", "TRACKING", "ON"]);
+    // More keys than the table has stripes, which one pass over them would not clear.
+    let keys: Vec<String> = (0..300).map(|i| format!("key:{i}")).collect();
+    for k in &keys {
+        c.call(&["GET", k]);
+    }
+    assert_eq!(info_field(&mut admin, "tracking_total_keys"), "300");
+    let _: () = run(
+        &mut admin,
+        &["CONFIG", "SET", "tracking-table-max-keys", "1"],
+    );
+    assert_eq!(info_field(&mut admin, "tracking_total_keys"), "1");
+    let mut forgotten: Vec<Frame> = (0..299).map(|_| c.push()).collect();
+    forgotten.sort_by_key(|f| format!("{f:?}"));
+    forgotten.dedup();
+    assert_eq!(forgotten.len(), 299);
+    let kept = keys
+        .iter()
+        .find(|k| !forgotten.contains(&invalidate(Some(&[k.as_str()]))))
+        .expect("one key kept");
+    let mut writer = Conn::open(&server, false);
+    writer.call(&["SET", kept, "x"]);
+    assert_eq!(c.push(), invalidate(Some(&[kept.as_str()])));
+}
+
 /// Applies an `invalidate` push to a client-side cache.
 fn absorb(cache: &mut HashMap<String, Frame>, push: Frame) {
     let Frame::Push(p) = push else {

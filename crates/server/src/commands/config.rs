@@ -69,6 +69,9 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 ctx.server.users.set_default_password(password.as_deref());
             }
             ctx.server.config_changed();
+            if applied.iter().any(|(name, _)| *name == "maxmemory") {
+                limit_set(ctx.server);
+            }
             ok()
         }
         b"RESETSTAT" if args.len() == 2 => {
@@ -82,6 +85,23 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         b"HELP" if args.len() == 2 => super::help(HELP),
         _ => super::bad_subcommand("config", &args[1]),
     }
+}
+
+/// A new `maxmemory` under the memory in use evicts at once, as Redis's does (not
+/// only at the next write), with Redis's warning.
+fn limit_set(server: &Server) {
+    let (max, used) = (server.config.maxmemory(), server.refresh_memory());
+    if max == 0 || used <= max {
+        return;
+    }
+    tracing::warn!(
+        maxmemory = max,
+        used,
+        "the new maxmemory is smaller than the memory in use: keys will be evicted or \
+         writes refused, as maxmemory-policy says"
+    );
+    // Refused: writes are refused from now on, which is what the warning said.
+    let _ = server.make_room();
 }
 
 /// Redis's apply step, for the settings that take more than a value once set: the

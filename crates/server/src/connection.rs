@@ -477,8 +477,11 @@ impl Connection {
             }
             // As Redis: over maxmemory, keys are evicted before any command, so that a
             // tracking client hears of them before its reply; whether a command that
-            // may grow the data still runs is `execute`'s to decide.
-            let _ = server.make_room();
+            // may grow the data still runs is `execute`'s to decide. Under the gate, as
+            // any write: never inside another client's transaction or script.
+            if server.config.maxmemory() != 0 && gate.any() {
+                let _ = server.make_room();
+            }
             // What others sent this client (messages, invalidations) goes out in order
             // between replies.
             client.take_outbox(&mut self.output);

@@ -86,6 +86,14 @@ impl<'a> GateHold<'a> {
         true
     }
 
+    /// Holds the gate either way, an exclusive hold kept, else shared: for a write that
+    /// may run beside other commands but not inside another's transaction or script;
+    /// `false` if a script holds it.
+    #[must_use]
+    pub fn any(&mut self) -> bool {
+        matches!(self.held, Held::Exclusive { .. } | Held::Long { .. }) || self.shared()
+    }
+
     /// Lets go, for a command that takes the gate itself (EXEC) or before a wait.
     pub fn release(&mut self) {
         self.held = Held::Nothing;
@@ -120,6 +128,14 @@ mod tests {
         assert!(hold.exclusive());
         assert!(hold.exclusive());
         assert!(hold.shared());
+        // `any` keeps what is held, an exclusive hold as it is.
+        assert!(hold.any());
+        assert!(hold.exclusive());
+        assert!(hold.any());
+        assert!(matches!(hold.held, Held::Exclusive { .. }));
+        hold.release();
+        assert!(hold.any());
+        assert!(matches!(hold.held, Held::Shared { .. }));
         hold.release();
         assert!(!hold.is_held());
         // Nothing is left held: another exclusive holder gets straight in.

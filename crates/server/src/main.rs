@@ -117,8 +117,8 @@ struct Args {
     maxclients: Option<String>,
     /// Memory limit, with a unit as in Redis (100mb, 2gb) [default: 0, no limit]. On
     /// the lsm engine the process's memory includes the memtables and block cache,
-    /// which evicting keys does not shrink: under a limit below them every write evicts
-    /// until no key is left.
+    /// which evicting keys does not shrink: under a limit below them every command
+    /// evicts until no key is left.
     #[arg(long)]
     maxmemory: Option<String>,
     /// What to do over maxmemory: noeviction (writes fail); allkeys-lru or allkeys-lfu

@@ -13,13 +13,10 @@ BINARY = os.path.join(ROOT, "target", "release", "hotkv-server")
 ENGINE = os.environ.get("HOTKV_TEST_ENGINE", "memory")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    engine = ["--engine", ENGINE]
-    if ENGINE == "lsm":
-        engine += ["--dir", str(tmp_path_factory.mktemp("hotkv-data"))]
+def start_hotkv(*args):
+    """Starts hotkv-server with `args` on a free port; returns the process and port."""
     proc = subprocess.Popen(
-        [BINARY, "--port", "0", *engine],
+        [BINARY, "--port", "0", *args],
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "RUST_LOG": "info"},
@@ -34,6 +31,16 @@ def server(tmp_path_factory):
     assert port, "hotkv-server exited before it was ready"
     # Keep draining the log so the server never blocks on a full pipe.
     threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
-    yield port
+    return proc, port
+
+
+def stop_hotkv(proc):
     proc.terminate()
     assert proc.wait(timeout=10) == 0, "hotkv-server did not shut down cleanly on SIGTERM"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    proc, port = start_hotkv("--engine", ENGINE, "--dir", str(tmp_path_factory.mktemp("hotkv-data")))
+    yield port
+    stop_hotkv(proc)

@@ -9,6 +9,7 @@ import subprocess
 import time
 
 import pytest
+from conftest import start_hotkv, stop_hotkv
 
 # Replies that legitimately differ, each for a documented reason:
 # - one database only (SELECT 1 is an error in hotkv, so later DBSIZEs differ too);
@@ -1302,12 +1303,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def redis_port():
+def start_redis(*args):
+    """Starts Debian's redis-server, without persistence, with `args` on a free port;
+    returns the process and port."""
     if shutil.which("redis-server") is None:
         pytest.fail("redis-server is missing: scripts/test.sh installs it (Debian's redis-server)")
     port = free_port()
-    proc = subprocess.Popen(["redis-server", "--port", str(port), "--save", "", "--appendonly", "no"],
+    proc = subprocess.Popen(["redis-server", "--port", str(port), "--save", "", "--appendonly", "no", *args],
                             stdout=subprocess.DEVNULL)
     for _ in range(100):
         try:
@@ -1315,6 +1317,12 @@ def redis_port():
             break
         except OSError:
             time.sleep(0.05)
+    return proc, port
+
+
+@pytest.fixture(scope="module")
+def redis_port():
+    proc, port = start_redis()
     yield port
     proc.terminate()
     proc.wait(timeout=10)
@@ -2517,3 +2525,70 @@ def test_large_sorted_sets_match_redis(server, redis_port, seed):
             scans.append(scan_all(sock, Reader(sock), b"ZSCAN", key))
             sock.close()
         assert scans[0] == scans[1], f"seed {seed}: ZSCAN {key} differs"
+
+
+def rdb_contents(port):
+    """Every key's type, value and whether it has a TTL, and the function libraries,
+    read back in a form that does not depend on encodings."""
+    import redis as redis_py
+    r = redis_py.Redis(port=port)
+    out = {}
+    for key in sorted(r.keys("*")):
+        kind = r.type(key)
+        value = {
+            b"string": lambda: r.get(key),
+            b"list": lambda: r.lrange(key, 0, -1),
+            b"hash": lambda: sorted(r.hgetall(key).items()),
+            b"set": lambda: sorted(r.smembers(key)),
+            b"zset": lambda: r.zrange(key, 0, -1, withscores=True),
+            b"stream": lambda: (r.xrange(key), r.execute_command("XINFO", "GROUPS", key)),
+        }[kind]()
+        out[key] = (kind, value, r.pttl(key) > 0)
+    libraries = [lib[b"library_name"] if isinstance(lib, dict) else lib[1] for lib in r.function_list()]
+    return out, libraries
+
+
+def test_rdb_files_move_between_redis_and_hotkv(tmp_path):
+    """redis-server's dump.rdb loads into hotkv's memory engine, and what hotkv's SAVE
+    writes loads into redis-server, with every type in every encoding Redis writes."""
+    import redis as redis_py
+    theirs, ours = tmp_path / "redis", tmp_path / "hotkv"
+    theirs.mkdir()
+    ours.mkdir()
+    redis_proc, redis_port = start_redis("--dir", str(theirs))
+    r = redis_py.Redis(port=redis_port)
+    r.set("text", "hello")
+    r.set("int", 12345)
+    r.set("compressible", "y" * 3000)
+    r.set("ttl", "v", ex=1000)
+    r.rpush("list", "a", "b", 1)
+    r.rpush("quicklist", *[f"e{i}" * 20 for i in range(3000)])
+    r.hset("hash", mapping={"f": "v", "n": 1})
+    r.hset("bighash", mapping={f"f{i}": f"v{i}" for i in range(300)})
+    r.sadd("intset", 1, 2, 3)
+    r.sadd("set", "a", "b")
+    r.sadd("bigset", *[f"m{i}" for i in range(300)])
+    r.zadd("zset", {"a": 1.5, "b": float("-inf")})
+    r.zadd("bigzset", {f"m{i}": i / 3 for i in range(300)})
+    r.xadd("stream", {"f": "v"}, id="1-1")
+    r.xgroup_create("stream", "group", id="0")
+    r.xreadgroup("group", "alice", {"stream": ">"})
+    r.function_load("#!lua name=lib\nredis.register_function('one', function() return 1 end)")
+    r.save()
+    expected = rdb_contents(redis_port)
+    redis_proc.terminate()
+    redis_proc.wait(timeout=10)
+    assert len(expected[0]) == 14 and expected[1] == [b"lib"]
+
+    (ours / "dump.rdb").write_bytes((theirs / "dump.rdb").read_bytes())
+    hotkv_proc, hotkv_port = start_hotkv("--engine", "memory", "--dir", str(ours))
+    assert rdb_contents(hotkv_port) == expected
+    redis_py.Redis(port=hotkv_port).save()
+    stop_hotkv(hotkv_proc)
+
+    redis_proc, redis_port = start_redis("--dir", str(ours))
+    try:
+        assert rdb_contents(redis_port) == expected
+    finally:
+        redis_proc.terminate()
+        redis_proc.wait(timeout=10)

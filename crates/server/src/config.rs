@@ -46,7 +46,7 @@ impl Policy {
 /// Where the keyspace lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EngineKind {
-    /// The HotRing index alone: fastest, nothing outlives the process.
+    /// The HotRing index alone: fastest; what outlives the process is its RDB file.
     Memory,
     /// The LSM tree in `dir`: durable per `fsync`.
     Lsm,
@@ -83,7 +83,7 @@ pub struct Config {
     port: AtomicU16,
     pub protected_mode: bool,
     pub engine: EngineKind,
-    /// Where a durable engine keeps its files.
+    /// Where the lsm engine keeps its files, and the memory engine its RDB file.
     pub dir: std::path::PathBuf,
     /// When a durable engine's log reaches the disk.
     fsync: Mutex<lsm::FsyncPolicy>,
@@ -463,7 +463,7 @@ impl Config {
         }
     }
 
-    fn value(&self, name: &str) -> String {
+    pub fn value(&self, name: &str) -> String {
         if let Some(i) = encoding_setting(name) {
             return self.encoding_limits[i].load(Ordering::Relaxed).to_string();
         }
@@ -713,19 +713,20 @@ impl Config {
                     }
                 }
             }
+            // The memory engine saves its RDB file on this schedule (`Server::background`).
             // The lsm engine keeps every write (`fsync`), which is more than Redis's
-            // snapshots after so many changes in so many seconds would: the schedule is
-            // kept and reported, for the tools that set it. In memory nothing is kept.
-            "save" if self.engine != EngineKind::Memory || text.trim().is_empty() => {
+            // snapshots after so many changes in so many seconds would: there the
+            // schedule is kept and reported, for the tools that set it.
+            "save" => {
                 let schedule = save_schedule(text).map_err(invalid)?;
                 *self.save.write().unwrap_or_else(|e| e.into_inner()) = schedule;
             }
             "appendonly" if text.eq_ignore_ascii_case(&self.value("appendonly")) => {}
             // As in Redis, whose count of databases is fixed at startup.
             "databases" => return Err(SetError::Immutable),
-            "save" | "appendonly" => {
+            "appendonly" => {
                 return Err(invalid(
-                    "hotkv has one database and keeps no snapshots; its durability is the engine's (--engine, --fsync)",
+                    "hotkv keeps no append-only file; its durability is the engine's (--engine, --fsync)",
                 ))
             }
             // Its value already: nothing to change (Redis's own test suite sets every
@@ -821,9 +822,6 @@ impl Config {
 
     /// Settings that cannot go together, checked once the file and flags are in.
     pub fn check(&self) -> Result<(), String> {
-        if self.engine == EngineKind::Memory && !self.value("save").is_empty() {
-            return Err("save: the memory engine keeps nothing on disk; use --engine lsm".into());
-        }
         if !self.bind.is_loopback() && self.protected_mode && self.requirepass().is_none() {
             return Err(format!(
                 "refusing to listen on {} without a password; set requirepass, or pass --protected-mode no",
@@ -1003,6 +1001,13 @@ pub fn parse_memory(text: &str) -> Option<u64> {
 
 /// `text` as a snapshot schedule (pairs of seconds, at least 1, and changes, at least
 /// 0) printed as CONFIG GET prints it, or Redis's error.
+/// The save schedule's points, (seconds, changes) each: save once that many changes
+/// are that many seconds old.
+pub fn save_points(schedule: &str) -> impl Iterator<Item = (u64, u64)> + '_ {
+    let numbers: Vec<u64> = schedule.split(' ').filter_map(|n| n.parse().ok()).collect();
+    (0..numbers.len() / 2).map(move |i| (numbers[2 * i], numbers[2 * i + 1]))
+}
+
 fn save_schedule(text: &str) -> Result<String, &'static str> {
     let numbers: Option<Vec<i64>> = accepted_settings::arguments(text)
         .iter()
@@ -1145,19 +1150,13 @@ mod tests {
         assert_eq!(lsm.value("save"), "3000 5 60 10");
         lsm.set("save", b"").ok().unwrap();
         assert_eq!(lsm.value("save"), "");
-        // In memory nothing is kept, so a schedule is refused rather than ignored, by
-        // CONFIG SET and in a file that names the engine after it.
         let mut file = Config::default();
-        file.load_file("save 60 1\nengine memory\n", "f").unwrap();
-        assert!(file.check().unwrap_err().contains("memory engine"));
-        let memory = Config {
-            engine: EngineKind::Memory,
-            ..Config::default()
-        };
-        assert!(
-            matches!(memory.set("save", b"3000 5"), Err(SetError::Invalid(e)) if e.contains("no snapshots"))
-        );
-        memory.set("save", b"").ok().unwrap();
+        file.load_file("save 60 1\nengine memory\nsave 3600 1 300 100\n", "f")
+            .unwrap();
+        file.check().unwrap();
+        let points: Vec<_> = save_points(&file.value("save")).collect();
+        assert_eq!(points, [(3600, 1), (300, 100)]);
+        assert_eq!(save_points("").count(), 0);
     }
 
     #[test]

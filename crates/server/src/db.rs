@@ -1136,7 +1136,7 @@ impl Db {
     /// The engine's counters (INFO's `engine` section); `None` in memory,
     /// where INFO has the `hotring` section instead.
     /// The function libraries saved with the data (FUNCTION DUMP's payload): on an
-    /// engine only, as the memory engine keeps nothing past the process.
+    /// engine only (the memory engine's are in its RDB file).
     pub fn saved_functions(&self) -> Result<Option<Vec<u8>>> {
         match &self.store {
             Store::Memory(_) => Ok(None),

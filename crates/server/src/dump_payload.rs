@@ -36,6 +36,7 @@
 use crate::entry::Kind;
 use crate::packed;
 
+pub mod rdb_file;
 mod stream;
 pub use stream::dump as dump_stream;
 
@@ -195,6 +196,11 @@ pub fn restore(payload: &[u8], max_len: usize) -> Result<(Kind, Vec<u8>), Refusa
     };
     // As Redis, bytes after the object (before the footer) are not looked at.
     let kind = r.byte()?;
+    read_object(kind, &mut r, max_len)
+}
+
+/// The object of type `kind` at `r` (see [`restore`]).
+fn read_object(kind: u8, r: &mut Reader, max_len: usize) -> Result<(Kind, Vec<u8>), Refusal> {
     let value = match kind {
         STRING_TYPE => return Ok((Kind::String, r.string(max_len)?)),
         LIST_TYPE | SET_TYPE => {
@@ -242,7 +248,7 @@ pub fn restore(payload: &[u8], max_len: usize) -> Result<(Kind, Vec<u8>), Refusa
             Value::ZSet(scored)
         }
         stream::OLD_STREAM_TYPE | stream::STREAM_TYPE | stream::STREAM_WITH_ACTIVE_TIME_TYPE => {
-            let restored = stream::restore(&mut r, kind, max_len)?;
+            let restored = stream::restore(r, kind, max_len)?;
             return Ok((Kind::Stream, restored.encode()));
         }
         QUICKLIST_TYPE => {

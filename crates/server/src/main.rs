@@ -85,11 +85,12 @@ struct Args {
     #[arg(long)]
     port: Option<String>,
     /// Where the keyspace lives [default: lsm]: `lsm`, the LSM tree in --dir, durable
-    /// per --fsync; or `memory`, the HotRing index alone (fastest, gone at exit).
+    /// per --fsync; or `memory`, the HotRing index alone (fastest; kept only in the RDB
+    /// file, dump.rdb in --dir, that SAVE and the `save` schedule write, as Redis's).
     #[arg(long)]
     engine: Option<String>,
-    /// The lsm engine's directory, created if missing [default: ./hotkv-data]. One
-    /// server at a time may use it.
+    /// The lsm engine's directory, or where the memory engine's RDB file is; created if
+    /// missing [default: ./hotkv-data]. One lsm server at a time may use it.
     #[arg(long)]
     dir: Option<String>,
     /// When the lsm engine's log reaches the disk [default: everysec]: `always`, before
@@ -246,6 +247,18 @@ async fn serve(config: Config, db: Db) -> std::io::Result<()> {
         n => n,
     })?;
     let server = Arc::new(Server::new(config, db));
+    if server.config.engine == EngineKind::Memory {
+        let started = std::time::Instant::now();
+        if let Some((keys, libraries)) = server.load_rdb_file().map_err(std::io::Error::other)? {
+            tracing::info!(
+                file = %server.rdb_path().display(),
+                keys,
+                libraries,
+                millis = started.elapsed().as_millis() as u64,
+                "RDB file loaded"
+            );
+        }
+    }
     let libraries = commands::function::load_saved(&server).map_err(std::io::Error::other)?;
     if libraries > 0 {
         tracing::info!(libraries, "function libraries loaded");
@@ -330,6 +343,10 @@ async fn serve(config: Config, db: Db) -> std::io::Result<()> {
     background.abort();
     let _ = background.await;
     // The last connection is gone: make every acknowledged write durable.
+    if server.saves_at_shutdown() {
+        server.save().map_err(std::io::Error::other)?;
+        tracing::info!(file = %server.rdb_path().display(), "RDB file saved");
+    }
     server
         .db
         .close()

@@ -12,6 +12,8 @@ use crate::clients::Clients;
 use crate::command_stats::CommandStats;
 use crate::config::{Config, Policy};
 use crate::db::Db;
+use crate::dump_payload::rdb_file::{self, RdbWriter};
+use crate::entry::{Entry, Kind};
 use crate::eviction;
 use crate::instantaneous::Rates;
 use crate::latency::LatencyMonitor;
@@ -47,6 +49,11 @@ pub struct Server {
     /// and whether the last one succeeded.
     last_save: AtomicU64,
     last_save_failed: AtomicBool,
+    /// Unix seconds when the last save began, successful or not: a failed scheduled
+    /// save is tried again only [`SAVE_RETRY_SECONDS`] after it.
+    save_tried: AtomicU64,
+    /// SHUTDOWN's choice: 0 none given, 1 SAVE, 2 NOSAVE.
+    shutdown_save: std::sync::atomic::AtomicU8,
     /// `Db::changes` when the last successful save began.
     changes_at_save: AtomicU64,
     /// Successful saves since the start (INFO's rdb_saves).
@@ -135,6 +142,8 @@ impl Server {
             script_counts: [0, 0, 0, lua_memory].map(AtomicU64::new),
             last_save: AtomicU64::new(crate::entry::now_ms() / 1000),
             last_save_failed: AtomicBool::new(false),
+            save_tried: AtomicU64::new(0),
+            shutdown_save: Default::default(),
             changes_at_save: AtomicU64::new(0),
             saves: AtomicU64::new(0),
             log_rewrites: AtomicU64::new(0),
@@ -194,10 +203,17 @@ impl Server {
         self.db.set_lfu(log_factor, decay_minutes);
     }
 
-    /// SAVE and BGSAVE: makes every write so far durable, and notes when for LASTSAVE.
+    /// SAVE and BGSAVE: makes every write so far durable (on the memory engine, in the
+    /// RDB file), and notes when for LASTSAVE. The caller runs alone.
     pub fn save(&self) -> Result<(), String> {
         let changes = self.db.changes();
-        match self.db.save() {
+        self.save_tried
+            .store(crate::entry::now_ms() / 1000, Ordering::Relaxed);
+        let saved = match self.db.save() {
+            Ok(false) => self.write_rdb_file().map(|()| true),
+            synced => synced.map_err(|e| e.to_string()),
+        };
+        match saved {
             Ok(true) => {
                 // Changes made while it saved may or may not be in the save: counted as
                 // not, as Redis counts those made during a BGSAVE.
@@ -208,12 +224,116 @@ impl Server {
                 self.saves.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             }
-            Ok(false) => Err("ERR the memory engine keeps nothing on disk to save to; run hotkv-server --engine lsm to keep data durable".into()),
+            Ok(false) => unreachable!("the memory engine saves to its RDB file"),
             Err(e) => {
                 self.last_save_failed.store(true, Ordering::Relaxed);
                 Err(format!("ERR saving failed: {e}"))
             }
         }
+    }
+
+    /// Whether the memory engine's save schedule (`save`) asks for a save at `now`
+    /// (Unix seconds): as in Redis, once a point's count of changes is in and more than
+    /// its seconds have passed since the last save; after a failure, not before
+    /// [`SAVE_RETRY_SECONDS`]. The lsm engine keeps every write, so never there.
+    fn save_due(&self, now: u64) -> bool {
+        if self.config.engine != crate::config::EngineKind::Memory {
+            return false;
+        }
+        let changes = self.changes_since_save();
+        let failed = self.last_save_failed.load(Ordering::Relaxed);
+        if changes == 0
+            || failed && now < self.save_tried.load(Ordering::Relaxed) + SAVE_RETRY_SECONDS
+        {
+            return false;
+        }
+        let since = now.saturating_sub(self.last_save());
+        crate::config::save_points(&self.config.value("save"))
+            .any(|(seconds, enough)| changes >= enough && since > seconds)
+    }
+
+    /// Where the memory engine's RDB file is: `dir`/`dbfilename`, as Redis's.
+    pub fn rdb_path(&self) -> std::path::PathBuf {
+        self.config.dir.join(self.config.value("dbfilename"))
+    }
+
+    /// Writes the memory engine's keys and function libraries to its RDB file
+    /// (`dump_payload/rdb_file.rs`), as Redis does: to a temporary file, synced, then
+    /// renamed over the old one, so that a crash leaves one or the other whole. The
+    /// caller runs alone, so the file holds one moment's data.
+    fn write_rdb_file(&self) -> Result<(), String> {
+        use std::io::BufWriter;
+        let path = self.rdb_path();
+        let dir = path.parent().unwrap_or(&self.config.dir).to_path_buf();
+        let temp = dir.join(format!("temp-{}.rdb", std::process::id()));
+        let write = || -> Result<(), String> {
+            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            let file = std::fs::File::create(&temp).map_err(|e| e.to_string())?;
+            let io = |e: std::io::Error| e.to_string();
+            let now = crate::entry::now_ms() / 1000;
+            let mut rdb =
+                RdbWriter::new(BufWriter::with_capacity(1 << 16, file), now).map_err(io)?;
+            if let Some(libraries) = crate::commands::function::dump_loaded(self) {
+                rdb.functions(&libraries).map_err(io)?;
+            }
+            let mut cursor = 0;
+            loop {
+                let mut keys = Vec::new();
+                cursor = self
+                    .db
+                    .scan(cursor, 1024, |key, _| keys.push(key.to_vec()))
+                    .map_err(|e| e.to_string())?;
+                for key in keys {
+                    let Some(entry) = self.db.peek(&key).map_err(|e| e.to_string())? else {
+                        continue;
+                    };
+                    let payload = crate::commands::dump::payload(&entry)?;
+                    rdb.key(&key, entry.deadline, &payload).map_err(io)?;
+                }
+                if cursor == 0 {
+                    break;
+                }
+            }
+            let file = rdb.finish().map_err(io)?;
+            let file = file.into_inner().map_err(|e| e.error().to_string())?;
+            file.sync_all().map_err(io)?;
+            std::fs::rename(&temp, &path).map_err(io)?;
+            std::fs::File::open(&dir)
+                .and_then(|d| d.sync_all())
+                .map_err(io)
+        };
+        write().map_err(|e| {
+            let _ = std::fs::remove_file(&temp);
+            format!("writing {}: {e}", path.display())
+        })
+    }
+
+    /// Loads the memory engine's RDB file at startup, if there is one; returns how many
+    /// keys it held (those already expired are dropped) and libraries.
+    pub fn load_rdb_file(&self) -> Result<Option<(usize, usize)>, String> {
+        let path = self.rdb_path();
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("reading {}: {e}", path.display())),
+        };
+        let mut loaded = Loaded {
+            db: &self.db,
+            now: crate::entry::now_ms(),
+            keys: 0,
+            codes: Vec::new(),
+            failed: None,
+        };
+        let max_len = self.config.proto_max_bulk_len();
+        rdb_file::read(&bytes, max_len, &mut loaded)
+            .and_then(|()| loaded.failed.take().map_or(Ok(()), Err))
+            .map_err(|e| format!("loading {}: {e}", path.display()))?;
+        let (keys, codes) = (loaded.keys, loaded.codes);
+        let libraries = crate::commands::function::load_codes(self, &codes)?;
+        // What was loaded is what is saved: no change since, as Redis counts.
+        self.changes_at_save
+            .store(self.db.changes(), Ordering::Relaxed);
+        Ok(Some((keys, libraries)))
     }
 
     /// BGREWRITEAOF. The lsm engine's log is what Redis's append-only file is to it, and
@@ -299,6 +419,28 @@ impl Server {
 
     pub fn request_shutdown(&self) {
         self.shutdown.send_replace(true);
+    }
+
+    /// SHUTDOWN SAVE (`Some(true)`) or NOSAVE (`Some(false)`), before it asks for the
+    /// shutdown.
+    pub fn choose_shutdown_save(&self, save: Option<bool>) {
+        let choice = match save {
+            None => 0,
+            Some(true) => 1,
+            Some(false) => 2,
+        };
+        self.shutdown_save.store(choice, Ordering::Relaxed);
+    }
+
+    /// Whether the memory engine saves its RDB file once the last connection is gone:
+    /// as Redis, on SHUTDOWN SAVE, or with a save schedule unless SHUTDOWN NOSAVE.
+    pub fn saves_at_shutdown(&self) -> bool {
+        self.config.engine == crate::config::EngineKind::Memory
+            && match self.shutdown_save.load(Ordering::Relaxed) {
+                1 => true,
+                2 => false,
+                _ => !self.config.value("save").is_empty(),
+            }
     }
 
     pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
@@ -438,6 +580,15 @@ impl Server {
                 c.record_peaks(second);
                 c.resize_query_buffers();
                 self.migrate_sockets.close_idle();
+                if self.save_due(second) {
+                    // Alone, as SAVE runs; not while a script holds the gate (see the
+                    // expiry cycle below).
+                    if let Some(_alone) = self.gate.try_exclusive() {
+                        if let Err(e) = self.save() {
+                            tracing::warn!(error = %e, "scheduled save failed");
+                        }
+                    }
+                }
                 self.rates.sample(
                     [
                         c.total(|t| &t.commands),
@@ -485,6 +636,40 @@ impl Server {
                 self.publish_events();
             }
         }
+    }
+}
+
+/// How long after a failed scheduled save the next is tried (Redis's
+/// CONFIG_BGSAVE_RETRY_DELAY).
+const SAVE_RETRY_SECONDS: u64 = 5;
+
+/// An RDB file's keys and libraries, as they are read.
+struct Loaded<'a> {
+    db: &'a Db,
+    now: u64,
+    keys: usize,
+    codes: Vec<Vec<u8>>,
+    /// The first key that could not be stored.
+    failed: Option<String>,
+}
+
+impl rdb_file::Loader for Loaded<'_> {
+    fn key(&mut self, key: Vec<u8>, kind: Kind, value: Vec<u8>, deadline: Option<u64>) {
+        if deadline.is_some_and(|d| d <= self.now) || self.failed.is_some() {
+            return;
+        }
+        let entry = Entry {
+            kind,
+            ..Entry::plain(value, deadline)
+        };
+        match self.db.set_entry(&key, &entry) {
+            Ok(()) => self.keys += 1,
+            Err(e) => self.failed = Some(e.to_string()),
+        }
+    }
+
+    fn function(&mut self, code: Vec<u8>) {
+        self.codes.push(code);
     }
 }
 

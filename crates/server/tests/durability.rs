@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
-use support::{eventually, info_field, run, run_err, Server};
+use support::{eventually, info_field, refused_start, run, run_err, Server};
 
 fn lsm_server(extra: &[&str]) -> Server {
     Server::start_in(tempfile::tempdir().unwrap(), extra)
@@ -54,23 +54,6 @@ fn config_set_appendfsync_switches_the_engine() {
     let server = server.restarted_if_lsm();
     let mut c = server.client();
     assert_eq!(run::<String>(&mut c, &["GET", "k4"]), "w");
-}
-
-/// Starts hotkv-server with `args` in `dir` expecting it to refuse to run: returns its
-/// exit code and what it wrote to stderr.
-fn refused_start(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
-        .args(["--port", "0"])
-        .args(args)
-        .arg("--dir")
-        .arg(dir)
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]
@@ -680,6 +663,7 @@ fn a_full_disk_fails_writes_clearly_and_keeps_reads() {
         child,
         port,
         dir: Some(dir),
+        lsm: true,
     };
     let mut c = server.client();
     let value = "x".repeat(1000);

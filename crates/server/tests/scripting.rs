@@ -330,9 +330,11 @@ fn function_libraries_survive_restarts_and_flushall() {
     assert_eq!(libraries(&mut c), ["counters", "echo"]);
     let dump: Vec<u8> = run(&mut c, &["FUNCTION", "DUMP"]);
 
-    let server = match server.kill() {
-        Some(dir) => Server::start_in(dir, &[]),
-        None => Server::start(),
+    let lsm = server.lsm;
+    let dir = server.kill().expect("every test server has a directory");
+    let server = match lsm {
+        true => Server::start_in(dir, &[]),
+        false => Server::start(),
     };
     let mut c = server.client();
     if support::test_engine() == "lsm" {
@@ -341,7 +343,7 @@ fn function_libraries_survive_restarts_and_flushall() {
         assert_eq!(run::<String>(&mut c, &["FCALL_RO", "peek", "1", "n"]), "2");
         let _: () = run(&mut c, &["FUNCTION", "DELETE", "echo"]);
     } else {
-        // The memory engine keeps nothing past the process; the dump brings them back.
+        // Killed, the memory engine saved nothing; the dump brings them back.
         assert!(libraries(&mut c).is_empty());
         restore(&mut c, &dump);
         let _: () = run(&mut c, &["FUNCTION", "DELETE", "echo"]);

@@ -24,7 +24,7 @@ pub fn dump(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 /// `entry` serialized as DUMP gives it (and MIGRATE sends it).
-pub(super) fn payload(entry: &Entry) -> Result<Vec<u8>, &'static str> {
+pub fn payload(entry: &Entry) -> Result<Vec<u8>, &'static str> {
     if entry.kind != Kind::Stream {
         return Ok(dump_payload::dump(entry.kind, &entry.value));
     }

@@ -207,6 +207,23 @@ fn save(server: &Server, libraries: &Libraries) -> Result<(), engine::Error> {
     server.db.save_functions(payload.as_deref())
 }
 
+/// FUNCTION DUMP's payload of the libraries loaded, if there are any (for the memory
+/// engine's RDB file).
+pub fn dump_loaded(server: &Server) -> Option<Vec<u8>> {
+    let scripts = server.scripts();
+    (!scripts.libraries.is_empty()).then(|| dump(&scripts.libraries))
+}
+
+/// Loads libraries of these codes (an RDB file's) when the server starts; returns how
+/// many there are.
+pub fn load_codes(server: &Server, codes: &[Vec<u8>]) -> Result<usize, String> {
+    if codes.is_empty() {
+        return Ok(0);
+    }
+    let payload = dump_payload::functions(codes.iter().map(Vec::as_slice));
+    load_payload(server, &payload)
+}
+
 /// Loads the libraries saved with the data, when the server starts; returns how many.
 pub fn load_saved(server: &Server) -> Result<usize, String> {
     let Some(payload) = server
@@ -216,8 +233,12 @@ pub fn load_saved(server: &Server) -> Result<usize, String> {
     else {
         return Ok(0);
     };
+    load_payload(server, &payload)
+}
+
+fn load_payload(server: &Server, payload: &[u8]) -> Result<usize, String> {
     let mut scripts = server.scripts();
-    restore(&mut scripts, &payload, Policy::Flush, usize::MAX)
+    restore(&mut scripts, payload, Policy::Flush, usize::MAX)
         .map_err(|e| format!("loading the saved function libraries: {e}"))?;
     Ok(scripts.libraries.len())
 }

@@ -14,7 +14,7 @@ mod command_docs;
 mod config;
 mod connection;
 mod del;
-mod dump;
+pub mod dump;
 mod eval;
 mod exists;
 mod expire;
@@ -689,8 +689,8 @@ const TABLE: &[Command] = &[
     cmd("shutdown", -1, ADMIN | ANY_STATE | NOSCRIPT | NO_MULTI | ALLOW_BUSY, NO_KEYS, 0, server::shutdown),
     cmd("slowlog", -2, 0, NO_KEYS, 0, slowlog::slowlog),
     cmd("latency", -2, 0, NO_KEYS, 0, latency::latency),
-    cmd("save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, NO_KEYS, 0, server::save),
-    cmd("bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, NO_KEYS, 0, server::bgsave),
+    cmd("save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI | ALONE, NO_KEYS, 0, server::save),
+    cmd("bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | ALONE, NO_KEYS, 0, server::bgsave),
     cmd("bgrewriteaof", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, NO_KEYS, 0, server::bgrewriteaof),
     cmd("lastsave", 1, FAST | ANY_STATE, NO_KEYS, ADMIN_CATEGORY | DANGEROUS, server::lastsave),
     cmd("debug", -2, ADMIN | PROTECTED | ANY_STATE | NOSCRIPT, NO_KEYS, 0, server::debug),

@@ -65,12 +65,16 @@ pub fn time(_: &mut Ctx, _: &[Vec<u8>]) -> Reply {
 }
 
 /// `SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE]`: stops accepting, lets every connection
-/// finish the requests it has read, exits 0. Nothing is persisted in memory mode, so
-/// SAVE has nothing to write.
+/// finish the requests it has read, then, on the memory engine, saves the RDB file if
+/// SAVE is given, or if a save schedule is set and NOSAVE is not (as Redis), and exits.
 pub fn shutdown(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
+    let mut save = None;
     for opt in &args[1..] {
         match upper(opt).as_slice() {
-            b"NOSAVE" | b"SAVE" | b"NOW" | b"FORCE" => {}
+            // Both: a syntax error, as in Redis.
+            b"NOSAVE" if save != Some(true) => save = Some(false),
+            b"SAVE" if save != Some(false) => save = Some(true),
+            b"NOW" | b"FORCE" => {}
             b"ABORT" => return error("ERR No shutdown in progress."),
             _ => return error(SYNTAX_ERROR),
         }
@@ -85,11 +89,13 @@ pub fn shutdown(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         running.stop_for_shutdown();
     }
     tracing::info!(client = ctx.session.client.id, "SHUTDOWN requested");
+    ctx.server.choose_shutdown_save(save);
     ctx.server.request_shutdown();
     Ok(Action::Close(None))
 }
 
-/// SAVE: every write so far is on disk when it answers (the engine's log is synced).
+/// SAVE: every write so far is on disk when it answers: on the lsm engine its log is
+/// synced, on the memory engine the RDB file written (`Server::write_rdb_file`).
 pub fn save(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     match ctx.server.save() {
         Ok(()) => ok(),
@@ -97,8 +103,9 @@ pub fn save(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     }
 }
 
-/// `BGSAVE [SCHEDULE]`: as SAVE, which takes no longer than an fsync, so the
-/// "background" save has finished by the time it answers.
+/// `BGSAVE [SCHEDULE]`: as SAVE, and finished by the time it answers: on lsm it takes
+/// no longer than an fsync; in memory, where hotkv cannot fork as Redis does, a save
+/// made while writes went on would not be one moment's data, so clients wait for it.
 pub fn bgsave(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     match &args[1..] {
         [] => {}

@@ -13,8 +13,11 @@ use resp::{parse_frame, Frame, FrameLimits};
 pub struct Server {
     pub child: Child,
     pub port: u16,
-    /// The lsm engine's directory, removed when the server is dropped.
+    /// The server's directory (the lsm engine's store, the memory engine's RDB file),
+    /// removed when the server is dropped.
     pub dir: Option<tempfile::TempDir>,
+    /// On the lsm engine (else memory).
+    pub lsm: bool,
 }
 
 /// The engine the shared tests run on: `HOTKV_TEST_ENGINE` (memory or lsm), memory by
@@ -38,33 +41,41 @@ impl Server {
                 let dir = tempfile::tempdir().unwrap();
                 Self::start_in(dir, extra)
             }
-            engine => Self::launch(&["--engine", engine], extra, None),
+            _ => Self::start_memory(extra),
         }
     }
 
-    /// Starts a server on the memory engine, for what only it has (maxmemory, key heat).
+    /// Starts a server on the memory engine, for what only it has (key heat), in a
+    /// fresh directory: none loads another's RDB file.
     pub fn start_memory(extra: &[&str]) -> Server {
-        Self::launch(&["--engine", "memory"], extra, None)
+        Self::start_memory_in(tempfile::tempdir().unwrap(), extra)
+    }
+
+    /// Starts a server on the memory engine in `dir` (which may hold an earlier
+    /// server's RDB file).
+    pub fn start_memory_in(dir: tempfile::TempDir, extra: &[&str]) -> Server {
+        let path = dir.path().to_str().unwrap().to_string();
+        Self::launch(&["--engine", "memory", "--dir", &path], extra, dir)
     }
 
     /// Starts a server on the lsm engine in `dir` (which may hold an earlier server's
     /// data).
     pub fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Server {
         let path = dir.path().to_str().unwrap().to_string();
-        Self::launch(&["--engine", "lsm", "--dir", &path], extra, Some(dir))
+        Self::launch(&["--engine", "lsm", "--dir", &path], extra, dir)
     }
 
     /// The server stopped (SIGTERM) and started again on its directory if it runs on
     /// the lsm engine, to read back what it stored; itself on the memory engine.
     pub fn restarted_if_lsm(self) -> Server {
-        if self.dir.is_none() {
+        if !self.lsm {
             return self;
         }
         let dir = self.stop().expect("an lsm server has a directory");
         Self::start_in(dir, &[])
     }
 
-    fn launch(engine: &[&str], extra: &[&str], dir: Option<tempfile::TempDir>) -> Server {
+    fn launch(engine: &[&str], extra: &[&str], dir: tempfile::TempDir) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
             .args(["--port", "0"])
             .args(engine)
@@ -74,7 +85,13 @@ impl Server {
             .spawn()
             .unwrap();
         let port = ready_port(&mut child);
-        Server { child, port, dir }
+        let lsm = engine.contains(&"lsm");
+        Server {
+            child,
+            port,
+            dir: Some(dir),
+            lsm,
+        }
     }
 
     /// Kills the server with SIGKILL (no shutdown, no flush) and hands back its
@@ -204,6 +221,23 @@ pub fn info_field(c: &mut redis::Connection, name: &str) -> String {
         .find_map(|l| l.strip_prefix(&format!("{name}:")))
         .unwrap_or_else(|| panic!("INFO has no {name}"))
         .to_string()
+}
+
+/// Starts hotkv-server with `args` in `dir` expecting it to refuse to run: returns its
+/// exit code and what it wrote to stderr.
+pub fn refused_start(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
+        .args(["--port", "0"])
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// Polls `cond` every 20 ms for up to `secs` seconds.

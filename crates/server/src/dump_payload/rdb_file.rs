@@ -1,0 +1,313 @@
+//! The RDB file: the memory engine's keys as SAVE writes them and the server loads them
+//! at startup, in Redis's format, so redis-server loads hotkv's file and hotkv loads
+//! Redis's.
+//!
+//! ```text
+//! file   = "REDIS" version (4 ASCII digits) record* EOF (0xFF) CRC-64 (8 bytes LE)
+//! record = AUX (0xFA) string(name) string(value)
+//!        | SELECTDB (0xFE) length(database)
+//!        | RESIZEDB (0xFB) length(keys) length(keys with a deadline)
+//!        | EXPIRETIME_MS (0xFC) ms (8 bytes LE)   the next key's deadline
+//!        | EXPIRETIME (0xFD) seconds (4 bytes LE)  the same, in older files
+//!        | IDLE (0xF8) length(seconds) | FREQ (0xF9) counter (1 byte)
+//!                                                 the next key's LRU or LFU stamp
+//!        | FUNCTION2 (0xF5) string(a function library's code)
+//!        | type string(key) object               a key, as in a DUMP payload
+//! ```
+//!
+//! Strings, lengths, types and objects are a DUMP payload's (see `dump_payload.rs`), and
+//! the CRC is its CRC-64, over everything before it; a CRC of 0 is not checked (Redis
+//! writes 0 under `rdbchecksum no`). hotkv writes version 10 (Redis 7.0): the aux fields
+//! redis-ver, redis-bits, ctime and aof-base, SELECTDB 0, then the function libraries,
+//! then each key, after its deadline if it has one. It reads versions up to the newest
+//! a DUMP payload may have; RESIZEDB, IDLE and FREQ are read and dropped (the index
+//! learns heat by itself); a module's aux data, or keys in a database other than 0, are
+//! refused: hotkv has neither.
+
+use std::io::{self, Write};
+
+use super::{crc64, put_length, put_string, read_object, Reader, Refusal, FOOTER};
+use super::{FUNCTION_TYPE, NEWEST_READ_VERSION, WRITTEN_VERSION};
+use crate::entry::Kind;
+
+const MAGIC: &[u8] = b"REDIS";
+const AUX: u8 = 0xFA;
+const SELECTDB: u8 = 0xFE;
+const RESIZEDB: u8 = 0xFB;
+const EXPIRETIME_MS: u8 = 0xFC;
+const EXPIRETIME: u8 = 0xFD;
+const IDLE: u8 = 0xF8;
+const FREQ: u8 = 0xF9;
+const MODULE_AUX: u8 = 0xF7;
+const CANDIDATE_FUNCTION: u8 = 0xF6;
+const EOF: u8 = 0xFF;
+
+/// Writes an RDB file to `out`, checksumming as it goes.
+pub struct RdbWriter<W: Write> {
+    out: W,
+    crc: u64,
+}
+
+impl<W: Write> RdbWriter<W> {
+    /// The header, the aux fields and database 0's selector; `unix_seconds` is ctime.
+    pub fn new(out: W, unix_seconds: u64) -> io::Result<RdbWriter<W>> {
+        let mut writer = RdbWriter { out, crc: 0 };
+        writer.put(MAGIC)?;
+        writer.put(format!("{WRITTEN_VERSION:04}").as_bytes())?;
+        let ctime = unix_seconds.to_string();
+        let aux: [(&str, &str); 4] = [
+            ("redis-ver", crate::REDIS_VERSION),
+            ("redis-bits", "64"),
+            ("ctime", &ctime),
+            ("aof-base", "0"),
+        ];
+        for (name, value) in aux {
+            let mut record = vec![AUX];
+            put_string(&mut record, name.as_bytes());
+            put_string(&mut record, value.as_bytes());
+            writer.put(&record)?;
+        }
+        let mut select = vec![SELECTDB];
+        put_length(&mut select, 0);
+        writer.put(&select)?;
+        Ok(writer)
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.crc = crc64(self.crc, bytes);
+        self.out.write_all(bytes)
+    }
+
+    /// The function libraries of a FUNCTION DUMP payload: its records are the file's.
+    pub fn functions(&mut self, payload: &[u8]) -> io::Result<()> {
+        self.put(&payload[..payload.len() - FOOTER])
+    }
+
+    /// `key`, with its deadline (ms since the Unix epoch) and value as a DUMP payload.
+    pub fn key(&mut self, key: &[u8], deadline: Option<u64>, payload: &[u8]) -> io::Result<()> {
+        let object = &payload[..payload.len() - FOOTER];
+        let mut head = Vec::with_capacity(key.len() + 16);
+        if let Some(ms) = deadline {
+            head.push(EXPIRETIME_MS);
+            head.extend_from_slice(&ms.to_le_bytes());
+        }
+        head.push(object[0]);
+        put_string(&mut head, key);
+        self.put(&head)?;
+        self.put(&object[1..])
+    }
+
+    /// The end marker and checksum; returns the output, for the caller to sync.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.put(&[EOF])?;
+        let crc = self.crc;
+        self.out.write_all(&crc.to_le_bytes())?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+/// What an RDB file holds, handed over as it is read.
+pub trait Loader {
+    /// A key of type `kind` with its value as RESTORE stores it, and its deadline.
+    fn key(&mut self, key: Vec<u8>, kind: Kind, value: Vec<u8>, deadline: Option<u64>);
+    /// A function library's code.
+    fn function(&mut self, code: Vec<u8>);
+}
+
+/// Reads the RDB file `bytes` into `loader`; `max_len` bounds any one string, as for
+/// RESTORE. An error says what is wrong and where.
+pub fn read(bytes: &[u8], max_len: usize, loader: &mut dyn Loader) -> Result<(), String> {
+    let mut r = Reader { bytes, at: 0 };
+    let at = |r: &Reader, why: &str| format!("{why} (at byte {})", r.at);
+    let refused = |r: &Reader, refusal: Refusal| match refusal {
+        Refusal::VersionOrChecksum => at(r, "a value's checksum is wrong"),
+        Refusal::BadFormat(why) => at(r, why),
+    };
+    let header = r
+        .take(MAGIC.len() + 4)
+        .map_err(|_| "not an RDB file: shorter than its header".to_string())?;
+    let version = std::str::from_utf8(&header[MAGIC.len()..])
+        .ok()
+        .and_then(|v| v.parse::<u16>().ok());
+    let version = match version {
+        Some(v) if &header[..MAGIC.len()] == MAGIC => v,
+        _ => return Err("not an RDB file: it does not start with REDIS and a version".into()),
+    };
+    if version > NEWEST_READ_VERSION {
+        return Err(format!(
+            "RDB version {version} is newer than hotkv reads ({NEWEST_READ_VERSION})"
+        ));
+    }
+    // Checked first, over the file as it is: a damaged one is refused as such, not for
+    // whatever its damage looks like to the parser.
+    let (body, stored) = bytes.split_at(bytes.len().saturating_sub(8).max(r.at));
+    let stored = u64::from_le_bytes(stored.try_into().unwrap_or([0; 8]));
+    if stored != 0 && stored != crc64(0, body) {
+        return Err("the file's checksum is wrong: it is corrupt or cut short".into());
+    }
+    let mut deadline = None;
+    loop {
+        let record = r
+            .byte()
+            .map_err(|_| at(&r, "the file ends before its EOF marker"))?;
+        let read = (|| -> Result<(), Refusal> {
+            match record {
+                AUX => {
+                    r.string(max_len)?;
+                    r.string(max_len)?;
+                }
+                SELECTDB => {
+                    if r.u64_length()? != 0 {
+                        return Err(Refusal::BadFormat(
+                            "keys in a database other than 0: hotkv serves database 0 only",
+                        ));
+                    }
+                }
+                RESIZEDB => {
+                    r.u64_length()?;
+                    r.u64_length()?;
+                }
+                EXPIRETIME_MS => {
+                    deadline = Some(u64::from_le_bytes(r.take(8)?.try_into().expect("8 bytes")))
+                }
+                EXPIRETIME => {
+                    let seconds = u32::from_le_bytes(r.take(4)?.try_into().expect("4 bytes"));
+                    deadline = Some(u64::from(seconds) * 1000);
+                }
+                IDLE => {
+                    r.u64_length()?;
+                }
+                FREQ => {
+                    r.byte()?;
+                }
+                FUNCTION_TYPE => loader.function(r.string(max_len)?),
+                CANDIDATE_FUNCTION => {
+                    return Err(Refusal::BadFormat(
+                        "functions of a Redis 7.0 release candidate are not read",
+                    ))
+                }
+                MODULE_AUX => return Err(Refusal::BadFormat("module data: hotkv has no modules")),
+                EOF => {}
+                _ => {
+                    let key = r.string(max_len)?;
+                    let (kind, value) = read_object(record, &mut r, max_len)?;
+                    loader.key(key, kind, value, deadline.take());
+                }
+            }
+            Ok(())
+        })();
+        read.map_err(|refusal| refused(&r, refusal))?;
+        if record == EOF {
+            break;
+        }
+    }
+    if bytes.len() - r.at != 8 {
+        return Err(at(
+            &r,
+            "the file does not end 8 bytes of checksum after its EOF marker",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dump_payload::{dump, functions};
+    use crate::packed;
+    use rand::{Rng, SeedableRng};
+
+    /// A key as the loader is handed it: name, type, value, deadline.
+    type Key = (Vec<u8>, Kind, Vec<u8>, Option<u64>);
+
+    #[derive(Debug, Default)]
+    struct Collected {
+        keys: Vec<Key>,
+        codes: Vec<Vec<u8>>,
+    }
+
+    impl Loader for Collected {
+        fn key(&mut self, key: Vec<u8>, kind: Kind, value: Vec<u8>, deadline: Option<u64>) {
+            self.keys.push((key, kind, value, deadline));
+        }
+        fn function(&mut self, code: Vec<u8>) {
+            self.codes.push(code);
+        }
+    }
+
+    fn sample() -> (Vec<u8>, Collected) {
+        let list = packed::pack([b"a".as_slice(), b"12", b"x"]);
+        let keys = vec![
+            (b"s".to_vec(), Kind::String, b"value".to_vec(), None),
+            (b"n".to_vec(), Kind::String, b"-7".to_vec(), Some(1 << 41)),
+            (b"".to_vec(), Kind::List, list, Some(5)),
+        ];
+        let mut rdb = RdbWriter::new(Vec::new(), 1_700_000_000).unwrap();
+        rdb.functions(&functions([b"code".as_slice()].into_iter()))
+            .unwrap();
+        for (key, kind, value, deadline) in &keys {
+            rdb.key(key, *deadline, &dump(*kind, value)).unwrap();
+        }
+        let file = rdb.finish().unwrap();
+        let want = Collected {
+            keys,
+            codes: vec![b"code".to_vec()],
+        };
+        (file, want)
+    }
+
+    fn load(file: &[u8]) -> Result<Collected, String> {
+        let mut got = Collected::default();
+        read(file, 1 << 20, &mut got).map(|()| got)
+    }
+
+    #[test]
+    fn what_is_written_reads_back() {
+        let (file, want) = sample();
+        assert!(file.starts_with(b"REDIS0010"));
+        let got = load(&file).unwrap();
+        assert_eq!(got.keys, want.keys);
+        assert_eq!(got.codes, want.codes);
+        // A checksum of 0 is not checked, as Redis writes under `rdbchecksum no`.
+        let mut unsummed = file.clone();
+        let n = unsummed.len();
+        unsummed[n - 8..].fill(0);
+        assert_eq!(load(&unsummed).unwrap().keys, want.keys);
+    }
+
+    #[test]
+    fn every_cut_and_a_newer_version_or_another_database_are_refused() {
+        let (file, _) = sample();
+        for end in 0..file.len() {
+            assert!(load(&file[..end]).is_err(), "cut at {end}");
+        }
+        let mut newer = file.clone();
+        newer[5..9].copy_from_slice(b"0013");
+        let n = newer.len();
+        newer[n - 8..].fill(0);
+        assert!(load(&newer).unwrap_err().contains("newer"));
+        let mut other_db = RdbWriter::new(Vec::new(), 0).unwrap();
+        other_db.put(&[SELECTDB, 3]).unwrap();
+        let err = load(&other_db.finish().unwrap()).unwrap_err();
+        assert!(err.contains("database 0 only"), "{err}");
+    }
+
+    /// Damage the checksum would catch, with the checksum made to match: the parser
+    /// refuses or reads something, and never panics or over-allocates.
+    #[test]
+    fn damaged_files_with_a_matching_checksum_never_panic() {
+        let (file, _) = sample();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for _ in 0..20_000 {
+            let mut bad = file[..file.len() - 8].to_vec();
+            for _ in 0..rng.gen_range(1..4) {
+                let at = rng.gen_range(9..bad.len());
+                bad[at] = rng.gen();
+            }
+            let crc = crc64(0, &bad);
+            bad.extend_from_slice(&crc.to_le_bytes());
+            let _ = load(&bad);
+        }
+    }
+}

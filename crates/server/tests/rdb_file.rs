@@ -1,0 +1,167 @@
+//! The memory engine's RDB file: SAVE, BGSAVE, the save schedule and SHUTDOWN write it,
+//! the next start loads it, and a damaged one stops the start with the reason.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{eventually, info_field, refused_start, run, run_err, Server};
+
+/// Writes a key of every type and encoding the file must carry, and a library;
+/// returns the keys.
+fn fill(c: &mut redis::Connection) -> Vec<String> {
+    run::<()>(c, &["SET", "text", "hello"]);
+    run::<()>(c, &["SET", "int", "-12345"]);
+    run::<()>(c, &["SET", "long", &"x".repeat(5000)]);
+    run::<()>(c, &["SET", "ttl", "v", "PX", "1000000"]);
+    run::<i64>(c, &["RPUSH", "list", "a", "1", "b"]);
+    run::<i64>(c, &["HSET", "hash", "f", "v", "n", "7"]);
+    run::<i64>(c, &["SADD", "ints", "1", "2", "3"]);
+    run::<i64>(c, &["ZADD", "zset", "1.5", "a", "-inf", "b", "3", "c"]);
+    for i in 0..2000 {
+        let (i, member) = (i.to_string(), format!("member:{i}"));
+        run::<i64>(c, &["RPUSH", "biglist", &member]);
+        run::<i64>(c, &["HSET", "bighash", &member, &i]);
+        run::<i64>(c, &["SADD", "bigset", &member]);
+        run::<i64>(c, &["ZADD", "bigzset", &i, &member]);
+    }
+    run::<String>(c, &["XADD", "stream", "1-1", "f", "v"]);
+    run::<String>(c, &["XADD", "stream", "2-1", "f", "w"]);
+    run::<()>(c, &["XGROUP", "CREATE", "stream", "group", "0"]);
+    run::<redis::Value>(
+        c,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "group",
+            "alice",
+            "COUNT",
+            "1",
+            "STREAMS",
+            "stream",
+            ">",
+        ],
+    );
+    let library = "#!lua name=lib\nredis.register_function('one', function() return 1 end)";
+    run::<String>(c, &["FUNCTION", "LOAD", library]);
+    let mut keys: Vec<String> = run(c, &["KEYS", "*"]);
+    keys.sort();
+    keys
+}
+
+/// Each key's DUMP payload, which holds its whole value.
+fn dumps(c: &mut redis::Connection, keys: &[String]) -> Vec<Option<Vec<u8>>> {
+    keys.iter().map(|k| run(c, &["DUMP", k])).collect()
+}
+
+#[test]
+fn save_writes_what_the_next_start_loads() {
+    let server = Server::start_memory(&[]);
+    let mut c = server.client();
+    let keys = fill(&mut c);
+    let before = dumps(&mut c, &keys);
+    run::<()>(&mut c, &["SET", "gone", "v", "PX", "300"]);
+    run::<()>(&mut c, &["SAVE"]);
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    // After the save, so not in the file.
+    run::<()>(&mut c, &["SET", "later", "v"]);
+    let dir = server.kill().unwrap();
+    std::thread::sleep(Duration::from_millis(350));
+
+    let server = Server::start_memory_in(dir, &[]);
+    let mut c = server.client();
+    let mut now: Vec<String> = run(&mut c, &["KEYS", "*"]);
+    now.sort();
+    assert_eq!(
+        now, keys,
+        "the saved keys, without the expired one or the later one"
+    );
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
+    assert_eq!(dumps(&mut c, &keys), before);
+    let ttl: i64 = run(&mut c, &["PTTL", "ttl"]);
+    assert!(ttl > 900_000 && ttl <= 1_000_000, "{ttl}");
+    assert_eq!(run::<i64>(&mut c, &["FCALL", "one", "0"]), 1);
+    let pending: Vec<redis::Value> = run(&mut c, &["XPENDING", "stream", "group"]);
+    assert_eq!(pending[0], redis::Value::Int(1));
+}
+
+#[test]
+fn the_save_schedule_and_shutdown_save_as_redis_does() {
+    let server = Server::start_memory(&[]);
+    let mut c = server.client();
+    let saved = |c: &mut redis::Connection| info_field(c, "rdb_saves").parse::<u64>().unwrap();
+    assert_eq!(saved(&mut c), 0);
+    // Two changes past a point asking for 3: no save.
+    run::<()>(&mut c, &["CONFIG", "SET", "save", "1 3"]);
+    run::<()>(&mut c, &["SET", "a", "1"]);
+    run::<()>(&mut c, &["SET", "b", "2"]);
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(saved(&mut c), 0);
+    run::<()>(&mut c, &["SET", "c", "3"]);
+    assert!(eventually(10, || saved(&mut c) == 1), "the schedule saved");
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
+    let dir = server.kill().unwrap();
+    let server = Server::start_memory_in(dir, &[]);
+    let mut c = server.client();
+    assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 3);
+
+    // SHUTDOWN NOSAVE leaves the file as it was, though a schedule is set.
+    run::<()>(&mut c, &["CONFIG", "SET", "save", "3600 1"]);
+    run::<()>(&mut c, &["SET", "d", "4"]);
+    assert!(run_err(&mut c, &["SHUTDOWN", "SAVE", "NOSAVE"]).contains("syntax error"));
+    let _ = redis::cmd("SHUTDOWN").arg("NOSAVE").query::<()>(&mut c);
+    let dir = server.exited("SHUTDOWN NOSAVE").unwrap();
+    let server = Server::start_memory_in(dir, &[]);
+    let mut c = server.client();
+    assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 3);
+
+    // With a schedule, SIGTERM saves; without one, SHUTDOWN SAVE does.
+    run::<()>(&mut c, &["CONFIG", "SET", "save", "3600 1"]);
+    run::<()>(&mut c, &["SET", "e", "5"]);
+    let server = Server::start_memory_in(server.stop().unwrap(), &[]);
+    let mut c = server.client();
+    assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 4);
+    run::<()>(&mut c, &["SET", "f", "6"]);
+    let _ = redis::cmd("SHUTDOWN").arg("SAVE").query::<()>(&mut c);
+    let server = Server::start_memory_in(server.exited("SHUTDOWN SAVE").unwrap(), &[]);
+    let mut c = server.client();
+    assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 5);
+    // And SIGTERM without a schedule does not.
+    run::<()>(&mut c, &["SET", "g", "7"]);
+    let server = Server::start_memory_in(server.stop().unwrap(), &[]);
+    assert_eq!(run::<i64>(&mut server.client(), &["DBSIZE"]), 5);
+}
+
+#[test]
+fn a_damaged_file_stops_the_start_with_the_reason() {
+    let server = Server::start_memory(&[]);
+    let mut c = server.client();
+    fill(&mut c);
+    run::<()>(&mut c, &["SAVE"]);
+    let dir = server.kill().unwrap();
+    let path = dir.path().join("dump.rdb");
+    let good = std::fs::read(&path).unwrap();
+    let cases: [(&str, Vec<u8>); 3] = [
+        ("checksum is wrong: it is corrupt", {
+            let mut flipped = good.clone();
+            flipped[good.len() / 2] ^= 0x40;
+            flipped
+        }),
+        ("cut short", good[..good.len() - 20].to_vec()),
+        ("not an RDB file", b"hello".to_vec()),
+    ];
+    for (reason, bytes) in cases {
+        std::fs::write(&path, &bytes).unwrap();
+        let (code, err) = refused_start(dir.path(), &["--engine", "memory"]);
+        assert_eq!(code, Some(1), "{err}");
+        assert!(
+            err.contains("dump.rdb") && err.contains(reason),
+            "{reason}: {err}"
+        );
+    }
+    // The file as it was loads.
+    std::fs::write(&path, &good).unwrap();
+    let server = Server::start_memory_in(dir, &[]);
+    assert!(run::<i64>(&mut server.client(), &["DBSIZE"]) > 10);
+}

@@ -24,7 +24,7 @@ units=("$@")
     unit/sort unit/hyperloglog unit/multi unit/pubsub unit/scan unit/info-command unit/protocol
     unit/bitops unit/dump unit/quit unit/scripting unit/functions unit/introspection unit/tracking
     unit/latency-monitor unit/slowlog unit/geo unit/type/stream unit/type/stream-cgroups
-    unit/pause unit/introspection-2)
+    unit/pause unit/introspection-2 unit/other)
 
 command -v tclsh >/dev/null || { apt-get update -qq && apt-get install -y -qq tcl >/dev/null; }
 mkdir -p "$work"

@@ -2556,7 +2556,32 @@ def test_rdb_files_move_between_redis_and_hotkv(tmp_path):
     theirs.mkdir()
     ours.mkdir()
     redis_proc, redis_port = start_redis("--dir", str(theirs))
-    r = redis_py.Redis(port=redis_port)
+    try:
+        expected = fill_and_save(redis_py.Redis(port=redis_port))
+    finally:
+        redis_proc.terminate()
+        redis_proc.wait(timeout=10)
+    assert len(expected[0]) == 14 and expected[1] == [b"lib"]
+
+    (ours / "dump.rdb").write_bytes((theirs / "dump.rdb").read_bytes())
+    hotkv_proc, hotkv_port = start_hotkv("--engine", "memory", "--dir", str(ours))
+    try:
+        assert rdb_contents(hotkv_port) == expected
+        redis_py.Redis(port=hotkv_port).save()
+    finally:
+        stop_hotkv(hotkv_proc)
+
+    redis_proc, redis_port = start_redis("--dir", str(ours))
+    try:
+        assert rdb_contents(redis_port) == expected
+    finally:
+        redis_proc.terminate()
+        redis_proc.wait(timeout=10)
+
+
+def fill_and_save(r):
+    """Keys of every type in every encoding Redis writes, and a library, saved; returns
+    what the server holds then."""
     r.set("text", "hello")
     r.set("int", 12345)
     r.set("compressible", "y" * 3000)
@@ -2575,20 +2600,4 @@ def test_rdb_files_move_between_redis_and_hotkv(tmp_path):
     r.xreadgroup("group", "alice", {"stream": ">"})
     r.function_load("#!lua name=lib\nredis.register_function('one', function() return 1 end)")
     r.save()
-    expected = rdb_contents(redis_port)
-    redis_proc.terminate()
-    redis_proc.wait(timeout=10)
-    assert len(expected[0]) == 14 and expected[1] == [b"lib"]
-
-    (ours / "dump.rdb").write_bytes((theirs / "dump.rdb").read_bytes())
-    hotkv_proc, hotkv_port = start_hotkv("--engine", "memory", "--dir", str(ours))
-    assert rdb_contents(hotkv_port) == expected
-    redis_py.Redis(port=hotkv_port).save()
-    stop_hotkv(hotkv_proc)
-
-    redis_proc, redis_port = start_redis("--dir", str(ours))
-    try:
-        assert rdb_contents(redis_port) == expected
-    finally:
-        redis_proc.terminate()
-        redis_proc.wait(timeout=10)
+    return rdb_contents(r.connection_pool.connection_kwargs["port"])

@@ -36,6 +36,7 @@ mod packed;
 mod partial_sort;
 mod pause;
 mod pubsub;
+mod rdb_save;
 mod running_script;
 mod score_nodes;
 mod script_bit;
@@ -251,7 +252,7 @@ async fn serve(config: Config, db: Db) -> std::io::Result<()> {
         let started = std::time::Instant::now();
         if let Some((keys, libraries)) = server.load_rdb_file().map_err(std::io::Error::other)? {
             tracing::info!(
-                file = %server.rdb_path().display(),
+                file = %rdb_save::path(&server).display(),
                 keys,
                 libraries,
                 millis = started.elapsed().as_millis() as u64,
@@ -345,7 +346,7 @@ async fn serve(config: Config, db: Db) -> std::io::Result<()> {
     // The last connection is gone: make every acknowledged write durable.
     if server.saves_at_shutdown() {
         server.save().map_err(std::io::Error::other)?;
-        tracing::info!(file = %server.rdb_path().display(), "RDB file saved");
+        tracing::info!(file = %rdb_save::path(&server).display(), "RDB file saved");
     }
     server
         .db

@@ -12,8 +12,6 @@ use crate::clients::Clients;
 use crate::command_stats::CommandStats;
 use crate::config::{Config, Policy};
 use crate::db::Db;
-use crate::dump_payload::rdb_file::{self, RdbWriter};
-use crate::entry::{Entry, Kind};
 use crate::eviction;
 use crate::instantaneous::Rates;
 use crate::latency::LatencyMonitor;
@@ -210,7 +208,7 @@ impl Server {
         self.save_tried
             .store(crate::entry::now_ms() / 1000, Ordering::Relaxed);
         let saved = match self.db.save() {
-            Ok(false) => self.write_rdb_file().map(|()| true),
+            Ok(false) => crate::rdb_save::write(self).map(|()| true),
             synced => synced.map_err(|e| e.to_string()),
         };
         match saved {
@@ -252,88 +250,14 @@ impl Server {
             .any(|(seconds, enough)| changes >= enough && since > seconds)
     }
 
-    /// Where the memory engine's RDB file is: `dir`/`dbfilename`, as Redis's.
-    pub fn rdb_path(&self) -> std::path::PathBuf {
-        self.config.dir.join(self.config.value("dbfilename"))
-    }
-
-    /// Writes the memory engine's keys and function libraries to its RDB file
-    /// (`dump_payload/rdb_file.rs`), as Redis does: to a temporary file, synced, then
-    /// renamed over the old one, so that a crash leaves one or the other whole. The
-    /// caller runs alone, so the file holds one moment's data.
-    fn write_rdb_file(&self) -> Result<(), String> {
-        use std::io::BufWriter;
-        let path = self.rdb_path();
-        let dir = path.parent().unwrap_or(&self.config.dir).to_path_buf();
-        let temp = dir.join(format!("temp-{}.rdb", std::process::id()));
-        let write = || -> Result<(), String> {
-            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-            let file = std::fs::File::create(&temp).map_err(|e| e.to_string())?;
-            let io = |e: std::io::Error| e.to_string();
-            let now = crate::entry::now_ms() / 1000;
-            let mut rdb =
-                RdbWriter::new(BufWriter::with_capacity(1 << 16, file), now).map_err(io)?;
-            if let Some(libraries) = crate::commands::function::dump_loaded(self) {
-                rdb.functions(&libraries).map_err(io)?;
-            }
-            let mut cursor = 0;
-            loop {
-                let mut keys = Vec::new();
-                cursor = self
-                    .db
-                    .scan(cursor, 1024, |key, _| keys.push(key.to_vec()))
-                    .map_err(|e| e.to_string())?;
-                for key in keys {
-                    let Some(entry) = self.db.peek(&key).map_err(|e| e.to_string())? else {
-                        continue;
-                    };
-                    let payload = crate::commands::dump::payload(&entry)?;
-                    rdb.key(&key, entry.deadline, &payload).map_err(io)?;
-                }
-                if cursor == 0 {
-                    break;
-                }
-            }
-            let file = rdb.finish().map_err(io)?;
-            let file = file.into_inner().map_err(|e| e.error().to_string())?;
-            file.sync_all().map_err(io)?;
-            std::fs::rename(&temp, &path).map_err(io)?;
-            std::fs::File::open(&dir)
-                .and_then(|d| d.sync_all())
-                .map_err(io)
-        };
-        write().map_err(|e| {
-            let _ = std::fs::remove_file(&temp);
-            format!("writing {}: {e}", path.display())
-        })
-    }
-
     /// Loads the memory engine's RDB file at startup, if there is one; returns how many
     /// keys it held (those already expired are dropped) and libraries.
     pub fn load_rdb_file(&self) -> Result<Option<(usize, usize)>, String> {
-        let path = self.rdb_path();
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("reading {}: {e}", path.display())),
-        };
-        let mut loaded = Loaded {
-            db: &self.db,
-            now: crate::entry::now_ms(),
-            keys: 0,
-            codes: Vec::new(),
-            failed: None,
-        };
-        let max_len = self.config.proto_max_bulk_len();
-        rdb_file::read(&bytes, max_len, &mut loaded)
-            .and_then(|()| loaded.failed.take().map_or(Ok(()), Err))
-            .map_err(|e| format!("loading {}: {e}", path.display()))?;
-        let (keys, codes) = (loaded.keys, loaded.codes);
-        let libraries = crate::commands::function::load_codes(self, &codes)?;
+        let loaded = crate::rdb_save::load(self)?;
         // What was loaded is what is saved: no change since, as Redis counts.
         self.changes_at_save
             .store(self.db.changes(), Ordering::Relaxed);
-        Ok(Some((keys, libraries)))
+        Ok(loaded)
     }
 
     /// BGREWRITEAOF. The lsm engine's log is what Redis's append-only file is to it, and
@@ -642,36 +566,6 @@ impl Server {
 /// How long after a failed scheduled save the next is tried (Redis's
 /// CONFIG_BGSAVE_RETRY_DELAY).
 const SAVE_RETRY_SECONDS: u64 = 5;
-
-/// An RDB file's keys and libraries, as they are read.
-struct Loaded<'a> {
-    db: &'a Db,
-    now: u64,
-    keys: usize,
-    codes: Vec<Vec<u8>>,
-    /// The first key that could not be stored.
-    failed: Option<String>,
-}
-
-impl rdb_file::Loader for Loaded<'_> {
-    fn key(&mut self, key: Vec<u8>, kind: Kind, value: Vec<u8>, deadline: Option<u64>) {
-        if deadline.is_some_and(|d| d <= self.now) || self.failed.is_some() {
-            return;
-        }
-        let entry = Entry {
-            kind,
-            ..Entry::plain(value, deadline)
-        };
-        match self.db.set_entry(&key, &entry) {
-            Ok(()) => self.keys += 1,
-            Err(e) => self.failed = Some(e.to_string()),
-        }
-    }
-
-    fn function(&mut self, code: Vec<u8>) {
-        self.codes.push(code);
-    }
-}
 
 /// The scripts, locked; on release it notes what they hold for INFO.
 pub struct ScriptsGuard<'a> {

@@ -95,7 +95,7 @@ pub fn shutdown(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 /// SAVE: every write so far is on disk when it answers: on the lsm engine its log is
-/// synced, on the memory engine the RDB file written (`Server::write_rdb_file`).
+/// synced, on the memory engine the RDB file written (`rdb_save.rs`).
 pub fn save(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     match ctx.server.save() {
         Ok(()) => ok(),

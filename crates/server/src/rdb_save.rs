@@ -1,0 +1,119 @@
+//! The memory engine's RDB file on disk (its format: `dump_payload/rdb_file.rs`):
+//! written by SAVE, BGSAVE, the save schedule and SHUTDOWN (through `Server::save`),
+//! loaded when the server starts. The lsm engine keeps its data itself.
+
+use std::io::BufWriter;
+
+use crate::db::Db;
+use crate::dump_payload::rdb_file::{self, RdbWriter};
+use crate::entry::{Entry, Kind};
+use crate::server::Server;
+
+/// Where the file is: `dir`/`dbfilename`, as Redis's.
+pub fn path(server: &Server) -> std::path::PathBuf {
+    server.config.dir.join(server.config.value("dbfilename"))
+}
+
+/// Writes the memory engine's keys and function libraries to its RDB file
+/// (`dump_payload/rdb_file.rs`), as Redis does: to a temporary file, synced, then
+/// renamed over the old one, so that a crash leaves one or the other whole. The
+/// caller runs alone, so the file holds one moment's data.
+pub fn write(server: &Server) -> Result<(), String> {
+    let path = path(server);
+    let dir = path.parent().unwrap_or(&server.config.dir).to_path_buf();
+    let temp = dir.join(format!("temp-{}.rdb", std::process::id()));
+    let write = || -> Result<(), String> {
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let file = std::fs::File::create(&temp).map_err(|e| e.to_string())?;
+        let io = |e: std::io::Error| e.to_string();
+        let now = crate::entry::now_ms() / 1000;
+        let mut rdb = RdbWriter::new(BufWriter::with_capacity(1 << 16, file), now).map_err(io)?;
+        if let Some(libraries) = crate::commands::function::dump_loaded(server) {
+            rdb.functions(&libraries).map_err(io)?;
+        }
+        let mut cursor = 0;
+        loop {
+            let mut keys = Vec::new();
+            cursor = server
+                .db
+                .scan(cursor, 1024, |key, _| keys.push(key.to_vec()))
+                .map_err(|e| e.to_string())?;
+            for key in keys {
+                let Some(entry) = server.db.peek(&key).map_err(|e| e.to_string())? else {
+                    continue;
+                };
+                let payload = crate::commands::dump::payload(&entry)?;
+                rdb.key(&key, entry.deadline, &payload).map_err(io)?;
+            }
+            if cursor == 0 {
+                break;
+            }
+        }
+        let file = rdb.finish().map_err(io)?;
+        let file = file.into_inner().map_err(|e| e.error().to_string())?;
+        file.sync_all().map_err(io)?;
+        std::fs::rename(&temp, &path).map_err(io)?;
+        std::fs::File::open(&dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&temp);
+        format!("writing {}: {e}", path.display())
+    })
+}
+
+/// Loads the RDB file, if there is one, into an empty server at startup; returns how
+/// many keys it held (those already expired are dropped) and libraries.
+pub fn load(server: &Server) -> Result<Option<(usize, usize)>, String> {
+    let path = path(server);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("reading {}: {e}", path.display())),
+    };
+    let mut loaded = Loaded {
+        db: &server.db,
+        now: crate::entry::now_ms(),
+        keys: 0,
+        codes: Vec::new(),
+        failed: None,
+    };
+    let max_len = server.config.proto_max_bulk_len();
+    rdb_file::read(&bytes, max_len, &mut loaded)
+        .and_then(|()| loaded.failed.take().map_or(Ok(()), Err))
+        .map_err(|e| format!("loading {}: {e}", path.display()))?;
+    let (keys, codes) = (loaded.keys, loaded.codes);
+    let libraries = crate::commands::function::load_codes(server, &codes)?;
+    Ok(Some((keys, libraries)))
+}
+
+/// An RDB file's keys and libraries, as they are read.
+struct Loaded<'a> {
+    db: &'a Db,
+    now: u64,
+    keys: usize,
+    codes: Vec<Vec<u8>>,
+    /// The first key that could not be stored.
+    failed: Option<String>,
+}
+
+impl rdb_file::Loader for Loaded<'_> {
+    fn key(&mut self, key: Vec<u8>, kind: Kind, value: Vec<u8>, deadline: Option<u64>) {
+        if deadline.is_some_and(|d| d <= self.now) || self.failed.is_some() {
+            return;
+        }
+        let entry = Entry {
+            kind,
+            ..Entry::plain(value, deadline)
+        };
+        match self.db.set_entry(&key, &entry) {
+            Ok(()) => self.keys += 1,
+            Err(e) => self.failed = Some(e.to_string()),
+        }
+    }
+
+    fn function(&mut self, code: Vec<u8>) {
+        self.codes.push(code);
+    }
+}

@@ -250,11 +250,12 @@ async fn serve(config: Config, db: Db) -> std::io::Result<()> {
     let server = Arc::new(Server::new(config, db));
     if server.config.engine == EngineKind::Memory {
         let started = std::time::Instant::now();
-        if let Some((keys, libraries)) = server.load_rdb_file().map_err(std::io::Error::other)? {
+        if let Some(loaded) = server.load_rdb_file().map_err(std::io::Error::other)? {
             tracing::info!(
                 file = %rdb_save::path(&server).display(),
-                keys,
-                libraries,
+                keys = loaded.keys,
+                expired = loaded.expired,
+                libraries = loaded.libraries,
                 millis = started.elapsed().as_millis() as u64,
                 "RDB file loaded"
             );

@@ -63,9 +63,18 @@ pub fn write(server: &Server) -> Result<(), String> {
     })
 }
 
-/// Loads the RDB file, if there is one, into an empty server at startup; returns how
-/// many keys it held (those already expired are dropped) and libraries.
-pub fn load(server: &Server) -> Result<Option<(usize, usize)>, String> {
+/// What loading the file found.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counts {
+    /// Keys stored.
+    pub keys: u64,
+    /// Keys past their deadline, dropped.
+    pub expired: u64,
+    pub libraries: usize,
+}
+
+/// Loads the RDB file, if there is one, into an empty server at startup.
+pub fn load(server: &Server) -> Result<Option<Counts>, String> {
     let path = path(server);
     let bytes = match std::fs::read(&path) {
         Ok(bytes) => bytes,
@@ -75,7 +84,7 @@ pub fn load(server: &Server) -> Result<Option<(usize, usize)>, String> {
     let mut loaded = Loaded {
         db: &server.db,
         now: crate::entry::now_ms(),
-        keys: 0,
+        counts: Counts::default(),
         codes: Vec::new(),
         failed: None,
     };
@@ -83,16 +92,16 @@ pub fn load(server: &Server) -> Result<Option<(usize, usize)>, String> {
     rdb_file::read(&bytes, max_len, &mut loaded)
         .and_then(|()| loaded.failed.take().map_or(Ok(()), Err))
         .map_err(|e| format!("loading {}: {e}", path.display()))?;
-    let (keys, codes) = (loaded.keys, loaded.codes);
-    let libraries = crate::commands::function::load_codes(server, &codes)?;
-    Ok(Some((keys, libraries)))
+    let mut counts = loaded.counts;
+    counts.libraries = crate::commands::function::load_codes(server, &loaded.codes)?;
+    Ok(Some(counts))
 }
 
 /// An RDB file's keys and libraries, as they are read.
 struct Loaded<'a> {
     db: &'a Db,
     now: u64,
-    keys: usize,
+    counts: Counts,
     codes: Vec<Vec<u8>>,
     /// The first key that could not be stored.
     failed: Option<String>,
@@ -100,7 +109,11 @@ struct Loaded<'a> {
 
 impl rdb_file::Loader for Loaded<'_> {
     fn key(&mut self, key: Vec<u8>, kind: Kind, value: Vec<u8>, deadline: Option<u64>) {
-        if deadline.is_some_and(|d| d <= self.now) || self.failed.is_some() {
+        if self.failed.is_some() {
+            return;
+        }
+        if deadline.is_some_and(|d| d <= self.now) {
+            self.counts.expired += 1;
             return;
         }
         let entry = Entry {
@@ -108,7 +121,7 @@ impl rdb_file::Loader for Loaded<'_> {
             ..Entry::plain(value, deadline)
         };
         match self.db.set_entry(&key, &entry) {
-            Ok(()) => self.keys += 1,
+            Ok(()) => self.counts.keys += 1,
             Err(e) => self.failed = Some(e.to_string()),
         }
     }

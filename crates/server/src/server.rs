@@ -50,6 +50,7 @@ pub struct Server {
     /// Unix seconds when the last save began, successful or not: a failed scheduled
     /// save is tried again only [`SAVE_RETRY_SECONDS`] after it.
     save_tried: AtomicU64,
+    last_load: std::sync::Mutex<crate::rdb_save::Counts>,
     /// SHUTDOWN's choice: 0 none given, 1 SAVE, 2 NOSAVE.
     shutdown_save: std::sync::atomic::AtomicU8,
     /// `Db::changes` when the last successful save began.
@@ -142,6 +143,7 @@ impl Server {
             last_save_failed: AtomicBool::new(false),
             save_tried: AtomicU64::new(0),
             shutdown_save: Default::default(),
+            last_load: Default::default(),
             changes_at_save: AtomicU64::new(0),
             saves: AtomicU64::new(0),
             log_rewrites: AtomicU64::new(0),
@@ -250,14 +252,22 @@ impl Server {
             .any(|(seconds, enough)| changes >= enough && since > seconds)
     }
 
-    /// Loads the memory engine's RDB file at startup, if there is one; returns how many
-    /// keys it held (those already expired are dropped) and libraries.
-    pub fn load_rdb_file(&self) -> Result<Option<(usize, usize)>, String> {
+    /// Loads the memory engine's RDB file at startup, if there is one.
+    pub fn load_rdb_file(&self) -> Result<Option<crate::rdb_save::Counts>, String> {
         let loaded = crate::rdb_save::load(self)?;
         // What was loaded is what is saved: no change since, as Redis counts.
         self.changes_at_save
             .store(self.db.changes(), Ordering::Relaxed);
+        if let Some(counts) = loaded {
+            *self.last_load.lock().unwrap_or_else(|e| e.into_inner()) = counts;
+        }
         Ok(loaded)
+    }
+
+    /// What the RDB file loaded at startup held (INFO's rdb_last_load_keys_loaded and
+    /// _expired); zeros without one.
+    pub fn last_load(&self) -> crate::rdb_save::Counts {
+        *self.last_load.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// BGREWRITEAOF. The lsm engine's log is what Redis's append-only file is to it, and

@@ -78,6 +78,11 @@ fn save_writes_what_the_next_start_loads() {
         "the saved keys, without the expired one or the later one"
     );
     assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
+    assert_eq!(
+        info_field(&mut c, "rdb_last_load_keys_loaded"),
+        keys.len().to_string()
+    );
+    assert_eq!(info_field(&mut c, "rdb_last_load_keys_expired"), "1");
     assert_eq!(dumps(&mut c, &keys), before);
     let ttl: i64 = run(&mut c, &["PTTL", "ttl"]);
     assert!(ttl > 900_000 && ttl <= 1_000_000, "{ttl}");

@@ -260,6 +260,9 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             field("rdb_current_bgsave_time_sec", &-1);
             field("rdb_saves", &server.saves());
             field("rdb_last_cow_size", &0);
+            let loaded = server.last_load();
+            field("rdb_last_load_keys_expired", &loaded.expired);
+            field("rdb_last_load_keys_loaded", &loaded.keys);
             let stats = server.db.engine_stats();
             field("aof_enabled", &u8::from(stats.is_some()));
             field("aof_rewrite_in_progress", &0);

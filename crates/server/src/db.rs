@@ -1159,8 +1159,8 @@ impl Db {
         }
     }
 
-    /// SAVE: makes every write so far durable. `false` in memory, which has nowhere to
-    /// save to.
+    /// SAVE on an engine: makes every write so far durable. `false` in memory, whose
+    /// keys the server saves itself (`rdb_save.rs`).
     pub fn save(&self) -> Result<bool> {
         match &self.store {
             Store::Memory(_) => Ok(false),

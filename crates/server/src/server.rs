@@ -50,9 +50,10 @@ pub struct Server {
     /// Unix seconds when the last save began, successful or not: a failed scheduled
     /// save is tried again only [`SAVE_RETRY_SECONDS`] after it.
     save_tried: AtomicU64,
-    last_load: std::sync::Mutex<crate::rdb_save::Counts>,
-    /// SHUTDOWN's choice: 0 none given, 1 SAVE, 2 NOSAVE.
-    shutdown_save: std::sync::atomic::AtomicU8,
+    /// What the RDB file loaded at startup held.
+    last_load: std::sync::OnceLock<crate::rdb_save::Counts>,
+    /// SHUTDOWN's choice: SAVE (`Some(true)`), NOSAVE (`Some(false)`), or neither.
+    shutdown_save: std::sync::Mutex<Option<bool>>,
     /// `Db::changes` when the last successful save began.
     changes_at_save: AtomicU64,
     /// Successful saves since the start (INFO's rdb_saves).
@@ -260,7 +261,7 @@ impl Server {
         self.changes_at_save
             .store(self.db.changes(), Ordering::Relaxed);
         if let Some(counts) = loaded {
-            *self.last_load.lock().unwrap_or_else(|e| e.into_inner()) = counts;
+            let _ = self.last_load.set(counts);
         }
         Ok(loaded)
     }
@@ -268,7 +269,7 @@ impl Server {
     /// What the RDB file loaded at startup held (INFO's rdb_last_load_keys_loaded and
     /// _expired); zeros without one.
     pub fn last_load(&self) -> crate::rdb_save::Counts {
-        *self.last_load.lock().unwrap_or_else(|e| e.into_inner())
+        self.last_load.get().copied().unwrap_or_default()
     }
 
     /// BGREWRITEAOF. The lsm engine's log is what Redis's append-only file is to it, and
@@ -359,23 +360,15 @@ impl Server {
     /// SHUTDOWN SAVE (`Some(true)`) or NOSAVE (`Some(false)`), before it asks for the
     /// shutdown.
     pub fn choose_shutdown_save(&self, save: Option<bool>) {
-        let choice = match save {
-            None => 0,
-            Some(true) => 1,
-            Some(false) => 2,
-        };
-        self.shutdown_save.store(choice, Ordering::Relaxed);
+        *self.shutdown_save.lock().unwrap_or_else(|e| e.into_inner()) = save;
     }
 
     /// Whether the memory engine saves its RDB file once the last connection is gone:
     /// as Redis, on SHUTDOWN SAVE, or with a save schedule unless SHUTDOWN NOSAVE.
     pub fn saves_at_shutdown(&self) -> bool {
+        let chosen = *self.shutdown_save.lock().unwrap_or_else(|e| e.into_inner());
         self.config.engine == crate::config::EngineKind::Memory
-            && match self.shutdown_save.load(Ordering::Relaxed) {
-                1 => true,
-                2 => false,
-                _ => !self.config.value("save").is_empty(),
-            }
+            && chosen.unwrap_or_else(|| !self.config.value("save").is_empty())
     }
 
     pub fn shutdown_signal(&self) -> watch::Receiver<bool> {

@@ -151,53 +151,8 @@ pub fn read(bytes: &[u8], max_len: usize, loader: &mut dyn Loader) -> Result<(),
         let record = r
             .byte()
             .map_err(|_| at(&r, "the file ends before its EOF marker"))?;
-        let read = (|| -> Result<(), Refusal> {
-            match record {
-                AUX => {
-                    r.string(max_len)?;
-                    r.string(max_len)?;
-                }
-                SELECTDB => {
-                    if r.u64_length()? != 0 {
-                        return Err(Refusal::BadFormat(
-                            "keys in a database other than 0: hotkv serves database 0 only",
-                        ));
-                    }
-                }
-                RESIZEDB => {
-                    r.u64_length()?;
-                    r.u64_length()?;
-                }
-                EXPIRETIME_MS => {
-                    deadline = Some(u64::from_le_bytes(r.take(8)?.try_into().expect("8 bytes")))
-                }
-                EXPIRETIME => {
-                    let seconds = u32::from_le_bytes(r.take(4)?.try_into().expect("4 bytes"));
-                    deadline = Some(u64::from(seconds) * 1000);
-                }
-                IDLE => {
-                    r.u64_length()?;
-                }
-                FREQ => {
-                    r.byte()?;
-                }
-                FUNCTION_TYPE => loader.function(r.string(max_len)?),
-                CANDIDATE_FUNCTION => {
-                    return Err(Refusal::BadFormat(
-                        "functions of a Redis 7.0 release candidate are not read",
-                    ))
-                }
-                MODULE_AUX => return Err(Refusal::BadFormat("module data: hotkv has no modules")),
-                EOF => {}
-                _ => {
-                    let key = r.string(max_len)?;
-                    let (kind, value) = read_object(record, &mut r, max_len)?;
-                    loader.key(key, kind, value, deadline.take());
-                }
-            }
-            Ok(())
-        })();
-        read.map_err(|refusal| refused(&r, refusal))?;
+        read_record(record, &mut r, max_len, loader, &mut deadline)
+            .map_err(|refusal| refused(&r, refusal))?;
         if record == EOF {
             break;
         }
@@ -207,6 +162,61 @@ pub fn read(bytes: &[u8], max_len: usize, loader: &mut dyn Loader) -> Result<(),
             &r,
             "the file does not end 8 bytes of checksum after its EOF marker",
         ));
+    }
+    Ok(())
+}
+
+/// The record of type `record` at `r` (its type byte read), handed to `loader`; a key's
+/// deadline, read before it, waits in `deadline`.
+fn read_record(
+    record: u8,
+    r: &mut Reader,
+    max_len: usize,
+    loader: &mut dyn Loader,
+    deadline: &mut Option<u64>,
+) -> Result<(), Refusal> {
+    match record {
+        AUX => {
+            r.string(max_len)?;
+            r.string(max_len)?;
+        }
+        SELECTDB => {
+            if r.u64_length()? != 0 {
+                return Err(Refusal::BadFormat(
+                    "keys in a database other than 0: hotkv serves database 0 only",
+                ));
+            }
+        }
+        RESIZEDB => {
+            r.u64_length()?;
+            r.u64_length()?;
+        }
+        EXPIRETIME_MS => {
+            *deadline = Some(u64::from_le_bytes(r.take(8)?.try_into().expect("8 bytes")))
+        }
+        EXPIRETIME => {
+            let seconds = u32::from_le_bytes(r.take(4)?.try_into().expect("4 bytes"));
+            *deadline = Some(u64::from(seconds) * 1000);
+        }
+        IDLE => {
+            r.u64_length()?;
+        }
+        FREQ => {
+            r.byte()?;
+        }
+        FUNCTION_TYPE => loader.function(r.string(max_len)?),
+        CANDIDATE_FUNCTION => {
+            return Err(Refusal::BadFormat(
+                "functions of a Redis 7.0 release candidate are not read",
+            ))
+        }
+        MODULE_AUX => return Err(Refusal::BadFormat("module data: hotkv has no modules")),
+        EOF => {}
+        _ => {
+            let key = r.string(max_len)?;
+            let (kind, value) = read_object(record, r, max_len)?;
+            loader.key(key, kind, value, deadline.take());
+        }
     }
     Ok(())
 }

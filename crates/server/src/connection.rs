@@ -2,6 +2,7 @@
 //! replies, repeat.
 
 use std::io;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +16,7 @@ use crate::clients::{Client, NO_RESIZE};
 use crate::commands::{self, Action, Session};
 use crate::db::Gathering;
 use crate::gate_hold::GateHold;
+use crate::io_threads::{Place, Seat};
 use crate::server::Server;
 
 /// Replies are written out once this much has piled up, even mid-pipeline, so a long
@@ -41,6 +43,93 @@ pub struct Connection {
     /// A request parsed but held by CLIENT PAUSE, run when the pause ends, or refused
     /// the gate by a running script, run when the script ends or turns busy.
     paused: Option<Vec<Vec<u8>>>,
+    /// The io thread serving it.
+    place: Place,
+    /// Requests run since the last were counted on its thread.
+    ran: u64,
+}
+
+/// A connection on its way to another io thread: its socket taken off the reactor of
+/// the one it left, to be registered with the next's (`resume`).
+pub struct Detached {
+    stream: std::net::TcpStream,
+    server: Arc<Server>,
+    input: Vec<u8>,
+    parser: RequestParser,
+    output: Vec<u8>,
+    session: Session,
+    place: Place,
+}
+
+/// Serves a socket the listener accepted for the connection's whole life: on the io
+/// thread of `seat`, then on each the balancer moves it to (`io_threads.rs`).
+pub async fn serve_accepted(
+    socket: std::net::TcpStream,
+    peer: SocketAddr,
+    server: Arc<Server>,
+    seat: Seat,
+) {
+    let place = seat.place().clone();
+    let mut next = seat
+        .run(async move {
+            let socket = match TcpStream::from_std(socket) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(%peer, error = %e, "cannot register connection");
+                    return None;
+                }
+            };
+            let Some(conn) = Connection::accept(socket, server, place).await else {
+                tracing::warn!(%peer, "refused: maxclients reached");
+                return None;
+            };
+            conn.run_logged(peer).await
+        })
+        .await
+        .flatten();
+    while let Some((seat, detached)) = next {
+        next = seat.run(detached.resume(peer)).await.flatten();
+    }
+}
+
+impl Detached {
+    async fn resume(self, peer: SocketAddr) -> Option<(Seat, Detached)> {
+        let Detached {
+            stream,
+            server,
+            input,
+            parser,
+            output,
+            mut session,
+            place,
+        } = self;
+        let stream = match TcpStream::from_std(stream) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(%peer, error = %e, "cannot register connection on another io thread");
+                leave(&server, &mut session);
+                return None;
+            }
+        };
+        let conn = Connection {
+            stream,
+            server,
+            input,
+            parser,
+            output,
+            session,
+            paused: None,
+            place,
+            ran: 0,
+        };
+        conn.run_logged(peer).await
+    }
+}
+
+/// The client is gone: what it held is let go.
+fn leave(server: &Server, session: &mut Session) {
+    session.end(server);
+    server.clients.leave(session.client.id);
 }
 
 /// Why a connection ended, when it was not the client's doing.
@@ -133,7 +222,11 @@ impl From<io::Error> for Ended {
 impl Connection {
     /// Registers the client; `None` (after telling the client why) if maxclients are
     /// connected already.
-    pub async fn accept(mut stream: TcpStream, server: Arc<Server>) -> Option<Connection> {
+    pub async fn accept(
+        mut stream: TcpStream,
+        server: Arc<Server>,
+        place: Place,
+    ) -> Option<Connection> {
         let id = NEXT_CLIENT_ID.fetch_add(1, Ordering::Relaxed);
         let (addr, laddr) = (stream.peer_addr().ok()?, stream.local_addr().ok()?);
         let client = Arc::new(Client::new(id, addr, laddr));
@@ -155,17 +248,47 @@ impl Connection {
             output: Vec::new(),
             session,
             paused: None,
+            place,
+            ran: 0,
         })
     }
 
     /// Serves the client until it disconnects, sends QUIT or a malformed request, is
     /// killed or idle too long, or the server shuts down (requests already read are
-    /// answered first).
-    pub async fn run(mut self) -> Result<(), Ended> {
-        let result = self.serve().await;
-        self.session.end(&self.server);
-        self.server.clients.leave(self.session.client.id);
-        result
+    /// answered first); or until the balancer moves it to another io thread, when it
+    /// is handed back to resume there.
+    async fn run(mut self) -> Result<Option<(Seat, Detached)>, Ended> {
+        let result = match self.serve().await {
+            Ok(Some(seat)) => match self.stream.into_std() {
+                Ok(stream) => {
+                    let place = seat.place().clone();
+                    return Ok(Some((
+                        seat,
+                        Detached {
+                            stream,
+                            server: self.server,
+                            input: self.input,
+                            parser: self.parser,
+                            output: self.output,
+                            session: self.session,
+                            place,
+                        },
+                    )));
+                }
+                Err(e) => Err(e.into()),
+            },
+            Ok(None) => Ok(()),
+            Err(e) => Err(e),
+        };
+        leave(&self.server, &mut self.session);
+        result.map(|()| None)
+    }
+
+    async fn run_logged(self, peer: SocketAddr) -> Option<(Seat, Detached)> {
+        self.run().await.unwrap_or_else(|e| {
+            tracing::info!(%peer, reason = %e, "connection closed");
+            None
+        })
     }
 
     /// Writes the pending replies. Requests are not read meanwhile, so a client that
@@ -466,6 +589,7 @@ impl Connection {
                     }
                 },
             };
+            self.ran += 1;
             // CLIENT PAUSE. The check is one load while no pause is on.
             if let Some(wait) = server
                 .db
@@ -603,8 +727,13 @@ impl Connection {
         step
     }
 
-    async fn serve(&mut self) -> Result<(), Ended> {
+    /// Serves until the connection ends (`None`) or is to move to another io thread.
+    async fn serve(&mut self) -> Result<Option<Seat>, Ended> {
         let mut stop = self.server.shutdown_signal();
+        // Set while the connection moved: `changed` would not see it.
+        if *stop.borrow() {
+            return Ok(None);
+        }
         let client = self.session.client.clone();
         loop {
             let limits = RequestLimits {
@@ -640,7 +769,7 @@ impl Connection {
                         client.paused.store(true, Ordering::Relaxed);
                         tokio::select! {
                             _ = self.server.db.pause.wait(wait) => {}
-                            _ = stop.changed() => return Ok(()),
+                            _ = stop.changed() => return Ok(None),
                             _ = client.killed() => return Err(Ended::killed(&client)),
                         }
                         client.paused.store(false, Ordering::Relaxed);
@@ -649,7 +778,7 @@ impl Connection {
                         let proto = self.session.proto;
                         self.flush().await?;
                         match self.wait(delay, &mut stop, None).await? {
-                            None => return Ok(()),
+                            None => return Ok(None),
                             Some(Waited::Elapsed | Waited::Woken) => {
                                 frame.encode(proto, &mut self.output)
                             }
@@ -661,7 +790,7 @@ impl Connection {
                     Step::Block(blocked) => {
                         self.flush().await?;
                         if !self.block_on_keys(blocked, &mut stop).await? {
-                            return Ok(());
+                            return Ok(None);
                         }
                     }
                     Step::Script(args) => next = self.run_script(args).await,
@@ -669,7 +798,7 @@ impl Connection {
                         self.flush().await?;
                         tokio::select! {
                             _ = self.server.running_script.settled() => {}
-                            _ = stop.changed() => return Ok(()),
+                            _ = stop.changed() => return Ok(None),
                             _ = client.killed() => return Err(Ended::killed(&client)),
                         }
                     }
@@ -686,7 +815,7 @@ impl Connection {
                 return Err(Ended::killed(&client));
             }
             if close || *stop.borrow() {
-                return Ok(());
+                return Ok(None);
             }
             // The query-buffer cron's cut (`Clients::resize_query_buffers`): a big
             // request's room is kept until it finds the client's requests small again,
@@ -698,6 +827,14 @@ impl Connection {
                     self.input.shrink_to(resize);
                     self.report_buffers();
                 }
+            }
+            self.place.count_requests(std::mem::take(&mut self.ran));
+            // Between batches: the replies are out, the writes they showed are written
+            // (`flush`), no request is half run; what is left of one half read moves
+            // with the input and parser.
+            debug_assert!(self.paused.is_none());
+            if let Some(to) = self.place.departure() {
+                return Ok(Some(to));
             }
             // As Redis, a monitor is never idle: it only listens.
             let timeout = if client.monitoring.load(Ordering::Relaxed) {
@@ -719,7 +856,7 @@ impl Connection {
                     // reads.
                     self.input.reserve(16 * 1024);
                     let n = match self.stream.try_read_buf(&mut self.input) {
-                        Ok(0) => return Ok(()),
+                        Ok(0) => return Ok(None),
                         Ok(n) => n,
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
                         Err(e) => return Err(e.into()),
@@ -736,10 +873,125 @@ impl Connection {
                         client.touch();
                     }
                 }
-                _ = stop.changed() => return Ok(()),
+                _ = stop.changed() => return Ok(None),
                 _ = client.killed() => return Err(Ended::killed(&client)),
                 _ = idle => return Err(Ended::IdleTimeout),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::db::Db;
+    use crate::io_threads::IoThreads;
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, AtomicUsize};
+    use std::time::Instant;
+
+    /// Clients pipelining SETs and GETs of their own keys, each batch written in two
+    /// pieces split inside a command, while their connections are moved back and
+    /// forth between two io threads: every reply is the one expected, in order.
+    #[test]
+    fn connections_moved_between_io_threads_lose_no_request_or_reply() {
+        const CLIENTS: usize = 4;
+        let io = Arc::new(IoThreads::start_unbalanced(2).unwrap());
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = Arc::new(Server::new(Config::default(), Db::default()));
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        runtime.spawn({
+            let io = io.clone();
+            async move {
+                loop {
+                    let (socket, peer) = listener.accept().await.unwrap();
+                    socket.set_nodelay(true).unwrap();
+                    let socket = socket.into_std().unwrap();
+                    tokio::spawn(serve_accepted(socket, peer, server.clone(), io.seat()));
+                }
+            }
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let started = Arc::new(AtomicUsize::new(0));
+        let clients: Vec<_> = (0..CLIENTS)
+            .map(|c| {
+                let (stop, started) = (stop.clone(), started.clone());
+                std::thread::spawn(move || {
+                    let mut socket = std::net::TcpStream::connect(addr).unwrap();
+                    socket.set_nodelay(true).unwrap();
+                    let mut batches = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let mut request = Vec::new();
+                        let mut expected = Vec::new();
+                        let values: Vec<String> =
+                            (0..8).map(|i| format!("v{c}-{batches}-{i}")).collect();
+                        for (i, v) in values.iter().enumerate() {
+                            let key = format!("k{c}:{i}");
+                            request.extend(resp_command(&["SET", &key, v]));
+                            expected.extend(b"+OK\r\n");
+                        }
+                        for (i, v) in values.iter().enumerate() {
+                            request.extend(resp_command(&["GET", &format!("k{c}:{i}")]));
+                            expected.extend(format!("${}\r\n{v}\r\n", v.len()).bytes());
+                        }
+                        let cut = 1 + (batches as usize * 7919) % (request.len() - 1);
+                        socket.write_all(&request[..cut]).unwrap();
+                        // Read apart, mostly: a connection then moves with half a
+                        // request in its input.
+                        std::thread::sleep(Duration::from_micros(100));
+                        socket.write_all(&request[cut..]).unwrap();
+                        let mut replies = vec![0; expected.len()];
+                        socket.read_exact(&mut replies).unwrap();
+                        assert_eq!(
+                            String::from_utf8_lossy(&replies),
+                            String::from_utf8_lossy(&expected),
+                            "client {c}, batch {batches}"
+                        );
+                        batches += 1;
+                        if batches == 1 {
+                            started.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    batches
+                })
+            })
+            .collect();
+        // All served on the one active thread first.
+        while started.load(Ordering::Relaxed) < CLIENTS {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Each change of the active threads waits for connections to move.
+        for round in 0..10 {
+            let before = io.moves();
+            io.set_active(if round % 2 == 0 { 2 } else { 1 });
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while io.moves() < before + (CLIENTS / 2) as u64 {
+                assert!(
+                    Instant::now() < deadline,
+                    "round {round}: no connection moved"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        for client in clients {
+            assert!(client.join().expect("the client's replies were right") > 0);
+        }
+    }
+
+    fn resp_command(args: &[&str]) -> Vec<u8> {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend(format!("${}\r\n{a}\r\n", a.len()).bytes());
+        }
+        out
     }
 }

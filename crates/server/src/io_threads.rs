@@ -1,6 +1,5 @@
-//! The threads that serve connections. Each runs its own single-threaded tokio runtime,
-//! and the acceptor hands every new connection to the thread serving the fewest, where
-//! it stays for life.
+//! The threads that serve connections. Each runs its own single-threaded tokio runtime;
+//! a connection is served on one of them at a time, from read to reply.
 //!
 //! Why not tokio's multi-threaded scheduler: there a connection's task may be woken on
 //! one core and stolen by another, and every wakeup goes through shared run queues; for
@@ -8,97 +7,628 @@
 //! cache lines it moves are a large share. Pinning connections keeps each request on one
 //! core from read to reply, as Redis's io-threads and memcached's workers do. Commands
 //! still reach the store directly: the index is lock-free, so threads need no hand-off.
+//!
+//! How many of the threads serve is decided by load, as Redis turns its io threads off
+//! when few clients wait. A second thread pays only when one thread is what holds the
+//! clients back: when they are the limit (a load generator on the same cores, a cheap
+//! request), each of two threads finds little ready, sleeps after nearly every batch
+//! and takes a core the clients need, and two serve fewer requests than one
+//! (BENCHMARKS.md, "two io threads against one"). So connections start on one thread;
+//! when it stays busy, the [`Balancer`] spreads them over all and keeps that only if
+//! the request rate rose; when the load falls, it gathers them back. A connection
+//! moves between batches (see [`Place::departure`]), its socket registered anew on the
+//! thread it moves to.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, OnceLock};
+use std::time::{Duration, Instant};
 
+use crossbeam_utils::CachePadded;
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
-use tokio::task::JoinSet;
 
 pub struct IoThreads {
-    threads: Vec<IoThread>,
+    placement: Arc<Placement>,
+    stops: Vec<oneshot::Sender<()>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    /// Dropped to stop the balancer, which is then joined.
+    balancer: Option<(mpsc::Sender<()>, std::thread::JoinHandle<()>)>,
+}
+
+/// The threads as connections see them.
+struct Placement {
+    seats: Box<[CachePadded<IoThread>]>,
+    /// New and moving connections go to the first `active` threads.
+    active: AtomicUsize,
+    /// Connections moved between threads since the start.
+    moves: AtomicU64,
 }
 
 struct IoThread {
     handle: Handle,
     /// Connections this thread serves now.
-    live: Arc<AtomicUsize>,
-    stop: Option<oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    live: AtomicUsize,
+    /// How many of them the balancer asked to move elsewhere.
+    leaving: AtomicUsize,
+    /// Requests its connections ran.
+    requests: AtomicU64,
+    /// `/proc/<pid>/task/<tid>/schedstat`, where Linux keeps the time the thread ran
+    /// and waited to run; unset where there is none, and then the balancer keeps
+    /// every thread serving.
+    schedstat: OnceLock<PathBuf>,
 }
 
-/// Counts a connection as live on its thread until the task ends, however it ends.
-struct Live(Arc<AtomicUsize>);
+/// A connection's thread.
+#[derive(Clone)]
+pub struct Place {
+    placement: Arc<Placement>,
+    on: usize,
+}
 
-impl Drop for Live {
+/// A connection counted live on its thread from the moment the thread is chosen (so
+/// that the next choice, a burst of accepts later, sees it) until this is dropped:
+/// when the connection's task there ends, however it ends, or if it never starts.
+pub struct Seat(Place);
+
+impl Drop for Seat {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        self.0.thread().live.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
 impl IoThreads {
-    /// Starts `n` threads (at least one).
+    /// Starts `n` threads (at least one), and with more than one the balancer.
     pub fn start(n: usize) -> std::io::Result<IoThreads> {
-        let mut threads = Vec::with_capacity(n.max(1));
-        for i in 0..n.max(1) {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            let handle = runtime.handle().clone();
-            let (stop, stopped) = oneshot::channel::<()>();
-            let thread = std::thread::Builder::new()
-                .name(format!("hotkv-io-{i}"))
-                .spawn(move || {
-                    // Tasks spawned through the handle run while this thread drives the
-                    // runtime; a dropped sender ends it as a sent stop does.
-                    let _ = runtime.block_on(stopped);
-                })?;
-            threads.push(IoThread {
-                handle,
-                live: Arc::default(),
-                stop: Some(stop),
-                thread: Some(thread),
-            });
-        }
-        Ok(IoThreads { threads })
+        IoThreads::launch(n, true)
     }
 
-    /// Runs `task` on the thread serving the fewest connections, tracked in `tasks`.
-    /// The task starts on that thread, so it is where sockets must be registered.
-    pub fn spawn<F>(&self, tasks: &mut JoinSet<()>, task: F)
-    where
-        F: Future<Output = ()> + Send + 'static,
-    {
-        let least = self
-            .threads
+    fn launch(n: usize, balanced: bool) -> std::io::Result<IoThreads> {
+        let n = n.max(1);
+        let mut runtimes = Vec::with_capacity(n);
+        for _ in 0..n {
+            runtimes.push(
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?,
+            );
+        }
+        let placement = Arc::new(Placement {
+            seats: runtimes
+                .iter()
+                .map(|r| {
+                    CachePadded::new(IoThread {
+                        handle: r.handle().clone(),
+                        live: AtomicUsize::new(0),
+                        leaving: AtomicUsize::new(0),
+                        requests: AtomicU64::new(0),
+                        schedstat: OnceLock::new(),
+                    })
+                })
+                .collect(),
+            active: AtomicUsize::new(1),
+            moves: AtomicU64::new(0),
+        });
+        let mut io = IoThreads {
+            placement: placement.clone(),
+            stops: Vec::with_capacity(n),
+            threads: Vec::with_capacity(n),
+            balancer: None,
+        };
+        let (named, named_all) = mpsc::channel::<()>();
+        for (i, runtime) in runtimes.into_iter().enumerate() {
+            let (stop, stopped) = oneshot::channel::<()>();
+            let (placement, named) = (placement.clone(), named.clone());
+            io.threads.push(
+                std::thread::Builder::new()
+                    .name(format!("hotkv-io-{i}"))
+                    .spawn(move || {
+                        if let Ok(task) = std::fs::read_link("/proc/thread-self") {
+                            let _ = placement.seats[i]
+                                .schedstat
+                                .set(PathBuf::from("/proc").join(task).join("schedstat"));
+                        }
+                        drop(named);
+                        // Tasks spawned through the handle run while this thread drives
+                        // the runtime; a dropped sender ends it as a sent stop does.
+                        let _ = runtime.block_on(stopped);
+                    })?,
+            );
+            io.stops.push(stop);
+        }
+        // Each thread has named its statistics (or found none) before the balancer
+        // first reads them: the channel closes when every sender is gone.
+        drop(named);
+        while named_all.recv().is_ok() {}
+        if n > 1 && balanced {
+            let (stop, stopped) = mpsc::channel::<()>();
+            let thread = std::thread::Builder::new()
+                .name("hotkv-io-balance".into())
+                .spawn(move || balance(&placement, &stopped))?;
+            io.balancer = Some((stop, thread));
+        }
+        Ok(io)
+    }
+
+    /// Where a new connection is to be served: the active thread with the fewest.
+    pub fn seat(&self) -> Seat {
+        Place {
+            on: self.placement.least_loaded(None),
+            placement: self.placement.clone(),
+        }
+        .take_seat()
+    }
+
+    /// Threads serving connections now (1 while the load is light).
+    #[cfg(test)]
+    fn active(&self) -> usize {
+        self.placement.active.load(Ordering::Relaxed)
+    }
+
+    /// Threads whose connections only the caller moves (`set_active`).
+    #[cfg(test)]
+    pub fn start_unbalanced(n: usize) -> std::io::Result<IoThreads> {
+        IoThreads::launch(n, false)
+    }
+
+    #[cfg(test)]
+    pub fn set_active(&self, k: usize) {
+        self.placement.set_active(k);
+    }
+
+    /// Connections moved between threads since the start.
+    #[cfg(test)]
+    pub fn moves(&self) -> u64 {
+        self.placement.moves.load(Ordering::Relaxed)
+    }
+}
+
+impl Placement {
+    /// The active thread serving the fewest connections, other than `except`; `except`
+    /// itself if no other is active.
+    fn least_loaded(&self, except: Option<usize>) -> usize {
+        let active = self.active.load(Ordering::Relaxed).min(self.seats.len());
+        (0..active)
+            .filter(|&i| Some(i) != except)
+            .min_by_key(|&i| self.seats[i].live.load(Ordering::Relaxed))
+            .or(except)
+            .unwrap_or(0)
+    }
+
+    /// Serves from the first `k` threads: the others' connections are asked to leave,
+    /// and the busiest of the `k` give up what they hold above an even share.
+    fn set_active(&self, k: usize) {
+        let k = k.clamp(1, self.seats.len());
+        self.active.store(k, Ordering::Relaxed);
+        let live: Vec<usize> = self
+            .seats
             .iter()
-            .min_by_key(|t| t.live.load(Ordering::Relaxed))
-            .expect("at least one io thread");
-        least.live.fetch_add(1, Ordering::Relaxed);
-        let live = Live(least.live.clone());
-        tasks.spawn_on(
-            async move {
-                let _live = live;
+            .map(|s| s.live.load(Ordering::Relaxed))
+            .collect();
+        let share = live.iter().sum::<usize>().div_ceil(k);
+        for (i, seat) in self.seats.iter().enumerate() {
+            let leaving = if i < k {
+                live[i].saturating_sub(share)
+            } else {
+                live[i]
+            };
+            seat.leaving.store(leaving, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Place {
+    fn thread(&self) -> &IoThread {
+        &self.placement.seats[self.on]
+    }
+
+    fn take_seat(self) -> Seat {
+        self.thread().live.fetch_add(1, Ordering::Relaxed);
+        Seat(self)
+    }
+
+    /// Counts requests run on this thread: the balancer's measure of what serving
+    /// more threads gained.
+    pub fn count_requests(&self, n: u64) {
+        if n > 0 {
+            self.thread().requests.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Where the connection is to move, if the balancer asked one of this thread's
+    /// to and none has answered yet. The caller moves between requests, with nothing
+    /// of its own left on this thread (see `Connection::run`), by running itself on
+    /// the returned seat.
+    pub fn departure(&self) -> Option<Seat> {
+        let thread = self.thread();
+        // The common case, one load: nobody is asked to leave.
+        if thread.leaving.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        thread
+            .leaving
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .ok()?;
+        let to = self.placement.least_loaded(Some(self.on));
+        if to == self.on {
+            return None;
+        }
+        self.placement.moves.fetch_add(1, Ordering::Relaxed);
+        Some(
+            Place {
+                placement: self.placement.clone(),
+                on: to,
+            }
+            .take_seat(),
+        )
+    }
+}
+
+impl Seat {
+    pub fn place(&self) -> &Place {
+        &self.0
+    }
+
+    /// Runs `task` on the seat's thread, counted live there until it ends, and waits
+    /// for its output (`None` if it panicked).
+    pub async fn run<F>(self, task: F) -> Option<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let handle = self.0.thread().handle.clone();
+        let output = handle
+            .spawn(async move {
+                let _seat = self;
                 task.await
-            },
-            &least.handle,
-        );
+            })
+            .await;
+        output.ok()
     }
 }
 
 impl Drop for IoThreads {
     fn drop(&mut self) {
-        for t in &mut self.threads {
-            if let Some(stop) = t.stop.take() {
-                let _ = stop.send(());
+        if let Some((stop, thread)) = self.balancer.take() {
+            drop(stop);
+            let _ = thread.join();
+        }
+        for stop in self.stops.drain(..) {
+            let _ = stop.send(());
+        }
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// How often the balancer looks.
+const TICK: Duration = Duration::from_millis(100);
+
+/// The balancer's loop, until `stopped`'s sender is dropped.
+fn balance(placement: &Placement, stopped: &mpsc::Receiver<()>) {
+    let threads = placement.seats.len();
+    let mut balancer = Balancer::new(threads);
+    let mut last = (Instant::now(), measure(placement));
+    while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(TICK) {
+        let Some(now) = measure(placement) else {
+            // No way to tell how busy a thread is: serve from every one, as a fixed
+            // pool would.
+            placement.set_active(threads);
+            continue;
+        };
+        let at = Instant::now();
+        let elapsed = at.duration_since(last.0).as_nanos().max(1) as f64;
+        if let Some(before) = &last.1 {
+            let sample = Sample {
+                demand: (0..threads)
+                    .map(|i| (now.busy_ns[i] - before.busy_ns[i]) as f64 / elapsed)
+                    .collect(),
+                parks: (0..threads)
+                    .map(|i| now.parks[i] - before.parks[i])
+                    .collect(),
+                rate: (now.requests - before.requests) as f64 * 1e9 / elapsed,
+                connections: placement
+                    .seats
+                    .iter()
+                    .map(|s| s.live.load(Ordering::Relaxed))
+                    .sum(),
+            };
+            tracing::trace!(demand = ?sample.demand, parks = ?sample.parks, rate = sample.rate, "io threads");
+            if let Some(k) = balancer.tick(&sample) {
+                tracing::debug!(threads = k, demand = ?sample.demand, rate = sample.rate, "io threads rebalanced");
+                placement.set_active(k);
             }
         }
-        for t in &mut self.threads {
-            if let Some(thread) = t.thread.take() {
-                let _ = thread.join();
+        last = (at, Some(now));
+    }
+}
+
+/// Counters read at one tick.
+struct Reading {
+    /// Per thread: nanoseconds it ran or waited to run.
+    busy_ns: Vec<u64>,
+    /// Per thread: times it found nothing to do and slept.
+    parks: Vec<u64>,
+    requests: u64,
+}
+
+fn measure(placement: &Placement) -> Option<Reading> {
+    let mut busy_ns = Vec::with_capacity(placement.seats.len());
+    for seat in placement.seats.iter() {
+        let stat = std::fs::read_to_string(seat.schedstat.get()?).ok()?;
+        let mut fields = stat.split_ascii_whitespace().map(|f| f.parse::<u64>());
+        let (Some(Ok(ran)), Some(Ok(waited))) = (fields.next(), fields.next()) else {
+            return None;
+        };
+        busy_ns.push(ran + waited);
+    }
+    let requests = placement
+        .seats
+        .iter()
+        .map(|s| s.requests.load(Ordering::Relaxed))
+        .sum();
+    let parks = placement
+        .seats
+        .iter()
+        .map(|s| s.handle.metrics().worker_park_count(0))
+        .collect();
+    Some(Reading {
+        busy_ns,
+        parks,
+        requests,
+    })
+}
+
+/// What the balancer sees of one tick.
+struct Sample {
+    /// Per thread, the share of the tick it ran or was ready to run: waiting for a
+    /// core is demand too, or a thread that shares its core with the clients would
+    /// never look busy.
+    demand: Vec<f64>,
+    /// Per thread, the times it slept for want of anything to do.
+    parks: Vec<u64>,
+    /// Requests run per second.
+    rate: f64,
+    connections: usize,
+}
+
+/// A lone thread this busy, that went to sleep at most `SATURATED_PARKS` times per
+/// thousand requests, may be what holds the clients back. One that often finds
+/// nothing to do is faster than its clients, however busy: on a machine they share,
+/// it shares their cores. (Measured with redis-benchmark -P 16 -c 50: serving one
+/// key, 3,000-5,000 parks a tick at 1.5M requests a second, about 27 a thousand;
+/// a million keys, 50-80 at 400K-600K, about 1.4 a thousand.)
+const SATURATED: f64 = 0.9;
+const SATURATED_PARKS: f64 = 5.0;
+/// Ticks in a row it must be so before all threads are tried.
+const SATURATED_TICKS: u32 = 2;
+/// Ticks of a trial measured, after one for the connections to move.
+const TRIAL_TICKS: u32 = 3;
+/// All threads serve only if they run this much more than one does: they cost more
+/// CPU for the same requests.
+const GAIN: f64 = 1.05;
+/// Work below this (in threads' worth, all together) one thread serves.
+const LIGHT: f64 = 0.5;
+const LIGHT_TICKS: u32 = 5;
+/// After a trial, none for this many ticks, doubling each time a trial keeps what
+/// served before, up to `MAX_HOLD` (a load that one thread serves best, or all, pays
+/// for a trial about once a minute), and back to the first when one changes it.
+const FIRST_HOLD: u64 = 10;
+const MAX_HOLD: u64 = 640;
+/// Another load ends a hold: a rate or a cost per request this many times higher or
+/// lower than the trial found, for `CHANGED_TICKS` busy ticks in a row (not one:
+/// redis-benchmark's tests, for one, each open their connections anew). The cost
+/// tells loads apart that the rate alone does not: serving one key costs half what
+/// a million do, at much the same rate.
+const CHANGE: f64 = 1.5;
+const CHANGED_TICKS: u32 = 3;
+
+/// Requests a second, and the threads' worth of work they took (`Sample::demand`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Load {
+    rate: f64,
+    demand: f64,
+}
+
+impl Load {
+    fn of(sample: &Sample) -> Load {
+        Load {
+            rate: sample.rate,
+            demand: sample.demand.iter().sum(),
+        }
+    }
+
+    fn add(self, other: Load) -> Load {
+        Load {
+            rate: self.rate + other.rate,
+            demand: self.demand + other.demand,
+        }
+    }
+
+    fn scaled(self, by: f64) -> Load {
+        Load {
+            rate: self.rate * by,
+            demand: self.demand * by,
+        }
+    }
+
+    /// Whether `self` looks like another load than `was`.
+    fn differs(self, was: Load) -> bool {
+        let apart = |a: f64, b: f64| a > b * CHANGE || b > a * CHANGE;
+        let cost = |l: Load| l.demand / l.rate.max(1.0);
+        apart(self.rate, was.rate) || apart(cost(self), cost(was))
+    }
+}
+
+/// Decides, tick by tick, whether one thread or all serve.
+struct Balancer {
+    threads: usize,
+    state: State,
+    tick: u64,
+    /// The last two ticks' loads.
+    recent: [Load; 2],
+    /// The next hold's length, in ticks.
+    hold: u64,
+    /// No trial before this tick.
+    held_until: u64,
+    /// What the last trial measured of what it kept.
+    held_load: Load,
+    /// Busy ticks in a row that looked like another load.
+    changed: u32,
+}
+
+#[derive(Debug, PartialEq, Clone, Copy)]
+enum Serving {
+    One,
+    All,
+}
+
+#[derive(Debug, PartialEq)]
+enum State {
+    /// One thread serves; it has been saturated for `saturated` ticks.
+    One { saturated: u32 },
+    /// All threads serve; the load has been light for `light` ticks.
+    All { light: u32 },
+    /// `serving` serves, to see whether it runs more than the other did (`before`);
+    /// `measured` sums the loads of the ticks measured so far.
+    Trial {
+        serving: Serving,
+        ticks: u32,
+        before: Load,
+        measured: Load,
+    },
+}
+
+impl Balancer {
+    fn new(threads: usize) -> Balancer {
+        Balancer {
+            threads,
+            state: State::One { saturated: 0 },
+            tick: 0,
+            recent: [Load::default(); 2],
+            hold: FIRST_HOLD,
+            held_until: 0,
+            held_load: Load::default(),
+            changed: 0,
+        }
+    }
+
+    /// The number of threads to serve from, if it changes.
+    fn tick(&mut self, sample: &Sample) -> Option<usize> {
+        self.tick += 1;
+        let load = Load::of(sample);
+        self.recent = [self.recent[1], load];
+        let light = load.demand < LIGHT;
+        if self.tick < self.held_until && !light {
+            if load.differs(self.held_load) {
+                self.changed += 1;
+            } else {
+                self.changed = 0;
             }
+            if self.changed >= CHANGED_TICKS {
+                // What the last trial found says nothing of this load.
+                self.held_until = self.tick;
+                self.hold = FIRST_HOLD;
+            }
+        }
+        let held = self.tick < self.held_until;
+        let before = self.recent[0].add(self.recent[1]).scaled(0.5);
+        match &mut self.state {
+            State::One { saturated } => {
+                let requests = sample.rate * TICK.as_secs_f64();
+                if sample.demand[0] >= SATURATED
+                    && sample.parks[0] as f64 * 1000.0 <= SATURATED_PARKS * requests
+                    && sample.connections > 1
+                {
+                    *saturated += 1;
+                } else {
+                    *saturated = 0;
+                }
+                if held || *saturated < SATURATED_TICKS {
+                    return None;
+                }
+                Some(self.try_serving(Serving::All, before))
+            }
+            State::All { light: light_ticks } => {
+                if light {
+                    *light_ticks += 1;
+                } else {
+                    *light_ticks = 0;
+                }
+                if *light_ticks >= LIGHT_TICKS {
+                    self.state = State::One { saturated: 0 };
+                    return Some(1);
+                }
+                if held || light {
+                    return None;
+                }
+                Some(self.try_serving(Serving::One, before))
+            }
+            State::Trial {
+                serving,
+                ticks,
+                before,
+                measured,
+            } => {
+                *ticks += 1;
+                if *ticks == 1 {
+                    return None;
+                }
+                *measured = measured.add(load);
+                if *ticks <= TRIAL_TICKS {
+                    return None;
+                }
+                let (serving, before) = (*serving, *before);
+                let tried = measured.scaled(1.0 / f64::from(TRIAL_TICKS));
+                let (one, all) = match serving {
+                    Serving::All => (before, tried),
+                    Serving::One => (tried, before),
+                };
+                let keep = if all.rate > GAIN * one.rate {
+                    Serving::All
+                } else {
+                    Serving::One
+                };
+                tracing::debug!(?serving, ?one, ?all, ?keep, "io threads: a trial");
+                if keep == serving {
+                    self.hold = FIRST_HOLD;
+                }
+                self.held_until = self.tick + self.hold;
+                self.changed = 0;
+                if keep != serving {
+                    // It changed nothing: held off longer next time.
+                    self.hold = (self.hold * 2).min(MAX_HOLD);
+                }
+                match keep {
+                    Serving::One => {
+                        self.held_load = one;
+                        self.state = State::One { saturated: 0 };
+                        (serving == Serving::All).then_some(1)
+                    }
+                    Serving::All => {
+                        self.held_load = all;
+                        self.state = State::All { light: 0 };
+                        (serving == Serving::One).then_some(self.threads)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Starts a trial of `serving`, the other having served `before`; returns the
+    /// threads it serves from.
+    fn try_serving(&mut self, serving: Serving, before: Load) -> usize {
+        self.state = State::Trial {
+            serving,
+            ticks: 0,
+            before,
+            measured: Load::default(),
+        };
+        match serving {
+            Serving::One => 1,
+            Serving::All => self.threads,
         }
     }
 }
@@ -109,43 +639,293 @@ mod tests {
     use std::collections::HashMap;
     use std::sync::Mutex;
 
+    fn thread_name() -> String {
+        std::thread::current().name().unwrap_or("?").to_string()
+    }
+
     #[test]
-    fn connections_go_to_the_least_loaded_thread_and_stay_there() {
+    fn connections_start_on_one_thread_and_spread_evenly_over_all() {
         let io = IoThreads::start(2).unwrap();
-        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
-        let (release, released) = tokio::sync::watch::channel(false);
-        let mut tasks = JoinSet::new();
-        for _ in 0..6 {
-            let (seen, mut released) = (seen.clone(), released.clone());
-            io.spawn(&mut tasks, async move {
-                let name = || std::thread::current().name().unwrap_or("?").to_string();
-                let before = name();
-                // Held open, as a connection is, so later spawns see this one as live.
-                let _ = released.wait_for(|r| *r).await;
-                assert_eq!(name(), before, "a task moved threads");
-                seen.lock().unwrap().push(before);
-            });
-        }
         let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
             .build()
             .unwrap();
+        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (release, released) = tokio::sync::watch::channel(false);
+        let mut tasks = Vec::new();
+        let mut hold_open = |io: &IoThreads| {
+            let (seen, mut released) = (seen.clone(), released.clone());
+            let seat = io.seat();
+            tasks.push(runtime.spawn(async move {
+                seat.run(async move {
+                    seen.lock().unwrap().push(thread_name());
+                    // Held open, as a connection is, so later ones see it as live.
+                    let _ = released.wait_for(|r| *r).await;
+                })
+                .await
+                .expect("the task ran")
+            }));
+        };
+        let wait_live = |io: &IoThreads, n: usize| {
+            while io
+                .placement
+                .seats
+                .iter()
+                .map(|s| s.live.load(Ordering::Relaxed))
+                .sum::<usize>()
+                < n
+            {
+                std::thread::yield_now();
+            }
+        };
+        // The balancer starts with one thread; held at one here whatever it measures,
+        // as nothing runs.
+        for _ in 0..3 {
+            hold_open(&io);
+        }
+        wait_live(&io, 3);
+        assert_eq!(io.active(), 1);
+        io.set_active(2);
+        for _ in 0..4 {
+            hold_open(&io);
+        }
+        wait_live(&io, 7);
         runtime.block_on(async {
             release.send(true).unwrap();
-            while let Some(r) = tasks.join_next().await {
-                r.unwrap();
+            for t in tasks {
+                t.await.unwrap();
             }
         });
         let mut per_thread: HashMap<String, usize> = HashMap::new();
         for name in seen.lock().unwrap().iter() {
             *per_thread.entry(name.clone()).or_default() += 1;
         }
+        // Three on the first; then the next four fill the second up to it, and then
+        // alternate.
         let expected: HashMap<String, usize> =
-            [("hotkv-io-0".to_string(), 3), ("hotkv-io-1".to_string(), 3)].into();
+            [("hotkv-io-0".to_string(), 4), ("hotkv-io-1".to_string(), 3)].into();
         assert_eq!(per_thread, expected);
         // Every task has ended, so no thread counts a live connection.
         assert!(io
-            .threads
+            .placement
+            .seats
             .iter()
-            .all(|t| t.live.load(Ordering::Relaxed) == 0));
+            .all(|s| s.live.load(Ordering::Relaxed) == 0));
+    }
+
+    /// Tasks that move when asked, as connections do between steps: after each
+    /// change of the active count the threads hold them evenly (or all on one), a
+    /// task never runs on two threads at once, and no step is lost or run twice.
+    #[test]
+    fn tasks_asked_to_leave_move_to_the_active_threads() {
+        const TASKS: usize = 12;
+        // Fixed by the test alone: the balancer would see these tasks' busy loop.
+        let io = IoThreads::start_unbalanced(2).unwrap();
+        // Its own thread runs the tasks that wait on each segment, while this one
+        // changes the active count.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let steps = Arc::new(AtomicU64::new(0));
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let tasks: Vec<_> = (0..TASKS)
+            .map(|_| {
+                let (steps, stopped) = (steps.clone(), stopped.clone());
+                let mut seat = io.seat();
+                runtime.spawn(async move {
+                    let mut done = 0u64;
+                    loop {
+                        // Steps on one thread until asked to leave.
+                        let segment = {
+                            let (place, steps, stopped) =
+                                (seat.place().clone(), steps.clone(), stopped.clone());
+                            async move {
+                                let thread = thread_name();
+                                while !*stopped.borrow() {
+                                    assert_eq!(thread_name(), thread, "a task moved by itself");
+                                    done += 1;
+                                    steps.fetch_add(1, Ordering::Relaxed);
+                                    if let Some(to) = place.departure() {
+                                        return (done, Some(to));
+                                    }
+                                    tokio::task::yield_now().await;
+                                }
+                                (done, None)
+                            }
+                        };
+                        let (d, next) = seat.run(segment).await.expect("no panic");
+                        done = d;
+                        match next {
+                            Some(to) => seat = to,
+                            None => return done,
+                        }
+                    }
+                })
+            })
+            .collect();
+        let live = |io: &IoThreads| -> Vec<usize> {
+            io.placement
+                .seats
+                .iter()
+                .map(|s| s.live.load(Ordering::Relaxed))
+                .collect()
+        };
+        let settled = |io: &IoThreads, want: &[usize]| {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while live(io) != want {
+                assert!(
+                    Instant::now() < deadline,
+                    "live {:?}, want {want:?}",
+                    live(io)
+                );
+                std::thread::yield_now();
+            }
+        };
+        settled(&io, &[TASKS, 0]);
+        for _ in 0..3 {
+            io.set_active(2);
+            settled(&io, &[TASKS / 2, TASKS / 2]);
+            io.set_active(1);
+            settled(&io, &[TASKS, 0]);
+        }
+        stop.send(true).unwrap();
+        let done: u64 = runtime.block_on(async {
+            let mut done = 0;
+            for t in tasks {
+                done += t.await.unwrap();
+            }
+            done
+        });
+        assert_eq!(done, steps.load(Ordering::Relaxed));
+        assert_eq!(io.moves(), 6 * TASKS as u64 / 2);
+    }
+
+    fn sample(demand: &[f64], rate: f64) -> Sample {
+        Sample {
+            demand: demand.to_vec(),
+            parks: vec![0; demand.len()],
+            rate,
+            connections: 50,
+        }
+    }
+
+    /// Ticks `samples` through `b`, returning each tick's decision.
+    fn run(b: &mut Balancer, samples: &[Sample]) -> Vec<Option<usize>> {
+        samples.iter().map(|s| b.tick(s)).collect()
+    }
+
+    #[test]
+    fn a_saturated_thread_is_joined_by_the_others_when_that_pays() {
+        let mut b = Balancer::new(2);
+        let busy = || sample(&[0.97, 0.0], 400_000.0);
+        assert_eq!(run(&mut b, &[sample(&[0.3, 0.0], 100_000.0)]), [None]);
+        assert_eq!(run(&mut b, &[busy(), busy()]), [None, Some(2)]);
+        // The tick the connections move is not measured; then 1.5x the rate.
+        let spread = || sample(&[0.7, 0.7], 600_000.0);
+        let trial = run(
+            &mut b,
+            &[sample(&[0.5, 0.5], 1.0), spread(), spread(), spread()],
+        );
+        assert_eq!(trial, [None; 4]);
+        assert_eq!(b.state, State::All { light: 0 });
+        // A light load for LIGHT_TICKS gathers them back; a busy tick restarts the count.
+        let idle = || sample(&[0.1, 0.1], 400_000.0);
+        let mut decisions = run(&mut b, &[idle(), idle(), sample(&[0.4, 0.4], 400_000.0)]);
+        decisions.extend(run(
+            &mut b,
+            &(0..LIGHT_TICKS).map(|_| idle()).collect::<Vec<_>>(),
+        ));
+        let mut expected = vec![None; 2 + LIGHT_TICKS as usize];
+        expected.push(Some(1));
+        assert_eq!(decisions, expected);
+    }
+
+    #[test]
+    fn all_threads_are_tried_against_one_again_and_one_kept_when_it_serves_as_much() {
+        let mut b = Balancer::new(2);
+        let busy = || sample(&[0.97, 0.0], 400_000.0);
+        let spread = || sample(&[0.7, 0.7], 600_000.0);
+        run(&mut b, &[busy(), busy()]);
+        run(&mut b, &[spread(), spread(), spread(), spread()]);
+        assert_eq!(b.state, State::All { light: 0 });
+        // The same load: one thread is tried again once the hold is over, and found
+        // worse; held off again, the hold after twice as long.
+        let decisions = run(
+            &mut b,
+            &(0..FIRST_HOLD).map(|_| spread()).collect::<Vec<_>>(),
+        );
+        assert_eq!(decisions.iter().flatten().collect::<Vec<_>>(), [&1]);
+        assert_eq!(decisions.last(), Some(&Some(1)));
+        assert_eq!(
+            run(&mut b, &[busy(), busy(), busy(), busy()]),
+            [None, None, None, Some(2)]
+        );
+        assert_eq!(b.state, State::All { light: 0 });
+        assert_eq!(
+            (b.held_until, b.hold),
+            (b.tick + FIRST_HOLD, 2 * FIRST_HOLD)
+        );
+        // The load changes to one that costs less a request, and that one thread
+        // serves better: one is tried after CHANGED_TICKS, and kept.
+        let cheaper = || sample(&[0.6, 0.6], 900_000.0);
+        let decisions = run(&mut b, &[cheaper(), cheaper(), cheaper()]);
+        assert_eq!(decisions, [None, None, Some(1)]);
+        let alone = || sample(&[0.95, 0.0], 1_000_000.0);
+        let trial = run(&mut b, &[alone(), alone(), alone(), alone()]);
+        assert_eq!(trial, [None; 4]);
+        assert_eq!(b.state, State::One { saturated: 0 });
+    }
+
+    #[test]
+    fn a_trial_that_does_not_pay_is_held_off_longer_each_time() {
+        let mut b = Balancer::new(2);
+        let busy = || sample(&[0.95, 0.0], 1_000_000.0);
+        let worse = || sample(&[0.5, 0.5], 850_000.0);
+        let step = |b: &mut Balancer| {
+            let s = match b.state {
+                State::Trial { .. } => worse(),
+                _ => busy(),
+            };
+            b.tick(&s)
+        };
+        let mut trials = Vec::new();
+        for tick in 0..3000u64 {
+            if step(&mut b) == Some(2) {
+                trials.push(tick);
+            }
+        }
+        // Four ticks of trial, then the hold (10, 20, 40 ... ticks up to MAX_HOLD);
+        // the thread was saturated all along.
+        let gaps: Vec<u64> = trials.windows(2).map(|w| w[1] - w[0]).collect();
+        assert_eq!(&gaps[..4], &[4 + 10, 4 + 20, 4 + 40, 4 + 80]);
+        assert!(gaps.iter().all(|&g| g <= 4 + MAX_HOLD));
+        assert_eq!(*gaps.last().unwrap(), 4 + MAX_HOLD);
+        // Another load (more than double the rate) for CHANGED_TICKS busy ticks ends a
+        // hold; idle ticks between do not count, nor break the count.
+        while !(matches!(b.state, State::One { .. }) && b.tick + 10 < b.held_until) {
+            step(&mut b);
+        }
+        let heavier = || sample(&[0.95, 0.0], 2_500_000.0);
+        let idle = || sample(&[0.0, 0.0], 0.0);
+        let decisions = run(&mut b, &[heavier(), idle(), heavier(), heavier()]);
+        assert_eq!(decisions, [None, None, None, Some(2)]);
+    }
+
+    #[test]
+    fn one_connection_a_thread_with_room_or_one_that_sleeps_stays_on_one_thread() {
+        let mut b = Balancer::new(2);
+        let mut one = sample(&[1.0, 0.0], 1_000_000.0);
+        one.connections = 1;
+        let roomy = sample(&[0.85, 0.0], 1_000_000.0);
+        let mut sleeper = sample(&[1.0, 0.0], 1_000_000.0);
+        // Just more than SATURATED_PARKS a thousand requests, at 100,000 a tick.
+        sleeper.parks[0] = 100 * SATURATED_PARKS as u64 + 1;
+        for s in [one, roomy, sleeper] {
+            for _ in 0..100 {
+                assert_eq!(b.tick(&s), None);
+            }
+        }
     }
 }

@@ -301,23 +301,7 @@ async fn serve(config: Config, db: Db) -> std::io::Result<()> {
                         continue;
                     }
                 };
-                let server = server.clone();
-                io_threads.spawn(&mut tasks, async move {
-                    let socket = match tokio::net::TcpStream::from_std(socket) {
-                        Ok(s) => s,
-                        Err(e) => {
-                            tracing::warn!(%peer, error = %e, "cannot register connection");
-                            return;
-                        }
-                    };
-                    let Some(conn) = connection::Connection::accept(socket, server).await else {
-                        tracing::warn!(%peer, "refused: maxclients reached");
-                        return;
-                    };
-                    if let Err(e) = conn.run().await {
-                        tracing::info!(%peer, reason = %e, "connection closed");
-                    }
-                });
+                tasks.spawn(connection::serve_accepted(socket, peer, server.clone(), io_threads.seat()));
             }
             Some(moved) = listener_moves.recv() => match moved.map(TcpListener::from_std).transpose() {
                 Ok(Some(moved)) => {

@@ -92,7 +92,8 @@ pub struct Config {
     /// The LSM engine's memtable size, in bytes (up to three are in memory at once:
     /// one taking writes, two waiting for flush).
     pub memtable_size: u64,
-    /// Threads serving connections (Redis's `io-threads`); 0: one per core.
+    /// Threads that may serve connections (Redis's `io-threads`); 0: one per core.
+    /// How many of them do is decided by load (`io_threads.rs`).
     pub io_threads: usize,
     /// The config file the server started from: where CONFIG REWRITE writes.
     pub file: Option<std::path::PathBuf>,

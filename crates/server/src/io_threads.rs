@@ -60,6 +60,15 @@ struct IoThread {
     schedstat: OnceLock<PathBuf>,
 }
 
+/// How many threads serve now, for INFO.
+pub struct ActiveThreads(Arc<Placement>);
+
+impl ActiveThreads {
+    pub fn get(&self) -> usize {
+        self.0.active.load(Ordering::Relaxed)
+    }
+}
+
 /// A connection's thread.
 #[derive(Clone)]
 pub struct Place {
@@ -163,7 +172,11 @@ impl IoThreads {
     /// Threads serving connections now (1 while the load is light).
     #[cfg(test)]
     fn active(&self) -> usize {
-        self.placement.active.load(Ordering::Relaxed)
+        self.active_threads().get()
+    }
+
+    pub fn active_threads(&self) -> ActiveThreads {
+        ActiveThreads(self.placement.clone())
     }
 
     /// Threads whose connections only the caller moves (`set_active`).
@@ -405,7 +418,7 @@ const SATURATED_PARKS: f64 = 5.0;
 /// Ticks in a row it must be so before all threads are tried.
 const SATURATED_TICKS: u32 = 2;
 /// Ticks of a trial measured, after one for the connections to move.
-const TRIAL_TICKS: u32 = 3;
+const TRIAL_TICKS: u32 = 2;
 /// All threads serve only if they run this much more than one does: they cost more
 /// CPU for the same requests.
 const GAIN: f64 = 1.05;
@@ -414,8 +427,11 @@ const LIGHT: f64 = 0.5;
 const LIGHT_TICKS: u32 = 5;
 /// After a trial, none for this many ticks, doubling each time a trial keeps what
 /// served before, up to `MAX_HOLD` (a load that one thread serves best, or all, pays
-/// for a trial about once a minute), and back to the first when one changes it.
-const FIRST_HOLD: u64 = 10;
+/// for a trial about once a minute), and back to the first when one changes it. A
+/// trial costs: a million keys served by one thread instead of two run at 0.6-0.7x.
+/// Another load is told apart by its rate and cost without trials (`CHANGE`), so
+/// these only guard against what those miss.
+const FIRST_HOLD: u64 = 50;
 const MAX_HOLD: u64 = 640;
 /// Another load ends a hold: a rate or a cost per request this many times higher or
 /// lower than the trial found, for `CHANGED_TICKS` busy ticks in a row (not one:
@@ -816,6 +832,13 @@ mod tests {
         samples.iter().map(|s| b.tick(s)).collect()
     }
 
+    /// A trial's ticks, all alike.
+    fn trial_of(s: impl Fn() -> Sample) -> Vec<Sample> {
+        (0..=TRIAL_TICKS).map(|_| s()).collect()
+    }
+
+    const NO_CHANGE: [Option<usize>; 1 + TRIAL_TICKS as usize] = [None; 1 + TRIAL_TICKS as usize];
+
     #[test]
     fn a_saturated_thread_is_joined_by_the_others_when_that_pays() {
         let mut b = Balancer::new(2);
@@ -824,11 +847,9 @@ mod tests {
         assert_eq!(run(&mut b, &[busy(), busy()]), [None, Some(2)]);
         // The tick the connections move is not measured; then 1.5x the rate.
         let spread = || sample(&[0.7, 0.7], 600_000.0);
-        let trial = run(
-            &mut b,
-            &[sample(&[0.5, 0.5], 1.0), spread(), spread(), spread()],
-        );
-        assert_eq!(trial, [None; 4]);
+        let mut ticks = trial_of(spread);
+        ticks[0] = sample(&[0.5, 0.5], 1.0);
+        assert_eq!(run(&mut b, &ticks), NO_CHANGE);
         assert_eq!(b.state, State::All { light: 0 });
         // A light load for LIGHT_TICKS gathers them back; a busy tick restarts the count.
         let idle = || sample(&[0.1, 0.1], 400_000.0);
@@ -848,7 +869,7 @@ mod tests {
         let busy = || sample(&[0.97, 0.0], 400_000.0);
         let spread = || sample(&[0.7, 0.7], 600_000.0);
         run(&mut b, &[busy(), busy()]);
-        run(&mut b, &[spread(), spread(), spread(), spread()]);
+        run(&mut b, &trial_of(spread));
         assert_eq!(b.state, State::All { light: 0 });
         // The same load: one thread is tried again once the hold is over, and found
         // worse; held off again, the hold after twice as long.
@@ -858,10 +879,9 @@ mod tests {
         );
         assert_eq!(decisions.iter().flatten().collect::<Vec<_>>(), [&1]);
         assert_eq!(decisions.last(), Some(&Some(1)));
-        assert_eq!(
-            run(&mut b, &[busy(), busy(), busy(), busy()]),
-            [None, None, None, Some(2)]
-        );
+        let mut back = NO_CHANGE.to_vec();
+        *back.last_mut().unwrap() = Some(2);
+        assert_eq!(run(&mut b, &trial_of(busy)), back);
         assert_eq!(b.state, State::All { light: 0 });
         assert_eq!(
             (b.held_until, b.hold),
@@ -873,8 +893,7 @@ mod tests {
         let decisions = run(&mut b, &[cheaper(), cheaper(), cheaper()]);
         assert_eq!(decisions, [None, None, Some(1)]);
         let alone = || sample(&[0.95, 0.0], 1_000_000.0);
-        let trial = run(&mut b, &[alone(), alone(), alone(), alone()]);
-        assert_eq!(trial, [None; 4]);
+        assert_eq!(run(&mut b, &trial_of(alone)), NO_CHANGE);
         assert_eq!(b.state, State::One { saturated: 0 });
     }
 
@@ -896,12 +915,14 @@ mod tests {
                 trials.push(tick);
             }
         }
-        // Four ticks of trial, then the hold (10, 20, 40 ... ticks up to MAX_HOLD);
-        // the thread was saturated all along.
+        // The trial's ticks, then the hold (FIRST_HOLD, twice that, four times ...
+        // up to MAX_HOLD); the thread was saturated all along.
+        let trial = 1 + u64::from(TRIAL_TICKS);
         let gaps: Vec<u64> = trials.windows(2).map(|w| w[1] - w[0]).collect();
-        assert_eq!(&gaps[..4], &[4 + 10, 4 + 20, 4 + 40, 4 + 80]);
-        assert!(gaps.iter().all(|&g| g <= 4 + MAX_HOLD));
-        assert_eq!(*gaps.last().unwrap(), 4 + MAX_HOLD);
+        let doubling: Vec<u64> = (0..3).map(|i| trial + (FIRST_HOLD << i)).collect();
+        assert_eq!(&gaps[..3], doubling);
+        assert!(gaps.iter().all(|&g| g <= trial + MAX_HOLD));
+        assert_eq!(*gaps.last().unwrap(), trial + MAX_HOLD);
         // Another load (more than double the rate) for CHANGED_TICKS busy ticks ends a
         // hold; idle ticks between do not count, nor break the count.
         while !(matches!(b.state, State::One { .. }) && b.tick + 10 < b.held_until) {

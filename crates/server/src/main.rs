@@ -247,7 +247,9 @@ async fn serve(config: Config, db: Db) -> std::io::Result<()> {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     })?;
-    let server = Arc::new(Server::new(config, db));
+    let mut server = Server::new(config, db);
+    server.io_threads = Some(io_threads.active_threads());
+    let server = Arc::new(server);
     if server.config.engine == EngineKind::Memory {
         let started = std::time::Instant::now();
         if let Some(loaded) = server.load_rdb_file().map_err(std::io::Error::other)? {

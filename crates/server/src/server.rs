@@ -73,6 +73,8 @@ pub struct Server {
     pub listener_moves: crate::listener::ListenerMoves,
     /// MIGRATE's connections to its targets.
     pub migrate_sockets: crate::migrate_sockets::MigrateSockets,
+    /// How many io threads serve now (unset where none do, as in unit tests).
+    pub io_threads: Option<crate::io_threads::ActiveThreads>,
 }
 
 thread_local! {
@@ -156,6 +158,7 @@ impl Server {
             shutdown: watch::channel(false).0,
             listener_moves: Default::default(),
             migrate_sockets: Default::default(),
+            io_threads: None,
         };
         server.config_changed();
         server

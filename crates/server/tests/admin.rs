@@ -648,6 +648,8 @@ fn info_sections_and_hotkeys() {
         assert!(info.contains(section), "INFO lacks {section}");
     }
     assert!(info.contains("db0:keys=200,expires=0"));
+    // One client's requests one after another keep one io thread serving.
+    assert!(info.contains("\r\nio_threads_active:0\r\n"));
     assert_eq!(info_field(&mut c, "keyspace_hits"), "3000");
     assert_eq!(info_field(&mut c, "keyspace_misses"), "1");
     assert_eq!(info_field(&mut c, "connected_clients"), "1");

@@ -130,6 +130,9 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             field("executable", &executable.display());
             let config_file = server.config.file.clone().unwrap_or_default();
             field("config_file", &config_file.display());
+            // Whether more than one io thread serves now (see `io_threads.rs`).
+            let threaded = server.io_threads.as_ref().is_some_and(|t| t.get() > 1);
+            field("io_threads_active", &u8::from(threaded));
             field("engine", &server.config.engine.name());
         }
         "clients" => {

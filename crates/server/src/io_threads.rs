@@ -32,14 +32,14 @@ use tokio::sync::oneshot;
 pub struct IoThreads {
     placement: Arc<Placement>,
     stops: Vec<oneshot::Sender<()>>,
-    threads: Vec<std::thread::JoinHandle<()>>,
+    joins: Vec<std::thread::JoinHandle<()>>,
     /// Dropped to stop the balancer, which is then joined.
     balancer: Option<(mpsc::Sender<()>, std::thread::JoinHandle<()>)>,
 }
 
 /// The threads as connections see them.
 struct Placement {
-    seats: Box<[CachePadded<IoThread>]>,
+    threads: Box<[CachePadded<IoThread>]>,
     /// New and moving connections go to the first `active` threads.
     active: AtomicUsize,
     /// Connections moved between threads since the start.
@@ -104,7 +104,7 @@ impl IoThreads {
             );
         }
         let placement = Arc::new(Placement {
-            seats: runtimes
+            threads: runtimes
                 .iter()
                 .map(|r| {
                     CachePadded::new(IoThread {
@@ -122,19 +122,19 @@ impl IoThreads {
         let mut io = IoThreads {
             placement: placement.clone(),
             stops: Vec::with_capacity(n),
-            threads: Vec::with_capacity(n),
+            joins: Vec::with_capacity(n),
             balancer: None,
         };
         let (named, named_all) = mpsc::channel::<()>();
         for (i, runtime) in runtimes.into_iter().enumerate() {
             let (stop, stopped) = oneshot::channel::<()>();
             let (placement, named) = (placement.clone(), named.clone());
-            io.threads.push(
+            io.joins.push(
                 std::thread::Builder::new()
                     .name(format!("hotkv-io-{i}"))
                     .spawn(move || {
                         if let Ok(task) = std::fs::read_link("/proc/thread-self") {
-                            let _ = placement.seats[i]
+                            let _ = placement.threads[i]
                                 .schedstat
                                 .set(PathBuf::from("/proc").join(task).join("schedstat"));
                         }
@@ -201,10 +201,10 @@ impl Placement {
     /// The active thread serving the fewest connections, other than `except`; `except`
     /// itself if no other is active.
     fn least_loaded(&self, except: Option<usize>) -> usize {
-        let active = self.active.load(Ordering::Relaxed).min(self.seats.len());
+        let active = self.active.load(Ordering::Relaxed).min(self.threads.len());
         (0..active)
             .filter(|&i| Some(i) != except)
-            .min_by_key(|&i| self.seats[i].live.load(Ordering::Relaxed))
+            .min_by_key(|&i| self.threads[i].live.load(Ordering::Relaxed))
             .or(except)
             .unwrap_or(0)
     }
@@ -212,28 +212,28 @@ impl Placement {
     /// Serves from the first `k` threads: the others' connections are asked to leave,
     /// and the busiest of the `k` give up what they hold above an even share.
     fn set_active(&self, k: usize) {
-        let k = k.clamp(1, self.seats.len());
+        let k = k.clamp(1, self.threads.len());
         self.active.store(k, Ordering::Relaxed);
         let live: Vec<usize> = self
-            .seats
+            .threads
             .iter()
             .map(|s| s.live.load(Ordering::Relaxed))
             .collect();
         let share = live.iter().sum::<usize>().div_ceil(k);
-        for (i, seat) in self.seats.iter().enumerate() {
+        for (i, thread) in self.threads.iter().enumerate() {
             let leaving = if i < k {
                 live[i].saturating_sub(share)
             } else {
                 live[i]
             };
-            seat.leaving.store(leaving, Ordering::Relaxed);
+            thread.leaving.store(leaving, Ordering::Relaxed);
         }
     }
 }
 
 impl Place {
     fn thread(&self) -> &IoThread {
-        &self.placement.seats[self.on]
+        &self.placement.threads[self.on]
     }
 
     fn take_seat(self) -> Seat {
@@ -310,7 +310,7 @@ impl Drop for IoThreads {
         for stop in self.stops.drain(..) {
             let _ = stop.send(());
         }
-        for thread in self.threads.drain(..) {
+        for thread in self.joins.drain(..) {
             let _ = thread.join();
         }
     }
@@ -321,40 +321,43 @@ const TICK: Duration = Duration::from_millis(100);
 
 /// The balancer's loop, until `stopped`'s sender is dropped.
 fn balance(placement: &Placement, stopped: &mpsc::Receiver<()>) {
-    let threads = placement.seats.len();
+    let threads = placement.threads.len();
     let mut balancer = Balancer::new(threads);
-    let mut last = (Instant::now(), measure(placement));
+    let Some(first) = measure(placement) else {
+        // No way to tell how busy a thread is: serve from every one, as a fixed pool
+        // would.
+        placement.set_active(threads);
+        return;
+    };
+    let mut last = (Instant::now(), first);
     while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(TICK) {
+        // A read that fails now (out of file descriptors, say) skips a tick.
         let Some(now) = measure(placement) else {
-            // No way to tell how busy a thread is: serve from every one, as a fixed
-            // pool would.
-            placement.set_active(threads);
             continue;
         };
         let at = Instant::now();
         let elapsed = at.duration_since(last.0).as_nanos().max(1) as f64;
-        if let Some(before) = &last.1 {
-            let sample = Sample {
-                demand: (0..threads)
-                    .map(|i| (now.busy_ns[i] - before.busy_ns[i]) as f64 / elapsed)
-                    .collect(),
-                parks: (0..threads)
-                    .map(|i| now.parks[i] - before.parks[i])
-                    .collect(),
-                rate: (now.requests - before.requests) as f64 * 1e9 / elapsed,
-                connections: placement
-                    .seats
-                    .iter()
-                    .map(|s| s.live.load(Ordering::Relaxed))
-                    .sum(),
-            };
-            tracing::trace!(demand = ?sample.demand, parks = ?sample.parks, rate = sample.rate, "io threads");
-            if let Some(k) = balancer.tick(&sample) {
-                tracing::debug!(threads = k, demand = ?sample.demand, rate = sample.rate, "io threads rebalanced");
-                placement.set_active(k);
-            }
+        let before = &last.1;
+        let sample = Sample {
+            demand: (0..threads)
+                .map(|i| now.busy_ns[i].saturating_sub(before.busy_ns[i]) as f64 / elapsed)
+                .collect(),
+            parks: (0..threads)
+                .map(|i| now.parks[i].saturating_sub(before.parks[i]))
+                .collect(),
+            rate: now.requests.saturating_sub(before.requests) as f64 * 1e9 / elapsed,
+            connections: placement
+                .threads
+                .iter()
+                .map(|s| s.live.load(Ordering::Relaxed))
+                .sum(),
+        };
+        tracing::trace!(demand = ?sample.demand, parks = ?sample.parks, rate = sample.rate, "io threads");
+        if let Some(k) = balancer.tick(&sample) {
+            tracing::debug!(threads = k, demand = ?sample.demand, rate = sample.rate, "io threads rebalanced");
+            placement.set_active(k);
         }
-        last = (at, Some(now));
+        last = (at, now);
     }
 }
 
@@ -368,9 +371,9 @@ struct Reading {
 }
 
 fn measure(placement: &Placement) -> Option<Reading> {
-    let mut busy_ns = Vec::with_capacity(placement.seats.len());
-    for seat in placement.seats.iter() {
-        let stat = std::fs::read_to_string(seat.schedstat.get()?).ok()?;
+    let mut busy_ns = Vec::with_capacity(placement.threads.len());
+    for thread in placement.threads.iter() {
+        let stat = std::fs::read_to_string(thread.schedstat.get()?).ok()?;
         let mut fields = stat.split_ascii_whitespace().map(|f| f.parse::<u64>());
         let (Some(Ok(ran)), Some(Ok(waited))) = (fields.next(), fields.next()) else {
             return None;
@@ -378,12 +381,12 @@ fn measure(placement: &Placement) -> Option<Reading> {
         busy_ns.push(ran + waited);
     }
     let requests = placement
-        .seats
+        .threads
         .iter()
         .map(|s| s.requests.load(Ordering::Relaxed))
         .sum();
     let parks = placement
-        .seats
+        .threads
         .iter()
         .map(|s| s.handle.metrics().worker_park_count(0))
         .collect();
@@ -685,7 +688,7 @@ mod tests {
         let wait_live = |io: &IoThreads, n: usize| {
             while io
                 .placement
-                .seats
+                .threads
                 .iter()
                 .map(|s| s.live.load(Ordering::Relaxed))
                 .sum::<usize>()
@@ -724,7 +727,7 @@ mod tests {
         // Every task has ended, so no thread counts a live connection.
         assert!(io
             .placement
-            .seats
+            .threads
             .iter()
             .all(|s| s.live.load(Ordering::Relaxed) == 0));
     }
@@ -783,7 +786,7 @@ mod tests {
             .collect();
         let live = |io: &IoThreads| -> Vec<usize> {
             io.placement
-                .seats
+                .threads
                 .iter()
                 .map(|s| s.live.load(Ordering::Relaxed))
                 .collect()

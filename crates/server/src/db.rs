@@ -952,6 +952,33 @@ impl Db {
         Ok(next)
     }
 
+    /// Calls `f` with every key of the memory store not past its deadline at `now`
+    /// (Unix ms) and its entry, a node table expanded: what an RDB file holds. It
+    /// only reads the index, lock-free; nothing is deleted, counted or locked, so the
+    /// child of a background save, a copy of one thread of this process, may call it
+    /// (`background_save.rs`). An engine keeps its keys itself: an error there.
+    pub fn for_each_saved(
+        &self,
+        now: u64,
+        mut f: impl FnMut(&[u8], Entry) -> std::result::Result<(), String>,
+    ) -> std::result::Result<(), String> {
+        let Store::Memory(index) = &self.store else {
+            return Err("only the memory engine saves an RDB file".into());
+        };
+        for (key, stored) in index.iter() {
+            if Entry::stored_expired(&stored, now) {
+                continue;
+            }
+            let stored = if Entry::stored_is_node_table(&stored) {
+                nodes::expand(self.memory_nodes(), &stored).map_err(|e| e.to_string())?
+            } else {
+                stored
+            };
+            f(&key, Entry::decode(stored))?;
+        }
+        Ok(())
+    }
+
     /// Deletes every key. On an engine, the caller keeps other writers out.
     pub fn clear(&self) -> Result<()> {
         let removed = |k: &[u8]| {

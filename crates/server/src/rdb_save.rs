@@ -1,8 +1,10 @@
 //! The memory engine's RDB file on disk (its format: `dump_payload/rdb_file.rs`):
-//! written by SAVE, BGSAVE, the save schedule and SHUTDOWN (through `Server::save`),
-//! loaded when the server starts. The lsm engine keeps its data itself.
+//! written by SAVE and SHUTDOWN (through `Server::save`) and by BGSAVE and the save
+//! schedule in a child process (`background_save.rs`), loaded when the server starts.
+//! The lsm engine keeps its data itself.
 
 use std::io::BufWriter;
+use std::path::{Path, PathBuf};
 
 use crate::db::Db;
 use crate::dump_payload::rdb_file::{self, RdbWriter};
@@ -14,52 +16,97 @@ pub fn path(server: &Server) -> std::path::PathBuf {
     server.config.dir.join(server.config.value("dbfilename"))
 }
 
+/// What a save needs besides the keys, read before it starts: a background save's
+/// child may take no lock (`background_save.rs`), and the settings and libraries are
+/// behind locks.
+pub struct SavePlan {
+    path: PathBuf,
+    /// The function libraries' payload, if any are loaded.
+    libraries: Option<Vec<u8>>,
+    /// Unix milliseconds the save is of: keys past their deadline then are left out.
+    now: u64,
+    /// `rdb-key-save-delay`: microseconds to sleep after each key, or, below zero,
+    /// one microsecond once in that many keys (as Redis's, for tests that need a
+    /// background save to take a while).
+    key_delay: i64,
+}
+
+impl SavePlan {
+    /// Reads what the save needs; the caller runs alone, so it is one moment's.
+    pub fn new(server: &Server) -> SavePlan {
+        SavePlan {
+            path: path(server),
+            libraries: crate::commands::function::dump_loaded(server),
+            now: crate::entry::now_ms(),
+            key_delay: server
+                .config
+                .value("rdb-key-save-delay")
+                .parse()
+                .unwrap_or(0),
+        }
+    }
+
+    fn dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
+    }
+
+    /// The file a save by process `pid` writes before renaming it over the RDB file
+    /// (Redis's name for it).
+    pub fn temp(&self, pid: u32) -> PathBuf {
+        self.dir().join(format!("temp-{pid}.rdb"))
+    }
+
+    fn pause_after_key(&self) {
+        let micros = match self.key_delay {
+            0 => return,
+            d if d > 0 => d as u64,
+            d => u64::from(rand::random::<u64>().is_multiple_of(d.unsigned_abs())),
+        };
+        if micros > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(micros));
+        }
+    }
+}
+
 /// Writes the memory engine's keys and function libraries to its RDB file
 /// (`dump_payload/rdb_file.rs`), as Redis does: to a temporary file, synced, then
 /// renamed over the old one, so that a crash leaves one or the other whole. The
 /// caller runs alone, so the file holds one moment's data.
 pub fn write(server: &Server) -> Result<(), String> {
-    let path = path(server);
-    let dir = path.parent().unwrap_or(&server.config.dir).to_path_buf();
-    let temp = dir.join(format!("temp-{}.rdb", std::process::id()));
+    write_planned(&server.db, &SavePlan::new(server))
+}
+
+/// [`write`] with what it needs read beforehand; it reads the keys only, takes no
+/// lock and changes nothing, so the child of a background save can run it.
+pub fn write_planned(db: &Db, plan: &SavePlan) -> Result<(), String> {
+    let dir = plan.dir();
+    let temp = plan.temp(std::process::id());
     let write = || -> Result<(), String> {
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
         let file = std::fs::File::create(&temp).map_err(|e| e.to_string())?;
         let io = |e: std::io::Error| e.to_string();
-        let now = crate::entry::now_ms() / 1000;
-        let mut rdb = RdbWriter::new(BufWriter::with_capacity(1 << 16, file), now).map_err(io)?;
-        if let Some(libraries) = crate::commands::function::dump_loaded(server) {
-            rdb.functions(&libraries).map_err(io)?;
+        let mut rdb =
+            RdbWriter::new(BufWriter::with_capacity(1 << 16, file), plan.now / 1000).map_err(io)?;
+        if let Some(libraries) = &plan.libraries {
+            rdb.functions(libraries).map_err(io)?;
         }
-        let mut cursor = 0;
-        loop {
-            let mut keys = Vec::new();
-            cursor = server
-                .db
-                .scan(cursor, 1024, |key, _| keys.push(key.to_vec()))
-                .map_err(|e| e.to_string())?;
-            for key in keys {
-                let Some(entry) = server.db.peek(&key).map_err(|e| e.to_string())? else {
-                    continue;
-                };
-                let payload = crate::commands::dump::payload(&entry)?;
-                rdb.key(&key, entry.deadline, &payload).map_err(io)?;
-            }
-            if cursor == 0 {
-                break;
-            }
-        }
+        db.for_each_saved(plan.now, |key, entry| {
+            let payload = crate::commands::dump::payload(&entry)?;
+            rdb.key(key, entry.deadline, &payload).map_err(io)?;
+            plan.pause_after_key();
+            Ok(())
+        })?;
         let file = rdb.finish().map_err(io)?;
         let file = file.into_inner().map_err(|e| e.error().to_string())?;
         file.sync_all().map_err(io)?;
-        std::fs::rename(&temp, &path).map_err(io)?;
-        std::fs::File::open(&dir)
+        std::fs::rename(&temp, &plan.path).map_err(io)?;
+        std::fs::File::open(dir)
             .and_then(|d| d.sync_all())
             .map_err(io)
     };
     write().map_err(|e| {
         let _ = std::fs::remove_file(&temp);
-        format!("writing {}: {e}", path.display())
+        format!("writing {}: {e}", plan.path.display())
     })
 }
 

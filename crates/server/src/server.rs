@@ -58,6 +58,11 @@ pub struct Server {
     changes_at_save: AtomicU64,
     /// Successful saves since the start (INFO's rdb_saves).
     saves: AtomicU64,
+    /// BGSAVE's child process on the memory engine.
+    pub background_save: crate::background_save::BackgroundSave,
+    /// A BGSAVE asked for inside EXEC, where the process must not fork half-way
+    /// through a transaction: started by the periodic work, as Redis schedules it.
+    background_save_scheduled: AtomicBool,
     /// BGREWRITEAOFs since the start (INFO's aof_rewrites), and whether the last failed.
     log_rewrites: AtomicU64,
     log_rewrite_failed: AtomicBool,
@@ -149,6 +154,8 @@ impl Server {
             last_load: Default::default(),
             changes_at_save: AtomicU64::new(0),
             saves: AtomicU64::new(0),
+            background_save: Default::default(),
+            background_save_scheduled: AtomicBool::new(false),
             log_rewrites: AtomicU64::new(0),
             log_rewrite_failed: AtomicBool::new(false),
             used_memory: AtomicU64::new(0),
@@ -207,9 +214,13 @@ impl Server {
         self.db.set_lfu(log_factor, decay_minutes);
     }
 
-    /// SAVE and BGSAVE: makes every write so far durable (on the memory engine, in the
-    /// RDB file), and notes when for LASTSAVE. The caller runs alone.
+    /// SAVE: makes every write so far durable (on the memory engine, in the RDB file),
+    /// and notes when for LASTSAVE. The caller runs alone. Refused, as in Redis, while
+    /// a background save runs.
     pub fn save(&self) -> Result<(), String> {
+        if self.background_save.running() {
+            return Err(crate::background_save::IN_PROGRESS.into());
+        }
         let changes = self.db.changes();
         self.save_tried
             .store(crate::entry::now_ms() / 1000, Ordering::Relaxed);
@@ -219,7 +230,15 @@ impl Server {
             Ok(false) => crate::rdb_save::write(self),
             Err(e) => Err(e.to_string()),
         };
-        match saved {
+        self.saved(
+            changes,
+            saved.map_err(|e| format!("ERR saving failed: {e}")),
+        )
+    }
+
+    /// Notes how a save of the data as of `changes` (`Db::changes`) ended.
+    fn saved(&self, changes: u64, outcome: Result<(), String>) -> Result<(), String> {
+        match outcome {
             Ok(()) => {
                 // Changes made while it saved may or may not be in the save: counted as
                 // not, as Redis counts those made during a BGSAVE.
@@ -232,7 +251,71 @@ impl Server {
             }
             Err(e) => {
                 self.last_save_failed.store(true, Ordering::Relaxed);
-                Err(format!("ERR saving failed: {e}"))
+                Err(e)
+            }
+        }
+    }
+
+    /// BGSAVE: on the memory engine a child process writes the RDB file while the
+    /// server goes on (`background_save.rs`); inside EXEC the save is scheduled for
+    /// when the transaction is over. On lsm, as SAVE (a sync of the log). The caller
+    /// runs alone. The status line to answer.
+    pub fn background_save(&self, in_exec: bool) -> Result<&'static str, String> {
+        const STARTED: &str = "Background saving started";
+        if self.config.engine != crate::config::EngineKind::Memory {
+            return self.save().map(|()| STARTED);
+        }
+        if self.background_save.running() {
+            return Err(crate::background_save::IN_PROGRESS.into());
+        }
+        if in_exec {
+            self.background_save_scheduled
+                .store(true, Ordering::Relaxed);
+            return Ok("Background saving scheduled");
+        }
+        self.start_background_save()
+            .map(|()| STARTED)
+            .map_err(|e| format!("ERR {e}"))
+    }
+
+    fn start_background_save(&self) -> Result<(), String> {
+        self.background_save_scheduled
+            .store(false, Ordering::Relaxed);
+        self.save_tried
+            .store(crate::entry::now_ms() / 1000, Ordering::Relaxed);
+        let plan = crate::rdb_save::SavePlan::new(self);
+        let started = self
+            .background_save
+            .start(&self.db, plan, self.db.changes());
+        if let Err(e) = &started {
+            self.last_save_failed.store(true, Ordering::Relaxed);
+            tracing::warn!(error = %e, "background save not started");
+        }
+        started
+    }
+
+    /// Records a background save that has ended, if one has, and starts the next one
+    /// due (the save schedule's, or one BGSAVE scheduled inside EXEC), alone, as
+    /// BGSAVE runs; not while a script holds the gate.
+    fn background_save_work(&self, now: u64) {
+        if let Some(finished) = self.background_save.reap() {
+            let path = crate::rdb_save::path(self);
+            match self.saved(finished.changes, finished.outcome) {
+                Ok(()) => tracing::info!(file = %path.display(), "background save done"),
+                Err(e) => {
+                    tracing::warn!(file = %path.display(), error = %e, "background save failed")
+                }
+            }
+        }
+        if self.background_save.running() {
+            return;
+        }
+        let scheduled = self.background_save_scheduled.load(Ordering::Relaxed)
+            && (!self.last_save_failed.load(Ordering::Relaxed)
+                || now >= self.save_tried.load(Ordering::Relaxed) + SAVE_RETRY_SECONDS);
+        if scheduled || self.save_due(now) {
+            if let Some(_alone) = self.gate.try_exclusive() {
+                let _ = self.start_background_save();
             }
         }
     }
@@ -371,7 +454,13 @@ impl Server {
     pub fn saves_at_shutdown(&self) -> bool {
         let chosen = *self.shutdown_save.lock().unwrap_or_else(|e| e.into_inner());
         self.config.engine == crate::config::EngineKind::Memory
-            && chosen.unwrap_or_else(|| !self.config.value("save").is_empty())
+            && chosen.unwrap_or_else(|| self.saves_on_schedule())
+    }
+
+    /// Whether the memory engine has a save schedule (`save`).
+    pub fn saves_on_schedule(&self) -> bool {
+        self.config.engine == crate::config::EngineKind::Memory
+            && !self.config.value("save").is_empty()
     }
 
     pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
@@ -511,15 +600,7 @@ impl Server {
                 c.record_peaks(second);
                 c.resize_query_buffers();
                 self.migrate_sockets.close_idle();
-                if self.save_due(second) {
-                    // Alone, as SAVE runs; not while a script holds the gate (see the
-                    // expiry cycle below).
-                    if let Some(_alone) = self.gate.try_exclusive() {
-                        if let Err(e) = self.save() {
-                            tracing::warn!(error = %e, "scheduled save failed");
-                        }
-                    }
-                }
+                self.background_save_work(second);
                 self.rates.sample(
                     [
                         c.total(|t| &t.commands),

@@ -1335,6 +1335,9 @@ fn save_makes_writes_durable_and_lastsave_says_when() {
     assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
     let started_bg: String = run(&mut c, &["BGSAVE"]);
     assert_eq!(started_bg, "Background saving started");
+    assert!(support::eventually(10, || {
+        info_field(&mut c, "rdb_bgsave_in_progress") == "0"
+    }));
     let scheduled: String = run(&mut c, &["BGSAVE", "SCHEDULE"]);
     assert_eq!(scheduled, "Background saving started");
     assert_eq!(run_err(&mut c, &["BGSAVE", "NOW"]), "ERR syntax error");

@@ -170,3 +170,149 @@ fn a_damaged_file_stops_the_start_with_the_reason() {
     let server = Server::start_memory_in(dir, &[]);
     assert!(run::<i64>(&mut server.client(), &["DBSIZE"]) > 10);
 }
+
+/// The save's child processes: those of the server's process.
+fn save_children(server: &Server) -> Vec<u32> {
+    let tasks = format!("/proc/{}/task", server.child.id());
+    let mut pids = Vec::new();
+    for task in std::fs::read_dir(tasks).unwrap().flatten() {
+        let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        pids.extend(
+            children
+                .split_whitespace()
+                .map(|p| p.parse::<u32>().unwrap()),
+        );
+    }
+    pids
+}
+
+fn temp_files(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("temp-"))
+        .collect()
+}
+
+fn saving(c: &mut redis::Connection) -> bool {
+    info_field(c, "rdb_bgsave_in_progress") == "1"
+}
+
+#[test]
+fn bgsave_writes_the_moment_it_began_while_clients_go_on() {
+    let server = Server::start_memory(&[]);
+    let mut c = server.client();
+    let keys = fill(&mut c);
+    let before = dumps(&mut c, &keys);
+    // 13 keys at 0.1 s each: the child is still writing while this test looks.
+    run::<()>(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "100000"]);
+    let started: String = run(&mut c, &["BGSAVE"]);
+    assert_eq!(started, "Background saving started");
+    // Served while the save goes on, and not in it.
+    run::<()>(&mut c, &["SET", "later", "v"]);
+    run::<i64>(&mut c, &["DEL", "text"]);
+    run::<i64>(&mut c, &["RPUSH", "biglist", "after"]);
+    assert!(saving(&mut c));
+    assert_eq!(save_children(&server).len(), 1);
+    assert_eq!(info_field(&mut c, "total_forks"), "1");
+    let in_progress = "ERR Background save already in progress";
+    assert_eq!(run_err(&mut c, &["SAVE"]), in_progress);
+    assert_eq!(run_err(&mut c, &["BGSAVE"]), in_progress);
+    assert_eq!(run_err(&mut c, &["BGSAVE", "SCHEDULE"]), in_progress);
+    assert_eq!(info_field(&mut c, "rdb_saves"), "0");
+
+    assert!(eventually(30, || !saving(&mut c)), "the save ended");
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    assert_eq!(info_field(&mut c, "rdb_saves"), "1");
+    assert_eq!(info_field(&mut c, "rdb_current_bgsave_time_sec"), "-1");
+    assert!(
+        info_field(&mut c, "rdb_last_bgsave_time_sec")
+            .parse::<i64>()
+            .unwrap()
+            >= 1
+    );
+    // The three changes made after the fork are not in the file.
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "3");
+    assert!(save_children(&server).is_empty(), "the child was reaped");
+    let dir = server.kill().unwrap();
+    assert!(temp_files(dir.path()).is_empty());
+
+    let server = Server::start_memory_in(dir, &[]);
+    let mut c = server.client();
+    let mut now: Vec<String> = run(&mut c, &["KEYS", "*"]);
+    now.sort();
+    assert_eq!(now, keys, "the keys as they were when BGSAVE answered");
+    assert_eq!(dumps(&mut c, &keys), before);
+    assert_eq!(run::<i64>(&mut c, &["FCALL", "one", "0"]), 1);
+}
+
+#[test]
+fn a_background_save_cut_short_leaves_the_last_file() {
+    let server = Server::start_memory(&[]);
+    let mut c = server.client();
+    run::<()>(&mut c, &["SET", "first", "1"]);
+    run::<()>(&mut c, &["SAVE"]);
+    run::<()>(&mut c, &["SET", "second", "2"]);
+    run::<()>(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "1000000"]);
+
+    // Killed from outside: the status says so, the half-written file is removed.
+    run::<String>(&mut c, &["BGSAVE"]);
+    let children = save_children(&server);
+    assert_eq!(children.len(), 1);
+    assert!(eventually(10, || !temp_files(
+        server.dir.as_ref().unwrap().path()
+    )
+    .is_empty()));
+    let killed = std::process::Command::new("sh")
+        .args(["-c", &format!("kill -9 {}", children[0])])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert!(eventually(10, || !saving(&mut c)));
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "err");
+    assert_eq!(info_field(&mut c, "rdb_saves"), "1");
+    assert!(temp_files(server.dir.as_ref().unwrap().path()).is_empty());
+
+    // FLUSHALL stops one at once, and is no failure.
+    run::<String>(&mut c, &["BGSAVE"]);
+    assert!(saving(&mut c));
+    run::<()>(&mut c, &["FLUSHALL"]);
+    assert!(!saving(&mut c));
+    assert!(save_children(&server).is_empty());
+    assert!(temp_files(server.dir.as_ref().unwrap().path()).is_empty());
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "err");
+    assert_eq!(info_field(&mut c, "rdb_saves"), "1");
+
+    // SHUTDOWN SAVE does not wait for one: it stops it and saves everything.
+    run::<()>(&mut c, &["SET", "third", "3"]);
+    run::<String>(&mut c, &["BGSAVE"]);
+    let child = save_children(&server)[0];
+    let _ = redis::cmd("SHUTDOWN").arg("SAVE").query::<()>(&mut c);
+    let dir = server.exited("SHUTDOWN SAVE").unwrap();
+    assert!(!std::path::Path::new(&format!("/proc/{child}")).exists());
+    assert!(temp_files(dir.path()).is_empty());
+    let server = Server::start_memory_in(dir, &[]);
+    let mut c = server.client();
+    let keys: Vec<String> = run(&mut c, &["KEYS", "*"]);
+    assert_eq!(keys, ["third"]);
+}
+
+#[test]
+fn bgsave_in_a_transaction_starts_once_it_is_over() {
+    let server = Server::start_memory(&[]);
+    let mut c = server.client();
+    let replies: Vec<String> = redis::pipe()
+        .atomic()
+        .cmd("SET")
+        .arg("k")
+        .arg("v")
+        .cmd("BGSAVE")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(replies, ["OK", "Background saving scheduled"]);
+    assert!(eventually(10, || info_field(&mut c, "rdb_saves") == "1"));
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
+    let server = Server::start_memory_in(server.kill().unwrap(), &[]);
+    assert_eq!(run::<String>(&mut server.client(), &["GET", "k"]), "v");
+}

@@ -240,8 +240,8 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             // and, as Redis reports before its first save, the start time as the last
             // save. A durable engine's log plays the part of Redis's append-only file;
             // its write status is the engine's.
-            // Nothing forks, so the copy-on-write and rewrite fields read as Redis's
-            // do before its first fork.
+            // The copy-on-write and progress fields read as Redis's do before its
+            // first fork: the child reports neither.
             field("loading", &0);
             field("async_loading", &0);
             for no_fork in [
@@ -255,12 +255,13 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             field("current_save_keys_processed", &0);
             field("current_save_keys_total", &0);
             field("rdb_changes_since_last_save", &server.changes_since_save());
-            field("rdb_bgsave_in_progress", &0);
+            let bgsave = &server.background_save;
+            field("rdb_bgsave_in_progress", &u8::from(bgsave.running()));
             field("rdb_last_save_time", &server.last_save());
             let failed = server.last_save_failed();
             field("rdb_last_bgsave_status", &if failed { "err" } else { "ok" });
-            field("rdb_last_bgsave_time_sec", &-1);
-            field("rdb_current_bgsave_time_sec", &-1);
+            field("rdb_last_bgsave_time_sec", &bgsave.last_seconds());
+            field("rdb_current_bgsave_time_sec", &bgsave.current_seconds());
             field("rdb_saves", &server.saves());
             field("rdb_last_cow_size", &0);
             let loaded = server.last_load();
@@ -374,9 +375,9 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
                 "pubsubshard_channels",
                 &server.pubsub.len(crate::pubsub::Kind::Shard),
             );
-            for absent in ["latest_fork_usec", "total_forks"] {
-                field(absent, &0);
-            }
+            let (fork_micros, forks) = server.background_save.forks();
+            field("latest_fork_usec", &fork_micros);
+            field("total_forks", &forks);
             field("migrate_cached_sockets", &server.migrate_sockets.len());
             for absent in [
                 "slave_expires_tracked_keys",

@@ -18,6 +18,16 @@ pub fn flush(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         _ => return error(SYNTAX_ERROR),
     };
     ctx.db().clear()?;
+    if upper(&args[0]) == b"FLUSHALL" {
+        // As Redis: a background save of the data just deleted is pointless, and with
+        // a save schedule the file is made to hold what is left at once.
+        ctx.server.background_save.kill();
+        if ctx.server.saves_on_schedule() {
+            if let Err(e) = ctx.server.save() {
+                tracing::warn!(error = %e, "saving after FLUSHALL failed");
+            }
+        }
+    }
     if sync {
         // As Redis after a synchronous flush: the freed pages go back to the system
         // now, not after the allocator's decay time.
@@ -103,17 +113,19 @@ pub fn save(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     }
 }
 
-/// `BGSAVE [SCHEDULE]`: as SAVE, and finished by the time it answers: on lsm it takes
-/// no longer than an fsync; in memory, where hotkv cannot fork as Redis does, a save
-/// made while writes went on would not be one moment's data, so clients wait for it.
+/// `BGSAVE [SCHEDULE]`: on the memory engine a child process writes the RDB file
+/// from a copy of memory as of the fork while the server goes on, as Redis's does
+/// (`background_save.rs`); INFO's rdb_bgsave_in_progress says when it is done. On
+/// lsm, as SAVE: an fsync of the log. SCHEDULE waits only where Redis's would: for
+/// the end of a transaction (hotkv has no other child process to wait for).
 pub fn bgsave(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     match &args[1..] {
         [] => {}
         [opt] if upper(opt) == b"SCHEDULE" => {}
         _ => return error(SYNTAX_ERROR),
     }
-    match ctx.server.save() {
-        Ok(()) => reply(Frame::Simple("Background saving started".into())),
+    match ctx.server.background_save(ctx.session.in_exec) {
+        Ok(status) => reply(Frame::Simple(status.into())),
         Err(e) => error(&e),
     }
 }

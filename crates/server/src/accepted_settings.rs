@@ -6,8 +6,10 @@
 //! so CONFIG GET lists them with Redis 7.0's defaults and CONFIG SET checks a value as
 //! Redis checks it and keeps it, and refuses those Redis refuses at run time. The TLS
 //! settings are left out, as in a Redis built without TLS: hotkv has none. Of these,
-//! only `lfu-log-factor` and `lfu-decay-time` are read (`Config::lfu`: the lsm
-//! engine's LFU counters follow them).
+//! `lfu-log-factor` and `lfu-decay-time` are read (`Config::lfu`: the lsm engine's LFU
+//! counters follow them), and for Redis's RDB file, which the memory engine writes,
+//! `dbfilename`, `rdbcompression` (DUMP payloads follow it too) and
+//! `rdb-key-save-delay` (`rdb_save.rs`).
 //!
 //! The table is Redis 7.0.15's `config.c` (name, old name, form, bounds, flags) with
 //! the defaults its `CONFIG GET` printed.

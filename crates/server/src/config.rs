@@ -350,6 +350,10 @@ impl Config {
     pub fn timeout(&self) -> u64 {
         self.timeout.load(Ordering::Relaxed)
     }
+    /// `rdbcompression`: whether DUMP payloads and RDB files compress long strings.
+    pub fn rdb_compression(&self) -> bool {
+        self.value("rdbcompression") == "yes"
+    }
     pub fn proto_max_bulk_len(&self) -> usize {
         self.proto_max_bulk_len.load(Ordering::Relaxed) as usize
     }

@@ -29,13 +29,15 @@
 //!
 //! hotkv writes version 10 (Redis 7.0): strings with integers as Redis does (texts of at
 //! most 11 bytes that are exactly a 32-bit integer's decimal form) and other strings
-//! plain, never compressed; collections in the plain forms 1, 2, 4 and 5, which Redis
+//! LZF-compressed where that saves 4 bytes or more (strings of over 20 bytes, under
+//! `rdbcompression yes`, as Redis; `dump_payload/lzf.rs`), else plain; collections in the plain forms 1, 2, 4 and 5, which Redis
 //! reads (and packs as it likes), and streams as 19. It reads what Redis 7.0 to 7.4 write for these types,
 //! compressed or not, except the ziplist forms older Redis wrote (9, 10, 12, 13, 14).
 
 use crate::entry::Kind;
 use crate::packed;
 
+mod lzf;
 pub mod rdb_file;
 mod stream;
 pub use stream::dump as dump_stream;
@@ -66,13 +68,14 @@ pub enum Refusal {
     BadFormat(&'static str),
 }
 
-/// A value of `kind` (its stored payload: bytes, or packed) as DUMP gives it.
-pub fn dump(kind: Kind, value: &[u8]) -> Vec<u8> {
+/// A value of `kind` (its stored payload: bytes, or packed) as DUMP gives it; strings
+/// compressed where that pays if `compress` (`rdbcompression`, see [`put_string`]).
+pub fn dump(kind: Kind, value: &[u8], compress: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(value.len() + 16);
     match kind {
         Kind::String => {
             out.push(STRING_TYPE);
-            put_string(&mut out, value);
+            put_string(&mut out, value, compress);
         }
         Kind::List | Kind::Set => {
             out.push(if kind == Kind::List {
@@ -82,22 +85,22 @@ pub fn dump(kind: Kind, value: &[u8]) -> Vec<u8> {
             });
             put_length(&mut out, packed::count(value) as u64);
             for element in packed::elements(value) {
-                put_string(&mut out, element);
+                put_string(&mut out, element, compress);
             }
         }
         Kind::Hash => {
             out.push(HASH_TYPE);
             put_length(&mut out, packed::count(value) as u64);
             for (field, v) in packed::pairs(value) {
-                put_string(&mut out, field);
-                put_string(&mut out, v);
+                put_string(&mut out, field, compress);
+                put_string(&mut out, v, compress);
             }
         }
         Kind::ZSet => {
             out.push(ZSET_TYPE);
             put_length(&mut out, packed::count(value) as u64);
             for (member, score) in packed::scored(value) {
-                put_string(&mut out, member);
+                put_string(&mut out, member, compress);
                 out.extend_from_slice(&score.to_le_bytes());
             }
         }
@@ -129,12 +132,13 @@ fn checked_body(payload: &[u8]) -> Result<&[u8], Refusal> {
 }
 
 /// A FUNCTION DUMP payload for libraries of these codes: each a type byte (245) and
-/// a string, as Redis 7.0 writes them (no libraries: the footer alone).
-pub fn functions<'a>(codes: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
+/// a string, as Redis 7.0 writes them (no libraries: the footer alone); `compress` as
+/// for [`dump`].
+pub fn functions<'a>(codes: impl Iterator<Item = &'a [u8]>, compress: bool) -> Vec<u8> {
     let mut out = Vec::new();
     for code in codes {
         out.push(FUNCTION_TYPE);
-        put_string(&mut out, code);
+        put_string(&mut out, code, compress);
     }
     seal(out)
 }
@@ -164,7 +168,20 @@ pub fn function_codes(payload: &[u8], max_len: usize) -> Result<Vec<Vec<u8>>, Re
     Ok(codes)
 }
 
-fn put_string(out: &mut Vec<u8>, value: &[u8]) {
+/// A string as Redis writes it: an integer's text as the integer; with `compress`
+/// (`rdbcompression yes`), one of over 20 bytes LZF-compressed if that saves 4 bytes or
+/// more; else its length and bytes.
+fn put_string(out: &mut Vec<u8>, value: &[u8], compress: bool) {
+    const COMPRESSED_OVER: usize = 20;
+    if compress && value.len() > COMPRESSED_OVER {
+        if let Some(packed) = lzf::compress(value, value.len() - 4) {
+            out.push(0xC3);
+            put_length(out, packed.len() as u64);
+            put_length(out, value.len() as u64);
+            out.extend_from_slice(&packed);
+            return;
+        }
+    }
     match small_integer(value) {
         Some(n) => {
             if let Ok(n) = i8::try_from(n) {
@@ -570,59 +587,11 @@ impl<'a> Reader<'a> {
                         "the value is longer than proto-max-bulk-len",
                     ));
                 }
-                lzf_decompress(self.take(compressed_len)?, len)
+                lzf::decompress(self.take(compressed_len)?, len)
             }
             Err(_) => Err(Refusal::BadFormat("an unknown string encoding")),
         }
     }
-}
-
-/// LZF's format: a control byte below 32 starts a run of that many plus one literal
-/// bytes; any other is a back reference, length in its top 3 bits (7: plus the next
-/// byte) plus 2, distance in its low 5 bits and the next byte, plus 1.
-fn lzf_decompress(input: &[u8], len: usize) -> Result<Vec<u8>, Refusal> {
-    const BAD: Refusal = Refusal::BadFormat("the compressed value is corrupt");
-    // A reference of 3 input bytes yields at most 264 output bytes: a declared length
-    // beyond that ratio is a lie, refused before allocating for it.
-    if len > input.len().saturating_mul(88) {
-        return Err(BAD);
-    }
-    let mut out = Vec::with_capacity(len);
-    let mut i = 0;
-    while i < input.len() {
-        let control = usize::from(input[i]);
-        i += 1;
-        if control < 32 {
-            let run = input.get(i..i + control + 1).ok_or(BAD)?;
-            if out.len() + run.len() > len {
-                return Err(BAD);
-            }
-            out.extend_from_slice(run);
-            i += run.len();
-        } else {
-            let mut run = control >> 5;
-            if run == 7 {
-                run += usize::from(*input.get(i).ok_or(BAD)?);
-                i += 1;
-            }
-            let low = usize::from(*input.get(i).ok_or(BAD)?);
-            i += 1;
-            let distance = ((control & 0x1F) << 8 | low) + 1;
-            let run = run + 2;
-            if distance > out.len() || out.len() + run > len {
-                return Err(BAD);
-            }
-            // Byte by byte: the source may overlap what is being written.
-            let from = out.len() - distance;
-            for k in 0..run {
-                out.push(out[from + k]);
-            }
-        }
-    }
-    if out.len() != len {
-        return Err(BAD);
-    }
-    Ok(out)
 }
 
 /// CRC-64 with the Jones polynomial, as Redis computes it for payloads and RDB files.
@@ -652,22 +621,24 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// As DUMP writes it under Redis's default, `rdbcompression yes`.
     fn dump_string(value: &[u8]) -> Vec<u8> {
-        dump(Kind::String, value)
+        dump(Kind::String, value, true)
     }
 
     #[test]
     fn function_payloads_round_trip_and_match_redis() {
         // FUNCTION DUMP of an empty Redis 7.0: the footer alone.
         assert_eq!(
-            functions(std::iter::empty()),
+            functions(std::iter::empty(), true),
             b"\x0a\x00\x5d\x9b\x5c\x40\x0f\x7f\xa2\xda"
         );
         let codes: Vec<Vec<u8>> = vec![
             b"#!lua name=a\nredis.register_function('f', function() return 1 end)".to_vec(),
             vec![b'#'; 20_000],
         ];
-        let payload = functions(codes.iter().map(Vec::as_slice));
+        let payload = functions(codes.iter().map(Vec::as_slice), true);
+        assert!(payload.len() < 1000, "the long library compressed");
         assert_eq!(function_codes(&payload, usize::MAX), Ok(codes));
         let mut torn = payload.clone();
         torn[3] ^= 1;
@@ -747,6 +718,28 @@ mod tests {
         );
         // Longer than the limit allows.
         assert!(matches!(restore_string(a, 99), Err(Refusal::BadFormat(_))));
+    }
+
+    #[test]
+    fn compresses_long_strings_where_redis_does() {
+        // Redis's payloads for the same values (above) are 23 and 45 bytes.
+        for (value, redis_len) in [(vec![b'a'; 100], 23), (b"hello world ".repeat(10), 45)] {
+            let payload = dump_string(&value);
+            assert_eq!(payload[1], 0xC3, "compressed");
+            assert!(payload.len() <= redis_len, "{} bytes", payload.len());
+            assert_eq!(restore_string(&payload, 1 << 20), Ok(value.clone()));
+            let plain = dump(Kind::String, &value, false);
+            assert_eq!(
+                plain.len(),
+                1 + 2 + value.len() + FOOTER, // type, a two-byte length (over 63), the bytes
+                "rdbcompression no"
+            );
+        }
+        // 20 bytes or fewer, or nothing saved: plain, as Redis writes them.
+        let short = b"aaaaaaaaaaaaaaaaaaaa";
+        assert_eq!(dump_string(short), dump(Kind::String, short, false));
+        let varied = b"abcdefghijklmnopqrstuvwxyz";
+        assert_eq!(dump_string(varied), dump(Kind::String, varied, false));
     }
 
     #[test]
@@ -899,8 +892,11 @@ mod tests {
 
     proptest! {
         #[test]
-        fn every_collection_survives_dump_and_restore((kind, value) in collection()) {
-            prop_assert_eq!(restore(&dump(kind, &value), usize::MAX), Ok((kind, value)));
+        fn every_collection_survives_dump_and_restore(
+            (kind, value) in collection(),
+            compress in any::<bool>(),
+        ) {
+            prop_assert_eq!(restore(&dump(kind, &value, compress), usize::MAX), Ok((kind, value)));
         }
 
         /// Bodies of every type byte under a valid footer: read or refused, never a

@@ -29,6 +29,8 @@ pub struct SavePlan {
     /// one microsecond once in that many keys (as Redis's, for tests that need a
     /// background save to take a while).
     key_delay: i64,
+    /// `rdbcompression`.
+    compress: bool,
 }
 
 impl SavePlan {
@@ -43,6 +45,7 @@ impl SavePlan {
                 .value("rdb-key-save-delay")
                 .parse()
                 .unwrap_or(0),
+            compress: server.config.rdb_compression(),
         }
     }
 
@@ -85,13 +88,17 @@ pub fn write_planned(db: &Db, plan: &SavePlan) -> Result<(), String> {
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
         let file = std::fs::File::create(&temp).map_err(|e| e.to_string())?;
         let io = |e: std::io::Error| e.to_string();
-        let mut rdb =
-            RdbWriter::new(BufWriter::with_capacity(1 << 16, file), plan.now / 1000).map_err(io)?;
+        let mut rdb = RdbWriter::new(
+            BufWriter::with_capacity(1 << 16, file),
+            plan.now / 1000,
+            plan.compress,
+        )
+        .map_err(io)?;
         if let Some(libraries) = &plan.libraries {
             rdb.functions(libraries).map_err(io)?;
         }
         db.for_each_saved(plan.now, |key, entry| {
-            let payload = crate::commands::dump::payload(&entry)?;
+            let payload = crate::commands::dump::payload(&entry, plan.compress)?;
             rdb.key(key, entry.deadline, &payload).map_err(io)?;
             plan.pause_after_key();
             Ok(())

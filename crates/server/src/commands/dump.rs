@@ -15,7 +15,7 @@ const BUSY_KEY: &str = "BUSYKEY Target key name already exists.";
 /// `DUMP key`: the value serialized, or nil.
 pub fn dump(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     match ctx.read(&args[1])? {
-        Some(entry) => match payload(&entry) {
+        Some(entry) => match payload(&entry, ctx.server.config.rdb_compression()) {
             Ok(payload) => reply(Frame::Bulk(payload)),
             Err(refusal) => error(refusal),
         },
@@ -23,10 +23,11 @@ pub fn dump(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     }
 }
 
-/// `entry` serialized as DUMP gives it (and MIGRATE sends it).
-pub fn payload(entry: &Entry) -> Result<Vec<u8>, &'static str> {
+/// `entry` serialized as DUMP gives it (and MIGRATE sends it); long strings compressed
+/// if `compress` (`rdbcompression`).
+pub fn payload(entry: &Entry, compress: bool) -> Result<Vec<u8>, &'static str> {
     if entry.kind != Kind::Stream {
-        return Ok(dump_payload::dump(entry.kind, &entry.value));
+        return Ok(dump_payload::dump(entry.kind, &entry.value, compress));
     }
     match Stream::decode(&entry.value) {
         Ok(stream) => Ok(dump_payload::dump_stream(&stream)),

@@ -120,7 +120,10 @@ pub fn function(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             Ok(()) => ok(),
             Err(why) => error(why.message()),
         },
-        (b"DUMP", []) => reply(Frame::Bulk(dump(&server.scripts().libraries))),
+        (b"DUMP", []) => {
+            let compress = server.config.rdb_compression();
+            reply(Frame::Bulk(dump(&server.scripts().libraries, compress)))
+        }
         (b"RESTORE", [payload, policy @ ..]) if policy.len() <= 1 => {
             let policy = match policy.first().map(|p| upper(p)) {
                 None => Policy::Append,
@@ -197,21 +200,22 @@ fn restore(
     scripts.libraries.join(restored, policy == Policy::Replace)
 }
 
-fn dump(libraries: &Libraries) -> Vec<u8> {
-    dump_payload::functions(libraries.iter().map(|l| l.code.as_slice()))
+fn dump(libraries: &Libraries, compress: bool) -> Vec<u8> {
+    dump_payload::functions(libraries.iter().map(|l| l.code.as_slice()), compress)
 }
 
 /// Saves the libraries with the data (on the lsm engine).
 fn save(server: &Server, libraries: &Libraries) -> Result<(), engine::Error> {
-    let payload = (!libraries.is_empty()).then(|| dump(libraries));
+    let payload = (!libraries.is_empty()).then(|| dump(libraries, false));
     server.db.save_functions(payload.as_deref())
 }
 
 /// FUNCTION DUMP's payload of the libraries loaded, if there are any (for the memory
 /// engine's RDB file).
 pub fn dump_loaded(server: &Server) -> Option<Vec<u8>> {
+    let compress = server.config.rdb_compression();
     let scripts = server.scripts();
-    (!scripts.libraries.is_empty()).then(|| dump(&scripts.libraries))
+    (!scripts.libraries.is_empty()).then(|| dump(&scripts.libraries, compress))
 }
 
 /// Loads libraries of these codes (an RDB file's) when the server starts; returns how
@@ -220,7 +224,7 @@ pub fn load_codes(server: &Server, codes: &[Vec<u8>]) -> Result<usize, String> {
     if codes.is_empty() {
         return Ok(0);
     }
-    let payload = dump_payload::functions(codes.iter().map(Vec::as_slice));
+    let payload = dump_payload::functions(codes.iter().map(Vec::as_slice), false);
     load_payload(server, &payload)
 }
 

@@ -27,11 +27,12 @@ pub fn migrate(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     };
     let now = now_ms();
     let mut moving = Vec::new();
+    let compress = ctx.server.config.rdb_compression();
     for key in request.keys {
         let Some(entry) = ctx.read(key)? else {
             continue;
         };
-        let payload = match super::dump::payload(&entry) {
+        let payload = match super::dump::payload(&entry, compress) {
             Ok(payload) => payload,
             Err(refusal) => return error(refusal),
         };

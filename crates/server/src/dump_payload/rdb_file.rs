@@ -46,12 +46,20 @@ const EOF: u8 = 0xFF;
 pub struct RdbWriter<W: Write> {
     out: W,
     crc: u64,
+    /// Long keys LZF-compressed (`rdbcompression`), as their values are.
+    compress: bool,
 }
 
 impl<W: Write> RdbWriter<W> {
     /// The header, the aux fields and database 0's selector; `unix_seconds` is ctime.
-    pub fn new(out: W, unix_seconds: u64) -> io::Result<RdbWriter<W>> {
-        let mut writer = RdbWriter { out, crc: 0 };
+    /// With `compress`, keys of over 20 bytes are compressed where that pays; the
+    /// payloads given to [`RdbWriter::key`] say for themselves.
+    pub fn new(out: W, unix_seconds: u64, compress: bool) -> io::Result<RdbWriter<W>> {
+        let mut writer = RdbWriter {
+            out,
+            crc: 0,
+            compress,
+        };
         writer.put(MAGIC)?;
         writer.put(format!("{WRITTEN_VERSION:04}").as_bytes())?;
         let ctime = unix_seconds.to_string();
@@ -63,8 +71,8 @@ impl<W: Write> RdbWriter<W> {
         ];
         for (name, value) in aux {
             let mut record = vec![AUX];
-            put_string(&mut record, name.as_bytes());
-            put_string(&mut record, value.as_bytes());
+            put_string(&mut record, name.as_bytes(), false);
+            put_string(&mut record, value.as_bytes(), false);
             writer.put(&record)?;
         }
         let mut select = vec![SELECTDB];
@@ -92,7 +100,7 @@ impl<W: Write> RdbWriter<W> {
             head.extend_from_slice(&ms.to_le_bytes());
         }
         head.push(object[0]);
-        put_string(&mut head, key);
+        put_string(&mut head, key, self.compress);
         self.put(&head)?;
         self.put(&object[1..])
     }
@@ -252,12 +260,14 @@ mod tests {
             (b"s".to_vec(), Kind::String, b"value".to_vec(), None),
             (b"n".to_vec(), Kind::String, b"-7".to_vec(), Some(1 << 41)),
             (b"".to_vec(), Kind::List, list, Some(5)),
+            // Key and value compressed.
+            (b"k".repeat(40), Kind::String, b"v".repeat(200), None),
         ];
-        let mut rdb = RdbWriter::new(Vec::new(), 1_700_000_000).unwrap();
-        rdb.functions(&functions([b"code".as_slice()].into_iter()))
+        let mut rdb = RdbWriter::new(Vec::new(), 1_700_000_000, true).unwrap();
+        rdb.functions(&functions([b"code".as_slice()].into_iter(), true))
             .unwrap();
         for (key, kind, value, deadline) in &keys {
-            rdb.key(key, *deadline, &dump(*kind, value)).unwrap();
+            rdb.key(key, *deadline, &dump(*kind, value, true)).unwrap();
         }
         let file = rdb.finish().unwrap();
         let want = Collected {
@@ -297,7 +307,7 @@ mod tests {
         let n = newer.len();
         newer[n - 8..].fill(0);
         assert!(load(&newer).unwrap_err().contains("newer"));
-        let mut other_db = RdbWriter::new(Vec::new(), 0).unwrap();
+        let mut other_db = RdbWriter::new(Vec::new(), 0, true).unwrap();
         other_db.put(&[SELECTDB, 3]).unwrap();
         let err = load(&other_db.finish().unwrap()).unwrap_err();
         assert!(err.contains("database 0 only"), "{err}");

@@ -103,6 +103,13 @@ pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 /// `Config::lacks_replicas`).
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
+/// Redis's answer to a write while its saves fail (`stop-writes-on-bgsave-error`).
+pub const SAVES_FAILING: &str = "MISCONF Redis is configured to save RDB snapshots, but it's \
+currently unable to persist to disk. Commands that may modify the data set are disabled, \
+because this instance is configured to report errors during writes if RDB snapshotting \
+fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about \
+the RDB error.";
+
 /// What a client's outbox (MONITOR lines) may hold while the normal clients' output
 /// buffer limit sets no hard limit, as by default: Redis lets a monitor that does not
 /// read grow without bound; hotkv drops it past this.
@@ -455,6 +462,26 @@ impl Server {
         let chosen = *self.shutdown_save.lock().unwrap_or_else(|e| e.into_inner());
         self.config.engine == crate::config::EngineKind::Memory
             && chosen.unwrap_or_else(|| self.saves_on_schedule())
+    }
+
+    /// Why writes are refused now, if they are, in Redis's order: the memory engine's
+    /// last save failed while it has a save schedule and `stop-writes-on-bgsave-error`
+    /// is yes ([`SAVES_FAILING`]: until a save succeeds, as the schedule retries every
+    /// few seconds), or fewer replicas than `min-replicas-to-write` ([`NOREPLICAS`]:
+    /// hotkv has none).
+    pub fn write_refusal(&self) -> Option<&'static str> {
+        if self.saves_failing() {
+            return Some(SAVES_FAILING);
+        }
+        self.config.lacks_replicas().then_some(NOREPLICAS)
+    }
+
+    /// Whether writes, and PING, are refused for the failing saves (see
+    /// [`Server::write_refusal`]).
+    pub fn saves_failing(&self) -> bool {
+        self.last_save_failed.load(Ordering::Relaxed)
+            && self.saves_on_schedule()
+            && self.config.value("stop-writes-on-bgsave-error") == "yes"
     }
 
     /// Whether the memory engine has a save schedule (`save`).

@@ -316,3 +316,54 @@ fn bgsave_in_a_transaction_starts_once_it_is_over() {
     let server = Server::start_memory_in(server.kill().unwrap(), &[]);
     assert_eq!(run::<String>(&mut server.client(), &["GET", "k"]), "v");
 }
+
+#[test]
+fn failing_saves_stop_writes_as_redis_does() {
+    let server = Server::start_memory(&[]);
+    let mut c = server.client();
+    run::<()>(&mut c, &["CONFIG", "SET", "save", "3600 1"]);
+    run::<()>(&mut c, &["SET", "a", "1"]);
+    run::<()>(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "1000000"]);
+    run::<String>(&mut c, &["BGSAVE"]);
+    let child = save_children(&server)[0];
+    let killed = std::process::Command::new("sh")
+        .args(["-c", &format!("kill -9 {child}")])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert!(eventually(10, || !saving(&mut c)));
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "err");
+
+    // Writes and PING refused, reads served, scripts' writes refused.
+    let misconf = run_err(&mut c, &["SET", "b", "2"]);
+    assert!(misconf.starts_with("MISCONF"), "{misconf}");
+    assert!(misconf.contains("stop-writes-on-bgsave-error"), "{misconf}");
+    assert!(run_err(&mut c, &["PING"]).starts_with("MISCONF"));
+    assert_eq!(run::<String>(&mut c, &["GET", "a"]), "1");
+    let script = run_err(&mut c, &["EVAL", "return redis.call('SET', 'c', '3')", "0"]);
+    assert!(script.contains("MISCONF"), "{script}");
+    // Not with the option off, nor without a schedule.
+    run::<()>(
+        &mut c,
+        &["CONFIG", "SET", "stop-writes-on-bgsave-error", "no"],
+    );
+    run::<()>(&mut c, &["SET", "b", "2"]);
+    run::<()>(
+        &mut c,
+        &["CONFIG", "SET", "stop-writes-on-bgsave-error", "yes"],
+    );
+    run::<()>(&mut c, &["CONFIG", "SET", "save", ""]);
+    run::<()>(&mut c, &["SET", "b", "2"]);
+    run::<()>(&mut c, &["CONFIG", "SET", "save", "3600 1"]);
+    assert!(run_err(&mut c, &["SET", "b", "2"]).starts_with("MISCONF"));
+
+    // A save that succeeds lets writes in again.
+    run::<()>(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    run::<String>(&mut c, &["BGSAVE"]);
+    assert!(eventually(10, || info_field(
+        &mut c,
+        "rdb_last_bgsave_status"
+    ) == "ok"));
+    run::<()>(&mut c, &["SET", "b", "3"]);
+    assert_eq!(run::<String>(&mut c, &["PING"]), "PONG");
+}

@@ -103,8 +103,8 @@ pub(super) fn run_lua(
         if !flags.allow_oom() && server.make_room().is_err() {
             return error(crate::server::OOM);
         }
-        if server.config.lacks_replicas() {
-            return error(crate::server::NOREPLICAS);
+        if let Some(refusal) = server.write_refusal() {
+            return error(refusal);
         }
     }
     let read_only = read_only_command || flags.no_writes();

@@ -1021,10 +1021,15 @@ fn run(
             return refuse_command(server, session, cmd.flags, Frame::error(e));
         }
     }
-    if server.config.lacks_replicas() && flagged(server, session, index, stat, args, WRITE) {
+    // As Redis, PING too is refused while saves fail: a health check that passes
+    // would hide that writes do not.
+    let refusal = server.write_refusal().filter(|_| {
+        flagged(server, session, index, stat, args, WRITE)
+            || cmd.name == "ping" && server.saves_failing()
+    });
+    if let Some(refusal) = refusal {
         server.command_stats.record_rejected(stat);
-        let error = Frame::error(crate::server::NOREPLICAS);
-        return refuse_command(server, session, cmd.flags, error);
+        return refuse_command(server, session, cmd.flags, Frame::error(refusal));
     }
     remember_reads(server, session, index, stat, args);
     feed_monitors_before(server, session, index, args);
@@ -1579,8 +1584,8 @@ pub(crate) fn execute_in_script(
     if read_only && flags & (WRITE | MAY_REPLICATE) != 0 {
         return rejected("ERR Write commands are not allowed from read-only scripts.");
     }
-    if flags & WRITE != 0 && server.config.lacks_replicas() {
-        return rejected(crate::server::NOREPLICAS);
+    if let Some(refusal) = server.write_refusal().filter(|_| flags & WRITE != 0) {
+        return rejected(refusal);
     }
     if flags & WRITE != 0 {
         // From here on SCRIPT KILL would leave the script's work half done.

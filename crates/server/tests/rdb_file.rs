@@ -186,6 +186,15 @@ fn save_children(server: &Server) -> Vec<u32> {
     pids
 }
 
+/// Kills a save's child process as something outside the server might.
+fn kill(pid: u32) {
+    let status = std::process::Command::new("sh")
+        .args(["-c", &format!("kill -9 {pid}")])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
 fn temp_files(dir: &std::path::Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .unwrap()
@@ -264,11 +273,7 @@ fn a_background_save_cut_short_leaves_the_last_file() {
         server.dir.as_ref().unwrap().path()
     )
     .is_empty()));
-    let killed = std::process::Command::new("sh")
-        .args(["-c", &format!("kill -9 {}", children[0])])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    kill(children[0]);
     assert!(eventually(10, || !saving(&mut c)));
     assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "err");
     assert_eq!(info_field(&mut c, "rdb_saves"), "1");
@@ -326,11 +331,7 @@ fn failing_saves_stop_writes_as_redis_does() {
     run::<()>(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "1000000"]);
     run::<String>(&mut c, &["BGSAVE"]);
     let child = save_children(&server)[0];
-    let killed = std::process::Command::new("sh")
-        .args(["-c", &format!("kill -9 {child}")])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    kill(child);
     assert!(eventually(10, || !saving(&mut c)));
     assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "err");
 

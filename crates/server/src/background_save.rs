@@ -201,9 +201,11 @@ impl BackgroundSave {
 /// The child's whole life: writes the file and exits, 0 if it was written. It must
 /// not return into the parent's code, which would go on as a second server.
 fn write_in_child(db: &Db, plan: &SavePlan, mut report: PipeWriter, parent: u32) -> ! {
-    // SAFETY: plain system calls on this process. If the parent dies, the child
-    // goes too rather than write a file for a server that is gone (and the parent
-    // may have died before the request was made: hence the check). The child needs
+    // SAFETY: plain system calls on this process. If the server dies, the child
+    // goes too rather than write a file for a server that is gone (and it may have
+    // died before the request was made: hence the check). Linux sends the signal when
+    // the thread that forked ends: an io thread or the main one, each of which lives
+    // as long as the server serves. The child needs
     // none of the descriptors it inherited (sockets, the listener, the reactors')
     // but the pipe and the standard ones; holding them would keep connections the
     // parent closes open until it exits.

@@ -508,6 +508,7 @@ struct Reader<'a> {
     at: usize,
 }
 
+/// What a read past the end of the bytes meets.
 const TRUNCATED: Refusal = Refusal::BadFormat("the payload ends inside its value");
 
 impl<'a> Reader<'a> {

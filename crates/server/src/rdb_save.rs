@@ -130,8 +130,8 @@ pub struct Counts {
 /// Loads the RDB file, if there is one, into an empty server at startup.
 pub fn load(server: &Server) -> Result<Option<Counts>, String> {
     let path = path(server);
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
+    let file = match std::fs::File::open(&path) {
+        Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("reading {}: {e}", path.display())),
     };
@@ -143,7 +143,7 @@ pub fn load(server: &Server) -> Result<Option<Counts>, String> {
         failed: None,
     };
     let max_len = server.config.proto_max_bulk_len();
-    rdb_file::read(&bytes, max_len, &mut loaded)
+    rdb_file::read(file, max_len, &mut loaded)
         .and_then(|()| loaded.failed.take().map_or(Ok(()), Err))
         .map_err(|e| format!("loading {}: {e}", path.display()))?;
     let mut counts = loaded.counts;

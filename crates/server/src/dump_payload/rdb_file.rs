@@ -20,13 +20,13 @@
 //! writes 0 under `rdbchecksum no`). hotkv writes version 10 (Redis 7.0): the aux fields
 //! redis-ver, redis-bits, ctime and aof-base, SELECTDB 0, then the function libraries,
 //! then each key, after its deadline if it has one. It reads versions up to the newest
-//! a DUMP payload may have; RESIZEDB, IDLE and FREQ are read and dropped (the index
-//! learns heat by itself); a module's aux data, or keys in a database other than 0, are
-//! refused: hotkv has neither.
+//! a DUMP payload may have, in pieces (never the whole file in memory); RESIZEDB, IDLE
+//! and FREQ are read and dropped (the index learns heat by itself); a module's aux
+//! data, or keys in a database other than 0, are refused: hotkv has neither.
 
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 
-use super::{crc64, put_length, put_string, read_object, Reader, Refusal, FOOTER};
+use super::{crc64, put_length, put_string, read_object, Reader, Refusal, FOOTER, TRUNCATED};
 use super::{FUNCTION_TYPE, NEWEST_READ_VERSION, WRITTEN_VERSION};
 use crate::entry::Kind;
 
@@ -123,18 +123,134 @@ pub trait Loader {
     fn function(&mut self, code: Vec<u8>);
 }
 
-/// Reads the RDB file `bytes` into `loader`; `max_len` bounds any one string, as for
-/// RESTORE. An error says what is wrong and where.
-pub fn read(bytes: &[u8], max_len: usize, loader: &mut dyn Loader) -> Result<(), String> {
-    let mut r = Reader { bytes, at: 0 };
-    let at = |r: &Reader, why: &str| format!("{why} (at byte {})", r.at);
-    let refused = |r: &Reader, refusal: Refusal| match refusal {
-        Refusal::VersionOrChecksum => at(r, "a value's checksum is wrong"),
-        Refusal::BadFormat(why) => at(r, why),
+/// Bytes read from the file at a time: the file is read in pieces, never whole, so a
+/// load needs memory for the data and the largest record, not for the file too.
+const CHUNK: usize = 1 << 20;
+
+/// The file as it is read: a window of bytes not yet parsed, refilled from `source`.
+struct Window<R: Read> {
+    source: R,
+    buf: Vec<u8>,
+    /// Where in `buf` the bytes not yet parsed start.
+    start: usize,
+    /// The file offset of `buf[0]`, for error messages.
+    offset: usize,
+    ended: bool,
+    /// CRC-64 of the bytes parsed so far but their last 8, which are in `tail`: a file
+    /// cut short may end inside a record, so any 8 bytes parsed may be where its
+    /// checksum would be (see [`Window::damaged`]).
+    crc: u64,
+    tail: [u8; 8],
+    tail_len: usize,
+}
+
+impl<R: Read> Window<R> {
+    fn unparsed(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+
+    /// Reads until `want` bytes are unparsed or the file ends.
+    fn fill(&mut self, want: usize) -> Result<(), String> {
+        if self.unparsed().len() >= want || self.ended {
+            return Ok(());
+        }
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.offset += self.start;
+            self.start = 0;
+        }
+        while self.buf.len() < want && !self.ended {
+            let have = self.buf.len();
+            self.buf.resize(have.max(want).max(have + CHUNK), 0);
+            match self.source.read(&mut self.buf[have..]) {
+                Ok(0) => self.ended = true,
+                Ok(n) => self.buf.truncate(have + n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => self.buf.truncate(have),
+                Err(e) => {
+                    self.buf.truncate(have);
+                    return Err(format!("reading the file: {e}"));
+                }
+            }
+            if self.ended {
+                self.buf.truncate(have);
+            }
+        }
+        Ok(())
+    }
+
+    /// Marks `n` more bytes parsed.
+    fn consume(&mut self, n: usize) {
+        let new = &self.buf[self.start..self.start + n];
+        let mut joined = [0u8; 16];
+        let (kept, rest) = if n >= 8 {
+            self.crc = crc64(self.crc, &self.tail[..self.tail_len]);
+            self.crc = crc64(self.crc, &new[..n - 8]);
+            (&new[n - 8..], 8)
+        } else {
+            joined[..self.tail_len].copy_from_slice(&self.tail[..self.tail_len]);
+            joined[self.tail_len..self.tail_len + n].copy_from_slice(new);
+            let len = self.tail_len + n;
+            let spill = len.saturating_sub(8);
+            self.crc = crc64(self.crc, &joined[..spill]);
+            (&joined[spill..len], len - spill)
+        };
+        self.tail[..rest].copy_from_slice(kept);
+        self.tail_len = rest;
+        self.start += n;
+    }
+
+    /// CRC-64 of every byte parsed so far.
+    fn crc_so_far(&self) -> u64 {
+        crc64(self.crc, &self.tail[..self.tail_len])
+    }
+
+    /// The file offset of the first unparsed byte, plus `at`.
+    fn position(&self, at: usize) -> usize {
+        self.offset + self.start + at
+    }
+
+    /// Whether the CRC the file ends with disagrees with its bytes: read to the end
+    /// from the first unparsed byte, for a file the parser refused, so that damage is
+    /// reported as such and not as whatever it looks like to the parser.
+    fn damaged(&mut self) -> Result<bool, String> {
+        loop {
+            self.fill(self.unparsed().len() + CHUNK)?;
+            if self.ended {
+                let mut last = self.tail[..self.tail_len].to_vec();
+                last.extend_from_slice(self.unparsed());
+                let Some(body) = last.len().checked_sub(8) else {
+                    return Ok(false);
+                };
+                let crc = crc64(self.crc, &last[..body]);
+                let stored = u64::from_le_bytes(last[body..].try_into().expect("8 bytes"));
+                return Ok(stored != 0 && stored != crc);
+            }
+            let n = self.unparsed().len();
+            self.consume(n);
+        }
+    }
+}
+
+/// Reads the RDB file from `source` into `loader`; `max_len` bounds any one string, as
+/// for RESTORE. An error says what is wrong and where; a file whose checksum does not
+/// match its bytes is reported as damaged. Keys may have been handed to `loader` before
+/// an error is found.
+pub fn read(source: impl Read, max_len: usize, loader: &mut dyn Loader) -> Result<(), String> {
+    let mut w = Window {
+        source,
+        buf: Vec::new(),
+        start: 0,
+        offset: 0,
+        ended: false,
+        crc: 0,
+        tail: [0; 8],
+        tail_len: 0,
     };
-    let header = r
-        .take(MAGIC.len() + 4)
-        .map_err(|_| "not an RDB file: shorter than its header".to_string())?;
+    w.fill(MAGIC.len() + 4)?;
+    let header = w
+        .unparsed()
+        .get(..MAGIC.len() + 4)
+        .ok_or("not an RDB file: shorter than its header")?;
     let version = std::str::from_utf8(&header[MAGIC.len()..])
         .ok()
         .and_then(|v| v.parse::<u16>().ok());
@@ -147,29 +263,62 @@ pub fn read(bytes: &[u8], max_len: usize, loader: &mut dyn Loader) -> Result<(),
             "RDB version {version} is newer than hotkv reads ({NEWEST_READ_VERSION})"
         ));
     }
-    // Checked first, over the file as it is: a damaged one is refused as such, not for
-    // whatever its damage looks like to the parser.
-    let (body, stored) = bytes.split_at(bytes.len().saturating_sub(8).max(r.at));
-    let stored = u64::from_le_bytes(stored.try_into().unwrap_or([0; 8]));
-    if stored != 0 && stored != crc64(0, body) {
-        return Err("the file's checksum is wrong: it is corrupt or cut short".into());
-    }
+    w.consume(MAGIC.len() + 4);
     let mut deadline = None;
-    loop {
-        let record = r
-            .byte()
-            .map_err(|_| at(&r, "the file ends before its EOF marker"))?;
-        read_record(record, &mut r, max_len, loader, &mut deadline)
-            .map_err(|refusal| refused(&r, refusal))?;
-        if record == EOF {
-            break;
+    let mut want = 0;
+    let refusal = loop {
+        w.fill(want)?;
+        let mut r = Reader {
+            bytes: w.unparsed(),
+            at: 0,
+        };
+        let parsed = r.byte().and_then(|record| {
+            read_record(record, &mut r, max_len, loader, &mut deadline).map(|()| record)
+        });
+        match parsed {
+            Ok(record) => {
+                want = 0;
+                let n = r.at;
+                w.consume(n);
+                if record == EOF {
+                    break None;
+                }
+            }
+            // The record goes on past the window: read more, parse it again.
+            Err(TRUNCATED) if !w.ended => want = (2 * w.unparsed().len()).max(CHUNK),
+            Err(TRUNCATED) if r.at == 0 => {
+                break Some(format!(
+                    "the file ends before its EOF marker (at byte {})",
+                    w.position(0)
+                ))
+            }
+            Err(refusal) => {
+                let why = match refusal {
+                    Refusal::VersionOrChecksum => "a value's checksum is wrong",
+                    Refusal::BadFormat(why) => why,
+                };
+                break Some(format!("{why} (at byte {})", w.position(r.at)));
+            }
         }
+    };
+    if let Some(error) = refusal {
+        return Err(if w.damaged()? {
+            "the file's checksum is wrong: it is corrupt or cut short".into()
+        } else {
+            error
+        });
     }
-    if bytes.len() - r.at != 8 {
-        return Err(at(
-            &r,
-            "the file does not end 8 bytes of checksum after its EOF marker",
+    w.fill(9)?;
+    let tail = w.unparsed();
+    if tail.len() != 8 {
+        return Err(format!(
+            "the file does not end 8 bytes of checksum after its EOF marker (at byte {})",
+            w.position(0)
         ));
+    }
+    let stored = u64::from_le_bytes(tail.try_into().expect("8 bytes"));
+    if stored != 0 && stored != w.crc_so_far() {
+        return Err("the file's checksum is wrong: it is corrupt or cut short".into());
     }
     Ok(())
 }
@@ -296,11 +445,83 @@ mod tests {
         assert_eq!(load(&unsummed).unwrap().keys, want.keys);
     }
 
+    /// Hands a file out in pieces of at most `piece` bytes, as a pipe might.
+    struct Pieces<'a> {
+        bytes: &'a [u8],
+        piece: usize,
+    }
+
+    impl Read for Pieces<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = self.piece.min(out.len()).min(self.bytes.len());
+            out[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_file_read_in_pieces_reads_the_same() {
+        let (mut file, mut want) = sample();
+        // A record longer than a read's chunk, so the window must grow for it.
+        let mut rdb = RdbWriter::new(Vec::new(), 0, true).unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let big: Vec<u8> = (0..CHUNK * 5 / 2).map(|_| rng.gen()).collect();
+        rdb.key(b"big", None, &dump(Kind::String, &big, true))
+            .unwrap();
+        rdb.key(b"after", None, &dump(Kind::String, b"x", true))
+            .unwrap();
+        let big_file = rdb.finish().unwrap();
+        for piece in [1, 2, 7, 64, 4096, CHUNK + 3] {
+            let mut got = Collected::default();
+            read(
+                Pieces {
+                    bytes: &file,
+                    piece,
+                },
+                1 << 20,
+                &mut got,
+            )
+            .unwrap();
+            assert_eq!(got.keys, want.keys, "pieces of {piece}");
+            let mut got = Collected::default();
+            read(
+                Pieces {
+                    bytes: &big_file,
+                    piece: piece.max(4096),
+                },
+                usize::MAX,
+                &mut got,
+            )
+            .unwrap();
+            assert_eq!(got.keys.len(), 2);
+            assert_eq!(got.keys[0].2, big);
+        }
+        // Damage found after keys were handed over is still reported as damage.
+        let at = file.len() - 20;
+        file[at] ^= 1;
+        want.keys.clear();
+        let err = read(
+            Pieces {
+                bytes: &file,
+                piece: 5,
+            },
+            1 << 20,
+            &mut want,
+        )
+        .unwrap_err();
+        assert!(err.contains("checksum"), "{err}");
+    }
+
     #[test]
     fn every_cut_and_a_newer_version_or_another_database_are_refused() {
         let (file, _) = sample();
         for end in 0..file.len() {
-            assert!(load(&file[..end]).is_err(), "cut at {end}");
+            let err = load(&file[..end]).unwrap_err();
+            // Past the header and the checksum's reach, the cut is seen as damage.
+            if (20..file.len()).contains(&end) {
+                assert!(err.contains("checksum"), "cut at {end}: {err}");
+            }
         }
         let mut newer = file.clone();
         newer[5..9].copy_from_slice(b"0013");

@@ -317,14 +317,19 @@ impl Server {
         if self.background_save.running() {
             return;
         }
-        let scheduled = self.background_save_scheduled.load(Ordering::Relaxed)
-            && (!self.last_save_failed.load(Ordering::Relaxed)
-                || now >= self.save_tried.load(Ordering::Relaxed) + SAVE_RETRY_SECONDS);
-        if scheduled || self.save_due(now) {
+        let scheduled = self.background_save_scheduled.load(Ordering::Relaxed);
+        if scheduled && self.may_try_save(now) || self.save_due(now) {
             if let Some(_alone) = self.gate.try_exclusive() {
                 let _ = self.start_background_save();
             }
         }
+    }
+
+    /// Whether a save may start at `now` (Unix seconds): after a failed one, only
+    /// [`SAVE_RETRY_SECONDS`] after it began, as Redis retries.
+    fn may_try_save(&self, now: u64) -> bool {
+        !self.last_save_failed.load(Ordering::Relaxed)
+            || now >= self.save_tried.load(Ordering::Relaxed) + SAVE_RETRY_SECONDS
     }
 
     /// Whether the memory engine's save schedule (`save`) asks for a save at `now`
@@ -336,10 +341,7 @@ impl Server {
             return false;
         }
         let changes = self.changes_since_save();
-        let failed = self.last_save_failed.load(Ordering::Relaxed);
-        if changes == 0
-            || failed && now < self.save_tried.load(Ordering::Relaxed) + SAVE_RETRY_SECONDS
-        {
+        if changes == 0 || !self.may_try_save(now) {
             return false;
         }
         let since = now.saturating_sub(self.last_save());

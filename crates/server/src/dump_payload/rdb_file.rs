@@ -163,16 +163,12 @@ impl<R: Read> Window<R> {
             let have = self.buf.len();
             self.buf.resize(have.max(want).max(have + CHUNK), 0);
             match self.source.read(&mut self.buf[have..]) {
-                Ok(0) => self.ended = true,
-                Ok(n) => self.buf.truncate(have + n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => self.buf.truncate(have),
-                Err(e) => {
-                    self.buf.truncate(have);
-                    return Err(format!("reading the file: {e}"));
+                Ok(n) => {
+                    self.ended = n == 0;
+                    self.buf.truncate(have + n);
                 }
-            }
-            if self.ended {
-                self.buf.truncate(have);
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => self.buf.truncate(have),
+                Err(e) => return Err(format!("reading the file: {e}")),
             }
         }
         Ok(())

@@ -10,6 +10,8 @@ fuzz_target!(|data: &[u8]| {
     let limits = RequestLimits {
         max_bulk_len: 1 << 20,
         max_args: 1 << 16,
+        // Either way: the tighter limits of a client yet to authenticate, or none.
+        unauthenticated: data.len() % 2 == 1,
     };
     let mut at = 0;
     while at < data.len() {

@@ -33,13 +33,24 @@ pub struct RequestLimits {
     pub max_bulk_len: usize,
     /// Most arguments in one request (Redis: up to 2^31 - 1).
     pub max_args: usize,
+    /// Set while the client has yet to authenticate to a server that asks it to. As
+    /// Redis, such a client may send at most [`UNAUTHENTICATED_MAX_ARGS`] arguments of
+    /// at most [`UNAUTHENTICATED_MAX_BULK_LEN`] bytes, so that a stranger cannot make
+    /// the server buffer a large request.
+    pub unauthenticated: bool,
 }
+
+/// The most arguments a client that has not authenticated may send in one request.
+pub const UNAUTHENTICATED_MAX_ARGS: i64 = 10;
+/// The longest argument a client that has not authenticated may send.
+pub const UNAUTHENTICATED_MAX_BULK_LEN: i64 = 16 * 1024;
 
 impl Default for RequestLimits {
     fn default() -> Self {
         RequestLimits {
             max_bulk_len: 512 * 1024 * 1024,
             max_args: i32::MAX as usize,
+            unauthenticated: false,
         }
     }
 }
@@ -103,6 +114,9 @@ impl RequestParser {
         if count as usize > limits.max_args {
             return Err(err("invalid multibulk length"));
         }
+        if limits.unauthenticated && count > UNAUTHENTICATED_MAX_ARGS {
+            return Err(err("unauthenticated multibulk length"));
+        }
         let partial = Partial {
             // Allocate for what has arrived, not for what the peer claims.
             args: Vec::with_capacity((count as usize).min(1024)),
@@ -128,6 +142,9 @@ impl RequestParser {
                 Some(n) if n >= 0 && n as u64 <= limits.max_bulk_len as u64 => n as usize,
                 _ => return Err(err("invalid bulk length")),
             };
+            if limits.unauthenticated && len as i64 > UNAUTHENTICATED_MAX_BULK_LEN {
+                return Err(err("unauthenticated bulk length"));
+            }
             // Like Redis, skip the two bytes after the data without checking them.
             if buf.len() < data + len + 2 {
                 break;
@@ -373,6 +390,30 @@ mod tests {
             parse(&long_count).unwrap_err().0,
             "Protocol error: too big mbulk count string"
         );
+    }
+
+    #[test]
+    fn a_client_yet_to_authenticate_sends_small_requests_only() {
+        let strict = RequestLimits {
+            unauthenticated: true,
+            ..RequestLimits::default()
+        };
+        let ten = crate::Frame::command(&vec![b"x".to_vec(); 10]).to_bytes(crate::Protocol::Resp2);
+        assert_eq!(parse_request(&ten, &strict).unwrap().unwrap().0.len(), 10);
+        // Refused from the count alone, before any argument arrives.
+        assert_eq!(
+            parse_request(b"*11\r\n", &strict).unwrap_err().0,
+            "Protocol error: unauthenticated multibulk length"
+        );
+        let edge = format!("*1\r\n${}\r\n{}\r\n", 16384, "a".repeat(16384));
+        assert!(parse_request(edge.as_bytes(), &strict).unwrap().is_some());
+        assert_eq!(
+            parse_request(b"*1\r\n$16385\r\n", &strict).unwrap_err().0,
+            "Protocol error: unauthenticated bulk length"
+        );
+        // For a client that has authenticated, they are only incomplete.
+        assert_eq!(parse(b"*11\r\n").unwrap(), None);
+        assert_eq!(parse(b"*1\r\n$16385\r\n").unwrap(), None);
     }
 
     #[test]

@@ -117,7 +117,7 @@ proptest! {
             let at = i.index(bytes.len());
             bytes[at] = b;
         }
-        let limits = RequestLimits { max_bulk_len: 64, max_args: 16 };
+        let limits = RequestLimits { max_bulk_len: 64, max_args: 16, unauthenticated: false };
         // Whole: a fresh parse at each request's start.
         let whole = outcomes(&bytes, |buf| parse_request(buf, &limits));
         // In pieces, the way a connection reads: what has arrived, minus what was

@@ -553,6 +553,15 @@ impl Connection {
         };
     }
 
+    /// `limits`, tightened while this client has yet to authenticate. Taken per
+    /// request: an AUTH lifts them for the requests after it in the same read.
+    fn limits_now(&self, limits: &RequestLimits) -> RequestLimits {
+        RequestLimits {
+            unauthenticated: !self.session.authenticated && self.server.users.auth_required(),
+            ..*limits
+        }
+    }
+
     fn run_gathering(
         &mut self,
         limits: &RequestLimits,
@@ -568,7 +577,10 @@ impl Connection {
         loop {
             let args = match self.paused.take() {
                 Some(args) => args,
-                None => match self.parser.parse(&self.input[*consumed..], limits) {
+                None => match self
+                    .parser
+                    .parse(&self.input[*consumed..], &self.limits_now(limits))
+                {
                     Ok(Some((args, n))) => {
                         *consumed += n;
                         if args.is_empty() {

@@ -102,6 +102,44 @@ fn auth_guards_every_command_until_given() {
     );
 }
 
+/// As Redis: until a client authenticates to a server that asks it to, a request
+/// of more than 10 arguments, or an argument over 16 KB, is refused from its header
+/// and the connection closed, so a stranger cannot make the server buffer much.
+#[test]
+fn a_client_yet_to_authenticate_sends_small_requests_only() {
+    let server = Server::start_with(&["--requirepass", "s3cret"]);
+    // `exchange` reads until the server closes: it must, after the error.
+    let got = exchange(&mut server.raw(), b"*11\r\n", 1 << 20);
+    assert_eq!(
+        got,
+        b"-ERR Protocol error: unauthenticated multibulk length\r\n"
+    );
+    let got = exchange(&mut server.raw(), b"*1\r\n$100000000\r\n", 1 << 20);
+    assert_eq!(got, b"-ERR Protocol error: unauthenticated bulk length\r\n");
+    // Within the limits, a stranger is told to authenticate.
+    let ten = format!("*10\r\n$6\r\nEXISTS\r\n{}", "$1\r\nx\r\n".repeat(9));
+    let got = exchange(&mut server.raw(), ten.as_bytes(), 1);
+    assert_eq!(got, b"-NOAUTH Authentication required.\r\n");
+    // An AUTH lifts the limits for the requests after it in the same write.
+    let value = "v".repeat(20_000);
+    let mut s = server.raw();
+    let request = format!(
+        "AUTH s3cret\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n${}\r\n{value}\r\n",
+        value.len()
+    );
+    assert_eq!(exchange(&mut s, request.as_bytes(), 10), b"+OK\r\n+OK\r\n");
+    let got = exchange(&mut s, b"STRLEN k\r\n", 8);
+    assert_eq!(got, b":20000\r\n");
+    // A server that asks for no password holds no client to them.
+    let open = Server::start();
+    let got = exchange(
+        &mut open.raw(),
+        request.split_once("\r\n").unwrap().1.as_bytes(),
+        5,
+    );
+    assert_eq!(got, b"+OK\r\n");
+}
+
 /// Users made with ACL SETUSER log in with their passwords and are held to their
 /// rules from their next command after any change; CONFIG SET requirepass changes the
 /// default user's password; ACL DELUSER drops the deleted user's connections.

@@ -140,6 +140,72 @@ fn a_client_yet_to_authenticate_sends_small_requests_only() {
     assert_eq!(got, b"+OK\r\n");
 }
 
+/// What a call does to its keys decides what a user needs: BITFIELD with GETs only
+/// is a read; SORT's BY and GET read keys the call does not name, so they need a
+/// selector that reads every key, as in Redis.
+#[test]
+fn acl_key_checks_follow_what_the_call_does() {
+    let server = Server::start();
+    let mut admin = server.client();
+    let mut c = server.client();
+    let _: () = run(&mut admin, &["SET", "readstr", "a"]);
+    let _: () = run(&mut admin, &["SET", "v1", "1"]);
+    let _: () = run(&mut admin, &["RPUSH", "mylist", "1"]);
+    let _: () = run(
+        &mut admin,
+        &[
+            "ACL", "SETUSER", "reader", "on", "nopass", "%R~read*", "+@all",
+        ],
+    );
+    let _: () = run(&mut c, &["AUTH", "reader", "any"]);
+    assert_eq!(
+        run::<Vec<i64>>(&mut c, &["BITFIELD", "readstr", "GET", "u4", "0"]),
+        [6]
+    );
+    assert!(run_err(&mut c, &["BITFIELD", "readstr", "SET", "u4", "0", "1"]).starts_with("NOPERM"));
+    let denied = |option: &str| {
+        format!("ERR {option} option of SORT denied due to insufficient ACL permissions.")
+    };
+    for (rules, allowed) in [
+        (&["(+sort ~mylist)"][..], false),
+        (&["(+sort ~mylist ~v*)"], false),
+        (&["(+sort ~mylist %W~*)"], false),
+        (&["(+sort ~mylist %R~*)"], true),
+        (&["(+sort allkeys)"], true),
+    ] {
+        let mut setuser = vec!["ACL", "SETUSER", "sorter", "reset", "on", "nopass"];
+        setuser.extend_from_slice(rules);
+        let _: () = run(&mut admin, &setuser);
+        let _: () = run(&mut c, &["AUTH", "sorter", "any"]);
+        if allowed {
+            assert_eq!(
+                run::<Vec<String>>(&mut c, &["SORT", "mylist", "BY", "v*"]),
+                ["1"]
+            );
+            assert_eq!(
+                run::<Vec<String>>(&mut c, &["SORT", "mylist", "GET", "v*"]),
+                ["1"]
+            );
+        } else {
+            assert_eq!(
+                run_err(&mut c, &["SORT", "mylist", "BY", "v*"]),
+                denied("BY"),
+                "{rules:?}"
+            );
+            assert_eq!(
+                run_err(&mut c, &["SORT", "mylist", "GET", "#"]),
+                denied("GET"),
+                "{rules:?}"
+            );
+            // A BY without `*` reads no other key.
+            assert_eq!(
+                run::<Vec<String>>(&mut c, &["SORT", "mylist", "BY", "nosort"]),
+                ["1"]
+            );
+        }
+    }
+}
+
 /// Users made with ACL SETUSER log in with their passwords and are held to their
 /// rules from their next command after any change; CONFIG SET requirepass changes the
 /// default user's password; ACL DELUSER drops the deleted user's connections.

@@ -408,19 +408,46 @@ pub fn keys_of_call<'a>(
         })
 }
 
-/// A spec's flags for the call `args`: for `VARIABLE_FLAGS` (only SET has them), what
-/// this call does, as Redis's SET reports it (a plain overwrite unless GET reads the
-/// old value).
+/// A spec's flags for the call `args`: for `VARIABLE_FLAGS` (SET and BITFIELD have
+/// them), what this call does, as Redis reports it.
 fn flags_of_call(flags: u16, args: &[Vec<u8>]) -> u16 {
     if flags & VARIABLE_FLAGS == 0 {
         return flags;
     }
+    if args[0].eq_ignore_ascii_case(b"BITFIELD") {
+        bitfield_flags(args)
+    } else {
+        set_flags(args)
+    }
+}
+
+/// SET: a plain overwrite, unless GET reads the old value.
+fn set_flags(args: &[Vec<u8>]) -> u16 {
     let reads = args[3..].iter().any(|a| a.eq_ignore_ascii_case(b"GET"));
     if reads {
         RW | ACCESS | UPDATE
     } else {
         OW | UPDATE
     }
+}
+
+/// BITFIELD: a read if it holds nothing but complete GETs and OVERFLOWs (so a user
+/// with read-only access to the key may run it); anything else, a malformed call
+/// included, counts as the write it may be.
+fn bitfield_flags(args: &[Vec<u8>]) -> u16 {
+    let mut at = 2;
+    while at < args.len() {
+        let left = args.len() - at - 1;
+        let word = &args[at];
+        if word.eq_ignore_ascii_case(b"GET") && left >= 2 {
+            at += 3;
+        } else if word.eq_ignore_ascii_case(b"OVERFLOW") && left >= 1 {
+            at += 2;
+        } else {
+            return RW | ACCESS | UPDATE;
+        }
+    }
+    RO | ACCESS
 }
 
 #[cfg(test)]
@@ -461,6 +488,28 @@ mod tests {
             keys_of_call(&channels, &call(&["ssubscribe", "c"])).count(),
             0
         );
+    }
+
+    #[test]
+    fn variable_flags_follow_what_the_call_does() {
+        let spec = [first(RW | ACCESS | UPDATE | VARIABLE_FLAGS)];
+        let flags = |args: &[&str]| keys_of_call(&spec, &call(args)).next().unwrap().1;
+        assert_eq!(flags(&["set", "k", "v"]), OW | UPDATE);
+        assert_eq!(flags(&["set", "k", "v", "NX", "get"]), RW | ACCESS | UPDATE);
+        // BITFIELD reads with complete GETs and OVERFLOWs only, as Redis's getkeys.
+        assert_eq!(flags(&["bitfield", "k"]), RO | ACCESS);
+        assert_eq!(
+            flags(&["BITFIELD", "k", "GET", "u4", "0", "overflow", "sat", "get", "i8", "4"]),
+            RO | ACCESS
+        );
+        for write in [
+            &["bitfield", "k", "get", "u4", "0", "set", "u4", "0", "1"][..],
+            &["bitfield", "k", "incrby", "u4", "0", "1"],
+            &["bitfield", "k", "get", "u4"],
+            &["bitfield", "k", "nonsense"],
+        ] {
+            assert_eq!(flags(write), RW | ACCESS | UPDATE, "{write:?}");
+        }
     }
 
     #[test]

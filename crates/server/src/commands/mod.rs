@@ -196,6 +196,17 @@ impl Session {
         self.user.check(slot, &users::Call::new(slot, args))
     }
 
+    /// Whether this client's user may read every key in the call `args` (see
+    /// [`users::User::reads_every_key_in`]). Its user is as fresh as the permission
+    /// check of the command running made it.
+    pub fn reads_every_key_in(&self, args: &[Vec<u8>]) -> bool {
+        let Some((slot, _)) = lookup(&args[0]) else {
+            return false;
+        };
+        self.user
+            .reads_every_key_in(slot, &users::Call::new(slot, args))
+    }
+
     /// Forgets WATCHed keys, releasing the database's watch count.
     pub fn unwatch(&mut self, db: &Db) {
         if !self.watching.is_empty() {

@@ -25,7 +25,14 @@ struct Options<'a> {
     store: Option<&'a [u8]>,
 }
 
-fn parse_options(args: &[Vec<u8>], read_only: bool) -> Result<Options<'_>, &'static str> {
+/// `reads_every_key`: whether the client may read any key (see
+/// [`super::Session::reads_every_key_in`]); without it, a BY that names other keys and
+/// any GET are refused, as Redis refuses them, since those keys escape its key check.
+fn parse_options(
+    args: &[Vec<u8>],
+    read_only: bool,
+    reads_every_key: bool,
+) -> Result<Options<'_>, &'static str> {
     let mut o = Options {
         by: None,
         dont_sort: false,
@@ -58,12 +65,23 @@ fn parse_options(args: &[Vec<u8>], read_only: bool) -> Result<Options<'_>, &'sta
             }
             b"BY" if left >= 1 => {
                 let pattern = args[at + 1].as_slice();
+                let names_keys = pattern.contains(&b'*');
+                if names_keys && !reads_every_key {
+                    return Err(
+                        "ERR BY option of SORT denied due to insufficient ACL permissions.",
+                    );
+                }
                 // As in Redis, a later BY with a `*` does not undo an earlier one without.
-                o.dont_sort |= !pattern.contains(&b'*');
+                o.dont_sort |= !names_keys;
                 o.by = Some(pattern);
                 at += 1;
             }
             b"GET" if left >= 1 => {
+                if !reads_every_key {
+                    return Err(
+                        "ERR GET option of SORT denied due to insufficient ACL permissions.",
+                    );
+                }
                 o.gets.push(&args[at + 1]);
                 at += 1;
             }
@@ -136,7 +154,7 @@ pub fn sort_ro(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 }
 
 fn sort_generic(ctx: &Ctx, args: &[Vec<u8>], read_only: bool) -> Reply {
-    let mut o = match parse_options(args, read_only) {
+    let mut o = match parse_options(args, read_only, ctx.session.reads_every_key_in(args)) {
         Ok(o) => o,
         Err(e) => return error(e),
     };

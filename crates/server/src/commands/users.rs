@@ -251,6 +251,11 @@ impl Selector {
         self.first_args.clear();
     }
 
+    /// `allkeys`, or a pattern of `*` that may be read.
+    fn reads_every_key(&self) -> bool {
+        self.all_keys || self.keys.iter().any(|k| k.read && k.pattern == b"*")
+    }
+
     fn allows_everything(&self) -> bool {
         self.all_keys && self.all_channels && (0..slots().len()).all(|i| self.bit(i))
     }
@@ -815,6 +820,17 @@ impl User {
             }
         }
         Err(worst)
+    }
+
+    /// Whether a selector that lets this user run the call (see [`Call`]) counted in
+    /// `slot` also lets it read every key: Redis's test before SORT's BY and GET,
+    /// which read keys the call does not name.
+    pub fn reads_every_key_in(&self, slot: usize, call: &Call) -> bool {
+        self.unrestricted
+            || self
+                .selectors
+                .iter()
+                .any(|s| s.reads_every_key() && s.check(slot, call).is_ok())
     }
 
     /// Whether this user may stay subscribed to `name` (a PSUBSCRIBE pattern if

@@ -150,12 +150,14 @@ impl Client {
     }
 
     /// Queues `message` for the client's connection to write. A client that does not
-    /// read what it is sent is disconnected once more than `limit` bytes wait, as the
-    /// output buffer limit disconnects one that does not read its replies; the
-    /// message is dropped with it.
+    /// read what it is sent is disconnected once more than `limit` bytes wait (in its
+    /// outbox and in what its connection is still writing), as the output buffer
+    /// limit disconnects one that does not read its replies; the message is dropped
+    /// with it.
     pub fn deliver(&self, message: &[u8], limit: usize) {
         let mut outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
-        if outbox.len() + message.len() > limit {
+        let writing = self.buffers.output.load(Ordering::Relaxed);
+        if writing + outbox.len() + message.len() > limit {
             drop(outbox);
             self.outbox_overflowed.store(true, Ordering::SeqCst);
             self.kill();
@@ -166,6 +168,14 @@ impl Client {
         drop(outbox);
         // A stored permit if the connection is busy: it looks again before it waits.
         self.outbox_ready.notify_one();
+    }
+
+    /// Reply bytes waiting to be written: those its connection holds, as it last
+    /// reported them, and what was delivered to it since it last looked (a
+    /// subscriber that does not read: the messages that pile up for it).
+    pub fn pending_output(&self) -> usize {
+        let delivered = self.outbox.lock().unwrap_or_else(|e| e.into_inner()).len();
+        self.buffers.output.load(Ordering::Relaxed) + delivered
     }
 
     /// Whether something delivered to the client waits to be written.
@@ -280,13 +290,6 @@ impl Buffers {
     pub fn clear_queue(&self) {
         self.multi.store(0, Ordering::Relaxed);
         self.queued.store(0, Ordering::Relaxed);
-    }
-
-    /// Pending reply bytes past Redis's fixed reply buffer (`omem`).
-    pub fn output_beyond_reply_buffer(&self) -> usize {
-        self.output
-            .load(Ordering::Relaxed)
-            .saturating_sub(REPLY_BUFFER)
     }
 }
 

@@ -131,6 +131,8 @@ pub struct Config {
     /// The same for clients subscribed to pub/sub channels; only its hard limit is
     /// applied, to what they are sent.
     pubsub_output_limit: [AtomicU64; 3],
+    /// The same for replicas: hotkv has none, so it is kept and reported, not used.
+    replica_output_limit: [AtomicU64; 3],
     /// Keys CLIENT TRACKING remembers at most (0: no limit).
     tracking_table_max_keys: AtomicU64,
     /// `notify-keyspace-events`, as flags (see [`crate::keyspace_events`]).
@@ -144,10 +146,6 @@ pub struct Config {
     /// Redis's settings that hotkv keeps but does not act on (`accepted_settings.rs`).
     accepted: accepted_settings::Values,
 }
-
-/// The replica class of Redis's `client-output-buffer-limit`, with Redis's defaults:
-/// hotkv has no replicas, so it is reported, not used.
-const REPLICA_OUTPUT_LIMITS: &str = "slave 268435456 67108864 60";
 
 impl Default for Config {
     fn default() -> Self {
@@ -180,6 +178,7 @@ impl Default for Config {
             latency_percentiles: RwLock::new(vec![50.0, 99.0, 99.9]),
             output_limit: Default::default(),
             pubsub_output_limit: [32 << 20, 8 << 20, 60].map(AtomicU64::new),
+            replica_output_limit: [256 << 20, 64 << 20, 60].map(AtomicU64::new),
             tracking_table_max_keys: AtomicU64::new(1_000_000),
             keyspace_events: AtomicU32::new(0),
             busy_reply_threshold: AtomicU64::new(5000),
@@ -433,6 +432,16 @@ impl Config {
     }
 
     /// The hard output limit for pub/sub subscribers (0: none).
+    /// `client-output-buffer-limit`'s classes in Redis's order, named as CONFIG GET
+    /// names them.
+    fn output_limit_classes(&self) -> [(&'static str, &[AtomicU64; 3]); 3] {
+        [
+            ("normal", &self.output_limit),
+            ("slave", &self.replica_output_limit),
+            ("pubsub", &self.pubsub_output_limit),
+        ]
+    }
+
     pub fn pubsub_output_limit(&self) -> u64 {
         self.pubsub_output_limit[0].load(Ordering::Relaxed)
     }
@@ -529,14 +538,15 @@ impl Config {
                 .map(|p| p.to_string())
                 .collect::<Vec<_>>()
                 .join(" "),
-            "client-output-buffer-limit" => {
-                let (h, s, t) = self.output_limit();
-                let [ph, ps, pt] = self
-                    .pubsub_output_limit
-                    .each_ref()
-                    .map(|v| v.load(Ordering::Relaxed));
-                format!("normal {h} {s} {t} {REPLICA_OUTPUT_LIMITS} pubsub {ph} {ps} {pt}")
-            }
+            "client-output-buffer-limit" => self
+                .output_limit_classes()
+                .iter()
+                .map(|(class, limits)| {
+                    let [h, s, t] = limits.each_ref().map(|v| v.load(Ordering::Relaxed));
+                    format!("{class} {h} {s} {t}")
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
             "databases" => "1".into(),
             "save" => self.save.read().unwrap_or_else(|e| e.into_inner()).clone(),
             // The LSM engine's log is what Redis's append-only file is to it.
@@ -688,32 +698,40 @@ impl Config {
                     .write()
                     .unwrap_or_else(|e| e.into_inner()) = percentiles;
             }
+            // Redis's checks and words: the whole value is refused or taken.
             "client-output-buffer-limit" => {
                 let words: Vec<&str> = text.split_whitespace().collect();
-                if words.is_empty() || !words.len().is_multiple_of(4) {
+                if !words.len().is_multiple_of(4) {
                     return Err(invalid(
-                        "wrong number of arguments: give <class> <hard> <soft> <soft seconds> ...",
+                        "Wrong number of arguments in buffer limit configuration.",
                     ));
                 }
-                let (mut normal, mut pubsub) = (None, None);
+                let classes = self.output_limit_classes();
+                let mut given = Vec::new();
                 for group in words.chunks_exact(4) {
+                    let name = match group[0].to_ascii_lowercase().as_str() {
+                        "replica" => "slave".to_string(),
+                        other => other.to_string(),
+                    };
+                    let Some(at) = classes.iter().position(|(class, _)| *class == name) else {
+                        return Err(invalid(
+                            "Invalid client class specified in buffer limit configuration.",
+                        ));
+                    };
                     let limits = (
                         parse_memory(group[1]),
                         parse_memory(group[2]),
                         parse_count(group[3]),
                     );
                     let (Some(h), Some(s), Some(t)) = limits else {
-                        return Err(invalid("limits must be memory values and seconds a count"));
+                        return Err(invalid(
+                            "Error in hard, soft or soft_seconds setting in buffer limit configuration.",
+                        ));
                     };
-                    match group[0].to_ascii_lowercase().as_str() {
-                        "normal" => normal = Some([h, s, t]),
-                        "pubsub" => pubsub = Some([h, s, t]),
-                        "slave" | "replica" => {}
-                        other => return Err(invalid(&format!("invalid client class '{other}'"))),
-                    }
+                    given.push((at, [h, s, t]));
                 }
-                for (limits, values) in [(&self.output_limit, normal), (&self.pubsub_output_limit, pubsub)] {
-                    for (slot, v) in limits.iter().zip(values.into_iter().flatten()) {
+                for (at, values) in given {
+                    for (slot, v) in classes[at].1.iter().zip(values) {
                         slot.store(v, Ordering::Relaxed);
                     }
                 }

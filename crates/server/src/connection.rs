@@ -32,6 +32,13 @@ static NEXT_CLIENT_ID: AtomicU64 = AtomicU64::new(1);
 
 const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
 
+/// The reply to a wait cut short by `CLIENT UNBLOCK id ERROR`, counted as the error
+/// reply it is (INFO errorstats, `total_error_replies`), as every other one is.
+fn unblocked_with_error(server: &Server) -> Frame {
+    server.command_stats.record_error(UNBLOCKED);
+    Frame::error(UNBLOCKED)
+}
+
 pub struct Connection {
     stream: TcpStream,
     server: Arc<Server>,
@@ -500,7 +507,7 @@ impl Connection {
                 }
                 Ok(Some(Waited::UnblockedWithError)) => {
                     commands::count_unblocked(&server, &blocked.args, true);
-                    Frame::error(UNBLOCKED)
+                    unblocked_with_error(&server)
                 }
             };
             if !self.session.replies_off {
@@ -795,7 +802,7 @@ impl Connection {
                                 frame.encode(proto, &mut self.output)
                             }
                             Some(Waited::UnblockedWithError) => {
-                                Frame::error(UNBLOCKED).encode(proto, &mut self.output)
+                                unblocked_with_error(&self.server).encode(proto, &mut self.output)
                             }
                         }
                     }

@@ -1678,6 +1678,17 @@ fn client_unblock_ends_a_wait_as_a_timeout_or_with_an_error() {
         assert_eq!(exchange(&mut waiting, b"PING\r\n", 7), b"+PONG\r\n");
         assert_eq!(run::<i64>(&mut c, &["CLIENT", "UNBLOCK", &id]), 0);
     }
+    // A blocked pop too; each error counted as an error reply, as Redis counts them.
+    waiting.write_all(b"BLPOP list1 0\r\n").unwrap();
+    assert!(eventually(10, || run::<i64>(
+        &mut c,
+        &["CLIENT", "UNBLOCK", &id, "ERROR"]
+    ) == 1));
+    let reply = b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n";
+    assert_eq!(exchange(&mut waiting, b"", reply.len()), reply);
+    assert_eq!(info_field(&mut c, "errorstat_UNBLOCKED"), "count=2");
+    assert!(info_field(&mut c, "cmdstat_blpop").ends_with("rejected_calls=0,failed_calls=1"));
+    assert_eq!(info_field(&mut c, "total_error_replies"), "2");
     assert!(run_err(&mut c, &["CLIENT", "UNBLOCK", &id, "LATER"]).contains("TIMEOUT or ERROR"));
     // Kill filters it cannot match kill nobody (they were once ignored: everyone).
     assert_eq!(

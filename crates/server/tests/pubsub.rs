@@ -295,14 +295,29 @@ fn a_subscriber_that_does_not_read_is_dropped_at_the_pubsub_output_limit() {
     }));
     let payload = "x".repeat(64 * 1024);
     let mut dropped = false;
+    // What waits for the subscriber shows in CLIENT LIST's omem as it piles up.
+    let mut most_waiting = 0;
     for _ in 0..2_000 {
         let n: i64 = run(&mut admin, &["PUBLISH", "flood", &payload]);
         if n == 0 {
             dropped = true;
             break;
         }
+        let list: String = run(&mut admin, &["CLIENT", "LIST"]);
+        // Gone already if that PUBLISH overflowed it.
+        if let Some(subscriber) = list.lines().find(|l| l.contains(" flags=P ")) {
+            let omem = subscriber
+                .split(' ')
+                .find_map(|f| f.strip_prefix("omem="))
+                .unwrap();
+            most_waiting = most_waiting.max(omem.parse::<u64>().unwrap());
+        }
     }
     assert!(dropped, "the subscriber was never disconnected");
+    assert!(
+        (512 * 1024..=1024 * 1024).contains(&most_waiting),
+        "omem reached {most_waiting}"
+    );
     server.alive();
 }
 

@@ -256,9 +256,10 @@ pub(super) fn line(ctx: &Ctx, c: &Client, args: &[Vec<u8>]) -> String {
         b.input.load(Ordering::Relaxed),
         b.input_capacity.load(Ordering::Relaxed),
     );
-    let output = b.output.load(Ordering::Relaxed);
+    let output = c.pending_output();
     let output_capacity = b.output_capacity.load(Ordering::Relaxed);
-    let beyond = b.output_beyond_reply_buffer();
+    // Past Redis's fixed reply buffer: its reply list (`oll`, `omem`).
+    let beyond = output.saturating_sub(REPLY_BUFFER);
     // The command being run, for the client that runs it (CLIENT LIST itself).
     let argv = if c.id == ctx.session.client.id {
         args.iter().map(Vec::len).sum()

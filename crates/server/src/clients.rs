@@ -50,6 +50,9 @@ pub struct Client {
     outbox_ready: Notify,
     /// The outbox grew past its limit and the client was killed for it.
     outbox_overflowed: AtomicBool,
+    /// When (ms since the Unix epoch) what waits for the client last went over its
+    /// soft output limit; 0 while under it.
+    over_soft_limit_since: AtomicU64,
     pub monitoring: AtomicBool,
     /// Pub/sub subscriptions: channels, patterns, shard channels (CLIENT LIST's sub,
     /// psub, ssub).
@@ -86,6 +89,7 @@ impl Client {
             outbox_pending: AtomicBool::new(false),
             outbox_ready: Notify::new(),
             outbox_overflowed: AtomicBool::new(false),
+            over_soft_limit_since: AtomicU64::new(0),
             monitoring: AtomicBool::new(false),
             subscriptions: Default::default(),
             left: AtomicBool::new(false),
@@ -154,13 +158,12 @@ impl Client {
     /// outbox and in what its connection is still writing), as the output buffer
     /// limit disconnects one that does not read its replies; the message is dropped
     /// with it.
-    pub fn deliver(&self, message: &[u8], limit: usize) {
+    pub fn deliver(&self, message: &[u8], limit: OutputLimit) {
         let mut outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
         let writing = self.buffers.output.load(Ordering::Relaxed);
-        if writing + outbox.len() + message.len() > limit {
+        if self.over_output_limit(writing + outbox.len() + message.len(), limit) {
             drop(outbox);
-            self.outbox_overflowed.store(true, Ordering::SeqCst);
-            self.kill();
+            self.kill_for_output();
             return;
         }
         outbox.extend_from_slice(message);
@@ -168,6 +171,37 @@ impl Client {
         drop(outbox);
         // A stored permit if the connection is busy: it looks again before it waits.
         self.outbox_ready.notify_one();
+    }
+
+    /// Whether `pending` bytes waiting for the client pass `limit` now, as Redis
+    /// judges it: over the hard limit, or over the soft one for longer than its
+    /// seconds (the time it went over is noted, and forgotten once back under). As
+    /// in Redis, what fits its fixed reply buffer is not counted: the limits apply
+    /// to what CLIENT LIST shows as `omem`.
+    fn over_output_limit(&self, pending: usize, limit: OutputLimit) -> bool {
+        let pending = pending.saturating_sub(REPLY_BUFFER) as u64;
+        if limit.hard > 0 && pending > limit.hard {
+            return true;
+        }
+        if limit.soft == 0 || pending <= limit.soft {
+            if self.over_soft_limit_since.load(Ordering::Relaxed) != 0 {
+                self.over_soft_limit_since.store(0, Ordering::Relaxed);
+            }
+            return false;
+        }
+        let now = crate::entry::now_ms().max(1);
+        match self.over_soft_limit_since.load(Ordering::Relaxed) {
+            0 => {
+                self.over_soft_limit_since.store(now, Ordering::Relaxed);
+                false
+            }
+            since => now.saturating_sub(since) > limit.soft_secs * 1000,
+        }
+    }
+
+    fn kill_for_output(&self) {
+        self.outbox_overflowed.store(true, Ordering::SeqCst);
+        self.kill();
     }
 
     /// Reply bytes waiting to be written: those its connection holds, as it last
@@ -222,6 +256,27 @@ impl Client {
     pub async fn killed(&self) {
         if !self.is_killed() {
             self.kill.notified().await;
+        }
+    }
+}
+
+/// An output buffer limit (a class of Redis's `client-output-buffer-limit`): a client
+/// with more than `hard` bytes waiting, or more than `soft` for longer than
+/// `soft_secs`, is disconnected. 0 turns either limit off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputLimit {
+    pub hard: u64,
+    pub soft: u64,
+    pub soft_secs: u64,
+}
+
+impl OutputLimit {
+    /// A hard limit of `bytes` alone.
+    pub fn hard(bytes: usize) -> OutputLimit {
+        OutputLimit {
+            hard: bytes as u64,
+            soft: 0,
+            soft_secs: 0,
         }
     }
 }
@@ -410,6 +465,21 @@ impl Clients {
         peaks.record(second, input, output);
     }
 
+    /// Disconnects the subscribers that have had more than `limit`'s soft limit
+    /// waiting for longer than its seconds, or more than its hard limit: run by the
+    /// client cron, since one that is sent nothing more is not judged on delivery.
+    pub fn enforce_subscriber_output_limit(&self, limit: OutputLimit) {
+        if limit.hard == 0 && limit.soft == 0 {
+            return;
+        }
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        for c in live.values() {
+            if c.is_subscribed() && c.over_output_limit(c.pending_output(), limit) {
+                c.kill_for_output();
+            }
+        }
+    }
+
     /// Redis's client cron for query buffers, run ten times a second: a client idle
     /// for more than 2 s gives back its input buffer's free space (all of it, if no
     /// request is pending), and one whose buffer is past 32 KB and more than twice the
@@ -526,6 +596,42 @@ pub fn test_outbox(c: &Client) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn output_limits_are_judged_as_redis_judges_them() {
+        let c = test_client(1, 2);
+        let hard = OutputLimit::hard(100);
+        // Counted past the fixed reply buffer, as omem.
+        assert!(!c.over_output_limit(REPLY_BUFFER + 100, hard));
+        assert!(c.over_output_limit(REPLY_BUFFER + 101, hard));
+        // Soft: over it for longer than its seconds (none here: any time at all).
+        let soft = OutputLimit {
+            hard: 0,
+            soft: 100,
+            soft_secs: 0,
+        };
+        let over = REPLY_BUFFER + 101;
+        let noted = !c.over_output_limit(1 << 30, soft);
+        assert!(noted, "the first time over is noted");
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        assert!(c.over_output_limit(over, soft));
+        // Back under, the clock starts again.
+        assert!(!c.over_output_limit(over - 1, soft));
+        assert!(!c.over_output_limit(over, soft));
+        let patient = OutputLimit {
+            soft_secs: 3600,
+            ..soft
+        };
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        assert!(!c.over_output_limit(over, patient));
+        // Delivery kills a client over its limit and drops the message.
+        let fits = vec![b'x'; REPLY_BUFFER + 100];
+        c.deliver(&fits, hard);
+        assert!(!c.is_killed());
+        c.deliver(b"y", hard);
+        assert!(c.is_killed() && c.outbox_overflowed());
+        assert_eq!(test_outbox(&c), fits);
+    }
 
     #[test]
     fn recent_peaks_last_eight_seconds() {

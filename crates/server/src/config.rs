@@ -10,6 +10,7 @@ use std::sync::atomic::{
 use std::sync::{Mutex, RwLock};
 
 use crate::accepted_settings::{self, HIDDEN, IMMUTABLE, PROTECTED, SETTINGS};
+use crate::clients::OutputLimit;
 use crate::glob::glob_match;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,6 +148,13 @@ pub struct Config {
     accepted: accepted_settings::Values,
 }
 
+/// Redis's default output limit for pub/sub subscribers.
+pub const PUBSUB_OUTPUT_LIMIT: OutputLimit = OutputLimit {
+    hard: 32 << 20,
+    soft: 8 << 20,
+    soft_secs: 60,
+};
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -177,7 +185,12 @@ impl Default for Config {
             min_replicas_max_lag: AtomicU64::new(10),
             latency_percentiles: RwLock::new(vec![50.0, 99.0, 99.9]),
             output_limit: Default::default(),
-            pubsub_output_limit: [32 << 20, 8 << 20, 60].map(AtomicU64::new),
+            pubsub_output_limit: [
+                PUBSUB_OUTPUT_LIMIT.hard,
+                PUBSUB_OUTPUT_LIMIT.soft,
+                PUBSUB_OUTPUT_LIMIT.soft_secs,
+            ]
+            .map(AtomicU64::new),
             replica_output_limit: [256 << 20, 64 << 20, 60].map(AtomicU64::new),
             tracking_table_max_keys: AtomicU64::new(1_000_000),
             keyspace_events: AtomicU32::new(0),
@@ -431,7 +444,6 @@ impl Config {
         (value("lfu-log-factor"), value("lfu-decay-time"))
     }
 
-    /// The hard output limit for pub/sub subscribers (0: none).
     /// `client-output-buffer-limit`'s classes in Redis's order, named as CONFIG GET
     /// names them.
     fn output_limit_classes(&self) -> [(&'static str, &[AtomicU64; 3]); 3] {
@@ -442,8 +454,17 @@ impl Config {
         ]
     }
 
-    pub fn pubsub_output_limit(&self) -> u64 {
-        self.pubsub_output_limit[0].load(Ordering::Relaxed)
+    /// The output limit of pub/sub subscribers.
+    pub fn pubsub_output_limit(&self) -> OutputLimit {
+        let [hard, soft, soft_secs] = self
+            .pubsub_output_limit
+            .each_ref()
+            .map(|v| v.load(Ordering::Relaxed));
+        OutputLimit {
+            hard,
+            soft,
+            soft_secs,
+        }
     }
 
     /// `(name, value)` for every setting whose name matches `pattern` (any case).

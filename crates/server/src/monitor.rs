@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::clients::Client;
+use crate::clients::{Client, OutputLimit};
 
 #[derive(Default)]
 pub struct Monitors {
@@ -69,7 +69,7 @@ impl Monitors {
         );
         let clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
         for monitor in clients.iter() {
-            monitor.deliver(&text, limit);
+            monitor.deliver(&text, OutputLimit::hard(limit));
         }
     }
 }

@@ -3,17 +3,18 @@
 //!
 //! A message is encoded once per protocol and queued in each subscriber's outbox
 //! ([`Client::deliver`]); its connection writes it between replies. Subscribers that
-//! do not read are disconnected at the `pubsub` class's hard output limit.
+//! do not read are disconnected at the `pubsub` class's output limits.
 //! Without a cluster, shard channels (SSUBSCRIBE, SPUBLISH) are a namespace of their
 //! own, as on a single Redis node.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
 
 use resp::{Frame, Protocol};
 
-use crate::clients::Client;
+use crate::clients::{Client, OutputLimit};
+use crate::config::PUBSUB_OUTPUT_LIMIT;
 
 /// What a client subscribes to.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -36,22 +37,26 @@ type Subscribers = RwLock<HashMap<Vec<u8>, Vec<Arc<Client>>>>;
 pub struct PubSub {
     /// For each kind, each name with a subscriber and its subscribers.
     subscribers: [Subscribers; 3],
-    /// The hard limit on what a subscriber that does not read may have waiting.
-    limit: AtomicU64,
+    /// What a subscriber that does not read may have waiting.
+    limit: RwLock<OutputLimit>,
 }
 
 impl Default for PubSub {
     fn default() -> Self {
         PubSub {
             subscribers: Default::default(),
-            limit: AtomicU64::new(32 << 20),
+            limit: RwLock::new(PUBSUB_OUTPUT_LIMIT),
         }
     }
 }
 
 impl PubSub {
-    pub fn set_limit(&self, hard: u64) {
-        self.limit.store(hard, Ordering::Relaxed);
+    pub fn set_limit(&self, limit: OutputLimit) {
+        *self.limit.write().unwrap_or_else(|e| e.into_inner()) = limit;
+    }
+
+    pub fn limit(&self) -> OutputLimit {
+        *self.limit.read().unwrap_or_else(|e| e.into_inner())
     }
 
     fn map(&self, kind: Kind) -> &Subscribers {
@@ -78,10 +83,7 @@ impl PubSub {
     /// and, for PUBLISH, to those of every matching pattern; returns how many
     /// deliveries that made, as Redis counts them.
     pub fn publish(&self, shard: bool, channel: &[u8], message: &[u8]) -> usize {
-        let limit = match self.limit.load(Ordering::Relaxed) {
-            0 => usize::MAX,
-            n => usize::try_from(n).unwrap_or(usize::MAX),
-        };
+        let limit = self.limit();
         let (kind, word) = if shard {
             (Kind::Shard, "smessage")
         } else {
@@ -159,7 +161,7 @@ impl PubSub {
 }
 
 /// Sends the message `parts` to each of `subscribers`; returns how many there were.
-fn deliver(subscribers: &[Arc<Client>], parts: Vec<Frame>, limit: usize) -> usize {
+fn deliver(subscribers: &[Arc<Client>], parts: Vec<Frame>, limit: OutputLimit) -> usize {
     let encoded = Encoded::new(parts);
     for c in subscribers {
         c.deliver(encoded.for_client(c), limit);

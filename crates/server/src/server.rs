@@ -628,6 +628,7 @@ impl Server {
                 let c = &self.clients;
                 c.record_peaks(second);
                 c.resize_query_buffers();
+                c.enforce_subscriber_output_limit(self.pubsub.limit());
                 self.migrate_sockets.close_idle();
                 self.background_save_work(second);
                 self.rates.sample(

@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use resp::{Frame, Protocol};
 
-use crate::clients::Client;
+use crate::clients::{Client, OutputLimit};
 
 /// How a client asked to be told of changes (CLIENT TRACKING ON's options).
 #[derive(Clone, Default, Debug, PartialEq, Eq)]
@@ -416,7 +416,8 @@ impl Tracking {
                         Frame::bulk("tracking-redir-broken"),
                         Frame::Integer(t.options.redirect as i64),
                     ]);
-                    t.client.deliver(&encode(broken, Protocol::Resp3), limit);
+                    t.client
+                        .deliver(&encode(broken, Protocol::Resp3), OutputLimit::hard(limit));
                 }
                 return;
             }
@@ -443,7 +444,7 @@ impl Tracking {
         } else {
             return;
         };
-        target.deliver(&message, limit);
+        target.deliver(&message, OutputLimit::hard(limit));
     }
 
     /// INFO: clients tracking, keys remembered, (key, client) pairs remembered, and

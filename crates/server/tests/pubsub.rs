@@ -321,6 +321,62 @@ fn a_subscriber_that_does_not_read_is_dropped_at_the_pubsub_output_limit() {
     server.alive();
 }
 
+/// With a soft limit alone, a subscriber kept over it is disconnected once its
+/// seconds are up.
+#[test]
+fn a_subscriber_over_the_soft_output_limit_is_dropped_after_its_seconds() {
+    let server = Server::start();
+    let mut admin = server.client();
+    let _: () = run(
+        &mut admin,
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "pubsub 0 100000 1",
+        ],
+    );
+    let mut sleeper = server.raw();
+    sleeper
+        .write_all(b"CLIENT SETNAME sleeper\r\nSUBSCRIBE flood\r\n")
+        .unwrap();
+    assert!(eventually(5, || {
+        let n: i64 = run(&mut admin, &["PUBLISH", "flood", "x"]);
+        n == 1
+    }));
+    // The socket buffers fill first (and may grow and swallow what waited); once
+    // what waits is over the limit, it grows slowly until the client is dropped.
+    let payload = "x".repeat(64 * 1024);
+    let mut most_waiting = 0;
+    let started = std::time::Instant::now();
+    let dropped = loop {
+        assert!(started.elapsed().as_secs() < 60, "never dropped");
+        let n: i64 = run(&mut admin, &["PUBLISH", "flood", &payload]);
+        if n == 0 {
+            break true;
+        }
+        let list: String = run(&mut admin, &["CLIENT", "LIST"]);
+        let Some(line) = list.lines().find(|l| l.contains(" name=sleeper ")) else {
+            break true;
+        };
+        let omem: u64 = line
+            .split(' ')
+            .find_map(|f| f.strip_prefix("omem="))
+            .unwrap()
+            .parse()
+            .unwrap();
+        most_waiting = most_waiting.max(omem);
+        if omem > 100_000 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    };
+    assert!(
+        dropped && most_waiting > 100_000,
+        "omem reached {most_waiting}"
+    );
+    server.alive();
+}
+
 #[test]
 fn tracking_redirected_to_a_resp2_subscriber_arrives_on_the_invalidate_channel() {
     let server = Server::start();

@@ -229,6 +229,26 @@ fn copy_duplicates_value_and_expiry_and_object_names_the_encoding() {
         i32::MAX as i64
     );
     assert_eq!(run::<i64>(&mut c, &["OBJECT", "REFCOUNT", "k"]), 1);
+    // As in Redis, integers are not shared under a policy that keeps a per-key LRU
+    // or LFU clock, all keys' or volatile keys'; under the others they are.
+    let _: () = run(&mut c, &["CONFIG", "SET", "maxmemory", "1gb"]);
+    for (policy, shared) in [
+        ("allkeys-lru", false),
+        ("volatile-lru", false),
+        ("allkeys-lfu", false),
+        ("volatile-lfu", false),
+        ("allkeys-random", true),
+        ("volatile-ttl", true),
+    ] {
+        let _: () = run(&mut c, &["CONFIG", "SET", "maxmemory-policy", policy]);
+        let want = if shared { i32::MAX as i64 } else { 1 };
+        assert_eq!(
+            run::<i64>(&mut c, &["OBJECT", "REFCOUNT", "small"]),
+            want,
+            "{policy}"
+        );
+    }
+    let _: () = run(&mut c, &["CONFIG", "SET", "maxmemory", "0"]);
     assert!(run_err(&mut c, &["OBJECT", "FREQ", "k"])
         .starts_with("ERR An LFU maxmemory policy is not selected"));
     // MEMORY USAGE: key and value bytes plus the index's overhead; nil once gone.

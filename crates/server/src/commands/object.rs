@@ -57,7 +57,13 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             None => reply(Frame::Null),
             Some(entry) => {
                 let config = &ctx.server.config;
-                let clocked = matches!(config.policy(), Policy::AllKeysLru | Policy::AllKeysLfu);
+                let clocked = matches!(
+                    config.policy(),
+                    Policy::AllKeysLru
+                        | Policy::AllKeysLfu
+                        | Policy::VolatileLru
+                        | Policy::VolatileLfu
+                );
                 let shared = (config.maxmemory() == 0 || !clocked)
                     && entry.is_string()
                     && (0..SHARED_INTEGERS).contains(&parse_int_value(&entry.value));

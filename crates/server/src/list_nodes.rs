@@ -272,6 +272,10 @@ pub fn split_if_long(nodes: &dyn NodeStore, list: &[u8]) -> Option<Vec<u8>> {
 
 /// Writes the elements of `packed` as nodes of up to [`NODE_BYTES`] each.
 fn split(nodes: &dyn NodeStore, packed: &[u8]) -> Vec<NodeRef> {
+    if packed.len() - packed::HEADER <= NODE_BYTES && packed::count(packed) > 0 {
+        // One node, the loop below would build byte for byte: written as it is.
+        return vec![node_ref(nodes.write(packed), packed)];
+    }
     let mut written = Vec::new();
     let mut node = Builder::with_capacity(NODE_BYTES);
     let mut bytes = 0;
@@ -445,13 +449,20 @@ fn as_end(rest: Vec<u8>) -> Cow<'static, [u8]> {
     })
 }
 
-/// The packed list `list` with element `at` replaced by `value`.
+/// The packed list `list` with element `at` (< its count) replaced by `value`: the
+/// bytes around the old element copied as they are, only the lengths before it read.
 fn replaced(list: &[u8], at: usize, value: &[u8]) -> Vec<u8> {
-    let mut b = Builder::with_capacity(list.len() + value.len() + 5);
-    for (i, e) in packed::elements(list).enumerate() {
-        b.push(if i == at { value } else { e });
-    }
-    b.finish()
+    let mut elements = packed::elements(list);
+    elements.by_ref().take(at).for_each(drop);
+    let start = list.len() - elements.remaining_bytes().len();
+    assert!(elements.next().is_some(), "LSET checks the index");
+    let after = elements.remaining_bytes();
+    let mut out = Vec::with_capacity(start + element_size(value) + after.len());
+    // The count, unchanged, and the elements before.
+    out.extend_from_slice(&list[..start]);
+    packed::put_element(&mut out, value);
+    out.extend_from_slice(after);
+    out
 }
 
 /// The packed list `list` with `element` inserted before its element `at` (or last).

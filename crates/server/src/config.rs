@@ -776,6 +776,9 @@ impl Config {
             // Its value already: nothing to change (Redis's own test suite sets every
             // setting to the value CONFIG GET gave).
             n if STARTUP_ONLY.contains(&n) && text == self.value(n) => {}
+            // Redis protects `dir` (refused under its default enable-protected-configs
+            // no); hotkv cannot move its data at all, and says what Redis says.
+            "dir" => return Err(SetError::Protected),
             n if STARTUP_ONLY.contains(&n) => return Err(SetError::Immutable),
             n => {
                 let i = accepted_settings::find(n).ok_or(SetError::Unknown)?;
@@ -1178,6 +1181,13 @@ mod tests {
             c.set("dbfilename", b"x.rdb"),
             Err(SetError::Protected)
         ));
+        assert!(matches!(
+            c.set("dir", b"/elsewhere"),
+            Err(SetError::Protected)
+        ));
+        // The value it has is taken, as Redis's test suite sets every setting so.
+        let dir = c.value("dir");
+        assert!(c.set("dir", dir.as_bytes()).is_ok());
     }
 
     #[test]

@@ -154,13 +154,17 @@ impl Client {
     }
 
     /// Queues `message` for the client's connection to write. A client that does not
-    /// read what it is sent is disconnected once more than `limit` bytes wait (in its
-    /// outbox and in what its connection is still writing), as the output buffer
+    /// read what it is sent is disconnected once it is over `limit` (see
+    /// [`OutputLimit`]: its outbox, and what its connection is still writing unless
+    /// the limit counts the outbox alone), as the output buffer
     /// limit disconnects one that does not read its replies; the message is dropped
     /// with it.
     pub fn deliver(&self, message: &[u8], limit: OutputLimit) {
         let mut outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
-        let writing = self.buffers.output.load(Ordering::Relaxed);
+        let writing = match limit.outbox_only {
+            true => 0,
+            false => self.buffers.output.load(Ordering::Relaxed),
+        };
         if self.over_output_limit(writing + outbox.len() + message.len(), limit) {
             drop(outbox);
             self.kill_for_output();
@@ -268,15 +272,20 @@ pub struct OutputLimit {
     pub hard: u64,
     pub soft: u64,
     pub soft_secs: u64,
+    /// Counts the outbox alone, not what the connection is still writing too.
+    pub outbox_only: bool,
 }
 
 impl OutputLimit {
-    /// A hard limit of `bytes` alone.
-    pub fn hard(bytes: usize) -> OutputLimit {
+    /// A hard limit of `bytes` on the outbox alone: the bound on what other clients'
+    /// commands send a client (MONITOR lines, invalidations), whose own replies,
+    /// however large, are the normal class's to limit.
+    pub fn outbox(bytes: usize) -> OutputLimit {
         OutputLimit {
             hard: bytes as u64,
             soft: 0,
             soft_secs: 0,
+            outbox_only: true,
         }
     }
 }
@@ -600,7 +609,7 @@ mod tests {
     #[test]
     fn output_limits_are_judged_as_redis_judges_them() {
         let c = test_client(1, 2);
-        let hard = OutputLimit::hard(100);
+        let hard = OutputLimit::outbox(100);
         // Counted past the fixed reply buffer, as omem.
         assert!(!c.over_output_limit(REPLY_BUFFER + 100, hard));
         assert!(c.over_output_limit(REPLY_BUFFER + 101, hard));
@@ -609,6 +618,7 @@ mod tests {
             hard: 0,
             soft: 100,
             soft_secs: 0,
+            outbox_only: false,
         };
         let over = REPLY_BUFFER + 101;
         let noted = !c.over_output_limit(1 << 30, soft);

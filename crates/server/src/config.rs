@@ -153,6 +153,7 @@ pub const PUBSUB_OUTPUT_LIMIT: OutputLimit = OutputLimit {
     hard: 32 << 20,
     soft: 8 << 20,
     soft_secs: 60,
+    outbox_only: false,
 };
 
 impl Default for Config {
@@ -464,6 +465,7 @@ impl Config {
             hard,
             soft,
             soft_secs,
+            outbox_only: false,
         }
     }
 

@@ -69,7 +69,7 @@ impl Monitors {
         );
         let clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
         for monitor in clients.iter() {
-            monitor.deliver(&text, OutputLimit::hard(limit));
+            monitor.deliver(&text, OutputLimit::outbox(limit));
         }
     }
 }

@@ -417,7 +417,7 @@ impl Tracking {
                         Frame::Integer(t.options.redirect as i64),
                     ]);
                     t.client
-                        .deliver(&encode(broken, Protocol::Resp3), OutputLimit::hard(limit));
+                        .deliver(&encode(broken, Protocol::Resp3), OutputLimit::outbox(limit));
                 }
                 return;
             }
@@ -444,7 +444,7 @@ impl Tracking {
         } else {
             return;
         };
-        target.deliver(&message, OutputLimit::hard(limit));
+        target.deliver(&message, OutputLimit::outbox(limit));
     }
 
     /// INFO: clients tracking, keys remembered, (key, client) pairs remembered, and

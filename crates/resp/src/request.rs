@@ -398,7 +398,7 @@ mod tests {
             unauthenticated: true,
             ..RequestLimits::default()
         };
-        let ten = crate::Frame::command(&vec![b"x".to_vec(); 10]).to_bytes(crate::Protocol::Resp2);
+        let ten = crate::Frame::command(vec![b"x".to_vec(); 10]).to_bytes(crate::Protocol::Resp2);
         assert_eq!(parse_request(&ten, &strict).unwrap().unwrap().0.len(), 10);
         // Refused from the count alone, before any argument arrives.
         assert_eq!(

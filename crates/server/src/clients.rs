@@ -156,9 +156,8 @@ impl Client {
     /// Queues `message` for the client's connection to write. A client that does not
     /// read what it is sent is disconnected once it is over `limit` (see
     /// [`OutputLimit`]: its outbox, and what its connection is still writing unless
-    /// the limit counts the outbox alone), as the output buffer
-    /// limit disconnects one that does not read its replies; the message is dropped
-    /// with it.
+    /// the limit counts the outbox alone), as the output buffer limit disconnects one
+    /// that does not read its replies; the message is dropped with it.
     pub fn deliver(&self, message: &[u8], limit: OutputLimit) {
         let mut outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
         let writing = match limit.outbox_only {

@@ -129,8 +129,8 @@ pub struct Config {
     /// `client-output-buffer-limit` for normal clients: hard bytes, soft bytes, soft
     /// seconds (0: no limit), as in Redis.
     output_limit: [AtomicU64; 3],
-    /// The same for clients subscribed to pub/sub channels; only its hard limit is
-    /// applied, to what they are sent.
+    /// The same for clients subscribed to pub/sub channels, applied to all they have
+    /// waiting (`Client::deliver` and the client cron).
     pubsub_output_limit: [AtomicU64; 3],
     /// The same for replicas: hotkv has none, so it is kept and reported, not used.
     replica_output_limit: [AtomicU64; 3],
@@ -147,14 +147,6 @@ pub struct Config {
     /// Redis's settings that hotkv keeps but does not act on (`accepted_settings.rs`).
     accepted: accepted_settings::Values,
 }
-
-/// Redis's default output limit for pub/sub subscribers.
-pub const PUBSUB_OUTPUT_LIMIT: OutputLimit = OutputLimit {
-    hard: 32 << 20,
-    soft: 8 << 20,
-    soft_secs: 60,
-    outbox_only: false,
-};
 
 impl Default for Config {
     fn default() -> Self {
@@ -186,12 +178,7 @@ impl Default for Config {
             min_replicas_max_lag: AtomicU64::new(10),
             latency_percentiles: RwLock::new(vec![50.0, 99.0, 99.9]),
             output_limit: Default::default(),
-            pubsub_output_limit: [
-                PUBSUB_OUTPUT_LIMIT.hard,
-                PUBSUB_OUTPUT_LIMIT.soft,
-                PUBSUB_OUTPUT_LIMIT.soft_secs,
-            ]
-            .map(AtomicU64::new),
+            pubsub_output_limit: [32 << 20, 8 << 20, 60].map(AtomicU64::new),
             replica_output_limit: [256 << 20, 64 << 20, 60].map(AtomicU64::new),
             tracking_table_max_keys: AtomicU64::new(1_000_000),
             keyspace_events: AtomicU32::new(0),
@@ -732,10 +719,8 @@ impl Config {
                 let classes = self.output_limit_classes();
                 let mut given = Vec::new();
                 for group in words.chunks_exact(4) {
-                    let name = match group[0].to_ascii_lowercase().as_str() {
-                        "replica" => "slave".to_string(),
-                        other => other.to_string(),
-                    };
+                    let lower = group[0].to_ascii_lowercase();
+                    let name = if lower == "replica" { "slave" } else { &lower };
                     let Some(at) = classes.iter().position(|(class, _)| *class == name) else {
                         return Err(invalid(
                             "Invalid client class specified in buffer limit configuration.",

@@ -14,7 +14,6 @@ use std::sync::{Arc, RwLock};
 use resp::{Frame, Protocol};
 
 use crate::clients::{Client, OutputLimit};
-use crate::config::PUBSUB_OUTPUT_LIMIT;
 
 /// What a client subscribes to.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -34,31 +33,13 @@ impl Kind {
 
 type Subscribers = RwLock<HashMap<Vec<u8>, Vec<Arc<Client>>>>;
 
+#[derive(Default)]
 pub struct PubSub {
     /// For each kind, each name with a subscriber and its subscribers.
     subscribers: [Subscribers; 3],
-    /// What a subscriber that does not read may have waiting.
-    limit: RwLock<OutputLimit>,
-}
-
-impl Default for PubSub {
-    fn default() -> Self {
-        PubSub {
-            subscribers: Default::default(),
-            limit: RwLock::new(PUBSUB_OUTPUT_LIMIT),
-        }
-    }
 }
 
 impl PubSub {
-    pub fn set_limit(&self, limit: OutputLimit) {
-        *self.limit.write().unwrap_or_else(|e| e.into_inner()) = limit;
-    }
-
-    pub fn limit(&self) -> OutputLimit {
-        *self.limit.read().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn map(&self, kind: Kind) -> &Subscribers {
         &self.subscribers[kind.index()]
     }
@@ -81,9 +62,15 @@ impl PubSub {
 
     /// PUBLISH (or SPUBLISH, `shard`): sends `message` to the channel's subscribers
     /// and, for PUBLISH, to those of every matching pattern; returns how many
-    /// deliveries that made, as Redis counts them.
-    pub fn publish(&self, shard: bool, channel: &[u8], message: &[u8]) -> usize {
-        let limit = self.limit();
+    /// deliveries that made, as Redis counts them. A subscriber over `limit` (the
+    /// pubsub class's output limit) is disconnected instead.
+    pub fn publish(
+        &self,
+        shard: bool,
+        channel: &[u8],
+        message: &[u8],
+        limit: OutputLimit,
+    ) -> usize {
         let (kind, word) = if shard {
             (Kind::Shard, "smessage")
         } else {
@@ -205,6 +192,13 @@ mod tests {
     use super::*;
     use crate::clients::{test_client as client, test_outbox as client_outbox};
 
+    const LIMIT: OutputLimit = OutputLimit {
+        hard: 1 << 20,
+        soft: 0,
+        soft_secs: 0,
+        outbox_only: false,
+    };
+
     #[test]
     fn messages_reach_channel_and_pattern_subscribers_in_their_protocol() {
         let p = PubSub::default();
@@ -212,7 +206,7 @@ mod tests {
         p.subscribe(Kind::Channel, b"news", &a);
         p.subscribe(Kind::Pattern, b"n*", &b);
         p.subscribe(Kind::Shard, b"news", &b);
-        assert_eq!(p.publish(false, b"news", b"hi"), 2);
+        assert_eq!(p.publish(false, b"news", b"hi", LIMIT), 2);
         assert_eq!(
             client_outbox(&a),
             b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n"
@@ -221,12 +215,12 @@ mod tests {
             client_outbox(&b),
             b">4\r\n$8\r\npmessage\r\n$2\r\nn*\r\n$4\r\nnews\r\n$2\r\nhi\r\n"
         );
-        assert_eq!(p.publish(true, b"news", b"s"), 1);
+        assert_eq!(p.publish(true, b"news", b"s", LIMIT), 1);
         assert_eq!(
             client_outbox(&b),
             b">3\r\n$8\r\nsmessage\r\n$4\r\nnews\r\n$1\r\ns\r\n"
         );
-        assert_eq!(p.publish(false, b"other", b"x"), 0);
+        assert_eq!(p.publish(false, b"other", b"x", LIMIT), 0);
         p.unsubscribe(Kind::Channel, b"news", 1);
         assert_eq!(p.len(Kind::Channel), 0);
         assert_eq!(p.subscribers(Kind::Shard, b"news"), 1);

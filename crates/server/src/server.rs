@@ -198,15 +198,18 @@ impl Server {
         // A subscriber may read the key as soon as it hears.
         self.db.write_gathered();
         let flags = self.db.events.flags();
+        let limit = self.config.pubsub_output_limit();
         for e in events {
             if flags & KEYSPACE != 0 {
                 let mut channel = b"__keyspace@0__:".to_vec();
                 channel.extend_from_slice(&e.key);
-                self.pubsub.publish(false, &channel, e.name.as_bytes());
+                self.pubsub
+                    .publish(false, &channel, e.name.as_bytes(), limit);
             }
             if flags & KEYEVENT != 0 {
                 let channel = format!("__keyevent@0__:{}", e.name);
-                self.pubsub.publish(false, channel.as_bytes(), &e.key);
+                self.pubsub
+                    .publish(false, channel.as_bytes(), &e.key, limit);
             }
         }
     }
@@ -215,7 +218,6 @@ impl Server {
     pub fn config_changed(&self) {
         let max_keys = usize::try_from(self.config.tracking_table_max_keys()).unwrap_or(usize::MAX);
         self.db.tracking.set_limits(max_keys, self.outbox_limit());
-        self.pubsub.set_limit(self.config.pubsub_output_limit());
         self.db.events.set_flags(self.config.keyspace_events());
         let (log_factor, decay_minutes) = self.config.lfu();
         self.db.set_lfu(log_factor, decay_minutes);
@@ -628,7 +630,7 @@ impl Server {
                 let c = &self.clients;
                 c.record_peaks(second);
                 c.resize_query_buffers();
-                c.enforce_subscriber_output_limit(self.pubsub.limit());
+                c.enforce_subscriber_output_limit(self.config.pubsub_output_limit());
                 self.migrate_sockets.close_idle();
                 self.background_save_work(second);
                 self.rates.sample(

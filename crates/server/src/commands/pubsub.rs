@@ -121,11 +121,21 @@ pub fn leave_all(server: &crate::server::Server, session: &mut Session) {
 }
 
 pub fn publish(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    int(ctx.server.pubsub.publish(false, &args[1], &args[2]) as i64)
+    int(ctx.server.pubsub.publish(
+        false,
+        &args[1],
+        &args[2],
+        ctx.server.config.pubsub_output_limit(),
+    ) as i64)
 }
 
 pub fn spublish(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    int(ctx.server.pubsub.publish(true, &args[1], &args[2]) as i64)
+    int(ctx.server.pubsub.publish(
+        true,
+        &args[1],
+        &args[2],
+        ctx.server.config.pubsub_output_limit(),
+    ) as i64)
 }
 
 /// PUBSUB CHANNELS, NUMSUB, NUMPAT, SHARDCHANNELS, SHARDNUMSUB, HELP.

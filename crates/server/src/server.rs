@@ -70,6 +70,8 @@ pub struct Server {
     /// How many times `used_memory` was measured: a thread that sees it change knows
     /// its own allocations until then are in the figure (see `used_memory_here`).
     memory_refreshes: AtomicU64,
+    /// The refresh after the last `under_after_retired_freed` (MAX: none yet).
+    retired_freed_at: AtomicU64,
     peak_memory: AtomicU64,
     /// What the allocator held before any client came (MEMORY STATS).
     pub startup_memory: u64,
@@ -167,6 +169,7 @@ impl Server {
             log_rewrite_failed: AtomicBool::new(false),
             used_memory: AtomicU64::new(0),
             memory_refreshes: AtomicU64::new(0),
+            retired_freed_at: AtomicU64::new(u64::MAX),
             peak_memory: AtomicU64::new(0),
             startup_memory: crate::memory::allocated(),
             shutdown: watch::channel(false).0,
@@ -533,6 +536,8 @@ impl Server {
     /// enforce `maxmemory`; what INFO and MEMORY report is measured when asked, as
     /// Redis's is, so that it counts the writes acknowledged just before.
     pub fn refresh_memory(&self) -> u64 {
+        // What deletes retired and no reader holds is not data: free it before counting.
+        self.db.free_retired();
         let used = crate::memory::allocated();
         self.used_memory.store(used, Ordering::Relaxed);
         self.memory_refreshes.fetch_add(1, Ordering::Release);
@@ -563,13 +568,13 @@ impl Server {
         }
         let policy = self.config.policy();
         if policy == Policy::NoEviction {
-            return Err(OOM);
+            return self.under_after_retired_freed(max).then_some(()).ok_or(OOM);
         }
-        // Frees reach the allocator's statistics late (epoch reclamation defers them),
-        // so evict by an estimate of the bytes each key holds, then let the next
-        // refresh measure. On lsm, whose data is on disk, a delete frees little memory
-        // at once (the memtable holds its tombstone until a flush): the estimate stands
-        // for the data given up, as a cache that keeps its data on disk counts it.
+        // Evict by an estimate of the bytes each key holds. The memory store then frees
+        // what was evicted, if no reader still holds it (epoch reclamation defers it);
+        // on lsm, whose data is on disk, a delete frees little memory at once (the
+        // memtable holds its tombstone until a flush), and the estimate stands for the
+        // data given up, as a cache that keeps its data on disk counts it.
         let mut freed = 0u64;
         let excess = used - max;
         let now = crate::entry::now_ms() / 1000;
@@ -600,15 +605,35 @@ impl Server {
                 }
             }
         });
+        // What this thread frees now its allocation balance counts (`used_memory_here`);
+        // the rest of the estimate comes off the measure until the next refresh.
+        let balance = crate::memory::thread_balance();
+        self.db.free_retired();
+        let freed_here = (balance - crate::memory::thread_balance()).max(0) as u64;
         let _ = self
             .used_memory
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
-                Some(u.saturating_sub(freed))
+                Some(u.saturating_sub(freed.saturating_sub(freed_here)))
             });
-        if freed == 0 {
+        if freed == 0 && !self.under_after_retired_freed(max) {
             return Err(OOM);
         }
         Ok(())
+    }
+
+    /// Whether memory is under `max` once what deletes retired is freed (see
+    /// [`Db::free_retired`]): asked before a write is refused, so that a DEL or FLUSHALL
+    /// just before it counts. At most once per 10 ms refresh, so writes refused one
+    /// after another do not each pay for it.
+    fn under_after_retired_freed(&self, max: u64) -> bool {
+        let seen = self.memory_refreshes.load(Ordering::Acquire);
+        if self.retired_freed_at.swap(seen, Ordering::Relaxed) == seen {
+            return false;
+        }
+        let used = self.refresh_memory();
+        // The refresh above counts as one: the next try waits for the cron's.
+        self.retired_freed_at.store(seen + 1, Ordering::Relaxed);
+        used <= max
     }
 
     /// The periodic work: memory accounting every 10 ms; every 100 ms (Redis's default
@@ -674,7 +699,6 @@ impl Server {
                     }
                 }
                 self.note_latency("expire-cycle", start.elapsed());
-                self.db.remove_due_nodes();
                 // What active expiry deleted, for BCAST prefixes and notifications.
                 self.db.tracking.flush_broadcasts();
                 self.publish_events();

@@ -18,6 +18,8 @@ pub fn flush(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         _ => return error(SYNTAX_ERROR),
     };
     ctx.db().clear()?;
+    // What the flush deleted is freed now, not when the epoch next moves on its own.
+    ctx.db().free_retired();
     if upper(&args[0]) == b"FLUSHALL" {
         // As Redis: a background save of the data just deleted is pointless, and with
         // a save schedule the file is made to hold what is left at once.

@@ -570,11 +570,12 @@ impl Server {
         if policy == Policy::NoEviction {
             return self.under_after_retired_freed(max).then_some(()).ok_or(OOM);
         }
-        // Evict by an estimate of the bytes each key holds. The memory store then frees
-        // what was evicted, if no reader still holds it (epoch reclamation defers it);
-        // on lsm, whose data is on disk, a delete frees little memory at once (the
-        // memtable holds its tombstone until a flush), and the estimate stands for the
-        // data given up, as a cache that keeps its data on disk counts it.
+        // Frees reach the allocator's statistics late (epoch reclamation defers them),
+        // so evict by an estimate of the bytes each key holds, taken off the measure
+        // until the next refresh counts what was freed. On lsm, whose data is on disk,
+        // a delete frees little memory at once (the memtable holds its tombstone until
+        // a flush): the estimate stands for the data given up, as a cache that keeps
+        // its data on disk counts it.
         let mut freed = 0u64;
         let excess = used - max;
         let now = crate::entry::now_ms() / 1000;
@@ -605,15 +606,10 @@ impl Server {
                 }
             }
         });
-        // What this thread frees now its allocation balance counts (`used_memory_here`);
-        // the rest of the estimate comes off the measure until the next refresh.
-        let balance = crate::memory::thread_balance();
-        self.db.free_retired();
-        let freed_here = (balance - crate::memory::thread_balance()).max(0) as u64;
         let _ = self
             .used_memory
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
-                Some(u.saturating_sub(freed.saturating_sub(freed_here)))
+                Some(u.saturating_sub(freed))
             });
         if freed == 0 && !self.under_after_retired_freed(max) {
             return Err(OOM);

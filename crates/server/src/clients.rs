@@ -160,9 +160,10 @@ impl Client {
     /// that does not read its replies; the message is dropped with it.
     pub fn deliver(&self, message: &[u8], limit: OutputLimit) {
         let mut outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
-        let writing = match limit.outbox_only {
-            true => 0,
-            false => self.buffers.output.load(Ordering::Relaxed),
+        let writing = if limit.outbox_only {
+            0
+        } else {
+            self.buffers.output.load(Ordering::Relaxed)
         };
         if self.over_output_limit(writing + outbox.len() + message.len(), limit) {
             drop(outbox);

@@ -817,10 +817,7 @@ impl Db {
                     let ok = index.remove_if(key, |v| v == old);
                     if ok {
                         node_store.retire(old, None);
-                        self.written(key, None);
-                        if Entry::stored_deadline(old).is_some() {
-                            self.drop_hint_if(key, |_| true)?;
-                        }
+                        self.deleted(key, Entry::stored_deadline(old).is_some())?;
                     }
                     ok
                 }
@@ -886,10 +883,7 @@ impl Db {
                     };
                     let had_deadline = Entry::stored_deadline(old).is_some();
                     locked.write(None, nodes)?;
-                    self.written(key, None);
-                    if had_deadline {
-                        self.drop_hint_if(key, |_| true)?;
-                    }
+                    self.deleted(key, had_deadline)?;
                 }
             }
         }
@@ -1052,13 +1046,20 @@ impl Db {
         Ok((hints.len(), deleted))
     }
 
-    /// Drops `key`'s deadline hint if `stale` says it is, then re-checks the key, so
-    /// that a deadline set meanwhile keeps a hint.
-    ///
-    /// A command that deletes a key with a deadline drops its hint at once: left to
-    /// the expiry cycle (64 hints a tenth of a second), the hints of keys deleted
+    /// Bookkeeping after a command deleted `key`. A deadline's hint goes with it: left
+    /// to the expiry cycle (64 hints a tenth of a second), the hints of keys deleted
     /// faster than that piled up, and eviction under a volatile policy, which samples
     /// hints, found only stale ones and answered OOM.
+    fn deleted(&self, key: &[u8], had_deadline: bool) -> Result<()> {
+        self.written(key, None);
+        if had_deadline {
+            self.drop_hint_if(key, |_| true)?;
+        }
+        Ok(())
+    }
+
+    /// Drops `key`'s deadline hint if `stale` says it is, then re-checks the key, so
+    /// that a deadline set meanwhile keeps a hint.
     fn drop_hint_if(&self, key: &[u8], stale: impl Fn(&[u8]) -> bool) -> Result<()> {
         if self.volatile.remove_if(key, stale) {
             if let Some(d) = self

@@ -121,21 +121,17 @@ pub fn leave_all(server: &crate::server::Server, session: &mut Session) {
 }
 
 pub fn publish(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    int(ctx.server.pubsub.publish(
-        false,
-        &args[1],
-        &args[2],
-        ctx.server.config.pubsub_output_limit(),
-    ) as i64)
+    publish_to(ctx, false, args)
 }
 
 pub fn spublish(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
-    int(ctx.server.pubsub.publish(
-        true,
-        &args[1],
-        &args[2],
-        ctx.server.config.pubsub_output_limit(),
-    ) as i64)
+    publish_to(ctx, true, args)
+}
+
+/// `[S]PUBLISH channel message`: the number of subscribers that received it.
+fn publish_to(ctx: &mut Ctx, shard: bool, args: &[Vec<u8>]) -> Reply {
+    let limit = ctx.server.config.pubsub_output_limit();
+    int(ctx.server.pubsub.publish(shard, &args[1], &args[2], limit) as i64)
 }
 
 /// PUBSUB CHANNELS, NUMSUB, NUMPAT, SHARDCHANNELS, SHARDNUMSUB, HELP.

@@ -18,7 +18,8 @@ pub fn flush(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         _ => return error(SYNTAX_ERROR),
     };
     ctx.db().clear()?;
-    // What the flush deleted is freed now, not when the epoch next moves on its own.
+    // What the flush deleted is freed now, not when the epoch next moves on its own,
+    // so that it stops counting against maxmemory and the purge below can return it.
     ctx.db().free_retired();
     if upper(&args[0]) == b"FLUSHALL" {
         // As Redis: a background save of the data just deleted is pointless, and with

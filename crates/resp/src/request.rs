@@ -75,10 +75,28 @@ pub struct RequestParser {
 #[derive(Debug)]
 struct Partial {
     args: Vec<Vec<u8>>,
+    /// Their bytes together.
+    args_len: usize,
     /// How many arguments the request declared.
     count: usize,
     /// Where the next argument's `$` line starts, from the request's first byte.
     at: usize,
+    /// Where that argument's data starts and how long it is, once its `$` line is in.
+    bulk: Option<(usize, usize)>,
+}
+
+/// How far a request that has not all arrived is read, in bytes from its start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Parsed already: its count line, whole arguments, and the length line of the
+    /// argument being read. Redis's query buffer no longer holds these (CLIENT LIST's
+    /// `qbuf` counts the rest).
+    pub parsed: usize,
+    /// The bytes of its whole arguments (CLIENT LIST's `argv-mem`).
+    pub args: usize,
+    /// Where the argument being read ends, with its `\r\n`, once its length is known:
+    /// a reader may make room for exactly that, as Redis does for a big argument.
+    pub bulk_end: Option<usize>,
 }
 
 impl RequestParser {
@@ -97,6 +115,38 @@ impl RequestParser {
             None => Ok(None),
             Some(b'*') => self.multibulk(buf, limits),
             Some(_) => inline(buf),
+        }
+    }
+
+    /// The caller dropped the first `n` bytes of the request that has not all
+    /// arrived, at most [`Progress::parsed`] of them (what is parsed is kept here):
+    /// the next call is given the request from there on. So a connection keeps only
+    /// the unparsed rest of a long request, as Redis trims its query buffer.
+    pub fn discard(&mut self, n: usize) {
+        let Some(p) = &mut self.partial else {
+            assert_eq!(n, 0, "nothing to discard between requests");
+            return;
+        };
+        let parsed = p.bulk.map_or(p.at, |(data, _)| data);
+        assert!(
+            n <= parsed,
+            "discarded {n} bytes of a request parsed to {parsed}"
+        );
+        // With an argument's length known, `at` is not read again until it is whole.
+        p.at = p.at.saturating_sub(n);
+        p.bulk = p.bulk.map(|(data, len)| (data - n, len));
+    }
+
+    /// How far the request that has not all arrived is read (all zero between
+    /// requests).
+    pub fn progress(&self) -> Progress {
+        let Some(p) = &self.partial else {
+            return Progress::default();
+        };
+        Progress {
+            parsed: p.bulk.map_or(p.at, |(data, _)| data),
+            args: p.args_len,
+            bulk_end: p.bulk.map(|(data, len)| data + len + 2),
         }
     }
 
@@ -120,8 +170,10 @@ impl RequestParser {
         let partial = Partial {
             // Allocate for what has arrived, not for what the peer claims.
             args: Vec::with_capacity((count as usize).min(1024)),
+            args_len: 0,
             count: count as usize,
             at,
+            bulk: None,
         };
         self.resume(buf, partial, limits)
     }
@@ -129,28 +181,40 @@ impl RequestParser {
     /// Reads the arguments of `partial` that have arrived; keeps it if some have not.
     fn resume(&mut self, buf: &[u8], mut partial: Partial, limits: &RequestLimits) -> Parsed {
         while partial.args.len() < partial.count {
-            let at = partial.at;
-            match buf.get(at) {
-                None => break,
-                Some(b'$') => {}
-                Some(&other) => return Err(err(&format!("expected '$', got '{}'", other as char))),
-            }
-            let Some((len, data)) = count_line(buf, at, "too big bulk count string")? else {
-                break;
+            let (data, len) = match partial.bulk {
+                Some(known) => known,
+                None => {
+                    let at = partial.at;
+                    match buf.get(at) {
+                        None => break,
+                        Some(b'$') => {}
+                        Some(&other) => {
+                            return Err(err(&format!("expected '$', got '{}'", other as char)))
+                        }
+                    }
+                    let Some((len, data)) = count_line(buf, at, "too big bulk count string")?
+                    else {
+                        break;
+                    };
+                    let len = match len {
+                        Some(n) if n >= 0 && n as u64 <= limits.max_bulk_len as u64 => n as usize,
+                        _ => return Err(err("invalid bulk length")),
+                    };
+                    if limits.unauthenticated && len as i64 > UNAUTHENTICATED_MAX_BULK_LEN {
+                        return Err(err("unauthenticated bulk length"));
+                    }
+                    (data, len)
+                }
             };
-            let len = match len {
-                Some(n) if n >= 0 && n as u64 <= limits.max_bulk_len as u64 => n as usize,
-                _ => return Err(err("invalid bulk length")),
-            };
-            if limits.unauthenticated && len as i64 > UNAUTHENTICATED_MAX_BULK_LEN {
-                return Err(err("unauthenticated bulk length"));
-            }
             // Like Redis, skip the two bytes after the data without checking them.
             if buf.len() < data + len + 2 {
+                partial.bulk = Some((data, len));
                 break;
             }
             partial.args.push(buf[data..data + len].to_vec());
+            partial.args_len += len;
             partial.at = data + len + 2;
+            partial.bulk = None;
         }
         if partial.args.len() < partial.count {
             self.partial = Some(partial);
@@ -482,6 +546,77 @@ mod tests {
             parser.parse(b"*1\r\n$4\r\nPING\r\n", &limits).unwrap(),
             Some((args(&["PING"]), 14))
         );
+    }
+
+    #[test]
+    fn progress_tells_what_of_a_partial_request_is_parsed() {
+        let limits = RequestLimits::default();
+        let mut parser = RequestParser::default();
+        assert_eq!(parser.progress(), Progress::default());
+        // The count line, then a length line that has not all arrived.
+        assert_eq!(parser.parse(b"*3\r\n$3\r", &limits).unwrap(), None);
+        assert_eq!(
+            parser.progress(),
+            Progress {
+                parsed: 4,
+                args: 0,
+                bulk_end: None
+            }
+        );
+        // One whole argument and the length line of the next: its data starts at 19.
+        let sent = b"*3\r\n$3\r\nSET\r\n$100\r\nxy";
+        assert_eq!(parser.parse(sent, &limits).unwrap(), None);
+        assert_eq!(
+            parser.progress(),
+            Progress {
+                parsed: 19,
+                args: 3,
+                bulk_end: Some(19 + 100 + 2)
+            }
+        );
+        // That argument whole, the third not begun.
+        let mut sent = sent.to_vec();
+        sent.extend_from_slice(&[b'x'; 98]);
+        sent.extend_from_slice(b"\r\n");
+        assert_eq!(parser.parse(&sent, &limits).unwrap(), None);
+        assert_eq!(
+            parser.progress(),
+            Progress {
+                parsed: 121,
+                args: 103,
+                bulk_end: None
+            }
+        );
+        sent.extend_from_slice(b"$1\r\nv\r\n");
+        assert!(parser.parse(&sent, &limits).unwrap().is_some());
+        assert_eq!(parser.progress(), Progress::default());
+    }
+
+    #[test]
+    fn a_request_resumes_after_its_parsed_part_is_discarded() {
+        let limits = RequestLimits::default();
+        let mut parser = RequestParser::default();
+        let request = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$10\r\n0123456789\r\n";
+        // Fed in pieces, the parsed part dropped after each as a connection drops it.
+        let mut held: Vec<u8> = Vec::new();
+        let mut parsed = None;
+        for piece in request.chunks(3) {
+            held.extend_from_slice(piece);
+            parsed = parser.parse(&held, &limits).unwrap();
+            if parsed.is_some() {
+                break;
+            }
+            let drop = parser.progress().parsed;
+            held.drain(..drop);
+            parser.discard(drop);
+            assert_eq!(parser.progress().parsed, 0);
+        }
+        let (args, used) = parsed.expect("the whole request arrived");
+        assert_eq!(
+            args,
+            vec![b"SET".to_vec(), b"k".to_vec(), b"0123456789".to_vec()]
+        );
+        assert_eq!(used, held.len());
     }
 
     #[test]

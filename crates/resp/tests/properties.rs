@@ -107,6 +107,7 @@ proptest! {
         requests in prop::collection::vec(prop::collection::vec(prop::collection::vec(any::<u8>(), 0..30), 0..8), 1..5),
         flip in prop::option::of((any::<prop::sample::Index>(), any::<u8>())),
         pieces in prop::collection::vec(1usize..40, 1..64),
+        discard in any::<bool>(),
     ) {
         let mut bytes: Vec<u8> = requests
             .iter()
@@ -121,7 +122,8 @@ proptest! {
         // Whole: a fresh parse at each request's start.
         let whole = outcomes(&bytes, |buf| parse_request(buf, &limits));
         // In pieces, the way a connection reads: what has arrived, minus what was
-        // consumed, parsed by one parser that keeps its place.
+        // consumed (and, with `discard`, the parsed part of a request not yet whole),
+        // parsed by one parser that keeps its place.
         let mut parser = RequestParser::default();
         let mut input = Vec::new();
         let mut pieced = Vec::new();
@@ -146,6 +148,11 @@ proptest! {
                 }
             }
             input.drain(..consumed);
+            if discard {
+                let parsed = parser.progress().parsed;
+                input.drain(..parsed);
+                parser.discard(parsed);
+            }
         }
         prop_assert_eq!(pieced, whole);
     }

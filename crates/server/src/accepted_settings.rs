@@ -7,9 +7,10 @@
 //! Redis checks it and keeps it, and refuses those Redis refuses at run time. The TLS
 //! settings are left out, as in a Redis built without TLS: hotkv has none. Of these,
 //! `lfu-log-factor` and `lfu-decay-time` are read (`Config::lfu`: the lsm engine's LFU
-//! counters follow them), and for Redis's RDB file, which the memory engine writes,
+//! counters follow them), `maxmemory-clients` (`Config::client_memory_limit`: client
+//! eviction, `clients.rs`), and for Redis's RDB file, which the memory engine writes,
 //! `dbfilename`, `rdbcompression` (DUMP payloads follow it too) and
-//! `rdb-key-save-delay` (`rdb_save.rs`).
+//! `rdb-key-save-delay` (`rdb_save.rs`): these are flagged [`READ`].
 //!
 //! The table is Redis 7.0.15's `config.c` (name, old name, form, bounds, flags) with
 //! the defaults its `CONFIG GET` printed.
@@ -49,6 +50,8 @@ pub const IMMUTABLE: u8 = 1;
 pub const HIDDEN: u8 = 2;
 /// Refused by CONFIG SET, as Redis refuses it with `enable-protected-configs no`.
 pub const PROTECTED: u8 = 4;
+/// Read by hotkv, which acts on it (the others are only kept).
+pub const READ: u8 = 8;
 
 pub struct Setting {
     pub name: &'static str,
@@ -83,7 +86,7 @@ pub const SETTINGS: &[Setting] = &[
     accepted("daemonize", "", YesNo, "no", IMMUTABLE),
     accepted("io-threads-do-reads", "", YesNo, "no", IMMUTABLE),
     accepted("always-show-logo", "", YesNo, "no", IMMUTABLE),
-    accepted("rdbcompression", "", YesNo, "yes", 0),
+    accepted("rdbcompression", "", YesNo, "yes", READ),
     accepted("rdb-del-sync-files", "", YesNo, "no", 0),
     accepted("activerehashing", "", YesNo, "yes", 0),
     accepted("stop-writes-on-bgsave-error", "", YesNo, "yes", 0),
@@ -131,7 +134,7 @@ pub const SETTINGS: &[Setting] = &[
     accepted("cluster-config-file", "", Text, "nodes.conf", IMMUTABLE),
     accepted("cluster-announce-hostname", "", Text, "", 0),
     accepted("syslog-ident", "", Text, "redis", IMMUTABLE),
-    accepted("dbfilename", "", Text, "dump.rdb", PROTECTED),
+    accepted("dbfilename", "", Text, "dump.rdb", PROTECTED | READ),
     accepted("appendfilename", "", Text, "appendonly.aof", IMMUTABLE),
     accepted("appenddirname", "", Text, "appendonlydir", IMMUTABLE),
     accepted("server_cpulist", "", Text, "", IMMUTABLE),
@@ -165,8 +168,8 @@ pub const SETTINGS: &[Setting] = &[
     accepted("active-defrag-cycle-max", "", Integer(1, 99), "25", 0),
     accepted("active-defrag-threshold-lower", "", Integer(0, 1000), "10", 0),
     accepted("active-defrag-threshold-upper", "", Integer(0, 1000), "100", 0),
-    accepted("lfu-log-factor", "", Integer(0, 2147483647), "10", 0),
-    accepted("lfu-decay-time", "", Integer(0, 2147483647), "1", 0),
+    accepted("lfu-log-factor", "", Integer(0, 2147483647), "10", READ),
+    accepted("lfu-decay-time", "", Integer(0, 2147483647), "1", READ),
     accepted("replica-priority", "slave-priority", Integer(0, 2147483647), "100", 0),
     accepted("repl-diskless-sync-delay", "", Integer(0, 2147483647), "5", 0),
     accepted("maxmemory-eviction-tenacity", "", Integer(0, 100), "10", 0),
@@ -178,7 +181,7 @@ pub const SETTINGS: &[Setting] = &[
     accepted("cluster-announce-tls-port", "", Integer(0, 65535), "0", 0),
     accepted("repl-timeout", "", Integer(1, 2147483647), "60", 0),
     accepted("repl-ping-replica-period", "repl-ping-slave-period", Integer(1, 2147483647), "10", 0),
-    accepted("rdb-key-save-delay", "", Integer(-2147483648, 2147483647), "0", HIDDEN),
+    accepted("rdb-key-save-delay", "", Integer(-2147483648, 2147483647), "0", HIDDEN | READ),
     accepted("key-load-delay", "", Integer(-2147483648, 2147483647), "0", HIDDEN),
     accepted("active-expire-effort", "", Integer(1, 10), "1", 0),
     accepted("hz", "", Capped(0, 2147483647, 1, 500), "10", 0),
@@ -194,7 +197,7 @@ pub const SETTINGS: &[Setting] = &[
     accepted("active-defrag-ignore-bytes", "", Memory(1, 9223372036854775807), "104857600", 0),
     accepted("hll-sparse-max-bytes", "", Memory(0, 9223372036854775807), "3000", 0),
     accepted("client-query-buffer-limit", "", Memory(1048576, 9223372036854775807), "1073741824", 0),
-    accepted("maxmemory-clients", "", MemoryOrPercent(-100, 9223372036854775807), "0", 0),
+    accepted("maxmemory-clients", "", MemoryOrPercent(-100, 9223372036854775807), "0", READ),
     accepted("repl-backlog-ttl", "", Integer(0, 9223372036854775807), "3600", 0),
     accepted("auto-aof-rewrite-min-size", "", Memory(0, 9223372036854775807), "67108864", 0),
     accepted("loading-process-events-interval-bytes", "", Integer(1024, 2147483647), "2097152", HIDDEN),

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -50,6 +50,12 @@ pub struct Client {
     outbox_ready: Notify,
     /// The outbox grew past its limit and the client was killed for it.
     outbox_overflowed: AtomicBool,
+    /// Killed by client eviction (`maxmemory-clients`): what it held then (0: not
+    /// evicted), counted in `Clients::dying` until it is gone.
+    evicted: AtomicUsize,
+    /// What all clients hold together (`Clients::memory`), which this one's
+    /// [`Client::account`] keeps its share of.
+    memory_of_all: Arc<AtomicIsize>,
     /// When (ms since the Unix epoch) what waits for the client last went over its
     /// soft output limit; 0 while under it.
     over_soft_limit_since: AtomicU64,
@@ -62,7 +68,12 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr) -> Client {
+    fn new(
+        id: u64,
+        addr: SocketAddr,
+        laddr: SocketAddr,
+        memory_of_all: Arc<AtomicIsize>,
+    ) -> Client {
         Client {
             id,
             addr,
@@ -89,6 +100,8 @@ impl Client {
             outbox_pending: AtomicBool::new(false),
             outbox_ready: Notify::new(),
             outbox_overflowed: AtomicBool::new(false),
+            evicted: AtomicUsize::new(0),
+            memory_of_all,
             over_soft_limit_since: AtomicU64::new(0),
             monitoring: AtomicBool::new(false),
             subscriptions: Default::default(),
@@ -172,7 +185,11 @@ impl Client {
         }
         outbox.extend_from_slice(message);
         self.outbox_pending.store(true, Ordering::Release);
+        self.buffers
+            .outbox
+            .store(outbox.capacity(), Ordering::Relaxed);
         drop(outbox);
+        self.account();
         // A stored permit if the connection is busy: it looks again before it waits.
         self.outbox_ready.notify_one();
     }
@@ -182,7 +199,7 @@ impl Client {
     /// seconds (the time it went over is noted, and forgotten once back under). As
     /// in Redis, what fits its fixed reply buffer is not counted: the limits apply
     /// to what CLIENT LIST shows as `omem`.
-    fn over_output_limit(&self, pending: usize, limit: OutputLimit) -> bool {
+    pub fn over_output_limit(&self, pending: usize, limit: OutputLimit) -> bool {
         let pending = pending.saturating_sub(REPLY_BUFFER) as u64;
         if limit.hard > 0 && pending > limit.hard {
             return true;
@@ -233,6 +250,9 @@ impl Client {
         if outbox.capacity() > 1 << 20 {
             *outbox = Vec::new();
         }
+        self.buffers
+            .outbox
+            .store(outbox.capacity(), Ordering::Relaxed);
     }
 
     /// Resolves when something was delivered since the last call resolved.
@@ -243,6 +263,66 @@ impl Client {
     /// Whether the client was killed because its outbox overflowed.
     pub fn outbox_overflowed(&self) -> bool {
         self.outbox_overflowed.load(Ordering::SeqCst)
+    }
+
+    /// Whether the client was killed by client eviction.
+    pub fn was_evicted(&self) -> bool {
+        self.evicted.load(Ordering::SeqCst) != 0
+    }
+
+    /// Everything the client holds: buffers, queued commands, what its session
+    /// keeps, and the connection's own state (CLIENT LIST's tot-mem, what
+    /// `maxmemory-clients` limits).
+    pub fn memory(&self) -> usize {
+        let b = &self.buffers;
+        std::mem::size_of::<Client>()
+            + std::mem::size_of::<crate::commands::Session>()
+            + [
+                &b.input_capacity,
+                &b.output_capacity,
+                &b.outbox,
+                &b.multi,
+                &b.argv,
+                &b.state,
+            ]
+            .iter()
+            .map(|n| n.load(Ordering::Relaxed))
+            .sum::<usize>()
+    }
+
+    /// Brings the client's share of what all clients hold (`Clients::memory`) up to
+    /// date with [`Client::memory`]; a killed or departed client has none. Racing
+    /// calls each move the sum by what they swapped, so it stays the sum of the
+    /// shares.
+    pub fn account(&self) {
+        let gone = || self.is_killed() || self.has_left();
+        let now = if gone() { 0 } else { self.memory() };
+        self.set_share(now);
+        // Killed meanwhile by an eviction that already took the share out, before
+        // this put it back (the swaps are ordered, and the kill came before its).
+        if now != 0 && gone() {
+            self.set_share(0);
+        }
+    }
+
+    fn set_share(&self, now: usize) {
+        let was = self.buffers.accounted.swap(now, Ordering::AcqRel);
+        // Signed: a racing call's subtraction may come before the addition it
+        // follows in swap order.
+        let delta = now as isize - was as isize;
+        if delta != 0 {
+            self.memory_of_all.fetch_add(delta, Ordering::Relaxed);
+        }
+    }
+
+    /// Disconnects the client for client eviction, its share out of the sum at once;
+    /// returns what it held.
+    fn evict(&self) -> usize {
+        let held = self.buffers.accounted.load(Ordering::Relaxed).max(1);
+        self.evicted.store(held, Ordering::SeqCst);
+        self.kill();
+        self.account();
+        held
     }
 
     /// Subscribed to any pub/sub channel, pattern or shard channel.
@@ -308,6 +388,14 @@ pub struct Buffers {
     /// Bytes of the commands queued since MULTI, and how many (CLIENT LIST's multi).
     pub multi: AtomicUsize,
     pub queued: AtomicUsize,
+    /// The outbox's capacity.
+    pub outbox: AtomicUsize,
+    /// Bytes of the whole arguments of a request that has not all arrived.
+    pub argv: AtomicUsize,
+    /// What the session keeps: watched keys, subscriptions, tracking prefixes.
+    pub state: AtomicUsize,
+    /// The client's share of what all clients hold, as it last accounted for it.
+    accounted: AtomicUsize,
 }
 
 /// [`Buffers::input_resize`] when no resize is asked for.
@@ -328,21 +416,15 @@ impl Default for Buffers {
             output_capacity: AtomicUsize::new(0),
             multi: AtomicUsize::new(0),
             queued: AtomicUsize::new(0),
+            outbox: AtomicUsize::new(0),
+            argv: AtomicUsize::new(0),
+            state: AtomicUsize::new(0),
+            accounted: AtomicUsize::new(0),
         }
     }
 }
 
 impl Buffers {
-    /// Everything the client holds: buffers, queued commands, and the connection's
-    /// own state (CLIENT LIST's tot-mem, MEMORY STATS' clients.normal).
-    pub fn total(&self) -> usize {
-        std::mem::size_of::<Client>()
-            + std::mem::size_of::<crate::commands::Session>()
-            + self.input_capacity.load(Ordering::Relaxed)
-            + self.output_capacity.load(Ordering::Relaxed)
-            + self.multi.load(Ordering::Relaxed)
-    }
-
     /// A command queued after MULTI.
     pub fn queue(&self, args: &[Vec<u8>]) {
         let bytes = args.iter().map(Vec::len).sum::<usize>();
@@ -388,9 +470,97 @@ pub struct Clients {
     peaks: Mutex<RecentPeaks>,
     pub received: AtomicU64,
     pub rejected: AtomicU64,
+    /// What the clients hold together: the sum of their shares (`Client::account`),
+    /// which `maxmemory-clients` limits.
+    memory: Arc<AtomicIsize>,
+    /// `maxmemory-clients` in bytes (0: off).
+    memory_limit: AtomicUsize,
+    /// Clients disconnected by client eviction (INFO's evicted_clients).
+    pub evicted: AtomicU64,
+    /// What evicted clients held, until a measure of memory no longer counts it:
+    /// Redis frees an evicted client at once, and its memory must not make keys go
+    /// meanwhile. Those that have left since the last measure are in `departed_dying`.
+    dying: AtomicUsize,
+    departed_dying: AtomicUsize,
 }
 
 impl Clients {
+    /// A client that counts toward these clients' memory, not yet admitted.
+    pub fn client(&self, id: u64, addr: SocketAddr, laddr: SocketAddr) -> Arc<Client> {
+        Arc::new(Client::new(id, addr, laddr, self.memory.clone()))
+    }
+
+    /// What evicted clients held that the last measure of memory may still count.
+    pub fn dying(&self) -> usize {
+        self.dying.load(Ordering::Relaxed)
+    }
+
+    /// Memory is about to be measured: what evicted clients that have left held is
+    /// let go by then.
+    pub fn measuring_memory(&self) {
+        let gone = self.departed_dying.swap(0, Ordering::Relaxed);
+        self.dying.fetch_sub(gone, Ordering::Relaxed);
+    }
+
+    /// What the clients hold together, as they last accounted for it.
+    pub fn memory(&self) -> usize {
+        self.memory.load(Ordering::Relaxed).max(0) as usize
+    }
+
+    /// `maxmemory-clients` in bytes, 0 when off.
+    pub fn memory_limit(&self) -> usize {
+        self.memory_limit.load(Ordering::Relaxed)
+    }
+
+    /// Sets `maxmemory-clients` (0: off) and evicts clients at once if they hold
+    /// more, as Redis does when the setting is lowered.
+    pub fn set_memory_limit(&self, bytes: usize) {
+        let was = self.memory_limit.swap(bytes, Ordering::Relaxed);
+        if was == 0 && bytes != 0 {
+            // Connections keep their shares only while the limit is on.
+            let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+            for c in live.values() {
+                c.account();
+            }
+        }
+        self.evict();
+    }
+
+    /// Redis's client eviction: while the clients together hold `maxmemory-clients`
+    /// or more, disconnects the one that holds most, of those CLIENT NO-EVICT does
+    /// not protect. Each counts as it last accounted for itself, so the sum and the
+    /// choice agree. Returns how many were evicted.
+    pub fn evict(&self) -> usize {
+        let limit = self.memory_limit();
+        if limit == 0 || self.memory() < limit {
+            return 0;
+        }
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let mut evictable: Vec<&Arc<Client>> = live
+            .values()
+            .filter(|c| !c.no_evict.load(Ordering::Relaxed) && !c.is_killed())
+            .collect();
+        evictable.sort_by_key(|c| std::cmp::Reverse(c.buffers.accounted.load(Ordering::Relaxed)));
+        let mut evicted = 0;
+        for c in evictable {
+            if self.memory() < limit {
+                break;
+            }
+            tracing::info!(
+                client = c.id,
+                addr = %c.addr,
+                holds = c.buffers.accounted.load(Ordering::Relaxed),
+                all_clients_hold = self.memory(),
+                maxmemory_clients = limit,
+                "client evicted: the clients hold more than maxmemory-clients"
+            );
+            self.dying.fetch_add(c.evict(), Ordering::Relaxed);
+            evicted += 1;
+        }
+        self.evicted.fetch_add(evicted as u64, Ordering::Relaxed);
+        evicted
+    }
+
     /// Registers a client unless `max` are connected already.
     pub fn admit(&self, client: Arc<Client>, max: u64) -> bool {
         self.received.fetch_add(1, Ordering::Relaxed);
@@ -415,6 +585,9 @@ impl Clients {
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = live.remove(&id) {
             c.left.store(true, Ordering::SeqCst);
+            c.account();
+            self.departed_dying
+                .fetch_add(c.evicted.load(Ordering::SeqCst), Ordering::Relaxed);
             for (total, own) in self
                 .departed
                 .counters()
@@ -431,7 +604,7 @@ impl Clients {
     pub fn reset_counters(&self) {
         let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         let clients = live.values().flat_map(|c| c.traffic.counters());
-        for counter in [&self.received, &self.rejected]
+        for counter in [&self.received, &self.rejected, &self.evicted]
             .into_iter()
             .chain(self.departed.counters())
             .chain(clients)
@@ -474,16 +647,19 @@ impl Clients {
         peaks.record(second, input, output);
     }
 
-    /// Disconnects the subscribers that have had more than `limit`'s soft limit
-    /// waiting for longer than its seconds, or more than its hard limit: run by the
-    /// client cron, since one that is sent nothing more is not judged on delivery.
-    pub fn enforce_subscriber_output_limit(&self, limit: OutputLimit) {
-        if limit.hard == 0 && limit.soft == 0 {
+    /// Disconnects the clients that have had more than their class's soft limit
+    /// (`normal` or `pubsub`) waiting for longer than its seconds, or more than its
+    /// hard limit: run by the client cron, since one that is sent nothing more, or
+    /// sends nothing more, is not judged on delivery or on a write.
+    pub fn enforce_output_limits(&self, normal: OutputLimit, pubsub: OutputLimit) {
+        let off = |l: OutputLimit| l.hard == 0 && l.soft == 0;
+        if off(normal) && off(pubsub) {
             return;
         }
         let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         for c in live.values() {
-            if c.is_subscribed() && c.over_output_limit(c.pending_output(), limit) {
+            let limit = if c.is_subscribed() { pubsub } else { normal };
+            if !off(limit) && c.over_output_limit(c.pending_output(), limit) {
                 c.kill_for_output();
             }
         }
@@ -537,7 +713,7 @@ impl Clients {
             (
                 input.max(b.input.load(Ordering::Relaxed)),
                 output.max(b.output.load(Ordering::Relaxed)),
-                total + b.total(),
+                total + c.memory(),
             )
         })
     }
@@ -589,7 +765,7 @@ impl RecentPeaks {
 #[cfg(test)]
 pub fn test_client(id: u64, resp: u8) -> Arc<Client> {
     let addr = "127.0.0.1:1".parse().expect("a literal address");
-    let c = Arc::new(Client::new(id, addr, addr));
+    let c = Arc::new(Client::new(id, addr, addr, Arc::default()));
     c.resp.store(resp, Ordering::Relaxed);
     c
 }

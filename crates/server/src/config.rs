@@ -9,7 +9,7 @@ use std::sync::atomic::{
 };
 use std::sync::{Mutex, RwLock};
 
-use crate::accepted_settings::{self, HIDDEN, IMMUTABLE, PROTECTED, SETTINGS};
+use crate::accepted_settings::{self, HIDDEN, IMMUTABLE, PROTECTED, READ, SETTINGS};
 use crate::clients::OutputLimit;
 use crate::glob::glob_match;
 
@@ -397,13 +397,9 @@ impl Config {
     }
 
     /// `(hard bytes, soft bytes, soft seconds)` for normal clients; 0 turns a limit off.
-    pub fn output_limit(&self) -> (u64, u64, u64) {
-        let [h, s, t] = &self.output_limit;
-        (
-            h.load(Ordering::Relaxed),
-            s.load(Ordering::Relaxed),
-            t.load(Ordering::Relaxed),
-        )
+    /// The output limit of normal clients.
+    pub fn output_limit(&self) -> OutputLimit {
+        Self::limit_of(&self.output_limit)
     }
 
     /// One of Redis's encoding thresholds (see [`ENCODING_SETTINGS`]).
@@ -432,6 +428,21 @@ impl Config {
         (value("lfu-log-factor"), value("lfu-decay-time"))
     }
 
+    /// `maxmemory-clients` in bytes: a percent is of `maxmemory` (and off without
+    /// one, as in Redis); 0 is off.
+    pub fn client_memory_limit(&self) -> usize {
+        let i = accepted_settings::find("maxmemory-clients").expect("an accepted setting");
+        let value = self.accepted.get(i);
+        let bytes = match value.strip_suffix('%') {
+            Some(percent) => {
+                let percent: u64 = percent.parse().expect("checked as 0 to 100");
+                (self.maxmemory() as u128 * percent as u128 / 100) as u64
+            }
+            None => value.parse().expect("checked as a byte count"),
+        };
+        usize::try_from(bytes).unwrap_or(usize::MAX)
+    }
+
     /// `client-output-buffer-limit`'s classes in Redis's order, named as CONFIG GET
     /// names them.
     fn output_limit_classes(&self) -> [(&'static str, &[AtomicU64; 3]); 3] {
@@ -444,10 +455,11 @@ impl Config {
 
     /// The output limit of pub/sub subscribers.
     pub fn pubsub_output_limit(&self) -> OutputLimit {
-        let [hard, soft, soft_secs] = self
-            .pubsub_output_limit
-            .each_ref()
-            .map(|v| v.load(Ordering::Relaxed));
+        Self::limit_of(&self.pubsub_output_limit)
+    }
+
+    fn limit_of(class: &[AtomicU64; 3]) -> OutputLimit {
+        let [hard, soft, soft_secs] = class.each_ref().map(|v| v.load(Ordering::Relaxed));
         OutputLimit {
             hard,
             soft,
@@ -835,7 +847,8 @@ impl Config {
                 // The file may set what CONFIG SET may not.
                 Some(i) => {
                     self.accepted.set(i, value).map_err(|why| bad(&why))?;
-                    if self.accepted.get(i) != SETTINGS[i].default {
+                    if self.accepted.get(i) != SETTINGS[i].default && SETTINGS[i].flags & READ == 0
+                    {
                         tracing::warn!(
                             setting = SETTINGS[i].name,
                             "kept for Redis's tools, but hotkv has nothing it changes"

@@ -12,21 +12,31 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::blocked_keys::{self, Wake};
-use crate::clients::{Client, NO_RESIZE};
+use crate::clients::{Client, OutputLimit, NO_RESIZE};
 use crate::commands::{self, Action, Session};
 use crate::db::Gathering;
 use crate::gate_hold::GateHold;
 use crate::io_threads::{Place, Seat};
 use crate::server::Server;
 
-/// Replies are written out once this much has piled up, even mid-pipeline, so a long
-/// pipeline does not buffer all its replies: a client that stops reading stalls only
-/// its own connection, with at most this much (plus one reply) held for it.
-const OUTPUT_FLUSH: usize = 64 * 1024;
+/// Mid-pipeline, replies are written out after each this much of requests served, as
+/// Redis serves what one read of its (PROTO_IOBUF_LEN) brings before it writes: so
+/// what is held for a client that reads as it writes, which its output limit judges,
+/// is the same as in Redis.
+const REQUESTS_PER_WRITE: usize = 16 * 1024;
+
+/// Replies are written out once this much has piled up, however few requests made
+/// it; while the client does not take them, the next try waits until this much more
+/// has piled up.
+const OUTPUT_FLUSH: usize = 1024 * 1024;
 
 /// What a client waiting on a reply (WAIT) may send meanwhile before the server stops
 /// reading from it: enough to see it hang up, not enough to cost memory.
 const BLOCKED_INPUT: usize = 1 << 20;
+
+/// Redis's PROTO_MBULK_BIG_ARG: an argument at least this long is read into room
+/// made for exactly it.
+const BIG_ARGUMENT: usize = 32 * 1024;
 
 static NEXT_CLIENT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -46,6 +56,14 @@ pub struct Connection {
     /// Keeps its place in a request that has not all arrived.
     parser: RequestParser,
     output: Vec<u8>,
+    /// How much of `output` is written: the rest waits for the client to read.
+    sent: usize,
+    /// The length `output` is to reach before the next try to write it (see
+    /// [`OUTPUT_FLUSH`]).
+    next_write: usize,
+    /// Bytes of requests served since the last try to write (see
+    /// [`REQUESTS_PER_WRITE`]).
+    served_since_write: usize,
     session: Session,
     /// A request parsed but held by CLIENT PAUSE, run when the pause ends, or refused
     /// the gate by a running script, run when the script ends or turns busy.
@@ -124,6 +142,9 @@ impl Detached {
             input,
             parser,
             output,
+            sent: 0,
+            next_write: OUTPUT_FLUSH,
+            served_since_write: 0,
             session,
             paused: None,
             place,
@@ -145,6 +166,7 @@ pub enum Ended {
     IdleTimeout,
     Killed,
     OutputLimit,
+    Evicted,
 }
 
 impl std::fmt::Display for Ended {
@@ -154,6 +176,7 @@ impl std::fmt::Display for Ended {
             Ended::IdleTimeout => write!(f, "idle longer than the timeout"),
             Ended::Killed => write!(f, "killed by CLIENT KILL"),
             Ended::OutputLimit => write!(f, "replies not read: client-output-buffer-limit reached"),
+            Ended::Evicted => write!(f, "evicted: the clients held more than maxmemory-clients"),
         }
     }
 }
@@ -214,6 +237,8 @@ impl Ended {
     fn killed(client: &Client) -> Ended {
         if client.outbox_overflowed() {
             Ended::OutputLimit
+        } else if client.was_evicted() {
+            Ended::Evicted
         } else {
             Ended::Killed
         }
@@ -236,7 +261,7 @@ impl Connection {
     ) -> Option<Connection> {
         let id = NEXT_CLIENT_ID.fetch_add(1, Ordering::Relaxed);
         let (addr, laddr) = (stream.peer_addr().ok()?, stream.local_addr().ok()?);
-        let client = Arc::new(Client::new(id, addr, laddr));
+        let client = server.clients.client(id, addr, laddr);
         if !server
             .clients
             .admit(client.clone(), server.config.maxclients())
@@ -253,6 +278,9 @@ impl Connection {
             input: Vec::new(),
             parser: RequestParser::default(),
             output: Vec::new(),
+            sent: 0,
+            next_write: OUTPUT_FLUSH,
+            served_since_write: 0,
             session,
             paused: None,
             place,
@@ -298,11 +326,18 @@ impl Connection {
         })
     }
 
-    /// Writes the pending replies. Requests are not read meanwhile, so a client that
-    /// stops reading holds at most one batch of replies here; Redis's
-    /// `client-output-buffer-limit` decides when it is dropped instead: at once above
-    /// the hard limit, or when replies above the soft limit stay unwritten that long.
-    async fn flush(&mut self) -> Result<(), Ended> {
+    /// Writes what the socket takes now of the pending replies, without waiting for
+    /// it to take more: meanwhile the client's requests are still read and served and
+    /// their replies held, as Redis holds them, so a client that writes a whole
+    /// pipeline before it reads a reply is never left waiting on a server that waits
+    /// on it. What bounds a client that does not read is Redis's:
+    /// `client-output-buffer-limit` (the hard limit judged here, the soft one also by
+    /// the client cron, for a client that sends nothing more) and `maxmemory-clients`.
+    async fn write_some(&mut self) -> Result<(), Ended> {
+        self.served_since_write = 0;
+        if self.sent == self.output.len() {
+            return Ok(());
+        }
         // Any write a reply shows (this client's or another's) must be in the log
         // before the reply leaves: then a crash of the process cannot lose it. First
         // the other connections this thread has requests from serve theirs, so that
@@ -312,53 +347,109 @@ impl Connection {
             tokio::task::yield_now().await;
         }
         self.server.db.write_held_back();
-        // Seen by CLIENT LIST while a client that does not read keeps this waiting.
-        self.report_buffers();
-        let (hard, soft, soft_secs) = self.server.config.output_limit();
-        let pending = self.output.len() as u64;
-        if hard > 0 && pending > hard {
+        let client = self.session.client.clone();
+        let pending = self.output.len() - self.sent;
+        let config = &self.server.config;
+        let limit = if client.is_subscribed() {
+            config.pubsub_output_limit()
+        } else {
+            config.output_limit()
+        };
+        // The hard limit counts every byte waiting, as Redis's count of its reply
+        // blocks' allocations comes to for a big reply (KEYS).
+        let soft = OutputLimit { hard: 0, ..limit };
+        if limit.hard > 0 && pending as u64 > limit.hard || client.over_output_limit(pending, soft)
+        {
             return Err(Ended::OutputLimit);
         }
-        let client = self.session.client.clone();
-        let write = async {
-            if soft > 0 && soft_secs > 0 && pending > soft {
-                let write = self.stream.write_all(&self.output);
-                match tokio::time::timeout(Duration::from_secs(soft_secs), write).await {
-                    Ok(written) => Ok(written?),
-                    Err(_) => Err(Ended::OutputLimit),
-                }
-            } else {
-                Ok(self.stream.write_all(&self.output).await?)
+        let mut written = 0;
+        while written < pending {
+            match self.stream.try_write(&self.output[self.sent + written..]) {
+                Ok(0) => return Err(Ended::Io(io::ErrorKind::WriteZero.into())),
+                Ok(n) => written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e.into()),
             }
-        };
-        // A client that does not read is still killed by CLIENT KILL, or when what
-        // it is sent meanwhile overflows its outbox. The write is tried first: a
-        // client that killed itself (CLIENT KILL SKIPME no) gets the reply, as in Redis.
-        tokio::select! {
-            biased;
-            written = write => written?,
-            _ = client.killed() => return Err(Ended::killed(&client)),
         }
-        client.traffic.net_out.fetch_add(pending, Ordering::Relaxed);
-        self.output.clear();
+        client
+            .traffic
+            .net_out
+            .fetch_add(written as u64, Ordering::Relaxed);
+        self.sent += written;
+        if self.sent == self.output.len() {
+            self.output.clear();
+            self.sent = 0;
+            self.next_write = OUTPUT_FLUSH;
+        } else {
+            // Moved down only once half is written, so a slow reader's replies are
+            // moved O(1) times each.
+            if self.sent >= self.output.len() / 2 {
+                self.output.drain(..self.sent);
+                self.sent = 0;
+            }
+            self.next_write = self.output.len() + OUTPUT_FLUSH;
+        }
         self.report_buffers();
         Ok(())
     }
 
+    /// Writes all the pending replies, waiting for the client to take them: before
+    /// the connection waits on something else (a blocking command, a pause) or ends.
+    /// A client that does not read is still killed by CLIENT KILL, or when its
+    /// output passes its limit.
+    async fn flush(&mut self) -> Result<(), Ended> {
+        let client = self.session.client.clone();
+        loop {
+            // The write is tried first: a client that killed itself (CLIENT KILL
+            // SKIPME no) gets the reply, as in Redis.
+            self.write_some().await?;
+            if self.output.is_empty() {
+                return Ok(());
+            }
+            tokio::select! {
+                ready = self.stream.writable() => ready?,
+                _ = client.killed() => return Err(Ended::killed(&client)),
+            }
+        }
+    }
+
     /// Tells the client's [`Buffers`](crate::clients::Buffers) what this connection
-    /// holds now: after each read, each write, and each batch of requests served.
+    /// holds now, and (under `maxmemory-clients`) its share of what all clients hold:
+    /// after each read, each write, and each batch of requests served.
     fn report_buffers(&self) {
         let b = &self.session.client.buffers;
-        b.input.store(self.input.len(), Ordering::Relaxed);
+        let partial = self.parser.progress();
+        // As Redis's query buffer: what of a request is parsed already is not in it.
+        b.input.store(
+            self.input.len().saturating_sub(partial.parsed),
+            Ordering::Relaxed,
+        );
+        b.argv.store(partial.args, Ordering::Relaxed);
+        b.state
+            .store(self.session.state_memory(), Ordering::Relaxed);
         // Only the query-buffer cron lowers it, and a race with it loses one sample.
         if b.input_peak.load(Ordering::Relaxed) < self.input.len() {
             b.input_peak.store(self.input.len(), Ordering::Relaxed);
         }
         b.input_capacity
             .store(self.input.capacity(), Ordering::Relaxed);
-        b.output.store(self.output.len(), Ordering::Relaxed);
+        b.output
+            .store(self.output.len() - self.sent, Ordering::Relaxed);
         b.output_capacity
             .store(self.output.capacity(), Ordering::Relaxed);
+        // The share is of use only to client eviction, which accounts for every
+        // client when it is turned on.
+        if self.server.clients.memory_limit() != 0 {
+            self.session.client.account();
+        }
+    }
+
+    /// Client eviction (`maxmemory-clients`), with this client's share up to date:
+    /// whether this client was the one evicted.
+    fn evicted_for_client_memory(&self) -> bool {
+        let client = &self.session.client;
+        client.account();
+        self.server.clients.evict() > 0 && client.is_killed()
     }
 
     /// Waits `delay` (or for ever) before a reply, as a blocked client does in Redis,
@@ -590,6 +681,7 @@ impl Connection {
                 {
                     Ok(Some((args, n))) => {
                         *consumed += n;
+                        self.served_since_write += n;
                         if args.is_empty() {
                             continue;
                         }
@@ -609,6 +701,14 @@ impl Connection {
                 },
             };
             self.ran += 1;
+            // As Redis: clients are evicted before any command, after the last one
+            // grew what its client holds. The check is one load while it is off.
+            if server.clients.memory_limit() != 0 {
+                self.report_buffers();
+                if self.evicted_for_client_memory() {
+                    return Step::Killed;
+                }
+            }
             // CLIENT PAUSE. The check is one load while no pause is on.
             if let Some(wait) = server
                 .db
@@ -648,6 +748,7 @@ impl Connection {
             }
             let before = self.output.len();
             let action = commands::execute(&server, &mut self.session, &args, gate);
+            server.note_allocations();
             let step = self.answer(action, args);
             replies.count += usize::from(self.output.len() > before);
             if apart {
@@ -660,7 +761,8 @@ impl Connection {
             if blocked_keys::woke_a_client() {
                 return Step::Woke;
             }
-            if self.output.len() >= OUTPUT_FLUSH {
+            if self.served_since_write >= REQUESTS_PER_WRITE || self.output.len() >= self.next_write
+            {
                 return Step::Flush;
             }
             if client.is_killed() {
@@ -773,7 +875,7 @@ impl Connection {
                         close = true;
                         break;
                     }
-                    Step::Flush => self.flush().await?,
+                    Step::Flush => self.write_some().await?,
                     Step::Woke => {
                         self.server
                             .db
@@ -824,17 +926,23 @@ impl Connection {
                 }
             }
             self.input.drain(..consumed);
-            client.take_outbox(&mut self.output);
-            if !self.output.is_empty() {
-                self.flush().await?;
-            } else {
-                self.report_buffers();
+            // What of a request not yet whole is parsed is the parser's now: the input
+            // keeps only the rest, as Redis trims its query buffer, so a long request
+            // is not held twice while it arrives.
+            let parsed = self.parser.progress().parsed;
+            if parsed > 0 {
+                self.input.drain(..parsed);
+                self.parser.discard(parsed);
             }
+            client.take_outbox(&mut self.output);
+            if close || *stop.borrow() {
+                self.flush().await?;
+                return Ok(None);
+            }
+            self.write_some().await?;
+            self.report_buffers();
             if client.is_killed() {
                 return Err(Ended::killed(&client));
-            }
-            if close || *stop.borrow() {
-                return Ok(None);
             }
             // The query-buffer cron's cut (`Clients::resize_query_buffers`): a big
             // request's room is kept until it finds the client's requests small again,
@@ -852,8 +960,11 @@ impl Connection {
             // (`flush`), no request is half run; what is left of one half read moves
             // with the input and parser.
             debug_assert!(self.paused.is_none());
-            if let Some(to) = self.place.departure() {
-                return Ok(Some(to));
+            // Replies still waiting for the client stay on this thread with the socket.
+            if self.output.is_empty() {
+                if let Some(to) = self.place.departure() {
+                    return Ok(Some(to));
+                }
             }
             // As Redis, a monitor is never idle: it only listens.
             let timeout = if client.monitoring.load(Ordering::Relaxed) {
@@ -872,10 +983,24 @@ impl Connection {
                 ready = self.stream.readable() => {
                     ready?;
                     // Room for a read as Redis makes it (PROTO_IOBUF_LEN), kept across
-                    // reads.
-                    self.input.reserve(16 * 1024);
+                    // reads; for a big argument, as Redis too, room for exactly the
+                    // rest of it.
+                    let partial = self.parser.progress();
+                    match partial.bulk_end {
+                        Some(end)
+                            if end - partial.parsed >= BIG_ARGUMENT && end > self.input.len() =>
+                        {
+                            self.input.reserve_exact(end - self.input.len())
+                        }
+                        _ => self.input.reserve(16 * 1024),
+                    }
                     let n = match self.stream.try_read_buf(&mut self.input) {
-                        Ok(0) => return Ok(None),
+                        // A client that hung up its side may still read the replies
+                        // to what it sent (`redis-cli < file`).
+                        Ok(0) => {
+                            self.flush().await?;
+                            return Ok(None);
+                        }
                         Ok(n) => n,
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
                         Err(e) => return Err(e.into()),
@@ -884,7 +1009,13 @@ impl Connection {
                     // Once per read, not per command: the clock costs as much as a GET.
                     client.touch();
                     self.report_buffers();
+                    self.server.note_allocations();
+                    if self.server.clients.memory_limit() != 0 && self.evicted_for_client_memory() {
+                        return Err(Ended::Evicted);
+                    }
                 }
+                // The client reads again: the loop's top writes on.
+                ready = self.stream.writable(), if !self.output.is_empty() => ready?,
                 // Written out at the top of the loop, which is activity as Redis counts
                 // it; a wake-up for the query-buffer cron's cut alone is not.
                 _ = client.delivered() => {

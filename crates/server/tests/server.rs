@@ -3,7 +3,7 @@
 
 mod support;
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::process::Command;
 use std::time::Duration;
 
@@ -309,8 +309,8 @@ fn a_client_that_never_reads_does_not_stall_others() {
         .chain(std::iter::repeat_n(b'x', 1024))
         .chain(*b"\r\n")
         .collect::<Vec<u8>>();
-    // Write until the socket buffers fill (the server stops reading once its replies
-    // back up); never read.
+    // Write 100 MB of requests (the server reads on and holds the replies, as Redis
+    // does: the normal clients' output limit is off by default); never read.
     for _ in 0..100_000 {
         if hog.write_all(&request).is_err() {
             break;
@@ -320,6 +320,28 @@ fn a_client_that_never_reads_does_not_stall_others() {
     let mut c = server.client();
     let () = redis::cmd("SET").arg("a").arg("b").query(&mut c).unwrap();
     drop(hog);
+    server.alive();
+}
+
+/// A client that writes its whole pipeline before it reads any reply (redis-py's
+/// pipelines do) gets every reply, however far they outgrow the socket buffers: the
+/// server reads on while its replies wait. Before, it stopped reading until the
+/// client read, which the client never did: both waited for ever.
+#[test]
+fn a_pipeline_written_whole_before_any_reply_is_read_is_answered() {
+    let server = Server::start();
+    let mut s = server.raw();
+    s.set_write_timeout(Some(Duration::from_secs(30))).unwrap();
+    let value = "v".repeat(10_000);
+    let request = format!("*2\r\n$4\r\nECHO\r\n${}\r\n{value}\r\n", value.len());
+    let count = 5_000; // 50 MB each way
+    s.write_all(request.repeat(count).as_bytes())
+        .expect("the server reads the whole pipeline");
+    let reply = format!("${}\r\n{value}\r\n", value.len());
+    let mut got = vec![0; reply.len() * count];
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.read_exact(&mut got).unwrap();
+    assert!(got.chunks(reply.len()).all(|r| r == reply.as_bytes()));
     server.alive();
 }
 

@@ -260,12 +260,14 @@ pub(super) fn line(ctx: &Ctx, c: &Client, args: &[Vec<u8>]) -> String {
     let output_capacity = b.output_capacity.load(Ordering::Relaxed);
     // Past Redis's fixed reply buffer: its reply list (`oll`, `omem`).
     let beyond = output.saturating_sub(REPLY_BUFFER);
-    // The command being run, for the client that runs it (CLIENT LIST itself).
+    // The command being run, for the client that runs it (CLIENT LIST itself); for
+    // another, the arguments of a request that has not all arrived.
     let argv = if c.id == ctx.session.client.id {
         args.iter().map(Vec::len).sum()
     } else {
-        0
+        b.argv.load(Ordering::Relaxed)
     };
+    let memory = c.memory().saturating_sub(b.argv.load(Ordering::Relaxed)) + argv;
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -297,7 +299,7 @@ pub(super) fn line(ctx: &Ctx, c: &Client, args: &[Vec<u8>]) -> String {
         output.min(REPLY_BUFFER),
         beyond.div_ceil(REPLY_BUFFER),
         beyond,
-        b.total() + argv,
+        memory,
         super::name_of(c.last_command.load(Ordering::Relaxed)),
         String::from_utf8_lossy(&c.user.lock().unwrap_or_else(|e| e.into_inner())),
         redirect,
@@ -348,6 +350,9 @@ fn list(ctx: &mut Ctx, filters: &[Vec<u8>], args: &[Vec<u8>]) -> Reply {
         .clients
         .snapshot()
         .iter()
+        // As in Redis, where a kill frees the client at once (but its own, which
+        // comes after the reply).
+        .filter(|c| !c.is_killed() || c.id == ctx.session.client.id)
         .filter(|c| ids.as_ref().is_none_or(|ids| ids.contains(&c.id)))
         .filter(|c| kind.as_ref().is_none_or(|k| k == client_type(c)))
         .map(|c| line(ctx, c, args))

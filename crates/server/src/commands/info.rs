@@ -360,7 +360,7 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             }
             field("expired_keys", &server.db.expired_count());
             field("evicted_keys", &server.evicted.load(Ordering::Relaxed));
-            field("evicted_clients", &0);
+            field("evicted_clients", &c.evicted.load(Ordering::Relaxed));
             field("keyspace_hits", &c.total(|t| &t.hits));
             field("keyspace_misses", &c.total(|t| &t.misses));
             field(

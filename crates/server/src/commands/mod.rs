@@ -149,6 +149,18 @@ impl Session {
         self.replies_off
     }
 
+    /// What the session keeps for later commands beyond its own struct: watched
+    /// keys, subscriptions, tracking prefixes. Counted per entry, as Redis counts
+    /// them (an entry and a small key's allocation, not the key's bytes), so the
+    /// count costs the same however many there are.
+    pub fn state_memory(&self) -> usize {
+        const KEY_ALLOCATION: usize = 16;
+        let prefixes = self.tracking.as_ref().map_or(0, |t| t.prefixes.len());
+        let entries = self.watching.len() + self.subscriptions.len() + prefixes;
+        self.watching.capacity() * std::mem::size_of::<(Vec<u8>, u32)>()
+            + entries * (std::mem::size_of::<Vec<u8>>() + KEY_ALLOCATION)
+    }
+
     /// Ends what outlives a command: watches, MONITOR, subscriptions, tracking
     /// (RESET, disconnection).
     pub fn end(&mut self, server: &Server) {

@@ -16,6 +16,11 @@ use crate::pubsub::Kind;
 pub struct Subscriptions([BTreeSet<Vec<u8>>; 3]);
 
 impl Subscriptions {
+    /// Channels, patterns and shard channels together.
+    pub fn len(&self) -> usize {
+        self.0.iter().map(BTreeSet::len).sum()
+    }
+
     fn of(&self, kind: Kind) -> &BTreeSet<Vec<u8>> {
         &self.0[kind.index()]
     }

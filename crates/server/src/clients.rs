@@ -819,6 +819,72 @@ mod tests {
         assert_eq!(test_outbox(&c), fits);
     }
 
+    /// The shares of many clients, accounted from their own threads while others
+    /// deliver to them and evictions run: at rest, the sum is the sum of the live
+    /// clients' shares, and nothing once all have left.
+    #[test]
+    fn client_shares_add_up_under_racing_accounts_and_evictions() {
+        let clients = Arc::new(Clients::default());
+        let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let all: Vec<Arc<Client>> = (0..8)
+            .map(|id| {
+                let c = clients.client(id, addr, addr);
+                assert!(clients.admit(c.clone(), 100));
+                c
+            })
+            .collect();
+        clients.set_memory_limit(usize::MAX);
+        std::thread::scope(|s| {
+            for (i, c) in all.iter().enumerate() {
+                let others = all.clone();
+                s.spawn(move || {
+                    for round in 0..2_000usize {
+                        c.buffers
+                            .input_capacity
+                            .store((round * 7919 + i) % 50_000, Ordering::Relaxed);
+                        c.account();
+                        others[round % others.len()]
+                            .deliver(b"message", OutputLimit::outbox(1 << 30));
+                        if round % 100 == 0 {
+                            let mut out = Vec::new();
+                            c.take_outbox(&mut out);
+                        }
+                    }
+                });
+            }
+            let clients = &clients;
+            s.spawn(move || {
+                for limit in [usize::MAX, 400_000, usize::MAX, 50_000, usize::MAX] {
+                    clients.set_memory_limit(limit);
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+            });
+        });
+        for c in &all {
+            c.account();
+        }
+        let shares: usize = all
+            .iter()
+            .map(|c| c.buffers.accounted.load(Ordering::Relaxed))
+            .sum();
+        assert_eq!(clients.memory(), shares);
+        // Under 50 KB a few clients fit at most: the others went, and hold nothing.
+        let evicted = all.iter().filter(|c| c.was_evicted()).count();
+        assert!(evicted > 0);
+        assert_eq!(clients.evicted.load(Ordering::Relaxed) as usize, evicted);
+        assert!(all.iter().filter(|c| c.was_evicted()).all(|c| c
+            .buffers
+            .accounted
+            .load(Ordering::Relaxed)
+            == 0));
+        for c in &all {
+            clients.leave(c.id);
+        }
+        assert_eq!(clients.memory(), 0);
+        clients.measuring_memory();
+        assert_eq!(clients.dying(), 0);
+    }
+
     #[test]
     fn recent_peaks_last_eight_seconds() {
         let mut peaks = RecentPeaks::default();

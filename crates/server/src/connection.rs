@@ -956,11 +956,11 @@ impl Connection {
                 }
             }
             self.place.count_requests(std::mem::take(&mut self.ran));
-            // Between batches: the replies are out, the writes they showed are written
-            // (`flush`), no request is half run; what is left of one half read moves
-            // with the input and parser.
+            // Between batches: no request is half run, the writes the replies showed
+            // are written (`write_some`); what is left of one half read moves with the
+            // input and parser. Only once the replies are out: those still waiting for
+            // the client stay on this thread with the socket.
             debug_assert!(self.paused.is_none());
-            // Replies still waiting for the client stay on this thread with the socket.
             if self.output.is_empty() {
                 if let Some(to) = self.place.departure() {
                     return Ok(Some(to));

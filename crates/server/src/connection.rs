@@ -1,5 +1,7 @@
 //! One client connection: read, run every complete request (pipelining), write the
-//! replies, repeat.
+//! replies, repeat. Replies the client has yet to take are held while its requests
+//! are read and run on, as Redis holds them: what bounds them is Redis's output
+//! buffer limits and client eviction (`maxmemory-clients`, `clients.rs`).
 
 use std::io;
 use std::net::SocketAddr;

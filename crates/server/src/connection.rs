@@ -446,12 +446,10 @@ impl Connection {
         }
     }
 
-    /// Client eviction (`maxmemory-clients`), with this client's share up to date:
-    /// whether this client was the one evicted.
+    /// Client eviction (`maxmemory-clients`), called after `report_buffers` brought
+    /// this client's share up to date: whether this client was the one evicted.
     fn evicted_for_client_memory(&self) -> bool {
-        let client = &self.session.client;
-        client.account();
-        self.server.clients.evict() > 0 && client.is_killed()
+        self.server.clients.evict() > 0 && self.session.client.is_killed()
     }
 
     /// Waits `delay` (or for ever) before a reply, as a blocked client does in Redis,

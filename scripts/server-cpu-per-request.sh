@@ -14,7 +14,9 @@ bin=$1
 port=$2
 n=${N:-2000000}
 if [[ $(basename "$bin") == redis-server* ]]; then
-    (cd /tmp && exec "$bin" --port "$port" --save "" --appendonly no ${3:+"$3"} >/dev/null 2>&1) &
+    # In an empty directory: a dump.rdb where it starts would be loaded.
+    dir=$(mktemp -d)
+    (cd "$dir" && exec "$bin" --port "$port" --save "" --appendonly no ${3:+"$3"} >/dev/null 2>&1) &
 else
     engine=(--engine memory)
     if [ "${ENGINE:-memory}" = lsm ]; then

@@ -1,6 +1,6 @@
 //! The server's request parser on any bytes: it never panics, never claims more bytes
 //! than it was given, and what it parses, re-encoded as a multibulk request, parses
-//! back to the same arguments.
+//! back to the same arguments. The look-ahead for prefetching agrees with it.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -15,6 +15,16 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut at = 0;
     while at < data.len() {
+        // The look-ahead a connection prefetches by takes a request whole exactly where
+        // the parser (with no limit a request this size can pass) parses one.
+        let peeked = resp::peek_second_arguments(&data[at..], 1, |_| ());
+        if peeked > 0 {
+            let (args, n) = parse_request(&data[at..], &RequestLimits::default())
+                .expect("a request the look-ahead took parses")
+                .expect("a request the look-ahead took is complete");
+            assert_eq!(n, peeked);
+            assert!(!args.is_empty());
+        }
         match parse_request(&data[at..], &limits) {
             Ok(Some((args, used))) => {
                 assert!(used > 0 && used <= data.len() - at, "consumed {used} of {}", data.len() - at);

@@ -151,6 +151,12 @@ pub(crate) struct SlotRef<'g> {
 }
 
 impl<'g> SlotRef<'g> {
+    /// Where the slot's head word lives, for a prefetch.
+    #[inline]
+    pub(crate) fn head_address(&self) -> *const AtomicPtr<Item> {
+        &self.dir.heads[self.index]
+    }
+
     #[inline]
     pub(crate) fn load_head(&self) -> Head {
         Head(self.dir.heads[self.index].load(Ordering::Acquire))

@@ -39,6 +39,8 @@ fn every_operation_on_a_few_keys() {
             assert!(index.replace_version(k, &version, &[3; 8]));
             assert!(!index.replace_version(k, &version, &[5; 8]));
         }
+        // Prefetching reads the directory and the heads, missing keys' too.
+        index.prefetch(keys.iter().map(|k| &k[..]).chain([&b"absent"[..]]));
         for k in keys.iter().step_by(2) {
             assert!(index.remove(k));
             assert!(!index.remove(k));

@@ -117,6 +117,12 @@ fn no_lost_writes_and_reads_see_written_values() {
                                         "delete of {k} did not stick"
                                     );
                                 }
+                                85..=87 => {
+                                    // Reads the directory a split may be replacing.
+                                    let near: Vec<[u8; 4]> =
+                                        (i..i + 20).map(|i| own(i).to_le_bytes()).collect();
+                                    index.prefetch(near.iter().map(|k| &k[..]));
+                                }
                                 _ => match index.get(&key) {
                                     Some(v) => {
                                         assert!(present.contains(&k), "deleted key {k} came back");

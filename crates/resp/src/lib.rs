@@ -22,6 +22,6 @@ pub use encode::format_double;
 pub use frame::{Frame, Protocol};
 pub use parse::{parse_frame, FrameLimits};
 pub use request::{
-    parse_integer, parse_request, split_args, Parsed, Progress, ProtocolError, RequestLimits,
-    RequestParser,
+    parse_integer, parse_request, peek_second_arguments, split_args, Parsed, Progress,
+    ProtocolError, RequestLimits, RequestParser,
 };

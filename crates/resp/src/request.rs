@@ -137,6 +137,11 @@ impl RequestParser {
         p.bulk = p.bulk.map(|(data, len)| (data - n, len));
     }
 
+    /// Whether the next byte given is the start of a request: none is half-read.
+    pub fn between_requests(&self) -> bool {
+        self.partial.is_none()
+    }
+
     /// How far the request that has not all arrived is read (all zero between
     /// requests).
     pub fn progress(&self) -> Progress {
@@ -246,6 +251,54 @@ fn count_line(
     }
     let n = parse_integer(&buf[at + 1..at + cr]);
     Ok(Some((n, at + cr + 2)))
+}
+
+/// Looks ahead over the complete multibulk requests at the front of `buf`, at most
+/// `max` of them, calling `f` with the second argument of each that has one (the
+/// first key of most commands). Returns how many bytes they take. Stops at the first
+/// request that is incomplete, inline or malformed, which only
+/// [`RequestParser::parse`] judges: this is a hint, for fetching ahead what the
+/// requests will read, and never fails.
+pub fn peek_second_arguments<'b>(buf: &'b [u8], max: usize, mut f: impl FnMut(&'b [u8])) -> usize {
+    let mut at = 0;
+    for _ in 0..max {
+        match peek_request(buf, at) {
+            Some((second, end)) => {
+                if let Some(arg) = second {
+                    f(arg);
+                }
+                at = end;
+            }
+            None => break,
+        }
+    }
+    at
+}
+
+/// The second argument of the complete multibulk request at `at`, and where it ends.
+fn peek_request(buf: &[u8], at: usize) -> Option<(Option<&[u8]>, usize)> {
+    if buf.get(at) != Some(&b'*') {
+        return None;
+    }
+    let (count, mut at) = count_line(buf, at, "").ok()??;
+    let count = count.filter(|&n| n > 0)?;
+    let mut second = None;
+    for i in 0..count {
+        if buf.get(at) != Some(&b'$') {
+            return None;
+        }
+        let (len, data) = count_line(buf, at, "").ok()??;
+        let len = usize::try_from(len?).ok()?;
+        let end = data.checked_add(len)?.checked_add(2)?;
+        if end > buf.len() {
+            return None;
+        }
+        if i == 1 {
+            second = Some(&buf[data..data + len]);
+        }
+        at = end;
+    }
+    Some((second, at))
 }
 
 /// Redis's `string2ll`: an optional minus, then digits with no leading zero, no

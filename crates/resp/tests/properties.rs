@@ -158,6 +158,48 @@ proptest! {
     }
 
     #[test]
+    fn a_look_ahead_sees_what_the_parser_will_parse(
+        requests in prop::collection::vec(prop::collection::vec(prop::collection::vec(any::<u8>(), 0..12), 0..5), 1..8),
+        flip in prop::option::of((any::<prop::sample::Index>(), any::<u8>())),
+        cut in any::<prop::sample::Index>(),
+        max in 1usize..10,
+    ) {
+        let mut bytes: Vec<u8> = requests
+            .iter()
+            .flat_map(|args| Frame::command(args).to_bytes(Protocol::Resp2))
+            .collect();
+        if let Some((i, b)) = flip {
+            let at = i.index(bytes.len());
+            bytes[at] = b;
+        }
+        let bytes = &bytes[..cut.index(bytes.len() + 1)];
+        let mut seen = Vec::new();
+        let scanned = resp::peek_second_arguments(bytes, max, |arg| seen.push(arg.to_vec()));
+        // What it looked at, the parser parses into the same requests, whole...
+        let limits = RequestLimits::default();
+        let mut at = 0;
+        let mut parsed = 0;
+        let mut seconds = Vec::new();
+        while at < scanned {
+            let (args, n) = parse_request(&bytes[at..], &limits).unwrap().unwrap();
+            prop_assert!(!args.is_empty());
+            seconds.extend(args.get(1).cloned());
+            at += n;
+            parsed += 1;
+        }
+        prop_assert_eq!(at, scanned);
+        prop_assert!(parsed <= max);
+        prop_assert_eq!(seen, seconds);
+        // ... and it stops short only at the limit or where no multibulk request
+        // with arguments follows whole.
+        if parsed < max && bytes.get(scanned) == Some(&b'*') {
+            if let Ok(Some((args, _))) = parse_request(&bytes[scanned..], &limits) {
+                prop_assert!(args.is_empty(), "stopped before {:?}", args);
+            }
+        }
+    }
+
+    #[test]
     fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
         if let Ok(Some((_, n))) = parse_frame(&bytes, &FrameLimits::default()) {
             prop_assert!(n <= bytes.len());
@@ -165,6 +207,7 @@ proptest! {
         if let Ok(Some((_, n))) = parse_request(&bytes, &RequestLimits::default()) {
             prop_assert!(n <= bytes.len() && n > 0);
         }
+        prop_assert!(resp::peek_second_arguments(&bytes, usize::MAX, |_| ()) <= bytes.len());
     }
 
     #[test]

@@ -14,7 +14,18 @@ use crate::item::ring_hash;
 /// (Zen's 22 outstanding L1 misses), beyond which early lines are evicted or wait.
 pub const PREFETCH_MAX: usize = 16;
 
+/// A directory of fewer slots than this (some 50,000 keys, 3 MB of items at the
+/// default ring length) is left to the caches: its lines are mostly there already,
+/// and looking ahead for the keys would cost more than it saves.
+const PREFETCH_FROM_SLOTS: usize = 1 << 14;
+
 impl HotRing {
+    /// Whether the index is large enough for [`HotRing::prefetch`] to pay. Costs an
+    /// epoch pin: ask once per batch, not per key.
+    pub fn prefetch_pays(&self) -> bool {
+        self.directory(&epoch::pin()).len() >= PREFETCH_FROM_SLOTS
+    }
+
     /// Brings toward the CPU the lines that looking up each of `keys` starts with
     /// (the first [`PREFETCH_MAX`]). A hint only: nothing is counted as an access, and a
     /// ring changed meanwhile costs nothing but a wasted prefetch. The third pass reads
@@ -68,10 +79,26 @@ mod tests {
             .collect();
         index.prefetch(keys.iter().map(|k| &k[..]));
         index.prefetch([]);
+        assert!(!index.prefetch_pays(), "2,000 keys stay in the caches");
         assert_eq!((index.access_totals(), index.stats().head_moves), before);
         for (i, k) in (0..3 * PREFETCH_MAX as u32).map(|i| i * 97).zip(&keys) {
             let expected = (i < 2_000).then(|| (i * 3).to_le_bytes().to_vec());
             assert_eq!(index.get(k), expected);
         }
+    }
+
+    #[test]
+    fn prefetching_pays_once_the_directory_outgrows_the_caches() {
+        let index = HotRing::new();
+        let mut n = 0u32;
+        while !index.prefetch_pays() {
+            index.insert(&n.to_le_bytes(), b"v");
+            n += 1;
+            assert!(
+                n < 1 << 20,
+                "a million keys and still too small to prefetch for"
+            );
+        }
+        assert!(n > 10_000, "prefetching judged to pay at {n} keys");
     }
 }

@@ -277,18 +277,13 @@ pub fn peek_second_arguments<'b>(buf: &'b [u8], max: usize, mut f: impl FnMut(&'
 
 /// The second argument of the complete multibulk request at `at`, and where it ends.
 fn peek_request(buf: &[u8], at: usize) -> Option<(Option<&[u8]>, usize)> {
-    if buf.get(at) != Some(&b'*') {
+    let (count, mut at) = peek_length(buf, at, b'*')?;
+    if count == 0 {
         return None;
     }
-    let (count, mut at) = count_line(buf, at, "").ok()??;
-    let count = count.filter(|&n| n > 0)?;
     let mut second = None;
     for i in 0..count {
-        if buf.get(at) != Some(&b'$') {
-            return None;
-        }
-        let (len, data) = count_line(buf, at, "").ok()??;
-        let len = usize::try_from(len?).ok()?;
+        let (len, data) = peek_length(buf, at, b'$')?;
         let end = data.checked_add(len)?.checked_add(2)?;
         if end > buf.len() {
             return None;
@@ -299,6 +294,28 @@ fn peek_request(buf: &[u8], at: usize) -> Option<(Option<&[u8]>, usize)> {
         at = end;
     }
     Some((second, at))
+}
+
+/// The length on the `*N` or `$N` line at `at` (`kind` its first byte) and where
+/// the line ends, if it is whole and the parser would take it: digits without a
+/// leading zero, few enough for any limit check to be the parser's alone.
+#[inline]
+fn peek_length(buf: &[u8], at: usize, kind: u8) -> Option<(usize, usize)> {
+    let line = buf.get(at..)?;
+    if line.first() != Some(&kind) {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for (i, &c) in line.iter().enumerate().skip(1).take(19) {
+        match c {
+            b'0'..=b'9' if !(i == 2 && n == 0) => n = n * 10 + u64::from(c - b'0'),
+            b'\r' if i > 1 && line.get(i + 1).is_some() => {
+                return Some((usize::try_from(n).ok()?, at + i + 2))
+            }
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// Redis's `string2ll`: an optional minus, then digits with no leading zero, no
@@ -449,6 +466,49 @@ mod tests {
 
     fn args(v: &[&str]) -> Vec<Vec<u8>> {
         v.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn the_look_ahead_takes_only_whole_requests_the_parser_takes() {
+        let peek = |buf: &[u8], max| {
+            let mut seen = Vec::new();
+            let n = peek_second_arguments(buf, max, |a| seen.push(a.to_vec()));
+            (n, seen)
+        };
+        let get = b"*2\r\n$3\r\nGET\r\n$2\r\nk1\r\n";
+        let ping = b"*1\r\n$4\r\nPING\r\n";
+        let two: Vec<u8> = [&get[..], ping, get].concat();
+        assert_eq!(
+            peek(&two, 10),
+            (two.len(), vec![b"k1".to_vec(), b"k1".to_vec()])
+        );
+        assert_eq!(
+            peek(&two, 2),
+            (get.len() + ping.len(), vec![b"k1".to_vec()])
+        );
+        // Stops at what is cut, and at what the parser refuses or reads otherwise.
+        assert_eq!(peek(&two[..two.len() - 1], 10).0, get.len() + ping.len());
+        for stop in [
+            &b"*2\r\n$03\r\nGET\r\n$2\r\nk1\r\n"[..],
+            b"*02\r\n$3\r\nGET\r\n$2\r\nk1\r\n",
+            b"*2\r\n$-3\r\nGET\r\n$2\r\nk1\r\n",
+            b"*2\r\n$\r\nGET\r\n$2\r\nk1\r\n",
+            b"*0\r\n",
+            b"*-1\r\n",
+            b"GET k1\r\n",
+            b"*1\r",
+            b"*1\r\n+OK\r\n",
+            b"*1\r\n$10000000000000000000\r\n",
+        ] {
+            let buf = [get, stop].concat();
+            assert_eq!(
+                peek(&buf, 10).0,
+                get.len(),
+                "{:?}",
+                String::from_utf8_lossy(stop)
+            );
+        }
+        assert_eq!(peek(b"*1\r\n$0\r\n\r\n", 10), (10, vec![]));
     }
 
     #[test]

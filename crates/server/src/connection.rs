@@ -689,12 +689,15 @@ impl Connection {
         let client = self.session.client.clone();
         // Left by another task on this thread (the flag is per thread).
         blocked_keys::woke_a_client();
+        let prefetch = server.db.index().filter(|index| index.prefetch_pays());
         // The input up to here has had its keys prefetched.
         let mut prefetched_to = *consumed;
         loop {
-            if *consumed >= prefetched_to && self.paused.is_none() && self.parser.between_requests()
-            {
-                if let Some(index) = server.db.index() {
+            if let Some(index) = prefetch {
+                if *consumed >= prefetched_to
+                    && self.paused.is_none()
+                    && self.parser.between_requests()
+                {
                     prefetched_to = *consumed + prefetch_keys(index, &self.input[*consumed..]);
                 }
             }

@@ -2,6 +2,8 @@
 //! replies, repeat. Replies the client has yet to take are held while its requests
 //! are read and run on, as Redis holds them: what bounds them is Redis's output
 //! buffer limits and client eviction (`maxmemory-clients`, `clients.rs`).
+//! On a large memory index the keys of the next requests are prefetched before they
+//! run (`prefetch_keys`), so their lookups' cache misses overlap.
 
 use std::io;
 use std::net::SocketAddr;

@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::process::Command;
 use std::time::Duration;
 
-use support::{assert_script, exchange, Server};
+use support::{assert_script, exchange, info_field, Server};
 
 #[test]
 fn strings_and_keys() {
@@ -342,6 +342,76 @@ fn a_pipeline_written_whole_before_any_reply_is_read_is_answered() {
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     s.read_exact(&mut got).unwrap();
     assert!(got.chunks(reply.len()).all(|r| r == reply.as_bytes()));
+    server.alive();
+}
+
+/// On an index large enough for the keys of pipelined requests to be prefetched
+/// (`HotRing::prefetch_pays`), a pipeline of every shape (hits, misses, writes to the
+/// keys just read, commands whose second argument is no key, requests split across
+/// reads) is answered as one request at a time would be.
+#[test]
+fn pipelines_on_an_index_large_enough_to_prefetch_for_are_answered_in_order() {
+    let server = Server::start();
+    let mut c = server.client();
+    let keys = 200_000;
+    for chunk in (0..keys).collect::<Vec<u32>>().chunks(10_000) {
+        let mut p = redis::pipe();
+        for i in chunk {
+            p.cmd("SET").arg(format!("key:{i}")).arg(i).ignore();
+        }
+        let () = p.query(&mut c).unwrap();
+    }
+    let slots: usize = info_field(&mut c, "hotring_directory_slots")
+        .parse()
+        .unwrap();
+    assert!(
+        slots >= 1 << 14,
+        "{slots} directory slots: too few to prefetch for"
+    );
+    let mut requests = Vec::new();
+    let mut expected = Vec::new();
+    for i in (0..keys).step_by(997) {
+        let key = format!("key:{i}");
+        let commands: [(&[&str], String); 7] = [
+            (
+                &["GET", &key],
+                format!("${}\r\n{i}\r\n", i.to_string().len()),
+            ),
+            (&["GET", "absent"], "$-1\r\n".into()),
+            (&["INCR", &key], format!(":{}\r\n", i + 1)),
+            (
+                &["GET", &key],
+                format!("${}\r\n{}\r\n", (i + 1).to_string().len(), i + 1),
+            ),
+            (&["PING"], "+PONG\r\n".into()),
+            (&["ECHO", &key], format!("${}\r\n{key}\r\n", key.len())),
+            (&["DEL", &key, "absent"], ":1\r\n".into()),
+        ];
+        for (args, reply) in commands {
+            requests.extend(resp::Frame::command(args).to_bytes(resp::Protocol::Resp2));
+            expected.extend(reply.into_bytes());
+        }
+    }
+    // Sent in pieces that cut requests anywhere, so the look-ahead meets halves.
+    let mut s = server.raw();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let writer = {
+        let mut s = s.try_clone().unwrap();
+        std::thread::spawn(move || {
+            for piece in requests.chunks(1_237) {
+                s.write_all(piece).unwrap();
+            }
+        })
+    };
+    let mut got = vec![0; expected.len()];
+    s.read_exact(&mut got).unwrap();
+    writer.join().unwrap();
+    assert!(
+        got == expected,
+        "replies differ from one request at a time's"
+    );
+    let left: usize = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(left, keys as usize - (0..keys).step_by(997).count());
     server.alive();
 }
 

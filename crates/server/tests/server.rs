@@ -351,7 +351,9 @@ fn a_pipeline_written_whole_before_any_reply_is_read_is_answered() {
 /// reads) is answered as one request at a time would be.
 #[test]
 fn pipelines_on_an_index_large_enough_to_prefetch_for_are_answered_in_order() {
-    let server = Server::start();
+    // The memory engine's index is what is prefetched from, whichever engine the
+    // other tests run on.
+    let server = Server::start_memory(&[]);
     let mut c = server.client();
     let keys = 200_000;
     for chunk in (0..keys).collect::<Vec<u32>>().chunks(10_000) {

@@ -15,6 +15,10 @@
 # taken out of the units named: a failure there may be the test's, so compare with
 # redis-server run the same way before calling it hotkv's.
 #
+# REDIS_TCL_DEBUG=1 also runs the tests tagged `needs:debug`, with the server started
+# with `--enable-debug-command yes` (hotkv has DEBUG's common subcommands, not those
+# that look inside Redis's own structures: a test using one of those stops its file).
+#
 # HOTKV_ENGINE=lsm runs the durable engine (default: memory); REDIS_TCL_TIMEOUT bounds
 # each file (seconds, default 900: a test waiting for a reply hotkv never sends hangs). Needs tclsh (installed
 # if missing) and network access to deb.debian.org for the source. Takes about ten
@@ -51,17 +55,23 @@ if [ -n "${REDIS_TCL_UNSKIP:-}" ]; then
 fi
 cargo build --release -q -p server
 bin=$PWD/target/release/hotkv-server
+tags="-needs:debug -needs:repl -needs:pfdebug"
+debug=()
+if [ -n "${REDIS_TCL_DEBUG:-}" ]; then
+    tags="-needs:repl -needs:pfdebug"
+    debug=(--enable-debug-command yes)
+fi
 server=
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null || true' EXIT
 cd "$src"
 for unit in "${units[@]}"; do
     data=$(mktemp -d)
-    "$bin" --engine "${HOTKV_ENGINE:-memory}" --dir "$data" --port "$port" 2>/dev/null &
+    "$bin" --engine "${HOTKV_ENGINE:-memory}" --dir "$data" --port "$port" "${debug[@]}" 2>/dev/null &
     server=$!
     for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
     log="$work/$(echo "$unit" | tr / _).log"
     timeout "${REDIS_TCL_TIMEOUT:-900}" ./runtest --host 127.0.0.1 --port "$port" --singledb --single "$unit" \
-        --tags "-needs:debug -needs:repl -needs:pfdebug" --clients 1 >"$log" 2>&1 || true
+        --tags "$tags" --clients 1 >"$log" 2>&1 || true
     ok=$(grep -ac '\[.\[0;32;49mok' "$log" || true)
     err=$(grep -ac '^\[.\[0;31;49merr' "$log" || true)
     stop=$(grep -a -m1 'exception' "$log" | sed 's/.*test client: //' | cut -c1-120 || true)

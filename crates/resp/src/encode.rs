@@ -139,6 +139,16 @@ impl Frame {
                     v.encode(proto, out);
                 }
             }
+            Frame::Attribute { pairs, reply } => {
+                if v3 {
+                    push_header(out, b'|', pairs.len());
+                    for (k, v) in pairs {
+                        k.encode(proto, out);
+                        v.encode(proto, out);
+                    }
+                }
+                reply.encode(proto, out);
+            }
             Frame::Set(items) | Frame::Push(items) => {
                 let prefix = match (v3, self) {
                     (false, _) => b'*',
@@ -191,6 +201,14 @@ mod tests {
                 b"~1\r\n:7\r\n",
             ),
             (Frame::Push(vec![]), b"*0\r\n", b">0\r\n"),
+            (
+                Frame::Attribute {
+                    pairs: vec![(Frame::bulk("ttl"), Frame::Integer(3))],
+                    reply: Box::new(Frame::bulk("v")),
+                },
+                b"$1\r\nv\r\n",
+                b"|1\r\n$3\r\nttl\r\n:3\r\n$1\r\nv\r\n",
+            ),
             (
                 Frame::Verbatim {
                     format: *b"txt",

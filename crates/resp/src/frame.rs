@@ -45,6 +45,13 @@ pub enum Frame {
     Set(Vec<Frame>),
     /// RESP3 `>`; RESP2 an array.
     Push(Vec<Frame>),
+    /// RESP3 `|`: these pairs annotate the frame that follows (`reply`), which alone
+    /// is the reply; RESP2 has no attributes, so there `reply` is sent alone. The
+    /// parser reads an attribute and drops it, giving the frame that follows.
+    Attribute {
+        pairs: Vec<(Frame, Frame)>,
+        reply: Box<Frame>,
+    },
 }
 
 impl Frame {

@@ -57,7 +57,7 @@ const HASH_LISTPACK_TYPE: u8 = 16;
 const ZSET_LISTPACK_TYPE: u8 = 17;
 const QUICKLIST_TYPE: u8 = 18;
 const SET_LISTPACK_TYPE: u8 = 20;
-const FOOTER: usize = 2 + 8;
+pub const FOOTER: usize = 2 + 8;
 
 /// Why a payload was refused, in Redis's words.
 #[derive(Debug, PartialEq, Eq)]

@@ -139,6 +139,11 @@ struct Args {
     /// with the load generator, fewer threads than cores can cut tail latency.
     #[arg(long)]
     io_threads: Option<String>,
+    /// Who may run DEBUG (SLEEP, OBJECT, DIGEST, RELOAD...), which can stall or empty
+    /// the server: `no`, nobody; `local`, clients on the loopback address; `yes`,
+    /// everyone [default: no, as Redis].
+    #[arg(long)]
+    enable_debug_command: Option<String>,
 }
 
 fn main() {
@@ -230,6 +235,7 @@ fn configure(args: &Args) -> Result<Config, String> {
         ("maxmemory-policy", &args.maxmemory_policy),
         ("timeout", &args.timeout),
         ("io-threads", &args.io_threads),
+        ("enable-debug-command", &args.enable_debug_command),
     ];
     for (name, value) in flags {
         if let Some(value) = value {

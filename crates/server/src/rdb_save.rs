@@ -129,6 +129,13 @@ pub struct Counts {
 
 /// Loads the RDB file, if there is one, into an empty server at startup.
 pub fn load(server: &Server) -> Result<Option<Counts>, String> {
+    load_into(server, false)
+}
+
+/// Loads the RDB file, if there is one, over what the server holds (DEBUG RELOAD): a
+/// key or function library of a name the server has already fails the load, after
+/// what came before it is loaded, unless `merge` lets the file's replace it.
+pub fn load_into(server: &Server, merge: bool) -> Result<Option<Counts>, String> {
     let path = path(server);
     let file = match std::fs::File::open(&path) {
         Ok(file) => file,
@@ -141,13 +148,14 @@ pub fn load(server: &Server) -> Result<Option<Counts>, String> {
         counts: Counts::default(),
         codes: Vec::new(),
         failed: None,
+        merge,
     };
     let max_len = server.config.proto_max_bulk_len();
     rdb_file::read(file, max_len, &mut loaded)
         .and_then(|()| loaded.failed.take().map_or(Ok(()), Err))
         .map_err(|e| format!("loading {}: {e}", path.display()))?;
     let mut counts = loaded.counts;
-    counts.libraries = crate::commands::function::load_codes(server, &loaded.codes)?;
+    counts.libraries = crate::commands::function::load_codes(server, &loaded.codes, merge)?;
     Ok(Some(counts))
 }
 
@@ -159,6 +167,8 @@ struct Loaded<'a> {
     codes: Vec<Vec<u8>>,
     /// The first key that could not be stored.
     failed: Option<String>,
+    /// Whether a key replaces one of its name (see [`load_into`]).
+    merge: bool,
 }
 
 impl rdb_file::Loader for Loaded<'_> {
@@ -169,6 +179,19 @@ impl rdb_file::Loader for Loaded<'_> {
         if deadline.is_some_and(|d| d <= self.now) {
             self.counts.expired += 1;
             return;
+        }
+        if !self.merge {
+            match self.db.contains(&key) {
+                Ok(false) => {}
+                Ok(true) => {
+                    self.failed = Some(format!("duplicate key '{}'", key.escape_ascii()));
+                    return;
+                }
+                Err(e) => {
+                    self.failed = Some(e.to_string());
+                    return;
+                }
+            }
         }
         let entry = Entry {
             kind,

@@ -1241,6 +1241,8 @@ fn to_lua(lua: &Lua, frame: Frame, protocol: Protocol, depth: usize) -> mlua::Re
             tagged("set", Value::Table(t))?
         }
         Frame::Set(members) => array(members)?,
+        // As Redis: a script sees the reply an attribute annotates, not the attribute.
+        Frame::Attribute { reply, .. } => convert(*reply)?,
     })
 }
 

@@ -84,6 +84,9 @@ pub struct Server {
     pub migrate_sockets: crate::migrate_sockets::MigrateSockets,
     /// How many io threads serve now (unset where none do, as in unit tests).
     pub io_threads: Option<crate::io_threads::ActiveThreads>,
+    /// Whether the periodic work deletes expired keys (DEBUG SET-ACTIVE-EXPIRE turns
+    /// it off, for tests that need expired keys left to lazy expiry).
+    pub active_expiry: AtomicBool,
 }
 
 thread_local! {
@@ -167,6 +170,7 @@ impl Server {
             saves: AtomicU64::new(0),
             background_save: Default::default(),
             background_save_scheduled: AtomicBool::new(false),
+            active_expiry: AtomicBool::new(true),
             log_rewrites: AtomicU64::new(0),
             log_rewrite_failed: AtomicBool::new(false),
             used_memory: AtomicU64::new(0),
@@ -705,7 +709,7 @@ impl Server {
                     Instant::now(),
                 );
                 let start = Instant::now();
-                loop {
+                while self.active_expiry.load(Ordering::Relaxed) {
                     // Not while a script holds the gate: this task shares its thread
                     // with the acceptor, which must go on taking connections (SCRIPT
                     // KILL may come on one). Redis expires nothing while a script runs.

@@ -2626,3 +2626,211 @@ fn clients_over_maxmemory_clients_are_evicted_biggest_first() {
     assert_eq!(info_field(&mut admin, "evicted_clients"), "3");
     server.alive();
 }
+
+/// As Redis 7 by default, DEBUG is refused, before it runs (in MULTI the transaction is
+/// doomed); `--enable-debug-command local` lets a client on the loopback address in.
+#[test]
+fn debug_is_refused_unless_its_setting_allows_it() {
+    let server = Server::start();
+    let mut c = server.client();
+    let refusal = run_err(&mut c, &["DEBUG", "SLEEP", "0"]);
+    assert!(
+        refusal.starts_with("ERR DEBUG command not allowed. If the enable-debug-command"),
+        "{refusal}"
+    );
+    let server = Server::start_with(&["--enable-debug-command", "local"]);
+    let mut c = server.client();
+    assert_eq!(run::<String>(&mut c, &["DEBUG", "SLEEP", "0"]), "OK");
+    assert_eq!(
+        run::<Vec<String>>(&mut c, &["CONFIG", "GET", "enable-debug-command"]),
+        ["enable-debug-command", "local"]
+    );
+}
+
+fn debug_server() -> Server {
+    Server::start_with(&["--enable-debug-command", "yes"])
+}
+
+/// DEBUG DIGEST stands for the data, not its history: equal for the same keys, values
+/// and deadlines however written, all zeros with no keys, changed by any write.
+#[test]
+fn debug_digest_follows_the_data_not_its_history() {
+    let server = debug_server();
+    let mut c = server.client();
+    let digest = |c: &mut redis::Connection| run::<String>(c, &["DEBUG", "DIGEST"]);
+    assert_eq!(digest(&mut c), "0".repeat(40));
+    for args in [
+        &["RPUSH", "l", "a", "b", "c"][..],
+        &["SADD", "s", "x", "y", "z"],
+        &["HSET", "h", "f", "1", "g", "2"],
+        &["ZADD", "z", "1", "a", "2", "b"],
+        &["SET", "n", "12", "PXAT", "99999999999999"],
+        &["XADD", "st", "1-1", "a", "1"],
+    ] {
+        let _: redis::Value = run(&mut c, args);
+    }
+    let full = digest(&mut c);
+    assert_eq!(full.len(), 40);
+    assert_ne!(full, "0".repeat(40));
+    // The same data written in another order, with a detour.
+    run::<()>(&mut c, &["FLUSHALL"]);
+    for args in [
+        &["XADD", "st", "1-1", "a", "1"][..],
+        &["SET", "n", "11"],
+        &["INCR", "n"],
+        &["PEXPIREAT", "n", "99999999999999"],
+        &["ZADD", "z", "2", "b", "1", "a"],
+        &["HSET", "h", "g", "2", "f", "1"],
+        &["SADD", "s", "z", "y", "x", "w"],
+        &["SREM", "s", "w"],
+        &["RPUSH", "l", "a", "b", "c"],
+    ] {
+        let _: redis::Value = run(&mut c, args);
+    }
+    assert_eq!(digest(&mut c), full);
+    let _: i64 = run(&mut c, &["HSET", "h", "f", "2"]);
+    assert_ne!(digest(&mut c), full);
+    // DIGEST-VALUE: the value alone, so a copy has its original's; none for no key.
+    let _: i64 = run(&mut c, &["COPY", "s", "s2"]);
+    let values: Vec<String> = run(&mut c, &["DEBUG", "DIGEST-VALUE", "s", "s2", "nokey", "l"]);
+    assert_eq!(values[0], values[1]);
+    assert_eq!(values[2], "0".repeat(40));
+    assert_ne!(values[0], values[3]);
+}
+
+/// DEBUG RELOAD saves, empties the server and loads the file: the data (deadlines,
+/// function libraries) comes back as it was. NOFLUSH fails on a key already there
+/// unless MERGE; NOSAVE loads the file as last saved.
+#[test]
+fn debug_reload_brings_back_what_was_saved() {
+    let server = Server::start_memory(&["--enable-debug-command", "yes"]);
+    let mut c = server.client();
+    for args in [
+        &["SET", "k", "v", "PXAT", "99999999999999"][..],
+        &["RPUSH", "l", "a", "b"],
+        &["HSET", "h", "f", "1"],
+    ] {
+        let _: redis::Value = run(&mut c, args);
+    }
+    let _: String = run(
+        &mut c,
+        &["FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function('f', function() return 'hi' end)"],
+    );
+    let before: String = run(&mut c, &["DEBUG", "DIGEST"]);
+    assert_eq!(run::<String>(&mut c, &["DEBUG", "RELOAD"]), "OK");
+    assert_eq!(run::<String>(&mut c, &["DEBUG", "DIGEST"]), before);
+    assert_eq!(run::<i64>(&mut c, &["PEXPIRETIME", "k"]), 99999999999999);
+    assert_eq!(run::<String>(&mut c, &["FCALL", "f", "0"]), "hi");
+    let refusal = run_err(&mut c, &["DEBUG", "RELOAD", "NOFLUSH"]);
+    assert!(refusal.contains("Error trying to load the RDB dump"), "{refusal}");
+    assert_eq!(run::<String>(&mut c, &["DEBUG", "RELOAD", "NOFLUSH", "MERGE"]), "OK");
+    assert_eq!(run::<String>(&mut c, &["DEBUG", "DIGEST"]), before);
+    // Written after the last save: NOSAVE goes back to the file, MERGE NOFLUSH keeps it.
+    run::<()>(&mut c, &["SET", "later", "1"]);
+    assert_eq!(run::<String>(&mut c, &["DEBUG", "RELOAD", "NOSAVE", "NOFLUSH", "MERGE"]), "OK");
+    assert_eq!(run::<i64>(&mut c, &["EXISTS", "later"]), 1);
+    assert_eq!(run::<String>(&mut c, &["DEBUG", "RELOAD", "NOSAVE"]), "OK");
+    assert_eq!(run::<i64>(&mut c, &["EXISTS", "later"]), 0);
+    assert_eq!(run::<String>(&mut c, &["DEBUG", "DIGEST"]), before);
+    let refusal = run_err(&mut c, &["DEBUG", "RELOAD", "EVERYTHING"]);
+    assert!(refusal.contains("only supports the MERGE, NOFLUSH and NOSAVE"), "{refusal}");
+}
+
+/// DEBUG SET-ACTIVE-EXPIRE 0 leaves expired keys to lazy expiry (they stay counted),
+/// 1 lets the background cycle delete them again.
+#[test]
+fn debug_set_active_expire_turns_the_expiry_cycle_off_and_on() {
+    let server = debug_server();
+    let mut c = server.client();
+    assert_eq!(run::<String>(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), "OK");
+    for i in 0..20 {
+        run::<()>(&mut c, &["SET", &format!("k{i}"), "v", "PX", "1"]);
+    }
+    // Ten cycles (100 ms apart) pass with nothing deleted.
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 20);
+    assert_eq!(run::<String>(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "1"]), "OK");
+    assert!(eventually(10, || run::<i64>(&mut c, &["DBSIZE"]) == 0));
+}
+
+/// DEBUG OBJECT in Redis's words; its `at:` stays for a key rewritten (as tests of
+/// in-place INCR check), and a missing key is an error.
+#[test]
+fn debug_object_describes_a_key_as_redis_does() {
+    let server = debug_server();
+    let mut c = server.client();
+    run::<()>(&mut c, &["SET", "foo", "20000"]);
+    let described: String = run(&mut c, &["DEBUG", "OBJECT", "foo"]);
+    let words: Vec<&str> = described.split(' ').collect();
+    assert_eq!(words[0], "Value");
+    assert!(words[1].starts_with("at:0x"), "{described}");
+    assert_eq!(words[2], "refcount:1");
+    assert_eq!(words[3], "encoding:int");
+    // An integer of 2 bytes: a type byte and the 16-bit value.
+    assert_eq!(words[4], "serializedlength:3");
+    assert!(words[5].starts_with("lru:") && words[6].starts_with("lru_seconds_idle:"));
+    let _: i64 = run(&mut c, &["INCR", "foo"]);
+    let again: String = run(&mut c, &["DEBUG", "OBJECT", "foo"]);
+    assert_eq!(again.split(' ').nth(1), Some(words[1]));
+    assert_eq!(run_err(&mut c, &["DEBUG", "OBJECT", "nokey"]), "ERR no such key");
+}
+
+/// DEBUG PROTOCOL gives each RESP3 type (attributes and pushes too), and what RESP2
+/// makes of it.
+#[test]
+fn debug_protocol_replies_with_each_type() {
+    let server = debug_server();
+    let mut s = server.raw();
+    assert_script(
+        &mut s,
+        &[
+            (b"DEBUG PROTOCOL attrib\r\n", b"$39\r\nSome real reply following the attribute\r\n"),
+            (b"DEBUG PROTOCOL push\r\n", b"-ERR RESP2 is not supported by this command\r\n"),
+            (b"DEBUG PROTOCOL map\r\n", b"*6\r\n:0\r\n:0\r\n:1\r\n:1\r\n:2\r\n:0\r\n"),
+        ],
+    );
+    // HELLO's map, of a length this test need not know, is read up to PING's reply.
+    std::io::Write::write_all(&mut s, b"HELLO 3\r\nPING\r\n").unwrap();
+    let (mut hello, mut buf) = (Vec::new(), [0u8; 4096]);
+    while !hello.ends_with(b"+PONG\r\n") {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "closed after {}", String::from_utf8_lossy(&hello));
+        hello.extend_from_slice(&buf[..n]);
+    }
+    assert!(hello.starts_with(b"%"));
+    assert_script(
+        &mut s,
+        &[
+            (
+                b"DEBUG PROTOCOL attrib\r\n",
+                b"|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n$39\r\nSome real reply following the attribute\r\n",
+            ),
+            (
+                b"DEBUG PROTOCOL push\r\n",
+                b">2\r\n$16\r\nserver-cpu-usage\r\n:42\r\n$40\r\nSome real reply following the push reply\r\n",
+            ),
+            (b"DEBUG PROTOCOL bignum\r\n", b"(1234567999999999999999999999999999999\r\n"),
+            (b"DEBUG PROTOCOL true\r\n", b"#t\r\n"),
+            (b"DEBUG PROTOCOL double\r\n", b",3.141\r\n"),
+            (b"DEBUG PROTOCOL verbatim\r\n", b"=29\r\ntxt:This is a verbatim\nstring\r\n"),
+        ],
+    );
+}
+
+/// DEBUG POPULATE makes `prefix:i` keys holding `value:i` cut or padded to the size,
+/// leaving keys that exist alone.
+#[test]
+fn debug_populate_makes_keys_and_spares_existing_ones() {
+    let server = debug_server();
+    let mut c = server.client();
+    run::<()>(&mut c, &["SET", "p:1", "mine"]);
+    assert_eq!(run::<String>(&mut c, &["DEBUG", "POPULATE", "3", "p", "10"]), "OK");
+    assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 3);
+    assert_eq!(run::<Vec<u8>>(&mut c, &["GET", "p:0"]), b"value:0\0\0\0");
+    assert_eq!(run::<String>(&mut c, &["GET", "p:1"]), "mine");
+    assert_eq!(run::<String>(&mut c, &["DEBUG", "POPULATE", "2"]), "OK");
+    assert_eq!(run::<String>(&mut c, &["GET", "key:1"]), "value:1");
+    assert!(run_err(&mut c, &["DEBUG", "POPULATE", "-1"]).contains("must be positive"));
+    assert!(run_err(&mut c, &["DEBUG", "SLEEP", "soon"]).contains("not a valid float"));
+    assert!(run_err(&mut c, &["DEBUG", "NOSUCH"]).starts_with("ERR unknown subcommand 'NOSUCH'"));
+}

@@ -218,14 +218,21 @@ pub fn dump_loaded(server: &Server) -> Option<Vec<u8>> {
     (!scripts.libraries.is_empty()).then(|| dump(&scripts.libraries, compress))
 }
 
-/// Loads libraries of these codes (an RDB file's) when the server starts; returns how
-/// many there are.
-pub fn load_codes(server: &Server, codes: &[Vec<u8>]) -> Result<usize, String> {
-    if codes.is_empty() {
-        return Ok(0);
-    }
+/// Loads libraries of these codes (an RDB file's), keeping those loaded already; one
+/// of the same name fails the load unless `replace`. Returns how many are loaded.
+pub fn load_codes(server: &Server, codes: &[Vec<u8>], replace: bool) -> Result<usize, String> {
     let payload = dump_payload::functions(codes.iter().map(Vec::as_slice), false);
-    load_payload(server, &payload)
+    let policy = if replace {
+        Policy::Replace
+    } else {
+        Policy::Append
+    };
+    load_payload(server, &payload, policy)
+}
+
+/// Deletes every library (DEBUG RELOAD, before it loads the file).
+pub fn flush_libraries(server: &Server) {
+    server.scripts().libraries.clear();
 }
 
 /// Loads the libraries saved with the data, when the server starts; returns how many.
@@ -237,12 +244,12 @@ pub fn load_saved(server: &Server) -> Result<usize, String> {
     else {
         return Ok(0);
     };
-    load_payload(server, &payload)
+    load_payload(server, &payload, Policy::Flush)
 }
 
-fn load_payload(server: &Server, payload: &[u8]) -> Result<usize, String> {
+fn load_payload(server: &Server, payload: &[u8], policy: Policy) -> Result<usize, String> {
     let mut scripts = server.scripts();
-    restore(&mut scripts, payload, Policy::Flush, usize::MAX)
+    restore(&mut scripts, payload, policy, usize::MAX)
         .map_err(|e| format!("loading the saved function libraries: {e}"))?;
     Ok(scripts.libraries.len())
 }

@@ -14,6 +14,7 @@ mod command_docs;
 mod config;
 mod connection;
 mod del;
+mod debug;
 pub mod dump;
 mod eval;
 mod exists;
@@ -716,7 +717,7 @@ const TABLE: &[Command] = &[
     cmd("bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | ALONE, NO_KEYS, 0, server::bgsave),
     cmd("bgrewriteaof", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, NO_KEYS, 0, server::bgrewriteaof),
     cmd("lastsave", 1, FAST | ANY_STATE, NO_KEYS, ADMIN_CATEGORY | DANGEROUS, server::lastsave),
-    cmd("debug", -2, ADMIN | PROTECTED | ANY_STATE | NOSCRIPT, NO_KEYS, 0, server::debug),
+    cmd("debug", -2, ADMIN | PROTECTED | ANY_STATE | NOSCRIPT | ALONE, NO_KEYS, 0, debug::debug),
     cmd("module", -2, 0, NO_KEYS, 0, module::module),
     cmd("replicaof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, NO_KEYS, 0, server::replicaof),
     cmd("slaveof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, NO_KEYS, 0, server::replicaof),
@@ -938,7 +939,7 @@ fn run(
             Frame::error("NOAUTH Authentication required."),
         );
     }
-    if flags & PROTECTED != 0 {
+    if flags & PROTECTED != 0 && !(cmd.name == "debug" && debug::allowed(server, &session.client)) {
         server.command_stats.record_rejected(stat);
         return refuse_command(
             server,

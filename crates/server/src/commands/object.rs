@@ -39,36 +39,11 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         // those are split), and a list or stream is named by its type alone.
         (b"ENCODING", [key]) => match read(ctx, key, true)? {
             None => reply(Frame::Null),
-            Some(entry) if entry.is_string() && entry.raw => reply(Frame::bulk("raw")),
-            Some(entry) if entry.is_string() => reply(Frame::bulk(encoding(&entry.value))),
-            Some(entry) if entry.raw || matches!(entry.kind, Kind::List | Kind::Stream) => {
-                reply(Frame::bulk(large_encoding(entry.kind)))
-            }
-            Some(entry) => {
-                let limit = |which| ctx.server.config.encoding_limit(which);
-                reply(Frame::bulk(collection_encoding(
-                    entry.kind,
-                    &entry.value,
-                    limit,
-                )))
-            }
+            Some(entry) => reply(Frame::bulk(encoding_of(ctx, &entry))),
         },
         (b"REFCOUNT", [key]) => match read(ctx, key, true)? {
             None => reply(Frame::Null),
-            Some(entry) => {
-                let config = &ctx.server.config;
-                let clocked = matches!(
-                    config.policy(),
-                    Policy::AllKeysLru
-                        | Policy::AllKeysLfu
-                        | Policy::VolatileLru
-                        | Policy::VolatileLfu
-                );
-                let shared = (config.maxmemory() == 0 || !clocked)
-                    && entry.is_string()
-                    && (0..SHARED_INTEGERS).contains(&parse_int_value(&entry.value));
-                int(if shared { i32::MAX as i64 } else { 1 })
-            }
+            Some(entry) => int(refcount(ctx, &entry)),
         },
         (b"FREQ", [key]) | (b"IDLETIME", [key]) => {
             if read(ctx, key, true)?.is_none() {
@@ -100,6 +75,41 @@ pub fn object(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         }
         _ => super::bad_subcommand("object", &args[1]),
     }
+}
+
+/// OBJECT REFCOUNT's count for `entry`: Redis's for a shared integer, else 1.
+pub(super) fn refcount(ctx: &Ctx, entry: &crate::entry::Entry) -> i64 {
+    let config = &ctx.server.config;
+    let clocked = matches!(
+        config.policy(),
+        Policy::AllKeysLru | Policy::AllKeysLfu | Policy::VolatileLru | Policy::VolatileLfu
+    );
+    let shared = (config.maxmemory() == 0 || !clocked)
+        && entry.is_string()
+        && (0..SHARED_INTEGERS).contains(&parse_int_value(&entry.value));
+    if shared {
+        i32::MAX as i64
+    } else {
+        1
+    }
+}
+
+/// The encoding OBJECT ENCODING (and DEBUG OBJECT) names for `entry`. A split hash,
+/// set or sorted set is in the large encoding (`Entry::raw`: only those are split), and
+/// a list or stream is named by its type alone, so a split entry need not be expanded.
+pub(super) fn encoding_of(ctx: &Ctx, entry: &crate::entry::Entry) -> &'static str {
+    if entry.is_string() {
+        return if entry.raw {
+            "raw"
+        } else {
+            encoding(&entry.value)
+        };
+    }
+    if entry.raw || matches!(entry.kind, Kind::List | Kind::Stream) {
+        return large_encoding(entry.kind);
+    }
+    let limit = |which| ctx.server.config.encoding_limit(which);
+    collection_encoding(entry.kind, &entry.value, limit)
 }
 
 /// OBJECT FREQ's number from a key's share of recent accesses (as the hot-key tables

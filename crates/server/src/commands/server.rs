@@ -1,4 +1,4 @@
-//! DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, TIME, ROLE, SHUTDOWN, SAVE, BGSAVE, LASTSAVE, DEBUG, WAIT.
+//! DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, TIME, ROLE, SHUTDOWN, SAVE, BGSAVE, LASTSAVE, WAIT.
 
 use resp::Frame;
 
@@ -147,9 +147,10 @@ pub fn lastsave(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     int(ctx.server.last_save() as i64)
 }
 
-/// The reply to DEBUG: refused, in the words of Redis 7 with its default
-/// `enable-debug-command no`, so tools that probe for it learn what they would from
-/// Redis. Its subcommands (reload, sleep, crash...) exist to test Redis itself.
+/// The reply to a protected command (DEBUG, MODULE LOAD) that its setting does not
+/// allow, in the words of Redis 7 with its default `enable-debug-command no` and
+/// `enable-module-command no`, so tools that probe for them learn what they would from
+/// Redis.
 pub(crate) fn protected_refusal(name: &str) -> Frame {
     Frame::error(format!(
         "ERR {} command not allowed. If the enable-{name}-command option is set to \"local\", \
@@ -188,11 +189,6 @@ pub fn lolwut(_: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         format: *b"txt",
         text: format!("Redis ver. {}\n", crate::REDIS_VERSION).into_bytes(),
     })
-}
-
-/// Never runs: [`super::execute`] refuses protected commands first.
-pub fn debug(_: &mut Ctx, _: &[Vec<u8>]) -> Reply {
-    reply(protected_refusal("debug"))
 }
 
 /// `WAIT numreplicas timeout`: hotkv has no replicas, so the answer is always 0

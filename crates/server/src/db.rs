@@ -1152,6 +1152,17 @@ impl Db {
         self.blocked.written(key);
     }
 
+    /// Whether `key` is stored past its deadline (`Some(true)`), stored and live
+    /// (`Some(false)`) or missing, as WATCH and EXEC judge it: an expired key is left
+    /// where it is, and so is its access clock.
+    pub fn stale(&self, key: &[u8]) -> Result<Option<bool>> {
+        let deadline = match &self.store {
+            Store::Memory(index) => index.peek_with(key, |s, _| Entry::stored_deadline(s)),
+            Store::Engine(store, _) => store.get(key)?.map(|s| Entry::stored_deadline(&s)),
+        };
+        Ok(deadline.map(|d| d.is_some_and(|d| d < now_ms())))
+    }
+
     /// Starts watching `key` for WATCH: returns the version EXEC compares against.
     pub fn watch(&self, key: &[u8]) -> u32 {
         self.watches.watch(key)

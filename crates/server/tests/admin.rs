@@ -2714,7 +2714,11 @@ fn debug_reload_brings_back_what_was_saved() {
     }
     let _: String = run(
         &mut c,
-        &["FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function('f', function() return 'hi' end)"],
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=lib\nredis.register_function('f', function() return 'hi' end)",
+        ],
     );
     let before: String = run(&mut c, &["DEBUG", "DIGEST"]);
     assert_eq!(run::<String>(&mut c, &["DEBUG", "RELOAD"]), "OK");
@@ -2722,18 +2726,30 @@ fn debug_reload_brings_back_what_was_saved() {
     assert_eq!(run::<i64>(&mut c, &["PEXPIRETIME", "k"]), 99999999999999);
     assert_eq!(run::<String>(&mut c, &["FCALL", "f", "0"]), "hi");
     let refusal = run_err(&mut c, &["DEBUG", "RELOAD", "NOFLUSH"]);
-    assert!(refusal.contains("Error trying to load the RDB dump"), "{refusal}");
-    assert_eq!(run::<String>(&mut c, &["DEBUG", "RELOAD", "NOFLUSH", "MERGE"]), "OK");
+    assert!(
+        refusal.contains("Error trying to load the RDB dump"),
+        "{refusal}"
+    );
+    assert_eq!(
+        run::<String>(&mut c, &["DEBUG", "RELOAD", "NOFLUSH", "MERGE"]),
+        "OK"
+    );
     assert_eq!(run::<String>(&mut c, &["DEBUG", "DIGEST"]), before);
     // Written after the last save: NOSAVE goes back to the file, MERGE NOFLUSH keeps it.
     run::<()>(&mut c, &["SET", "later", "1"]);
-    assert_eq!(run::<String>(&mut c, &["DEBUG", "RELOAD", "NOSAVE", "NOFLUSH", "MERGE"]), "OK");
+    assert_eq!(
+        run::<String>(&mut c, &["DEBUG", "RELOAD", "NOSAVE", "NOFLUSH", "MERGE"]),
+        "OK"
+    );
     assert_eq!(run::<i64>(&mut c, &["EXISTS", "later"]), 1);
     assert_eq!(run::<String>(&mut c, &["DEBUG", "RELOAD", "NOSAVE"]), "OK");
     assert_eq!(run::<i64>(&mut c, &["EXISTS", "later"]), 0);
     assert_eq!(run::<String>(&mut c, &["DEBUG", "DIGEST"]), before);
     let refusal = run_err(&mut c, &["DEBUG", "RELOAD", "EVERYTHING"]);
-    assert!(refusal.contains("only supports the MERGE, NOFLUSH and NOSAVE"), "{refusal}");
+    assert!(
+        refusal.contains("only supports the MERGE, NOFLUSH and NOSAVE"),
+        "{refusal}"
+    );
 }
 
 /// DEBUG SET-ACTIVE-EXPIRE 0 leaves expired keys to lazy expiry (they stay counted),
@@ -2742,14 +2758,20 @@ fn debug_reload_brings_back_what_was_saved() {
 fn debug_set_active_expire_turns_the_expiry_cycle_off_and_on() {
     let server = debug_server();
     let mut c = server.client();
-    assert_eq!(run::<String>(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), "OK");
+    assert_eq!(
+        run::<String>(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]),
+        "OK"
+    );
     for i in 0..20 {
         run::<()>(&mut c, &["SET", &format!("k{i}"), "v", "PX", "1"]);
     }
     // Ten cycles (100 ms apart) pass with nothing deleted.
     std::thread::sleep(Duration::from_millis(1000));
     assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 20);
-    assert_eq!(run::<String>(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "1"]), "OK");
+    assert_eq!(
+        run::<String>(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "1"]),
+        "OK"
+    );
     assert!(eventually(10, || run::<i64>(&mut c, &["DBSIZE"]) == 0));
 }
 
@@ -2772,7 +2794,10 @@ fn debug_object_describes_a_key_as_redis_does() {
     let _: i64 = run(&mut c, &["INCR", "foo"]);
     let again: String = run(&mut c, &["DEBUG", "OBJECT", "foo"]);
     assert_eq!(again.split(' ').nth(1), Some(words[1]));
-    assert_eq!(run_err(&mut c, &["DEBUG", "OBJECT", "nokey"]), "ERR no such key");
+    assert_eq!(
+        run_err(&mut c, &["DEBUG", "OBJECT", "nokey"]),
+        "ERR no such key"
+    );
 }
 
 /// DEBUG PROTOCOL gives each RESP3 type (attributes and pushes too), and what RESP2
@@ -2784,9 +2809,18 @@ fn debug_protocol_replies_with_each_type() {
     assert_script(
         &mut s,
         &[
-            (b"DEBUG PROTOCOL attrib\r\n", b"$39\r\nSome real reply following the attribute\r\n"),
-            (b"DEBUG PROTOCOL push\r\n", b"-ERR RESP2 is not supported by this command\r\n"),
-            (b"DEBUG PROTOCOL map\r\n", b"*6\r\n:0\r\n:0\r\n:1\r\n:1\r\n:2\r\n:0\r\n"),
+            (
+                b"DEBUG PROTOCOL attrib\r\n",
+                b"$39\r\nSome real reply following the attribute\r\n",
+            ),
+            (
+                b"DEBUG PROTOCOL push\r\n",
+                b"-ERR RESP2 is not supported by this command\r\n",
+            ),
+            (
+                b"DEBUG PROTOCOL map\r\n",
+                b"*6\r\n:0\r\n:0\r\n:1\r\n:1\r\n:2\r\n:0\r\n",
+            ),
         ],
     );
     // HELLO's map, of a length this test need not know, is read up to PING's reply.
@@ -2824,7 +2858,10 @@ fn debug_populate_makes_keys_and_spares_existing_ones() {
     let server = debug_server();
     let mut c = server.client();
     run::<()>(&mut c, &["SET", "p:1", "mine"]);
-    assert_eq!(run::<String>(&mut c, &["DEBUG", "POPULATE", "3", "p", "10"]), "OK");
+    assert_eq!(
+        run::<String>(&mut c, &["DEBUG", "POPULATE", "3", "p", "10"]),
+        "OK"
+    );
     assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 3);
     assert_eq!(run::<Vec<u8>>(&mut c, &["GET", "p:0"]), b"value:0\0\0\0");
     assert_eq!(run::<String>(&mut c, &["GET", "p:1"]), "mine");

@@ -353,3 +353,57 @@ fn pipelined_msets_run_alone_under_concurrency() {
     let (a, b): (String, String) = redis::cmd("MGET").arg("a").arg("b").query(&mut c).unwrap();
     assert_eq!(a, b);
 }
+
+/// WATCH and expiry as Redis 7 judges them (active expiry off, so that only what the
+/// test does deletes): a key live when watched that expires before EXEC fails it, even
+/// undeleted; one already expired when watched fails nothing when lazy expiry, DEL or
+/// FLUSHDB deletes it, but does when it is written again.
+#[test]
+fn watch_judges_expired_keys_as_redis_does() {
+    let server = Server::start_with(&["--enable-debug-command", "yes"]);
+    let mut s = server.raw();
+    let wait_past_deadlines = || std::thread::sleep(std::time::Duration::from_millis(60));
+    assert_script(
+        &mut s,
+        &[
+            (b"DEBUG SET-ACTIVE-EXPIRE 0\r\n", b"+OK\r\n"),
+            (b"SET key 1 PX 50\r\nWATCH key\r\n", b"+OK\r\n+OK\r\n"),
+        ],
+    );
+    wait_past_deadlines();
+    assert_script(
+        &mut s,
+        &[(
+            b"MULTI\r\nINCR key\r\nEXEC\r\n",
+            b"+OK\r\n+QUEUED\r\n*-1\r\n",
+        )],
+    );
+    let deletions: [&[u8]; 4] = [
+        b"EXISTS x\r\n",
+        b"DEL x\r\n",
+        b"FLUSHDB\r\n",
+        b"SET x again\r\n",
+    ];
+    let replies: [&[u8]; 4] = [b":0\r\n", b":0\r\n", b"+OK\r\n", b"+OK\r\n"];
+    for (deletion, reply) in deletions.into_iter().zip(replies) {
+        assert_script(&mut s, &[(b"SET x foo PX 1\r\n", b"+OK\r\n")]);
+        wait_past_deadlines();
+        assert_script(&mut s, &[(b"WATCH x\r\n", b"+OK\r\n"), (deletion, reply)]);
+        let exec: &[u8] = if deletion.starts_with(b"SET") {
+            b"+OK\r\n+QUEUED\r\n*-1\r\n"
+        } else {
+            b"+OK\r\n+QUEUED\r\n*1\r\n+PONG\r\n"
+        };
+        assert_script(&mut s, &[(b"MULTI\r\nPING\r\nEXEC\r\n", exec)]);
+    }
+    // Left alone, a key expired when watched is no change either.
+    assert_script(&mut s, &[(b"SET x foo PX 1\r\n", b"+OK\r\n")]);
+    wait_past_deadlines();
+    assert_script(
+        &mut s,
+        &[(
+            b"WATCH x\r\nMULTI\r\nPING\r\nEXEC\r\n",
+            b"+OK\r\n+OK\r\n+QUEUED\r\n*1\r\n+PONG\r\n",
+        )],
+    );
+}

@@ -76,7 +76,10 @@ pub fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
 /// `SLEEP seconds` (a decimal fraction allowed; 0 or less: none). The server stalls:
 /// the caller holds the gate exclusively.
 fn sleep(seconds: &[u8]) -> Reply {
-    let seconds: f64 = match std::str::from_utf8(seconds).ok().and_then(|s| s.parse().ok()) {
+    let seconds: f64 = match std::str::from_utf8(seconds)
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
         Some(s) if f64::is_finite(s) => s,
         _ => return error("ERR value is not a valid float"),
     };
@@ -99,7 +102,9 @@ fn object(ctx: &mut Ctx, key: &[u8]) -> Reply {
         Ok(payload) => payload,
         Err(refusal) => return error(refusal),
     };
-    let serialized = payload.len().saturating_sub(1 + crate::dump_payload::FOOTER);
+    let serialized = payload
+        .len()
+        .saturating_sub(1 + crate::dump_payload::FOOTER);
     let idle = ctx.db().idle_seconds(key).unwrap_or(0);
     // Redis's LRU clock: seconds, in 24 bits.
     let lru = (crate::entry::now_ms() / 1000).wrapping_sub(idle.into()) & ((1 << 24) - 1);
@@ -221,7 +226,11 @@ fn reload(ctx: &mut Ctx, options: &[Vec<u8>]) -> Reply {
             b"MERGE" => merge = true,
             b"NOFLUSH" => flush = false,
             b"NOSAVE" => save = false,
-            _ => return error("ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options."),
+            _ => {
+                return error(
+                    "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
+                )
+            }
         }
     }
     let server = ctx.server;
@@ -400,8 +409,14 @@ mod tests {
     fn a_set_or_hash_digest_ignores_order_and_a_list_digest_does_not() {
         let packed = |items: &[&str]| packed::pack(items.iter().map(|s| s.as_bytes()));
         let digest = |kind, items: &[&str]| value_digest(&entry(kind, packed(items), None));
-        assert_eq!(digest(Kind::Set, &["a", "b"]), digest(Kind::Set, &["b", "a"]));
-        assert_ne!(digest(Kind::Set, &["a", "b"]), digest(Kind::Set, &["a", "c"]));
+        assert_eq!(
+            digest(Kind::Set, &["a", "b"]),
+            digest(Kind::Set, &["b", "a"])
+        );
+        assert_ne!(
+            digest(Kind::Set, &["a", "b"]),
+            digest(Kind::Set, &["a", "c"])
+        );
         assert_eq!(
             digest(Kind::Hash, &["f", "1", "g", "2"]),
             digest(Kind::Hash, &["g", "2", "f", "1"])
@@ -411,7 +426,10 @@ mod tests {
             digest(Kind::Hash, &["f", "1", "g", "2"]),
             digest(Kind::Hash, &["f", "2", "g", "1"])
         );
-        assert_ne!(digest(Kind::List, &["a", "b"]), digest(Kind::List, &["b", "a"]));
+        assert_ne!(
+            digest(Kind::List, &["a", "b"]),
+            digest(Kind::List, &["b", "a"])
+        );
         // The type counts: a list and a set of the same members differ.
         assert_ne!(digest(Kind::List, &["a"]), digest(Kind::Set, &["a"]));
         // Lengths come first: ["ab"] is not ["a", "b"].

@@ -13,8 +13,8 @@ mod command;
 mod command_docs;
 mod config;
 mod connection;
-mod del;
 mod debug;
+mod del;
 pub mod dump;
 mod eval;
 mod exists;
@@ -86,7 +86,7 @@ pub struct Session {
     /// A command was refused while queueing: EXEC must abort.
     pub multi_failed: bool,
     /// WATCHed keys and the versions they had.
-    pub watching: Vec<(Vec<u8>, u32)>,
+    pub watching: Vec<Watched>,
     /// CLIENT REPLY OFF: replies are dropped until CLIENT REPLY ON.
     pub replies_off: bool,
     /// Replies still to drop for CLIENT REPLY SKIP: its own and the next command's.
@@ -158,7 +158,7 @@ impl Session {
         const KEY_ALLOCATION: usize = 16;
         let prefixes = self.tracking.as_ref().map_or(0, |t| t.prefixes.len());
         let entries = self.watching.len() + self.subscriptions.len() + prefixes;
-        self.watching.capacity() * std::mem::size_of::<(Vec<u8>, u32)>()
+        self.watching.capacity() * std::mem::size_of::<Watched>()
             + entries * (std::mem::size_of::<Vec<u8>>() + KEY_ALLOCATION)
     }
 
@@ -227,6 +227,16 @@ impl Session {
             self.watching.clear();
         }
     }
+}
+
+/// A key a client WATCHes.
+pub struct Watched {
+    pub key: Vec<u8>,
+    /// Its version then (`Db::watch`).
+    pub version: u32,
+    /// Whether it was stored past its deadline then: its deletion is no change (see
+    /// `transaction::exec`).
+    pub stale: bool,
 }
 
 /// What a command sees.

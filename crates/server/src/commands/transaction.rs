@@ -36,11 +36,13 @@ pub fn exec(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     }
     // The gate is held exclusively (the EXEC flag), so the watched keys' versions
     // cannot change between this check and the queued commands.
-    let changed = ctx
-        .session
-        .watching
-        .iter()
-        .any(|(key, version)| server.db.watched_version(key) != *version);
+    let mut changed = false;
+    for watched in &ctx.session.watching {
+        if changed_since_watched(server, watched)? {
+            changed = true;
+            break;
+        }
+    }
     ctx.session.unwatch(&server.db);
     if changed {
         return reply(Frame::NullArray);
@@ -55,6 +57,20 @@ pub fn exec(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     });
     session.in_exec = false;
     reply(Frame::Array(replies?))
+}
+
+/// Whether a watched key changed, as Redis 7 judges it: written since (its version
+/// moved), or expired since, even if not yet deleted. A key already expired when
+/// watched is no change when it is deleted (by lazy expiry, DEL or a flush), since
+/// it was gone to any reader; Redis marks it changed if it is written first, which
+/// the version cannot tell from the deletion, so here only what is there at EXEC
+/// decides: still missing, no change.
+fn changed_since_watched(server: &Server, watched: &super::Watched) -> Result<bool, engine::Error> {
+    let stale = server.db.stale(&watched.key)?;
+    if server.db.watched_version(&watched.key) != watched.version {
+        return Ok(!(watched.stale && stale.is_none()));
+    }
+    Ok(!watched.stale && stale == Some(true))
 }
 
 pub fn discard(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
@@ -91,14 +107,19 @@ pub fn watch(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         return error("ERR WATCH inside MULTI is not allowed");
     }
     for key in &args[1..] {
-        if ctx.session.watching.iter().any(|(k, _)| k == key) {
+        if ctx.session.watching.iter().any(|w| w.key == *key) {
             continue;
         }
         let version = ctx.server.db.watch(key);
         // A write counted in `version` may be gathered on another thread (see
         // `gathered_writes.rs`): what this client reads next must show it.
         ctx.server.db.await_writers(key)?;
-        ctx.session.watching.push((key.clone(), version));
+        let stale = ctx.server.db.stale(key)? == Some(true);
+        ctx.session.watching.push(super::Watched {
+            key: key.clone(),
+            version,
+            stale,
+        });
     }
     ok()
 }

@@ -87,6 +87,9 @@ pub struct Server {
     /// Whether the periodic work deletes expired keys (DEBUG SET-ACTIVE-EXPIRE turns
     /// it off, for tests that need expired keys left to lazy expiry).
     pub active_expiry: AtomicBool,
+    /// DEBUG PAUSE-CRON: the periodic work every 100 ms (expiry, client limits and
+    /// eviction, rates, scheduled saves) is skipped; memory is still measured.
+    pub cron_paused: AtomicBool,
 }
 
 thread_local! {
@@ -171,6 +174,7 @@ impl Server {
             background_save: Default::default(),
             background_save_scheduled: AtomicBool::new(false),
             active_expiry: AtomicBool::new(true),
+            cron_paused: AtomicBool::new(false),
             log_rewrites: AtomicU64::new(0),
             log_rewrite_failed: AtomicBool::new(false),
             used_memory: AtomicU64::new(0),
@@ -687,7 +691,7 @@ impl Server {
             let second = crate::entry::now_ms() / 1000;
             self.db.set_clock(second);
             n += 1;
-            if n.is_multiple_of(10) {
+            if n.is_multiple_of(10) && !self.cron_paused.load(Ordering::Relaxed) {
                 let c = &self.clients;
                 c.record_peaks(second);
                 c.resize_query_buffers();

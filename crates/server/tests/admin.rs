@@ -2752,27 +2752,27 @@ fn debug_reload_brings_back_what_was_saved() {
     );
 }
 
-/// DEBUG SET-ACTIVE-EXPIRE 0 leaves expired keys to lazy expiry (they stay counted),
-/// 1 lets the background cycle delete them again.
+/// DEBUG SET-ACTIVE-EXPIRE 0, and PAUSE-CRON 1, leave expired keys to lazy expiry
+/// (they stay counted); SET-ACTIVE-EXPIRE 1 and PAUSE-CRON 0 let the background cycle
+/// delete them again.
 #[test]
-fn debug_set_active_expire_turns_the_expiry_cycle_off_and_on() {
+fn debug_set_active_expire_and_pause_cron_stop_the_expiry_cycle() {
     let server = debug_server();
     let mut c = server.client();
-    assert_eq!(
-        run::<String>(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]),
-        "OK"
-    );
-    for i in 0..20 {
-        run::<()>(&mut c, &["SET", &format!("k{i}"), "v", "PX", "1"]);
+    for (stop, start) in [
+        (["SET-ACTIVE-EXPIRE", "0"], ["SET-ACTIVE-EXPIRE", "1"]),
+        (["PAUSE-CRON", "1"], ["PAUSE-CRON", "0"]),
+    ] {
+        assert_eq!(run::<String>(&mut c, &["DEBUG", stop[0], stop[1]]), "OK");
+        for i in 0..20 {
+            run::<()>(&mut c, &["SET", &format!("k{i}"), "v", "PX", "1"]);
+        }
+        // Ten cycles (100 ms apart) pass with nothing deleted.
+        std::thread::sleep(Duration::from_millis(1000));
+        assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 20, "after DEBUG {stop:?}");
+        assert_eq!(run::<String>(&mut c, &["DEBUG", start[0], start[1]]), "OK");
+        assert!(eventually(10, || run::<i64>(&mut c, &["DBSIZE"]) == 0));
     }
-    // Ten cycles (100 ms apart) pass with nothing deleted.
-    std::thread::sleep(Duration::from_millis(1000));
-    assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 20);
-    assert_eq!(
-        run::<String>(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "1"]),
-        "OK"
-    );
-    assert!(eventually(10, || run::<i64>(&mut c, &["DBSIZE"]) == 0));
 }
 
 /// DEBUG OBJECT in Redis's words; its `at:` stays for a key rewritten (as tests of
@@ -2869,5 +2869,18 @@ fn debug_populate_makes_keys_and_spares_existing_ones() {
     assert_eq!(run::<String>(&mut c, &["GET", "key:1"]), "value:1");
     assert!(run_err(&mut c, &["DEBUG", "POPULATE", "-1"]).contains("must be positive"));
     assert!(run_err(&mut c, &["DEBUG", "SLEEP", "soon"]).contains("not a valid float"));
+    for size in ["1b", "0", "100mb"] {
+        assert_eq!(
+            run::<String>(&mut c, &["DEBUG", "QUICKLIST-PACKED-THRESHOLD", size]),
+            "OK"
+        );
+    }
+    for size in ["5gb", "big"] {
+        let refusal = run_err(&mut c, &["DEBUG", "QUICKLIST-PACKED-THRESHOLD", size]);
+        assert!(
+            refusal.contains("bigger than 1 and smaller than 4gb"),
+            "{refusal}"
+        );
+    }
     assert!(run_err(&mut c, &["DEBUG", "NOSUCH"]).starts_with("ERR unknown subcommand 'NOSUCH'"));
 }

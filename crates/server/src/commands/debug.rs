@@ -1,7 +1,8 @@
 //! DEBUG: refused unless `enable-debug-command` allows it (`yes`, or `local` for a
 //! client on the loopback address), as in Redis 7, whose own test suite and tools lean
-//! on it. Subcommands: HELP, SLEEP, SET-ACTIVE-EXPIRE, OBJECT, DIGEST, DIGEST-VALUE,
-//! RELOAD, PROTOCOL, POPULATE, LOG, ERROR, JMAP, CHANGE-REPL-ID; the others Redis has
+//! on it. Subcommands: HELP, SLEEP, SET-ACTIVE-EXPIRE, PAUSE-CRON, OBJECT, DIGEST,
+//! DIGEST-VALUE, RELOAD, PROTOCOL, POPULATE, LOG, ERROR, QUICKLIST-PACKED-THRESHOLD, JMAP,
+//! CHANGE-REPL-ID; the others Redis has
 //! look at its own structures (quicklists, dicts, the allocator) or crash it on purpose,
 //! and are refused as unknown subcommands.
 //!
@@ -41,6 +42,27 @@ pub fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             };
             ctx.server.active_expiry.store(on != 0, Ordering::Relaxed);
             ok()
+        }
+        (b"PAUSE-CRON", [on]) => {
+            let Some(on) = parse_integer(on) else {
+                return error(super::NOT_AN_INTEGER);
+            };
+            ctx.server.cron_paused.store(on != 0, Ordering::Relaxed);
+            ok()
+        }
+        // Redis keeps a list element over this size in a node of its own. hotkv's list
+        // nodes hold elements of any size alike, so there is nothing to change; the
+        // argument is checked as Redis checks it.
+        (b"QUICKLIST-PACKED-THRESHOLD", [size]) => {
+            match std::str::from_utf8(size)
+                .ok()
+                .and_then(crate::config::parse_memory)
+            {
+                Some(size) if size <= (1 << 32) - (1 << 20) => ok(),
+                _ => {
+                    error("ERR argument must be a memory value bigger than 1 and smaller than 4gb")
+                }
+            }
         }
         (b"OBJECT", [key]) => object(ctx, key),
         (b"DIGEST", []) => {
@@ -360,6 +382,10 @@ const HELP: &[&str] = &[
     "    Does nothing: hotkv prints no heap map.",
     "LOG <message>",
     "    Write <message> to the server log.",
+    "PAUSE-CRON <0|1>",
+    "    Stop periodic cron job processing.",
+    "QUICKLIST-PACKED-THRESHOLD <size>",
+    "    Accepted and checked; hotkv's lists have no separate nodes for large elements.",
     "OBJECT <key>",
     "    Show low level info about the <key> and associated value.",
     "POPULATE <count> [<prefix>] [<size>]",

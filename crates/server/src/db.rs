@@ -1105,7 +1105,7 @@ impl Db {
         if removed {
             self.expired.fetch_add(1, Ordering::Relaxed);
             self.events.fire(events::EXPIRED, "expired", key);
-            self.touched(key, None);
+            self.touched_as(key, None, true);
         }
         Ok(removed)
     }
@@ -1137,6 +1137,12 @@ impl Db {
 
     /// Bookkeeping after `key` changed, by a write or by its expiry.
     fn touched(&self, key: &[u8], deadline: Option<u64>) {
+        self.touched_as(key, deadline, false)
+    }
+
+    /// [`Db::touched`]; `expired`: the key was deleted as expired, which client
+    /// tracking counts to no client (see [`Tracking::expired`]).
+    fn touched_as(&self, key: &[u8], deadline: Option<u64>, expired: bool) {
         if let Some(d) = deadline {
             self.volatile.upsert(key, &d.to_le_bytes());
         }
@@ -1148,7 +1154,11 @@ impl Db {
         // one of their own.
         fence(Ordering::SeqCst);
         self.watches.touch(key);
-        self.tracking.written(key);
+        if expired {
+            self.tracking.expired(key);
+        } else {
+            self.tracking.written(key);
+        }
         self.blocked.written(key);
     }
 

@@ -311,6 +311,21 @@ impl Tracking {
     /// visible and then fenced (SeqCst), pairing with the fence in `enable`: a write
     /// that reads no trackers here happened before any read a tracker makes.
     pub fn written(&self, key: &[u8]) {
+        self.changed(key, caller())
+    }
+
+    /// [`Tracking::written`] for a key deleted as expired (by lazy or active expiry).
+    /// As in Redis, under a BCAST prefix that change is no client's, so a NOLOOP
+    /// client hears of a key it wrote that then expired in its own command; a reader
+    /// in the default mode is spared it all the same (Redis compares the client
+    /// running there).
+    pub fn expired(&self, key: &[u8]) {
+        self.changed(key, 0)
+    }
+
+    /// `key` changed; `bcast_by` is the client the change is counted to under BCAST
+    /// prefixes.
+    fn changed(&self, key: &[u8], bcast_by: u64) {
         if !self.may_invalidate() {
             return;
         }
@@ -330,7 +345,7 @@ impl Tracking {
             let mut prefixes = self.prefixes.lock().unwrap_or_else(|e| e.into_inner());
             for (p, prefix) in prefixes.iter_mut() {
                 if key.starts_with(p) {
-                    prefix.changed.push((key.to_vec(), by));
+                    prefix.changed.push((key.to_vec(), bcast_by));
                     self.pending.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -373,14 +388,18 @@ impl Tracking {
         };
         let trackers = self.trackers();
         for (clients, changed) in batches {
+            // As Redis's radix tree of a prefix's changed keys: each key once, with
+            // the client that changed it last, in byte order.
+            let changed: std::collections::BTreeMap<&[u8], u64> =
+                changed.iter().map(|(k, by)| (k.as_slice(), *by)).collect();
             for id in clients {
                 let Some(t) = trackers.get(&id) else {
                     continue;
                 };
                 let keys: Vec<&[u8]> = changed
                     .iter()
-                    .filter(|(_, by)| !(t.options.noloop && *by == id))
-                    .map(|(k, _)| k.as_slice())
+                    .filter(|(_, by)| !(t.options.noloop && **by == id))
+                    .map(|(k, _)| *k)
                     .collect();
                 if !keys.is_empty() {
                     self.send(t, Some(&keys));

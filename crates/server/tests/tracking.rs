@@ -502,3 +502,43 @@ fn a_script_that_reads_is_tracked_by_its_declared_keys() {
     writer.call(&["SET", "k1", "3"]);
     reader.no_push();
 }
+
+/// As Redis: under BCAST, a key a NOLOOP client wrote and then found expired in the
+/// same transaction is announced to it (the expiry is no client's change), once, while
+/// its other writes are not; a key changed several times goes out once, keys in byte
+/// order.
+#[test]
+fn bcast_noloop_hears_of_its_own_key_expiring_and_each_key_once() {
+    let server = Server::start_with(&["--enable-debug-command", "yes"]);
+    let mut c = Conn::open(&server, true);
+    // Only the client's reads delete what expires.
+    assert_eq!(c.call(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), ok());
+    assert_eq!(
+        c.call(&["CLIENT", "TRACKING", "ON", "BCAST", "NOLOOP"]),
+        ok()
+    );
+    c.call(&["MULTI"]);
+    c.call(&["SET", "mykey", "v", "PX", "1"]);
+    c.call(&["SET", "other", "v"]);
+    c.call(&["EXEC"]);
+    std::thread::sleep(Duration::from_millis(20));
+    c.call(&["MULTI"]);
+    c.call(&["SET", "mykey2", "v", "PX", "1"]);
+    c.call(&["EXEC"]);
+    std::thread::sleep(Duration::from_millis(20));
+    // Lazy expiry of both, in this client's own command; `other` is not announced.
+    assert_eq!(
+        c.call(&["MGET", "mykey2", "mykey", "other"]),
+        Frame::Array(vec![Frame::Null, Frame::Null, bulk("v")])
+    );
+    assert_eq!(c.push(), invalidate(Some(&["mykey", "mykey2"])));
+    c.no_push();
+    let mut writer = Conn::open(&server, false);
+    writer.call(&["MULTI"]);
+    for key in ["b", "a", "b", "a"] {
+        writer.call(&["INCR", key]);
+    }
+    writer.call(&["EXEC"]);
+    assert_eq!(c.push(), invalidate(Some(&["a", "b"])));
+    c.no_push();
+}

@@ -290,7 +290,7 @@ fn protocol(proto: Protocol, name: &[u8]) -> Reply {
     let frame = match upper(name).as_slice() {
         b"STRING" => Frame::bulk("Hello World"),
         b"INTEGER" => Frame::Integer(12345),
-        b"DOUBLE" => Frame::Double(3.141),
+        b"DOUBLE" => Frame::DoubleText("3.141".into()),
         b"BIGNUM" => Frame::BigNumber("1234567999999999999999999999999999999".into()),
         b"NULL" => Frame::Null,
         b"ARRAY" => Frame::Array(three()),

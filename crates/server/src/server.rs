@@ -90,6 +90,9 @@ pub struct Server {
     /// DEBUG PAUSE-CRON: the periodic work every 100 ms (expiry, client limits and
     /// eviction, rates, scheduled saves) is skipped; memory is still measured.
     pub cron_paused: AtomicBool,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call the commands flagged
+    /// `noscript` too (Redis's tests use it to reach DEBUG and CLIENT from Lua).
+    pub scripts_call_anything: AtomicBool,
 }
 
 thread_local! {
@@ -175,6 +178,7 @@ impl Server {
             background_save_scheduled: AtomicBool::new(false),
             active_expiry: AtomicBool::new(true),
             cron_paused: AtomicBool::new(false),
+            scripts_call_anything: AtomicBool::new(false),
             log_rewrites: AtomicU64::new(0),
             log_rewrite_failed: AtomicBool::new(false),
             used_memory: AtomicU64::new(0),

@@ -2884,3 +2884,30 @@ fn debug_populate_makes_keys_and_spares_existing_ones() {
     }
     assert!(run_err(&mut c, &["DEBUG", "NOSUCH"]).starts_with("ERR unknown subcommand 'NOSUCH'"));
 }
+
+/// DEBUG SET-DISABLE-DENY-SCRIPTS 1 lets scripts call commands flagged `noscript`
+/// (DEBUG itself among them); 0 refuses them again.
+#[test]
+fn debug_set_disable_deny_scripts_opens_noscript_commands_to_scripts() {
+    let server = debug_server();
+    let mut c = server.client();
+    let script = "return redis.call('debug', 'protocol', 'bignum')";
+    let refusal = run_err(&mut c, &["EVAL", script, "0"]);
+    assert!(
+        refusal.contains("This Redis command is not allowed from script"),
+        "{refusal}"
+    );
+    assert_eq!(
+        run::<String>(&mut c, &["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"]),
+        "OK"
+    );
+    assert_eq!(
+        run::<String>(&mut c, &["EVAL", script, "0"]),
+        "1234567999999999999999999999999999999"
+    );
+    assert_eq!(
+        run::<String>(&mut c, &["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "0"]),
+        "OK"
+    );
+    assert!(run_err(&mut c, &["EVAL", script, "0"]).contains("not allowed from script"));
+}

@@ -1,6 +1,7 @@
 //! DEBUG: refused unless `enable-debug-command` allows it (`yes`, or `local` for a
 //! client on the loopback address), as in Redis 7, whose own test suite and tools lean
-//! on it. Subcommands: HELP, SLEEP, SET-ACTIVE-EXPIRE, PAUSE-CRON, OBJECT, DIGEST,
+//! on it. Subcommands: HELP, SLEEP, SET-ACTIVE-EXPIRE, PAUSE-CRON,
+//! SET-DISABLE-DENY-SCRIPTS, OBJECT, DIGEST,
 //! DIGEST-VALUE, RELOAD, PROTOCOL, POPULATE, LOG, ERROR, QUICKLIST-PACKED-THRESHOLD, JMAP,
 //! CHANGE-REPL-ID; the others Redis has
 //! look at its own structures (quicklists, dicts, the allocator) or crash it on purpose,
@@ -10,7 +11,7 @@
 //! does Redis's, and DIGEST and RELOAD see one moment of the data.
 
 use std::collections::HashSet;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use resp::{Frame, Protocol};
 use sha1::{Digest, Sha1};
@@ -35,21 +36,9 @@ pub fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     match (upper(&args[1]).as_slice(), &args[2..]) {
         (b"HELP", []) => super::help(HELP),
         (b"SLEEP", [seconds]) => sleep(seconds),
-        (b"SET-ACTIVE-EXPIRE", [on]) => {
-            // As Redis's `atoi`: any number but 0 turns it on.
-            let Some(on) = parse_integer(on) else {
-                return error(super::NOT_AN_INTEGER);
-            };
-            ctx.server.active_expiry.store(on != 0, Ordering::Relaxed);
-            ok()
-        }
-        (b"PAUSE-CRON", [on]) => {
-            let Some(on) = parse_integer(on) else {
-                return error(super::NOT_AN_INTEGER);
-            };
-            ctx.server.cron_paused.store(on != 0, Ordering::Relaxed);
-            ok()
-        }
+        (b"SET-ACTIVE-EXPIRE", [on]) => switch(&ctx.server.active_expiry, on),
+        (b"PAUSE-CRON", [on]) => switch(&ctx.server.cron_paused, on),
+        (b"SET-DISABLE-DENY-SCRIPTS", [on]) => switch(&ctx.server.scripts_call_anything, on),
         // Redis keeps a list element over this size in a node of its own. hotkv's list
         // nodes hold elements of any size alike, so there is nothing to change; the
         // argument is checked as Redis checks it.
@@ -93,6 +82,15 @@ pub fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         (b"JMAP", []) | (b"CHANGE-REPL-ID", []) => ok(),
         _ => super::bad_subcommand("debug", &args[1]),
     }
+}
+
+/// Sets a DEBUG switch: any integer but 0 turns it on, as Redis's `atoi` reads it.
+fn switch(flag: &AtomicBool, on: &[u8]) -> Reply {
+    let Some(on) = parse_integer(on) else {
+        return error(super::NOT_AN_INTEGER);
+    };
+    flag.store(on != 0, Ordering::Relaxed);
+    ok()
 }
 
 /// `SLEEP seconds` (a decimal fraction allowed; 0 or less: none). The server stalls:
@@ -410,6 +408,8 @@ const HELP: &[&str] = &[
     "      existing RDB file.",
     "    * DEBUG RELOAD NOSAVE NOFLUSH MERGE: add the contents of an existing RDB",
     "      file to the database.",
+    "SET-DISABLE-DENY-SCRIPTS <0|1>",
+    "    Enable or disable the execution of commands flagged noscript from scripts.",
     "SET-ACTIVE-EXPIRE <0|1>",
     "    Setting it to 0 disables expiring keys in background when they are not",
     "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",

@@ -1608,7 +1608,7 @@ pub(crate) fn execute_in_script(
         return rejected("ERR Wrong number of args calling Redis command from script");
     }
     let (flags, _) = flags_and_keys(index, stat);
-    if flags & NOSCRIPT != 0 {
+    if flags & NOSCRIPT != 0 && !server.scripts_call_anything.load(Ordering::Relaxed) {
         return rejected("ERR This Redis command is not allowed from script");
     }
     if let Err(denied) = permitted(server, session, stat, args, LogContext::Lua) {

@@ -250,6 +250,20 @@ impl Db {
         self.live(key, stored)
     }
 
+    /// [`Db::peek`], but a key past its deadline is given as it is, not deleted
+    /// (DEBUG OBJECT, as Redis's, which looks at the key table alone). A split
+    /// collection past its deadline is deleted all the same: its nodes are read only
+    /// for a live key.
+    pub fn peek_even_expired(&self, key: &[u8]) -> Result<Option<Entry>> {
+        let _pin = crossbeam_epoch::pin();
+        match self.stored_untouched(key)? {
+            Some(stored) if !Entry::stored_is_node_table(&stored) => {
+                Ok(Some(Entry::decode(stored)))
+            }
+            stored => self.live(key, stored),
+        }
+    }
+
     /// [`Db::stored`] leaving the key's access clock as it was.
     fn stored_untouched(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         match &self.store {

@@ -15,6 +15,8 @@
 //! reads: no copy of the payload. Stores written before the raw bit or the types
 //! existed read unchanged (their tags are 0 and 1).
 
+use std::cell::Cell;
+
 const HAS_DEADLINE: u8 = 1;
 const RAW: u8 = 2;
 const KIND_SHIFT: u8 = 2;
@@ -322,16 +324,52 @@ impl Entry {
     }
 }
 
-/// Wall-clock milliseconds since the Unix epoch: the clock Redis expires keys by.
+/// Wall-clock milliseconds since the Unix epoch: the clock Redis expires keys by;
+/// inside [`with_time_frozen`], the time it began.
 pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    FROZEN_AT.with(Cell::get).unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    })
+}
+
+thread_local! {
+    /// Where [`now_ms`] stands still on this thread (see [`with_time_frozen`]).
+    static FROZEN_AT: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with [`now_ms`] stopped at the time it starts, as Redis stops its clock
+/// for a script: a key alive when a script starts does not expire half-way through
+/// it, so what the script saw stays true until it ends (and so do its writes'
+/// deadlines, reckoned from that time). Nested, the outer time holds.
+pub fn with_time_frozen<R>(f: impl FnOnce() -> R) -> R {
+    let outer = FROZEN_AT.with(Cell::get);
+    FROZEN_AT.with(|t| t.set(Some(now_ms())));
+    let result = f();
+    FROZEN_AT.with(|t| t.set(outer));
+    result
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn time_frozen_stands_still_until_the_outermost_freeze_ends() {
+        let before = now_ms();
+        with_time_frozen(|| {
+            let frozen = now_ms();
+            assert!(frozen >= before);
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            assert_eq!(now_ms(), frozen);
+            with_time_frozen(|| assert_eq!(now_ms(), frozen));
+            assert_eq!(now_ms(), frozen);
+        });
+        let after = now_ms();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert!(now_ms() > after);
+    }
 
     #[test]
     fn round_trips_with_and_without_deadline() {

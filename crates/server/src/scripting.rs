@@ -627,7 +627,7 @@ impl Scripts {
             Target::Script { sha, script } => (&script.function, sha),
             Target::Function(f) => (&f.callback, f.name.as_str()),
         };
-        let ran = (|| {
+        let ran = crate::entry::with_time_frozen(|| {
             let (keys, args) = uncapped(lua, || -> mlua::Result<_> {
                 let keys = strings_table(lua, keys)?;
                 let args = strings_table(lua, args)?;
@@ -639,7 +639,7 @@ impl Scripts {
                 Ok((None, None))
             })?;
             self.runner.call::<(bool, Value)>((f, keys, args))
-        })();
+        });
         self.runs.set(self.runs.get() + 1);
         if self.runs.get() == GC_EVERY {
             self.runs.set(0);

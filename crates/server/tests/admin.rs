@@ -2798,6 +2798,21 @@ fn debug_object_describes_a_key_as_redis_does() {
         run_err(&mut c, &["DEBUG", "OBJECT", "nokey"]),
         "ERR no such key"
     );
+    // A key past its deadline that nothing deleted yet is there to DEBUG OBJECT, as
+    // in Redis, until a read finds it expired.
+    assert_eq!(
+        run::<String>(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]),
+        "OK"
+    );
+    run::<()>(&mut c, &["SET", "brief", "v", "PX", "1"]);
+    std::thread::sleep(Duration::from_millis(10));
+    let stale: String = run(&mut c, &["DEBUG", "OBJECT", "brief"]);
+    assert!(stale.starts_with("Value at:"), "{stale}");
+    assert_eq!(run::<i64>(&mut c, &["EXISTS", "brief"]), 0);
+    assert_eq!(
+        run_err(&mut c, &["DEBUG", "OBJECT", "brief"]),
+        "ERR no such key"
+    );
 }
 
 /// DEBUG PROTOCOL gives each RESP3 type (attributes and pushes too), and what RESP2

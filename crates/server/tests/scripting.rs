@@ -455,3 +455,19 @@ fn a_command_refused_inside_a_script_is_counted_as_rejected() {
         );
     }
 }
+
+/// As Redis, time stands still for a script: a key alive when it starts does not
+/// expire before it ends, however long it runs; after it, the key's deadline (reckoned
+/// from the script's start) has passed.
+#[test]
+fn keys_do_not_expire_while_a_script_runs() {
+    let server = Server::start();
+    let mut c = server.client();
+    let script = "redis.call('SET', KEYS[1], 'v', 'PX', 1) \
+        local start = redis.call('TIME') \
+        repeat local now = redis.call('TIME') \
+        until (now[1] - start[1]) * 1000000 + (now[2] - start[2]) > 5000 \
+        return redis.call('EXISTS', KEYS[1])";
+    assert_eq!(run::<i64>(&mut c, &["EVAL", script, "1", "brief"]), 1);
+    assert_eq!(run::<i64>(&mut c, &["EXISTS", "brief"]), 0);
+}

@@ -115,7 +115,8 @@ fn sleep(seconds: &[u8]) -> Reply {
 /// same for a key for as long as the server runs. `serializedlength` is what the value
 /// takes in an RDB file (its DUMP payload without type byte and footer).
 fn object(ctx: &mut Ctx, key: &[u8]) -> Reply {
-    let Some(entry) = ctx.db().peek(key)? else {
+    // As Redis's, it finds a key past its deadline that is yet to be deleted.
+    let Some(entry) = ctx.db().peek_even_expired(key)? else {
         return error("ERR no such key");
     };
     let payload = match super::dump::payload(&entry, ctx.server.config.rdb_compression()) {

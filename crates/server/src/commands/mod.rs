@@ -235,7 +235,7 @@ pub struct Watched {
     /// Its version then (`Db::watch`).
     pub version: u32,
     /// Whether it was stored past its deadline then: its deletion is no change (see
-    /// `transaction::exec`).
+    /// `transaction::changed_since_watched`).
     pub stale: bool,
 }
 

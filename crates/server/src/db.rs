@@ -1180,11 +1180,10 @@ impl Db {
     /// (`Some(false)`) or missing, as WATCH and EXEC judge it: an expired key is left
     /// where it is, and so is its access clock.
     pub fn stale(&self, key: &[u8]) -> Result<Option<bool>> {
-        let deadline = match &self.store {
-            Store::Memory(index) => index.peek_with(key, |s, _| Entry::stored_deadline(s)),
-            Store::Engine(store, _) => store.get(key)?.map(|s| Entry::stored_deadline(&s)),
-        };
-        Ok(deadline.map(|d| d.is_some_and(|d| d < now_ms())))
+        Ok(match &self.store {
+            Store::Memory(index) => index.peek_with(key, |s, _| Entry::stored_expired_now(s)),
+            Store::Engine(store, _) => store.get(key)?.map(|s| Entry::stored_expired_now(&s)),
+        })
     }
 
     /// Starts watching `key` for WATCH: returns the version EXEC compares against.

@@ -127,9 +127,10 @@ pub struct Counts {
     pub libraries: usize,
 }
 
-/// Loads the RDB file, if there is one, into an empty server at startup.
+/// Loads the RDB file, if there is one, into an empty server at startup: merged, as
+/// there is nothing to collide with, so no key is looked up first.
 pub fn load(server: &Server) -> Result<Option<Counts>, String> {
-    load_into(server, false)
+    load_into(server, true)
 }
 
 /// Loads the RDB file, if there is one, over what the server holds (DEBUG RELOAD): a

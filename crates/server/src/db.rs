@@ -967,18 +967,19 @@ impl Db {
         Ok(next)
     }
 
-    /// Calls `f` with every key of the memory store not past its deadline at `now`
-    /// (Unix ms) and its entry, a node table expanded: what an RDB file holds. It
-    /// only reads the index, lock-free; nothing is deleted, counted or locked, so the
-    /// child of a background save, a copy of one thread of this process, may call it
-    /// (`background_save.rs`). An engine keeps its keys itself: an error there.
+    /// Calls `f` with every key not past its deadline at `now` (Unix ms) and its
+    /// entry, a node table expanded: what an RDB file holds. In memory it only reads
+    /// the index, lock-free; nothing is deleted, counted or locked, so the child of a
+    /// background save, a copy of one thread of this process, may call it
+    /// (`background_save.rs`). On an engine (DEBUG RELOAD there) the keys are read
+    /// one by one, and those found expired deleted: the caller keeps writers out.
     pub fn for_each_saved(
         &self,
         now: u64,
         mut f: impl FnMut(&[u8], Entry) -> std::result::Result<(), String>,
     ) -> std::result::Result<(), String> {
         let Store::Memory(index) = &self.store else {
-            return Err("only the memory engine saves an RDB file".into());
+            return self.for_each_engine_key(now, f);
         };
         for (key, stored) in index.iter() {
             if Entry::stored_expired(&stored, now) {
@@ -992,6 +993,29 @@ impl Db {
             f(&key, Entry::decode(stored))?;
         }
         Ok(())
+    }
+
+    fn for_each_engine_key(
+        &self,
+        now: u64,
+        mut f: impl FnMut(&[u8], Entry) -> std::result::Result<(), String>,
+    ) -> std::result::Result<(), String> {
+        let mut cursor = 0;
+        loop {
+            let mut keys = Vec::new();
+            cursor = self
+                .scan(cursor, 1024, |key, _| keys.push(key.to_vec()))
+                .map_err(|e| e.to_string())?;
+            for key in keys {
+                match self.peek(&key).map_err(|e| e.to_string())? {
+                    Some(entry) if entry.deadline.is_none_or(|d| d > now) => f(&key, entry)?,
+                    _ => {}
+                }
+            }
+            if cursor == 0 {
+                return Ok(());
+            }
+        }
     }
 
     /// Deletes every key. On an engine, the caller keeps other writers out.

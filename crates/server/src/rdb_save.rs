@@ -1,9 +1,10 @@
 //! The memory engine's RDB file on disk (its format: `dump_payload/rdb_file.rs`):
 //! written by SAVE and SHUTDOWN (through `Server::save`) and by BGSAVE and the save
 //! schedule in a child process (`background_save.rs`), loaded when the server starts.
-//! The lsm engine keeps its data itself.
+//! The lsm engine keeps its data itself; there only DEBUG RELOAD and LOADAOF write
+//! the keys out in this format and read them back.
 
-use std::io::BufWriter;
+use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use crate::db::Db;
@@ -85,25 +86,10 @@ pub fn write_planned(db: &Db, plan: &SavePlan) -> Result<(), String> {
     let dir = plan.dir();
     let temp = plan.temp(std::process::id());
     let write = || -> Result<(), String> {
-        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-        let file = std::fs::File::create(&temp).map_err(|e| e.to_string())?;
         let io = |e: std::io::Error| e.to_string();
-        let mut rdb = RdbWriter::new(
-            BufWriter::with_capacity(1 << 16, file),
-            plan.now / 1000,
-            plan.compress,
-        )
-        .map_err(io)?;
-        if let Some(libraries) = &plan.libraries {
-            rdb.functions(libraries).map_err(io)?;
-        }
-        db.for_each_saved(plan.now, |key, entry| {
-            let payload = crate::commands::dump::payload(&entry, plan.compress)?;
-            rdb.key(key, entry.deadline, &payload).map_err(io)?;
-            plan.pause_after_key();
-            Ok(())
-        })?;
-        let file = rdb.finish().map_err(io)?;
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let file = std::fs::File::create(&temp).map_err(io)?;
+        let file = write_to(db, plan, BufWriter::with_capacity(1 << 16, file))?;
         let file = file.into_inner().map_err(|e| e.error().to_string())?;
         file.sync_all().map_err(io)?;
         std::fs::rename(&temp, &plan.path).map_err(io)?;
@@ -115,6 +101,33 @@ pub fn write_planned(db: &Db, plan: &SavePlan) -> Result<(), String> {
         let _ = std::fs::remove_file(&temp);
         format!("writing {}: {e}", plan.path.display())
     })
+}
+
+/// The keys and function libraries in the RDB format, written to `out`.
+fn write_to<W: Write>(db: &Db, plan: &SavePlan, out: W) -> Result<W, String> {
+    let io = |e: std::io::Error| e.to_string();
+    let mut rdb = RdbWriter::new(out, plan.now / 1000, plan.compress).map_err(io)?;
+    if let Some(libraries) = &plan.libraries {
+        rdb.functions(libraries).map_err(io)?;
+    }
+    db.for_each_saved(plan.now, |key, entry| {
+        let payload = crate::commands::dump::payload(&entry, plan.compress)?;
+        rdb.key(key, entry.deadline, &payload).map_err(io)?;
+        plan.pause_after_key();
+        Ok(())
+    })?;
+    rdb.finish().map_err(io)
+}
+
+/// What an RDB file of the server's keys and function libraries would hold, in
+/// memory (DEBUG LOADAOF on the lsm engine, which reloads through it).
+pub fn copy(server: &Server) -> Result<Vec<u8>, String> {
+    write_to(&server.db, &SavePlan::new(server), Vec::new())
+}
+
+/// Loads a [`copy`] over what the server holds, each key replacing one of its name.
+pub fn load_copy(server: &Server, copy: &[u8]) -> Result<Counts, String> {
+    load_from(server, copy, true)
 }
 
 /// What loading the file found.
@@ -143,6 +156,12 @@ pub fn load_into(server: &Server, merge: bool) -> Result<Option<Counts>, String>
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("reading {}: {e}", path.display())),
     };
+    load_from(server, file, merge)
+        .map(Some)
+        .map_err(|e| format!("loading {}: {e}", path.display()))
+}
+
+fn load_from(server: &Server, source: impl Read, merge: bool) -> Result<Counts, String> {
     let mut loaded = Loaded {
         db: &server.db,
         now: crate::entry::now_ms(),
@@ -152,12 +171,11 @@ pub fn load_into(server: &Server, merge: bool) -> Result<Option<Counts>, String>
         merge,
     };
     let max_len = server.config.proto_max_bulk_len();
-    rdb_file::read(file, max_len, &mut loaded)
-        .and_then(|()| loaded.failed.take().map_or(Ok(()), Err))
-        .map_err(|e| format!("loading {}: {e}", path.display()))?;
+    rdb_file::read(source, max_len, &mut loaded)
+        .and_then(|()| loaded.failed.take().map_or(Ok(()), Err))?;
     let mut counts = loaded.counts;
     counts.libraries = crate::commands::function::load_codes(server, &loaded.codes, merge)?;
-    Ok(Some(counts))
+    Ok(counts)
 }
 
 /// An RDB file's keys and libraries, as they are read.

@@ -2703,7 +2703,8 @@ fn debug_digest_follows_the_data_not_its_history() {
 /// unless MERGE; NOSAVE loads the file as last saved.
 #[test]
 fn debug_reload_brings_back_what_was_saved() {
-    let server = Server::start_memory(&["--enable-debug-command", "yes"]);
+    // On lsm too, where the RDB file is written for DEBUG RELOAD alone.
+    let server = debug_server();
     let mut c = server.client();
     for args in [
         &["SET", "k", "v", "PXAT", "99999999999999"][..],
@@ -2750,6 +2751,66 @@ fn debug_reload_brings_back_what_was_saved() {
         refusal.contains("only supports the MERGE, NOFLUSH and NOSAVE"),
         "{refusal}"
     );
+}
+
+/// DEBUG LOADAOF on the lsm engine (whose log is its append-only file) syncs it and
+/// brings back every key, deadline and library through the RDB format, and what it
+/// loaded is what the engine holds after a restart; the memory engine has no such file
+/// and refuses, its keys untouched.
+#[test]
+fn debug_loadaof_brings_back_the_lsm_engines_data() {
+    const DEBUG: [&str; 2] = ["--enable-debug-command", "yes"];
+    let memory = Server::start_memory(&DEBUG);
+    let mut c = memory.client();
+    run::<()>(&mut c, &["SET", "k", "v"]);
+    let refusal = run_err(&mut c, &["DEBUG", "LOADAOF"]);
+    assert!(refusal.contains("needs an append-only file"), "{refusal}");
+    assert_eq!(run::<String>(&mut c, &["GET", "k"]), "v");
+
+    let lsm = Server::start_in(tempfile::tempdir().unwrap(), &DEBUG);
+    let mut c = lsm.client();
+    run::<()>(&mut c, &["SET", "k", "v", "PXAT", "99999999999999"]);
+    run::<()>(&mut c, &["SET", "gone", "v", "PX", "1"]);
+    // Large enough to be split into nodes.
+    let fields: Vec<String> = (0..3000).map(|i| format!("f{i}")).collect();
+    let mut hset = vec!["HSET", "h"];
+    for f in &fields {
+        hset.extend([f.as_str(), f.as_str()]);
+    }
+    run::<()>(&mut c, &hset);
+    run::<()>(&mut c, &["XADD", "s", "1-1", "f", "v"]);
+    run::<()>(&mut c, &["XGROUP", "CREATE", "s", "g", "0"]);
+    run::<()>(&mut c, &["XGROUP", "CREATECONSUMER", "s", "g", "alice"]);
+    let _: String = run(
+        &mut c,
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=lib\nredis.register_function('f', function() return 'hi' end)",
+        ],
+    );
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let before: String = run(&mut c, &["DEBUG", "DIGEST"]);
+    let groups: redis::Value = run(&mut c, &["XINFO", "GROUPS", "s"]);
+    assert_eq!(run::<String>(&mut c, &["DEBUG", "LOADAOF"]), "OK");
+    assert_eq!(run::<String>(&mut c, &["DEBUG", "DIGEST"]), before);
+    assert_eq!(run::<i64>(&mut c, &["PEXPIRETIME", "k"]), 99999999999999);
+    assert_eq!(
+        run::<i64>(&mut c, &["DBSIZE"]),
+        3,
+        "the expired key is not loaded"
+    );
+    assert_eq!(run::<i64>(&mut c, &["HLEN", "h"]), 3000);
+    let after: redis::Value = run(&mut c, &["XINFO", "GROUPS", "s"]);
+    assert_eq!(format!("{after:?}"), format!("{groups:?}"));
+    assert!(format!("{after:?}").contains("consumers"), "{after:?}");
+    assert_eq!(run::<String>(&mut c, &["FCALL", "f", "0"]), "hi");
+
+    let dir = lsm.stop().expect("an lsm server has a directory");
+    let lsm = Server::start_in(dir, &DEBUG);
+    let mut c = lsm.client();
+    assert_eq!(run::<String>(&mut c, &["DEBUG", "DIGEST"]), before);
+    assert_eq!(run::<String>(&mut c, &["FCALL", "f", "0"]), "hi");
 }
 
 /// DEBUG SET-ACTIVE-EXPIRE 0, and PAUSE-CRON 1, leave expired keys to lazy expiry

@@ -2,7 +2,7 @@
 //! client on the loopback address), as in Redis 7, whose own test suite and tools lean
 //! on it. Subcommands: HELP, SLEEP, SET-ACTIVE-EXPIRE, PAUSE-CRON,
 //! SET-DISABLE-DENY-SCRIPTS, OBJECT, DIGEST,
-//! DIGEST-VALUE, RELOAD, PROTOCOL, POPULATE, LOG, ERROR, QUICKLIST-PACKED-THRESHOLD, JMAP,
+//! DIGEST-VALUE, RELOAD, LOADAOF, PROTOCOL, POPULATE, LOG, ERROR, QUICKLIST-PACKED-THRESHOLD, JMAP,
 //! CHANGE-REPL-ID; the others Redis has
 //! look at its own structures (quicklists, dicts, the allocator) or crash it on purpose,
 //! and are refused as unknown subcommands.
@@ -20,6 +20,7 @@ use super::{error, ok, parse_integer, reply, upper, Action, Ctx, Reply};
 use crate::clients::Client;
 use crate::entry::{Entry, Kind};
 use crate::packed;
+use crate::rdb_save;
 use crate::server::Server;
 
 /// Whether DEBUG may run for `client`: `enable-debug-command` is `yes`, or `local` and
@@ -70,6 +71,7 @@ pub fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             reply(Frame::Array(digests))
         }
         (b"RELOAD", options) => reload(ctx, options),
+        (b"LOADAOF", []) => load_aof(ctx),
         (b"PROTOCOL", [name]) => protocol(ctx.session.proto, name),
         (b"POPULATE", [count, rest @ ..]) if rest.len() <= 2 => populate(ctx, count, rest),
         (b"LOG", [message]) => {
@@ -238,8 +240,8 @@ fn hex(digest: &[u8; 20]) -> String {
 /// `RELOAD [MERGE] [NOFLUSH] [NOSAVE]`: saves the RDB file, empties the server (keys
 /// and function libraries) and loads the file again. NOSAVE loads the file as it is;
 /// NOFLUSH loads over what is there, where a key or library of the same name fails the
-/// load unless MERGE lets the file's replace it. The memory engine's: the lsm engine
-/// keeps its data itself and writes no RDB file.
+/// load unless MERGE lets the file's replace it. The lsm engine keeps its data itself
+/// (its SAVE syncs its log): there the RDB file is written for this alone.
 fn reload(ctx: &mut Ctx, options: &[Vec<u8>]) -> Reply {
     let (mut merge, mut flush, mut save) = (false, true, true);
     for option in options {
@@ -255,23 +257,19 @@ fn reload(ctx: &mut Ctx, options: &[Vec<u8>]) -> Reply {
         }
     }
     let server = ctx.server;
-    if server.db.index().is_none() {
-        return error(
-            "ERR DEBUG RELOAD needs the memory engine: the lsm engine keeps its data itself \
-             and writes no RDB file",
-        );
-    }
     if save {
-        if let Err(e) = server.save() {
+        let saved = match server.db.index() {
+            Some(_) => server.save(),
+            None => rdb_save::write(server).map_err(|e| format!("ERR saving failed: {e}")),
+        };
+        if let Err(e) = saved {
             return error(&e);
         }
     }
     if flush {
-        server.db.clear()?;
-        server.db.free_retired();
-        super::function::flush_libraries(server);
+        empty(server)?;
     }
-    match crate::rdb_save::load_into(server, merge) {
+    match rdb_save::load_into(server, merge) {
         Ok(_) => {
             tracing::warn!("DB reloaded by DEBUG RELOAD");
             ok()
@@ -281,6 +279,49 @@ fn reload(ctx: &mut Ctx, options: &[Vec<u8>]) -> Reply {
             error("ERR Error trying to load the RDB dump")
         }
     }
+}
+
+/// `LOADAOF`: Redis's flushes its append-only file, empties the server and loads the
+/// file. On the lsm engine, whose log is its append-only file (`appendonly` reads
+/// `yes`), the log is synced, and the keys and libraries are written out in the RDB
+/// format, in memory, and loaded back into the emptied server: what a value keeps
+/// through persistence is what Redis's tests of LOADAOF check. The memory engine keeps
+/// no such file, and refuses, rather than empty the server as Redis's would.
+fn load_aof(ctx: &mut Ctx) -> Reply {
+    let server = ctx.server;
+    if server.db.index().is_some() {
+        return error(
+            "ERR DEBUG LOADAOF needs an append-only file: the memory engine keeps none \
+             (appendonly is no); its RDB file reloads with DEBUG RELOAD",
+        );
+    }
+    server.db.save()?;
+    let copy = match rdb_save::copy(server) {
+        Ok(copy) => copy,
+        Err(e) => return error(&format!("ERR saving failed: {e}")),
+    };
+    empty(server)?;
+    match rdb_save::load_copy(server, &copy) {
+        Ok(_) => {
+            tracing::warn!("Append Only File loaded by DEBUG LOADAOF");
+            ok()
+        }
+        Err(e) => {
+            // The server is left empty, or with part of its keys: logged loudly, as
+            // Redis's exits here.
+            tracing::error!(error = %e, "DEBUG LOADAOF failed to load the keys back");
+            error(&format!(
+                "ERR DEBUG LOADAOF failed to load the keys back: {e}"
+            ))
+        }
+    }
+}
+
+/// Deletes every key and function library (before a reload).
+fn empty(server: &Server) -> Result<(), engine::Error> {
+    server.db.clear()?;
+    server.db.free_retired();
+    super::function::flush_libraries(server)
 }
 
 /// `PROTOCOL type`: a reply of each RESP type, as Redis's (for testing clients).
@@ -379,6 +420,9 @@ const HELP: &[&str] = &[
     "    unit tests to simulate Redis errors.",
     "JMAP",
     "    Does nothing: hotkv prints no heap map.",
+    "LOADAOF",
+    "    Flush the AOF buffers on disk and reload the AOF in memory (lsm engine:",
+    "    its log synced, the data written out as an RDB and loaded back).",
     "LOG <message>",
     "    Write <message> to the server log.",
     "PAUSE-CRON <0|1>",

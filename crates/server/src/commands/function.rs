@@ -227,12 +227,16 @@ pub fn load_codes(server: &Server, codes: &[Vec<u8>], replace: bool) -> Result<u
     } else {
         Policy::Append
     };
-    load_payload(server, &payload, policy)
+    let loaded = load_payload(server, &payload, policy)?;
+    save(server, &server.scripts().libraries).map_err(|e| e.to_string())?;
+    Ok(loaded)
 }
 
 /// Deletes every library (DEBUG RELOAD, before it loads the file).
-pub fn flush_libraries(server: &Server) {
-    server.scripts().libraries.clear();
+pub fn flush_libraries(server: &Server) -> Result<(), engine::Error> {
+    let mut scripts = server.scripts();
+    scripts.libraries.clear();
+    save(server, &scripts.libraries)
 }
 
 /// Loads the libraries saved with the data, when the server starts; returns how many.

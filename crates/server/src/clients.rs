@@ -385,6 +385,12 @@ pub struct Buffers {
     /// Reply bytes waiting to be written.
     pub output: AtomicUsize,
     pub output_capacity: AtomicUsize,
+    /// The most the output buffer held (written or not) since the client cron last
+    /// looked.
+    pub output_peak: AtomicUsize,
+    /// The capacity the client cron asks the connection to cut its output buffer to
+    /// ([`NO_RESIZE`] for none).
+    pub output_resize: AtomicUsize,
     /// Bytes of the commands queued since MULTI, and how many (CLIENT LIST's multi).
     pub multi: AtomicUsize,
     pub queued: AtomicUsize,
@@ -398,8 +404,24 @@ pub struct Buffers {
     accounted: AtomicUsize,
 }
 
-/// [`Buffers::input_resize`] when no resize is asked for.
+/// [`Buffers::input_resize`] and [`Buffers::output_resize`] when no resize is asked for.
 pub const NO_RESIZE: usize = usize::MAX;
+
+/// The capacity [`Clients::resize_buffers`] cuts a buffer to, if any: one holding
+/// `held` bytes of `capacity`, and at most `peak` since the last look.
+fn cut_to(held: usize, capacity: usize, peak: usize, idle: bool) -> Option<usize> {
+    const WASTE: usize = 4 * 1024;
+    const RESIZE_THRESHOLD: usize = 32 * 1024;
+    if capacity.saturating_sub(held) <= WASTE {
+        None
+    } else if idle {
+        Some(held)
+    } else if capacity > RESIZE_THRESHOLD && capacity / 2 > peak {
+        Some(held.max(peak))
+    } else {
+        None
+    }
+}
 
 /// Redis's fixed per-client reply buffer: CLIENT LIST's `obl` counts pending reply bytes
 /// up to this, `oll`/`omem` the blocks and bytes past it.
@@ -414,6 +436,8 @@ impl Default for Buffers {
             input_resize: AtomicUsize::new(NO_RESIZE),
             output: AtomicUsize::new(0),
             output_capacity: AtomicUsize::new(0),
+            output_peak: AtomicUsize::new(0),
+            output_resize: AtomicUsize::new(NO_RESIZE),
             multi: AtomicUsize::new(0),
             queued: AtomicUsize::new(0),
             outbox: AtomicUsize::new(0),
@@ -669,28 +693,35 @@ impl Clients {
     /// for more than 2 s gives back its input buffer's free space (all of it, if no
     /// request is pending), and one whose buffer is past 32 KB and more than twice the
     /// most it held since the last look is cut to that most; either only if it wastes
-    /// more than 4 KB. The connection does the cut, woken for it if idle.
-    pub fn resize_query_buffers(&self) {
-        const WASTE: usize = 4 * 1024;
-        const RESIZE_THRESHOLD: usize = 32 * 1024;
+    /// more than 4 KB. The output buffer is cut by the same rule: Redis frees a reply
+    /// past its 16 KB buffer once it is written, and shrinks that buffer when it goes
+    /// unused, so one big reply leaves an idle client holding nothing. The connection
+    /// does the cuts, woken for them if idle.
+    pub fn resize_buffers(&self) {
         let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         for c in live.values() {
             let b = &c.buffers;
-            let held = b.input.load(Ordering::Relaxed);
-            let capacity = b.input_capacity.load(Ordering::Relaxed);
-            let peak = b.input_peak.swap(held, Ordering::Relaxed);
-            if capacity.saturating_sub(held) <= WASTE {
-                continue;
+            let idle = c.idle_secs() > 2;
+            let mut asked = false;
+            for (held, capacity, peak, resize) in [
+                (&b.input, &b.input_capacity, &b.input_peak, &b.input_resize),
+                (
+                    &b.output,
+                    &b.output_capacity,
+                    &b.output_peak,
+                    &b.output_resize,
+                ),
+            ] {
+                let held = held.load(Ordering::Relaxed);
+                let peak = peak.swap(held, Ordering::Relaxed);
+                if let Some(target) = cut_to(held, capacity.load(Ordering::Relaxed), peak, idle) {
+                    resize.store(target, Ordering::Relaxed);
+                    asked = true;
+                }
             }
-            let target = if c.idle_secs() > 2 {
-                held
-            } else if capacity > RESIZE_THRESHOLD && capacity / 2 > peak {
-                held.max(peak)
-            } else {
-                continue;
-            };
-            b.input_resize.store(target, Ordering::Relaxed);
-            c.outbox_ready.notify_one();
+            if asked {
+                c.outbox_ready.notify_one();
+            }
         }
     }
 

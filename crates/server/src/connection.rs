@@ -8,7 +8,7 @@
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
@@ -458,6 +458,9 @@ impl Connection {
             .store(self.input.capacity(), Ordering::Relaxed);
         b.output
             .store(self.output.len() - self.sent, Ordering::Relaxed);
+        if b.output_peak.load(Ordering::Relaxed) < self.output.len() {
+            b.output_peak.store(self.output.len(), Ordering::Relaxed);
+        }
         b.output_capacity
             .store(self.output.capacity(), Ordering::Relaxed);
         // The share is of use only to client eviction, which accounts for every
@@ -976,16 +979,21 @@ impl Connection {
             if client.is_killed() {
                 return Err(Ended::killed(&client));
             }
-            // The query-buffer cron's cut (`Clients::resize_query_buffers`): a big
-            // request's room is kept until it finds the client's requests small again,
-            // and an idle client's buffer is freed, to be allocated at its next read.
-            let asked = &client.buffers.input_resize;
-            if asked.load(Ordering::Relaxed) != NO_RESIZE {
-                let resize = asked.swap(NO_RESIZE, Ordering::Relaxed);
-                if resize < self.input.capacity() {
-                    self.input.shrink_to(resize);
-                    self.report_buffers();
-                }
+            // The client cron's cuts (`Clients::resize_buffers`): a big request's or
+            // reply's room is kept until it finds the client's requests or replies
+            // small again, and an idle client's buffers are freed, to be allocated at
+            // its next read or reply. Never below what a buffer holds.
+            let b = &client.buffers;
+            let input = asked_resize(&b.input_resize).filter(|&r| r < self.input.capacity());
+            let output = asked_resize(&b.output_resize).filter(|&r| r < self.output.capacity());
+            if let Some(resize) = input {
+                self.input.shrink_to(resize);
+            }
+            if let Some(resize) = output {
+                self.output.shrink_to(resize);
+            }
+            if input.is_some() || output.is_some() {
+                self.report_buffers();
             }
             self.place.count_requests(std::mem::take(&mut self.ran));
             // Between batches: no request is half run, the writes the replies showed
@@ -1070,6 +1078,15 @@ impl Connection {
             }
         }
     }
+}
+
+/// The capacity the client cron asked a buffer to be cut to, taken (see
+/// `Clients::resize_buffers`).
+fn asked_resize(asked: &AtomicUsize) -> Option<usize> {
+    if asked.load(Ordering::Relaxed) == NO_RESIZE {
+        return None;
+    }
+    Some(asked.swap(NO_RESIZE, Ordering::Relaxed)).filter(|&r| r != NO_RESIZE)
 }
 
 #[cfg(test)]

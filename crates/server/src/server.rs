@@ -698,7 +698,7 @@ impl Server {
             if n.is_multiple_of(10) && !self.cron_paused.load(Ordering::Relaxed) {
                 let c = &self.clients;
                 c.record_peaks(second);
-                c.resize_query_buffers();
+                c.resize_buffers();
                 // What grew outside any command (deliveries, replies waiting), and
                 // clients that CLIENT NO-EVICT OFF left unprotected.
                 c.evict();

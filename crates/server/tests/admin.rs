@@ -2449,6 +2449,46 @@ fn query_buffers_are_resized_as_redis_resizes_them() {
     );
 }
 
+/// A big reply's room is not kept: as Redis frees a reply past its 16 KB buffer once
+/// written, the client cron cuts the output buffer once the client's replies are small
+/// again, and frees it when the client is idle (CLIENT LIST's `rbs` and `tot-mem`).
+/// Before, a client that once read 5 MB held 8 MB for as long as it stayed connected.
+#[test]
+fn a_big_reply_leaves_no_room_held() {
+    let server = Server::start();
+    let mut admin = server.client();
+    let mut c = server.client();
+    run::<()>(&mut c, &["CLIENT", "SETNAME", "reader"]);
+    let big = "B".repeat(5_000_000);
+    run::<()>(&mut admin, &["SET", "big", &big]);
+    let field = |admin: &mut redis::Connection, name: &str| {
+        let list = run::<String>(admin, &["CLIENT", "LIST"]);
+        let line = list.lines().find(|l| l.contains(" name=reader ")).unwrap();
+        client_field(line, name)
+    };
+    assert_eq!(run::<String>(&mut c, &["GET", "big"]), big);
+    assert!(
+        eventually(5, || {
+            let _: Option<String> = run(&mut c, &["GET", "small"]);
+            field(&mut admin, "rbs") < 1_000_000
+        }),
+        "cut once the replies are small: rbs={}",
+        field(&mut admin, "rbs")
+    );
+    assert!(
+        // Freed down to what wastes no more than 4 KB, as the query buffer.
+        eventually(10, || field(&mut admin, "rbs") <= 4096),
+        "freed when idle: rbs={}",
+        field(&mut admin, "rbs")
+    );
+    assert!(field(&mut admin, "tot-mem") < 100_000);
+    assert_eq!(
+        run::<String>(&mut c, &["GET", "big"]),
+        big,
+        "read again after"
+    );
+}
+
 /// hotkv has no replicas: with min-replicas-to-write set (and min-replicas-max-lag, 10
 /// by default), every write is refused as Redis refuses it without enough good
 /// replicas; reads, and scripts that write nothing, still run.

@@ -372,6 +372,12 @@ impl Connection {
         self.server.db.write_held_back();
         let client = self.session.client.clone();
         let pending = self.output.len() - self.sent;
+        // The most the buffer held, for the client cron's cut: noted here, before a
+        // write that empties it.
+        let peak = &client.buffers.output_peak;
+        if peak.load(Ordering::Relaxed) < self.output.len() {
+            peak.store(self.output.len(), Ordering::Relaxed);
+        }
         let config = &self.server.config;
         let limit = if client.is_subscribed() {
             config.pubsub_output_limit()
@@ -458,9 +464,6 @@ impl Connection {
             .store(self.input.capacity(), Ordering::Relaxed);
         b.output
             .store(self.output.len() - self.sent, Ordering::Relaxed);
-        if b.output_peak.load(Ordering::Relaxed) < self.output.len() {
-            b.output_peak.store(self.output.len(), Ordering::Relaxed);
-        }
         b.output_capacity
             .store(self.output.capacity(), Ordering::Relaxed);
         // The share is of use only to client eviction, which accounts for every

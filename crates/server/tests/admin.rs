@@ -2395,6 +2395,14 @@ fn client_buffers_are_counted_where_redis_shows_them() {
     );
 }
 
+/// The CLIENT LIST line of the client named `name`.
+fn named_client(admin: &mut redis::Connection, name: &str) -> String {
+    let list = run::<String>(admin, &["CLIENT", "LIST"]);
+    let line = list.lines().find(|l| l.contains(&format!(" name={name} ")));
+    line.unwrap_or_else(|| panic!("no client named {name} in {list}"))
+        .to_string()
+}
+
 /// A client's query buffer as Redis's client cron resizes it (Redis's unit/querybuf):
 /// 16 KB after a small request; a big request's room kept until the cron finds the
 /// client's requests small again, then cut (never to nothing while the client is
@@ -2405,13 +2413,7 @@ fn query_buffers_are_resized_as_redis_resizes_them() {
     let mut admin = server.client();
     let mut c = server.client();
     run::<()>(&mut c, &["CLIENT", "SETNAME", "sized"]);
-    let line = |admin: &mut redis::Connection| {
-        let list = run::<String>(admin, &["CLIENT", "LIST"]);
-        list.lines()
-            .find(|l| l.contains(" name=sized "))
-            .unwrap()
-            .to_string()
-    };
+    let line = |admin: &mut redis::Connection| named_client(admin, "sized");
     let held = |admin: &mut redis::Connection| {
         let line = line(admin);
         client_field(&line, "qbuf") + client_field(&line, "qbuf-free")
@@ -2462,9 +2464,7 @@ fn a_big_reply_leaves_no_room_held() {
     let big = "B".repeat(5_000_000);
     run::<()>(&mut admin, &["SET", "big", &big]);
     let field = |admin: &mut redis::Connection, name: &str| {
-        let list = run::<String>(admin, &["CLIENT", "LIST"]);
-        let line = list.lines().find(|l| l.contains(" name=reader ")).unwrap();
-        client_field(line, name)
+        client_field(&named_client(admin, "reader"), name)
     };
     assert_eq!(run::<String>(&mut c, &["GET", "big"]), big);
     assert!(

@@ -15,7 +15,7 @@
 //! by [`Db::expire_cycle`] (active expiry). Only engine calls can fail (I/O,
 //! corruption); the memory store never returns an error.
 
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 
 use engine::Result;
 use hotring::{Access, HotRing, Version};
@@ -420,7 +420,7 @@ impl Db {
             self.events.fire(events::NEW, "new", to);
         }
         // One change, as Redis counts a rename.
-        self.touched(from, None);
+        self.touched(from, None, Touch::Deleted);
         self.written(to, Entry::stored_deadline(&stored));
         Ok(true)
     }
@@ -866,7 +866,7 @@ impl Db {
                 locked.write(None, nodes)?;
                 self.expired.fetch_add(1, Ordering::Relaxed);
                 self.events.fire(events::EXPIRED, "expired", key);
-                self.written(key, None);
+                self.changed(key, None, Touch::Deleted);
             }
             Write::Keep => {}
             Write::Put(new, known) => {
@@ -1023,7 +1023,7 @@ impl Db {
         let removed = |k: &[u8]| {
             self.changes.add(1);
             fence(Ordering::SeqCst);
-            self.watches.touch(k);
+            self.watches.touch(k, Touch::Deleted);
             // A blocked XREADGROUP learns its stream is gone.
             self.blocked.written(k);
         };
@@ -1089,7 +1089,7 @@ impl Db {
     /// faster than that piled up, and eviction under a volatile policy, which samples
     /// hints, found only stale ones and answered OOM.
     fn deleted(&self, key: &[u8], had_deadline: bool) -> Result<()> {
-        self.written(key, None);
+        self.changed(key, None, Touch::Deleted);
         if had_deadline {
             self.drop_hint_if(key, |_| true)?;
         }
@@ -1143,7 +1143,7 @@ impl Db {
         if removed {
             self.expired.fetch_add(1, Ordering::Relaxed);
             self.events.fire(events::EXPIRED, "expired", key);
-            self.touched_as(key, None, true);
+            self.touched(key, None, Touch::Expired);
         }
         Ok(removed)
     }
@@ -1156,15 +1156,20 @@ impl Db {
         self.events.fire(events::NEW, "new", key);
     }
 
-    /// Bookkeeping after a successful write to `key`.
+    /// Bookkeeping after a successful write to `key` that left a value there.
     fn written(&self, key: &[u8], deadline: Option<u64>) {
+        self.changed(key, deadline, Touch::Written)
+    }
+
+    /// Bookkeeping after a command changed `key`.
+    fn changed(&self, key: &[u8], deadline: Option<u64>, change: Touch) {
         self.changes.add(1);
         // A delete stamps its key too: its slot, no longer read, is soon the
         // stalest of its bucket and the first taken over.
         if let Some(clock) = self.engine_clock() {
             clock.touch(key);
         }
-        self.touched(key, deadline);
+        self.touched(key, deadline, change);
     }
 
     /// Keys written or deleted by commands since the start (an expiry is no change a
@@ -1173,14 +1178,8 @@ impl Db {
         self.changes.sum()
     }
 
-    /// Bookkeeping after `key` changed, by a write or by its expiry.
-    fn touched(&self, key: &[u8], deadline: Option<u64>) {
-        self.touched_as(key, deadline, false)
-    }
-
-    /// [`Db::touched`]; `expired`: the key was deleted as expired, which client
-    /// tracking counts to no client (see [`Tracking::expired`]).
-    fn touched_as(&self, key: &[u8], deadline: Option<u64>, expired: bool) {
+    /// Bookkeeping after `key` changed, by a command or by its expiry.
+    fn touched(&self, key: &[u8], deadline: Option<u64>, change: Touch) {
         if let Some(d) = deadline {
             self.volatile.upsert(key, &d.to_le_bytes());
         }
@@ -1191,8 +1190,8 @@ impl Db {
         // One fence for all three: WATCH, tracking and blocked clients each pair it with
         // one of their own.
         fence(Ordering::SeqCst);
-        self.watches.touch(key);
-        if expired {
+        self.watches.touch(key, change);
+        if change == Touch::Expired {
             self.tracking.expired(key);
         } else {
             self.tracking.written(key);
@@ -1211,7 +1210,7 @@ impl Db {
     }
 
     /// Starts watching `key` for WATCH: returns the version EXEC compares against.
-    pub fn watch(&self, key: &[u8]) -> u32 {
+    pub fn watch(&self, key: &[u8]) -> WatchVersion {
         self.watches.watch(key)
     }
 
@@ -1219,7 +1218,7 @@ impl Db {
         self.watches.unwatch(keys);
     }
 
-    pub fn watched_version(&self, key: &[u8]) -> u32 {
+    pub fn watched_version(&self, key: &[u8]) -> WatchVersion {
         self.watches.version(key)
     }
 
@@ -1349,13 +1348,42 @@ impl Db {
 /// retired before the call, the rest free the bags queued meanwhile.
 const FREE_RETIRED_PASSES: usize = 8;
 
-/// Version counters for WATCH, one per stripe of the key space. A write to a key
+/// Version counters for WATCH, one per stripe of the key space. A change to a key
 /// bumps its stripe's counter, but only while some client watches anything, so
 /// writes pay one shared load when nobody does. A stripe shared by two keys can make
 /// EXEC fail without cause (1 in 65,536), never succeed wrongly.
 struct Watches {
     watchers: AtomicUsize,
-    versions: Box<[AtomicU32]>,
+    versions: Box<[AtomicU64]>,
+}
+
+/// What a change did to its key, as WATCH and client tracking tell changes apart.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Touch {
+    /// A command left a value there.
+    Written,
+    /// A command (or a flush, or a rename away) removed it.
+    Deleted,
+    /// It was removed as expired, which client tracking counts to no client (see
+    /// [`Tracking::expired`]).
+    Expired,
+}
+
+/// A WATCH stripe's counters at one moment: changes of every kind in the low half,
+/// writes that left a value in the high half (a key already expired when watched is
+/// changed only by those; see `transaction::changed_since_watched`). The low half's
+/// carry, once in 2^32 changes of a stripe, reads as a write: a spurious abort at
+/// worst.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct WatchVersion(u64);
+
+impl WatchVersion {
+    const WRITE: u64 = 1 << 32;
+
+    /// Whether a write left a value in the stripe since `then`.
+    pub fn written_since(self, then: WatchVersion) -> bool {
+        self.0 >> 32 != then.0 >> 32
+    }
 }
 
 const WATCH_STRIPES: usize = 1 << 16;
@@ -1364,26 +1392,30 @@ impl Default for Watches {
     fn default() -> Self {
         Watches {
             watchers: AtomicUsize::new(0),
-            versions: (0..WATCH_STRIPES).map(|_| AtomicU32::new(0)).collect(),
+            versions: (0..WATCH_STRIPES).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 }
 
 impl Watches {
-    fn stripe(&self, key: &[u8]) -> &AtomicU32 {
+    fn stripe(&self, key: &[u8]) -> &AtomicU64 {
         &self.versions[hotring::hash::hash64(key) as usize % WATCH_STRIPES]
     }
 
     /// Called after the write is visible and a SeqCst fence, which pairs with the one
     /// in `watch`: a writer that reads no watchers wrote before the watcher read its
     /// version.
-    fn touch(&self, key: &[u8]) {
+    fn touch(&self, key: &[u8], change: Touch) {
         if self.watchers.load(Ordering::Relaxed) > 0 {
-            self.stripe(key).fetch_add(1, Ordering::SeqCst);
+            let bump = match change {
+                Touch::Written => WatchVersion::WRITE + 1,
+                Touch::Deleted | Touch::Expired => 1,
+            };
+            self.stripe(key).fetch_add(bump, Ordering::SeqCst);
         }
     }
 
-    fn watch(&self, key: &[u8]) -> u32 {
+    fn watch(&self, key: &[u8]) -> WatchVersion {
         self.watchers.fetch_add(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         self.version(key)
@@ -1393,8 +1425,8 @@ impl Watches {
         self.watchers.fetch_sub(keys, Ordering::SeqCst);
     }
 
-    fn version(&self, key: &[u8]) -> u32 {
-        self.stripe(key).load(Ordering::SeqCst)
+    fn version(&self, key: &[u8]) -> WatchVersion {
+        WatchVersion(self.stripe(key).load(Ordering::SeqCst))
     }
 }
 

@@ -357,7 +357,8 @@ fn pipelined_msets_run_alone_under_concurrency() {
 /// WATCH and expiry as Redis 7 judges them (active expiry off, so that only what the
 /// test does deletes): a key live when watched that expires before EXEC fails it, even
 /// undeleted; one already expired when watched fails nothing when lazy expiry, DEL or
-/// FLUSHDB deletes it, but does when it is written again.
+/// FLUSHDB deletes it, but does when it is written again, even if deleted again
+/// before EXEC.
 #[test]
 fn watch_judges_expired_keys_as_redis_does() {
     let server = Server::start_with(&["--enable-debug-command", "yes"]);
@@ -378,13 +379,20 @@ fn watch_judges_expired_keys_as_redis_does() {
             b"+OK\r\n+QUEUED\r\n*-1\r\n",
         )],
     );
-    let deletions: [&[u8]; 4] = [
+    let deletions: [&[u8]; 5] = [
         b"EXISTS x\r\n",
         b"DEL x\r\n",
         b"FLUSHDB\r\n",
         b"SET x again\r\n",
+        b"SET x again\r\nDEL x\r\n",
     ];
-    let replies: [&[u8]; 4] = [b":0\r\n", b":0\r\n", b"+OK\r\n", b"+OK\r\n"];
+    let replies: [&[u8]; 5] = [
+        b":0\r\n",
+        b":0\r\n",
+        b"+OK\r\n",
+        b"+OK\r\n",
+        b"+OK\r\n:1\r\n",
+    ];
     for (deletion, reply) in deletions.into_iter().zip(replies) {
         assert_script(&mut s, &[(b"SET x foo PX 1\r\n", b"+OK\r\n")]);
         wait_past_deadlines();

@@ -233,7 +233,7 @@ impl Session {
 pub struct Watched {
     pub key: Vec<u8>,
     /// Its version then (`Db::watch`).
-    pub version: u32,
+    pub version: crate::db::WatchVersion,
     /// Whether it was stored past its deadline then: its deletion is no change (see
     /// `transaction::changed_since_watched`).
     pub stale: bool,

@@ -59,18 +59,17 @@ pub fn exec(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {
     reply(Frame::Array(replies?))
 }
 
-/// Whether a watched key changed, as Redis 7 judges it: written since (its version
-/// moved), or expired since, even if not yet deleted. A key already expired when
-/// watched is no change when it is deleted (by lazy expiry, DEL or a flush), since
-/// it was gone to any reader; Redis marks it changed if it is written first, which
-/// the version cannot tell from the deletion, so here only what is there at EXEC
-/// decides: still missing, no change.
+/// Whether a watched key changed, as Redis 7 judges it: written or deleted since (its
+/// version moved), or expired since, even if not yet deleted. A key already expired
+/// when watched is changed only by a write that left a value, even one deleted again
+/// before EXEC: its deletion (by lazy expiry, DEL or a flush) is none, since it was
+/// gone to any reader.
 fn changed_since_watched(server: &Server, watched: &super::Watched) -> Result<bool, engine::Error> {
-    let stale = server.db.stale(&watched.key)?;
-    if server.db.watched_version(&watched.key) != watched.version {
-        return Ok(!(watched.stale && stale.is_none()));
+    let version = server.db.watched_version(&watched.key);
+    if watched.stale {
+        return Ok(version.written_since(watched.version));
     }
-    Ok(!watched.stale && stale == Some(true))
+    Ok(version != watched.version || server.db.stale(&watched.key)? == Some(true))
 }
 
 pub fn discard(ctx: &mut Ctx, _: &[Vec<u8>]) -> Reply {

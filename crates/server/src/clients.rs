@@ -506,6 +506,9 @@ pub struct Clients {
     /// meanwhile. Those that have left since the last measure are in `departed_dying`.
     dying: AtomicUsize,
     departed_dying: AtomicUsize,
+    /// Whether `resize_buffers` leaves output buffers uncut (DEBUG REPLYBUFFER
+    /// RESIZING 0).
+    output_kept: AtomicBool,
 }
 
 impl Clients {
@@ -698,6 +701,7 @@ impl Clients {
     /// unused, so one big reply leaves an idle client holding nothing. The connection
     /// does the cuts, woken for them if idle.
     pub fn resize_buffers(&self) {
+        let output_kept = self.output_kept.load(Ordering::Relaxed);
         let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         for c in live.values() {
             let b = &c.buffers;
@@ -711,7 +715,10 @@ impl Clients {
                     &b.output_peak,
                     &b.output_resize,
                 ),
-            ] {
+            ]
+            .into_iter()
+            .take(if output_kept { 1 } else { 2 })
+            {
                 let held = held.load(Ordering::Relaxed);
                 let peak = peak.swap(held, Ordering::Relaxed);
                 if let Some(target) = cut_to(held, capacity.load(Ordering::Relaxed), peak, idle) {
@@ -723,6 +730,10 @@ impl Clients {
                 c.outbox_ready.notify_one();
             }
         }
+    }
+
+    pub fn set_output_resizing(&self, on: bool) {
+        self.output_kept.store(!on, Ordering::Relaxed);
     }
 
     /// The largest input and output buffers held now or noted over the last

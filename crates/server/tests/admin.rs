@@ -2455,9 +2455,11 @@ fn query_buffers_are_resized_as_redis_resizes_them() {
 /// written, the client cron cuts the output buffer once the client's replies are small
 /// again, and frees it when the client is idle (CLIENT LIST's `rbs` and `tot-mem`).
 /// Before, a client that once read 5 MB held 8 MB for as long as it stayed connected.
+/// DEBUG REPLYBUFFER RESIZING 0 (Redis's tests of client memory use it) leaves the
+/// room held until it is turned back on.
 #[test]
 fn a_big_reply_leaves_no_room_held() {
-    let server = Server::start();
+    let server = Server::start_with(&["--enable-debug-command", "yes"]);
     let mut admin = server.client();
     let mut c = server.client();
     run::<()>(&mut c, &["CLIENT", "SETNAME", "reader"]);
@@ -2466,7 +2468,15 @@ fn a_big_reply_leaves_no_room_held() {
     let field = |admin: &mut redis::Connection, name: &str| {
         client_field(&named_client(admin, "reader"), name)
     };
+    run::<()>(&mut admin, &["DEBUG", "REPLYBUFFER", "RESIZING", "0"]);
     assert_eq!(run::<String>(&mut c, &["GET", "big"]), big);
+    // Idle past the 2 s after which the cron would free it all.
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    assert!(
+        field(&mut admin, "rbs") >= 5_000_000,
+        "kept while resizing is off"
+    );
+    run::<()>(&mut admin, &["DEBUG", "REPLYBUFFER", "RESIZING", "1"]);
     assert!(
         eventually(5, || {
             let _: Option<String> = run(&mut c, &["GET", "small"]);

@@ -3,7 +3,7 @@
 //! on it. Subcommands: HELP, SLEEP, SET-ACTIVE-EXPIRE, PAUSE-CRON,
 //! SET-DISABLE-DENY-SCRIPTS, OBJECT, DIGEST,
 //! DIGEST-VALUE, RELOAD, LOADAOF, PROTOCOL, POPULATE, LOG, ERROR, QUICKLIST-PACKED-THRESHOLD, JMAP,
-//! CHANGE-REPL-ID; the others Redis has
+//! CHANGE-REPL-ID, REPLYBUFFER RESIZING; the others Redis has
 //! look at its own structures (quicklists, dicts, the allocator) or crash it on purpose,
 //! and are refused as unknown subcommands.
 //!
@@ -82,6 +82,15 @@ pub fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         // Redis's: the allocator's heap map to its log, and a new replication id. hotkv
         // has neither a heap map to print nor replication: there is nothing to do.
         (b"JMAP", []) | (b"CHANGE-REPL-ID", []) => ok(),
+        // Redis's tests of client memory turn the cuts off so that a client holds what
+        // it was given for as long as they measure it.
+        (b"REPLYBUFFER", [sub, on]) if upper(sub) == b"RESIZING" => {
+            let Some(on) = parse_integer(on) else {
+                return error(super::NOT_AN_INTEGER);
+            };
+            ctx.server.clients.set_output_resizing(on != 0);
+            ok()
+        }
         _ => super::bad_subcommand("debug", &args[1]),
     }
 }
@@ -427,6 +436,8 @@ const HELP: &[&str] = &[
     "    Write <message> to the server log.",
     "PAUSE-CRON <0|1>",
     "    Stop periodic cron job processing.",
+    "REPLYBUFFER RESIZING <0|1>",
+    "    Enable or disable the cut of client output buffers held past their need.",
     "QUICKLIST-PACKED-THRESHOLD <size>",
     "    Accepted and checked; hotkv's lists have no separate nodes for large elements.",
     "OBJECT <key>",

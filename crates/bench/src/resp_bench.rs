@@ -102,16 +102,96 @@ struct Round {
     timeline: Vec<f64>,
 }
 
-fn key(index: u64) -> Vec<u8> {
-    format!("key:{index:012}").into_bytes()
+// The client's own CPU is taken from the servers it measures on a small machine, so
+// requests are built and replies read without `format!` or a frame per reply.
+
+/// `n` in decimal, zero-padded to `width` digits (at most 20).
+fn push_decimal(out: &mut Vec<u8>, mut n: u64, width: usize) {
+    let mut digits = [b'0'; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i.min(digits.len() - width)..]);
+}
+
+/// Key `index` (`key:` and at least 12 digits) in `buf`, which it replaces.
+fn key(buf: &mut Vec<u8>, index: u64) -> &[u8] {
+    buf.clear();
+    buf.extend_from_slice(b"key:");
+    push_decimal(buf, index, 12);
+    buf
 }
 
 fn command(out: &mut Vec<u8>, args: &[&[u8]]) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    out.push(b'*');
+    push_decimal(out, args.len() as u64, 1);
+    out.extend_from_slice(b"\r\n");
     for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.push(b'$');
+        push_decimal(out, a.len() as u64, 1);
+        out.extend_from_slice(b"\r\n");
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// What [`quick_reply`] found at the front of a buffer.
+#[derive(Debug, PartialEq)]
+enum Quick {
+    /// A reply of this many bytes.
+    Reply(usize),
+    /// The start of one, not yet whole.
+    Incomplete,
+    /// Something the full parser must judge (an error, a null, an aggregate, ...).
+    Other,
+}
+
+/// The replies SET and GET give, a simple string or a bulk string, measured without
+/// building a frame.
+fn quick_reply(buf: &[u8], max_bulk_len: usize) -> Quick {
+    let line_end = |from: usize| match buf[from..].iter().position(|&b| b == b'\r') {
+        Some(i) if buf.get(from + i + 1).is_none() => Err(Quick::Incomplete),
+        Some(i) if buf[from + i + 1] == b'\n' => Ok(from + i),
+        Some(_) => Err(Quick::Other),
+        None => Err(Quick::Incomplete),
+    };
+    match buf.first() {
+        None => Quick::Incomplete,
+        Some(b'+') => match line_end(1) {
+            Ok(cr) => Quick::Reply(cr + 2),
+            Err(q) => q,
+        },
+        Some(b'$') => {
+            let cr = match line_end(1) {
+                Ok(cr) => cr,
+                Err(q) => return q,
+            };
+            let digits = &buf[1..cr];
+            if digits.is_empty() || digits.len() > 10 || !digits.iter().all(u8::is_ascii_digit) {
+                return Quick::Other;
+            }
+            let len = digits
+                .iter()
+                .fold(0usize, |n, d| n * 10 + usize::from(d - b'0'));
+            if len > max_bulk_len {
+                return Quick::Other;
+            }
+            let end = cr + 2 + len + 2;
+            if buf.len() < end {
+                Quick::Incomplete
+            } else if &buf[end - 2..end] == b"\r\n" {
+                Quick::Reply(end)
+            } else {
+                Quick::Other
+            }
+        }
+        Some(_) => Quick::Other,
     }
 }
 
@@ -152,11 +232,22 @@ impl Connection {
         let mut got = 0;
         let mut at = 0;
         while got < n {
-            match parse_frame(&self.input[at..], &self.limits).map_err(|e| e.to_string())? {
-                Some((frame, used)) => {
-                    if let Frame::Error(e) = frame {
-                        return Err(format!("server replied with an error: {e}"));
+            let quick = quick_reply(&self.input[at..], self.limits.max_bulk_len);
+            let parsed = match quick {
+                Quick::Reply(used) => Some(used),
+                Quick::Incomplete => None,
+                Quick::Other => {
+                    match parse_frame(&self.input[at..], &self.limits).map_err(|e| e.to_string())? {
+                        Some((Frame::Error(e), _)) => {
+                            return Err(format!("server replied with an error: {e}"))
+                        }
+                        Some((_, used)) => Some(used),
+                        None => None,
                     }
+                }
+            };
+            match parsed {
+                Some(used) => {
                     at += used;
                     got += 1;
                 }
@@ -249,10 +340,10 @@ fn load(addr: &str, keys: u64, value: &[u8]) -> Result<(), String> {
     let handles = on_event_loops(connections, 1, move |t, mut c| {
         let value = value.clone();
         async move {
-            let mut batch = Vec::new();
+            let (mut batch, mut key_buf) = (Vec::new(), Vec::new());
             let mut n = 0;
             for i in (t as u64..keys).step_by(LOADERS as usize) {
-                command(&mut batch, &[b"SET", &key(i), &value]);
+                command(&mut batch, &[b"SET", key(&mut key_buf, i), &value]);
                 n += 1;
                 if n == 1000 {
                     c.round_trip(&batch, n).await?;
@@ -286,19 +377,20 @@ fn measure(args: &RespArgs, addr: &str, spec: &Spec, round: usize) -> Result<Rou
             let (stop, ops, value) = (stop.clone(), ops.clone(), value.clone());
             async move {
                 let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("bounds");
-                let mut batch = Vec::new();
+                let (mut batch, mut key_buf) = (Vec::new(), Vec::new());
                 while !stop.load(Ordering::Relaxed) {
                     batch.clear();
                     let mut commands = 0;
                     for _ in 0..pipeline {
                         match generator.next().expect("endless") {
-                            Op::Read(k) => command(&mut batch, &[b"GET", &key(k)]),
+                            Op::Read(k) => command(&mut batch, &[b"GET", key(&mut key_buf, k)]),
                             Op::Update(k) | Op::Insert(k) => {
-                                command(&mut batch, &[b"SET", &key(k), &value])
+                                command(&mut batch, &[b"SET", key(&mut key_buf, k), &value])
                             }
                             Op::ReadModifyWrite(k) => {
-                                command(&mut batch, &[b"GET", &key(k)]);
-                                command(&mut batch, &[b"SET", &key(k), &value]);
+                                let k = key(&mut key_buf, k);
+                                command(&mut batch, &[b"GET", k]);
+                                command(&mut batch, &[b"SET", k, &value]);
                                 commands += 1;
                             }
                             Op::Scan(..) => unreachable!("workload e is refused"),
@@ -457,5 +549,76 @@ pub fn print_table(results: &[ServerResult]) {
             "{:<22} {:>12.0} {:>9.2} {:>9.0} {:>9.0} {:>9.0}",
             r.addr, r.ops_per_sec, r.ratio_vs_first, r.p50_us, r.p99_us, r.p999_us
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use resp::Protocol;
+
+    #[test]
+    fn keys_and_commands_are_the_bytes_format_and_the_encoder_make() {
+        let mut buf = Vec::new();
+        for index in [0, 7, 999_999, 999_999_999_999, 1_000_000_000_000, u64::MAX] {
+            assert_eq!(key(&mut buf, index), format!("key:{index:012}").as_bytes());
+        }
+        let value = vec![b'v'; 1000];
+        for args in [
+            vec![&b"GET"[..], b"key:000000000001"],
+            vec![b"SET", b"key:000000000002", &value],
+            vec![b"SET", b"", b"\r\n"],
+        ] {
+            let mut out = Vec::new();
+            command(&mut out, &args);
+            assert_eq!(out, Frame::command(&args).to_bytes(Protocol::Resp2));
+        }
+    }
+
+    /// On every prefix of replies of each kind, the quick reader agrees with the full
+    /// parser whenever it answers: a whole reply of the same length, or not yet whole.
+    #[test]
+    fn quick_replies_agree_with_the_parser_on_every_prefix() {
+        let replies: [&[u8]; 9] = [
+            b"+OK\r\n",
+            b"$3\r\nfoo\r\n",
+            b"$0\r\n\r\n",
+            b"$6\r\na\r\nb\r\n\r\n",
+            b"$-1\r\n",
+            b"-ERR wrong\r\n",
+            b":12\r\n",
+            b"*2\r\n$1\r\na\r\n+b\r\n",
+            b"$3\r\nfoox\r\n",
+        ];
+        let limits = FrameLimits::default();
+        for reply in replies {
+            let mut stream = reply.to_vec();
+            stream.extend_from_slice(b"+NEXT\r\n");
+            for end in 0..=stream.len() {
+                let prefix = &stream[..end];
+                let parsed = parse_frame(prefix, &limits);
+                match quick_reply(prefix, limits.max_bulk_len) {
+                    Quick::Reply(n) => assert_eq!(
+                        parsed
+                            .as_ref()
+                            .ok()
+                            .and_then(|p| p.as_ref().map(|(_, n)| *n)),
+                        Some(n),
+                        "{prefix:?}"
+                    ),
+                    Quick::Incomplete => {
+                        assert!(matches!(parsed, Ok(None)), "{prefix:?}: {parsed:?}")
+                    }
+                    Quick::Other => {}
+                }
+            }
+            let whole = quick_reply(reply, limits.max_bulk_len);
+            let simple = reply.starts_with(b"+") || reply.starts_with(b"$") && reply[1] != b'-';
+            if simple && reply != b"$3\r\nfoox\r\n" {
+                assert_eq!(whole, Quick::Reply(reply.len()), "{reply:?}");
+            } else {
+                assert_eq!(whole, Quick::Other, "{reply:?}");
+            }
+        }
     }
 }

@@ -934,7 +934,8 @@ impl Config {
             out.push_str(&self.directive(n));
             out.push('\n');
         }
-        write_atomically(path, out.as_bytes()).map_err(|e| format!("Rewriting config file: {e}"))
+        crate::replace_file::write_atomically(path, out.as_bytes())
+            .map_err(|e| format!("Rewriting config file: {e}"))
     }
 
     /// `name value` as a config file line: list settings as separate words, any other
@@ -987,22 +988,6 @@ pub enum SetError {
     Immutable,
     Protected,
     Invalid(String),
-}
-
-/// Writes `bytes` to a temporary file beside `path`, syncs it, and renames it over
-/// `path`.
-fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".rewrite-{}", std::process::id()));
-    let tmp = std::path::PathBuf::from(tmp);
-    let mut file = std::fs::File::create(&tmp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    drop(file);
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
 }
 
 pub(crate) fn parse_yes_no(text: &str) -> Option<bool> {

@@ -2,6 +2,7 @@
 
 mod accepted_settings;
 mod access_clock;
+mod acl_file;
 mod background_save;
 mod blocked_keys;
 mod clients;
@@ -38,6 +39,7 @@ mod partial_sort;
 mod pause;
 mod pubsub;
 mod rdb_save;
+mod replace_file;
 mod running_script;
 mod score_nodes;
 mod script_bit;
@@ -257,6 +259,12 @@ async fn serve(config: Config, db: Db) -> std::io::Result<()> {
     let mut server = Server::new(config, db);
     server.io_threads = Some(io_threads.active_threads());
     let server = Arc::new(server);
+    if let Some((name, path)) = acl_file::configured(&server) {
+        acl_file::load(&server, &name, &path).map_err(|errors| {
+            std::io::Error::other(format!("Aborting startup because of ACL errors: {errors}"))
+        })?;
+        tracing::info!(file = %path.display(), users = server.users.all().len(), "ACL file loaded");
+    }
     if server.config.engine == EngineKind::Memory {
         let started = std::time::Instant::now();
         if let Some(loaded) = server.load_rdb_file().map_err(std::io::Error::other)? {

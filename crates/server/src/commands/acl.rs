@@ -1,6 +1,6 @@
 //! ACL: users and what each may do (the model is in `users.rs`), and the log of
-//! refusals. Users live in memory: there is no ACL file, so LOAD and SAVE are refused
-//! as Redis refuses them without one.
+//! refusals. LOAD and SAVE read and write the ACL file (`acl_file.rs`), and are
+//! refused as Redis refuses them when none is configured.
 
 use rand::RngCore;
 use resp::Frame;
@@ -164,7 +164,40 @@ pub fn acl(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             };
             dry_run(&user, command)
         }
-        (b"LOAD", []) | (b"SAVE", []) => error(NO_ACL_FILE),
+        (b"LOAD", []) => {
+            let Some((name, path)) = crate::acl_file::configured(ctx.server) else {
+                return error(NO_ACL_FILE);
+            };
+            if let Err(errors) = crate::acl_file::load(ctx.server, &name, &path) {
+                return error(&format!("ERR {errors}"));
+            }
+            // As Redis: a client whose user is gone goes, and so does a subscriber to
+            // a channel its user may no longer use; the rest serve on as their users
+            // are now.
+            kill_clients_where(ctx, |user, c| match users.get(user) {
+                None => true,
+                Some(now) => {
+                    c.is_subscribed()
+                        && ctx.server.pubsub.subscribes_outside(c.id, |kind, channel| {
+                            now.may_subscribe(channel, kind == Kind::Pattern)
+                        })
+                }
+            });
+            ok()
+        }
+        (b"SAVE", []) => {
+            let Some((_, path)) = crate::acl_file::configured(ctx.server) else {
+                return error(NO_ACL_FILE);
+            };
+            if let Err(e) = crate::acl_file::save(ctx.server, &path) {
+                tracing::warn!(file = %path.display(), error = %e, "ACL SAVE failed");
+                return error(
+                    "ERR There was an error trying to save the ACLs. Please check the server \
+                     logs for more information",
+                );
+            }
+            ok()
+        }
         (b"HELP", []) => super::help(HELP),
         _ => super::bad_subcommand("acl", &args[1]),
     }

@@ -546,6 +546,18 @@ impl Selector {
     }
 }
 
+/// `s` without any of `chars` at either end.
+fn trim<'a>(s: &'a [u8], chars: &[u8]) -> &'a [u8] {
+    let Some(start) = s.iter().position(|b| !chars.contains(b)) else {
+        return &[];
+    };
+    let end = s
+        .iter()
+        .rposition(|b| !chars.contains(b))
+        .map_or(start, |i| i + 1);
+    &s[start..end]
+}
+
 fn has_spaces(s: &[u8]) -> bool {
     s.iter().any(|&b| b.is_ascii_whitespace() || b == 0)
 }
@@ -1037,6 +1049,93 @@ impl Users {
         self.auth_required
             .store(!default.nopass || !default.enabled, Ordering::Release);
         self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// ACL LOAD: every user from `text`, an ACL file's lines (`user <name> <rules>`,
+    /// blank lines skipped), in place of all users; or, if any line is refused, no
+    /// change and every refusal, each naming `file` and the line as Redis words them.
+    /// A file that declares no default user gives the default one (everything, no
+    /// password).
+    pub fn load(&self, file: &str, text: &[u8]) -> Result<(), String> {
+        let mut loaded: BTreeMap<Vec<u8>, Arc<User>> = BTreeMap::new();
+        let mut errors = String::new();
+        for (i, line) in text.split(|&b| b == b'\n').enumerate() {
+            let n = i + 1;
+            let line = trim(line, b" \t\r\n");
+            if line.is_empty() {
+                continue;
+            }
+            // Split on single spaces, as Redis does: two in a row make an empty word.
+            let words: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+            let (name, rules) = match words.as_slice() {
+                [b"user", name, rules @ ..] => (*name, rules),
+                _ => {
+                    errors.push_str(&format!(
+                        "{file}:{n} should start with user keyword followed by the username. "
+                    ));
+                    continue;
+                }
+            };
+            let shown = String::from_utf8_lossy(name);
+            if has_spaces(name) {
+                errors.push_str(&format!(
+                    "'{file}:{n}: username '{shown}' contains invalid characters. "
+                ));
+                continue;
+            }
+            if loaded.contains_key(name) {
+                errors.push_str(&format!(
+                    "WARNING: Duplicate user '{shown}' found on line {n}. "
+                ));
+                continue;
+            }
+            let rules: Vec<Vec<u8>> = rules.iter().map(|r| r.to_vec()).collect();
+            let rules = merge_selectors(&rules).unwrap_or_else(|_| {
+                errors.push_str(&format!(
+                    "{file}:{n}: Unmatched parenthesis in selector definition."
+                ));
+                Vec::new()
+            });
+            let mut user = User::new(name);
+            let mut reported = false;
+            for rule in &rules {
+                let rule = trim(rule, b"\t\r\n");
+                match user.apply(rule) {
+                    Ok(()) => {}
+                    // An unknown command is named; of other refusals only the first
+                    // counts, since it may be why the later ones fail.
+                    Err(RuleError::UnknownCommand) => errors.push_str(&format!(
+                        "{file}:{n}: Error in applying operation '{}': {}. ",
+                        String::from_utf8_lossy(rule),
+                        RuleError::UnknownCommand.message()
+                    )),
+                    Err(e) if !reported => {
+                        errors.push_str(&format!("{file}:{n}: {}. ", e.message()));
+                        reported = true;
+                    }
+                    Err(_) => {}
+                }
+            }
+            loaded.insert(name.to_vec(), Arc::new(user));
+        }
+        if !errors.is_empty() {
+            errors.push_str(
+                "WARNING: ACL errors detected, no change to the previously active ACL rules \
+                 was performed",
+            );
+            return Err(errors);
+        }
+        loaded
+            .entry(DEFAULT_USER.to_vec())
+            .or_insert_with(|| Arc::new(User::default_user(None)));
+        *self.users.write().unwrap_or_else(|e| e.into_inner()) = loaded;
+        self.note_change();
+        Ok(())
+    }
+
+    /// ACL SAVE's text: every user in ACL LIST's form, a line each.
+    pub fn file_text(&self) -> String {
+        self.all().iter().map(|u| u.describe() + "\n").collect()
     }
 
     /// ACL DELUSER: how many of `names` existed.

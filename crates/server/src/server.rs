@@ -87,6 +87,8 @@ pub struct Server {
     /// Whether the periodic work deletes expired keys (DEBUG SET-ACTIVE-EXPIRE turns
     /// it off, for tests that need expired keys left to lazy expiry).
     pub active_expiry: AtomicBool,
+    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE takes a payload whatever its CRC.
+    pub skip_checksum: AtomicBool,
     /// DEBUG PAUSE-CRON: the periodic work every 100 ms (expiry, client limits and
     /// eviction, rates, scheduled saves) is skipped; memory is still measured.
     pub cron_paused: AtomicBool,
@@ -177,6 +179,7 @@ impl Server {
             background_save: Default::default(),
             background_save_scheduled: AtomicBool::new(false),
             active_expiry: AtomicBool::new(true),
+            skip_checksum: AtomicBool::new(false),
             cron_paused: AtomicBool::new(false),
             scripts_call_anything: AtomicBool::new(false),
             log_rewrites: AtomicU64::new(0),

@@ -3037,3 +3037,42 @@ fn debug_set_disable_deny_scripts_opens_noscript_commands_to_scripts() {
     );
     assert!(run_err(&mut c, &["EVAL", script, "0"]).contains("not allowed from script"));
 }
+
+/// DEBUG SET-SKIP-CHECKSUM-VALIDATION 1 lets RESTORE take a payload whose CRC is wrong
+/// (Redis's tests of corrupt payloads lean on it), never one of a newer version; 0
+/// checks again.
+#[test]
+fn debug_can_skip_restore_checksums() {
+    let server = debug_server();
+    let mut c = server.client();
+    run::<()>(&mut c, &["RPUSH", "list", "a", "b"]);
+    let mut payload: Vec<u8> = redis::cmd("DUMP").arg("list").query(&mut c).unwrap();
+    let last = payload.len() - 1;
+    payload[last] ^= 0xff;
+    let restore = |c: &mut redis::Connection, payload: &[u8]| {
+        redis::cmd("RESTORE")
+            .arg("copy")
+            .arg(0)
+            .arg(payload)
+            .arg("REPLACE")
+            .query::<()>(c)
+            .map_err(|e| e.to_string())
+    };
+    let refused = restore(&mut c, &payload).unwrap_err();
+    assert!(
+        refused.contains("DUMP payload version or checksum are wrong"),
+        "{refused}"
+    );
+    run::<()>(&mut c, &["DEBUG", "SET-SKIP-CHECKSUM-VALIDATION", "1"]);
+    restore(&mut c, &payload).unwrap();
+    let copied: Vec<String> = run(&mut c, &["LRANGE", "copy", "0", "-1"]);
+    assert_eq!(copied, ["a", "b"]);
+    let mut newer = payload.clone();
+    newer[last - 9] = 0xff;
+    assert!(
+        restore(&mut c, &newer).is_err(),
+        "the version is checked still"
+    );
+    run::<()>(&mut c, &["DEBUG", "SET-SKIP-CHECKSUM-VALIDATION", "0"]);
+    assert!(restore(&mut c, &payload).is_err());
+}

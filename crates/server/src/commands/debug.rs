@@ -1,7 +1,7 @@
 //! DEBUG: refused unless `enable-debug-command` allows it (`yes`, or `local` for a
 //! client on the loopback address), as in Redis 7, whose own test suite and tools lean
 //! on it. Subcommands: HELP, SLEEP, SET-ACTIVE-EXPIRE, PAUSE-CRON,
-//! SET-DISABLE-DENY-SCRIPTS, OBJECT, DIGEST,
+//! SET-DISABLE-DENY-SCRIPTS, SET-SKIP-CHECKSUM-VALIDATION, OBJECT, DIGEST,
 //! DIGEST-VALUE, RELOAD, LOADAOF, PROTOCOL, POPULATE, LOG, ERROR, QUICKLIST-PACKED-THRESHOLD, JMAP,
 //! CHANGE-REPL-ID, REPLYBUFFER RESIZING; the others Redis has
 //! look at its own structures (quicklists, dicts, the allocator) or crash it on purpose,
@@ -40,6 +40,7 @@ pub fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         (b"SET-ACTIVE-EXPIRE", [on]) => switch(&ctx.server.active_expiry, on),
         (b"PAUSE-CRON", [on]) => switch(&ctx.server.cron_paused, on),
         (b"SET-DISABLE-DENY-SCRIPTS", [on]) => switch(&ctx.server.scripts_call_anything, on),
+        (b"SET-SKIP-CHECKSUM-VALIDATION", [on]) => switch(&ctx.server.skip_checksum, on),
         // Redis keeps a list element over this size in a node of its own. hotkv's list
         // nodes hold elements of any size alike, so there is nothing to change; the
         // argument is checked as Redis checks it.
@@ -466,6 +467,8 @@ const HELP: &[&str] = &[
     "      file to the database.",
     "SET-DISABLE-DENY-SCRIPTS <0|1>",
     "    Enable or disable the execution of commands flagged noscript from scripts.",
+    "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
+    "    Enables or disables checksum checks for RESTORE's payloads.",
     "SET-ACTIVE-EXPIRE <0|1>",
     "    Setting it to 0 disables expiring keys in background when they are not",
     "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",

@@ -1,6 +1,8 @@
 //! DUMP and RESTORE: a value serialized in Redis's format (`dump_payload.rs`), so keys
 //! move between hotkv and Redis with the tools made for Redis.
 
+use std::sync::atomic::Ordering;
+
 use resp::Frame;
 
 use super::{error, ok, parse_integer, reply, upper, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR};
@@ -81,8 +83,9 @@ pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         Some(ttl) => ttl as u64,
         None => return error(NOT_AN_INTEGER),
     };
-    let (kind, value) = match dump_payload::restore(payload, ctx.server.config.proto_max_bulk_len())
-    {
+    let max_len = ctx.server.config.proto_max_bulk_len();
+    let verify_crc = !ctx.server.skip_checksum.load(Ordering::Relaxed);
+    let (kind, value) = match dump_payload::restore(payload, max_len, verify_crc) {
         Ok(restored) => restored,
         Err(Refusal::VersionOrChecksum) => {
             return error("ERR DUMP payload version or checksum are wrong")

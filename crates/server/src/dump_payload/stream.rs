@@ -428,7 +428,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn restored(payload: &[u8]) -> Result<Stream<'static>, Refusal> {
-        restore_payload(payload, 1 << 20).map(|(kind, value)| {
+        restore_payload(payload, 1 << 20, true).map(|(kind, value)| {
             assert_eq!(kind, Kind::Stream);
             Stream::decode(&value).expect("restore stores a stream hotkv reads")
         })
@@ -572,7 +572,7 @@ mod tests {
             let crc_at = payload.len() - 8;
             let crc = crc64(0, &payload[..crc_at]);
             payload[crc_at..].copy_from_slice(&crc.to_le_bytes());
-            let _ = restore_payload(&payload, 1 << 20);
+            let _ = restore_payload(&payload, 1 << 20, true);
         }
     }
 

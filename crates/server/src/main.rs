@@ -259,6 +259,9 @@ async fn serve(config: Config, db: Db) -> std::io::Result<()> {
     let mut server = Server::new(config, db);
     server.io_threads = Some(io_threads.active_threads());
     let server = Arc::new(server);
+    for declared in &server.config.users {
+        server.users.declare(&declared[0], &declared[1..]);
+    }
     if let Some((name, path)) = acl_file::configured(&server) {
         acl_file::load(&server, &name, &path).map_err(|errors| {
             std::io::Error::other(format!("Aborting startup because of ACL errors: {errors}"))

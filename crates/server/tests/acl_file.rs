@@ -131,3 +131,65 @@ fn without_an_acl_file_load_and_save_are_refused() {
         );
     }
 }
+
+/// Users declared by `user` lines of the config file, as Redis reads them (a rule naming
+/// an unknown command skipped, any other bad rule refused), and CONFIG REWRITE writing
+/// the users back in their place; an ACL file and `user` lines together are refused.
+#[test]
+fn users_declared_in_the_config_file_are_made_and_rewritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("hotkv.conf");
+    std::fs::write(
+        &conf,
+        "# users\nuser alice on >pw ~* +@all +nosuchcommand\ntimeout 9\nuser default on nopass ~* &* +@all\n",
+    )
+    .unwrap();
+    let conf_arg = conf.to_str().unwrap().to_string();
+    let server = Server::start_memory_in(dir, &[&conf_arg]);
+    let mut c = server.client();
+    assert_eq!(users(&mut c), ["alice", "default"]);
+    let mut alice = server.client();
+    run::<()>(&mut alice, &["AUTH", "alice", "pw"]);
+    run::<()>(&mut c, &["ACL", "SETUSER", "bob", "on", ">b", "+ping"]);
+    run::<()>(&mut c, &["CONFIG", "REWRITE"]);
+    let listed: Vec<String> = run(&mut c, &["ACL", "LIST"]);
+    let text = std::fs::read_to_string(&conf).unwrap();
+    assert!(
+        text.starts_with(&format!("# users\n{}\ntimeout 9\n", listed.join("\n"))),
+        "{text}"
+    );
+    let dir = server.stop().unwrap();
+    let server = Server::start_memory_in(dir, &[&conf_arg]);
+    let mut c = server.client();
+    assert_eq!(users(&mut c), ["alice", "bob", "default"]);
+    let mut bob = server.client();
+    run::<()>(&mut bob, &["AUTH", "bob", "b"]);
+    let dir = server.stop().unwrap();
+
+    let refused = |text: &str| {
+        std::fs::write(&conf, text).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
+            .args([&conf_arg, "--port", "0", "--engine", "memory"])
+            .args(["--dir", dir.path().to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = refused("timeout 1\nuser carol on nosuchflag\n");
+    assert!(
+        err.contains("hotkv.conf:2: Error in user declaration 'nosuchflag': Syntax error"),
+        "{err}"
+    );
+    let err = refused("user carol on\nuser carol off\n");
+    assert!(
+        err.contains("hotkv.conf:2: Error in user declaration 'carol': Duplicate user"),
+        "{err}"
+    );
+    std::fs::write(dir.path().join("users.acl"), "").unwrap();
+    let err = refused("aclfile users.acl\nuser carol on\n");
+    assert!(
+        err.contains("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid."),
+        "{err}"
+    );
+}

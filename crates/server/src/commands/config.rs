@@ -78,12 +78,29 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             ctx.server.reset_stats();
             ok()
         }
-        b"REWRITE" if args.len() == 2 => match ctx.server.config.rewrite() {
-            Ok(()) => ok(),
-            Err(e) => error(&format!("ERR {e}")),
-        },
+        b"REWRITE" if args.len() == 2 => {
+            // Users go into the config file unless an ACL file keeps them.
+            let users: Vec<String> = match crate::acl_file::configured(ctx.server) {
+                Some(_) => Vec::new(),
+                None => ctx
+                    .server
+                    .users
+                    .all()
+                    .iter()
+                    .map(|u| u.describe())
+                    .collect(),
+            };
+            rewrite(ctx, &users)
+        }
         b"HELP" if args.len() == 2 => super::help(HELP),
         _ => super::bad_subcommand("config", &args[1]),
+    }
+}
+
+fn rewrite(ctx: &Ctx, users: &[String]) -> Reply {
+    match ctx.server.config.rewrite(users) {
+        Ok(()) => ok(),
+        Err(e) => error(&format!("ERR {e}")),
     }
 }
 

@@ -1133,6 +1133,13 @@ impl Users {
         Ok(())
     }
 
+    /// A user declared by a config file's `user` line (checked by
+    /// [`check_declaration`] when the file was read), in place of any of that name.
+    pub fn declare(&self, name: &[u8], rules: &[Vec<u8>]) {
+        let user = declared_user(name, rules).expect("checked when the config was read");
+        self.store(user);
+    }
+
     /// ACL SAVE's text: every user in ACL LIST's form, a line each.
     pub fn file_text(&self) -> String {
         self.all().iter().map(|u| u.describe() + "\n").collect()
@@ -1187,6 +1194,45 @@ impl Users {
     pub fn reset_log(&self) {
         self.log.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
+}
+
+/// Whether a config file's `user NAME RULES...` line (`words` without `user`) declares
+/// a user, as Redis checks it when it reads the file: the refusal in its words.
+pub fn check_declaration(words: &[Vec<u8>]) -> Result<(), String> {
+    let refused = |word: &[u8], why: &str| {
+        format!(
+            "Error in user declaration '{}': {why}",
+            String::from_utf8_lossy(word)
+        )
+    };
+    let Some((name, rules)) = words.split_first() else {
+        return Err("'user' needs a name and its rules".into());
+    };
+    if has_spaces(name) {
+        return Err(refused(
+            name,
+            "Usernames can't contain spaces or null characters",
+        ));
+    }
+    declared_user(name, rules)
+        .map(|_| ())
+        .map_err(|(rule, e)| refused(&rule, e.message()))
+}
+
+/// The user a config file's `user` line makes: a new one (for the default user, reset
+/// first) with the rules applied. As in Redis, a rule naming an unknown command is
+/// skipped there (a file written by a later version still loads); any other refused
+/// rule is the error, with the rule.
+fn declared_user(name: &[u8], rules: &[Vec<u8>]) -> Result<User, (Vec<u8>, RuleError)> {
+    let rules = merge_selectors(rules).map_err(|_| (name.to_vec(), RuleError::Syntax))?;
+    let mut user = User::new(name);
+    for rule in &rules {
+        match user.apply(rule) {
+            Ok(()) | Err(RuleError::UnknownCommand) => {}
+            Err(e) => return Err((rule.clone(), e)),
+        }
+    }
+    Ok(user)
 }
 
 /// Joins a selector given over several arguments (`(~x` `+get)`) into one rule, as

@@ -14,6 +14,17 @@ fn users(c: &mut redis::Connection) -> Vec<String> {
     run(c, &["ACL", "USERS"])
 }
 
+/// What a server started on config file `conf` in `dir` says as it fails to start.
+fn refused_startup(conf: &std::path::Path, dir: &std::path::Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
+        .args([conf.to_str().unwrap(), "--port", "0", "--engine", "memory"])
+        .args(["--dir", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 #[test]
 fn users_come_from_the_acl_file_and_go_back_to_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -91,16 +102,7 @@ fn a_bad_or_missing_acl_file_stops_the_server_at_startup() {
     let acl = dir.path().join("users.acl");
     let conf = dir.path().join("hotkv.conf");
     std::fs::write(&conf, format!("aclfile {}\n", acl.display())).unwrap();
-    let start = || {
-        Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
-            .args([conf.to_str().unwrap(), "--port", "0", "--engine", "memory"])
-            .args(["--dir", dir.path().to_str().unwrap()])
-            .output()
-            .unwrap()
-    };
-    let out = start();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused_startup(&conf, dir.path());
     assert!(
         err.contains(&format!(
             "Aborting startup because of ACL errors: Error loading ACLs, opening file '{}': \
@@ -110,9 +112,7 @@ fn a_bad_or_missing_acl_file_stops_the_server_at_startup() {
         "{err}"
     );
     std::fs::write(&acl, "# a comment is no user line\n").unwrap();
-    let out = start();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused_startup(&conf, dir.path());
     assert!(
         err.contains("users.acl:1 should start with user keyword followed by the username."),
         "{err}"
@@ -168,13 +168,7 @@ fn users_declared_in_the_config_file_are_made_and_rewritten() {
 
     let refused = |text: &str| {
         std::fs::write(&conf, text).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_hotkv-server"))
-            .args([&conf_arg, "--port", "0", "--engine", "memory"])
-            .args(["--dir", dir.path().to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert!(!out.status.success());
-        String::from_utf8_lossy(&out.stderr).into_owned()
+        refused_startup(&conf, dir.path())
     };
     let err = refused("timeout 1\nuser carol on nosuchflag\n");
     assert!(

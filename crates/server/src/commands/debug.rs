@@ -86,22 +86,24 @@ pub fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
         // Redis's tests of client memory turn the cuts off so that a client holds what
         // it was given for as long as they measure it.
         (b"REPLYBUFFER", [sub, on]) if upper(sub) == b"RESIZING" => {
-            let Some(on) = parse_integer(on) else {
-                return error(super::NOT_AN_INTEGER);
-            };
-            ctx.server.clients.set_output_resizing(on != 0);
-            ok()
+            set_switch(on, |on| ctx.server.clients.set_output_resizing(on))
         }
         _ => super::bad_subcommand("debug", &args[1]),
     }
 }
 
-/// Sets a DEBUG switch: any integer but 0 turns it on, as Redis's `atoi` reads it.
+/// Sets a DEBUG switch (see [`set_switch`]).
 fn switch(flag: &AtomicBool, on: &[u8]) -> Reply {
+    set_switch(on, |on| flag.store(on, Ordering::Relaxed))
+}
+
+/// Reads a DEBUG switch's argument, any integer but 0 meaning on as Redis's `atoi`
+/// reads it, and hands it to `set`.
+fn set_switch(on: &[u8], set: impl FnOnce(bool)) -> Reply {
     let Some(on) = parse_integer(on) else {
         return error(super::NOT_AN_INTEGER);
     };
-    flag.store(on != 0, Ordering::Relaxed);
+    set(on != 0);
     ok()
 }
 

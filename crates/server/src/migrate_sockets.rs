@@ -28,6 +28,17 @@ pub struct Target {
     last_use: Instant,
 }
 
+/// Why [`MigrateSockets::take`] has no connection to give. Redis connects without
+/// blocking and waits for the socket to become writable, which a refused connection
+/// makes it at once: it learns of the refusal at its first write, and says so.
+#[derive(Debug, PartialEq)]
+pub enum NoConnection {
+    /// No address for the host, or none answered within the timeout.
+    Unreachable,
+    /// An address answered with a refusal (or another error).
+    Refused,
+}
+
 #[derive(Default)]
 pub struct MigrateSockets {
     /// By `host:port` as the client wrote them. A connection in use is out of the map.
@@ -36,28 +47,33 @@ pub struct MigrateSockets {
 
 impl MigrateSockets {
     /// The cached connection to `host:port`, or a new one opened within `timeout`.
-    pub fn take(&self, host: &str, port: &str, timeout: Duration) -> io::Result<Target> {
+    pub fn take(&self, host: &str, port: &str, timeout: Duration) -> Result<Target, NoConnection> {
         if let Some(target) = self.lock().remove(&name(host, port)) {
             return Ok(target);
         }
-        let port: u16 = port
-            .parse()
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "not a port"))?;
-        let mut last = io::Error::new(io::ErrorKind::NotFound, "no address for the host");
-        for address in (host, port).to_socket_addrs()? {
+        // Redis tries any port it is given (`abc` is port 0) and meets a refusal.
+        let port: u16 = port.parse().map_err(|_| NoConnection::Refused)?;
+        let addresses = (host, port)
+            .to_socket_addrs()
+            .map_err(|_| NoConnection::Unreachable)?;
+        let mut failure = NoConnection::Unreachable;
+        for address in addresses {
             match TcpStream::connect_timeout(&address, timeout) {
                 Ok(stream) => {
-                    stream.set_nodelay(true)?;
+                    stream
+                        .set_nodelay(true)
+                        .map_err(|_| NoConnection::Refused)?;
                     return Ok(Target {
                         conn: BufReader::new(stream),
                         selected: None,
                         last_use: Instant::now(),
                     });
                 }
-                Err(e) => last = e,
+                Err(e) if timed_out(&e) => {}
+                Err(_) => failure = NoConnection::Refused,
             }
         }
-        Err(last)
+        Err(failure)
     }
 
     /// Keeps `target` for the next MIGRATE to `host:port` (a connection that failed is

@@ -201,8 +201,17 @@ fn arguments_are_checked_as_redis_checks_them() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let closed = listener.local_addr().unwrap().port().to_string();
     drop(listener);
+    // Redis learns of a refused connection only at its first write, and says so; a
+    // port that is no port is tried too and refused.
+    for port in [closed.as_str(), "99999", "abc"] {
+        assert_eq!(
+            run_err(&mut s, &migrate_args(port, &["k", "0", "1000"])),
+            "IOERR error or timeout writing to target instance"
+        );
+    }
+    // A host with no address is never connected to.
     assert_eq!(
-        run_err(&mut s, &migrate_args(&closed, &["k", "0", "1000"])),
+        run_err(&mut s, &["MIGRATE", "", &closed, "k", "0", "1000"]),
         "IOERR error or timeout connecting to the client"
     );
     assert_eq!(run::<String>(&mut s, &["GET", "k"]), "v");

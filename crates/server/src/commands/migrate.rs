@@ -15,7 +15,7 @@ use resp::{Frame, Protocol};
 use super::{error, ok, parse_integer, reply, upper, Ctx, Reply, NOT_AN_INTEGER, SYNTAX_ERROR};
 use crate::entry::now_ms;
 use crate::keyspace_events::GENERIC;
-use crate::migrate_sockets::{timed_out, Target};
+use crate::migrate_sockets::{timed_out, NoConnection, Target};
 
 /// `MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE]
 /// [AUTH password | AUTH2 username password] [KEYS key...]`: OK once every key found
@@ -50,8 +50,14 @@ pub fn migrate(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
     );
     let mut may_retry = true;
     loop {
-        let Ok(mut target) = sockets.take(&host, &port, request.timeout) else {
-            return error("IOERR error or timeout connecting to the client");
+        let mut target = match sockets.take(&host, &port, request.timeout) {
+            Ok(target) => target,
+            Err(NoConnection::Unreachable) => {
+                return error("IOERR error or timeout connecting to the client")
+            }
+            Err(NoConnection::Refused) => {
+                return error("IOERR error or timeout writing to target instance")
+            }
         };
         let exchange = request.exchange(&mut target, &moving);
         if let Some(failure) = &exchange.failure {

@@ -31,7 +31,7 @@ pub struct Target {
 /// Why [`MigrateSockets::take`] has no connection to give. Redis connects without
 /// blocking and waits for the socket to become writable, which a refused connection
 /// makes it at once: it learns of the refusal at its first write, and says so.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub enum NoConnection {
     /// No address for the host, or none answered within the timeout.
     Unreachable,

@@ -363,6 +363,8 @@ enum Op {
     Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
     Get(Vec<u8>),
     Range(Vec<u8>, Vec<u8>, usize),
+    /// A whole-store compaction started, which changes nothing a reader sees.
+    Compact,
     Reopen,
 }
 
@@ -376,6 +378,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         2 => proptest::collection::vec((key.clone(), proptest::option::of(value)), 0..6).prop_map(Op::Batch),
         3 => key.clone().prop_map(Op::Get),
         2 => (key.clone(), key, 0usize..6).prop_map(|(a, b, n)| Op::Range(a, b, n)),
+        1 => Just(Op::Compact),
         1 => Just(Op::Reopen),
     ]
 }
@@ -430,6 +433,7 @@ pub fn agrees_with_a_model<E: Engine>(open: &impl Fn(&Path) -> Result<E>) {
                             prop_assert!(matches!(engine.range(range), Err(Error::Unsupported(_))));
                         }
                     }
+                    Op::Compact => engine.compact_in_background().unwrap(),
                     Op::Reopen => {
                         let durable = engine.capabilities().durable;
                         e = Some(reopen(open, dir.path(), e.take().unwrap()));

@@ -142,6 +142,13 @@ pub trait Engine: Send + Sync {
         ))
     }
 
+    /// Starts merging the whole store down in the background, so that the tombstones
+    /// a mass delete leaves (which every walk of the keys steps over) are dropped soon,
+    /// not whenever the levels fill. Engines that keep no tombstones do nothing.
+    fn compact_in_background(&self) -> Result<()> {
+        Ok(())
+    }
+
     fn stats(&self) -> Stats;
 
     /// Flushes and releases the engine's resources; later calls return

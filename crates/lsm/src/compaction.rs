@@ -5,6 +5,11 @@
 //! `level1_bytes * ratio^(n-1)` bytes; past that, one of its tables (round-robin by
 //! key) is merged into the tables of level `n + 1` it overlaps. The level with the
 //! highest ratio of size to limit goes first.
+//!
+//! A whole-store compaction (`Lsm::compact_all`, asked for after FLUSHALL) instead
+//! merges each level that has tables into the next that has any, down to the deepest,
+//! so that the tombstones a mass delete leaves, which every walk of the keys steps
+//! over, are dropped at once rather than whenever the levels fill.
 
 use std::sync::Arc;
 
@@ -17,11 +22,46 @@ use crate::table_builder::{TableBuilder, TableMeta};
 use crate::version::{TableFile, Version, LEVELS};
 
 pub struct Compaction {
-    /// Tables move from `level` to `level + 1`.
+    /// Tables move from `level` to `output_level`.
     pub level: usize,
     pub inputs: Vec<Arc<TableFile>>,
-    /// The tables of `level + 1` that overlap the inputs.
+    /// `level + 1`, except in a whole-store compaction: there it is the next level
+    /// that has tables (those between are empty), or `level` itself when that level
+    /// holds every table.
+    pub output_level: usize,
+    /// The tables of `output_level` that overlap the inputs.
     pub overlapping: Vec<Arc<TableFile>>,
+}
+
+impl Compaction {
+    /// Merges `inputs`, tables of `level`, into `output_level`, with the tables there
+    /// that overlap them. None if `inputs` is empty.
+    fn new(
+        version: &Version,
+        level: usize,
+        inputs: Vec<Arc<TableFile>>,
+        output_level: usize,
+    ) -> Option<Compaction> {
+        let smallest = inputs.iter().map(|f| f.smallest().user_key()).min()?;
+        let largest = inputs.iter().map(|f| f.largest().user_key()).max()?;
+        let overlapping = if output_level == level {
+            Vec::new()
+        } else {
+            version.levels[output_level]
+                .iter()
+                .filter(|f| {
+                    f.largest().user_key() >= smallest && f.smallest().user_key() <= largest
+                })
+                .cloned()
+                .collect()
+        };
+        Some(Compaction {
+            level,
+            inputs,
+            output_level,
+            overlapping,
+        })
+    }
 }
 
 fn level_limit(options: &Options, level: usize) -> u64 {
@@ -71,28 +111,24 @@ pub fn pick(
             .or_else(|| files.first())?;
         vec![next.clone()]
     };
-    let smallest = inputs
-        .iter()
-        .map(|f| f.smallest().user_key())
-        .min()?
-        .to_vec();
-    let largest = inputs
-        .iter()
-        .map(|f| f.largest().user_key())
-        .max()?
-        .to_vec();
-    let overlapping = version.levels[level + 1]
-        .iter()
-        .filter(|f| {
-            f.largest().user_key() >= &smallest[..] && f.smallest().user_key() <= &largest[..]
-        })
-        .cloned()
-        .collect();
-    Some(Compaction {
-        level,
-        inputs,
-        overlapping,
-    })
+    Compaction::new(version, level, inputs, level + 1)
+}
+
+/// The next step of a whole-store compaction, and whether it is the last: every table
+/// of the shallowest level that has any merges into the next level that has any.
+/// Once one level holds every table, its tables merge into themselves (level 0's into
+/// level 1), which drops the tombstones in it, and that is the last step. None if the
+/// store has no tables.
+pub fn pick_whole(version: &Version) -> Option<(Compaction, bool)> {
+    let mut filled = (0..LEVELS).filter(|&level| !version.levels[level].is_empty());
+    let top = filled.next()?;
+    let (output_level, last) = match filled.next() {
+        Some(next) => (next, false),
+        None if top == 0 => (1, true),
+        None => (top, true),
+    };
+    let inputs = version.levels[top].clone();
+    Compaction::new(version, top, inputs, output_level).map(|c| (c, last))
 }
 
 /// Whether no level below `output_level` can hold `user_key`: a tombstone for it then
@@ -139,7 +175,7 @@ impl HiddenVersions {
     }
 }
 
-/// Merges the compaction's tables into new tables for `level + 1`, each cut near
+/// Merges the compaction's tables into new tables for `output_level`, each cut near
 /// `table_file_bytes` at a user-key boundary (so tables of a level never share a user
 /// key). Versions of a key hidden by a newer version that every reader sees are
 /// dropped, and so are tombstones with nothing below them.
@@ -159,7 +195,7 @@ pub fn run(
     }
     let mut merged = MergingIter::new(children);
     merged.seek_to_first()?;
-    let output_level = compaction.level + 1;
+    let output_level = compaction.output_level;
     let mut outputs = Vec::new();
     let mut builder: Option<TableBuilder> = None;
     let mut versions = HiddenVersions::new(oldest_readable);

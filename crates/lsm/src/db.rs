@@ -94,6 +94,14 @@ struct Log {
     fsync: FsyncPolicy,
 }
 
+/// What the compaction thread does next.
+enum Work {
+    /// The merge a level over its limit needs.
+    Merge(Compaction, Arc<Version>),
+    /// A whole-store compaction, for the ask with this number and those before it.
+    Whole(u64),
+}
+
 struct Background {
     manifest: Manifest,
     /// The log number last recorded: logs below it are obsolete.
@@ -101,6 +109,12 @@ struct Background {
     /// Per level, the largest key of the last table compacted out of it, so the next
     /// compaction of the level starts after it.
     compact_pointers: [Vec<u8>; LEVELS],
+    /// Whole-store compactions asked for ([`Lsm::compact_all`]) and finished: one is
+    /// due while `whole_asked > whole_done`, once no memtable frozen at or before the
+    /// last ask (log number `whole_after_log` or below) waits for flush.
+    whole_asked: u64,
+    whole_done: u64,
+    whole_after_log: u64,
     shutting_down: bool,
 }
 
@@ -116,6 +130,7 @@ struct Counters {
     flushes: AtomicU64,
     table_bytes_written: AtomicU64,
     compactions: AtomicU64,
+    whole_compactions: AtomicU64,
     compaction_micros: AtomicU64,
     compaction_bytes_read: AtomicU64,
     stall_micros: AtomicU64,
@@ -240,6 +255,9 @@ impl Lsm {
                 manifest,
                 log_number: mem_wal,
                 compact_pointers: Default::default(),
+                whole_asked: 0,
+                whole_done: 0,
+                whole_after_log: 0,
                 shutting_down: false,
             }),
             background_changed: Condvar::new(),
@@ -351,6 +369,62 @@ impl Lsm {
     pub fn get_at(&self, snapshot: &Snapshot, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_open()?;
         self.read(&snapshot.sv, key, snapshot.sequence)
+    }
+
+    /// Merges every table down to the deepest level that has any (see
+    /// `compaction::pick_whole`), with the memtable's writes flushed first, and returns
+    /// once that is done: every tombstone and overwritten version no reader needs is
+    /// gone. Writes meanwhile go on; those after the call may remain above.
+    pub fn compact_all(&self) -> Result<()> {
+        let ask = self.ask_whole_compaction()?;
+        let mut background = self.inner.lock_background();
+        while background.whole_done < ask {
+            if background.shutting_down {
+                return Err(Error::Closed);
+            }
+            if let Some(why) = self.inner.stopped() {
+                return Err(Error::WritesStopped(why));
+            }
+            if let Some(why) = self.inner.background_error() {
+                return Err(Error::io(
+                    "compacting the whole store (retried in the background)",
+                    std::io::Error::other(why),
+                ));
+            }
+            background = self
+                .inner
+                .background_changed
+                .wait_timeout(background, Duration::from_millis(100))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        Ok(())
+    }
+
+    /// Freezes the memtable (if it holds anything) and asks the compaction thread for a
+    /// whole-store compaction once it is flushed. Returns the ask's number.
+    fn ask_whole_compaction(&self) -> Result<u64> {
+        self.check_open()?;
+        let inner = &self.inner;
+        let after_log = {
+            let mut log = inner.lock_log();
+            if let Some(why) = inner.stopped() {
+                return Err(Error::WritesStopped(why));
+            }
+            // Under the log's lock no other writer can freeze the memtable meanwhile.
+            let sv = inner.current();
+            if sv.mem.entries() > 0 {
+                inner.freeze_memtable(&mut log)?;
+                sv.mem.wal_number
+            } else {
+                sv.imm.first().map_or(0, |newest| newest.wal_number)
+            }
+        };
+        let mut background = inner.lock_background();
+        background.whole_asked += 1;
+        background.whole_after_log = background.whole_after_log.max(after_log);
+        inner.background_changed.notify_all();
+        Ok(background.whole_asked)
     }
 
     pub fn range_at(&self, snapshot: &Snapshot, range: KeyRange) -> Result<Box<dyn Cursor>> {
@@ -892,20 +966,31 @@ impl Inner {
         self.delete_obsolete_files(background)
     }
 
-    /// The compaction thread: while some level is over its limit, merge tables down.
+    /// The compaction thread: a whole-store compaction once one is asked for and its
+    /// memtables are flushed; otherwise, while some level is over its limit, merge
+    /// tables down.
     fn compaction_loop(&self) {
         let mut failures = 0;
         loop {
             let mut background = self.lock_background();
-            let compaction = loop {
+            let work = loop {
                 if background.shutting_down {
                     return;
                 }
-                let version = self.current().version.clone();
+                let sv = self.current();
+                if background.whole_asked > background.whole_done
+                    && sv
+                        .imm
+                        .iter()
+                        .all(|frozen| frozen.wal_number > background.whole_after_log)
+                {
+                    break Work::Whole(background.whole_asked);
+                }
+                let version = sv.version.clone();
                 if let Some(compaction) =
                     compaction::pick(&version, &self.options, &background.compact_pointers)
                 {
-                    break (compaction, version);
+                    break Work::Merge(compaction, version);
                 }
                 background = self
                     .background_changed
@@ -913,16 +998,42 @@ impl Inner {
                     .unwrap_or_else(|e| e.into_inner());
             };
             drop(background);
-            let result = self.compact(compaction.0, &compaction.1);
+            let result = match work {
+                Work::Merge(compaction, version) => self.compact(compaction, &version),
+                Work::Whole(ask) => self.compact_whole().map(|()| {
+                    self.counters
+                        .whole_compactions
+                        .fetch_add(1, Ordering::Relaxed);
+                    let mut background = self.lock_background();
+                    background.whole_done = background.whole_done.max(ask);
+                }),
+            };
             if !self.settle("compaction", result, &mut failures) {
                 return;
             }
         }
     }
 
+    /// Runs the steps of a whole-store compaction. Flushes may add level-0 tables
+    /// meanwhile, which the steps take too; the count of steps is bounded so that a
+    /// steady stream of flushes cannot keep it going.
+    fn compact_whole(&self) -> Result<()> {
+        for _ in 0..=LEVELS {
+            let version = self.current().version.clone();
+            let Some((compaction, last)) = compaction::pick_whole(&version) else {
+                return Ok(());
+            };
+            self.compact(compaction, &version)?;
+            if last {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     fn compact(&self, compaction: Compaction, version: &Version) -> Result<()> {
         let started = Instant::now();
-        let output_level = compaction.level + 1;
+        let output_level = compaction.output_level;
         let options = TableOptions {
             block_size: self.options.block_size,
             bloom_bits_per_key: self.options.bloom_bits_per_key,
@@ -1168,6 +1279,10 @@ impl Engine for Lsm {
         Ok(())
     }
 
+    fn compact_in_background(&self) -> Result<()> {
+        self.ask_whole_compaction().map(drop)
+    }
+
     fn stats(&self) -> Stats {
         let c = &self.inner.counters;
         let r = &self.inner.read_counters;
@@ -1185,6 +1300,7 @@ impl Engine for Lsm {
             ("table_bytes_written", load(&c.table_bytes_written)),
             ("flushes", load(&c.flushes)),
             ("compactions", load(&c.compactions)),
+            ("whole_compactions", load(&c.whole_compactions)),
             ("compaction_micros", load(&c.compaction_micros)),
             ("compaction_bytes_read", load(&c.compaction_bytes_read)),
             ("stall_micros", load(&c.stall_micros)),

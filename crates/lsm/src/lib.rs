@@ -4,7 +4,9 @@
 //! through group commit (`commit.rs`), then into the memtable (`memtable.rs`). A
 //! full memtable is frozen and a background thread flushes it to a level-0 sorted
 //! table (`table_format.md`); another merges tables down the levels (leveled
-//! compaction, `compaction.rs`). The manifest (`manifest_format.md`) records which
+//! compaction, `compaction.rs`), or, when asked (`Lsm::compact_all`, after a mass
+//! delete), merges the whole store down so that no tombstone is left for readers to
+//! step over. The manifest (`manifest_format.md`) records which
 //! tables make up the store. Reads see the newest version at or below a sequence
 //! number, through the memtables, then the tables (bloom filter, index, block cache).
 //!

@@ -884,3 +884,50 @@ fn kill_9_leaves_pending_entries_whole() {
         "the pending lists grew past a page: {lengths:?}"
     );
 }
+
+/// FLUSHALL deletes each key with a tombstone, which every later walk of the keys
+/// (SCAN, KEYS, RANDOMKEY, the next FLUSHALL) would step over until compaction reached
+/// it: after FLUSHALL of many keys the server has the engine compact the whole store,
+/// so the tables soon hold only the server's own records, and keys written after, as
+/// well as a restart, are unaffected.
+#[test]
+fn flushall_of_many_keys_leaves_no_tombstones_in_the_tables() {
+    let server = lsm_server(&[]);
+    let mut c = server.client();
+    let table_bytes = |c: &mut redis::Connection| -> u64 {
+        (0..7)
+            .map(|level| {
+                info_field(c, &format!("engine_l{level}_bytes"))
+                    .parse::<u64>()
+                    .unwrap()
+            })
+            .sum()
+    };
+    for chunk in 0..20 {
+        let mut mset = vec!["MSET".to_string()];
+        for i in 0..500 {
+            mset.push(format!("key:{chunk}:{i}"));
+            mset.push("x".repeat(100));
+        }
+        let args: Vec<&str> = mset.iter().map(String::as_str).collect();
+        run::<()>(&mut c, &args);
+    }
+    run::<()>(&mut c, &["FLUSHALL"]);
+    assert!(
+        eventually(20, || {
+            info_field(&mut c, "engine_whole_compactions") == "1"
+                && info_field(&mut c, "engine_immutable_memtables") == "0"
+        }),
+        "no whole-store compaction after FLUSHALL"
+    );
+    // 10,000 keys of 100 bytes took a megabyte; their tombstones some 100 KB.
+    let left = table_bytes(&mut c);
+    assert!(left < 4096, "{left} bytes of tables left after FLUSHALL");
+    run::<()>(&mut c, &["SET", "after", "1"]);
+    let (cursor, keys): (String, Vec<String>) = run(&mut c, &["SCAN", "0"]);
+    assert_eq!((cursor.as_str(), keys), ("0", vec!["after".to_string()]));
+    let server = server.restarted_if_lsm();
+    let mut c = server.client();
+    assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 1);
+    assert_eq!(run::<String>(&mut c, &["GET", "after"]), "1");
+}

@@ -5,7 +5,8 @@
 //! for (every other cycle under `fsync always`, the others under `fsync no` with log
 //! writes held back, each batch acknowledged only after `write_held_back`, as the
 //! server does before a reply); SIGKILL it at a random moment (while it recovers, writes,
-//! syncs, flushes, compacts); reopen the store here and check that it opens, that every acknowledged batch
+//! syncs, flushes, compacts, or merges the whole store down, which one more thread asks
+//! for every few milliseconds); reopen the store here and check that it opens, that every acknowledged batch
 //! is there, and that the state is exactly some prefix of each writer's batches (no
 //! batch half-applied, no stray bytes). The store carries over between cycles.
 //!
@@ -230,8 +231,16 @@ fn child(dir: &Path, seed: u64, held_back: bool) -> Result<(), String> {
             })
         })
         .collect();
-    for t in threads {
-        t.join().map_err(|_| "a writer panicked".to_string())??;
+    // Whole-store compactions drop tombstones at once, so a kill in one must leave
+    // no deleted value showing again.
+    let compactor = std::thread::spawn(move || -> Result<(), String> {
+        loop {
+            store.compact_all().map_err(|e| e.to_string())?;
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+    for t in threads.into_iter().chain([compactor]) {
+        t.join().map_err(|_| "a thread panicked".to_string())??;
     }
     Ok(())
 }

@@ -55,9 +55,8 @@ pub fn migrate(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
             Err(NoConnection::Unreachable) => {
                 return error("IOERR error or timeout connecting to the client")
             }
-            Err(NoConnection::Refused) => {
-                return error("IOERR error or timeout writing to target instance")
-            }
+            // Redis connects without blocking and learns of a refusal at its first write.
+            Err(NoConnection::Refused) => return transfer_failed(true),
         };
         let exchange = request.exchange(&mut target, &moving);
         if let Some(failure) = &exchange.failure {
@@ -90,17 +89,20 @@ pub fn migrate(ctx: &mut Ctx, args: &[Vec<u8>]) -> Reply {
                 "ERR Target instance replied with error: {}",
                 String::from_utf8_lossy(refusal)
             )),
-            (None, Some(failure)) => error(&format!(
-                "IOERR error or timeout {} to target instance",
-                if failure.writing {
-                    "writing"
-                } else {
-                    "reading"
-                }
-            )),
+            (None, Some(failure)) => transfer_failed(failure.writing),
             (None, None) => ok(),
         };
     }
+}
+
+/// Redis's words for a connection to the target that failed while the keys were being
+/// written to it or its replies read.
+fn transfer_failed(writing: bool) -> Reply {
+    error(if writing {
+        "IOERR error or timeout writing to target instance"
+    } else {
+        "IOERR error or timeout reading to target instance"
+    })
 }
 
 struct Request<'a> {

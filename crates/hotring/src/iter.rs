@@ -92,15 +92,38 @@ impl HotRing {
         &self,
         from: u64,
         count: usize,
+        f: impl FnMut(&[u8], &[u8], Access),
+    ) -> Option<u64> {
+        self.scan_within(from, count, usize::MAX, f)
+    }
+
+    /// [`HotRing::scan`] that also stops at the start of a ring once it has passed
+    /// `max_rings` ring starts, as Redis's SCAN stops after ten buckets per key asked
+    /// for: on an index whose keys were mostly deleted (its rings stay), a page then
+    /// costs a bounded walk, and may hold no key while its cursor is not the end.
+    /// Stopping at a ring's start loses nothing: the ring's sentinel sorts before every
+    /// key of its hash, so the keys before it all have smaller hashes, and its hash,
+    /// the next cursor, is past `from`, so the scan always moves on.
+    pub fn scan_within(
+        &self,
+        from: u64,
+        count: usize,
+        max_rings: usize,
         mut f: impl FnMut(&[u8], &[u8], Access),
     ) -> Option<u64> {
         let guard = epoch::pin();
         let mut cur = Some(self.slot_for(from, &guard).sentinel());
         let mut seen = 0usize;
+        let mut rings = 0usize;
         let mut last_hash = None;
         while let Some(item) = cur {
             let link = item.load_next();
-            if !item.is_sentinel() && !link.has(Link::OCCUPIED) && item.hash() >= from {
+            if link.has(Link::REHASH) {
+                if rings >= max_rings && item.hash() > from {
+                    return Some(item.hash());
+                }
+                rings += 1;
+            } else if !link.has(Link::OCCUPIED) && item.hash() >= from {
                 if seen >= count && last_hash != Some(item.hash()) {
                     return Some(item.hash());
                 }

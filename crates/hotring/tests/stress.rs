@@ -260,7 +260,10 @@ fn iterator_sees_every_stable_key_exactly_once_across_splits() {
         } else {
             let mut cursor = Some(0);
             while let Some(from) = cursor {
-                cursor = index.scan(from, round, |k, v, _| {
+                // Round 3 also stops at every second ring start, as a sparse
+                // index's SCAN does.
+                let max_rings = if round == 3 { 2 } else { usize::MAX };
+                cursor = index.scan_within(from, round, max_rings, |k, v, _| {
                     entries.push((k.to_vec(), v.to_vec()))
                 });
             }

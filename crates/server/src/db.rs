@@ -956,8 +956,11 @@ impl Db {
             }
         };
         let next = match &self.store {
+            // Ten ring starts per key asked for, as Redis's SCAN visits ten buckets.
             Store::Memory(index) => index
-                .scan(cursor, count, |k, v, _| visit(k, v))
+                .scan_within(cursor, count, count.max(1).saturating_mul(10), |k, v, _| {
+                    visit(k, v)
+                })
                 .unwrap_or(0),
             Store::Engine(store, _) => store.scan(cursor, count, visit)?,
         };

@@ -2,6 +2,8 @@
 //! (now, through an older snapshot, and after a reopen), the tombstones of deleted keys
 //! are gone from the tables, and writers running meanwhile lose nothing.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -9,6 +11,7 @@ use engine::{Engine, KeyRange, WriteBatch};
 use lsm::{FsyncPolicy, Lsm, Options};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use support::stat;
 
 /// Small memtables, tables and levels, so that a few thousand writes fill several
 /// levels before the whole-store compaction.
@@ -23,15 +26,6 @@ fn options() -> Options {
         table_file_bytes: 8 * 1024,
         ..Options::default()
     }
-}
-
-fn stat(store: &Lsm, name: &str) -> u64 {
-    store
-        .stats()
-        .into_iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, v)| v)
-        .unwrap_or_else(|| panic!("no stat {name}"))
 }
 
 /// Tables per level, shallowest first.

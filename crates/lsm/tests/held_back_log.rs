@@ -2,10 +2,13 @@
 //! the log file only at `write_held_back` (or a memtable switch, a sync, close). The
 //! crash harness (`tests/crash.rs`) checks that what was written then survives a kill.
 
+mod support;
+
 use std::path::Path;
 
 use engine::Engine;
 use lsm::{FsyncPolicy, Lsm, Options};
+use support::stat;
 
 /// Bytes in the store's newest write-ahead log.
 fn newest_log_len(dir: &Path) -> u64 {
@@ -101,12 +104,7 @@ fn memtable_switches_keep_held_back_writes() {
 }
 
 fn wal_syncs(store: &Lsm) -> u64 {
-    store
-        .stats()
-        .into_iter()
-        .find(|(n, _)| *n == "wal_syncs")
-        .map(|(_, v)| v)
-        .expect("a wal_syncs count")
+    stat(store, "wal_syncs")
 }
 
 /// CONFIG SET appendfsync: a switch to `always` writes what was held back and syncs

@@ -1,17 +1,11 @@
 //! A snapshot keeps seeing the store as it was, through overwrites, deletes,
 //! flushes and compactions that drop the old versions from the current tables.
 
+mod support;
+
 use engine::{Engine, KeyRange};
 use lsm::{FsyncPolicy, Lsm, Options};
-
-fn stat(store: &Lsm, name: &str) -> u64 {
-    store
-        .stats()
-        .into_iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, v)| v)
-        .unwrap()
-}
+use support::stat;
 
 #[test]
 fn a_snapshot_sees_its_moment_through_compactions() {

@@ -6,8 +6,9 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
-use engine::{Engine, KeyRange, WriteBatch};
+use engine::{Engine, Error, KeyRange, WriteBatch};
 use lsm::{FsyncPolicy, Lsm, Options};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -183,4 +184,51 @@ fn writers_lose_nothing_to_compactions_running_beside_them() {
         }
     }
     assert_eq!(contents(&store), expected);
+}
+
+/// A whole-store compaction whose tables cannot be created (directories squat on their
+/// names) fails with a clear error while reads go on, and succeeds once they can.
+#[test]
+fn a_failing_whole_compaction_is_reported_and_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Lsm::open(dir.path(), options()).unwrap();
+    let key = |i: u32| format!("key{i:05}").into_bytes();
+    for i in 0..200 {
+        store.put(&key(i), b"v").unwrap();
+    }
+    for i in 0..100 {
+        store.delete(&key(i)).unwrap();
+    }
+    // Every table number not taken yet (background flushes may still be taking some).
+    let squatters: Vec<_> = (1..2000)
+        .map(|n| dir.path().join(format!("{n:06}.sst")))
+        .filter(|path| std::fs::create_dir(path).is_ok())
+        .collect();
+    let error = store.compact_all().unwrap_err();
+    assert!(matches!(error, Error::Io { .. }), "{error}");
+    assert!(error.to_string().contains("failed"), "{error}");
+    for i in 0..200 {
+        let want = (i >= 100).then_some(&b"v"[..]);
+        assert_eq!(store.get(&key(i)).unwrap().as_deref(), want, "key {i}");
+    }
+    for path in &squatters {
+        std::fs::remove_dir(path).unwrap();
+    }
+    // The background thread retries with a backoff of at most a few seconds; until its
+    // retry succeeds, `compact_all` reports the standing failure.
+    let mut done = false;
+    for _ in 0..400 {
+        if store.compact_all().is_ok() {
+            done = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        done,
+        "the compaction never succeeded once tables could be made"
+    );
+    assert!(stat(&store, "whole_compactions") >= 1);
+    let live: BTreeMap<Vec<u8>, Vec<u8>> = (100..200).map(|i| (key(i), b"v".to_vec())).collect();
+    assert_eq!(contents(&store), live);
 }

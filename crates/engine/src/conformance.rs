@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 
-use crate::{Engine, Error, KeyRange, Result, WriteBatch};
+use crate::{Engine, Error, KeyRange, Result, Step, WriteBatch};
 
 #[macro_export]
 macro_rules! conformance_tests {
@@ -53,6 +53,26 @@ fn collect(engine: &dyn Engine, range: KeyRange) -> Result<Vec<(Vec<u8>, Vec<u8>
         out.push((k.to_vec(), v.to_vec()));
     }
     Ok(out)
+}
+
+/// Every entry, walked by [`crate::Cursor::next_within`] with `budget` entries a call,
+/// the cursor sought to each key it stops at.
+fn collect_within(engine: &dyn Engine, budget: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut cursor = engine.range(KeyRange::all())?;
+    let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    loop {
+        let mut left = budget;
+        match cursor.next_within(&mut left)? {
+            Step::Entry(k, v) => out.push((k.to_vec(), v.to_vec())),
+            Step::End => return Ok(out),
+            Step::Stopped(at) => {
+                assert_eq!(left, 0, "stopped with budget left");
+                assert!(out.last().is_none_or(|(last, _)| at > last.as_slice()));
+                let at = at.to_vec();
+                cursor.seek(&at)?;
+            }
+        }
+    }
 }
 
 pub fn point_operations<E: Engine>(open: &impl Fn(&Path) -> Result<E>) {
@@ -363,6 +383,8 @@ enum Op {
     Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
     Get(Vec<u8>),
     Range(Vec<u8>, Vec<u8>, usize),
+    /// Every entry, walked within a budget per call.
+    WalkWithin(usize),
     /// A whole-store compaction started, which changes nothing a reader sees.
     Compact,
     Reopen,
@@ -378,6 +400,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         2 => proptest::collection::vec((key.clone(), proptest::option::of(value)), 0..6).prop_map(Op::Batch),
         3 => key.clone().prop_map(Op::Get),
         2 => (key.clone(), key, 0usize..6).prop_map(|(a, b, n)| Op::Range(a, b, n)),
+        1 => (0usize..3).prop_map(Op::WalkWithin),
         1 => Just(Op::Compact),
         1 => Just(Op::Reopen),
     ]
@@ -431,6 +454,13 @@ pub fn agrees_with_a_model<E: Engine>(open: &impl Fn(&Path) -> Result<E>) {
                             prop_assert_eq!(collect(engine, range).unwrap(), want);
                         } else {
                             prop_assert!(matches!(engine.range(range), Err(Error::Unsupported(_))));
+                        }
+                    }
+                    Op::WalkWithin(budget) => {
+                        if engine.capabilities().ordered {
+                            let want: Vec<_> =
+                                model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                            prop_assert_eq!(collect_within(engine, budget).unwrap(), want);
                         }
                     }
                     Op::Compact => engine.compact_in_background().unwrap(),

@@ -93,6 +93,34 @@ pub trait Cursor {
 
     /// The next key and value, or `None` at the end of the range or the limit.
     fn next(&mut self) -> Result<Option<(&[u8], &[u8])>>;
+
+    /// [`Cursor::next`] that gives up once it has walked `budget` stored entries,
+    /// counting deleted keys and old versions, which `next` passes over unseen: a
+    /// caller that must answer in bounded time (a SCAN page) resumes later from the
+    /// key it stopped at. Each entry walked takes one from `budget`. It stops only
+    /// between two keys, and never before deciding one key in the call, so repeated
+    /// calls always move on, even with no budget left. Engines that hold no deleted
+    /// keys never stop.
+    fn next_within(&mut self, budget: &mut usize) -> Result<Step<'_>> {
+        Ok(match self.next()? {
+            Some((key, value)) => {
+                *budget = budget.saturating_sub(1);
+                Step::Entry(key, value)
+            }
+            None => Step::End,
+        })
+    }
+}
+
+/// What [`Cursor::next_within`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step<'a> {
+    Entry(&'a [u8], &'a [u8]),
+    /// The end of the range or its limit.
+    End,
+    /// The budget ran out; the walk resumes at this key (inclusive), the first not yet
+    /// decided.
+    Stopped(&'a [u8]),
 }
 
 /// Named counters an engine reports (for INFO and the benchmarks).

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use engine::{Cursor, KeyRange, Result, KIND_PUT};
+use engine::{Cursor, KeyRange, Result, Step, KIND_PUT};
 
 use crate::internal_key::with_lookup_key;
 use crate::iterator::{InternalIterator, MergingIter};
@@ -57,33 +57,49 @@ impl<S> Cursor for DbCursor<S> {
     }
 
     fn next(&mut self) -> Result<Option<(&[u8], &[u8])>> {
+        let mut unbounded = usize::MAX;
+        match self.next_within(&mut unbounded)? {
+            Step::Entry(key, value) => Ok(Some((key, value))),
+            Step::End => Ok(None),
+            Step::Stopped(_) => unreachable!("a budget of usize::MAX never runs out"),
+        }
+    }
+
+    fn next_within(&mut self, budget: &mut usize) -> Result<Step<'_>> {
         if self.exhausted || self.range.limit.is_some_and(|limit| self.returned >= limit) {
-            return Ok(None);
+            return Ok(Step::End);
         }
         if self.returned_current {
             self.iter.next()?;
             self.returned_current = false;
         }
+        let mut decided = false;
         while self.iter.valid() {
             let key = self.iter.key();
             let visible = key.sequence() <= self.sequence;
             if visible && self.last_key.as_deref() != Some(key.user_key()) {
                 if !self.range.before_end(key.user_key()) {
                     self.exhausted = true;
-                    return Ok(None);
+                    return Ok(Step::End);
                 }
+                if decided && *budget == 0 {
+                    return Ok(Step::Stopped(self.iter.key().user_key()));
+                }
+                decided = true;
                 let last = self.last_key.get_or_insert_with(Vec::new);
                 last.clear();
                 last.extend_from_slice(key.user_key());
                 if key.kind() == KIND_PUT {
+                    *budget = budget.saturating_sub(1);
                     self.returned_current = true;
                     self.returned += 1;
-                    return Ok(Some((self.iter.key().user_key(), self.iter.value())));
+                    return Ok(Step::Entry(self.iter.key().user_key(), self.iter.value()));
                 }
             }
+            *budget = budget.saturating_sub(1);
             self.iter.next()?;
         }
         self.exhausted = true;
-        Ok(None)
+        Ok(Step::End)
     }
 }

@@ -408,6 +408,11 @@ impl Lsm {
         let inner = &self.inner;
         let after_log = {
             let mut log = inner.lock_log();
+            // Checked under the log's lock, as a write group does: `close` takes it
+            // after setting `closed`, so no log is made once the store is closed.
+            if inner.closed.load(Ordering::Acquire) {
+                return Err(Error::Closed);
+            }
             if let Some(why) = inner.stopped() {
                 return Err(Error::WritesStopped(why));
             }
@@ -761,6 +766,10 @@ impl Inner {
         let stall_start = Instant::now();
         let mut background = self.lock_background();
         while self.must_stall() {
+            // Closing joins the threads that would end the stall.
+            if self.closed.load(Ordering::Acquire) {
+                return Err(Error::Closed);
+            }
             if let Some(why) = self.stopped() {
                 return Err(Error::WritesStopped(why));
             }

@@ -26,9 +26,9 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use engine::{Engine, Error, KeyRange, Result, WriteBatch};
+use engine::{Engine, Error, KeyRange, Result, Step, WriteBatch};
 
 use crate::engine_keys::{self, FORMAT, FORMAT_KEY, INTERNAL_END, INTERNAL_START};
 use crate::gathered_writes::{self, MAX_GATHERED_BYTES};
@@ -54,11 +54,18 @@ const CLEAR_BATCH: u64 = 1024;
 /// thousand cost a SCAN 0.1 ms, while the ask costs a log sync and a memtable switch.
 const CLEARED_BEFORE_COMPACTION: u64 = 1024;
 
+/// How many stored entries a SCAN page may walk per key asked for, deleted ones
+/// included. A hundred entries take about 12 us to step over, so the ten-key page a
+/// client asks for by default walks for about as long as its round trip takes: a
+/// scan through deleted keys makes more round trips, but none waits long.
+const SCAN_WALK_PER_KEY: usize = 100;
+
 /// A key and the deadline stored with it (ms since the Unix epoch).
 pub type KeyDeadline = (Vec<u8>, u64);
 
 pub struct EngineStore {
-    engine: Box<dyn Engine>,
+    /// Shared with the threads that ask it to compact (see `compact_in_background`).
+    engine: Arc<dyn Engine>,
     /// The next list node id: past every id stored when the store opened.
     next_node: AtomicU64,
     /// Raw locks, so that gathered writes can keep one locked past the write.
@@ -73,6 +80,9 @@ pub struct EngineStore {
     overlay: Mutex<Overlay>,
     /// Keys [`EngineStore::clear`] deleted since it last asked for a compaction.
     cleared: AtomicU64,
+    /// Entries walks of the keys stepped over (deleted keys, old versions) since the
+    /// store last asked for a compaction because of them.
+    dead_walked: AtomicU64,
 }
 
 /// List nodes written and deleted in the same batch as their list's table.
@@ -90,8 +100,9 @@ struct Overlay {
     added: i64,
 }
 
-/// Stored keys (engine keys) and values in order, and whether more may follow.
-type Page = (Vec<(Vec<u8>, Vec<u8>)>, bool);
+/// Stored keys (engine keys) and values in order, and the key the rest of the range
+/// starts at (inclusive), `None` when the range surely holds no further entry.
+type Page = (Vec<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>);
 
 /// A key whose stripe lock is held, with what the engine held for it when locked.
 pub struct Locked<'a> {
@@ -206,7 +217,7 @@ impl EngineStore {
             }
         }
         let store = EngineStore {
-            engine,
+            engine: Arc::from(engine),
             next_node: AtomicU64::new(last_node + 1),
             stripes: (0..STRIPES).map(|_| StripeLock::new()).collect(),
             keys: AtomicU64::new(keys),
@@ -214,6 +225,7 @@ impl EngineStore {
             in_transaction: AtomicBool::new(false),
             overlay: Mutex::new(Overlay::default()),
             cleared: AtomicU64::new(0),
+            dead_walked: AtomicU64::new(0),
         };
         Ok((store, volatile))
     }
@@ -590,6 +602,9 @@ impl EngineStore {
 
     /// One SCAN step: calls `f` on up to `count` stored keys and their values from
     /// where `cursor` left off (0: the beginning); returns the next cursor, 0 at the end.
+    /// The engine walks at most about ten entries per key asked for (as Redis's SCAN
+    /// visits ten buckets per key), so a page after many deletes may be short, even
+    /// empty, with a cursor that is not the end.
     pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], &[u8])) -> Result<u64> {
         self.write_gathered()?;
         let resume = match cursor {
@@ -600,20 +615,15 @@ impl EngineStore {
                     .ok_or_else(|| Error::InvalidArgument("invalid cursor".into()))?,
             ),
         };
-        let (entries, more) = self.user_page(resume.as_deref(), None, count.max(1))?;
+        let count = count.max(1);
+        let allowed = count.saturating_mul(SCAN_WALK_PER_KEY);
+        let mut budget = allowed;
+        let (entries, rest) = self.user_page(resume.as_deref(), None, count, &mut budget)?;
+        self.walked(allowed - budget, entries.len());
         for (key, stored) in &entries {
             f(engine_keys::decode(key).expect("a user's key"), stored);
         }
-        Ok(match entries.last() {
-            // There may be more after the last key; its successor is the key with a
-            // zero byte appended.
-            Some((last, _)) if more => {
-                let mut resume = last.clone();
-                resume.push(0);
-                self.cursors().register(resume)
-            }
-            _ => 0,
-        })
+        Ok(rest.map_or(0, |rest| self.cursors().register(rest)))
     }
 
     /// Up to `n` stored keys and values from a random point of the key order (wrapping
@@ -621,10 +631,15 @@ impl EngineStore {
     pub fn sample(&self, n: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         self.write_gathered()?;
         let from: [u8; 8] = rand::random();
-        let (mut out, _) = self.user_page(Some(&from), None, n)?;
+        let mut unbounded = usize::MAX;
+        let (mut out, _) = self.user_page(Some(&from), None, n, &mut unbounded)?;
         if out.len() < n {
-            out.extend(self.user_page(None, Some(&from), n - out.len())?.0);
+            out.extend(
+                self.user_page(None, Some(&from), n - out.len(), &mut unbounded)?
+                    .0,
+            );
         }
+        self.walked(usize::MAX - unbounded, out.len());
         for (key, _) in &mut out {
             *key = engine_keys::decode(key).expect("a user's key").to_vec();
         }
@@ -633,30 +648,46 @@ impl EngineStore {
 
     /// [`EngineStore::page`] over users' keys only: the ranges below and above the
     /// server's own records (see `engine_keys.rs`).
-    fn user_page(&self, from: Option<&[u8]>, until: Option<&[u8]>, count: usize) -> Result<Page> {
-        let (mut out, mut more) = (Vec::new(), false);
+    fn user_page(
+        &self,
+        from: Option<&[u8]>,
+        until: Option<&[u8]>,
+        count: usize,
+        budget: &mut usize,
+    ) -> Result<Page> {
+        let mut out = Vec::new();
         if from.is_none_or(|f| f < INTERNAL_START) {
             let below = until
                 .filter(|u| *u < INTERNAL_START)
                 .unwrap_or(INTERNAL_START);
-            (out, more) = self.page(from, Some(below), count)?;
+            let rest;
+            (out, rest) = self.page(from, Some(below), count, budget)?;
+            if rest.is_some() {
+                return Ok((out, rest));
+            }
             if out.len() == count {
-                return Ok((out, true));
+                return Ok((out, Some(INTERNAL_END.to_vec())));
             }
         }
         if until.is_none_or(|u| u > INTERNAL_END) {
             let above = from.filter(|f| *f > INTERNAL_END).unwrap_or(INTERNAL_END);
-            let (rest, rest_more) = self.page(Some(above), until, count - out.len())?;
-            out.extend(rest);
-            more = rest_more;
+            let (above, rest) = self.page(Some(above), until, count - out.len(), budget)?;
+            out.extend(above);
+            return Ok((out, rest));
         }
-        Ok((out, more))
+        Ok((out, None))
     }
 
     /// Up to `count` stored entries from `from` (inclusive) to `until` (exclusive), as
-    /// the running transaction's writes would leave them; `more` is false when the
-    /// range surely holds no further entry.
-    fn page(&self, from: Option<&[u8]>, until: Option<&[u8]>, count: usize) -> Result<Page> {
+    /// the running transaction's writes would leave them, the engine walking about
+    /// `budget` entries (see [`Cursor::next_within`]).
+    fn page(
+        &self,
+        from: Option<&[u8]>,
+        until: Option<&[u8]>,
+        count: usize,
+        budget: &mut usize,
+    ) -> Result<Page> {
         let mut range = KeyRange::all();
         if let Some(from) = from {
             range = range.from(from);
@@ -681,22 +712,29 @@ impl EngineStore {
         };
         // Each overlay entry hides at most one engine entry, so this many from the
         // engine leave `count` after the merge unless the engine runs out.
+        debug_assert!(count > 0, "a page of no entries");
         let want = count + written.len();
         let mut stored = Vec::with_capacity(want.min(1024));
         let mut cursor = self.engine.range(range.limit(want))?;
-        while let Some((key, value)) = cursor.next()? {
-            stored.push((key.to_vec(), value.to_vec()));
+        let mut stopped = None;
+        while stopped.is_none() {
+            match cursor.next_within(budget)? {
+                Step::Entry(key, value) => stored.push((key.to_vec(), value.to_vec())),
+                Step::Stopped(at) => stopped = Some(at.to_vec()),
+                Step::End => break,
+            }
         }
         drop(cursor);
-        let engine_done = stored.len() < want;
-        // Past the engine's last entry the merge is exact only if the engine is done.
-        let horizon = (!engine_done)
-            .then(|| stored.last().map(|(k, _)| k.clone()))
-            .flatten();
-        let mut out = Vec::with_capacity(count);
+        // Where the engine's part of the merge ends: every key before it is decided.
+        let rest = match stopped {
+            Some(at) => Some(at),
+            None if stored.len() == want => stored.last().map(|(last, _)| successor(last)),
+            None => None,
+        };
+        let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(count);
         let mut written = written
             .into_iter()
-            .filter(|(k, _)| horizon.as_deref().is_none_or(|h| *k <= h))
+            .filter(|(k, _)| rest.as_deref().is_none_or(|r| *k < r))
             .peekable();
         let mut stored = stored.into_iter().peekable();
         loop {
@@ -717,12 +755,13 @@ impl EngineStore {
             };
             if let Some(entry) = entry {
                 if out.len() == count {
-                    return Ok((out, true));
+                    let rest = successor(&out.last().expect("count is at least one").0);
+                    return Ok((out, Some(rest)));
                 }
                 out.push(entry);
             }
         }
-        Ok((out, !engine_done))
+        Ok((out, rest))
     }
 
     /// Deletes every key, calling `removed` on each. The caller keeps every other
@@ -763,13 +802,50 @@ impl EngineStore {
         if self.cleared.fetch_add(deleted, Ordering::Relaxed) + deleted >= CLEARED_BEFORE_COMPACTION
         {
             self.cleared.store(0, Ordering::Relaxed);
-            // The keys are gone either way; a store that cannot compact now will
-            // when its levels fill.
-            if let Err(e) = self.engine.compact_in_background() {
-                tracing::warn!("compacting after FLUSHALL: {e}");
-            }
+            self.compact_in_background("FLUSHALL");
         }
         Ok(())
+    }
+
+    /// Counts what a walk of the keys cost: `walked` stored entries to find `found`.
+    /// The entries stepped over are deleted keys and old versions, which only a
+    /// compaction drops. Once walks have stepped over as many as the store holds
+    /// keys, they have cost about what compacting the whole store costs, so the store
+    /// asks for one: never paying more than twice what knowing the future would
+    /// (buying after renting for the price), and never for deletes no walk meets.
+    fn walked(&self, walked: usize, found: usize) {
+        let dead = walked.saturating_sub(found) as u64;
+        if dead == 0 {
+            return;
+        }
+        let threshold = self
+            .keys
+            .load(Ordering::Relaxed)
+            .max(CLEARED_BEFORE_COMPACTION);
+        let total = self.dead_walked.fetch_add(dead, Ordering::Relaxed) + dead;
+        // Of walks finishing at once, the one that takes the total asks.
+        if total >= threshold && self.dead_walked.swap(0, Ordering::Relaxed) >= threshold {
+            self.compact_in_background("walks stepped over deleted keys");
+        }
+    }
+
+    /// Asks from a thread of its own: starting a compaction may sync the engine's
+    /// log (some milliseconds), which the command that asks should not wait for.
+    fn compact_in_background(&self, why: &'static str) {
+        let engine = self.engine.clone();
+        let asked = std::thread::Builder::new()
+            .name("compact-ask".into())
+            .spawn(move || {
+                // The keys are gone either way; a store that cannot compact now will
+                // when its levels fill.
+                match engine.compact_in_background() {
+                    Ok(()) | Err(Error::Closed) => {}
+                    Err(e) => tracing::warn!("compacting the whole store ({why}): {e}"),
+                }
+            });
+        if let Err(e) = asked {
+            tracing::warn!("compacting the whole store ({why}): no thread to ask from: {e}");
+        }
     }
 
     pub fn stats(&self) -> engine::Stats {
@@ -801,6 +877,24 @@ impl EngineStore {
     fn cursors(&self) -> MutexGuard<'_, Cursors> {
         self.cursors.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// Dropping the store closes its engine, as dropping the engine would, even while a
+/// thread asking it to compact still holds it.
+impl Drop for EngineStore {
+    fn drop(&mut self) {
+        if let Err(e) = self.engine.close() {
+            tracing::error!("closing the store: {e}");
+        }
+    }
+}
+
+/// The first key after `key` in the engine's order: `key` with a zero byte appended.
+fn successor(key: &[u8]) -> Vec<u8> {
+    let mut next = Vec::with_capacity(key.len() + 1);
+    next.extend_from_slice(key);
+    next.push(0);
+    next
 }
 
 /// The engine store's [`NodeStore`] for one write or read under a key's lock: nodes
@@ -978,12 +1072,22 @@ mod tests {
         #[test]
         fn a_transaction_overlay_reads_as_if_applied(
             initial in proptest::collection::btree_map(0u8..12, any::<u8>(), 0..12),
+            deleted in proptest::collection::vec((0u8..12, 0u16..600), 0..3),
             writes in proptest::collection::vec((0u8..12, proptest::option::of(any::<u8>())), 0..24),
             count in 1usize..5,
         ) {
             let dir = tempfile::tempdir().unwrap();
             let store = open_store(dir.path());
             let mut model = BTreeMap::new();
+            // Stretches of deleted keys right after some of the model's keys, long
+            // enough that a SCAN page gives up in them.
+            for (k, n) in deleted {
+                for i in 0..n {
+                    let key = [b'k', k, (i >> 8) as u8, i as u8];
+                    store.lock(&key).unwrap().write(Some(b"gone"), NodeWrites::default()).unwrap();
+                    store.lock(&key).unwrap().write(None, NodeWrites::default()).unwrap();
+                }
+            }
             for (k, v) in initial {
                 let key = [b'k', k];
                 let locked = store.lock(&key).unwrap();
@@ -1096,6 +1200,65 @@ mod tests {
         let (key, _) = left.next().unwrap().expect("the format marker stays");
         assert_eq!(key, FORMAT_KEY);
         assert!(left.next().unwrap().is_none(), "nodes are gone");
+    }
+
+    /// A SCAN page in a stretch of deleted keys gives up after its budget with a
+    /// cursor to go on from; once scans have stepped over as many deleted keys as the
+    /// store holds, the store is compacted and a page finds the live key at once.
+    #[test]
+    fn scans_through_deleted_keys_are_bounded_and_get_them_compacted_away() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open_store(dir.path());
+        let key = |i: u32| format!("k{i:05}").into_bytes();
+        for i in 0..3_000 {
+            store
+                .lock(&key(i))
+                .unwrap()
+                .write(Some(b"v"), NodeWrites::default())
+                .unwrap();
+        }
+        for i in 0..3_000 {
+            store
+                .lock(&key(i))
+                .unwrap()
+                .write(None, NodeWrites::default())
+                .unwrap();
+        }
+        store
+            .lock(b"z")
+            .unwrap()
+            .write(Some(b"live"), NodeWrites::default())
+            .unwrap();
+        let whole_compactions = || {
+            let stats = store.stats();
+            stats
+                .iter()
+                .find(|(n, _)| *n == "whole_compactions")
+                .unwrap()
+                .1
+        };
+        assert_eq!(whole_compactions(), 0);
+
+        let mut found = Vec::new();
+        let cursor = store.scan(0, 10, |k, _| found.push(k.to_vec())).unwrap();
+        assert!(
+            found.is_empty(),
+            "a page walked past 6,000 entries: {found:?}"
+        );
+        assert_ne!(cursor, 0);
+        assert_eq!(scan_all(&store, 10), [(b"z".to_vec(), b"live".to_vec())]);
+
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while whole_compactions() == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no compaction was asked for"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        found.clear();
+        let cursor = store.scan(0, 10, |k, _| found.push(k.to_vec())).unwrap();
+        assert_eq!((found, cursor), (vec![b"z".to_vec()], 0));
     }
 
     #[test]

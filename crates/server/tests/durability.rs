@@ -931,3 +931,50 @@ fn flushall_of_many_keys_leaves_no_tombstones_in_the_tables() {
     assert_eq!(run::<i64>(&mut c, &["DBSIZE"]), 1);
     assert_eq!(run::<String>(&mut c, &["GET", "after"]), "1");
 }
+
+/// Keys deleted one by one also leave tombstones. A SCAN page gives up after stepping
+/// over about a hundred entries per key asked for (the reply may then be empty, with a
+/// cursor to go on from, as Redis's after ten empty buckets per key); a full scan still
+/// returns every live key once, and once scans have stepped over as many deleted keys
+/// as the store holds, the store is compacted so that SCAN 0 finds the rest at once.
+#[test]
+fn scans_through_deleted_keys_answer_soon_and_get_them_compacted_away() {
+    let server = lsm_server(&[]);
+    let mut c = server.client();
+    let keys: Vec<String> = (0..5_000).map(|i| format!("key:{i:05}")).collect();
+    for chunk in keys.chunks(500) {
+        let mut mset = vec!["MSET"];
+        for key in chunk {
+            mset.extend([key.as_str(), "v"]);
+        }
+        run::<()>(&mut c, &mset);
+    }
+    for chunk in keys.chunks(500) {
+        let mut del = vec!["DEL"];
+        del.extend(chunk.iter().map(String::as_str));
+        assert_eq!(run::<i64>(&mut c, &del), 500);
+    }
+    run::<()>(&mut c, &["MSET", "a", "1", "zz", "2"]);
+
+    let (cursor, page): (u64, Vec<String>) = run(&mut c, &["SCAN", "0"]);
+    assert_eq!(page, ["a"], "the first page ends in the deleted keys");
+    assert_ne!(cursor, 0);
+    let (mut cursor, mut found, mut pages) = (cursor, vec!["a".to_string()], 1);
+    while cursor != 0 {
+        let (next, page): (u64, Vec<String>) = run(&mut c, &["SCAN", &cursor.to_string()]);
+        (cursor, pages) = (next, pages + 1);
+        found.extend(page);
+    }
+    assert_eq!(found, ["a", "zz"]);
+    assert!(
+        pages > 2,
+        "a scan through 10,000 entries took {pages} pages of 10 keys"
+    );
+    assert!(
+        eventually(20, || info_field(&mut c, "engine_whole_compactions") == "1"),
+        "scans stepped over 10,000 entries and no compaction followed"
+    );
+    let (cursor, page): (u64, Vec<String>) = run(&mut c, &["SCAN", "0"]);
+    assert_eq!((cursor, page), (0, vec!["a".to_string(), "zz".to_string()]));
+    assert_eq!(run::<Vec<String>>(&mut c, &["KEYS", "*"]), ["a", "zz"]);
+}

@@ -54,12 +54,6 @@ const CLEAR_BATCH: u64 = 1024;
 /// thousand cost a SCAN 0.1 ms, while the ask costs a log sync and a memtable switch.
 const CLEARED_BEFORE_COMPACTION: u64 = 1024;
 
-/// How many stored entries a SCAN page may walk per key asked for, deleted ones
-/// included. A hundred entries take about 12 us to step over, so the ten-key page a
-/// client asks for by default walks for about as long as its round trip takes: a
-/// scan through deleted keys makes more round trips, but none waits long.
-const SCAN_WALK_PER_KEY: usize = 100;
-
 /// A key and the deadline stored with it (ms since the Unix epoch).
 pub type KeyDeadline = (Vec<u8>, u64);
 
@@ -602,10 +596,16 @@ impl EngineStore {
 
     /// One SCAN step: calls `f` on up to `count` stored keys and their values from
     /// where `cursor` left off (0: the beginning); returns the next cursor, 0 at the end.
-    /// The engine walks at most about ten entries per key asked for (as Redis's SCAN
-    /// visits ten buckets per key), so a page after many deletes may be short, even
-    /// empty, with a cursor that is not the end.
-    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], &[u8])) -> Result<u64> {
+    /// The engine walks about `walk` stored entries at most (see
+    /// [`engine::Cursor::next_within`]), so a page after many deletes may be short,
+    /// even empty, with a cursor that is not the end.
+    pub fn scan(
+        &self,
+        cursor: u64,
+        count: usize,
+        walk: usize,
+        mut f: impl FnMut(&[u8], &[u8]),
+    ) -> Result<u64> {
         self.write_gathered()?;
         let resume = match cursor {
             0 => None,
@@ -615,11 +615,9 @@ impl EngineStore {
                     .ok_or_else(|| Error::InvalidArgument("invalid cursor".into()))?,
             ),
         };
-        let count = count.max(1);
-        let allowed = count.saturating_mul(SCAN_WALK_PER_KEY);
-        let mut budget = allowed;
-        let (entries, rest) = self.user_page(resume.as_deref(), None, count, &mut budget)?;
-        self.walked(allowed - budget, entries.len());
+        let mut budget = walk;
+        let (entries, rest) = self.user_page(resume.as_deref(), None, count.max(1), &mut budget)?;
+        self.walked(walk - budget, entries.len());
         for (key, stored) in &entries {
             f(engine_keys::decode(key).expect("a user's key"), stored);
         }
@@ -1044,7 +1042,9 @@ mod tests {
         let mut cursor = 0;
         loop {
             cursor = store
-                .scan(cursor, count, |k, v| out.push((k.to_vec(), v.to_vec())))
+                .scan(cursor, count, count * 100, |k, v| {
+                    out.push((k.to_vec(), v.to_vec()))
+                })
                 .unwrap();
             if cursor == 0 {
                 return out;
@@ -1240,7 +1240,9 @@ mod tests {
         assert_eq!(whole_compactions(), 0);
 
         let mut found = Vec::new();
-        let cursor = store.scan(0, 10, |k, _| found.push(k.to_vec())).unwrap();
+        let cursor = store
+            .scan(0, 10, 1000, |k, _| found.push(k.to_vec()))
+            .unwrap();
         assert!(
             found.is_empty(),
             "a page walked past 6,000 entries: {found:?}"
@@ -1257,7 +1259,9 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         found.clear();
-        let cursor = store.scan(0, 10, |k, _| found.push(k.to_vec())).unwrap();
+        let cursor = store
+            .scan(0, 10, 1000, |k, _| found.push(k.to_vec()))
+            .unwrap();
         assert_eq!((found, cursor), (vec![b"z".to_vec()], 0));
     }
 

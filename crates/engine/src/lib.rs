@@ -172,7 +172,8 @@ pub trait Engine: Send + Sync {
 
     /// Starts merging the whole store down in the background, so that the tombstones
     /// a mass delete leaves (which every walk of the keys steps over) are dropped soon,
-    /// not whenever the levels fill. Engines that keep no tombstones do nothing.
+    /// not whenever the levels fill. Engines that keep no tombstones do nothing; an
+    /// engine may also do nothing while a compaction it started is still under way.
     fn compact_in_background(&self) -> Result<()> {
         Ok(())
     }

@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use engine::{Engine, Error, KeyRange, Result, Step, WriteBatch};
+use rand::seq::SliceRandom;
 
 use crate::engine_keys::{self, FORMAT, FORMAT_KEY, INTERNAL_END, INTERNAL_START};
 use crate::gathered_writes::{self, MAX_GATHERED_BYTES};
@@ -44,6 +45,9 @@ const MAX_CURSORS: usize = 65_536;
 
 /// Bytes of resume keys the cursor table may hold (keys can be large).
 const MAX_CURSOR_BYTES: usize = 64 << 20;
+
+/// The fewest keys [`EngineStore::sample`] draws from.
+const SAMPLE_WINDOW: usize = 16;
 
 /// Keys deleted per write batch by [`EngineStore::clear`].
 const CLEAR_BATCH: u64 = 1024;
@@ -624,20 +628,29 @@ impl EngineStore {
         Ok(rest.map_or(0, |rest| self.cursors().register(rest)))
     }
 
-    /// Up to `n` stored keys and values from a random point of the key order (wrapping
-    /// to the start), for RANDOMKEY and sampling.
+    /// Up to `n` stored keys and values drawn from those after a random point of the
+    /// key order (wrapping to the start), for RANDOMKEY and sampling. The key right
+    /// after a random point is not a fair draw: one after a wide gap in the order is
+    /// met far more often (of "bar" and "foo", "foo" only when the point falls between
+    /// them). Drawing from a window of [`SAMPLE_WINDOW`] keys or more evens that out,
+    /// wholly for a store that holds fewer.
     pub fn sample(&self, n: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         self.write_gathered()?;
+        let window = n.max(SAMPLE_WINDOW);
         let from: [u8; 8] = rand::random();
         let mut unbounded = usize::MAX;
-        let (mut out, _) = self.user_page(Some(&from), None, n, &mut unbounded)?;
-        if out.len() < n {
+        let (mut out, _) = self.user_page(Some(&from), None, window, &mut unbounded)?;
+        if out.len() < window {
             out.extend(
-                self.user_page(None, Some(&from), n - out.len(), &mut unbounded)?
+                self.user_page(None, Some(&from), window - out.len(), &mut unbounded)?
                     .0,
             );
         }
         self.walked(usize::MAX - unbounded, out.len());
+        if out.len() > n {
+            out.shuffle(&mut rand::thread_rng());
+            out.truncate(n);
+        }
         for (key, _) in &mut out {
             *key = engine_keys::decode(key).expect("a user's key").to_vec();
         }
@@ -1263,6 +1276,41 @@ mod tests {
             .scan(0, 10, 1000, |k, _| found.push(k.to_vec()))
             .unwrap();
         assert_eq!((found, cursor), (vec![b"z".to_vec()], 0));
+    }
+
+    /// Each of a few keys is drawn about as often as the others, however unevenly
+    /// they sit in the key order (RANDOMKEY on "bar" and "foo" used to give "bar" for
+    /// all but one point in sixty-four).
+    #[test]
+    fn samples_draw_each_of_a_few_keys_about_as_often() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open_store(dir.path());
+        let keys: [&[u8]; 4] = [b"bar", b"foo", b"foo2", b"\xfe\xff"];
+        for key in keys {
+            store
+                .lock(key)
+                .unwrap()
+                .write(Some(b"v"), NodeWrites::default())
+                .unwrap();
+        }
+        let mut drawn: HashMap<Vec<u8>, u32> = HashMap::new();
+        for _ in 0..800 {
+            let sample = store.sample(1).unwrap();
+            assert_eq!(sample.len(), 1);
+            *drawn.entry(sample[0].0.clone()).or_default() += 1;
+        }
+        // Each expected 200 times; fewer than 100 is some 10^-13 likely.
+        for key in keys {
+            let times = drawn.get(key).copied().unwrap_or(0);
+            assert!(
+                times >= 100,
+                "{:?} drawn {times} times of 800: {drawn:?}",
+                key
+            );
+        }
+        let two = store.sample(2).unwrap();
+        assert_eq!(two.len(), 2);
+        assert_ne!(two[0].0, two[1].0, "a sample drew one key twice");
     }
 
     #[test]

@@ -970,8 +970,10 @@ fn scans_through_deleted_keys_answer_soon_and_get_them_compacted_away() {
         pages > 2,
         "a scan through 10,000 entries took {pages} pages of 10 keys"
     );
+    // One or more: a page whose cursor predates the first compaction's end may still
+    // count the tombstones it steps over toward another.
     assert!(
-        eventually(20, || info_field(&mut c, "engine_whole_compactions") == "1"),
+        eventually(20, || info_field(&mut c, "engine_whole_compactions") != "0"),
         "scans stepped over 10,000 entries and no compaction followed"
     );
     let (cursor, page): (u64, Vec<String>) = run(&mut c, &["SCAN", "0"]);

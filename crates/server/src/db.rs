@@ -605,7 +605,8 @@ impl Db {
             let existed = editor.exists();
             let result = f(&mut editor);
             let deadline = live.and_then(Entry::stored_deadline);
-            Ok((existed, editor.finish(deadline)?, None, result))
+            let (stored, released) = editor.finish_releasing(deadline)?;
+            Ok((existed, stored, released, result))
         })
     }
 

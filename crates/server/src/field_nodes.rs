@@ -813,6 +813,7 @@ impl<'a> FieldEditor<'a> {
     /// What to store: `None` if nothing changed, `Some(None)` to delete the key,
     /// `Some(Some(stored))` otherwise, with `deadline` kept. The error of a node that
     /// could not be read, if one could not: then nothing is to be stored.
+    #[cfg(test)]
     pub fn finish(self, deadline: Option<u64>) -> Result<Outcome> {
         Ok(self.finish_releasing(deadline)?.0)
     }

@@ -1353,6 +1353,7 @@ mod tests {
     #[test]
     fn members_of_one_score_are_found_among_tied_nodes() {
         let nodes = MemoryNodes::default();
+        let _pin = crossbeam_epoch::pin();
         let mut editor = ZsetEditor::new(&nodes, None, &large);
         let members: Vec<Vec<u8>> = (0..60_000)
             .map(|i| format!("member:{i:05}").into_bytes())
@@ -1369,9 +1370,6 @@ mod tests {
         let rewritten = editor.finish(None).unwrap().unwrap().unwrap();
         let released = crate::nodes::dropped(&nodes, &stored, Some(&rewritten)).unwrap();
         assert!(released.len() <= 8, "a write released {released:?}");
-        // Pinned from the first retire on, not over the 60,000 inserts: a pin held that
-        // long (seconds in a debug build) keeps other tests' retired nodes from going.
-        let _pin = crossbeam_epoch::pin();
         nodes.retire(&stored, Some(&rewritten));
         let stored = rewritten;
         let (_, refs) = order_refs(&nodes, halves(Entry::stored_payload(&stored)).1);

@@ -1586,13 +1586,31 @@ impl Db {
         Ok(out)
     }
 
-    /// Bytes `key` takes in the store (key, stored value and the per-item overhead),
-    /// or `None` if it is not live. Does not count as an access.
+    /// Bytes `key` takes in the store (key, stored value, the nodes of a large
+    /// collection and the per-item overheads), or `None` if it is not live. Does not
+    /// count as an access. On an engine a collection's nodes are counted too (their
+    /// sizes are in its table: its pages are read, not the nodes), so that `redis-cli
+    /// --memkeys` finds the large keys there as well; eviction's sampling leaves them
+    /// out, as reading them needs the key's lock.
     pub fn memory_usage(&self, key: &[u8]) -> Result<Option<usize>> {
-        Ok(self
-            .resample(key)?
-            .filter(|s| s.deadline.is_none_or(|d| d >= now_ms()))
-            .map(|s| s.bytes))
+        let live = |deadline: Option<u64>| deadline.is_none_or(|d| d >= now_ms());
+        match &self.store {
+            Store::Memory(_) => Ok(self
+                .resample(key)?
+                .filter(|s| live(s.deadline))
+                .map(|s| s.bytes)),
+            Store::Engine(store, _) => {
+                let locked = store.lock(key)?;
+                let Some(stored) = locked.stored() else {
+                    return Ok(None);
+                };
+                if !live(Entry::stored_deadline(stored)) {
+                    return Ok(None);
+                }
+                let node_bytes = nodes::node_bytes(&EngineNodes::new(store), stored)?;
+                Ok(Some(key.len() + stored.len() + ITEM_OVERHEAD + node_bytes))
+            }
+        }
     }
 
     /// A live key chosen at random (RANDOMKEY), or `None` if there are none.

@@ -262,6 +262,42 @@ fn copy_duplicates_value_and_expiry_and_object_names_the_encoding() {
 }
 
 #[test]
+fn memory_usage_counts_a_large_collections_nodes() {
+    memory_usage_counts_a_large_collections_nodes_on(Server::start());
+    memory_usage_counts_a_large_collections_nodes_on(Server::start_memory(&[]));
+}
+
+/// A collection split into nodes is counted whole, on either engine: 20,000 elements
+/// of 100 bytes hold 2 MB, far more than the root that names their nodes.
+fn memory_usage_counts_a_large_collections_nodes_on(server: Server) {
+    let mut c = server.client();
+    let element = |i: usize| format!("{i:0100}");
+    for chunk in (0..20_000).collect::<Vec<_>>().chunks(1000) {
+        let mut list = vec!["RPUSH".to_string(), "list".to_string()];
+        let mut set = vec!["SADD".to_string(), "set".to_string()];
+        let mut zset = vec!["ZADD".to_string(), "zset".to_string()];
+        let mut hash = vec!["HSET".to_string(), "hash".to_string()];
+        for &i in chunk {
+            list.push(element(i));
+            set.push(element(i));
+            zset.extend([i.to_string(), element(i)]);
+            hash.extend([element(i), i.to_string()]);
+        }
+        for args in [list, set, zset, hash] {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let _: i64 = run(&mut c, &args);
+        }
+    }
+    for key in ["list", "set", "zset", "hash"] {
+        let used: i64 = run(&mut c, &["MEMORY", "USAGE", key]);
+        assert!((2_000_000..20_000_000).contains(&used), "{key}: {used}");
+    }
+    let _: () = run(&mut c, &["LTRIM", "list", "0", "9"]);
+    let used: i64 = run(&mut c, &["MEMORY", "USAGE", "list"]);
+    assert!(used < 10_000, "a trimmed list: {used}");
+}
+
+#[test]
 fn lcs_refuses_a_table_larger_than_a_value_may_be() {
     let server = Server::start();
     let mut c = server.client();

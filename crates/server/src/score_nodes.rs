@@ -23,7 +23,7 @@
 //!
 //! Only a sorted set held in Redis's large encoding (skiplist, `Entry::raw`) whose
 //! packed form passes [`NODE_BYTES`] is split. An order node that passes
-//! [`NODE_BYTES`] is cut in parts of about [`FILL`] bytes, one emptied is dropped,
+//! [`ORDER_NODE_BYTES`] is cut in parts of about [`FILL`] bytes, one emptied is dropped,
 //! and a set left with one order node, or two holding less than half of
 //! [`NODE_BYTES`], is stored whole again.
 
@@ -55,9 +55,15 @@ const LAYOUT: Layout<RECORD> = Layout {
     inline_records: table_pages::PAGE_RECORDS as u16,
 };
 
+/// Bytes an order node holds at most but a member that large on its own: half a
+/// collection node, since a ZADD at a random score copies (and, on an engine, logs)
+/// the order node it lands in. A quarter was tried: fewer bytes logged still, but
+/// slower ZADD in memory and ZRANGE on lsm (BENCHMARKS.md, session 68).
+const ORDER_NODE_BYTES: usize = NODE_BYTES / 2;
+
 /// How full a cut leaves an order node, so that the next few inserts into it do not
 /// cut it again.
-const FILL: usize = NODE_BYTES * 3 / 4;
+const FILL: usize = ORDER_NODE_BYTES * 3 / 4;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct NodeRef {
@@ -186,10 +192,10 @@ fn remove_at(packed: &mut Vec<u8>, r: Range<usize>) {
 }
 
 /// The packed sorted set `packed` cut in parts of about [`FILL`] bytes, none past
-/// [`NODE_BYTES`] but a member that large on its own.
+/// [`ORDER_NODE_BYTES`] but a member that large on its own.
 fn cut(packed: &[u8]) -> Vec<Vec<u8>> {
     // A part's packed size is its members' and its count's.
-    let room = NODE_BYTES - 4;
+    let room = ORDER_NODE_BYTES - 4;
     let mut parts = Vec::new();
     let mut part = Builder::with_capacity(FILL);
     let mut bytes = 0;
@@ -609,7 +615,7 @@ impl<'a> Order<'a> {
     }
 
     /// After node `at` (read) changed: drops it if emptied, cuts it if it passed
-    /// [`NODE_BYTES`], and keeps its record.
+    /// [`ORDER_NODE_BYTES`], and keeps its record.
     fn settle(&mut self, at: usize) -> Result<()> {
         let packed = self
             .loaded
@@ -618,7 +624,7 @@ impl<'a> Order<'a> {
             .packed;
         let parts = if packed::count(&packed) == 0 {
             Vec::new()
-        } else if packed.len() > NODE_BYTES {
+        } else if packed.len() > ORDER_NODE_BYTES {
             cut(&packed)
         } else {
             vec![packed]
@@ -1238,7 +1244,7 @@ mod tests {
             let node = nodes.read(n.id).unwrap();
             assert_eq!(node_ref(n.id, &node), *n, "a record true to its node");
             assert!(
-                node.len() <= NODE_BYTES
+                node.len() <= ORDER_NODE_BYTES
                     || n.count == 1
                     || placed(&node).any(|(r, _, _)| r.len() > FILL)
             );

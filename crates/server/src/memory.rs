@@ -9,11 +9,12 @@ use tikv_jemalloc_ctl::{epoch, stats};
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// Bytes the process holds. Statistics are refreshed by advancing jemalloc's epoch,
-/// which merges every arena's (~300 µs on this 2-core VM). jemalloc's `stats.allocated` counts the objects each thread
-/// keeps cached for its next allocations (its tcache) as allocated: hundreds of KB
-/// that come and go with a thread's recent frees, not with the data. They are taken
-/// out, so that the figure moves with what is stored as Redis's exact count does
-/// (`maxmemory` tests leave 4 KB of slack) and starts near Redis's.
+/// which merges every arena's (~300 µs on this 2-core VM). jemalloc's
+/// `stats.allocated` counts the objects each thread keeps cached for its next
+/// allocations (its tcache) as allocated: hundreds of KB that come and go with a
+/// thread's recent frees, not with the data. They are taken out, so that the figure
+/// moves with what is stored as Redis's exact count does (`maxmemory` tests leave 4
+/// KB of slack) and starts near Redis's.
 pub fn allocated() -> u64 {
     if epoch::advance().is_err() {
         return 0;

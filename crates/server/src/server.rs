@@ -683,8 +683,8 @@ impl Server {
         used.saturating_sub(self.clients.dying() as u64) <= max
     }
 
-    /// The periodic work: memory accounting every 10 ms under `maxmemory`; every 100 ms
-    /// (Redis's default `hz 10`) memory accounting otherwise, the rates, the clients'
+    /// The periodic work: memory accounting every 10 ms under `maxmemory` while
+    /// commands run; every 100 ms (Redis's default `hz 10`) memory accounting otherwise, the rates, the clients'
     /// buffer peaks, their query buffers' resizing, MIGRATE's idle connections and
     /// active expiry, each expiry cycle bounded to 25 ms as Redis bounds it and
     /// skipped while a script runs.
@@ -692,14 +692,19 @@ impl Server {
         const CRON: Duration = Duration::from_millis(100);
         const MEASURE: Duration = Duration::from_millis(10);
         let mut cron_due = tokio::time::Instant::now();
+        let mut commands_seen = 0;
         let mut last_failure: Option<String> = None;
         loop {
             // A measure merges every jemalloc arena's statistics, ~300 µs on this VM:
             // at 100 a second, 3% of a core on a server doing nothing. Only `maxmemory`
-            // needs it that fresh (and `make_room` measures afresh what is over 50 ms
-            // old, as it may be just after CONFIG SET); otherwise Redis's hz is enough,
-            // INFO and MEMORY measuring when asked.
-            let measuring = self.config.maxmemory() != 0;
+            // needs it that fresh, and only while commands run (`make_room` measures
+            // afresh what is over 50 ms old, as it may be just after CONFIG SET or the
+            // first command after a pause); otherwise Redis's hz is enough, INFO and
+            // MEMORY measuring when asked.
+            let measuring = self.config.maxmemory() != 0 && {
+                let commands = self.clients.total(|t| &t.commands);
+                std::mem::replace(&mut commands_seen, commands) != commands
+            };
             let now = tokio::time::Instant::now();
             let cron = now >= cron_due;
             if cron {

@@ -684,10 +684,10 @@ impl Server {
     }
 
     /// The periodic work: memory accounting every 10 ms under `maxmemory` while
-    /// commands run; every 100 ms (Redis's default `hz 10`) memory accounting otherwise, the rates, the clients'
-    /// buffer peaks, their query buffers' resizing, MIGRATE's idle connections and
-    /// active expiry, each expiry cycle bounded to 25 ms as Redis bounds it and
-    /// skipped while a script runs.
+    /// commands run; every 100 ms (Redis's default `hz 10`) memory accounting
+    /// otherwise, the rates, the clients' buffer peaks, their query buffers' resizing,
+    /// MIGRATE's idle connections and active expiry, each expiry cycle bounded to 25 ms
+    /// as Redis bounds it and skipped while a script runs.
     pub async fn background(&self) {
         const CRON: Duration = Duration::from_millis(100);
         const MEASURE: Duration = Duration::from_millis(10);

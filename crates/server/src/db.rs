@@ -1500,6 +1500,12 @@ fn engine_access(clock: &AccessClock, key: &[u8]) -> Access {
 /// Index overhead per item beyond key and value: header, link and directory share.
 const ITEM_OVERHEAD: usize = 48;
 
+/// Bytes a key takes in the store: its name, its stored value, the per-item overhead
+/// and `node_bytes`, what a large collection's nodes take beyond the value.
+fn item_bytes(key: &[u8], stored: &[u8], node_bytes: usize) -> usize {
+    key.len() + stored.len() + ITEM_OVERHEAD + node_bytes
+}
+
 impl Db {
     /// Up to `n` keys that follow a random point of the key space, with what the index
     /// knows of their accesses (on an engine, what its access clock knows).
@@ -1507,7 +1513,7 @@ impl Db {
         let sampled = |k: &[u8], v: &[u8], access: Access, node_bytes: usize| Sampled {
             key: k.to_vec(),
             access,
-            bytes: k.len() + v.len() + ITEM_OVERHEAD + node_bytes,
+            bytes: item_bytes(k, v, node_bytes),
             deadline: Entry::stored_deadline(v),
         };
         let mut out = Vec::with_capacity(n);
@@ -1544,7 +1550,7 @@ impl Db {
                 index.peek_with(key, |v, access| {
                     let node_bytes = nodes::node_bytes(nodes, v).expect("memory reads");
                     (
-                        key.len() + v.len() + ITEM_OVERHEAD + node_bytes,
+                        item_bytes(key, v, node_bytes),
                         access,
                         Entry::stored_deadline(v),
                     )
@@ -1552,7 +1558,7 @@ impl Db {
             }
             Store::Engine(store, clock) => store.get(key)?.map(|v| {
                 (
-                    key.len() + v.len() + ITEM_OVERHEAD,
+                    item_bytes(key, &v, 0),
                     engine_access(clock, key),
                     Entry::stored_deadline(&v),
                 )
@@ -1608,7 +1614,7 @@ impl Db {
                     return Ok(None);
                 }
                 let node_bytes = nodes::node_bytes(&EngineNodes::new(store), stored)?;
-                Ok(Some(key.len() + stored.len() + ITEM_OVERHEAD + node_bytes))
+                Ok(Some(item_bytes(key, stored, node_bytes)))
             }
         }
     }

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # CPU time a hotkv-server binary spends per request, for A/B checks of per-request
 # costs that throughput cannot show on a machine whose load generator is the limit:
-# utime+stime from /proc over `redis-benchmark -t set` then `-t get`, both -P 16.
+# utime+stime from /proc over `redis-benchmark -t set` then `-t get` (or TESTS), -P 16.
 #
 #   bash scripts/server-cpu-per-request.sh BINARY PORT [CONFIG_FILE]
 #       N=requests per test (default 2000000); R=key space (redis-benchmark -r: SET
 #       loads random keys of it, GET reads them uniformly, hits and misses; default one
 #       key); ENGINE=lsm runs hotkv on its LSM engine (fsync everysec, in a fresh
-#       directory; the default is memory); CONFIG_FILE as hotkv-server takes it.
+#       directory; the default is memory); TESTS="zadd" (redis-benchmark's -t, one
+#       at a time, in order; default "set get"); CONFIG_FILE as hotkv-server takes it.
 #       Works on redis-server too.
 set -euo pipefail
 bin=$1
@@ -36,7 +37,8 @@ hz=$(getconf CLK_TCK)
 report=""
 rates=""
 total=0
-for t in set get; do
+tests=(${TESTS:-set get})
+for t in "${tests[@]}"; do
     before=$(ticks)
     rate=$(redis-benchmark -p "$port" -t "$t" -n "$n" -P 16 -c 50 ${R:+-r "$R"} -q 2>&1 |
         tr '\r' '\n' | grep -E 'requests per second' | cut -d, -f1 | tr '\n' ' ')
@@ -45,4 +47,4 @@ for t in set get; do
     report+="$t $(( (after - before) * 1000000000 / hz / n )) ns, "
     rates+="$rate"
 done
-echo "$bin: $(( total * 1000000000 / hz / (2 * n) )) ns of server CPU per request ($report${R:+key space $R}); $rates"
+echo "$bin: $(( total * 1000000000 / hz / (${#tests[@]} * n) )) ns of server CPU per request ($report${R:+key space $R}); $rates"

@@ -9,6 +9,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::memtable::zeroed_and_written;
+
 /// One bit per this many bytes of memtable capacity (512 KiB of filter for a 64 MiB
 /// memtable). Every key takes over 144 bytes (`memtable.rs`), so a full memtable has
 /// at least 9 bits per key: a few percent of false positives.
@@ -30,7 +32,9 @@ impl MemTableFilter {
             .next_power_of_two()
             .max(64);
         MemTableFilter {
-            words: (0..words).map(|_| AtomicU64::new(0)).collect(),
+            words: zeroed_and_written((0..words).map(|_| AtomicU64::new(0)), |w| {
+                w.store(0, Ordering::Relaxed)
+            }),
             mask: words as u64 - 1,
         }
     }

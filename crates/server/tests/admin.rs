@@ -774,7 +774,11 @@ fn used_memory_follows_the_data() {
 /// here, with no write between, differ by up to 6 KB on a quiet machine and by 16 KB
 /// on a loaded one (a connection's 16 KB input buffer, which the query-buffer cron
 /// frees while the client is idle, is there or not), so this one allows 32 KB, still
-/// far under the 100-300 KB that jemalloc's thread caches once added.
+/// far under the 100-300 KB that jemalloc's thread caches once added. What eviction
+/// removes is freed once no reader can hold it (epochs): with this file's other
+/// servers busy on both cores, the volatile policies' run ended 34-42 KB over and came
+/// under 32 KB within 100-300 ms (session 69), so the figure is read again until it
+/// settles, for up to 2 s, and never allowed past 64 KB.
 #[test]
 fn eviction_keeps_to_the_limit_and_evicts_no_more_than_needed() {
     let server = Server::start_memory(&[]);
@@ -802,7 +806,15 @@ fn eviction_keeps_to_the_limit_and_evicts_no_more_than_needed() {
         for k in added..2 * added {
             set(&mut c, k);
         }
-        let used = used_memory(&mut c);
+        let mut used = used_memory(&mut c);
+        assert!(used < limit + 65536, "{policy}: {used} used, limit {limit}");
+        for _ in 0..20 {
+            if used < limit + 32768 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            used = used_memory(&mut c);
+        }
         assert!(used < limit + 32768, "{policy}: {used} used, limit {limit}");
         let kept = run::<i64>(&mut c, &["DBSIZE"]) as usize;
         assert!(

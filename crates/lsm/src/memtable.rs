@@ -118,15 +118,16 @@ struct VersionRef<'a> {
     _memtable: PhantomData<&'a MemTable>,
 }
 
-/// `slots` (all zero) collected, and `zero` written to a slot in each 4 KB page of
-/// them. A large zeroed allocation comes as pages no one has touched; a page first
-/// read (a lookup finding its bucket empty) maps the kernel's shared zero page, and the
-/// write that follows maps a page of its own in its place and flushes the old mapping
-/// from every core's TLB, an interrupt to each. Written first, a page faults once, here.
+/// `len` slots of `T::default()` (all zero), and `zero` written to a slot in each
+/// 4 KB page of them. A large zeroed allocation comes as pages no one has touched; a
+/// page first read (a lookup finding its bucket empty) maps the kernel's shared zero
+/// page, and the write that follows maps a page of its own in its place and flushes
+/// the old mapping from every core's TLB, an interrupt to each. Written first, a page
+/// faults once, here.
 /// On ZADDs into a large sorted set, which fill a memtable every ~8,000 writes, those
 /// faults took 8% of the server's CPU (BENCHMARKS.md, session 69).
-pub(crate) fn zeroed_and_written<T>(slots: impl Iterator<Item = T>, zero: impl Fn(&T)) -> Box<[T]> {
-    let slots: Box<[T]> = slots.collect();
+pub(crate) fn zeroed_and_written<T: Default>(len: usize, zero: impl Fn(&T)) -> Box<[T]> {
+    let slots: Box<[T]> = (0..len).map(|_| T::default()).collect();
     for slot in slots.iter().step_by((4096 / size_of::<T>()).max(1)) {
         zero(slot);
     }
@@ -147,16 +148,17 @@ impl MemTable {
         let head = writer.new_node(0, &[], std::ptr::null_mut(), MAX_HEIGHT, |_| {
             std::ptr::null_mut()
         });
-        let bucket_bytes = buckets * size_of::<AtomicPtr<KeyNode>>();
         MemTable {
             wal_number,
             head,
             height: AtomicUsize::new(1),
-            buckets: zeroed_and_written((0..buckets).map(|_| AtomicPtr::default()), |b| {
+            buckets: zeroed_and_written(buckets, |b: &AtomicPtr<KeyNode>| {
                 b.store(std::ptr::null_mut(), MemoryOrdering::Relaxed)
             }),
             filter: MemTableFilter::new(capacity_bytes),
-            bytes: AtomicUsize::new(writer.arena.used() + bucket_bytes),
+            bytes: AtomicUsize::new(
+                writer.arena.used() + buckets * size_of::<AtomicPtr<KeyNode>>(),
+            ),
             writer: Mutex::new(writer),
             entries: AtomicU64::new(0),
         }
@@ -590,7 +592,7 @@ mod tests {
     #[test]
     fn zeroed_and_written_writes_once_a_page() {
         let written = std::cell::Cell::new(0);
-        let slots = zeroed_and_written((0..10_000).map(|_| AtomicU64::new(0)), |s| {
+        let slots = zeroed_and_written(10_000, |s: &AtomicU64| {
             s.store(0, MemoryOrdering::Relaxed);
             written.set(written.get() + 1);
         });

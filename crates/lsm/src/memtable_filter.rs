@@ -32,9 +32,7 @@ impl MemTableFilter {
             .next_power_of_two()
             .max(64);
         MemTableFilter {
-            words: zeroed_and_written((0..words).map(|_| AtomicU64::new(0)), |w| {
-                w.store(0, Ordering::Relaxed)
-            }),
+            words: zeroed_and_written(words, |w: &AtomicU64| w.store(0, Ordering::Relaxed)),
             mask: words as u64 - 1,
         }
     }

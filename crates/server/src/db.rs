@@ -168,6 +168,21 @@ impl Drop for Gathering<'_> {
     }
 }
 
+impl Drop for Db {
+    /// The nodes of the large collections still stored live outside the index
+    /// (`nodes.rs`): they go with it.
+    fn drop(&mut self) {
+        if let (Store::Memory(index), Some(nodes)) = (&self.store, &self.nodes) {
+            for (_, stored) in index.iter() {
+                // SAFETY: `&mut self`: no other thread holds the store, so no reader
+                // is left, and what a key holds now is in no retirement (those name
+                // only nodes a key's value no longer names).
+                unsafe { nodes.free_with_store(&stored) };
+            }
+        }
+    }
+}
+
 impl Db {
     fn on(store: Store) -> Db {
         let nodes = matches!(store, Store::Memory(_)).then(MemoryNodes::default);
@@ -992,15 +1007,24 @@ impl Db {
         let Store::Memory(index) = &self.store else {
             return self.for_each_engine_key(now, f);
         };
-        for (key, stored) in index.iter() {
+        for (key, mut stored) in index.iter() {
+            if Entry::stored_is_node_table(&stored) {
+                // The iterator unpins between batches, and a table's nodes may be
+                // freed once it is replaced: read what the key holds now, and its
+                // nodes, under one pin.
+                let _pin = crossbeam_epoch::pin();
+                let Some(now_stored) = index.peek_with(&key, |v, _| v.to_vec()) else {
+                    continue;
+                };
+                stored = match Entry::stored_is_node_table(&now_stored) {
+                    true => nodes::expand(self.memory_nodes(), &now_stored)
+                        .map_err(|e| e.to_string())?,
+                    false => now_stored,
+                };
+            }
             if Entry::stored_expired(&stored, now) {
                 continue;
             }
-            let stored = if Entry::stored_is_node_table(&stored) {
-                nodes::expand(self.memory_nodes(), &stored).map_err(|e| e.to_string())?
-            } else {
-                stored
-            };
             f(&key, Entry::decode(stored))?;
         }
         Ok(())
@@ -1694,11 +1718,10 @@ impl Db {
     /// against `maxmemory` bytes no key holds. Each pass below may move the epoch once
     /// and frees up to 8 bags (the collector's step), a microsecond or so in all.
     pub fn free_retired(&self) {
-        if let Some(nodes) = &self.nodes {
+        if self.nodes.is_some() {
             for _ in 0..FREE_RETIRED_PASSES {
                 crossbeam_epoch::pin().flush();
             }
-            nodes.remove_due();
         }
     }
 
@@ -1759,8 +1782,9 @@ mod tests {
         let stored = db.stored(b"list").unwrap().unwrap();
         assert!(Entry::stored_is_node_table(&stored));
         let store = db.memory_nodes();
-        for id in nodes::node_ids(store, &stored).unwrap() {
-            store.discard(id);
+        let ids = nodes::node_ids(store, &stored).unwrap();
+        for &id in &ids {
+            store.hide(id);
         }
         assert_eq!(db.kind(b"list").unwrap(), Some(Kind::List));
         assert_eq!(db.peek_kind(b"list").unwrap(), Some(Kind::List));
@@ -1780,9 +1804,16 @@ mod tests {
         });
         assert!(kept.is_ok());
         // Replaced by a string without being read (SET), its nodes are not read either.
+        // They are freed once every thread pinned now has unpinned: this one shows them
+        // again first.
+        let pinned = crossbeam_epoch::pin();
         let replaced = db.update(b"list", Kind::String, |_| {
             (Change::Put(Entry::plain(b"v".to_vec(), None)), ())
         });
+        for &id in &ids {
+            store.unhide(id);
+        }
+        drop(pinned);
         assert!(replaced.is_ok());
         assert_eq!(db.get(b"list").unwrap().unwrap().value, b"v");
     }

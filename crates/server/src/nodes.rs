@@ -5,25 +5,25 @@
 //! order (`score_nodes.rs`, as Redis's dict and skiplist), long streams in ID order
 //! (`stream_nodes.rs`, as Redis's radix tree of listpacks). The key's entry holds the node
 //! table, marked by a tag bit (`entry.rs`); each node is a packed value (`packed.rs`)
-//! kept where the store keeps nodes (a [`NodeStore`]): in memory, a second index under
-//! its id (8 bytes, little-endian); on an engine, a record of the server's own beside
-//! the keys (`engine_keys.rs`), written in one batch with the table (`engine_store.rs`).
+//! kept where the store keeps nodes (a [`NodeStore`]): in memory, an allocation of its
+//! own whose address is its id ([`MemoryNodes`]); on an engine, a record of the server's
+//! own beside the keys (`engine_keys.rs`), written in one batch with the table
+//! (`engine_store.rs`).
 //!
 //! On an engine, a key's writers and the readers of its nodes hold the key's lock. In
 //! memory, readers and writers need no lock:
-//! - A node is never changed once written, and ids are never reused. A write makes new
-//!   nodes for what it changes and publishes a new node table with the key's
-//!   compare-and-set, as any other write. Two equal tables are therefore the same
-//!   value, so the compare-and-set is exact; a writer that loses it removes the nodes
-//!   it made (its [`Attempt`] remembers them), which nobody else has seen.
-//! - A node that a published table no longer names is removed once every thread pinned
+//! - A node is never changed once written, and its id is not reused while any thread
+//!   that may hold it is pinned. A write makes new nodes for what it changes and
+//!   publishes a new node table with the key's compare-and-set, as any other write,
+//!   pinned from its read of the old table to the compare-and-set: a table equal to the
+//!   one it read is the same value, so the compare-and-set is exact; a writer that loses
+//!   it frees the nodes it made (its [`Attempt`] remembers them), which nobody else has
+//!   seen.
+//! - A node that a published table no longer names is freed once every thread pinned
 //!   (crossbeam-epoch) when it was dropped has unpinned. Readers and writers pin before
 //!   they read the table and stay pinned while they read its nodes, so every node of a
-//!   table they read is there. The deferred function only lists the node as due; the
-//!   next retire (or the server's cycle) removes it, because a deferred function must
-//!   not pin: one run where its thread's epoch handle is gone pins through a fresh
-//!   handle, whose first pin runs the next due function, and so on one stack level
-//!   deeper per retired table.
+//!   table they read is there. A read of a node outside this rule is a read of freed
+//!   memory: test and debug builds check every id read against those allocated.
 //! - Everything that replaces or deletes a key's value in memory (`db.rs`) hands the old
 //!   value to [`MemoryNodes::retire`], so nodes are released exactly when their table is.
 //!   An editor that knows what its write replaced (`Records::finish_releasing`) hands
@@ -31,11 +31,10 @@
 //!   read again to find it.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use engine::Result;
-use hotring::HotRing;
 
 use crate::entry::{Entry, Kind};
 use crate::{field_nodes, list_nodes, score_nodes, stream_nodes};
@@ -46,9 +45,10 @@ use crate::{field_nodes, list_nodes, score_nodes, stream_nodes};
 /// a few thousand nodes.
 pub const NODE_BYTES: usize = 4096;
 
-/// Bytes a node costs in the second index beyond its packed elements (item header,
-/// id, link, directory share), for MEMORY USAGE and eviction's accounting.
-const NODE_OVERHEAD: usize = 56;
+/// Bytes a node costs beyond its packed elements, for MEMORY USAGE and eviction's
+/// accounting: in memory, the length before them (`MemoryNodes`); on an engine, about
+/// as much for its record's key.
+const NODE_OVERHEAD: usize = 16;
 
 /// Where a store keeps the nodes of its large collections.
 pub trait NodeStore {
@@ -256,64 +256,153 @@ pub fn assert_released(known: &[u64], found: impl FnOnce() -> Result<Vec<u64>>) 
     }
 }
 
-/// The nodes of the memory store's large collections.
+/// The nodes of the memory store's large collections. A node is one allocation, its
+/// packed length ([`LEN_BYTES`], LE) then its packed bytes, and its id is the
+/// allocation's address: a read is one pointer away. (A second index keyed by a
+/// counter cost a hash, a ring walk and its own copy per read, insert and removal,
+/// about a fifth of a ZADD into a large sorted set.) An address is reused only after
+/// its node is freed, which waits for every thread pinned when it was retired, so
+/// within any pinned reader's view ids are never reused, as the top of this file needs.
 pub struct MemoryNodes {
-    nodes: HotRing,
-    next_id: AtomicU64,
-    /// Retired nodes no reader can reach any more, waiting for `remove_due`.
-    due: Arc<Mutex<Vec<u64>>>,
-    /// Deleted collections whose nodes were left to `remove_due`: INFO's
+    /// Nodes allocated and not yet freed, retired ones included.
+    live: Arc<AtomicUsize>,
+    /// Deleted collections whose nodes were freed after the delete: INFO's
     /// lazyfreed_objects, as Redis counts the values it frees in the background.
     freed_later: AtomicU64,
+    ids: LiveIds,
 }
+
+/// Bytes before a node's packed elements in its allocation: their length.
+const LEN_BYTES: usize = 8;
 
 impl Default for MemoryNodes {
     fn default() -> Self {
         MemoryNodes {
-            nodes: HotRing::new(),
-            next_id: AtomicU64::new(1),
-            due: Arc::default(),
+            live: Arc::default(),
             freed_later: AtomicU64::new(0),
+            ids: LiveIds::default(),
         }
     }
 }
 
 impl NodeStore for MemoryNodes {
     fn write(&self, packed: &[u8]) -> u64 {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let inserted = self.nodes.insert(&id.to_le_bytes(), packed);
-        assert!(inserted, "node ids are never reused");
+        let mut node = Vec::with_capacity(LEN_BYTES + packed.len());
+        node.extend_from_slice(&(packed.len() as u64).to_le_bytes());
+        node.extend_from_slice(packed);
+        let raw: *mut [u8] = Box::into_raw(node.into_boxed_slice());
+        let id = raw.cast::<u8>().expose_provenance() as u64;
+        self.live.fetch_add(1, Ordering::Relaxed);
+        self.ids.added(id);
         id
     }
 
     fn read(&self, id: u64) -> Result<Vec<u8>> {
-        let found = self.nodes.get(&id.to_le_bytes());
-        Ok(found.expect("a node outlives every pinned reader of its table"))
+        self.ids.check(id);
+        // SAFETY: `id` is named by a table the caller read pinned and is still pinned
+        // for (see the top of this file), or was written by the caller's own edit and
+        // not discarded; either way its node is allocated until the caller unpins.
+        Ok(unsafe { packed_of(id) }.to_vec())
     }
 
     fn discard(&self, id: u64) {
-        self.nodes.remove(&id.to_le_bytes());
+        self.ids.check(id);
+        // SAFETY: only an edit's own nodes are discarded (`Attempt::discard`,
+        // `Attempt::abandon`), which no published table named, so no other thread
+        // has the id; the edit reads it no more.
+        unsafe { free(id) };
+        self.live.fetch_sub(1, Ordering::Relaxed);
+        self.ids.removed(id);
+    }
+}
+
+/// The packed bytes of node `id`.
+///
+/// # Safety
+/// `id` was returned by [`MemoryNodes::write`] and its node is not freed for as long
+/// as the returned slice lives.
+unsafe fn packed_of<'a>(id: u64) -> &'a [u8] {
+    let node = std::ptr::with_exposed_provenance::<u8>(id as usize);
+    // SAFETY: the allocation begins with LEN_BYTES of length, then that many bytes,
+    // all initialised by `write` and never changed (a `[u8; N]` needs no alignment).
+    unsafe {
+        let len = u64::from_le_bytes(node.cast::<[u8; LEN_BYTES]>().read()) as usize;
+        std::slice::from_raw_parts(node.add(LEN_BYTES), len)
+    }
+}
+
+/// Frees node `id`.
+///
+/// # Safety
+/// `id` was returned by [`MemoryNodes::write`], is not freed yet, and nobody reads it
+/// again.
+unsafe fn free(id: u64) {
+    // SAFETY: by the contract, the node is live, so its length is readable, and the
+    // allocation is the boxed slice `write` leaked: LEN_BYTES + len bytes at `id`.
+    unsafe {
+        let len = packed_of(id).len();
+        let node = std::ptr::with_exposed_provenance_mut::<u8>(id as usize);
+        drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+            node,
+            LEN_BYTES + len,
+        )));
+    }
+}
+
+/// In test and debug builds, the ids of the nodes allocated and not freed, so that a
+/// read or free of any other id (a table read unpinned, say) fails an assertion
+/// instead of reading freed memory. Nothing in release builds.
+#[derive(Clone, Default)]
+struct LiveIds {
+    #[cfg(any(test, debug_assertions))]
+    ids: Arc<std::sync::Mutex<std::collections::HashSet<u64>>>,
+}
+
+impl LiveIds {
+    #[cfg(any(test, debug_assertions))]
+    fn set(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<u64>> {
+        self.ids
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn added(&self, _id: u64) {
+        #[cfg(any(test, debug_assertions))]
+        assert!(self.set().insert(_id), "node {_id:#x} allocated twice");
+    }
+
+    fn check(&self, _id: u64) {
+        #[cfg(any(test, debug_assertions))]
+        assert!(self.set().contains(&_id), "node {_id:#x} is not allocated");
+    }
+
+    fn removed(&self, _id: u64) {
+        #[cfg(any(test, debug_assertions))]
+        assert!(self.set().remove(&_id), "node {_id:#x} freed twice");
+    }
+}
+
+#[cfg(test)]
+impl MemoryNodes {
+    /// Makes any read of node `id` fail its check until [`MemoryNodes::unhide`]: for
+    /// tests of what does not read a collection's nodes.
+    pub fn hide(&self, id: u64) {
+        self.ids.removed(id);
+    }
+
+    pub fn unhide(&self, id: u64) {
+        self.ids.added(id);
     }
 }
 
 impl MemoryNodes {
-    /// Nodes stored, including those waiting for readers to unpin (the due ones are
-    /// removed first, so the count is not held up until the next retire).
+    /// Nodes allocated, including those waiting for readers to unpin.
     pub fn len(&self) -> usize {
-        self.remove_due();
-        self.nodes.len()
-    }
-
-    /// Removes the retired nodes whose readers have all unpinned.
-    pub fn remove_due(&self) {
-        let due = std::mem::take(&mut *self.due.lock().unwrap_or_else(PoisonError::into_inner));
-        for id in due {
-            self.discard(id);
-        }
+        self.live.load(Ordering::Relaxed)
     }
 
     /// After `new` (or a delete) replaced `old` in the key's entry: the nodes only
-    /// `old` named are removed once the threads pinned now have unpinned.
+    /// `old` named are freed once the threads pinned now have unpinned.
     pub fn retire(&self, old: &[u8], new: Option<&[u8]>) {
         self.retire_known(old, new, None);
     }
@@ -321,7 +410,6 @@ impl MemoryNodes {
     /// [`MemoryNodes::retire`], given the nodes only `old` named if the editor that
     /// made `new` knows them (`released`), instead of finding them in both tables.
     pub fn retire_known(&self, old: &[u8], new: Option<&[u8]>, released: Option<Vec<u64>>) {
-        self.remove_due();
         let found = || dropped(self, old, new);
         let dropped = match released {
             Some(known) => {
@@ -336,17 +424,44 @@ impl MemoryNodes {
         if new.is_none() {
             self.freed_later.fetch_add(1, Ordering::Relaxed);
         }
-        let due = Arc::clone(&self.due);
+        let live = Arc::clone(&self.live);
+        let ids = self.ids.clone();
         let guard = crossbeam_epoch::pin();
-        // Never pins (see the top of this file); the lock is held for no pin either.
+        // A deferred function must not pin (one that runs where its thread's epoch
+        // handle is gone pins through a fresh handle, which runs the next due function
+        // one stack level deeper); freeing memory does not.
         guard.defer(move || {
-            due.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .extend(dropped)
+            for id in dropped {
+                ids.removed(id);
+                // SAFETY: no table published from now on names `id` (the caller
+                // replaced the last that did), and every thread that read such a table
+                // was pinned before this deferral and read its nodes while still pinned
+                // (the top of this file); the collector runs this only after all of
+                // them have unpinned. `dropped` names each node once, and a node
+                // retired here is in no other retirement: the next edit's old table no
+                // longer names it.
+                unsafe { free(id) };
+                live.fetch_sub(1, Ordering::Relaxed);
+            }
         });
         // Hands this thread's deferred work to the global queue now, so an idle
         // thread does not hold a deleted collection's nodes until it is busy again.
         guard.flush();
+    }
+
+    /// Frees at once the nodes that `stored`, a value of a store being dropped, names.
+    ///
+    /// # Safety
+    /// No thread reads `stored` or any copy of it again, and no retirement pending or
+    /// to come names its nodes: it is what its key holds as the store is dropped.
+    pub unsafe fn free_with_store(&self, stored: &[u8]) {
+        for id in node_ids(self, stored).expect("memory nodes are read without I/O") {
+            self.ids.removed(id);
+            // SAFETY: by the contract, nobody reads the node again, and it is freed
+            // here once: a table names each of its nodes once.
+            unsafe { free(id) };
+            self.live.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     /// Deleted collections whose nodes were freed after the delete (since the start
@@ -512,9 +627,60 @@ pub fn check_released(nodes: &MemoryNodes, stored: Option<&[u8]>) {
 mod tests {
     use proptest::prelude::*;
 
-    use super::{common_records, settled};
+    use super::{common_records, settled, MemoryNodes, NodeStore};
     use crate::db::Db;
+    use crate::entry::{Entry, Kind};
     use crate::list_nodes::End;
+
+    /// Nodes of every size read back as written, each its own allocation; a discarded
+    /// node is freed at once, a retired one once the threads pinned at its retirement
+    /// have unpinned, and not before.
+    #[test]
+    fn nodes_read_back_and_are_freed_after_readers_unpin() {
+        let nodes = MemoryNodes::default();
+        let packed: Vec<Vec<u8>> = [0usize, 1, 7, 8, 9, 4095, 4096, 70_000]
+            .iter()
+            .map(|&n| (0..n).map(|i| (i * 31 % 251) as u8).collect())
+            .collect();
+        let ids: Vec<u64> = packed.iter().map(|p| nodes.write(p)).collect();
+        assert_eq!(nodes.len(), packed.len());
+        for (id, p) in ids.iter().zip(&packed) {
+            assert_eq!(&nodes.read(*id).unwrap(), p);
+        }
+        nodes.discard(ids[0]);
+        assert_eq!(nodes.len(), packed.len() - 1);
+        // A list table naming the rest, as its key's value, then deleted.
+        let mut table = (ids.len() as u32 - 1).to_le_bytes().to_vec();
+        for (id, p) in ids.iter().zip(&packed).skip(1) {
+            table.extend_from_slice(&id.to_le_bytes());
+            table.extend_from_slice(&1u32.to_le_bytes());
+            table.extend_from_slice(&(p.len() as u32).to_le_bytes());
+        }
+        let stored = Entry::encode_node_table(Kind::List, table, None, false);
+        let reader = crossbeam_epoch::pin();
+        nodes.retire(&stored, None);
+        for _ in 0..64 {
+            crossbeam_epoch::pin().flush();
+        }
+        assert_eq!(nodes.len(), packed.len() - 1, "freed under a pinned reader");
+        for (id, p) in ids.iter().zip(&packed).skip(1) {
+            assert_eq!(&nodes.read(*id).unwrap(), p);
+        }
+        drop(reader);
+        assert!(settled(|| nodes.len(), 0), "{} nodes left", nodes.len());
+        assert_eq!(nodes.freed_later(), 1);
+    }
+
+    /// A read of a node that is not allocated fails its check in test builds rather
+    /// than reading freed memory.
+    #[test]
+    #[should_panic(expected = "is not allocated")]
+    fn a_read_of_a_freed_node_is_caught() {
+        let nodes = MemoryNodes::default();
+        let id = nodes.write(b"packed");
+        nodes.discard(id);
+        let _ = nodes.read(id);
+    }
 
     proptest! {
         /// Counted in blocks, the equal records at both ends are those a record-by-record

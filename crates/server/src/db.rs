@@ -7,7 +7,7 @@
 //!   update runs under the key's stripe lock, since the engine has no compare-and-set.
 //!
 //! A long list, and a large hash or set, is split into nodes (`nodes.rs`): in memory
-//! each its own allocation in memory, on an engine the server's own records beside the keys.
+//! each its own allocation, on an engine the server's own records beside the keys.
 //! Reads here expand it, so only [`Db::edit_list`], [`Db::read_list`],
 //! [`Db::edit_fields`] and [`Db::read_fields`] work on the nodes themselves.
 //!

@@ -311,7 +311,9 @@ impl Db {
         }
         match &self.store {
             Store::Memory(_) => {
-                let whole = nodes::expand(self.memory_nodes(), &stored)?;
+                // Nested in the caller's pin, under which `stored` was read.
+                let guard = crossbeam_epoch::pin();
+                let whole = nodes::expand(&self.memory_nodes().pinned(&guard), &stored)?;
                 Ok(Some(Entry::decode(whole)))
             }
             Store::Engine(store, _) => {
@@ -733,13 +735,14 @@ impl Db {
         let mut read = Some(read);
         let seen = match &self.store {
             Store::Memory(index) => {
-                let _pin = crossbeam_epoch::pin();
+                let guard = crossbeam_epoch::pin();
+                let nodes = self.memory_nodes().pinned(&guard);
                 index.get_with(key, |stored| {
                     if Entry::stored_expired_now(stored) {
                         return None;
                     }
                     let read = read.take().expect("called once");
-                    Some(read(self.memory_nodes(), Some(stored)))
+                    Some(read(&nodes, Some(stored)))
                 })
             }
             Store::Engine(store, clock) => {
@@ -801,7 +804,7 @@ impl Db {
             let stored = version.as_ref().map(Version::value);
             let expired = stored.is_some_and(Entry::stored_expired_now);
             let live = if expired { None } else { stored };
-            let attempt = Attempt::new(node_store);
+            let attempt = Attempt::new(node_store.pinned(&guard));
             let (write, result) = match decide(live, &attempt) {
                 Ok(decided) => decided,
                 Err(e) => {

@@ -22,6 +22,7 @@
 //! - A connection's pipelined writes may be gathered into one batch, their stripes
 //!   held until it is written (`gathered_writes.rs`).
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::ops::Bound;
@@ -939,15 +940,16 @@ impl NodeStore for EngineNodes<'_> {
         id
     }
 
-    fn read(&self, id: u64) -> Result<Vec<u8>> {
+    fn read(&self, id: u64) -> Result<Cow<'_, [u8]>> {
         if let Some(packed) = self.written.borrow().get(&id) {
-            return Ok(packed.clone());
+            return Ok(Cow::Owned(packed.clone()));
         }
-        self.store.node(id)?.ok_or_else(|| Error::Corruption {
+        let node = self.store.node(id)?.ok_or_else(|| Error::Corruption {
             file: Default::default(),
             offset: 0,
             detail: format!("node {id}, named by a collection's node table, is not in the store"),
-        })
+        })?;
+        Ok(Cow::Owned(node))
     }
 
     fn discard(&self, id: u64) {

@@ -336,10 +336,13 @@ pub fn split_if_large(nodes: &dyn NodeStore, kind: Kind, packed: &[u8]) -> Optio
 
 /// The whole packed hash or set of `packed` nodes, in table order: a set's members
 /// sorted by `packed::set_order`, as a whole set keeps them.
-fn joined(kind: Kind, nodes: &[Vec<u8>]) -> Vec<u8> {
-    let bytes = nodes.iter().map(Vec::len).sum();
+fn joined(kind: Kind, nodes: &[impl AsRef<[u8]>]) -> Vec<u8> {
+    let bytes = nodes.iter().map(|n| n.as_ref().len()).sum();
     if kind == Kind::Set {
-        let mut members: Vec<&[u8]> = nodes.iter().flat_map(|n| packed::elements(n)).collect();
+        let mut members: Vec<&[u8]> = nodes
+            .iter()
+            .flat_map(|n| packed::elements(n.as_ref()))
+            .collect();
         members.sort_by(|a, b| set_order(a, b));
         let mut b = Builder::with_capacity(bytes);
         for m in members {
@@ -348,7 +351,7 @@ fn joined(kind: Kind, nodes: &[Vec<u8>]) -> Vec<u8> {
         return b.finish();
     }
     let mut b = Builder::with_capacity(bytes);
-    for n in nodes {
+    for n in nodes.iter().map(AsRef::as_ref) {
         b.push_packed(packed::elements(n).remaining_bytes(), packed::count(n));
     }
     b.finish()
@@ -358,7 +361,7 @@ fn joined(kind: Kind, nodes: &[Vec<u8>]) -> Vec<u8> {
 /// pinned (memory) or holds the key's lock (engine).
 pub fn expand(nodes: &dyn NodeStore, kind: Kind, table: &[u8]) -> Result<Vec<u8>> {
     let table = Table::new(nodes, table);
-    let read: Vec<Vec<u8>> = table
+    let read: Vec<Cow<[u8]>> = table
         .nodes()?
         .iter()
         .map(|n| nodes.read(n.id))
@@ -646,7 +649,9 @@ impl<'a> FieldEditor<'a> {
             Shape::Packed(p) => Some(p),
             Shape::Split(table, loaded) => {
                 if let btree_map::Entry::Vacant(v) = loaded.entry(at) {
-                    let read = table.node(at).and_then(|n| self.nodes.read(n.id));
+                    let read = table
+                        .node(at)
+                        .and_then(|n| self.nodes.read(n.id).map(Cow::into_owned));
                     let packed = crate::nodes::noted(&mut self.failed, read)?;
                     v.insert(Loaded {
                         packed,
@@ -888,7 +893,7 @@ impl<'a> FieldEditor<'a> {
             for (at, node) in table.nodes()?.into_iter().enumerate() {
                 match changed.get(&at) {
                     Some(p) => all.push(p.clone()),
-                    None => all.push(self.nodes.read(node.id)?),
+                    None => all.push(self.nodes.read(node.id)?.into_owned()),
                 }
             }
             let bytes: usize = all.iter().map(Vec::len).sum();

@@ -1076,7 +1076,10 @@ impl<'a> ListEditor<'a> {
 
     /// `node`'s packed elements; `None` if it could not be read.
     fn read(&mut self, node: NodeRef) -> Option<Vec<u8>> {
-        nodes::noted(&mut self.failed, self.nodes.read(node.id))
+        nodes::noted(
+            &mut self.failed,
+            self.nodes.read(node.id).map(Cow::into_owned),
+        )
     }
 
     /// `table`'s records `range` replaced by `records`; `None` if a page could not be
@@ -1524,7 +1527,7 @@ mod tests {
             self.nodes.write(packed)
         }
 
-        fn read(&self, id: u64) -> Result<Vec<u8>> {
+        fn read(&self, id: u64) -> Result<Cow<'_, [u8]>> {
             self.reads.set(self.reads.get() + 1);
             self.nodes.read(id)
         }

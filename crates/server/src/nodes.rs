@@ -30,9 +30,12 @@
 //!   that over too ([`MemoryNodes::retire_known`]), so the old and new tables are not
 //!   read again to find it.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+
+use crossbeam_epoch::Guard;
 
 use engine::Result;
 
@@ -57,7 +60,7 @@ pub trait NodeStore {
     fn write(&self, packed: &[u8]) -> u64;
     /// The packed elements of node `id`, named by a table the caller read (see the top
     /// of this file for why it is still there).
-    fn read(&self, id: u64) -> Result<Vec<u8>>;
+    fn read(&self, id: u64) -> Result<Cow<'_, [u8]>>;
     /// Removes node `id`, written by this edit, which no table will name.
     fn discard(&self, id: u64);
 }
@@ -297,12 +300,13 @@ impl NodeStore for MemoryNodes {
         id
     }
 
-    fn read(&self, id: u64) -> Result<Vec<u8>> {
+    fn read(&self, id: u64) -> Result<Cow<'_, [u8]>> {
         self.ids.check(id);
         // SAFETY: `id` is named by a table the caller read pinned and is still pinned
         // for (see the top of this file), or was written by the caller's own edit and
-        // not discarded; either way its node is allocated until the caller unpins.
-        Ok(unsafe { packed_of(id) }.to_vec())
+        // not discarded; either way its node is allocated until the caller unpins. The
+        // bytes are copied: nothing ties a borrow of them to the caller's pin.
+        Ok(Cow::Owned(unsafe { packed_of(id) }.to_vec()))
     }
 
     fn discard(&self, id: u64) {
@@ -313,6 +317,34 @@ impl NodeStore for MemoryNodes {
         unsafe { free(id) };
         self.live.fetch_sub(1, Ordering::Relaxed);
         self.ids.removed(id);
+    }
+}
+
+/// The memory store's nodes as a thread pinned with `guard` reads them: in place, not
+/// copied, since a node that a table read under the guard names stays allocated until
+/// the guard is dropped, and the borrow cannot outlive it. Nodes discarded here are
+/// freed once the guard is dropped too, as a read of them may still be borrowed.
+pub struct PinnedNodes<'g> {
+    nodes: &'g MemoryNodes,
+    guard: &'g Guard,
+}
+
+impl NodeStore for PinnedNodes<'_> {
+    fn write(&self, packed: &[u8]) -> u64 {
+        self.nodes.write(packed)
+    }
+
+    fn read(&self, id: u64) -> Result<Cow<'_, [u8]>> {
+        self.nodes.ids.check(id);
+        // SAFETY: `id` is named by a table read under `guard` (see the top of this
+        // file), or was written by this edit and, if discarded, freed only after the
+        // guard is dropped; so its node is allocated while the guard lives, and the
+        // slice, borrowed from `self`, which borrows the guard, cannot outlive it.
+        Ok(Cow::Borrowed(unsafe { packed_of(id) }))
+    }
+
+    fn discard(&self, id: u64) {
+        self.nodes.free_after(self.guard, vec![id]);
     }
 }
 
@@ -424,29 +456,41 @@ impl MemoryNodes {
         if new.is_none() {
             self.freed_later.fetch_add(1, Ordering::Relaxed);
         }
-        let live = Arc::clone(&self.live);
-        let ids = self.ids.clone();
         let guard = crossbeam_epoch::pin();
+        self.free_after(&guard, dropped);
+        // Hands this thread's deferred work to the global queue now, so an idle
+        // thread does not hold a deleted collection's nodes until it is busy again.
+        guard.flush();
+    }
+
+    /// The memory store's nodes as a thread pinned with `guard` reads them.
+    pub fn pinned<'g>(&'g self, guard: &'g Guard) -> PinnedNodes<'g> {
+        PinnedNodes { nodes: self, guard }
+    }
+
+    /// Frees nodes `ids` once every thread pinned now, `guard`'s included, has
+    /// unpinned. No table published from now on may name them, and each may be in
+    /// no other call.
+    fn free_after(&self, guard: &Guard, ids: Vec<u64>) {
+        let live = Arc::clone(&self.live);
+        let known = self.ids.clone();
         // A deferred function must not pin (one that runs where its thread's epoch
         // handle is gone pins through a fresh handle, which runs the next due function
         // one stack level deeper); freeing memory does not.
         guard.defer(move || {
-            for id in dropped {
-                ids.removed(id);
+            for id in ids {
+                known.removed(id);
                 // SAFETY: no table published from now on names `id` (the caller
-                // replaced the last that did), and every thread that read such a table
-                // was pinned before this deferral and read its nodes while still pinned
-                // (the top of this file); the collector runs this only after all of
-                // them have unpinned. `dropped` names each node once, and a node
-                // retired here is in no other retirement: the next edit's old table no
-                // longer names it.
+                // replaced the last that did, or the edit that wrote it published none),
+                // and every thread that read such a table, or borrowed a read of the
+                // node, was pinned before this deferral and is done with it when it
+                // unpins (the top of this file); the collector runs this only after all
+                // of them have unpinned. Each id is freed by one call: a node retired
+                // is named by no later table, so no later retirement names it.
                 unsafe { free(id) };
                 live.fetch_sub(1, Ordering::Relaxed);
             }
         });
-        // Hands this thread's deferred work to the global queue now, so an idle
-        // thread does not hold a deleted collection's nodes until it is busy again.
-        guard.flush();
     }
 
     /// Frees at once the nodes that `stored`, a value of a store being dropped, names.
@@ -480,12 +524,12 @@ impl MemoryNodes {
 /// removes exactly those (nobody else has seen them) without comparing its table with
 /// the one it read to find them.
 pub struct Attempt<'a> {
-    nodes: &'a MemoryNodes,
+    nodes: PinnedNodes<'a>,
     made: RefCell<Vec<u64>>,
 }
 
 impl<'a> Attempt<'a> {
-    pub fn new(nodes: &'a MemoryNodes) -> Self {
+    pub fn new(nodes: PinnedNodes<'a>) -> Self {
         Attempt {
             nodes,
             made: RefCell::default(),
@@ -499,8 +543,8 @@ impl<'a> Attempt<'a> {
         if cfg!(any(test, debug_assertions)) {
             let mut made = self.made.borrow().clone();
             let mut named = match old {
-                Some(old) => dropped(self.nodes, new, Some(old)),
-                None => node_ids(self.nodes, new),
+                Some(old) => dropped(&self.nodes, new, Some(old)),
+                None => node_ids(&self.nodes, new),
             }
             .expect("memory nodes are read without I/O");
             made.sort_unstable();
@@ -527,7 +571,7 @@ impl NodeStore for Attempt<'_> {
         id
     }
 
-    fn read(&self, id: u64) -> Result<Vec<u8>> {
+    fn read(&self, id: u64) -> Result<Cow<'_, [u8]>> {
         self.nodes.read(id)
     }
 

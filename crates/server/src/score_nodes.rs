@@ -389,7 +389,12 @@ impl<'a> ZsetReader<'a> {
         for i in wanted {
             let (at, skip) = refs.by_element(ranks[i] as u64)?;
             if node.as_ref().is_none_or(|(read, _)| *read != at) {
-                node = Some((at, self.nodes.read(NodeRef::of(&refs.get(at)?).id)?));
+                node = Some((
+                    at,
+                    self.nodes
+                        .read(NodeRef::of(&refs.get(at)?).id)?
+                        .into_owned(),
+                ));
             }
             let (_, packed) = node.as_ref().expect("read above");
             let (_, member, score) = placed(packed)
@@ -569,7 +574,7 @@ impl<'a> Order<'a> {
         if let btree_map::Entry::Vacant(v) = self.loaded.entry(at) {
             let id = NodeRef::of(&self.records.get(at)?).id;
             v.insert(Loaded {
-                packed: nodes.read(id)?,
+                packed: nodes.read(id)?.into_owned(),
                 changed: false,
             });
         }

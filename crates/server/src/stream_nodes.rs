@@ -285,7 +285,7 @@ impl<'a> Entries<'a> {
         };
         let r = table.get(at)?;
         let (id, info) = (LAYOUT.id(&r), NodeInfo::of(&r));
-        Ok((store.read(id)?, info, id))
+        Ok((store.read(id)?.into_owned(), info, id))
     }
 
     /// Up to `limit` entries of node `at` with IDs from `from` to `to`, in ID order or,

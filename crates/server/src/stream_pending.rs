@@ -89,7 +89,7 @@ impl NodeStore for Unstored {
     fn write(&self, _: &[u8]) -> u64 {
         unreachable!("a pending table is moved to its stream's store before it is paged")
     }
-    fn read(&self, id: u64) -> Result<Vec<u8>> {
+    fn read(&self, id: u64) -> Result<std::borrow::Cow<'_, [u8]>> {
         Err(engine::Error::Corruption {
             file: Default::default(),
             offset: 0,

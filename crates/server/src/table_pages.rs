@@ -357,7 +357,7 @@ impl<'a> Pages<'a> {
     }
 
     /// The records of page `p`, of `R` bytes each, read from `nodes` when first needed.
-    fn body<const R: usize>(&self, nodes: &dyn NodeStore, p: usize) -> Result<&[u8]> {
+    fn body<const R: usize>(&self, nodes: &'a dyn NodeStore, p: usize) -> Result<&[u8]> {
         let page = &self.list[p];
         if let Some(body) = page.contents.get() {
             return Ok(body);
@@ -371,7 +371,7 @@ impl<'a> Pages<'a> {
                 page.records
             )));
         }
-        Ok(page.contents.get_or_init(|| Cow::Owned(body)))
+        Ok(page.contents.get_or_init(|| body))
     }
 
     /// Replaces records `range` (of this group) by `records`, noting in `replaced` the
@@ -379,7 +379,7 @@ impl<'a> Pages<'a> {
     /// read.
     fn splice<const R: usize>(
         &mut self,
-        nodes: &dyn NodeStore,
+        nodes: &'a dyn NodeStore,
         layout: Layout<R>,
         range: Range<usize>,
         records: &[[u8; R]],

@@ -311,9 +311,10 @@ impl NodeStore for MemoryNodes {
 
     fn discard(&self, id: u64) {
         self.ids.check(id);
-        // SAFETY: only an edit's own nodes are discarded (`Attempt::discard`,
-        // `Attempt::abandon`), which no published table named, so no other thread
-        // has the id; the edit reads it no more.
+        // SAFETY: a store discards only a node its own edit wrote and no published
+        // table named, so no other thread has the id; this store's reads copy, so no
+        // borrow of the node remains. (Edits under a pin discard through
+        // `PinnedNodes`, which waits for the pin to end.)
         unsafe { free(id) };
         self.live.fetch_sub(1, Ordering::Relaxed);
         self.ids.removed(id);

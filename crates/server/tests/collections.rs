@@ -132,6 +132,144 @@ fn concurrent_writers_lose_no_element_field_or_member() {
     );
 }
 
+/// Readers of a large hash and a large sorted set (split into nodes) while writers
+/// change both from other connections, each read and write on whichever io thread
+/// serves its connection (the memory engine's readers borrow the nodes of the table
+/// they read, which writers replace and retire): every reply is whole (the fields and
+/// members no writer touches, with their values, scores and ranks), every written
+/// value is one its writer wrote, and the end state is the last writes. (Db-level
+/// threads race on the nodes directly: `concurrent_*` in `field_nodes.rs`,
+/// `score_nodes.rs` and `list_nodes.rs`.)
+#[test]
+fn readers_of_large_collections_see_whole_values_while_writers_replace_nodes() {
+    const BASE: usize = 2_000;
+    const WRITERS: usize = 3;
+    const READERS: usize = 3;
+    // Long enough for the server to spread its connections over its io threads.
+    const WRITING: std::time::Duration = std::time::Duration::from_millis(1500);
+    const SLOTS: usize = 50;
+    let server = Server::start();
+    let mut c = server.client();
+    let base_value = "b".repeat(40);
+    for chunk in (0..BASE).collect::<Vec<_>>().chunks(500) {
+        let mut hset = vec!["HSET".to_string(), "h".into()];
+        let mut zadd = vec!["ZADD".to_string(), "z".into()];
+        for i in chunk {
+            hset.extend([format!("base:{i}"), base_value.clone()]);
+            zadd.extend([i.to_string(), format!("base:{i}")]);
+        }
+        let _: i64 = run(&mut c, &hset.iter().map(String::as_str).collect::<Vec<_>>());
+        let _: i64 = run(&mut c, &zadd.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    let writing = std::sync::atomic::AtomicUsize::new(WRITERS);
+    let check_hash = |fields: &[(String, String)]| {
+        let base = fields
+            .iter()
+            .filter(|(f, _)| f.starts_with("base:"))
+            .count();
+        assert_eq!(base, BASE, "a read lost or doubled untouched fields");
+        for (f, v) in fields {
+            match f.strip_prefix('w') {
+                None => assert_eq!(v, &base_value, "field {f}"),
+                // Writer t's slot field holds "t:round".
+                Some(rest) => {
+                    let t = rest.split(':').next().unwrap();
+                    assert!(v.starts_with(&format!("{t}:")), "field {f} holds {v}");
+                }
+            }
+        }
+    };
+    let rounds: Vec<usize> = std::thread::scope(|s| {
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|t| {
+                let (server, writing) = (&server, &writing);
+                s.spawn(move || {
+                    let mut c = server.client();
+                    let start = std::time::Instant::now();
+                    let mut round = 0;
+                    while start.elapsed() < WRITING {
+                        let slot = round % SLOTS;
+                        let field = format!("w{t}:{slot}");
+                        let mut pipe = redis::pipe();
+                        pipe.cmd("HSET")
+                            .arg("h")
+                            .arg(&field)
+                            .arg(format!("{t}:{round}"));
+                        // Scored after every base member, whose ranks then stay put.
+                        pipe.cmd("ZADD").arg("z").arg(BASE + round).arg(&field);
+                        if round % 3 == 2 {
+                            let gone = format!("w{t}:{}", (round + SLOTS / 2) % SLOTS);
+                            pipe.cmd("HDEL").arg("h").arg(&gone);
+                            pipe.cmd("ZREM").arg("z").arg(&gone);
+                        }
+                        let _: redis::Value = pipe.query(&mut c).unwrap();
+                        round += 1;
+                    }
+                    writing.fetch_sub(1, std::sync::atomic::Ordering::Release);
+                    round
+                })
+            })
+            .collect();
+        for r in 0..READERS {
+            let (server, writing, check_hash) = (&server, &writing, &check_hash);
+            let base_value = &base_value;
+            s.spawn(move || {
+                let mut c = server.client();
+                let mut reads = 0;
+                while writing.load(std::sync::atomic::Ordering::Acquire) > 0 || reads < 3 {
+                    reads += 1;
+                    let fields: Vec<(String, String)> = run(&mut c, &["HGETALL", "h"]);
+                    check_hash(&fields);
+                    let i = (reads * 7 + r * 13) % BASE;
+                    let v: String = run(&mut c, &["HGET", "h", &format!("base:{i}")]);
+                    assert_eq!(&v, base_value);
+                    let score: f64 = run(&mut c, &["ZSCORE", "z", &format!("base:{i}")]);
+                    assert_eq!(score, i as f64);
+                    let rank: usize = run(&mut c, &["ZRANK", "z", &format!("base:{i}")]);
+                    assert_eq!(rank, i);
+                    let slice: Vec<(String, f64)> = run(
+                        &mut c,
+                        &[
+                            "ZRANGE",
+                            "z",
+                            &rank.to_string(),
+                            &(rank + 40).to_string(),
+                            "WITHSCORES",
+                        ],
+                    );
+                    assert_eq!(slice[0], (format!("base:{i}"), i as f64));
+                    assert!(slice.windows(2).all(|w| w[0].1 <= w[1].1), "out of order");
+                }
+            });
+        }
+        writers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let fields: Vec<(String, String)> = run(&mut c, &["HGETALL", "h"]);
+    check_hash(&fields);
+    let card: usize = run(&mut c, &["ZCARD", "z"]);
+    assert_eq!(
+        card,
+        fields.len(),
+        "the hash and the sorted set name the same fields"
+    );
+    // The last write of each writer's slot: set, or deleted after it.
+    for (t, &rounds) in rounds.iter().enumerate() {
+        for slot in 0..SLOTS {
+            let mut last = None;
+            for round in 0..rounds {
+                if round % SLOTS == slot {
+                    last = Some(format!("{t}:{round}"));
+                }
+                if round % 3 == 2 && (round + SLOTS / 2) % SLOTS == slot {
+                    last = None;
+                }
+            }
+            let got: Option<String> = run(&mut c, &["HGET", "h", &format!("w{t}:{slot}")]);
+            assert_eq!(got, last, "writer {t} slot {slot}");
+        }
+    }
+}
+
 #[test]
 fn concurrent_pops_hand_each_element_to_one_client() {
     let server = Server::start();

@@ -27,6 +27,7 @@
 //! and a set left with one order node, or two holding less than half of
 //! [`NODE_BYTES`], is stored whole again.
 
+use std::borrow::Cow;
 use std::collections::{btree_map, BTreeMap};
 use std::ops::Range;
 
@@ -385,16 +386,11 @@ impl<'a> ZsetReader<'a> {
             return Ok(out);
         };
         // The node last read, by its place, with its members.
-        let mut node: Option<(usize, Vec<u8>)> = None;
+        let mut node: Option<(usize, Cow<[u8]>)> = None;
         for i in wanted {
             let (at, skip) = refs.by_element(ranks[i] as u64)?;
             if node.as_ref().is_none_or(|(read, _)| *read != at) {
-                node = Some((
-                    at,
-                    self.nodes
-                        .read(NodeRef::of(&refs.get(at)?).id)?
-                        .into_owned(),
-                ));
+                node = Some((at, self.nodes.read(NodeRef::of(&refs.get(at)?).id)?));
             }
             let (_, packed) = node.as_ref().expect("read above");
             let (_, member, score) = placed(packed)

@@ -1015,12 +1015,12 @@ impl Db {
                 // The iterator unpins between batches, and a table's nodes may be
                 // freed once it is replaced: read what the key holds now, and its
                 // nodes, under one pin.
-                let _pin = crossbeam_epoch::pin();
+                let guard = crossbeam_epoch::pin();
                 let Some(now_stored) = index.peek_with(&key, |v, _| v.to_vec()) else {
                     continue;
                 };
                 stored = match Entry::stored_is_node_table(&now_stored) {
-                    true => nodes::expand(self.memory_nodes(), &now_stored)
+                    true => nodes::expand(&self.memory_nodes().pinned(&guard), &now_stored)
                         .map_err(|e| e.to_string())?,
                     false => now_stored,
                 };
@@ -1546,12 +1546,12 @@ impl Db {
         let mut out = Vec::with_capacity(n);
         match &self.store {
             Store::Memory(index) => {
-                let nodes = self.memory_nodes();
                 // Pinned, so that the nodes of a table read are there (`nodes.rs`).
-                let _pin = crossbeam_epoch::pin();
+                let guard = crossbeam_epoch::pin();
+                let nodes = self.memory_nodes().pinned(&guard);
                 scan_from_random_point(index, n, &mut |k, v, access| {
                     if out.len() < n {
-                        let node_bytes = nodes::node_bytes(nodes, v).expect("memory reads");
+                        let node_bytes = nodes::node_bytes(&nodes, v).expect("memory reads");
                         out.push(sampled(k, v, access, node_bytes))
                     }
                 })
@@ -1571,11 +1571,11 @@ impl Db {
     pub fn resample(&self, key: &[u8]) -> Result<Option<Sampled>> {
         let found = match &self.store {
             Store::Memory(index) => {
-                let nodes = self.memory_nodes();
                 // Pinned, so that the nodes of a table read are there (`nodes.rs`).
-                let _pin = crossbeam_epoch::pin();
+                let guard = crossbeam_epoch::pin();
+                let nodes = self.memory_nodes().pinned(&guard);
                 index.peek_with(key, |v, access| {
-                    let node_bytes = nodes::node_bytes(nodes, v).expect("memory reads");
+                    let node_bytes = nodes::node_bytes(&nodes, v).expect("memory reads");
                     (
                         item_bytes(key, v, node_bytes),
                         access,

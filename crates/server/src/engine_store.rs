@@ -944,12 +944,12 @@ impl NodeStore for EngineNodes<'_> {
         if let Some(packed) = self.written.borrow().get(&id) {
             return Ok(Cow::Owned(packed.clone()));
         }
-        let node = self.store.node(id)?.ok_or_else(|| Error::Corruption {
+        let node = self.store.node(id)?.map(Cow::Owned);
+        node.ok_or_else(|| Error::Corruption {
             file: Default::default(),
             offset: 0,
             detail: format!("node {id}, named by a collection's node table, is not in the store"),
-        })?;
-        Ok(Cow::Owned(node))
+        })
     }
 
     fn discard(&self, id: u64) {

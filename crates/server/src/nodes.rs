@@ -310,14 +310,11 @@ impl NodeStore for MemoryNodes {
     }
 
     fn discard(&self, id: u64) {
-        self.ids.check(id);
         // SAFETY: a store discards only a node its own edit wrote and no published
         // table named, so no other thread has the id; this store's reads copy, so no
         // borrow of the node remains. (Edits under a pin discard through
         // `PinnedNodes`, which waits for the pin to end.)
-        unsafe { free(id) };
-        self.live.fetch_sub(1, Ordering::Relaxed);
-        self.ids.removed(id);
+        unsafe { free_counted(id, &self.live, &self.ids) };
     }
 }
 
@@ -380,6 +377,17 @@ unsafe fn free(id: u64) {
             LEN_BYTES + len,
         )));
     }
+}
+
+/// [`free`], counted in `live` and `known`.
+///
+/// # Safety
+/// As [`free`]'s.
+unsafe fn free_counted(id: u64, live: &AtomicUsize, known: &LiveIds) {
+    known.removed(id);
+    // SAFETY: the caller's contract is `free`'s.
+    unsafe { free(id) };
+    live.fetch_sub(1, Ordering::Relaxed);
 }
 
 /// In test and debug builds, the ids of the nodes allocated and not freed, so that a
@@ -473,6 +481,9 @@ impl MemoryNodes {
     /// unpinned. No table published from now on may name them, and each may be in
     /// no other call.
     fn free_after(&self, guard: &Guard, ids: Vec<u64>) {
+        if ids.is_empty() {
+            return;
+        }
         let live = Arc::clone(&self.live);
         let known = self.ids.clone();
         // A deferred function must not pin (one that runs where its thread's epoch
@@ -480,7 +491,6 @@ impl MemoryNodes {
         // one stack level deeper); freeing memory does not.
         guard.defer(move || {
             for id in ids {
-                known.removed(id);
                 // SAFETY: no table published from now on names `id` (the caller
                 // replaced the last that did, or the edit that wrote it published none),
                 // and every thread that read such a table, or borrowed a read of the
@@ -488,8 +498,7 @@ impl MemoryNodes {
                 // unpins (the top of this file); the collector runs this only after all
                 // of them have unpinned. Each id is freed by one call: a node retired
                 // is named by no later table, so no later retirement names it.
-                unsafe { free(id) };
-                live.fetch_sub(1, Ordering::Relaxed);
+                unsafe { free_counted(id, &live, &known) };
             }
         });
     }
@@ -501,11 +510,9 @@ impl MemoryNodes {
     /// to come names its nodes: it is what its key holds as the store is dropped.
     pub unsafe fn free_with_store(&self, stored: &[u8]) {
         for id in node_ids(self, stored).expect("memory nodes are read without I/O") {
-            self.ids.removed(id);
             // SAFETY: by the contract, nobody reads the node again, and it is freed
             // here once: a table names each of its nodes once.
-            unsafe { free(id) };
-            self.live.fetch_sub(1, Ordering::Relaxed);
+            unsafe { free_counted(id, &self.live, &self.ids) };
         }
     }
 
@@ -559,9 +566,8 @@ impl<'a> Attempt<'a> {
 
     /// After the attempt's write was not published: removes the nodes it made.
     pub fn abandon(self) {
-        for id in self.made.into_inner() {
-            self.nodes.discard(id);
-        }
+        let PinnedNodes { nodes, guard } = self.nodes;
+        nodes.free_after(guard, self.made.into_inner());
     }
 }
 

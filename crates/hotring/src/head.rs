@@ -30,7 +30,7 @@ use crate::directory::SlotRef;
 use crate::index::{HotRing, HotspotStrategy};
 use crate::item::ItemPtr;
 use crate::link::{Head, Link};
-use crate::stats::HOT_SAMPLE_PERIOD;
+use crate::stats::{now_ms, HOT_SAMPLE_PERIOD};
 
 thread_local! {
     /// Accesses made by this thread: every R-th one checks for a hotspot shift.
@@ -38,6 +38,86 @@ thread_local! {
     /// Bytes of items this thread retired since it last handed its deferred frees to
     /// the collector's global queue.
     static RETIRED_BYTES: Cell<usize> = const { Cell::new(0) };
+    /// This thread's watch for a hotspot shift (see [`ShiftWatch`]).
+    static SHIFT_WATCH: Cell<ShiftWatch> = const { Cell::new(ShiftWatch::new()) };
+}
+
+/// Counted accesses per window of [`ShiftWatch`]: at ~20 ns an access, a window is
+/// ~25 µs of one thread's work, and the standard deviation of a head-hit rate measured
+/// over it is at most ~0.03 (at a rate of one half).
+const SHIFT_WINDOW: u16 = 256;
+
+/// A window whose head-hit rate falls this far below the thread's running rate marks a
+/// hotspot shift: five standard deviations of a window's rate, so a steady load (a
+/// uniform one, whose rate is 0.27 at 8 keys a ring, included) never shows one.
+const SHIFT_DROP: f32 = 0.15;
+
+/// How long a thread moves heads at once after it saw a shift.
+const SHIFT_FOLLOW_MS: u64 = 1000;
+
+/// One thread's view of whether the hotspot just moved. In a calm slot a cold access
+/// starts a round only once one item has drawn `CALM_TRIGGER` counted accesses and the
+/// head's lead has drained, ~15 of the ring's accesses (a flat slot waits for
+/// `FLAT_TRIGGER`); right after a hotspot shift
+/// every ring's head is wrong at once, and the rings that draw a few accesses a second
+/// held throughput back for 1-2 s after items per access were back (BENCHMARKS.md,
+/// session 62). A shift shows as a sudden fall of the head-hit rate of the thread's
+/// counted accesses; for `SHIFT_FOLLOW_MS` after one, a cold counted access in a calm
+/// or flat slot moves the head to its item at once, as random movement does, and later
+/// rounds settle the heads where the samples say. A steady load never follows, so its
+/// heads stay where the rounds put them; following for 2 s instead of 1 was slower to
+/// recover (BENCHMARKS.md, session 71). Kept per thread, so watching costs no shared
+/// write.
+#[derive(Clone, Copy)]
+struct ShiftWatch {
+    checks: u16,
+    hits: u16,
+    /// The running head-hit rate of past windows (negative before the first one).
+    rate: f32,
+    /// `now_ms` until which this thread follows a shift.
+    follow_until: u64,
+    /// Whether it does, as of the last window.
+    following: bool,
+}
+
+impl ShiftWatch {
+    const fn new() -> ShiftWatch {
+        ShiftWatch {
+            checks: 0,
+            hits: 0,
+            rate: -1.0,
+            follow_until: 0,
+            following: false,
+        }
+    }
+
+    /// Notes one counted access; whether the thread is following a shift.
+    fn note(hot: bool) -> bool {
+        SHIFT_WATCH.with(|cell| {
+            let mut w = cell.get();
+            w.checks += 1;
+            w.hits += u16::from(hot);
+            if w.checks == SHIFT_WINDOW {
+                let rate = f32::from(w.hits) / f32::from(SHIFT_WINDOW);
+                let now = now_ms();
+                if w.rate >= 0.0 && rate < w.rate - SHIFT_DROP {
+                    // The running rate stays what it was before the shift, so that
+                    // the windows until the heads are back keep the thread following.
+                    w.follow_until = now + SHIFT_FOLLOW_MS;
+                } else {
+                    w.rate = if w.rate < 0.0 {
+                        rate
+                    } else {
+                        w.rate * 0.9 + rate * 0.1
+                    };
+                }
+                w.following = now < w.follow_until;
+                (w.checks, w.hits) = (0, 0);
+            }
+            cell.set(w);
+            w.following
+        })
+    }
 }
 
 /// How many bytes of retired items a thread may hold back. The collector keeps a
@@ -114,6 +194,7 @@ impl HotRing {
         let stripe = self.counters.mine();
         stripe.accesses.fetch_add(1, StdOrdering::Relaxed);
         stripe.visits.fetch_add(visits as u64, StdOrdering::Relaxed);
+        let following_shift = ShiftWatch::note(hot);
         if hot {
             stripe.head_hits.fetch_add(1, StdOrdering::Relaxed);
             if head.total() == CALM && !head.active() {
@@ -139,6 +220,13 @@ impl HotRing {
             HotspotStrategy::Sampling => {
                 // When not sampling, the head's counter field says what the last round found.
                 let trigger = match head.total() {
+                    // A guess on every cold access while heads are wrong everywhere.
+                    CALM | FLAT if following_shift => {
+                        if self.try_install_head(slot, head, item, guard) {
+                            stripe.head_moves.fetch_add(1, StdOrdering::Relaxed);
+                        }
+                        return;
+                    }
                     CALM => Some(CALM_TRIGGER),
                     FLAT => Some(FLAT_TRIGGER),
                     _ => None,
@@ -406,4 +494,41 @@ pub(crate) fn pin(item: ItemPtr) -> bool {
         (!l.has(Link::OCCUPIED) && !l.has(Link::PINNED)).then(|| l.with(Link::PINNED))
     })
     .is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{rngs::SmallRng, Rng, SeedableRng};
+
+    use super::{ShiftWatch, SHIFT_WINDOW};
+
+    /// Feeds the thread's watch `windows` windows of counted accesses that hit the head
+    /// with probability `rate`; whether it ended up following a shift.
+    fn feed(rng: &mut SmallRng, rate: f64, windows: u32) -> bool {
+        let mut following = false;
+        for _ in 0..windows * u32::from(SHIFT_WINDOW) {
+            following = ShiftWatch::note(rng.gen_bool(rate));
+        }
+        following
+    }
+
+    #[test]
+    fn a_steady_hit_rate_never_looks_like_a_shift_and_a_sudden_fall_does() {
+        let mut rng = SmallRng::seed_from_u64(7);
+        // A uniform load's rate at 8 keys a ring, window after window, one at a time.
+        for _ in 0..2000 {
+            assert!(
+                !feed(&mut rng, 0.27, 1),
+                "a steady rate was taken for a shift"
+            );
+        }
+        // The rate climbs as heads find their keys: no shift either.
+        for step in 0..70 {
+            assert!(!feed(&mut rng, 0.27 + f64::from(step) * 0.01, 10));
+        }
+        // Heads all wrong at once.
+        assert!(feed(&mut rng, 0.5, 1));
+        // Still following while heads come back, within the follow time.
+        assert!(feed(&mut rng, 0.9, 1));
+    }
 }

@@ -28,7 +28,7 @@ const HOT_ENTRIES: usize = 16;
 const HOT_HALF_LIFE_MS: u64 = 1000;
 
 /// Milliseconds since the first call in this process.
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
     START
         .get_or_init(std::time::Instant::now)

@@ -449,6 +449,45 @@ fn a_calm_ring_whose_head_stays_hottest_is_not_resampled_but_follows_a_swap() {
 }
 
 #[test]
+fn after_a_hotspot_shift_a_cold_access_moves_its_rings_head_at_once() {
+    // 2,048 rings of 8 keys. Every ring is sampled while a first set of keys is hot;
+    // then the load moves to other keys, each read five times in a row, so each
+    // ring draws one counted access (every fifth of a thread's) of its new key. Alone
+    // that would start nothing (a calm ring waits for three, a flat one for twelve);
+    // the fall in the head-hit rate marks a shift, after which each such access moves
+    // its ring's head.
+    const KEYS: u32 = 16_384;
+    let index = HotRing::with_config(Config::fixed(HotspotStrategy::Sampling, KEYS as usize, 8));
+    let key = |k: u32| k.to_be_bytes();
+    for k in 0..KEYS {
+        index.insert(&key(k), &key(k));
+    }
+    let (hot, shifted) = (0..KEYS / 8, KEYS / 2..KEYS / 2 + KEYS / 8);
+    for _ in 0..4 {
+        for k in 0..KEYS {
+            assert!(index.contains_key(&key(k)));
+        }
+        for _ in 0..10 {
+            for k in hot.clone() {
+                assert!(index.contains_key(&key(k)));
+            }
+        }
+    }
+    let moves = index.stats().head_moves;
+    for k in shifted.clone() {
+        for _ in 0..5 {
+            assert!(index.contains_key(&key(k)));
+        }
+    }
+    let moved = index.stats().head_moves - moves;
+    assert!(
+        moved >= u64::from(shifted.len() as u32 / 2),
+        "{moved} heads moved for {} newly hot keys",
+        shifted.len()
+    );
+}
+
+#[test]
 fn fixed_head_never_moves() {
     let index = one_ring_of_16(HotspotStrategy::FixedHead);
     for _ in 0..1000 {

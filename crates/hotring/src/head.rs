@@ -57,17 +57,15 @@ const SHIFT_FOLLOW_MS: u64 = 1000;
 
 /// One thread's view of whether the hotspot just moved. In a calm slot a cold access
 /// starts a round only once one item has drawn `CALM_TRIGGER` counted accesses and the
-/// head's lead has drained, ~15 of the ring's accesses (a flat slot waits for
-/// `FLAT_TRIGGER`); right after a hotspot shift
+/// head's lead has drained, ~15 of the ring's accesses; right after a hotspot shift
 /// every ring's head is wrong at once, and the rings that draw a few accesses a second
 /// held throughput back for 1-2 s after items per access were back (BENCHMARKS.md,
 /// session 62). A shift shows as a sudden fall of the head-hit rate of the thread's
 /// counted accesses; for `SHIFT_FOLLOW_MS` after one, a cold counted access in a calm
-/// or flat slot moves the head to its item at once, as random movement does, and later
-/// rounds settle the heads where the samples say. A steady load never follows, so its
-/// heads stay where the rounds put them; following for 2 s instead of 1 was slower to
-/// recover (BENCHMARKS.md, session 71). Kept per thread, so watching costs no shared
-/// write.
+/// slot moves the head to its item at once, as random movement does, and later rounds
+/// settle the heads where the samples say. A steady load never follows, so its heads
+/// stay where the rounds put them; following for 2 s instead of 1 was slower to recover
+/// (BENCHMARKS.md, session 71). Kept per thread, so watching costs no shared write.
 #[derive(Clone, Copy)]
 struct ShiftWatch {
     checks: u16,
@@ -101,16 +99,16 @@ impl ShiftWatch {
                 let rate = f32::from(w.hits) / f32::from(SHIFT_WINDOW);
                 let now = now_ms();
                 if w.rate >= 0.0 && rate < w.rate - SHIFT_DROP {
-                    // The running rate stays what it was before the shift, so that
-                    // the windows until the heads are back keep the thread following.
                     w.follow_until = now + SHIFT_FOLLOW_MS;
-                } else {
-                    w.rate = if w.rate < 0.0 {
-                        rate
-                    } else {
-                        w.rate * 0.9 + rate * 0.1
-                    };
                 }
+                // A load whose rate stays lower (a thread that loaded keys, then serves
+                // a uniform load) is the running rate within ~10 windows, and is
+                // followed for no longer than `SHIFT_FOLLOW_MS` after that.
+                w.rate = if w.rate < 0.0 {
+                    rate
+                } else {
+                    w.rate * 0.9 + rate * 0.1
+                };
                 w.following = now < w.follow_until;
                 (w.checks, w.hits) = (0, 0);
             }
@@ -220,8 +218,11 @@ impl HotRing {
             HotspotStrategy::Sampling => {
                 // When not sampling, the head's counter field says what the last round found.
                 let trigger = match head.total() {
-                    // A guess on every cold access while heads are wrong everywhere.
-                    CALM | FLAT if following_shift => {
+                    // A guess on every cold access while heads are wrong everywhere. Not
+                    // in a flat slot: a thread that follows a fall of its rate to a
+                    // uniform load's moved heads around its flat rings for nothing
+                    // (items per read 3.25-3.29 -> 3.34-3.47, BENCHMARKS.md, session 71).
+                    CALM if following_shift => {
                         if self.try_install_head(slot, head, item, guard) {
                             stripe.head_moves.fetch_add(1, StdOrdering::Relaxed);
                         }

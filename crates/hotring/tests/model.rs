@@ -453,9 +453,10 @@ fn after_a_hotspot_shift_a_cold_access_moves_its_rings_head_at_once() {
     // 2,048 rings of 8 keys. Every ring is sampled while a first set of keys is hot;
     // then the load moves to other keys, each read five times in a row, so each
     // ring draws one counted access (every fifth of a thread's) of its new key. Alone
-    // that would start nothing (a calm ring waits for three, a flat one for twelve);
-    // the fall in the head-hit rate marks a shift, after which each such access moves
-    // its ring's head.
+    // that would start nothing (a calm ring waits for three, a flat one for twelve):
+    // 17 heads moved so. The fall in the head-hit rate marks a shift, after which
+    // such an access moves the head of a calm ring, one whose last round found a
+    // hotspot: ~600 of them here.
     const KEYS: u32 = 16_384;
     let index = HotRing::with_config(Config::fixed(HotspotStrategy::Sampling, KEYS as usize, 8));
     let key = |k: u32| k.to_be_bytes();
@@ -481,7 +482,7 @@ fn after_a_hotspot_shift_a_cold_access_moves_its_rings_head_at_once() {
     }
     let moved = index.stats().head_moves - moves;
     assert!(
-        moved >= u64::from(shifted.len() as u32 / 2),
+        moved >= u64::from(shifted.len() as u32 / 8),
         "{moved} heads moved for {} newly hot keys",
         shifted.len()
     );

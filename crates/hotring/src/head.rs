@@ -70,8 +70,8 @@ const SHIFT_FOLLOW_MS: u64 = 1000;
 struct ShiftWatch {
     checks: u16,
     hits: u16,
-    /// The running head-hit rate of past windows (negative before the first one).
-    rate: f32,
+    /// The running head-hit rate of past windows, from the first one on.
+    rate: Option<f32>,
     /// `now_ms` until which this thread follows a shift.
     follow_until: u64,
     /// Whether it does, as of the last window.
@@ -83,7 +83,7 @@ impl ShiftWatch {
         ShiftWatch {
             checks: 0,
             hits: 0,
-            rate: -1.0,
+            rate: None,
             follow_until: 0,
             following: false,
         }
@@ -98,17 +98,13 @@ impl ShiftWatch {
             if w.checks == SHIFT_WINDOW {
                 let rate = f32::from(w.hits) / f32::from(SHIFT_WINDOW);
                 let now = now_ms();
-                if w.rate >= 0.0 && rate < w.rate - SHIFT_DROP {
+                if w.rate.is_some_and(|running| rate < running - SHIFT_DROP) {
                     w.follow_until = now + SHIFT_FOLLOW_MS;
                 }
                 // A load whose rate stays lower (a thread that loaded keys, then serves
                 // a uniform load) is the running rate within ~10 windows, and is
                 // followed for no longer than `SHIFT_FOLLOW_MS` after that.
-                w.rate = if w.rate < 0.0 {
-                    rate
-                } else {
-                    w.rate * 0.9 + rate * 0.1
-                };
+                w.rate = Some(w.rate.map_or(rate, |running| running * 0.9 + rate * 0.1));
                 w.following = now < w.follow_until;
                 (w.checks, w.hits) = (0, 0);
             }
@@ -192,7 +188,9 @@ impl HotRing {
         let stripe = self.counters.mine();
         stripe.accesses.fetch_add(1, StdOrdering::Relaxed);
         stripe.visits.fetch_add(visits as u64, StdOrdering::Relaxed);
-        let following_shift = ShiftWatch::note(hot);
+        // Only sampling acts on a shift; the other strategies skip the watch.
+        let following_shift =
+            self.config.strategy == HotspotStrategy::Sampling && ShiftWatch::note(hot);
         if hot {
             stripe.head_hits.fetch_add(1, StdOrdering::Relaxed);
             if head.total() == CALM && !head.active() {

@@ -22,7 +22,7 @@
 //! which the grace period covers. Rehash items are never reclaimed and need no pin.
 
 use std::cell::Cell;
-use std::sync::atomic::Ordering as StdOrdering;
+use std::sync::atomic::{AtomicU16, Ordering as StdOrdering};
 
 use crossbeam_epoch::Guard;
 
@@ -41,6 +41,9 @@ thread_local! {
     /// This thread's watch for a hotspot shift (see [`ShiftWatch`]).
     static SHIFT_WATCH: Cell<ShiftWatch> = const { Cell::new(ShiftWatch::new()) };
 }
+
+/// Shifts seen by any thread: each gets its own slot mark (see [`ShiftWatch`]).
+static SHIFTS: AtomicU16 = AtomicU16::new(0);
 
 /// Counted accesses per window of [`ShiftWatch`]: at ~20 ns an access, a window is
 /// ~25 µs of one thread's work, and the standard deviation of a head-hit rate measured
@@ -63,9 +66,14 @@ const SHIFT_FOLLOW_MS: u64 = 1000;
 /// session 62). A shift shows as a sudden fall of the head-hit rate of the thread's
 /// counted accesses; for `SHIFT_FOLLOW_MS` after one, a cold counted access in a calm
 /// slot moves the head to its item at once, as random movement does, and later rounds
-/// settle the heads where the samples say. A steady load never follows, so its heads
+/// settle the heads where the samples say. Once per slot and shift: the move marks the
+/// slot with the shift's number, and a marked slot waits for rounds as a calm one does.
+/// Moving on every cold access kept ~35,000 heads a tenth of a second hopping between
+/// the cold items of rings with no one hot key, and throughput 10-15% low until the
+/// follow ended (BENCHMARKS.md, session 72). A steady load never follows, so its heads
 /// stay where the rounds put them; following for 2 s instead of 1 was slower to recover
-/// (BENCHMARKS.md, session 71). Kept per thread, so watching costs no shared write.
+/// (BENCHMARKS.md, session 71). Kept per thread, so watching costs no shared write
+/// but one per shift, its number.
 #[derive(Clone, Copy)]
 struct ShiftWatch {
     checks: u16,
@@ -74,7 +82,11 @@ struct ShiftWatch {
     rate: Option<f32>,
     /// `now_ms` until which this thread follows a shift.
     follow_until: u64,
-    /// Whether it does, as of the last window.
+    /// The number of the shift this thread last followed.
+    shift: u16,
+    /// Whether the last window fell.
+    falling: bool,
+    /// Whether it follows one, as of the last window.
     following: bool,
 }
 
@@ -85,12 +97,25 @@ impl ShiftWatch {
             hits: 0,
             rate: None,
             follow_until: 0,
+            shift: 0,
+            falling: false,
             following: false,
         }
     }
 
-    /// Notes one counted access; whether the thread is following a shift.
-    fn note(hot: bool) -> bool {
+    /// The slot mark of the shift this thread follows, if it follows one.
+    fn mark(self) -> Option<u16> {
+        self.following
+            .then(|| FOLLOWED + self.shift % (Head::TOTAL_MAX - FOLLOWED + 1))
+    }
+
+    /// The mark of the shift this thread follows, as of its last window.
+    fn following() -> Option<u16> {
+        SHIFT_WATCH.with(|cell| cell.get().mark())
+    }
+
+    /// Notes one counted access; the mark of the shift the thread follows, if any.
+    fn note(hot: bool) -> Option<u16> {
         SHIFT_WATCH.with(|cell| {
             let mut w = cell.get();
             w.checks += 1;
@@ -98,9 +123,17 @@ impl ShiftWatch {
             if w.checks == SHIFT_WINDOW {
                 let rate = f32::from(w.hits) / f32::from(SHIFT_WINDOW);
                 let now = now_ms();
-                if w.rate.is_some_and(|running| rate < running - SHIFT_DROP) {
+                let falling = w.rate.is_some_and(|running| rate < running - SHIFT_DROP);
+                if falling {
+                    // A fall spans several windows in a row: one shift, one number.
+                    // Numbered across threads, so a new thread's first shift has a
+                    // new mark.
+                    if !w.falling {
+                        w.shift = SHIFTS.fetch_add(1, StdOrdering::Relaxed);
+                    }
                     w.follow_until = now + SHIFT_FOLLOW_MS;
                 }
+                w.falling = falling;
                 // A load whose rate stays lower (a thread that loaded keys, then serves
                 // a uniform load) is the running rate within ~10 windows, and is
                 // followed for no longer than `SHIFT_FOLLOW_MS` after that.
@@ -109,7 +142,7 @@ impl ShiftWatch {
                 (w.checks, w.hits) = (0, 0);
             }
             cell.set(w);
-            w.following
+            w.mark()
         })
     }
 }
@@ -148,9 +181,15 @@ const CALM_TRIGGER: u16 = 3;
 const FLAT_TRIGGER: u16 = 12;
 
 /// The head's `total` field between rounds: 0 before the slot's first round, then
-/// whether the last round found a hotspot.
+/// whether the last round found a hotspot; from `FOLLOWED` on, a calm slot whose head
+/// a thread following a shift moved or settled, the shift's number added.
 const CALM: u16 = 1;
 const FLAT: u16 = 2;
+const FOLLOWED: u16 = 3;
+
+fn is_calm(total: u16) -> bool {
+    total == CALM || total >= FOLLOWED
+}
 
 impl HotRing {
     /// Records an access for hotspot detection. `counted` is the item whose counter
@@ -189,11 +228,13 @@ impl HotRing {
         stripe.accesses.fetch_add(1, StdOrdering::Relaxed);
         stripe.visits.fetch_add(visits as u64, StdOrdering::Relaxed);
         // Only sampling acts on a shift; the other strategies skip the watch.
-        let following_shift =
-            self.config.strategy == HotspotStrategy::Sampling && ShiftWatch::note(hot);
+        let following_shift = match self.config.strategy {
+            HotspotStrategy::Sampling => ShiftWatch::note(hot),
+            _ => None,
+        };
         if hot {
             stripe.head_hits.fetch_add(1, StdOrdering::Relaxed);
-            if head.total() == CALM && !head.active() {
+            if is_calm(head.total()) && !head.active() {
                 if let Some(item) = counted {
                     // The head's lead (see CALM_TRIGGER); no write once it is full.
                     let _ = item.count_up(CALM_TRIGGER);
@@ -215,26 +256,31 @@ impl HotRing {
             }
             HotspotStrategy::Sampling => {
                 // When not sampling, the head's counter field says what the last round found.
-                let trigger = match head.total() {
-                    // A guess on every cold access while heads are wrong everywhere. Not
-                    // in a flat slot: a thread that follows a fall of its rate to a
-                    // uniform load's moved heads around its flat rings for nothing
-                    // (items per read 3.25-3.29 -> 3.34-3.47, BENCHMARKS.md, session 71).
-                    CALM if following_shift => {
+                let total = head.total();
+                if let Some(mark) = following_shift {
+                    // A guess while heads are wrong everywhere. Not in a flat slot: a
+                    // thread that follows a fall of its rate to a uniform load's moved
+                    // heads around its flat rings for nothing (items per read 3.25-3.29
+                    // -> 3.34-3.47, BENCHMARKS.md, session 71).
+                    if is_calm(total) && total != mark {
                         if self.try_install_head(slot, head, item, guard) {
                             stripe.head_moves.fetch_add(1, StdOrdering::Relaxed);
+                            let moved = head.retarget(item.as_raw());
+                            let _ = slot.cas_head(moved, moved.with_sampling(false, mark));
                         }
                         return;
                     }
-                    CALM => Some(CALM_TRIGGER),
+                }
+                let trigger = match total {
+                    0 => None,
                     FLAT => Some(FLAT_TRIGGER),
-                    _ => None,
+                    _ => Some(CALM_TRIGGER),
                 };
                 if let Some(trigger) = trigger {
                     let reached = item
                         .count_up(Link::COUNTER_MAX)
                         .is_ok_and(|l| l.counter() + 1 >= trigger);
-                    let head_leads = head.total() == CALM && self.take_lead(head, item, guard);
+                    let head_leads = is_calm(total) && self.take_lead(head, item, guard);
                     if !reached {
                         return;
                     }
@@ -346,7 +392,13 @@ impl HotRing {
             return;
         }
         let hottest = ring_items.iter().map(|(_, n)| *n).max().unwrap_or(0);
-        let found = if hottest * 2 >= total { CALM } else { FLAT };
+        let found = if hottest * 2 < total {
+            FLAT
+        } else {
+            // A round that settles a slot while its thread follows a shift leaves it
+            // marked, or the next cold access would move its head again.
+            ShiftWatch::following().unwrap_or(CALM)
+        };
         // W_0 = sum i*n_i; moving the head from t to t+1 brings the items past t one step
         // closer and makes item t one reached by starting again:
         // W_{t+1} = W_t - (sum_{i>t} n_i) + n_t (base + t + 1).
@@ -499,12 +551,12 @@ pub(crate) fn pin(item: ItemPtr) -> bool {
 mod tests {
     use rand::{rngs::SmallRng, Rng, SeedableRng};
 
-    use super::{ShiftWatch, SHIFT_WINDOW};
+    use super::{ShiftWatch, SHIFT_FOLLOW_MS, SHIFT_WINDOW};
 
     /// Feeds the thread's watch `windows` windows of counted accesses that hit the head
-    /// with probability `rate`; whether it ended up following a shift.
-    fn feed(rng: &mut SmallRng, rate: f64, windows: u32) -> bool {
-        let mut following = false;
+    /// with probability `rate`; the mark of the shift it ended up following, if any.
+    fn feed(rng: &mut SmallRng, rate: f64, windows: u32) -> Option<u16> {
+        let mut following = None;
         for _ in 0..windows * u32::from(SHIFT_WINDOW) {
             following = ShiftWatch::note(rng.gen_bool(rate));
         }
@@ -516,18 +568,38 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(7);
         // A uniform load's rate at 8 keys a ring, window after window, one at a time.
         for _ in 0..2000 {
-            assert!(
-                !feed(&mut rng, 0.27, 1),
+            assert_eq!(
+                feed(&mut rng, 0.27, 1),
+                None,
                 "a steady rate was taken for a shift"
             );
         }
         // The rate climbs as heads find their keys: no shift either.
         for step in 0..70 {
-            assert!(!feed(&mut rng, 0.27 + f64::from(step) * 0.01, 10));
+            assert_eq!(feed(&mut rng, 0.27 + f64::from(step) * 0.01, 10), None);
         }
         // Heads all wrong at once.
-        assert!(feed(&mut rng, 0.5, 1));
-        // Still following while heads come back, within the follow time.
-        assert!(feed(&mut rng, 0.9, 1));
+        let shift = feed(&mut rng, 0.5, 1);
+        assert!(shift.is_some());
+        // Still following while heads come back, within the follow time, and the fall
+        // that goes on for another window is the same shift.
+        assert_eq!(feed(&mut rng, 0.3, 1), shift);
+        assert_eq!(feed(&mut rng, 0.9, 1), shift);
+    }
+
+    #[test]
+    fn each_shift_gets_a_mark_of_its_own() {
+        let mut rng = SmallRng::seed_from_u64(11);
+        assert_eq!(feed(&mut rng, 0.9, 20), None);
+        let first = feed(&mut rng, 0.4, 1);
+        assert!(first.is_some());
+        // The follow ends with the time; heads settle at the new hot keys.
+        assert_eq!(feed(&mut rng, 0.9, 40), first);
+        std::thread::sleep(std::time::Duration::from_millis(SHIFT_FOLLOW_MS + 100));
+        assert_eq!(feed(&mut rng, 0.9, 1), None);
+        // The hotspot moves again: a mark the slots moved for the first shift lack.
+        let second = feed(&mut rng, 0.4, 1);
+        assert!(second.is_some());
+        assert_ne!(second, first);
     }
 }

@@ -99,8 +99,8 @@ impl Target for HotRing {
     fn describe(&self) -> String {
         let s = self.stats();
         format!(
-            "rings {} splits {} head moves {} sample rounds {}",
-            s.rings, s.splits, s.head_moves, s.sample_rounds
+            "rings {} splits {} head moves {} sample rounds {} shifts {}",
+            s.rings, s.splits, s.head_moves, s.sample_rounds, s.shifts
         )
     }
 }

@@ -22,7 +22,7 @@
 //! which the grace period covers. Rehash items are never reclaimed and need no pin.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU16, Ordering as StdOrdering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ordering as StdOrdering};
 
 use crossbeam_epoch::Guard;
 
@@ -38,8 +38,6 @@ thread_local! {
     /// Bytes of items this thread retired since it last handed its deferred frees to
     /// the collector's global queue.
     static RETIRED_BYTES: Cell<usize> = const { Cell::new(0) };
-    /// This thread's watch for a hotspot shift (see [`ShiftWatch`]).
-    static SHIFT_WATCH: Cell<ShiftWatch> = const { Cell::new(ShiftWatch::new()) };
 }
 
 /// Shifts seen by any thread: each gets its own slot mark (see [`ShiftWatch`]).
@@ -48,7 +46,7 @@ static SHIFTS: AtomicU16 = AtomicU16::new(0);
 /// Counted accesses per window of [`ShiftWatch`]: at ~20 ns an access, a window is
 /// ~25 µs of one thread's work, and the standard deviation of a head-hit rate measured
 /// over it is at most ~0.03 (at a rate of one half).
-const SHIFT_WINDOW: u16 = 256;
+const SHIFT_WINDOW: u32 = 256;
 
 /// A window whose head-hit rate falls this far below the thread's running rate marks a
 /// hotspot shift: five standard deviations of a window's rate, so a steady load (a
@@ -58,92 +56,104 @@ const SHIFT_DROP: f32 = 0.15;
 /// How long a thread moves heads at once after it saw a shift.
 const SHIFT_FOLLOW_MS: u64 = 1000;
 
-/// One thread's view of whether the hotspot just moved. In a calm slot a cold access
-/// starts a round only once one item has drawn `CALM_TRIGGER` counted accesses and the
-/// head's lead has drained, ~15 of the ring's accesses; right after a hotspot shift
-/// every ring's head is wrong at once, and the rings that draw a few accesses a second
-/// held throughput back for 1-2 s after items per access were back (BENCHMARKS.md,
-/// session 62). A shift shows as a sudden fall of the head-hit rate of the thread's
-/// counted accesses; for `SHIFT_FOLLOW_MS` after one, a cold counted access in a calm
-/// slot moves the head to its item at once, as random movement does, and later rounds
-/// settle the heads where the samples say. Once per slot and shift: the move marks the
-/// slot with the shift's number, and a marked slot waits for rounds as a calm one does.
-/// Moving on every cold access kept ~35,000 heads a tenth of a second hopping between
-/// the cold items of rings with no one hot key, and throughput 10-15% low until the
-/// follow ended (BENCHMARKS.md, session 72). A steady load never follows, so its heads
-/// stay where the rounds put them; following for 2 s instead of 1 was slower to recover
-/// (BENCHMARKS.md, session 71). Kept per thread, so watching costs no shared write
-/// but one per shift, its number.
-#[derive(Clone, Copy)]
-struct ShiftWatch {
-    checks: u16,
-    hits: u16,
-    /// The running head-hit rate of past windows, from the first one on.
-    rate: Option<f32>,
-    /// `now_ms` until which this thread follows a shift.
-    follow_until: u64,
-    /// The number of the shift this thread last followed.
-    shift: u16,
+/// A thread's view of whether the hotspot of an index just moved. In a calm slot a
+/// cold access starts a round only once one item has drawn `CALM_TRIGGER` counted
+/// accesses and the head's lead has drained, ~15 of the ring's accesses; right after a
+/// hotspot shift every ring's head is wrong at once, and the rings that draw a few
+/// accesses a second held throughput back for 1-2 s after items per access were back
+/// (BENCHMARKS.md, session 62). A shift shows as a sudden fall of the head-hit rate of
+/// the thread's counted accesses; for `SHIFT_FOLLOW_MS` after one, a cold counted
+/// access in a calm slot moves the head to its item at once, as random movement does,
+/// and later rounds settle the heads where the samples say. Once per slot and shift:
+/// the move marks the slot with the shift's number, and a marked slot waits for rounds
+/// as a calm one does. Moving on every cold access kept ~35,000 heads a tenth of a
+/// second hopping between the cold items of rings with no one hot key, and throughput
+/// 10-15% low until the follow ended (BENCHMARKS.md, session 72). A steady load never
+/// follows, so its heads stay where the rounds put them; following for 2 s instead of
+/// 1 was slower to recover (BENCHMARKS.md, session 71).
+///
+/// Kept in the thread's stripe of the index's counters, so watching costs no shared
+/// write but one per shift (its number), and a thread that serves two indexes (a
+/// server's keys and their deadlines) judges each by its own rate. Threads that share
+/// a stripe (more than 64) may lose each other's updates: it is a heuristic, and any
+/// state it reaches is a valid one. Std's atomics even in the shuttle build, as the
+/// access clock, so watching adds no scheduling points.
+#[derive(Default)]
+pub(crate) struct ShiftWatch {
+    /// Counted accesses and head hits in the current window.
+    checks: AtomicU32,
+    hits: AtomicU32,
+    /// The running head-hit rate of past windows (`f32` bits), once `rated`.
+    rate: AtomicU32,
+    rated: AtomicBool,
     /// Whether the last window fell.
-    falling: bool,
-    /// Whether it follows one, as of the last window.
-    following: bool,
+    falling: AtomicBool,
+    /// `now_ms` until which the thread follows a shift.
+    follow_until: AtomicU64,
+    /// The number of the shift last followed.
+    shift: AtomicU32,
+    /// The slot mark of the shift followed as of the last window, 0 if none.
+    mark: AtomicU32,
+    /// Shifts followed, for the stats.
+    shifts: AtomicU64,
 }
 
 impl ShiftWatch {
-    const fn new() -> ShiftWatch {
-        ShiftWatch {
-            checks: 0,
-            hits: 0,
-            rate: None,
-            follow_until: 0,
-            shift: 0,
-            falling: false,
-            following: false,
-        }
+    /// The slot mark of the shift the thread follows, if it follows one.
+    pub(crate) fn following(&self) -> Option<u16> {
+        let mark = self.mark.load(StdOrdering::Relaxed) as u16;
+        (mark != 0).then_some(mark)
     }
 
-    /// The slot mark of the shift this thread follows, if it follows one.
-    fn mark(self) -> Option<u16> {
-        self.following
-            .then(|| FOLLOWED + self.shift % (Head::TOTAL_MAX - FOLLOWED + 1))
-    }
-
-    /// The mark of the shift this thread follows, as of its last window.
-    fn following() -> Option<u16> {
-        SHIFT_WATCH.with(|cell| cell.get().mark())
+    pub(crate) fn shifts(&self) -> u64 {
+        self.shifts.load(StdOrdering::Relaxed)
     }
 
     /// Notes one counted access; the mark of the shift the thread follows, if any.
-    fn note(hot: bool) -> Option<u16> {
-        SHIFT_WATCH.with(|cell| {
-            let mut w = cell.get();
-            w.checks += 1;
-            w.hits += u16::from(hot);
-            if w.checks == SHIFT_WINDOW {
-                let rate = f32::from(w.hits) / f32::from(SHIFT_WINDOW);
-                let now = now_ms();
-                let falling = w.rate.is_some_and(|running| rate < running - SHIFT_DROP);
-                if falling {
-                    // A fall spans several windows in a row: one shift, one number.
-                    // Numbered across threads, so a new thread's first shift has a
-                    // new mark.
-                    if !w.falling {
-                        w.shift = SHIFTS.fetch_add(1, StdOrdering::Relaxed);
-                    }
-                    w.follow_until = now + SHIFT_FOLLOW_MS;
-                }
-                w.falling = falling;
-                // A load whose rate stays lower (a thread that loaded keys, then serves
-                // a uniform load) is the running rate within ~10 windows, and is
-                // followed for no longer than `SHIFT_FOLLOW_MS` after that.
-                w.rate = Some(w.rate.map_or(rate, |running| running * 0.9 + rate * 0.1));
-                w.following = now < w.follow_until;
-                (w.checks, w.hits) = (0, 0);
+    pub(crate) fn note(&self, hot: bool) -> Option<u16> {
+        let checks = self.checks.load(StdOrdering::Relaxed) + 1;
+        let hits = self.hits.load(StdOrdering::Relaxed) + u32::from(hot);
+        if checks < SHIFT_WINDOW {
+            self.checks.store(checks, StdOrdering::Relaxed);
+            self.hits.store(hits, StdOrdering::Relaxed);
+            return self.following();
+        }
+        self.checks.store(0, StdOrdering::Relaxed);
+        self.hits.store(0, StdOrdering::Relaxed);
+        let rate = hits as f32 / SHIFT_WINDOW as f32;
+        let now = now_ms();
+        let running = self
+            .rated
+            .load(StdOrdering::Relaxed)
+            .then(|| f32::from_bits(self.rate.load(StdOrdering::Relaxed)));
+        let falling = running.is_some_and(|running| rate < running - SHIFT_DROP);
+        let mut follow_until = self.follow_until.load(StdOrdering::Relaxed);
+        if falling {
+            // A fall spans several windows in a row: one shift, one number. Numbered
+            // across threads and indexes, so a new thread's first shift has a new mark.
+            if !self.falling.load(StdOrdering::Relaxed) {
+                let shift = SHIFTS.fetch_add(1, StdOrdering::Relaxed);
+                self.shift.store(u32::from(shift), StdOrdering::Relaxed);
+                self.shifts.fetch_add(1, StdOrdering::Relaxed);
             }
-            cell.set(w);
-            w.mark()
-        })
+            follow_until = now + SHIFT_FOLLOW_MS;
+            self.follow_until.store(follow_until, StdOrdering::Relaxed);
+        }
+        self.falling.store(falling, StdOrdering::Relaxed);
+        // A load whose rate stays lower (a thread that loaded keys, then serves a
+        // uniform load) is the running rate within ~10 windows, and is followed for no
+        // longer than `SHIFT_FOLLOW_MS` after that.
+        let running = running.map_or(rate, |running| running * 0.9 + rate * 0.1);
+        self.rate.store(running.to_bits(), StdOrdering::Relaxed);
+        self.rated.store(true, StdOrdering::Relaxed);
+        let mark = if now < follow_until {
+            let shift = self.shift.load(StdOrdering::Relaxed) as u16;
+            FOLLOWED + shift % (Head::TOTAL_MAX - FOLLOWED + 1)
+        } else {
+            0
+        };
+        self.mark.store(u32::from(mark), StdOrdering::Relaxed);
+        self.following()
     }
 }
 
@@ -229,7 +239,7 @@ impl HotRing {
         stripe.visits.fetch_add(visits as u64, StdOrdering::Relaxed);
         // Only sampling acts on a shift; the other strategies skip the watch.
         let following_shift = match self.config.strategy {
-            HotspotStrategy::Sampling => ShiftWatch::note(hot),
+            HotspotStrategy::Sampling => stripe.shift_watch.note(hot),
             _ => None,
         };
         if hot {
@@ -397,7 +407,7 @@ impl HotRing {
         } else {
             // A round that settles a slot while its thread follows a shift leaves it
             // marked, or the next cold access would move its head again.
-            ShiftWatch::following().unwrap_or(CALM)
+            stripe.shift_watch.following().unwrap_or(CALM)
         };
         // W_0 = sum i*n_i; moving the head from t to t+1 brings the items past t one step
         // closer and makes item t one reached by starting again:
@@ -553,52 +563,57 @@ mod tests {
 
     use super::{ShiftWatch, SHIFT_FOLLOW_MS, SHIFT_WINDOW};
 
-    /// Feeds the thread's watch `windows` windows of counted accesses that hit the head
-    /// with probability `rate`; the mark of the shift it ended up following, if any.
-    fn feed(rng: &mut SmallRng, rate: f64, windows: u32) -> Option<u16> {
+    /// Feeds `watch` `windows` windows of counted accesses that hit the head with
+    /// probability `rate`; the mark of the shift it ended up following, if any.
+    fn feed(watch: &ShiftWatch, rng: &mut SmallRng, rate: f64, windows: u32) -> Option<u16> {
         let mut following = None;
-        for _ in 0..windows * u32::from(SHIFT_WINDOW) {
-            following = ShiftWatch::note(rng.gen_bool(rate));
+        for _ in 0..windows * SHIFT_WINDOW {
+            following = watch.note(rng.gen_bool(rate));
         }
         following
     }
 
     #[test]
     fn a_steady_hit_rate_never_looks_like_a_shift_and_a_sudden_fall_does() {
+        let watch = ShiftWatch::default();
         let mut rng = SmallRng::seed_from_u64(7);
         // A uniform load's rate at 8 keys a ring, window after window, one at a time.
         for _ in 0..2000 {
             assert_eq!(
-                feed(&mut rng, 0.27, 1),
+                feed(&watch, &mut rng, 0.27, 1),
                 None,
                 "a steady rate was taken for a shift"
             );
         }
         // The rate climbs as heads find their keys: no shift either.
         for step in 0..70 {
-            assert_eq!(feed(&mut rng, 0.27 + f64::from(step) * 0.01, 10), None);
+            assert_eq!(
+                feed(&watch, &mut rng, 0.27 + f64::from(step) * 0.01, 10),
+                None
+            );
         }
         // Heads all wrong at once.
-        let shift = feed(&mut rng, 0.5, 1);
+        let shift = feed(&watch, &mut rng, 0.5, 1);
         assert!(shift.is_some());
         // Still following while heads come back, within the follow time, and the fall
         // that goes on for another window is the same shift.
-        assert_eq!(feed(&mut rng, 0.3, 1), shift);
-        assert_eq!(feed(&mut rng, 0.9, 1), shift);
+        assert_eq!(feed(&watch, &mut rng, 0.3, 1), shift);
+        assert_eq!(feed(&watch, &mut rng, 0.9, 1), shift);
     }
 
     #[test]
     fn each_shift_gets_a_mark_of_its_own() {
+        let watch = ShiftWatch::default();
         let mut rng = SmallRng::seed_from_u64(11);
-        assert_eq!(feed(&mut rng, 0.9, 20), None);
-        let first = feed(&mut rng, 0.4, 1);
+        assert_eq!(feed(&watch, &mut rng, 0.9, 20), None);
+        let first = feed(&watch, &mut rng, 0.4, 1);
         assert!(first.is_some());
         // The follow ends with the time; heads settle at the new hot keys.
-        assert_eq!(feed(&mut rng, 0.9, 40), first);
+        assert_eq!(feed(&watch, &mut rng, 0.9, 40), first);
         std::thread::sleep(std::time::Duration::from_millis(SHIFT_FOLLOW_MS + 100));
-        assert_eq!(feed(&mut rng, 0.9, 1), None);
+        assert_eq!(feed(&watch, &mut rng, 0.9, 1), None);
         // The hotspot moves again: a mark the slots moved for the first shift lack.
-        let second = feed(&mut rng, 0.4, 1);
+        let second = feed(&watch, &mut rng, 0.4, 1);
         assert!(second.is_some());
         assert_ne!(second, first);
     }

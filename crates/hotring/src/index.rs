@@ -936,6 +936,7 @@ impl HotRing {
             items_per_access: ratio(visits),
             head_moves: c.sum(|s| s.head_moves.load(StdOrdering::Relaxed)),
             sample_rounds: c.sum(|s| s.sample_rounds.load(StdOrdering::Relaxed)),
+            shifts: c.sum(|s| s.shift_watch.shifts()),
             splits: self.splits.load(StdOrdering::Relaxed),
             ring_lengths: lengths.into_iter().collect(),
             bytes,

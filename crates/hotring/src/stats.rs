@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_utils::CachePadded;
 
+use crate::head::ShiftWatch;
+
 const STRIPES: usize = 64;
 
 #[derive(Default)]
@@ -18,6 +20,7 @@ pub(crate) struct Stripe {
     pub(crate) head_moves: AtomicU64,
     pub(crate) sample_rounds: AtomicU64,
     pub(crate) hot: HotTable,
+    pub(crate) shift_watch: ShiftWatch,
 }
 
 /// How often a thread's access is offered to its stripe's [`HotTable`]: one in this many.
@@ -195,6 +198,9 @@ pub struct Stats {
     pub head_moves: u64,
     /// Completed statistical-sampling rounds.
     pub sample_rounds: u64,
+    /// Hotspot shifts followed: sudden falls of a thread's head-hit rate, after which
+    /// calm rings moved their heads at once.
+    pub shifts: u64,
     /// Ring splits.
     pub splits: u64,
     /// `(ring length, number of rings of that length)`, by length.

@@ -506,6 +506,7 @@ fn after_a_hotspot_shift_a_ring_moves_its_head_at_once_only_once() {
         index.get(&[k]);
     }
     let moved = index.stats().head_moves - moves;
+    assert_eq!(index.stats().shifts, 1);
     assert!(moved >= 1, "the head stayed on the key no longer read");
     assert!(moved <= 40, "{moved} head moves for one shift in one ring");
     index.reset_access_stats();
@@ -516,6 +517,49 @@ fn after_a_hotspot_shift_a_ring_moves_its_head_at_once_only_once() {
     // before the last round ends).
     let hit = index.stats().head_hit_rate;
     assert!(hit > 0.9, "head hit rate {hit} on the one key read");
+}
+
+#[test]
+fn each_index_judges_a_shift_by_its_own_head_hit_rate() {
+    // One thread reads two indexes: A's one key (every read hits its head) and B's
+    // ring, whose key 3 draws 60% of its reads (~0.63 of them hit the head). Nine
+    // reads of A to one of B, then one to nine: the thread's rate over both falls from
+    // ~0.96 to ~0.67; neither index's rate moves, and neither sees a shift. The same
+    // reads in one index are one: its rate falls.
+    fn mix(a: &HotRing, b: &HotRing) {
+        let mut rng = SmallRng::seed_from_u64(5);
+        let read_b = |rng: &mut SmallRng| {
+            let k = if rng.gen_bool(0.6) {
+                3
+            } else {
+                rng.gen_range(0..16)
+            };
+            b.get(&[k]);
+        };
+        for i in 0..50_000 {
+            if i % 10 == 0 {
+                read_b(&mut rng);
+            } else {
+                a.get(&[7]);
+            }
+        }
+        for i in 0..50_000 {
+            if i % 10 == 0 {
+                a.get(&[7]);
+            } else {
+                read_b(&mut rng);
+            }
+        }
+    }
+    let (a, b) = (
+        one_ring_of_16(HotspotStrategy::Sampling),
+        one_ring_of_16(HotspotStrategy::Sampling),
+    );
+    mix(&a, &b);
+    assert_eq!((a.stats().shifts, b.stats().shifts), (0, 0));
+    let one = one_ring_of_16(HotspotStrategy::Sampling);
+    mix(&one, &one);
+    assert!(one.stats().shifts >= 1);
 }
 
 #[test]

@@ -110,7 +110,15 @@ pub struct ImplResult {
 /// pass starts at a random point: replayed from the start, a key drawn once per stream
 /// met the index's every-R-th-access counter at a fixed phase, so all such keys were
 /// examined in lockstep (every R passes) and reached the hotspot trigger together.
-const STREAM_LEN: usize = 1 << 20;
+///
+/// Long enough that the keys a stream draws are the distribution's, not a sample the
+/// index can learn: 2^20 operations of zipf 1.22 over 2^20 keys draw only ~74,000
+/// distinct keys, whose items fit in the CPU caches and whose rings' heads learned the
+/// sample, and hotring-s read 2.45-2.61x chain at ratio 8 against 1.69-1.79x with 2^23
+/// (~291,000 keys; items per read 1.08 against 1.13, where `head-placement-bound.py`
+/// puts the best a head per ring can do on the whole distribution at 1.14).
+/// BENCHMARKS.md, session 72. 128 MB a thread.
+const STREAM_LEN: usize = 1 << 23;
 
 struct Loaded {
     name: String,

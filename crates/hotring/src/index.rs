@@ -382,13 +382,7 @@ impl HotRing {
 
     /// Walks from the head to `key`. Returns the live item holding it, the items
     /// visited, and whether the head item itself was the answer.
-    ///
-    /// A slot whose head is still its ring's rehash item (no access has placed it yet)
-    /// walks from the start of the ring, through the other slots' items, to its own
-    /// range; the first item of its range on the way becomes its head, so the next
-    /// lookup there starts in its own range, as a bucket of a chaining hash would. With
-    /// several slots to a ring that is the difference between walking half the ring
-    /// and walking half a slot: a uniform load over 1M keys visited 8 items per lookup.
+    #[inline]
     fn search(
         &self,
         slot: SlotRef<'_>,
@@ -400,42 +394,89 @@ impl HotRing {
         let first = self
             .item(head.target(), guard)
             .expect("a ring head is never null");
-        let mut visits = 1;
+        let link = first.load_next();
+        if link.has(Link::REHASH) {
+            return self.search_unplaced(slot, head, first, hash, key, guard);
+        }
+        let order = first.cmp_linked(link, hash, Some(key));
+        if order == CmpOrdering::Equal && !link.has(Link::OCCUPIED) {
+            return (Some(first), 1, true);
+        }
         // The head may only start the walk if it is still in the list (unmarked) and not
         // past the key; otherwise start at the ring's rehash item, which always is.
-        let mut cur = first;
-        let mut order = first.cmp_to(hash, Some(key));
-        if order == CmpOrdering::Greater || first.load_next().has(Link::OCCUPIED) {
-            cur = slot.sentinel();
-            visits += 1;
-            order = cur.cmp_to(hash, Some(key));
-        }
-        let unplaced = first.is_sentinel();
-        let mut own_first = None;
-        let found = loop {
-            if unplaced && own_first.is_none() && !cur.is_sentinel() && slot.covers(cur.hash()) {
-                own_first = Some(cur);
-            }
-            match order {
-                CmpOrdering::Greater => break None,
-                CmpOrdering::Equal if !cur.load_next().has(Link::OCCUPIED) => break Some(cur),
-                // Less, or a version being replaced: its successor may be the new version.
-                _ => {}
-            }
-            match self.item(cur.load_next().target(), guard) {
-                None => break None,
-                Some(next) => {
-                    cur = next;
-                    visits += 1;
-                    order = cur.cmp_to(hash, Some(key));
-                }
-            }
+        let (found, visits) = if order == CmpOrdering::Greater || link.has(Link::OCCUPIED) {
+            self.walk(slot.sentinel(), 2, hash, key, guard, |_| {})
+        } else {
+            self.walk(first, 1, hash, key, guard, |_| {})
         };
+        (found, visits, false)
+    }
+
+    /// [`HotRing::search`] in a slot whose head is still a rehash item (no access has
+    /// placed it yet): walks from the start of the ring, through the other slots'
+    /// items, to its own range; the first item of its range on the way becomes its
+    /// head, so the next lookup there starts in its own range, as a bucket of a
+    /// chaining hash would. With several slots to a ring that is the difference between
+    /// walking half the ring and walking half a slot: a uniform load over 1M keys
+    /// visited 8 items per lookup. Once per slot, so kept off the path of the rest.
+    #[cold]
+    #[inline(never)]
+    fn search_unplaced(
+        &self,
+        slot: SlotRef<'_>,
+        head: Head,
+        first: ItemPtr,
+        hash: u64,
+        key: &[u8],
+        guard: &Guard,
+    ) -> (Option<ItemPtr>, u32, bool) {
+        let past = first.cmp_to(hash, Some(key)) == CmpOrdering::Greater;
+        let start = if past || first.load_next().has(Link::OCCUPIED) {
+            (slot.sentinel(), 2)
+        } else {
+            (first, 1)
+        };
+        let mut own_first = None;
+        let (found, visits) = self.walk(start.0, start.1, hash, key, guard, |item| {
+            if own_first.is_none() && !item.is_sentinel() && slot.covers(item.hash()) {
+                own_first = Some(item);
+            }
+        });
         if let Some(item) = own_first {
             // Fails harmlessly if the head moved or the item is being removed.
             let _ = self.try_install_head(slot, head, item, guard);
         }
-        (found, visits, found.is_some() && visits == 1)
+        (found, visits, false)
+    }
+
+    /// Walks the list from `cur`, not past `key`, showing `seen` each item; `visits`
+    /// counts `cur` and what came before it. The live item holding `key`, and the
+    /// items visited.
+    #[inline(always)]
+    fn walk(
+        &self,
+        mut cur: ItemPtr,
+        mut visits: u32,
+        hash: u64,
+        key: &[u8],
+        guard: &Guard,
+        mut seen: impl FnMut(ItemPtr),
+    ) -> (Option<ItemPtr>, u32) {
+        loop {
+            seen(cur);
+            let link = cur.load_next();
+            match cur.cmp_linked(link, hash, Some(key)) {
+                CmpOrdering::Greater => return (None, visits),
+                CmpOrdering::Equal if !link.has(Link::OCCUPIED) => return (Some(cur), visits),
+                // Less, or a version being replaced: its successor may be the new version.
+                _ => {}
+            }
+            let Some(next) = self.item(link.target(), guard) else {
+                return (None, visits);
+            };
+            cur = next;
+            visits += 1;
+        }
     }
 
     /// Finds where `(hash, key)` belongs, unlinking removed items on the way.
@@ -450,14 +491,17 @@ impl HotRing {
             let head = self
                 .item(slot.load_head().target(), guard)
                 .expect("a ring head is never null");
-            let mut pred = slot.sentinel();
-            let mut pred_link = pred.load_next();
-            if head != pred && head.cmp_to(hash, key) == CmpOrdering::Less {
-                let l = head.load_next();
-                if !l.has(Link::OCCUPIED) {
-                    (pred, pred_link) = (head, l);
-                }
-            }
+            // Start at the head if it is before the key and still in the list, else at
+            // the ring's rehash item, which always is; the rehash item is read only
+            // then, as it is one more cache miss.
+            let head_link = head.load_next();
+            let (mut pred, mut pred_link) =
+                if !head_link.has(Link::OCCUPIED) && head.cmp_to(hash, key) == CmpOrdering::Less {
+                    (head, head_link)
+                } else {
+                    let sentinel = slot.sentinel();
+                    (sentinel, sentinel.load_next())
+                };
             let mut visits = 1;
             loop {
                 let Some(cur) = self.item(pred_link.target(), guard) else {
@@ -492,7 +536,7 @@ impl HotRing {
                     continue;
                 }
                 visits += 1;
-                if cur.cmp_to(hash, key) == CmpOrdering::Less {
+                if cur.cmp_linked(cur_link, hash, key) == CmpOrdering::Less {
                     (pred, pred_link) = (cur, cur_link);
                 } else {
                     return Position {

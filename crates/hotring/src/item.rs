@@ -258,8 +258,15 @@ impl ItemPtr {
     /// `key: None` stands for the rehash item of `hash`.
     #[inline]
     pub(crate) fn cmp_to(&self, hash: u64, key: Option<&[u8]>) -> CmpOrdering {
+        self.cmp_linked(self.load_next(), hash, key)
+    }
+
+    /// [`ItemPtr::cmp_to`] with the item's `next` word, `link`, already read: a walk
+    /// reads it once per item for the order, the removal mark and the successor.
+    #[inline]
+    pub(crate) fn cmp_linked(&self, link: Link, hash: u64, key: Option<&[u8]>) -> CmpOrdering {
         match self.hash().cmp(&hash) {
-            CmpOrdering::Equal => match (self.is_sentinel(), key) {
+            CmpOrdering::Equal => match (link.has(Link::REHASH), key) {
                 (true, None) => CmpOrdering::Equal,
                 (true, Some(_)) => CmpOrdering::Less,
                 (false, None) => CmpOrdering::Greater,

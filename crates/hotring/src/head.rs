@@ -454,9 +454,13 @@ impl HotRing {
         guard: &Guard,
     ) -> bool {
         if to.is_sentinel() {
-            return slot
+            let moved = slot
                 .cas_head(expected, expected.retarget(to.as_raw()))
                 .is_ok();
+            if moved {
+                self.note_head_moved(slot, guard);
+            }
+            return moved;
         }
         // Reclamation relies on a head never leaving its slot's range (see the top of
         // this file); an RCU update charges a predecessor that may lie outside it.
@@ -469,8 +473,27 @@ impl HotRing {
         let moved = slot
             .cas_head(expected, expected.retarget(to.as_raw()))
             .is_ok();
+        if moved {
+            self.note_head_moved(slot, guard);
+        }
         self.unpin(slot, to, guard);
         moved
+    }
+
+    /// Brings `slot`'s head hint (`directory.rs`) up to its head after a move, again
+    /// for as long as the head moved meanwhile: the last thread to move a head leaves
+    /// the hint of where it is. A hint that lags only lengthens lookups.
+    pub(crate) fn note_head_moved(&self, slot: SlotRef<'_>, guard: &Guard) {
+        loop {
+            let head = slot.load_head();
+            let item = self
+                .item(head.target(), guard)
+                .expect("a ring head is never null");
+            slot.set_hint_for(item);
+            if slot.load_head().target() == head.target() {
+                return;
+            }
+        }
     }
 
     /// Releases a pin taken by `pin`; `slot` is the one whose head the pinner may have
@@ -525,7 +548,12 @@ impl HotRing {
                     return;
                 }
             }
-            let _ = slot.cas_head(head, head.retarget(slot.sentinel().as_raw()));
+            if slot
+                .cas_head(head, head.retarget(slot.sentinel().as_raw()))
+                .is_ok()
+            {
+                self.note_head_moved(slot, guard);
+            }
         }
     }
 

@@ -201,7 +201,7 @@ impl HotRing {
         }
         sentinels.reverse();
         let root = sentinels[0];
-        let dir = Directory::new(depth, |i| (sentinels[i], depth, sentinels[i].as_raw(), 0));
+        let dir = Directory::new(depth, |i| (sentinels[i], depth, sentinels[i], 0));
         HotRing {
             dir: AtomicPtr::new(Box::into_raw(Box::new(dir))),
             root,
@@ -391,6 +391,10 @@ impl HotRing {
         key: &[u8],
         guard: &Guard,
     ) -> (Option<ItemPtr>, u32, bool) {
+        if let Some(sentinel) = slot.start_before_head(hash) {
+            let (found, visits) = self.walk(sentinel, 1, hash, key, guard, |_| {});
+            return (found, visits, false);
+        }
         let first = self
             .item(head.target(), guard)
             .expect("a ring head is never null");
@@ -488,20 +492,25 @@ impl HotRing {
         guard: &Guard,
     ) -> Position {
         'restart: loop {
-            let head = self
-                .item(slot.load_head().target(), guard)
-                .expect("a ring head is never null");
             // Start at the head if it is before the key and still in the list, else at
-            // the ring's rehash item, which always is; the rehash item is read only
-            // then, as it is one more cache miss.
-            let head_link = head.load_next();
-            let (mut pred, mut pred_link) =
-                if !head_link.has(Link::OCCUPIED) && head.cmp_to(hash, key) == CmpOrdering::Less {
-                    (head, head_link)
-                } else {
-                    let sentinel = slot.sentinel();
-                    (sentinel, sentinel.load_next())
-                };
+            // the ring's rehash item, which always is; each is read only if the walk
+            // starts there, as each is a cache miss.
+            let head = match slot.start_before_head(hash) {
+                Some(_) => None,
+                None => {
+                    let head = self
+                        .item(slot.load_head().target(), guard)
+                        .expect("a ring head is never null");
+                    let link = head.load_next();
+                    (!link.has(Link::OCCUPIED)
+                        && head.cmp_linked(link, hash, key) == CmpOrdering::Less)
+                        .then_some((head, link))
+                }
+            };
+            let (mut pred, mut pred_link) = head.unwrap_or_else(|| {
+                let sentinel = slot.sentinel();
+                (sentinel, sentinel.load_next())
+            });
             let mut visits = 1;
             loop {
                 let Some(cur) = self.item(pred_link.target(), guard) else {

@@ -24,7 +24,7 @@ use crate::directory::{first_hash, prefix_of, Directory, SlotRef, MAX_DEPTH};
 use crate::head::pin;
 use crate::index::HotRing;
 use crate::item::ItemPtr;
-use crate::link::{Head, Link};
+use crate::link::Link;
 use crate::sync::Ordering;
 
 impl HotRing {
@@ -73,6 +73,7 @@ impl HotRing {
                 // lower half first.
                 let head = s.load_head();
                 if head.target() == sentinel.as_raw() {
+                    // One rehash item for another: the head hint stays 0.
                     let _ = s.cas_head(head, head.retarget(boundary.as_raw()));
                 }
             }
@@ -116,21 +117,16 @@ impl HotRing {
             };
             let sentinel = parent.sentinel();
             let head = match pinned[j >> 1] {
-                Some(h) if prefix_of(h.hash(), old.depth + 1) == j as u64 => h.as_raw(),
+                Some(h) if prefix_of(h.hash(), old.depth + 1) == j as u64 => h,
                 // The other half starts from the ring's rehash item until sampling moves it.
-                _ => {
-                    let h = parent.load_head().target();
-                    // SAFETY: read under `guard`; only rehash items are kept unpinned.
-                    let keep = unsafe { ItemPtr::from_raw(h) }.is_some_and(|h| h.is_sentinel());
-                    if keep {
-                        h
-                    } else {
-                        sentinel.as_raw()
-                    }
-                }
+                _ => self
+                    .item(parent.load_head().target(), guard)
+                    // Read under `guard`; only rehash items are kept unpinned.
+                    .filter(|h| h.is_sentinel())
+                    .unwrap_or(sentinel),
             };
             let items = parent.items.load(Ordering::Relaxed) / 2;
-            (sentinel, parent.ring_depth(), Head::to(head).0, items)
+            (sentinel, parent.ring_depth(), head, items)
         });
         let new = Box::into_raw(Box::new(new));
         let old_ptr = self.dir.swap(new, Ordering::AcqRel);

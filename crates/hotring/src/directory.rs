@@ -316,13 +316,19 @@ mod tests {
         }
     }
 
-    #[test]
-    fn each_slots_hint_follows_its_head_through_moves_splits_and_removals() {
+    /// An index of the keys `0..keys`, each its own value.
+    fn filled(keys: u32) -> HotRing {
         let index = HotRing::new();
-        let keys = 40_000u32;
         for k in 0..keys {
             index.insert(&k.to_le_bytes(), &k.to_le_bytes());
         }
+        index
+    }
+
+    #[test]
+    fn each_slots_hint_follows_its_head_through_moves_splits_and_removals() {
+        let keys = 40_000u32;
+        let index = filled(keys);
         read_hot(&index, keys, 400_000, 1);
         assert!(index.stats().splits > 0, "the index never split");
         let placed = check_hints(&index);
@@ -340,11 +346,8 @@ mod tests {
 
     #[test]
     fn the_last_thread_to_move_a_head_leaves_its_hint() {
-        let index = HotRing::new();
         let keys = 20_000u32;
-        for k in 0..keys {
-            index.insert(&k.to_le_bytes(), &k.to_le_bytes());
-        }
+        let index = filled(keys);
         // Four threads with different hot keys move the same slots' heads back and
         // forth, each bringing the hint up after its own moves.
         std::thread::scope(|s| {

@@ -16,7 +16,7 @@
 //! upper half's slots at it; every head stays where it is.
 
 use crate::item::{Item, ItemPtr};
-use crate::link::{Head, ADDRESS_BITS};
+use crate::link::{Head, ADDRESS_BITS, ADDRESS_MASK};
 use crate::sync::{AtomicPtr, AtomicU32, Ordering};
 
 /// What a lookup reads of a slot: 16 bytes, so four slots to a cache line and none
@@ -32,14 +32,13 @@ struct SlotHead {
 
 /// Where the head hint sits in the start word.
 const HINT_SHIFT: u32 = ADDRESS_BITS;
-const ADDRESS_MASK: usize = (1 << ADDRESS_BITS) - 1;
 
 /// The 16 bits of `hash` after the directory's `depth` bits. Every hash of one slot has
 /// the same first `depth` bits, so between two of them these compare as the hashes do,
 /// unless equal. A lookup whose key's hint is below its head's finds the head past the
 /// key without reading the head item, one cache miss fewer for a key before the head.
 #[inline]
-pub(crate) fn hint(hash: u64, depth: u32) -> usize {
+fn hint(hash: u64, depth: u32) -> usize {
     debug_assert!(depth <= MAX_DEPTH);
     ((hash << depth) >> HINT_SHIFT) as usize
 }

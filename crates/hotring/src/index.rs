@@ -435,13 +435,13 @@ impl HotRing {
         guard: &Guard,
     ) -> (Option<ItemPtr>, u32, bool) {
         let past = first.cmp_to(hash, Some(key)) == CmpOrdering::Greater;
-        let start = if past || first.load_next().has(Link::OCCUPIED) {
+        let (start, visits) = if past || first.load_next().has(Link::OCCUPIED) {
             (slot.sentinel(), 2)
         } else {
             (first, 1)
         };
         let mut own_first = None;
-        let (found, visits) = self.walk(start.0, start.1, hash, key, guard, |item| {
+        let (found, visits) = self.walk(start, visits, hash, key, guard, |item| {
             if own_first.is_none() && !item.is_sentinel() && slot.covers(item.hash()) {
                 own_first = Some(item);
             }
@@ -495,20 +495,17 @@ impl HotRing {
             // Start at the head if it is before the key and still in the list, else at
             // the ring's rehash item, which always is; each is read only if the walk
             // starts there, as each is a cache miss.
-            let head = match slot.start_before_head(hash) {
-                Some(_) => None,
-                None => {
-                    let head = self
-                        .item(slot.load_head().target(), guard)
-                        .expect("a ring head is never null");
-                    let link = head.load_next();
-                    (!link.has(Link::OCCUPIED)
-                        && head.cmp_linked(link, hash, key) == CmpOrdering::Less)
-                        .then_some((head, link))
-                }
-            };
-            let (mut pred, mut pred_link) = head.unwrap_or_else(|| {
-                let sentinel = slot.sentinel();
+            let before_head = slot.start_before_head(hash);
+            let from_head = before_head.is_none().then(|| {
+                let head = self
+                    .item(slot.load_head().target(), guard)
+                    .expect("a ring head is never null");
+                let link = head.load_next();
+                (!link.has(Link::OCCUPIED) && head.cmp_linked(link, hash, key) == CmpOrdering::Less)
+                    .then_some((head, link))
+            });
+            let (mut pred, mut pred_link) = from_head.flatten().unwrap_or_else(|| {
+                let sentinel = before_head.unwrap_or_else(|| slot.sentinel());
                 (sentinel, sentinel.load_next())
             });
             let mut visits = 1;

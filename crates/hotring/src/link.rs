@@ -9,7 +9,7 @@ use crate::item::Item;
 /// Width of a user-space address on the targets we support (x86-64 and AArch64 with
 /// 4-level page tables). `Item::alloc` asserts every item lies below it.
 pub(crate) const ADDRESS_BITS: u32 = 48;
-const ADDRESS_MASK: usize = (1 << ADDRESS_BITS) - 1;
+pub(crate) const ADDRESS_MASK: usize = (1 << ADDRESS_BITS) - 1;
 
 /// An item's `next` word: Rehash, Occupied, a 14-bit access counter, the successor's
 /// address, and three handshake bits that live in the address's alignment zeros.

@@ -53,8 +53,12 @@ const SHIFT_WINDOW: u32 = 256;
 /// uniform one, whose rate is 0.27 at 8 keys a ring, included) never shows one.
 const SHIFT_DROP: f32 = 0.15;
 
-/// How long a thread moves heads at once after it saw a shift.
-const SHIFT_FOLLOW_MS: u64 = 1000;
+/// How long a thread follows a shift: it moves heads at once and counts every access,
+/// not one in `sample_period`, so the rings that draw a few accesses a second reach
+/// their triggers and rounds five times sooner. Counting each access costs about a
+/// tenth of the throughput while it lasts, so the follow is short: with every access
+/// counted, items per access are back within ~700 ms (BENCHMARKS.md, session 74).
+const SHIFT_FOLLOW_MS: u64 = 700;
 
 /// A thread's view of whether the hotspot of an index just moved. In a calm slot a
 /// cold access starts a round only once one item has drawn `CALM_TRIGGER` counted
@@ -70,7 +74,9 @@ const SHIFT_FOLLOW_MS: u64 = 1000;
 /// second hopping between the cold items of rings with no one hot key, and throughput
 /// 10-15% low until the follow ended (BENCHMARKS.md, session 72). A steady load never
 /// follows, so its heads stay where the rounds put them; following for 2 s instead of
-/// 1 was slower to recover (BENCHMARKS.md, session 71).
+/// 1 was slower to recover (BENCHMARKS.md, session 71). Counting one access in five
+/// while following, items per access stayed 0.03-0.05 above their level before the
+/// shift for seconds, and each 0.01 cost ~1.7% of the throughput (session 74).
 ///
 /// Kept in the thread's stripe of the index's counters, so watching costs no shared
 /// write but one per shift (its number), and a thread that serves two indexes (a
@@ -129,9 +135,11 @@ impl ShiftWatch {
         let falling = running.is_some_and(|running| rate < running - SHIFT_DROP);
         let mut follow_until = self.follow_until.load(StdOrdering::Relaxed);
         if falling {
-            // A fall spans several windows in a row: one shift, one number. Numbered
-            // across threads and indexes, so a new thread's first shift has a new mark.
-            if !self.falling.load(StdOrdering::Relaxed) {
+            // A fall spans several windows: one shift, one number, also when a window
+            // near the end of the fall does not fall and the next does again (while
+            // the thread still follows). Numbered across threads and indexes, so a new
+            // thread's first shift has a new mark.
+            if !self.falling.load(StdOrdering::Relaxed) && now >= follow_until {
                 let shift = SHIFTS.fetch_add(1, StdOrdering::Relaxed);
                 self.shift.store(u32::from(shift), StdOrdering::Relaxed);
                 self.shifts.fetch_add(1, StdOrdering::Relaxed);
@@ -242,6 +250,14 @@ impl HotRing {
             HotspotStrategy::Sampling => stripe.shift_watch.note(hot),
             _ => None,
         };
+        if following_shift.is_some() {
+            // Count the thread's next access too, by making its tick the next multiple
+            // of R: no cost to an access when no shift is followed. The tick still
+            // moves on (by R), so one access in 64 still goes to the hot-key table at
+            // R = 5. A thread that serves two indexes counts both while it follows
+            // either.
+            TICK.with(|t| t.set(tick.wrapping_add(self.config.sample_period - 1)));
+        }
         if hot {
             stripe.head_hits.fetch_add(1, StdOrdering::Relaxed);
             if is_calm(head.total()) && !head.active() {

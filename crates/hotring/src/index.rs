@@ -80,6 +80,7 @@ pub struct Config {
     /// (32 bytes) per extra ring, +2.6% of memory (BENCHMARKS.md, session 14).
     pub shared_split_len: Option<u32>,
     /// R: every R-th access of a thread checks whether the hotspot moved. Seed 000 uses 5.
+    /// Under sampling, a thread that follows a shift checks every access for a while.
     pub sample_period: u32,
 }
 

@@ -13,7 +13,8 @@ const STRIPES: usize = 64;
 #[derive(Default)]
 pub(crate) struct Stripe {
     pub(crate) len: AtomicI64,
-    /// Accesses recorded (one in every `sample_period` per thread).
+    /// Accesses recorded (one in every `sample_period` per thread, each one while the
+    /// thread follows a hotspot shift).
     pub(crate) accesses: AtomicU64,
     pub(crate) head_hits: AtomicU64,
     pub(crate) visits: AtomicU64,

@@ -520,6 +520,51 @@ fn after_a_hotspot_shift_a_ring_moves_its_head_at_once_only_once() {
 }
 
 #[test]
+fn a_thread_counts_every_access_while_it_follows_a_shift_and_one_in_r_after() {
+    // Rounds start on counted accesses, one in R = 5. Right after a shift every access
+    // counts, so rings that draw a few accesses a second find their heads sooner; once
+    // the follow (700 ms) is over, one in five again.
+    let index = one_ring_of_16(HotspotStrategy::Sampling);
+    assert_eq!(index.config().sample_period, 5);
+    for _ in 0..20_000 {
+        index.get(&[7]);
+    }
+    let mut rng = SmallRng::seed_from_u64(3);
+    let mut counted = |reads: u64| {
+        let (before, _) = index.access_totals();
+        for _ in 0..reads {
+            let k = if rng.gen_bool(0.75) {
+                3
+            } else {
+                rng.gen_range(0..16)
+            };
+            index.get(&[k]);
+        }
+        index.access_totals().0 - before
+    };
+    counted(2_000);
+    assert_eq!(
+        index.stats().shifts,
+        1,
+        "the fall of the head-hit rate is a shift"
+    );
+    let following = counted(5_000);
+    assert!(
+        following > 4_500,
+        "{following} of 5,000 accesses counted while following"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1_000));
+    // The first window to end after the follow time ends the follow.
+    counted(2_000);
+    let after = counted(5_000);
+    assert!(
+        (800..=1_200).contains(&after),
+        "{after} of 5,000 accesses counted after the follow"
+    );
+    assert_eq!(index.stats().shifts, 1);
+}
+
+#[test]
 fn each_index_judges_a_shift_by_its_own_head_hit_rate() {
     // One thread reads two indexes: A's one key (every read hits its head) and B's
     // ring, whose key 3 draws 60% of its reads (~0.63 of them hit the head). Nine

@@ -221,14 +221,14 @@ pub fn run(args: IndexArgs) -> Result<Vec<ImplResult>, String> {
     }
     // Warm up: let hotspot detection settle and caches fill, unmeasured.
     for l in &loaded {
-        measure_run(l, &args, 0.5_f64.min(args.seconds), None);
+        measure_run(l, &args, 0, 0.5_f64.min(args.seconds), None);
         l.target.reset_access_stats();
     }
     for round in 0..args.rounds {
         let n = loaded.len();
         for i in 0..n {
             let l = &loaded[(i + round) % n];
-            let r = measure_run(l, &args, args.seconds, args.shift_at);
+            let r = measure_run(l, &args, round as u64 + 1, args.seconds, args.shift_at);
             eprintln!("round {round} {:<14} {:>14.0} ops/s", l.name, r.ops_per_sec);
             loaded[(i + round) % n].runs.push(r);
         }
@@ -299,7 +299,8 @@ fn load(target: &dyn Target, keys: u64, value_size: usize, threads: usize) {
     });
 }
 
-fn measure_run(l: &Loaded, args: &IndexArgs, seconds: f64, shift_at: Option<f64>) -> Run {
+/// One run of `seconds` over the loaded target; `run` numbers it (0 for the warm-up).
+fn measure_run(l: &Loaded, args: &IndexArgs, run: u64, seconds: f64, shift_at: Option<f64>) -> Run {
     let stop = AtomicBool::new(false);
     let counters: Vec<CachePadded<AtomicU64>> =
         (0..args.threads).map(|_| Default::default()).collect();
@@ -314,7 +315,7 @@ fn measure_run(l: &Loaded, args: &IndexArgs, seconds: f64, shift_at: Option<f64>
             .map(|t| {
                 let (stop, counter) = (&stop, &counters[t]);
                 let (target, stream, shared) = (l.target.as_ref(), &l.streams[t], &*l.shared);
-                s.spawn(move || drive(target, stream, t, shared, args, stop, counter))
+                s.spawn(move || drive(target, stream, t, run, shared, args, stop, counter))
             })
             .collect();
         // The collector (seed 001): sample throughput every 100 ms.
@@ -386,10 +387,21 @@ fn recovery_ms(timeline: &[f64], shift_at: f64, back: impl Fn(f64, f64) -> bool)
         .map_or(f64::INFINITY, |i| i as f64 * 100.0)
 }
 
+/// Where a thread's passes over its stream start, in one run: a seeded draw per pass.
+/// Each run (the warm-up, each round) draws other points. With the same ones, a round
+/// replayed in its first half-second the very operations the warm-up had just run, in
+/// the same order, with the heads the warm-up left for them: hotring-s read 1.06-1.09
+/// items per access there and 1.10-1.16 after (BENCHMARKS.md, session 74).
+fn pass_starts(seed: u64, thread: usize, run: u64) -> SmallRng {
+    SmallRng::seed_from_u64(seed ^ (thread as u64).rotate_left(32) ^ run.rotate_left(48))
+}
+
+#[allow(clippy::too_many_arguments)]
 fn drive(
     target: &dyn Target,
     stream: &[Op],
     thread: usize,
+    run: u64,
     shared: &Shared,
     args: &IndexArgs,
     stop: &AtomicBool,
@@ -406,7 +418,7 @@ fn drive(
             k
         })
     };
-    let mut rng = SmallRng::seed_from_u64(args.seed ^ (thread as u64).rotate_left(32));
+    let mut rng = pass_starts(args.seed, thread, run);
     'run: loop {
         let (before, from) = stream.split_at(rng.gen_range(0..stream.len()));
         for op in from.iter().chain(before) {
@@ -461,7 +473,30 @@ pub fn print_table(results: &[ImplResult]) {
 
 #[cfg(test)]
 mod tests {
-    use super::recovery_ms;
+    use super::{pass_starts, recovery_ms, STREAM_LEN};
+    use rand::Rng;
+
+    #[test]
+    fn each_run_starts_its_passes_elsewhere() {
+        let starts = |thread, run| {
+            let mut rng = pass_starts(7, thread, run);
+            (0..4)
+                .map(|_| rng.gen_range(0..STREAM_LEN))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            starts(0, 1),
+            starts(0, 1),
+            "a run's starts replay from its seed"
+        );
+        assert_ne!(
+            starts(0, 0),
+            starts(0, 1),
+            "the warm-up and the first round"
+        );
+        assert_ne!(starts(0, 1), starts(0, 2), "two rounds");
+        assert_ne!(starts(0, 1), starts(1, 1), "two threads of a round");
+    }
 
     #[test]
     fn recovery_is_the_first_three_windows_back_near_the_second_before() {

@@ -5,7 +5,8 @@ Keys 0..N-1 drawn with probability proportional to 1/(rank+1)^theta fall into
 N/ratio rings at random, in an order unrelated to their popularity (the ring's hash
 order). For each ring, the head that minimises the expected items an access visits
 under the index's walk: a key at or past the head costs (i - t) + 1 items, one before
-it 1 (the head) + 1 (the rehash item) + (i + 1). Prints that optimum and the head-hit
+it 1 (the rehash item: the slot's head hint sends it there without reading the head)
++ (i + 1). Prints that optimum and the head-hit
 bound (the hottest key of every ring at its head), to hold the measured items per
 read and head-hit rate against.
 
@@ -35,7 +36,7 @@ def main():
         rng.shuffle(ring)
         hits += max(ring)
         items += min(
-            sum(p * ((i - t) + 1 if i >= t else i + 3) for i, p in enumerate(ring))
+            sum(p * ((i - t) + 1 if i >= t else i + 2) for i, p in enumerate(ring))
             for t in range(len(ring))
         )
     print(f"ratio {args.ratio}, theta {args.theta}, {args.keys} keys: "

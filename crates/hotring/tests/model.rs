@@ -576,12 +576,13 @@ fn a_thread_counts_every_access_while_it_follows_a_shift_and_one_in_r_after() {
 }
 
 #[test]
-fn each_index_judges_a_shift_by_its_own_head_hit_rate() {
-    // One thread reads two indexes: A's one key (every read hits its head) and B's
-    // ring, whose key 3 draws 60% of its reads (~0.63 of them hit the head). Nine
-    // reads of A to one of B, then one to nine: the thread's rate over both falls from
-    // ~0.96 to ~0.67; neither index's rate moves, and neither sees a shift. The same
-    // reads in one index are one: its rate falls.
+fn each_index_judges_a_shift_by_its_own_accesses() {
+    // One thread reads two indexes: A's one key (every read hits its head, one item)
+    // and B's ring, whose key 3 draws 60% of its reads (~0.63 of them hit the head,
+    // ~3 items a read). Nine reads of A to one of B, then one to nine: over both, the
+    // thread's head-hit rate falls from ~0.96 to ~0.67 and its items a read rise from
+    // ~1.2 to ~2.8; neither index's own figures move, and neither sees a shift. The
+    // same reads in one index are one: its figures move.
     fn mix(a: &HotRing, b: &HotRing) {
         let mut rng = SmallRng::seed_from_u64(5);
         let read_b = |rng: &mut SmallRng| {
@@ -616,6 +617,30 @@ fn each_index_judges_a_shift_by_its_own_head_hit_rate() {
     let one = one_ring_of_16(HotspotStrategy::Sampling);
     mix(&one, &one);
     assert!(one.stats().shifts >= 1);
+}
+
+#[test]
+fn a_steady_load_on_a_ring_whose_best_head_varies_sees_no_shift() {
+    // One ring of 16 keys; the 13th in ring order draws 60% of the reads, any key the
+    // rest. A key before the head is reached from the ring's rehash item, so the best
+    // head is now that key, now one a few items before it, as each round's samples
+    // fall: the head-hit rate swings between rounds at the same cost. Judged by the
+    // rate alone, 19 of 40 seeds saw a shift in this steady load (BENCHMARKS.md,
+    // session 75).
+    for seed in 0..10 {
+        let index = one_ring_of_16(HotspotStrategy::Sampling);
+        let hot = index.iter().map(|(k, _)| k[0]).nth(12).unwrap();
+        let mut rng = SmallRng::seed_from_u64(seed);
+        for _ in 0..50_000 {
+            let k = if rng.gen_bool(0.6) {
+                hot
+            } else {
+                rng.gen_range(0..16)
+            };
+            assert_eq!(index.get(&[k]), Some(vec![k]));
+        }
+        assert_eq!(index.stats().shifts, 0, "seed {seed}");
+    }
 }
 
 #[test]

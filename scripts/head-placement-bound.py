@@ -6,9 +6,8 @@ N/ratio rings at random, in an order unrelated to their popularity (the ring's h
 order). For each ring, the head that minimises the expected items an access visits
 under the index's walk: a key at or past the head costs (i - t) + 1 items, one before
 it 1 (the rehash item: the slot's head hint sends it there without reading the head)
-+ (i + 1). Prints that optimum and the head-hit
-bound (the hottest key of every ring at its head), to hold the measured items per
-read and head-hit rate against.
++ (i + 1). Prints that optimum and the head-hit bound (the hottest key of every ring
+at its head), to hold the measured items per read and head-hit rate against.
 
     python3 scripts/head-placement-bound.py --ratio 16 [--theta 1.22] [--keys 1048576]
 """

@@ -64,34 +64,34 @@ const SHIFT_RISE: f32 = 0.5;
 /// counted, items per access are back within ~700 ms (BENCHMARKS.md, session 74).
 const SHIFT_FOLLOW_MS: u64 = 700;
 
-/// A thread's view of whether the hotspot of an index just moved. In a calm slot a
-/// cold access starts a round only once one item has drawn `CALM_TRIGGER` counted
-/// accesses and the head's lead has drained, ~15 of the ring's accesses; right after a
-/// hotspot shift every ring's head is wrong at once, and the rings that draw a few
-/// accesses a second held throughput back for 1-2 s after items per access were back
+/// A thread's view of whether the hotspot of an index just moved. In a calm slot a cold
+/// access starts a round only once one item has drawn `CALM_TRIGGER` counted accesses
+/// and the head's lead has drained, ~15 of the ring's accesses; right after a hotspot
+/// shift every ring's head is wrong at once, and the rings that draw a few accesses a
+/// second held throughput back for 1-2 s after items per access were back
 /// (BENCHMARKS.md, session 62). A shift shows as a sudden fall of the head-hit rate of
 /// the thread's counted accesses, with a rise of the items they visit. The rate alone
 /// misled: a ring whose best head is not its hottest key (a key at the ring's front is
 /// reached from its rehash item as cheaply) flips its hit rate between rounds at the
 /// same cost, and a steady load on a small index was taken for shifts in 15-28 of 40
-/// seeded runs; judged by the cost alone, a window's few long walks passed for a
-/// shift now and then (BENCHMARKS.md, session 75). For `SHIFT_FOLLOW_MS` after one, a
-/// cold counted access in a calm slot moves the head to its item at once, as random
-/// movement does, and later rounds settle the heads where the samples say. Once per
-/// slot and shift: the move marks the slot with the shift's number, and a marked slot
-/// waits for rounds as a calm one does. Moving on every cold access kept ~35,000 heads a tenth of a
-/// second hopping between the cold items of rings with no one hot key, and throughput
+/// seeded runs; judged by the cost alone, a window's few long walks passed for a shift
+/// now and then (BENCHMARKS.md, session 75). For `SHIFT_FOLLOW_MS` after one, a cold
+/// counted access in a calm slot moves the head to its item at once, as random movement
+/// does, and later rounds settle the heads where the samples say. Once per slot and
+/// shift: the move marks the slot with the shift's number, and a marked slot waits for
+/// rounds as a calm one does. Moving on every cold access kept ~35,000 heads a tenth of
+/// a second hopping between the cold items of rings with no one hot key, and throughput
 /// 10-15% low until the follow ended (BENCHMARKS.md, session 72). A steady load never
-/// follows, so its heads stay where the rounds put them; following for 2 s instead of
-/// 1 was slower to recover (BENCHMARKS.md, session 71). Counting one access in five
-/// while following, items per access stayed 0.03-0.05 above their level before the
-/// shift for seconds, and each 0.01 cost ~1.7% of the throughput (session 74).
+/// follows, so its heads stay where the rounds put them; following for 2 s instead of 1
+/// was slower to recover (BENCHMARKS.md, session 71). Counting one access in five while
+/// following, items per access stayed 0.03-0.05 above their level before the shift for
+/// seconds, and each 0.01 cost ~1.7% of the throughput (session 74).
 ///
 /// Kept in the thread's stripe of the index's counters, so watching costs no shared
 /// write but one per shift (its number), and a thread that serves two indexes (a
-/// server's keys and their deadlines) judges each by its own accesses. Threads that share
-/// a stripe (more than 64) may lose each other's updates: it is a heuristic, and any
-/// state it reaches is a valid one. Std's atomics even in the shuttle build, as the
+/// server's keys and their deadlines) judges each by its own accesses. Threads that
+/// share a stripe (more than 64) may lose each other's updates: it is a heuristic, and
+/// any state it reaches is a valid one. Std's atomics even in the shuttle build, as the
 /// access clock, so watching adds no scheduling points.
 #[derive(Default)]
 pub(crate) struct ShiftWatch {

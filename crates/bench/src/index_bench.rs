@@ -12,7 +12,7 @@ use workload::{key_bytes, shift_offset, Distribution, Generator, Op, Shared, Spe
 
 use crate::counting_alloc;
 use crate::cpu_time;
-use crate::targets::{self, Target};
+use crate::targets::{self, Request, Target};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct IndexArgs {
@@ -55,6 +55,10 @@ pub struct IndexArgs {
     /// Rounds; each round runs every implementation once, in rotating order.
     #[arg(long, default_value_t = 5)]
     pub rounds: usize,
+    /// Operations a worker hands the map at once; maps that pin an epoch (hotring,
+    /// chain, papaya) pin once per batch. 1: one pin per operation.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub batch: u32,
     /// Seed for the key popularity and the operation streams.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -101,6 +105,8 @@ pub struct ImplResult {
     pub ratio: usize,
     pub value_size: usize,
     pub threads: usize,
+    /// Operations per batch (one epoch pin each, where the map pins).
+    pub batch: u32,
     pub seconds: f64,
 }
 
@@ -275,6 +281,7 @@ pub fn run(args: IndexArgs) -> Result<Vec<ImplResult>, String> {
                 ratio: args.ratio,
                 value_size: args.value_size,
                 threads: args.threads,
+                batch: args.batch,
                 seconds: args.seconds,
             }
         })
@@ -408,7 +415,11 @@ fn drive(
     counter: &AtomicU64,
 ) -> u64 {
     let mut done = 0u64;
+    let mut reported = 0u64;
     let mut buf = value(args.value_size, 0, 1);
+    let batch_len = args.batch as usize;
+    // A read-modify-write takes two places.
+    let mut batch = Vec::with_capacity(batch_len + 1);
     let mut offset = shift_offset(shared.shifts(), args.keys);
     // Keys past the loaded ones (inserts) are not rotated by a shift.
     let key = |k: u64, offset: u64| {
@@ -423,22 +434,24 @@ fn drive(
         let (before, from) = stream.split_at(rng.gen_range(0..stream.len()));
         for op in from.iter().chain(before) {
             match *op {
-                Op::Read(k) => {
-                    target.get(&key(k, offset));
-                }
-                Op::Update(k) | Op::Insert(k) => {
-                    buf[0] = buf[0].wrapping_add(1);
-                    target.put(&key(k, offset), &buf);
-                }
+                Op::Read(k) => batch.push(Request::Read(key(k, offset))),
+                Op::Update(k) | Op::Insert(k) => batch.push(Request::Write(key(k, offset))),
                 Op::ReadModifyWrite(k) => {
-                    target.get(&key(k, offset));
-                    buf[0] = buf[0].wrapping_add(1);
-                    target.put(&key(k, offset), &buf);
+                    batch.push(Request::Read(key(k, offset)));
+                    batch.push(Request::Write(key(k, offset)));
                 }
                 Op::Scan(..) => unreachable!("rejected before the run"),
             }
             done += 1;
-            if done.is_multiple_of(1024) {
+            if batch.len() < batch_len {
+                continue;
+            }
+            // Each batch writes a new value.
+            buf[0] = buf[0].wrapping_add(1);
+            target.serve(&batch, &buf);
+            batch.clear();
+            if done - reported >= 1024 {
+                reported = done;
                 counter.store(done, Ordering::Relaxed);
                 offset = shift_offset(shared.shifts(), args.keys);
                 if stop.load(Ordering::Relaxed) {

@@ -3,8 +3,18 @@
 use hotring::chain::ChainingHash;
 use hotring::{Config, HotRing, HotspotStrategy};
 
+/// One operation of a batch: a read, or a write of the batch's value.
+#[derive(Clone, Copy, Debug)]
+pub enum Request {
+    Read([u8; 8]),
+    Write([u8; 8]),
+}
+
 pub trait Target: Send + Sync {
-    fn get(&self, key: &[u8]) -> bool;
+    /// Runs `batch` in order, each write storing `value`. A map whose operations pin
+    /// an epoch (hotring, chain, papaya) pins once for the batch, as a server serving a
+    /// pipeline or a client holding papaya's `pin()` would.
+    fn serve(&self, batch: &[Request], value: &[u8]);
     fn put(&self, key: &[u8], value: &[u8]);
     /// (items visited per read, head-hit rate), where the structure knows them.
     fn access_stats(&self) -> (Option<f64>, Option<f64>) {
@@ -78,10 +88,36 @@ pub fn build(
     })
 }
 
+/// Runs `batch` through `read` (which returns something of the value, kept from the
+/// optimiser) and `write`.
+#[inline(always)]
+fn serve_each<R>(
+    batch: &[Request],
+    value: &[u8],
+    read: impl Fn(&[u8]) -> R,
+    write: impl Fn(&[u8], &[u8]),
+) {
+    for request in batch {
+        match request {
+            Request::Read(key) => {
+                std::hint::black_box(read(key));
+            }
+            Request::Write(key) => write(key, value),
+        }
+    }
+}
+
 impl Target for HotRing {
-    fn get(&self, key: &[u8]) -> bool {
-        self.get_with(key, |v| std::hint::black_box(v.first().copied()))
-            .is_some()
+    fn serve(&self, batch: &[Request], value: &[u8]) {
+        let pinned = self.pin();
+        serve_each(
+            batch,
+            value,
+            |k| pinned.get_with(k, |v| v.first().copied()),
+            |k, v| {
+                pinned.upsert(k, v);
+            },
+        );
     }
     fn put(&self, key: &[u8], value: &[u8]) {
         self.upsert(key, value);
@@ -106,9 +142,16 @@ impl Target for HotRing {
 }
 
 impl Target for ChainingHash {
-    fn get(&self, key: &[u8]) -> bool {
-        self.get_with(key, |v| std::hint::black_box(v.first().copied()))
-            .is_some()
+    fn serve(&self, batch: &[Request], value: &[u8]) {
+        let pinned = self.pin();
+        serve_each(
+            batch,
+            value,
+            |k| pinned.get_with(k, |v| v.first().copied()),
+            |k, v| {
+                pinned.upsert(k, v);
+            },
+        );
     }
     fn put(&self, key: &[u8], value: &[u8]) {
         self.upsert(key, value);
@@ -123,10 +166,15 @@ impl Target for ChainingHash {
 }
 
 impl Target for dashmap::DashMap<Box<[u8]>, Box<[u8]>> {
-    fn get(&self, key: &[u8]) -> bool {
-        self.get(key)
-            .map(|v| std::hint::black_box(v.first().copied()))
-            .is_some()
+    fn serve(&self, batch: &[Request], value: &[u8]) {
+        serve_each(
+            batch,
+            value,
+            |k| self.get(k).map(|v| v.first().copied()),
+            |k, v| {
+                self.insert(k.into(), v.into());
+            },
+        );
     }
     fn put(&self, key: &[u8], value: &[u8]) {
         self.insert(key.into(), value.into());
@@ -134,11 +182,16 @@ impl Target for dashmap::DashMap<Box<[u8]>, Box<[u8]>> {
 }
 
 impl Target for papaya::HashMap<Box<[u8]>, Box<[u8]>> {
-    fn get(&self, key: &[u8]) -> bool {
-        self.pin()
-            .get(key)
-            .map(|v| std::hint::black_box(v.first().copied()))
-            .is_some()
+    fn serve(&self, batch: &[Request], value: &[u8]) {
+        let pinned = self.pin();
+        serve_each(
+            batch,
+            value,
+            |k| pinned.get(k).map(|v| v.first().copied()),
+            |k, v| {
+                pinned.insert(k.into(), v.into());
+            },
+        );
     }
     fn put(&self, key: &[u8], value: &[u8]) {
         self.pin().insert(key.into(), value.into());

@@ -83,9 +83,13 @@ impl ChainingHash {
     }
 
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        self.pin().get_with(key, f)
+    }
+
+    #[inline]
+    fn get_with_in<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R, guard: &Guard) -> Option<R> {
         let hash = ring_hash(key);
-        let guard = epoch::pin();
-        let mut cur = self.item(self.bucket(hash).load(Ordering::Acquire), &guard);
+        let mut cur = self.item(self.bucket(hash).load(Ordering::Acquire), guard);
         let mut visits = 0;
         while let Some(item) = cur {
             visits += 1;
@@ -94,7 +98,7 @@ impl ChainingHash {
                 self.record(visits);
                 return Some(item.with_value(f));
             }
-            cur = self.item(link.target(), &guard);
+            cur = self.item(link.target(), guard);
         }
         self.record(visits.max(1));
         None
@@ -106,15 +110,25 @@ impl ChainingHash {
 
     /// Inserts or replaces. Returns true if the key was new.
     pub fn upsert(&self, key: &[u8], value: &[u8]) -> bool {
+        self.pin().upsert(key, value)
+    }
+
+    fn upsert_in(&self, key: &[u8], value: &[u8], guard: &Guard) -> bool {
         let hash = ring_hash(key);
-        let guard = epoch::pin();
         let bucket = self.bucket(hash);
-        let fresh = ItemPtr::alloc(hash, 0, key, value, Link::to(std::ptr::null_mut(), 0));
+        // Allocated when first needed (not by an in-place write) and reused across
+        // retries; ours until a CAS publishes it.
+        let mut unpublished: Option<ItemPtr> = None;
+        let mut alloc = || {
+            *unpublished.get_or_insert_with(|| {
+                ItemPtr::alloc(hash, 0, key, value, Link::to(std::ptr::null_mut(), 0))
+            })
+        };
         'restart: loop {
             let first = Link(bucket.load(Ordering::Acquire));
             let (mut pred, mut pred_link) = (bucket, first);
             let mut visits = 0;
-            while let Some(cur) = self.item(pred_link.target(), &guard) {
+            while let Some(cur) = self.item(pred_link.target(), guard) {
                 visits += 1;
                 let link = cur.load_next();
                 if link.has(Link::OCCUPIED) {
@@ -130,7 +144,7 @@ impl ChainingHash {
                     {
                         continue 'restart;
                     }
-                    self.retire(cur, &guard);
+                    self.retire(cur, guard);
                     continue 'restart;
                 }
                 if cur.hash() == hash && cur.key() == key {
@@ -139,12 +153,15 @@ impl ChainingHash {
                         if !cur.write_in_place(value) {
                             continue 'restart;
                         }
-                        self.free_unpublished(fresh);
+                        if let Some(fresh) = unpublished {
+                            self.free_unpublished(fresh);
+                        }
                         return false;
                     }
                     if link.has(Link::WRITING) {
                         continue 'restart;
                     }
+                    let fresh = alloc();
                     fresh
                         .next()
                         .store(Link::to(link.target(), 0).0, Ordering::Relaxed);
@@ -168,13 +185,14 @@ impl ChainingHash {
                         )
                         .is_ok()
                     {
-                        self.retire(cur, &guard);
+                        self.retire(cur, guard);
                     }
                     // Otherwise the next walk over this chain unlinks it.
                     return false;
                 }
-                (pred, pred_link) = (cur.next_in(&guard), link);
+                (pred, pred_link) = (cur.next_in(guard), link);
             }
+            let fresh = alloc();
             fresh
                 .next()
                 .store(Link::to(first.target(), 0).0, Ordering::Relaxed);
@@ -191,6 +209,15 @@ impl ChainingHash {
         }
     }
 
+    /// Pins the current thread for a batch of operations, as [`crate::HotRing::pin`]
+    /// does, so a benchmark can give both structures the same batches.
+    pub fn pin(&self) -> Pinned<'_> {
+        Pinned {
+            chain: self,
+            guard: epoch::pin(),
+        }
+    }
+
     fn free_unpublished(&self, item: ItemPtr) {
         // SAFETY: never linked, so no other thread has seen it.
         unsafe { item.free() }
@@ -200,8 +227,8 @@ impl ChainingHash {
         self.bytes
             .fetch_sub(item.footprint() as isize, StdOrdering::Relaxed);
         // SAFETY: unlinked by our CAS (exactly one thread succeeds), so unreachable for
-        // threads pinning later; earlier ones are covered by the grace period.
-        unsafe { guard.defer_unchecked(move || item.free()) }
+        // threads pinning later, and retired once.
+        unsafe { item.retire(guard) }
     }
 
     pub fn len(&self) -> usize {
@@ -231,6 +258,24 @@ impl ChainingHash {
     pub fn bytes(&self) -> usize {
         self.buckets.len() * std::mem::size_of::<AtomicPtr<Item>>()
             + self.bytes.load(StdOrdering::Relaxed).max(0) as usize
+    }
+}
+
+/// The chaining hash under one epoch pin.
+pub struct Pinned<'a> {
+    chain: &'a ChainingHash,
+    guard: Guard,
+}
+
+impl Pinned<'_> {
+    #[inline]
+    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        self.chain.get_with_in(key, f, &self.guard)
+    }
+
+    /// Inserts or replaces. Returns true if the key was new.
+    pub fn upsert(&self, key: &[u8], value: &[u8]) -> bool {
+        self.chain.upsert_in(key, value, &self.guard)
     }
 }
 

@@ -35,9 +35,6 @@ use crate::stats::{now_ms, HOT_SAMPLE_PERIOD};
 thread_local! {
     /// Accesses made by this thread: every R-th one checks for a hotspot shift.
     static TICK: Cell<u32> = const { Cell::new(0) };
-    /// Bytes of items this thread retired since it last handed its deferred frees to
-    /// the collector's global queue.
-    static RETIRED_BYTES: Cell<usize> = const { Cell::new(0) };
 }
 
 /// Shifts seen by any thread: each gets its own slot mark (see [`ShiftWatch`]).
@@ -215,13 +212,6 @@ impl Window {
         }
     }
 }
-
-/// How many bytes of retired items a thread may hold back. The collector keeps a
-/// thread's deferred frees in a local bag of 64 until it fills, and only the global
-/// queue is ever freed: a thread that deleted 64 values of 100 KB and went quiet would
-/// hold 6.4 MB that `maxmemory` counts and no eviction can free. Past this the bag is
-/// handed over at once, to be freed once the epoch has moved on.
-const RETIRED_BYTES_HELD: usize = 16 * 1024;
 
 /// The minimum number of accesses a sampling round collects. Seed 000 samples as many
 /// accesses as the ring has items; a ring of two or three items would then decide from
@@ -626,21 +616,11 @@ impl HotRing {
 
     /// Hands an unlinked, unpinned item to the epoch collector.
     pub(crate) fn retire(&self, item: ItemPtr, guard: &Guard) {
-        let bytes = item.footprint();
         // SAFETY: the item is unlinked (no list word points at it), no head points at it
         // (the handshake above), and no head can take it again (it is marked, so pins
-        // fail). Threads that read it earlier are pinned, and the collector frees it
-        // only after they unpin. It is retired exactly once: by its unlinker, or by the
-        // pinner that cleared `PINNED` after `UNLINKED` was set.
-        unsafe { guard.defer_unchecked(move || item.free()) };
-        let held = RETIRED_BYTES.with(|held| {
-            let now = held.get() + bytes;
-            held.set(if now >= RETIRED_BYTES_HELD { 0 } else { now });
-            now
-        });
-        if held >= RETIRED_BYTES_HELD {
-            guard.flush();
-        }
+        // fail). It is retired exactly once: by its unlinker, or by the pinner that
+        // cleared `PINNED` after `UNLINKED` was set.
+        unsafe { item.retire(guard) }
     }
 }
 

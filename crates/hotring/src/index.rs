@@ -149,7 +149,7 @@ pub(crate) struct Position {
 
 /// What a write may do.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum WriteMode {
+pub(crate) enum WriteMode {
     Insert,
     Update,
     Upsert,
@@ -157,7 +157,7 @@ enum WriteMode {
 
 /// What a write did.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Written {
+pub(crate) enum Written {
     Inserted,
     Updated,
     Nothing,
@@ -255,14 +255,13 @@ impl HotRing {
 
     /// Calls `f` with the value stored under `key`.
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        let guard = epoch::pin();
-        self.accessed(key, &guard).map(|item| item.with_value(f))
+        self.pin().get_with(key, f)
     }
 
     /// The item of `key`, found as a read finds it: the access counted (head moves,
     /// sampling) and the item's clock stamped.
     #[inline]
-    fn accessed(&self, key: &[u8], guard: &Guard) -> Option<ItemPtr> {
+    pub(crate) fn accessed(&self, key: &[u8], guard: &Guard) -> Option<ItemPtr> {
         let hash = ring_hash(key);
         let slot = self.slot_for(hash, guard);
         let head = slot.load_head();
@@ -374,11 +373,11 @@ impl HotRing {
 
     /// The value stored under `key`.
     pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        self.get_with(key, <[u8]>::to_vec)
+        self.pin().get(key)
     }
 
     pub fn contains_key(&self, key: &[u8]) -> bool {
-        self.get_with(key, |_| ()).is_some()
+        self.pin().contains_key(key)
     }
 
     /// Walks from the head to `key`. Returns the live item holding it, the items
@@ -559,38 +558,39 @@ impl HotRing {
 
     /// Inserts `key` if it is absent. Returns whether it was inserted.
     pub fn insert(&self, key: &[u8], value: &[u8]) -> bool {
-        self.write(key, value, WriteMode::Insert, |_| {}) == Written::Inserted
+        self.pin().insert(key, value)
     }
 
     /// Replaces the value of `key` if it is present. Returns whether it was.
     pub fn update(&self, key: &[u8], value: &[u8]) -> bool {
-        self.write(key, value, WriteMode::Update, |_| {}) == Written::Updated
+        self.pin().update(key, value)
     }
 
     /// Inserts or replaces. Returns true if the key was new.
     pub fn upsert(&self, key: &[u8], value: &[u8]) -> bool {
-        self.write(key, value, WriteMode::Upsert, |_| {}) == Written::Inserted
+        self.pin().upsert(key, value)
     }
 
     /// [`HotRing::upsert`] that shows `replaced` the value it replaced, unless that value
     /// was inline (at most [`INLINE_VALUE_MAX`] bytes, which may be overwritten in
     /// place): for a caller whose longer values own something to release.
     pub fn upsert_replacing(&self, key: &[u8], value: &[u8], replaced: impl FnOnce(&[u8])) -> bool {
-        self.write(key, value, WriteMode::Upsert, replaced) == Written::Inserted
+        let guard = epoch::pin();
+        self.write(key, value, WriteMode::Upsert, replaced, &guard) == Written::Inserted
     }
 
-    fn write(
+    pub(crate) fn write(
         &self,
         key: &[u8],
         value: &[u8],
         mode: WriteMode,
         replaced: impl FnOnce(&[u8]),
+        guard: &Guard,
     ) -> Written {
         let hash = ring_hash(key);
-        let guard = epoch::pin();
         if mode != WriteMode::Insert
             && value.len() <= INLINE_VALUE_MAX
-            && self.write_in_place_from_head(hash, key, value, &guard)
+            && self.write_in_place_from_head(hash, key, value, guard)
         {
             return Written::Updated;
         }
@@ -598,9 +598,9 @@ impl HotRing {
         // Allocated once and reused across retries; owned by us until a CAS publishes it.
         let mut fresh: Option<ItemPtr> = None;
         let outcome = loop {
-            let slot = self.slot_for(hash, &guard);
+            let slot = self.slot_for(hash, guard);
             let head = slot.load_head();
-            let pos = self.find(slot, hash, Some(key), &guard);
+            let pos = self.find(slot, hash, Some(key), guard);
             match pos.cur {
                 Some((cur, cur_link)) if cur.cmp_to(hash, Some(key)) == CmpOrdering::Equal => {
                     if mode == WriteMode::Insert {
@@ -610,13 +610,13 @@ impl HotRing {
                         if cur.write_in_place(value) {
                             cur.stamp(self.now());
                             let hot = head.target() == cur.as_raw();
-                            self.after_access(slot, head, Some(cur), hot, pos.visits, hash, &guard);
+                            self.after_access(slot, head, Some(cur), hot, pos.visits, hash, guard);
                             break Written::Updated;
                         }
                         continue;
                     }
                     let new = *fresh.get_or_insert_with(|| self.alloc(hash, key, value));
-                    if self.replace(&pos, cur, cur_link, new, &guard) {
+                    if self.replace(&pos, cur, cur_link, new, guard) {
                         fresh = None;
                         // `cur` is unlinked but not freed while `guard` is held.
                         if let Some(shown) = replaced.take().filter(|_| !cur.is_inline()) {
@@ -625,15 +625,7 @@ impl HotRing {
                         // An RCU update is an access to the predecessor, whose `next` it
                         // rewrites: that is what makes a write-hot item's predecessor the head.
                         let hot = head.target() == pos.pred.as_raw();
-                        self.after_access(
-                            slot,
-                            head,
-                            Some(pos.pred),
-                            hot,
-                            pos.visits,
-                            hash,
-                            &guard,
-                        );
+                        self.after_access(slot, head, Some(pos.pred), hot, pos.visits, hash, guard);
                         break Written::Updated;
                     }
                 }
@@ -653,13 +645,13 @@ impl HotRing {
                             .max_ring_len
                             .filter(|max| ring_len > *max as u64)
                         {
-                            self.split(slot, max + 1, true, &guard);
+                            self.split(slot, max + 1, true, guard);
                         } else if let Some(per_slot) = self
                             .config
                             .shared_split_len
                             .filter(|n| items > *n && slot.ring_depth() < slot.dir.depth)
                         {
-                            self.split(slot, per_slot + 1, false, &guard);
+                            self.split(slot, per_slot + 1, false, guard);
                         }
                         break Written::Inserted;
                     }
@@ -775,16 +767,24 @@ impl HotRing {
 
     /// Removes `key`. Returns whether it was present.
     pub fn remove(&self, key: &[u8]) -> bool {
-        self.remove_if(key, |_| true)
+        self.pin().remove(key)
     }
 
     /// Removes `key` if `pred` accepts its current value. Returns whether it removed.
     pub fn remove_if(&self, key: &[u8], pred: impl Fn(&[u8]) -> bool) -> bool {
+        self.remove_if_in(key, pred, &epoch::pin())
+    }
+
+    pub(crate) fn remove_if_in(
+        &self,
+        key: &[u8],
+        pred: impl Fn(&[u8]) -> bool,
+        guard: &Guard,
+    ) -> bool {
         let hash = ring_hash(key);
-        let guard = epoch::pin();
         loop {
-            let slot = self.slot_for(hash, &guard);
-            let pos = self.find(slot, hash, Some(key), &guard);
+            let slot = self.slot_for(hash, guard);
+            let pos = self.find(slot, hash, Some(key), guard);
             let Some((cur, _)) = pos
                 .cur
                 .filter(|(c, _)| c.cmp_to(hash, Some(key)) == CmpOrdering::Equal)
@@ -811,7 +811,7 @@ impl HotRing {
             let Some(frozen) = checked else { continue };
             self.counters.mine().len.fetch_sub(1, StdOrdering::Relaxed);
             slot.count_remove();
-            self.unlink(&pos, cur, frozen.target(), &guard);
+            self.unlink(&pos, cur, frozen.target(), guard);
             return true;
         }
     }

@@ -6,6 +6,8 @@ use std::alloc::{self, Layout};
 use std::cmp::Ordering as CmpOrdering;
 use std::ptr::NonNull;
 
+use crossbeam_epoch::Guard;
+
 use crate::link::{Link, ADDRESS_BITS};
 use crate::sync::{AtomicPtr, AtomicU64, Ordering};
 
@@ -62,6 +64,20 @@ pub(crate) fn pack_inline(value: &[u8]) -> u64 {
     let mut b = [0u8; 8];
     b[..value.len()].copy_from_slice(value);
     u64::from_le_bytes(b)
+}
+
+/// How many bytes of retired items a thread may hold back. The collector keeps a
+/// thread's deferred frees in a local bag of 64 until it fills: a thread that deleted
+/// 64 values of 100 KB and went quiet would hold 6.4 MB that `maxmemory` counts and no
+/// eviction can free. And it runs itself only on every 128th outer pin, freeing a few
+/// bags each time: a caller that pins once per batch of writes would retire items
+/// faster than that frees them.
+const RETIRED_BYTES_HELD: usize = 16 * 1024;
+
+std::thread_local! {
+    /// Bytes of items this thread retired since it last handed its deferred frees to
+    /// the collector's global queue.
+    static RETIRED_BYTES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 impl ItemPtr {
@@ -129,6 +145,29 @@ impl ItemPtr {
             alloc::dealloc(it as *mut u8, layout);
         }
         crate::stats::count_allocation(-1);
+    }
+
+    /// Hands the item to the epoch collector, to be freed once every thread pinned now
+    /// has unpinned. A thread's retired items wait in its own bag until it fills (64
+    /// items), and only the global queue is ever freed, so past [`RETIRED_BYTES_HELD`]
+    /// the bag is handed over at once, and the collector run.
+    ///
+    /// # Safety
+    /// The item must be unreachable for threads that pin from now on (unlinked, and no
+    /// head or other word pointing at it), and retired exactly once.
+    pub(crate) unsafe fn retire(self, guard: &Guard) {
+        let bytes = self.footprint();
+        // SAFETY: the caller guarantees it is unreachable for later pins; threads that
+        // read it earlier are pinned, and the collector frees it only after they unpin.
+        unsafe { guard.defer_unchecked(move || self.free()) };
+        let held = RETIRED_BYTES.with(|held| {
+            let now = held.get() + bytes;
+            held.set(if now >= RETIRED_BYTES_HELD { 0 } else { now });
+            now
+        });
+        if held >= RETIRED_BYTES_HELD {
+            guard.flush();
+        }
     }
 
     /// # Safety

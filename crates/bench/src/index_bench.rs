@@ -56,8 +56,9 @@ pub struct IndexArgs {
     #[arg(long, default_value_t = 5)]
     pub rounds: usize,
     /// Operations a worker hands the map at once; maps that pin an epoch (hotring,
-    /// chain, papaya) pin once per batch. 1: one pin per operation.
-    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    /// chain, papaya) pin once per batch. 1 (the default): one pin per operation, as a
+    /// caller of `get` and `upsert` pays.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub batch: u32,
     /// Seed for the key popularity and the operation streams.
     #[arg(long, default_value_t = 1)]

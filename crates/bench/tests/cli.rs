@@ -74,12 +74,47 @@ fn index_writes_the_documented_json() {
         assert!(row["ops_per_sec"].as_f64().unwrap() > 0.0);
         assert_eq!(row["rounds_ops_per_sec"].as_array().unwrap().len(), 2);
         assert!(row["bytes_per_key"].as_f64().unwrap() > 8.0, "{row}");
+        assert_eq!(
+            row["batch"].as_u64(),
+            Some(1),
+            "one pin per operation by default"
+        );
     }
     let chain = rows.iter().find(|r| r["impl"] == "chain").unwrap();
     assert_eq!(chain["ratio_vs_chain"].as_f64(), Some(1.0));
     let ring = rows.iter().find(|r| r["impl"] == "hotring-s").unwrap();
     // Zipf 1.22 at 8 keys per ring: the head finds most reads in one step.
     assert!(ring["items_per_read"].as_f64().unwrap() < chain["items_per_read"].as_f64().unwrap());
+}
+
+/// Batches with writes and read-modify-writes (two places in a batch) reach every map.
+#[test]
+fn index_serves_batches_of_operations() {
+    let (rows, _) = run_json(
+        "batch",
+        &[
+            "index",
+            "--impl",
+            "hotring-s,chain,dashmap,papaya",
+            "--workload",
+            "f",
+            "--value-size",
+            "100",
+            "--keys",
+            "20000",
+            "--seconds",
+            "0.2",
+            "--rounds",
+            "1",
+            "--batch",
+            "32",
+        ],
+    );
+    assert_eq!(rows.len(), 4);
+    for row in &rows {
+        assert_eq!(row["batch"].as_u64(), Some(32), "{row}");
+        assert!(row["ops_per_sec"].as_f64().unwrap() > 0.0, "{row}");
+    }
 }
 
 #[test]
@@ -129,6 +164,7 @@ fn bad_arguments_get_a_clear_error() {
             vec!["index", "--seconds", "1", "--shift-at", "3"],
             "--shift-at",
         ),
+        (vec!["index", "--batch", "0"], "--batch"),
     ] {
         let out = bench().args(&args).output().unwrap();
         assert!(!out.status.success(), "{args:?} succeeded");

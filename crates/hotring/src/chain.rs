@@ -314,4 +314,59 @@ mod tests {
         }
         assert_eq!(t.get(b"absent"), None);
     }
+
+    /// Threads inserting, overwriting in place (8 bytes) and by RCU (longer values) the
+    /// same keys at once: each key ends once in its chain with a value some thread
+    /// wrote whole, and the count of keys is exact.
+    #[test]
+    fn concurrent_upserts_keep_each_key_once_with_a_whole_value() {
+        const KEYS: u32 = 500;
+        const THREADS: u32 = 8;
+        let t = ChainingHash::new(16);
+        // A value names its writer and round; its length (8 or 40) picks the path.
+        let value = |thread: u32, round: u32| {
+            let word = (u64::from(thread) << 32 | u64::from(round)).to_le_bytes();
+            word.repeat(if round.is_multiple_of(3) { 5 } else { 1 })
+        };
+        std::thread::scope(|s| {
+            for thread in 0..THREADS {
+                let t = &t;
+                s.spawn(move || {
+                    for round in 0..20 {
+                        for k in 0..KEYS {
+                            let k = (k * 7 + thread * 61) % KEYS;
+                            let pinned = t.pin();
+                            pinned.upsert(&k.to_le_bytes(), &value(thread, round));
+                            assert!(pinned.get_with(&k.to_le_bytes(), |_| ()).is_some());
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(t.len(), KEYS as usize);
+        let mut seen = 0;
+        for k in 0..KEYS {
+            let v = t.get(&k.to_le_bytes()).expect("every key written is there");
+            let word: [u8; 8] = v[..8].try_into().unwrap();
+            let (thread, round) = (
+                (u64::from_le_bytes(word) >> 32) as u32,
+                u64::from_le_bytes(word) as u32,
+            );
+            assert!(thread < THREADS && round < 20, "key {k}: {v:?}");
+            assert_eq!(v, value(thread, round), "key {k}: a torn value");
+            seen += 1;
+        }
+        // No key twice: a walk over the buckets finds exactly the keys.
+        let guard = epoch::pin();
+        let mut found = 0;
+        for b in t.buckets.iter() {
+            let mut cur = t.item(b.load(Ordering::Acquire), &guard);
+            while let Some(item) = cur {
+                let link = item.load_next();
+                found += usize::from(!link.has(Link::OCCUPIED));
+                cur = t.item(link.target(), &guard);
+            }
+        }
+        assert_eq!((found, seen), (KEYS as usize, KEYS as usize));
+    }
 }

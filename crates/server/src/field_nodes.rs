@@ -136,6 +136,11 @@ impl<'a> Table<'a> {
         Ok(self.records.all()?.iter().map(|r| NodeRef::of(r)).collect())
     }
 
+    /// The node whose range holds `hash`, as a read looks it up.
+    fn node_for(&self, hash: u64) -> Result<NodeRef> {
+        Ok(NodeRef::of(&self.records.last_where(|low| low <= hash)?))
+    }
+
     /// The node whose range holds `hash`.
     fn find(&self, hash: u64) -> Result<usize> {
         Ok(self.records.partition(|low| low <= hash)?.max(1) - 1)
@@ -410,7 +415,7 @@ impl<'a> FieldReader<'a> {
         let found = |p: &[u8]| locate(kind, p, field).map(|r| value_of(kind, &p[r]));
         Ok(match &self.table {
             None => found(self.payload),
-            Some(t) => found(&self.nodes.read(t.node(t.find(field_hash(field))?)?.id)?),
+            Some(t) => found(&self.nodes.read(t.node_for(field_hash(field))?.id)?),
         })
     }
 }

@@ -684,6 +684,70 @@ impl<'a, const R: usize> Records<'a, R> {
         Ok(groups.starts[g] + pages.starts[p] + within)
     }
 
+    /// The last record whose key holds `pred` (the first record if none does), `pred`
+    /// holding for the keys up to some point and failing after it: the record a point
+    /// lookup wants, `get(partition(pred).max(1) - 1)`. A table as stored is searched
+    /// where it lies, its root, one group and one page, with nothing built: an HGET of
+    /// a hash of 100,000 fields spent a fifth of its time on the lists of pages that
+    /// [`Records::partition`] builds, and their allocations (BENCHMARKS.md).
+    pub fn last_where(&self, pred: impl Fn(u64) -> bool) -> Result<[u8; R]> {
+        if self.groups.get().is_none() {
+            if let Some(record) = self.last_where_stored(&pred)? {
+                return Ok(record);
+            }
+        }
+        self.get(self.partition(pred)?.max(1) - 1)
+    }
+
+    /// [`Records::last_where`] in the stored root; `None` if it is not that simple (an
+    /// inline table, or an empty page).
+    fn last_where_stored(&self, pred: &impl Fn(u64) -> bool) -> Result<Option<[u8; R]>> {
+        let Some(root) = self.unchanged.as_deref() else {
+            return Ok(None);
+        };
+        // Of `entries`, pages' or groups' entries as stored, the last whose key holds
+        // (the first if none does).
+        let last_holding = |entries: &[u8]| {
+            let n = entries.len() / REF;
+            let i = partition(n, |i| pred(Entry::read(&entries[i * REF..]).key));
+            (n > 0).then(|| Entry::read(&entries[(i.max(1) - 1) * REF..]))
+        };
+        let page = match self.form {
+            Form::Paged => last_holding(&root[PAGED_HEADER..]),
+            Form::Grouped => {
+                let Some(group) = last_holding(&root[GROUPED_HEADER..]) else {
+                    return Ok(None);
+                };
+                let pages = self.nodes.read(group.id)?;
+                if pages.is_empty() || !pages.len().is_multiple_of(REF) {
+                    return Err(corrupt(format!(
+                        "group {} of a node table holds {} bytes",
+                        group.id,
+                        pages.len()
+                    )));
+                }
+                last_holding(&pages)
+            }
+            Form::Inline => None,
+        };
+        let Some(page) = page else { return Ok(None) };
+        let body = self.nodes.read(page.id)?;
+        if body.len() != page.records * R {
+            return Err(corrupt(format!(
+                "page {} of a node table holds {} bytes, its group says {} records",
+                page.id,
+                body.len(),
+                page.records
+            )));
+        }
+        let n = body.len() / R;
+        if n == 0 {
+            return Ok(None);
+        }
+        let i = partition(n, |i| pred(self.layout.key(&body[i * R..]))).max(1) - 1;
+        Ok(Some(body[i * R..(i + 1) * R].try_into().expect("a record")))
+    }
+
     /// The first record for which `pred` fails, `pred` holding up to some point and
     /// failing after it, for all records whose key is below `key` and for none whose
     /// key is above: finds the records of key `key` by their keys (a page at each
@@ -1306,6 +1370,12 @@ mod tests {
         for &k in probes {
             let expect = want.partition_point(|r| LAYOUT.key(r) <= k);
             assert_eq!(t.partition(|key| key <= k).unwrap(), expect);
+            if let Some(last) = want.get(expect.max(1) - 1) {
+                // Read where it lies by a fresh reader; through the loaded pages by `t`.
+                let fresh = Records::new(nodes, LAYOUT, table);
+                assert_eq!(&fresh.last_where(|key| key <= k).unwrap(), last);
+                assert_eq!(&t.last_where(|key| key <= k).unwrap(), last);
+            }
         }
         let mut before = 0;
         for (at, &c) in counts.iter().enumerate() {

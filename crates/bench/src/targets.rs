@@ -107,21 +107,29 @@ fn serve_each<R>(
     }
 }
 
+/// `serve` and `put` of hotring and the chaining hash, whose pinned handles share
+/// their methods' names and signatures.
+macro_rules! serve_pinned {
+    () => {
+        fn serve(&self, batch: &[Request], value: &[u8]) {
+            let pinned = self.pin();
+            serve_each(
+                batch,
+                value,
+                |k| pinned.get_with(k, |v| v.first().copied()),
+                |k, v| {
+                    pinned.upsert(k, v);
+                },
+            );
+        }
+        fn put(&self, key: &[u8], value: &[u8]) {
+            self.upsert(key, value);
+        }
+    };
+}
+
 impl Target for HotRing {
-    fn serve(&self, batch: &[Request], value: &[u8]) {
-        let pinned = self.pin();
-        serve_each(
-            batch,
-            value,
-            |k| pinned.get_with(k, |v| v.first().copied()),
-            |k, v| {
-                pinned.upsert(k, v);
-            },
-        );
-    }
-    fn put(&self, key: &[u8], value: &[u8]) {
-        self.upsert(key, value);
-    }
+    serve_pinned!();
     fn access_stats(&self) -> (Option<f64>, Option<f64>) {
         let s = self.stats();
         (Some(s.items_per_access), Some(s.head_hit_rate))
@@ -142,20 +150,7 @@ impl Target for HotRing {
 }
 
 impl Target for ChainingHash {
-    fn serve(&self, batch: &[Request], value: &[u8]) {
-        let pinned = self.pin();
-        serve_each(
-            batch,
-            value,
-            |k| pinned.get_with(k, |v| v.first().copied()),
-            |k, v| {
-                pinned.upsert(k, v);
-            },
-        );
-    }
-    fn put(&self, key: &[u8], value: &[u8]) {
-        self.upsert(key, value);
-    }
+    serve_pinned!();
     fn access_stats(&self) -> (Option<f64>, Option<f64>) {
         let (items, hits) = ChainingHash::access_stats(self);
         (Some(items), Some(hits))

@@ -318,12 +318,18 @@ fn measure_run(l: &Loaded, args: &IndexArgs, run: u64, seconds: f64, shift_at: O
     let mut items_timeline = Vec::new();
     let mut last_totals = l.target.access_totals();
     let start = Instant::now();
+    let ctx = &RunContext {
+        target: l.target.as_ref(),
+        shared: &l.shared,
+        args,
+        run,
+        stop: &stop,
+    };
     let total = std::thread::scope(|s| {
         let workers: Vec<_> = (0..args.threads)
             .map(|t| {
-                let (stop, counter) = (&stop, &counters[t]);
-                let (target, stream, shared) = (l.target.as_ref(), &l.streams[t], &*l.shared);
-                s.spawn(move || drive(target, stream, t, run, shared, args, stop, counter))
+                let (stream, counter) = (&l.streams[t], &counters[t]);
+                s.spawn(move || drive(ctx, stream, t, counter))
             })
             .collect();
         // The collector (seed 001): sample throughput every 100 ms.
@@ -404,17 +410,26 @@ fn pass_starts(seed: u64, thread: usize, run: u64) -> SmallRng {
     SmallRng::seed_from_u64(seed ^ (thread as u64).rotate_left(32) ^ run.rotate_left(48))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn drive(
-    target: &dyn Target,
-    stream: &[Op],
-    thread: usize,
+/// What every worker of one run shares.
+struct RunContext<'a> {
+    target: &'a dyn Target,
+    shared: &'a Shared,
+    args: &'a IndexArgs,
+    /// The run's number (0 for the warm-up).
     run: u64,
-    shared: &Shared,
-    args: &IndexArgs,
-    stop: &AtomicBool,
-    counter: &AtomicU64,
-) -> u64 {
+    stop: &'a AtomicBool,
+}
+
+/// One worker's run: replays `stream` until told to stop, publishing its count of
+/// operations in `counter` every ~1,024.
+fn drive(ctx: &RunContext, stream: &[Op], thread: usize, counter: &AtomicU64) -> u64 {
+    let RunContext {
+        target,
+        shared,
+        args,
+        run,
+        stop,
+    } = *ctx;
     let mut done = 0u64;
     let mut reported = 0u64;
     let mut buf = value(args.value_size, 0, 1);

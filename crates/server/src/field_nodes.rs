@@ -198,6 +198,12 @@ impl<'a> Table<'a> {
         Ok(())
     }
 
+    /// Replaces node `at` by `node`, which covers the same range: nothing moves, so
+    /// nothing needs checking around it.
+    fn replace(&mut self, at: usize, node: NodeRef) -> Result<()> {
+        self.records.splice(at..at + 1, &[node.record()])
+    }
+
     /// The table as stored, its changed pages written, and what the table it was read
     /// from names and it does not (see [`Records::finish_releasing`]).
     fn finish(self) -> Result<(Vec<u8>, Vec<u64>)> {
@@ -916,7 +922,7 @@ impl<'a> FieldEditor<'a> {
                     count: packed::count(&packed) as u32,
                     bytes: packed.len() as u32,
                 };
-                table.splice(at..at + 1, &[node])?;
+                table.replace(at, node)?;
             } else {
                 table.splice(at..at + 1, &[])?;
             }

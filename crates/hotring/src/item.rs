@@ -75,9 +75,26 @@ pub(crate) fn pack_inline(value: &[u8]) -> u64 {
 const RETIRED_BYTES_HELD: usize = 16 * 1024;
 
 std::thread_local! {
-    /// Bytes of items this thread retired since it last handed its deferred frees to
-    /// the collector's global queue.
+    /// Bytes this thread retired (items, and what callers count with
+    /// [`count_retired`]) since it last handed its deferred frees to the collector's
+    /// global queue.
     static RETIRED_BYTES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts `bytes` of memory just deferred to `guard`'s collector (crossbeam-epoch's
+/// default one, which the index's items go to), and past 16 KB since
+/// the last time hands the thread's bag to the global queue and runs the collector:
+/// the rule the index keeps for its items, for memory of the caller's own that waits
+/// in the same bag (the server's collection nodes).
+pub fn count_retired(bytes: usize, guard: &Guard) {
+    let held = RETIRED_BYTES.with(|held| {
+        let now = held.get() + bytes;
+        held.set(if now >= RETIRED_BYTES_HELD { 0 } else { now });
+        now
+    });
+    if held >= RETIRED_BYTES_HELD {
+        guard.flush();
+    }
 }
 
 impl ItemPtr {
@@ -160,14 +177,7 @@ impl ItemPtr {
         // SAFETY: the caller guarantees it is unreachable for later pins; threads that
         // read it earlier are pinned, and the collector frees it only after they unpin.
         unsafe { guard.defer_unchecked(move || self.free()) };
-        let held = RETIRED_BYTES.with(|held| {
-            let now = held.get() + bytes;
-            held.set(if now >= RETIRED_BYTES_HELD { 0 } else { now });
-            now
-        });
-        if held >= RETIRED_BYTES_HELD {
-            guard.flush();
-        }
+        count_retired(bytes, guard);
     }
 
     /// # Safety

@@ -33,7 +33,7 @@ mod stats;
 mod sync;
 
 pub use index::{Access, Config, HotRing, HotspotStrategy, Version};
-pub use item::INLINE_VALUE_MAX;
+pub use item::{count_retired, INLINE_VALUE_MAX};
 pub use iter::Iter;
 pub use pinned::Pinned;
 pub use prefetch::PREFETCH_MAX;

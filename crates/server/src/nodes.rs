@@ -462,10 +462,21 @@ impl MemoryNodes {
         if dropped.is_empty() {
             return;
         }
-        if new.is_none() {
-            self.freed_later.fetch_add(1, Ordering::Relaxed);
-        }
         let guard = crossbeam_epoch::pin();
+        if new.is_some() {
+            // SAFETY: the nodes are freed only after `guard`, pinned before they are
+            // handed to the collector below, is dropped: they are allocated here.
+            let bytes = dropped
+                .iter()
+                .map(|&id| LEN_BYTES + unsafe { packed_of(id) }.len());
+            let bytes = bytes.sum();
+            self.free_after(&guard, dropped);
+            // An edit's few KB wait in the thread's bag as the index's replaced items
+            // do: handing the bag over after each edit was 4% of an HSET's time.
+            hotring::count_retired(bytes, &guard);
+            return;
+        }
+        self.freed_later.fetch_add(1, Ordering::Relaxed);
         self.free_after(&guard, dropped);
         // Hands this thread's deferred work to the global queue now, so an idle
         // thread does not hold a deleted collection's nodes until it is busy again.

@@ -464,8 +464,8 @@ impl MemoryNodes {
         }
         let guard = crossbeam_epoch::pin();
         if new.is_some() {
-            // SAFETY: the nodes are freed only after `guard`, pinned before they are
-            // handed to the collector below, is dropped: they are allocated here.
+            // SAFETY: `dropped` are nodes of the table this write replaced, and nothing
+            // frees them but the deferral below, not made yet: each is allocated here.
             let bytes = dropped
                 .iter()
                 .map(|&id| LEN_BYTES + unsafe { packed_of(id) }.len());

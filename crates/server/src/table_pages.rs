@@ -1062,9 +1062,7 @@ impl<'a, const R: usize> Records<'a, R> {
         root.extend_from_slice(&entries_bytes(&groups));
         Ok(root)
     }
-}
 
-impl<const R: usize> Records<'_, R> {
     /// The paged root of a table whose pages all stay as they are: one changed group of
     /// at most [`GROUP_PAGES`] pages, each changed page within a page's bounds, so that
     /// each is written as it is and the stored ones are named as before. `None` if a

@@ -462,25 +462,27 @@ impl MemoryNodes {
         if dropped.is_empty() {
             return;
         }
-        let guard = crossbeam_epoch::pin();
-        if new.is_some() {
-            // SAFETY: `dropped` are nodes of the table this write replaced, and nothing
-            // frees them but the deferral below, not made yet: each is allocated here.
-            let bytes = dropped
+        // SAFETY: `dropped` are nodes of the table this write replaced, and nothing
+        // frees them but the deferral below, not made yet: each is allocated here.
+        // An edit's released nodes are counted; a deleted collection's are not read.
+        let bytes = new.is_some().then(|| {
+            dropped
                 .iter()
-                .map(|&id| LEN_BYTES + unsafe { packed_of(id) }.len());
-            let bytes = bytes.sum();
-            self.free_after(&guard, dropped);
+                .map(|&id| LEN_BYTES + unsafe { packed_of(id) }.len())
+                .sum()
+        });
+        let guard = crossbeam_epoch::pin();
+        self.free_after(&guard, dropped);
+        if let Some(bytes) = bytes {
             // An edit's few KB wait in the thread's bag as the index's replaced items
             // do: handing the bag over after each edit was 4% of an HSET's time.
             hotring::count_retired(bytes, &guard);
-            return;
+        } else {
+            self.freed_later.fetch_add(1, Ordering::Relaxed);
+            // Hands this thread's deferred work to the global queue now, so an idle
+            // thread does not hold a deleted collection's nodes until it is busy again.
+            guard.flush();
         }
-        self.freed_later.fetch_add(1, Ordering::Relaxed);
-        self.free_after(&guard, dropped);
-        // Hands this thread's deferred work to the global queue now, so an idle
-        // thread does not hold a deleted collection's nodes until it is busy again.
-        guard.flush();
     }
 
     /// The memory store's nodes as a thread pinned with `guard` reads them.

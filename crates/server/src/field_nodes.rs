@@ -724,7 +724,7 @@ impl<'a> FieldEditor<'a> {
         let entry = entry_bytes(kind, field, value);
         let added = match found {
             Some(r) => {
-                packed.splice(r, entry);
+                packed::replace(packed, r, &entry);
                 false
             }
             None => {
@@ -741,7 +741,7 @@ impl<'a> FieldEditor<'a> {
                 } else {
                     packed.len()
                 };
-                packed.splice(at..at, entry);
+                packed::replace(packed, at..at, &entry);
                 let n = packed::count(packed) + 1;
                 packed::set_count(packed, n);
                 true

@@ -41,7 +41,7 @@ use std::borrow::Cow;
 
 use engine::Result;
 
-use crate::entry::{Entry, Kind};
+use crate::entry::{Entry, Kind, TRAILER_MAX};
 use crate::nodes::{self, NodeStore, Outcome, NODE_BYTES};
 use crate::packed::{self, element_size, Builder, MAX_ELEMENTS};
 use crate::table_pages::{self, Layout};
@@ -117,7 +117,7 @@ impl<'a> Ends<'a> {
     /// The root's payload: these ends, then `table`.
     fn encode(&self, table: &[u8]) -> Vec<u8> {
         let pushed: usize = self.pushed.iter().map(|p| p.len()).sum();
-        let mut out = Vec::with_capacity(ENDS_HEADER + pushed + table.len() + 9);
+        let mut out = Vec::with_capacity(ENDS_HEADER + pushed + table.len() + TRAILER_MAX);
         let words = [
             self.popped[0],
             self.popped[1],

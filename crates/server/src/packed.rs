@@ -24,6 +24,7 @@
 //! An empty collection is never stored: the write that empties one deletes its key.
 
 use std::cmp::Ordering;
+use std::ops::Range;
 
 use engine::varint;
 
@@ -104,7 +105,7 @@ pub struct Builder {
 impl Builder {
     pub fn with_capacity(bytes: usize) -> Builder {
         // Room for the entry's trailer too (see `Entry::into_stored`).
-        let mut out = Vec::with_capacity(HEADER + bytes + 9);
+        let mut out = Vec::with_capacity(HEADER + bytes + crate::entry::TRAILER_MAX);
         out.extend_from_slice(&[0; HEADER]);
         Builder { out, count: 0 }
     }
@@ -170,6 +171,22 @@ pub fn put_element(out: &mut Vec<u8>, element: &[u8]) {
     out.extend_from_slice(element);
 }
 
+/// Replaces the bytes `range` of `packed` by `with`, moving the bytes after it once:
+/// `Vec::splice` writes its replacement a byte at a time, which was 3% of a ZADD's
+/// instructions.
+pub fn replace(packed: &mut Vec<u8>, range: Range<usize>, with: &[u8]) {
+    let Range { start, end } = range;
+    let kept = start + with.len();
+    if kept > end {
+        let len = packed.len();
+        packed.resize(len + kept - end, 0);
+        packed.copy_within(end..len, kept);
+    } else {
+        packed.drain(kept..end);
+    }
+    packed[start..kept].copy_from_slice(with);
+}
+
 /// The bytes `element` takes in a packed value: its length's varint and itself.
 pub fn element_size(element: &[u8]) -> usize {
     let bits = usize::BITS - element.len().leading_zeros();
@@ -229,6 +246,22 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        #[test]
+        fn replace_is_a_splice(
+            bytes in prop::collection::vec(any::<u8>(), 0..200),
+            with in prop::collection::vec(any::<u8>(), 0..60),
+            a in any::<prop::sample::Index>(),
+            b in any::<prop::sample::Index>(),
+        ) {
+            let (a, b) = (a.index(bytes.len() + 1), b.index(bytes.len() + 1));
+            let range = a.min(b)..a.max(b);
+            let mut want = bytes.clone();
+            want.splice(range.clone(), with.iter().copied());
+            let mut got = bytes;
+            replace(&mut got, range, &with);
+            prop_assert_eq!(got, want);
+        }
+
         #[test]
         fn elements_read_back_as_packed(items in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..300), 0..40)) {
             let packed = pack(items.iter().map(Vec::as_slice));

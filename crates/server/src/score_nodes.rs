@@ -33,7 +33,7 @@ use std::ops::Range;
 
 use engine::Result;
 
-use crate::entry::{Entry, Kind};
+use crate::entry::{Entry, Kind, TRAILER_MAX};
 use crate::field_nodes::{FieldEditor, FieldReader};
 use crate::nodes::{self, NodeStore, Outcome, NODE_BYTES};
 use crate::packed::{self, score_order, Builder};
@@ -107,7 +107,7 @@ pub fn members(table: &[u8]) -> &[u8] {
 
 /// A zset table of the stored hash `members` and the order table `order`.
 fn encode(members: &[u8], order: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(SIZE_HEADER + members.len() + order.len() + 9);
+    let mut out = Vec::with_capacity(SIZE_HEADER + members.len() + order.len() + TRAILER_MAX);
     out.extend_from_slice(&(members.len() as u32).to_le_bytes());
     out.extend_from_slice(members);
     out.extend_from_slice(order);
@@ -180,7 +180,7 @@ fn insert(packed: &mut Vec<u8>, member: &[u8], score: f64) {
     let mut entry = Vec::with_capacity(member.len() + 11);
     packed::put_element(&mut entry, member);
     packed::put_element(&mut entry, &score.to_le_bytes());
-    packed.splice(at..at, entry);
+    packed::replace(packed, at..at, &entry);
     let n = packed::count(packed) + 1;
     packed::set_count(packed, n);
 }

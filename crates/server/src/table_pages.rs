@@ -43,6 +43,7 @@ use std::ops::Range;
 
 use engine::Result;
 
+use crate::entry::TRAILER_MAX;
 use crate::nodes::NodeStore;
 
 /// Bytes of a page's or a group's entry.
@@ -949,7 +950,7 @@ impl<'a, const R: usize> Records<'a, R> {
     /// The table stored inline whatever its length, as a value stored whole holds it:
     /// reads every page.
     pub fn inline(&self) -> Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(INLINE_HEADER + self.len() * R);
+        let mut out = Vec::with_capacity(INLINE_HEADER + self.len() * R + TRAILER_MAX);
         out.extend_from_slice(&u32::try_from(self.count).expect("a count").to_le_bytes());
         for g in 0..self.groups().list.len() {
             for p in 0..self.pages(g)?.list.len() {
@@ -1081,7 +1082,7 @@ impl<'a, const R: usize> Records<'a, R> {
         if group.id.is_some() || pages.list.len() > GROUP_PAGES || !pages.list.iter().all(within) {
             return Ok(None);
         }
-        let mut root = Vec::with_capacity(PAGED_HEADER + pages.list.len() * REF);
+        let mut root = Vec::with_capacity(PAGED_HEADER + pages.list.len() * REF + TRAILER_MAX);
         root.extend_from_slice(&self.count.to_le_bytes());
         for (p, page) in pages.list.iter().enumerate() {
             let entry = match page.entry() {

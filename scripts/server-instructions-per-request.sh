@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Instructions a hotkv-server binary executes per request, counted by valgrind's
+# callgrind: the same on every run, so an A/B of a per-request cost reads in one run
+# on a machine whose timings vary 1.5-3x. Counts are not time (a cache miss costs no
+# instructions): quote them beside a throughput ratio, not instead of one. The
+# callgrind profile is kept for `callgrind_annotate --inclusive=yes FILE`. Needs
+# valgrind (Debian's package).
+#
+#   bash scripts/server-instructions-per-request.sh BINARY PORT
+#       TEST=one redis-benchmark -t test (default set); N=requests (default 300000;
+#       about 2 minutes under callgrind); R=key space (-r; default 100000; for tests
+#       on one collection such as hset or zadd, its fields). Compare binaries at the
+#       same N: the first requests of a run fill the key space.
+set -euo pipefail
+bin=$1
+port=$2
+dir=$(mktemp -d)
+# Counted within connections' serving only: background tasks (expiry, stats) run by
+# the clock, and the clock runs slower under callgrind.
+valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.out" \
+    --toggle-collect='hotkv_server::connection::Connection::serve*' \
+    "$bin" --engine memory --port "$port" --dir "$dir" >/dev/null 2>"$dir/valgrind.log" &
+pid=$!
+trap 'kill $pid 2>/dev/null || true' EXIT
+for _ in $(seq 120); do
+    redis-cli -p "$port" ping >/dev/null 2>&1 && break
+    sleep 0.5
+done
+n=${N:-300000}
+redis-benchmark -p "$port" -t "${TEST:-set}" -r "${R:-100000}" -n "$n" -P 16 -c 50 -q >/dev/null 2>&1
+redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+wait $pid || true
+total=$(grep -o 'Collected : [0-9]*' "$dir/valgrind.log" | grep -o '[0-9]*$')
+echo "$bin: $((total / n)) instructions per ${TEST:-set} request ($total over $n; profile $dir/callgrind.out)"

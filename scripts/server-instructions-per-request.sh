@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions a hotkv-server binary executes per request, counted by valgrind's
-# callgrind: the same on every run, so an A/B of a per-request cost reads in one run
-# on a machine whose timings vary 1.5-3x. Counts are not time (a cache miss costs no
+# callgrind: within 0.1% between runs of one binary, so an A/B of a per-request cost
+# reads in one run on a machine whose timings vary 1.5-3x. Counts are not time (a cache miss costs no
 # instructions): quote them beside a throughput ratio, not instead of one. The
 # callgrind profile is kept for `callgrind_annotate --inclusive=yes FILE`. Needs
 # valgrind (Debian's package).

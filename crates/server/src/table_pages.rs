@@ -276,6 +276,24 @@ fn records_before(pages: &[u8], p: usize) -> usize {
     entries(pages).take(p).map(|page| page.records).sum()
 }
 
+/// The records of page `id`, which the entry naming it (in the node `above`, a root
+/// or a group) says are `records` of `R` bytes; a corruption error if they are not.
+fn read_page<'a, const R: usize>(
+    nodes: &'a dyn NodeStore,
+    id: u64,
+    records: usize,
+    above: &str,
+) -> Result<Cow<'a, [u8]>> {
+    let body = nodes.read(id)?;
+    if body.len() != records * R {
+        return Err(corrupt(format!(
+            "page {id} of a node table holds {} bytes, its {above} says {records} records",
+            body.len()
+        )));
+    }
+    Ok(body)
+}
+
 fn corrupt(detail: String) -> engine::Error {
     engine::Error::Corruption {
         file: Default::default(),
@@ -386,14 +404,7 @@ impl<'a> Pages<'a> {
             return Ok(body);
         }
         let id = page.id.expect("a page not loaded is stored");
-        let body = nodes.read(id)?;
-        if body.len() != page.records * R {
-            return Err(corrupt(format!(
-                "page {id} of a node table holds {} bytes, its root says {} records",
-                body.len(),
-                page.records
-            )));
-        }
+        let body = read_page::<R>(nodes, id, page.records, "root")?;
         Ok(page.contents.get_or_init(|| body))
     }
 
@@ -800,15 +811,7 @@ impl<'a, const R: usize> Records<'a, R> {
             Form::Inline => None,
         };
         let Some(page) = page else { return Ok(None) };
-        let body = self.nodes.read(page.id)?;
-        if body.len() != page.records * R {
-            return Err(corrupt(format!(
-                "page {} of a node table holds {} bytes, its group says {} records",
-                page.id,
-                body.len(),
-                page.records
-            )));
-        }
+        let body = read_page::<R>(self.nodes, page.id, page.records, "group")?;
         let n = body.len() / R;
         if n == 0 {
             return Ok(None);
@@ -851,16 +854,7 @@ impl<'a, const R: usize> Records<'a, R> {
             return Ok(Cow::Borrowed(&patch.records));
         }
         let page = Entry::read(&entries[p * REF..]);
-        let body = self.nodes.read(page.id)?;
-        if body.len() != page.records * R {
-            return Err(corrupt(format!(
-                "page {} of a node table holds {} bytes, its root says {} records",
-                page.id,
-                body.len(),
-                page.records
-            )));
-        }
-        Ok(body)
+        read_page::<R>(self.nodes, page.id, page.records, "root")
     }
 
     /// [`Records::overwrite`] in a table stored paged whose groups are not read: the

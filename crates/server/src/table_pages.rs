@@ -440,13 +440,7 @@ impl<'a> Pages<'a> {
         replaced
             .stored
             .extend(self.list[first..=last].iter().filter_map(|p| p.id));
-        if layout.names_nodes {
-            let out = body[cut.clone()].chunks_exact(R).map(|r| layout.id(r));
-            replaced.spliced_out.extend(out);
-            replaced
-                .spliced_in
-                .extend(records.iter().map(|r| layout.id(r)));
-        }
+        replaced.spliced(layout, &body[cut.clone()], records);
         body.splice(cut, records.concat());
         // An emptied page goes, so that the pages' keys stay in order; a group keeps
         // one page, however short.
@@ -518,6 +512,18 @@ struct Replaced {
     /// spliced out and back was kept).
     spliced_out: Vec<u64>,
     spliced_in: Vec<u64>,
+}
+
+impl Replaced {
+    /// Notes the nodes of the records `out` (of `layout`) spliced out and of `records`
+    /// spliced in, if the records name nodes.
+    fn spliced<const R: usize>(&mut self, layout: Layout<R>, out: &[u8], records: &[[u8; R]]) {
+        if layout.names_nodes {
+            self.spliced_out
+                .extend(out.chunks_exact(R).map(|r| layout.id(r)));
+            self.spliced_in.extend(records.iter().map(|r| layout.id(r)));
+        }
+    }
 }
 
 /// A table's records, read where they lie and groups and pages loaded as they are
@@ -885,12 +891,7 @@ impl<'a, const R: usize> Records<'a, R> {
             }
         };
         let cut = &mut patch.records[i * R..(i + records.len()) * R];
-        if self.layout.names_nodes {
-            let out = cut.chunks_exact(R).map(|r| self.layout.id(r));
-            self.replaced.spliced_out.extend(out);
-            let back = records.iter().map(|r| self.layout.id(r));
-            self.replaced.spliced_in.extend(back);
-        }
+        self.replaced.spliced(self.layout, cut, records);
         for (old, new) in cut.chunks_exact_mut(R).zip(records) {
             old.copy_from_slice(new);
         }
@@ -1092,12 +1093,7 @@ impl<'a, const R: usize> Records<'a, R> {
         let cut = &mut body[i * R..(i + records.len()) * R];
         let before: u64 = cut.chunks_exact(R).map(|r| layout.count(r)).sum();
         let after: u64 = records.iter().map(|r| layout.count(r)).sum();
-        if layout.names_nodes {
-            let out = cut.chunks_exact(R).map(|r| layout.id(r));
-            self.replaced.spliced_out.extend(out);
-            let back = records.iter().map(|r| layout.id(r));
-            self.replaced.spliced_in.extend(back);
-        }
+        self.replaced.spliced(layout, cut, records);
         for (old, new) in cut.chunks_exact_mut(R).zip(records) {
             old.copy_from_slice(new);
         }

@@ -123,7 +123,8 @@ proptest! {
         let whole = outcomes(&bytes, |buf| parse_request(buf, &limits));
         // In pieces, the way a connection reads: what has arrived, minus what was
         // consumed (and, with `discard`, the parsed part of a request not yet whole),
-        // parsed by one parser that keeps its place.
+        // parsed by one parser that keeps its place and is given back each request's
+        // arguments to fill again.
         let mut parser = RequestParser::default();
         let mut input = Vec::new();
         let mut pieced = Vec::new();
@@ -138,7 +139,8 @@ proptest! {
                 match parser.parse(&input[consumed..], &limits) {
                     Ok(Some((args, used))) => {
                         consumed += used;
-                        pieced.push(Ok(args));
+                        pieced.push(Ok(args.clone()));
+                        parser.recycle(args);
                     }
                     Ok(None) => break,
                     Err(e) => {

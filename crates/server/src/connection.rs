@@ -863,6 +863,7 @@ impl Connection {
                 return Some(Step::Close);
             }
         }
+        self.parser.recycle(args);
         None
     }
 

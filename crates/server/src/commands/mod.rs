@@ -52,8 +52,6 @@ mod tracking;
 mod transaction;
 pub mod users;
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -760,50 +758,86 @@ const TABLE: &[Command] = &[
     cmd("readwrite", 1, FAST | ANY_STATE, NO_KEYS, CONNECTION, cluster::not_a_cluster),
 ];
 
-/// FNV-1a: the command table's keys are a few short known names, so a keyed hash
-/// (std's default, built against hash flooding) only costs time on every request.
-struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
+/// The command table by name: open addressing over the names packed in three words,
+/// lowercase and zero-padded, so that a lookup hashes three words and compares three,
+/// where a general map would hash and compare bytes (a lookup runs for every request).
+struct ByName {
+    /// The packed name of each slot, its length (padding hides a name's trailing NULs)
+    /// and its command's index in [`TABLE`], `EMPTY` for none. Kept at most half full,
+    /// so a probe ends soon.
+    slots: Box<[([u64; 3], u8, u16)]>,
 }
 
-impl Hasher for Fnv {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
+impl ByName {
+    /// The longest name, "georadiusbymember_ro", has 20 letters.
+    const LONGEST: usize = 24;
+    const EMPTY: u16 = u16::MAX;
+
+    fn new() -> ByName {
+        let size = (TABLE.len() * 2).next_power_of_two();
+        assert!(TABLE.len() < Self::EMPTY as usize);
+        let mut by_name = ByName {
+            slots: vec![([0; 3], 0, Self::EMPTY); size].into_boxed_slice(),
+        };
+        for (i, c) in TABLE.iter().enumerate() {
+            let words = Self::pack(c.name.as_bytes())
+                .unwrap_or_else(|| panic!("{} is too long to look up", c.name));
+            let mut slot = by_name.home(&words);
+            while by_name.slots[slot].2 != Self::EMPTY {
+                assert_ne!(
+                    by_name.slots[slot].0, words,
+                    "{} is in the table twice",
+                    c.name
+                );
+                slot = (slot + 1) & (size - 1);
+            }
+            by_name.slots[slot] = (words, c.name.len() as u8, i as u16);
         }
+        by_name
     }
 
-    fn finish(&self) -> u64 {
-        self.0
+    /// `name` in lowercase, zero-padded to three words; `None` if it is longer than
+    /// any command's.
+    #[inline]
+    fn pack(name: &[u8]) -> Option<[u64; 3]> {
+        let mut lower = [0u8; Self::LONGEST];
+        for (l, c) in lower.get_mut(..name.len())?.iter_mut().zip(name) {
+            *l = c.to_ascii_lowercase();
+        }
+        let word =
+            |i: usize| u64::from_le_bytes(lower[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        Some([word(0), word(1), word(2)])
+    }
+
+    #[inline]
+    fn home(&self, words: &[u64; 3]) -> usize {
+        let mixed = (words[0] ^ words[1].rotate_left(21) ^ words[2].rotate_left(42))
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (mixed >> 32) as usize & (self.slots.len() - 1)
+    }
+
+    #[inline]
+    fn get(&self, name: &[u8]) -> Option<usize> {
+        let words = Self::pack(name)?;
+        let mut slot = self.home(&words);
+        loop {
+            let (there, len, index) = self.slots[slot];
+            if index == Self::EMPTY {
+                return None;
+            }
+            if there == words && len as usize == name.len() {
+                return Some(index as usize);
+            }
+            slot = (slot + 1) & (self.slots.len() - 1);
+        }
     }
 }
 
 /// The command named `name` (any case) and its index in the table.
 fn lookup(name: &[u8]) -> Option<(usize, &'static Command)> {
-    type ByName = HashMap<&'static [u8], usize, BuildHasherDefault<Fnv>>;
     static BY_NAME: OnceLock<ByName> = OnceLock::new();
-    // The longest name, "georadiusbymember_ro", has 20 letters.
-    const LONGEST: usize = 24;
-    let map = BY_NAME.get_or_init(|| {
-        TABLE
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                assert!(c.name.len() <= LONGEST, "{} is too long to look up", c.name);
-                (c.name.as_bytes(), i)
-            })
-            .collect()
-    });
-    let mut lower = [0u8; LONGEST];
-    let lower = lower.get_mut(..name.len())?;
-    for (l, c) in lower.iter_mut().zip(name) {
-        *l = c.to_ascii_lowercase();
-    }
-    map.get(&*lower).map(|&i| (i, &TABLE[i]))
+    let i = BY_NAME.get_or_init(ByName::new).get(name)?;
+    Some((i, &TABLE[i]))
 }
 
 /// The commands that run a Lua script on the script thread (see `script_thread.rs`).
@@ -1986,6 +2020,49 @@ mod tests {
         for (container, _) in SUBCOMMANDS {
             assert!(lookup(container.as_bytes()).is_some(), "{container}");
         }
+    }
+
+    #[test]
+    fn every_command_is_found_by_its_name_in_any_case_and_nothing_else_is() {
+        for (index, cmd) in TABLE.iter().enumerate() {
+            let name = cmd.name.as_bytes();
+            let mixed: Vec<u8> = name
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    if i % 2 == 0 {
+                        c.to_ascii_uppercase()
+                    } else {
+                        *c
+                    }
+                })
+                .collect();
+            for spelled in [name.to_vec(), name.to_ascii_uppercase(), mixed] {
+                assert_eq!(
+                    lookup(&spelled).map(|(i, _)| i),
+                    Some(index),
+                    "{}",
+                    cmd.name
+                );
+            }
+            let mut padded = name.to_vec();
+            padded.push(0);
+            assert!(
+                lookup(&padded).is_none(),
+                "{} with a NUL after it",
+                cmd.name
+            );
+            // LPUSH is LPUSHX less its last letter: a name near another is found only
+            // as itself.
+            let mut longer = name.to_vec();
+            longer.push(b'x');
+            for near in [&name[..name.len() - 1], &longer] {
+                assert!(lookup(near).is_none_or(|(_, c)| c.name.as_bytes() == near));
+            }
+        }
+        assert!(lookup(b"").is_none());
+        assert!(lookup(&[b'g'; 200]).is_none());
+        assert!(lookup(b"g\0t").is_none());
     }
 
     #[test]

@@ -1191,9 +1191,8 @@ fn feed_monitors(
     args: &[Vec<u8>],
     error: Option<&str>,
 ) {
-    let (flags, _) = flags_and_keys(index, stat);
     if server.monitors.active()
-        && flags & (ADMIN | SKIP_MONITOR) == 0
+        && flags_and_keys(index, stat).0 & (ADMIN | SKIP_MONITOR) == 0
         && !error.is_some_and(|e| e.starts_with(UNKNOWN_SUBCOMMAND))
     {
         monitor_line(server, session, index, args);
@@ -1569,6 +1568,10 @@ fn stat_slot(index: usize, args: &[Vec<u8>]) -> usize {
 /// The known subcommand counted in `stat` (see [`stat_slot`]), if the command at
 /// `index` is a container.
 fn subcommand_at(index: usize, stat: usize) -> Option<&'static Subcommand> {
+    // The commands' own slots come first (see `stat_slots`): most calls end here.
+    if stat < TABLE.len() {
+        return None;
+    }
     let (first, subs) = stat_slots().containers[index]?;
     subs.get(stat.checked_sub(first)?)
 }

@@ -111,16 +111,27 @@ impl KeyspaceEvents {
     }
 
     /// Queues the event `name` of `class` for `key`, if that class is published.
+    #[inline]
     pub fn fire(&self, class: u32, name: &'static str, key: &[u8]) {
-        if !self.wants(class) {
-            return;
+        if self.wants(class) {
+            self.queue(name, key);
         }
+    }
+
+    #[cold]
+    fn queue(&self, name: &'static str, key: &[u8]) {
         let mut queued = self.queued.lock().unwrap_or_else(|e| e.into_inner());
         queued.push(Event {
             name,
             key: key.to_vec(),
         });
         self.pending.fetch_add(1, Ordering::Release);
+    }
+
+    /// Whether any notification waits to be taken.
+    #[inline]
+    pub fn any_queued(&self) -> bool {
+        self.pending.load(Ordering::Acquire) != 0
     }
 
     /// The queued events, oldest first.

@@ -187,6 +187,7 @@ impl Session {
     /// Whether the connection's user may make the call `args`, counted in `slot`;
     /// the user is read again first if any user changed since it was. A deleted
     /// user's connection (killed by ACL DELUSER) may run nothing more.
+    #[inline]
     pub fn check_acl(
         &mut self,
         server: &Server,
@@ -1732,6 +1733,7 @@ impl LogContext {
 
 /// The connection's ACL check (see [`Session::check_acl`]) of a call counted in
 /// `slot`; a refusal is recorded in ACL LOG.
+#[inline]
 pub(crate) fn permitted(
     server: &Server,
     session: &mut Session,
@@ -1739,9 +1741,21 @@ pub(crate) fn permitted(
     args: &[Vec<u8>],
     context: LogContext,
 ) -> Result<(), users::Denied> {
-    let Err(denied) = session.check_acl(server, slot, args) else {
-        return Ok(());
-    };
+    session
+        .check_acl(server, slot, args)
+        .map_err(|denied| refused(server, session, slot, args, context, denied))
+}
+
+/// [`permitted`]'s refusal, logged.
+#[cold]
+fn refused(
+    server: &Server,
+    session: &mut Session,
+    slot: usize,
+    args: &[Vec<u8>],
+    context: LogContext,
+    denied: users::Denied,
+) -> users::Denied {
     let (reason, object) = match denied {
         users::Denied::Command => ("command", stat_slots().names[slot].as_bytes().to_vec()),
         users::Denied::Key(at) => ("key", args[at].clone()),
@@ -1749,7 +1763,7 @@ pub(crate) fn permitted(
     };
     let username = session.user.name.clone();
     log_acl(server, session, reason, context, object, username);
-    Err(denied)
+    denied
 }
 
 /// Records a refusal in ACL LOG, with the connection's CLIENT INFO line.

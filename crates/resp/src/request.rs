@@ -268,6 +268,7 @@ impl RequestParser {
 }
 
 /// The number on a `*N` or `$N` line starting at `at`, and where the next line starts.
+#[inline]
 fn count_line(
     buf: &[u8],
     at: usize,
@@ -280,6 +281,7 @@ fn count_line(
 }
 
 /// [`count_line`] of any line.
+#[cold]
 fn any_count_line(
     buf: &[u8],
     at: usize,

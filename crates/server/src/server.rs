@@ -201,12 +201,18 @@ impl Server {
 
     /// The latency monitor: notes that `event` took `took`, if that reaches
     /// latency-monitor-threshold (0, the default, notes nothing).
+    #[inline]
     pub fn note_latency(&self, event: &'static str, took: Duration) {
         if self.config.latency_threshold().is_some_and(|t| took >= t) {
-            let ms = took.as_millis() as u64;
-            self.latency
-                .record(event, ms, crate::entry::now_ms() / 1000);
+            self.record_latency(event, took);
         }
+    }
+
+    #[cold]
+    fn record_latency(&self, event: &'static str, took: Duration) {
+        let ms = took.as_millis() as u64;
+        self.latency
+            .record(event, ms, crate::entry::now_ms() / 1000);
     }
 
     /// Publishes the queued keyspace notifications (see [`crate::keyspace_events`]).
@@ -505,6 +511,7 @@ impl Server {
     /// is yes ([`SAVES_FAILING`]: until a save succeeds, as the schedule retries every
     /// few seconds), or fewer replicas than `min-replicas-to-write` ([`NOREPLICAS`]:
     /// hotkv has none).
+    #[inline]
     pub fn write_refusal(&self) -> Option<&'static str> {
         if self.saves_failing() {
             return Some(SAVES_FAILING);
@@ -514,10 +521,14 @@ impl Server {
 
     /// Whether writes, and PING, are refused for the failing saves (see
     /// [`Server::write_refusal`]).
+    #[inline]
     pub fn saves_failing(&self) -> bool {
-        self.last_save_failed.load(Ordering::Relaxed)
-            && self.saves_on_schedule()
-            && self.config.value("stop-writes-on-bgsave-error") == "yes"
+        self.last_save_failed.load(Ordering::Relaxed) && self.failed_saves_stop_writes()
+    }
+
+    #[cold]
+    fn failed_saves_stop_writes(&self) -> bool {
+        self.saves_on_schedule() && self.config.value("stop-writes-on-bgsave-error") == "yes"
     }
 
     /// Whether the memory engine has a save schedule (`save`).

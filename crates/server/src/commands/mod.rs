@@ -1138,10 +1138,21 @@ fn may_grow_data(args: &[Vec<u8>]) -> bool {
 /// tells it of every change anyway.
 /// A script's reads are not remembered one by one: EVAL remembers the keys it was
 /// given if the script read anything (`remember_keys`), as Redis does.
+#[inline]
 fn remember_reads(server: &Server, session: &Session, index: usize, stat: usize, args: &[Vec<u8>]) {
-    if session.tracking.is_none() {
-        return;
+    if session.tracking.is_some() {
+        remember_tracked_reads(server, session, index, stat, args);
     }
+}
+
+#[cold]
+fn remember_tracked_reads(
+    server: &Server,
+    session: &Session,
+    index: usize,
+    stat: usize,
+    args: &[Vec<u8>],
+) {
     let (flags, keys) = flags_and_keys(index, stat);
     if flags & READONLY == 0 || TABLE[index].acl & SCRIPTING != 0 {
         return;
@@ -1184,6 +1195,7 @@ pub(crate) fn remember_keys<'a>(
 /// commands are not shown, nor is a container's unknown subcommand, which Redis
 /// refuses before it runs; scripts (`SKIP_MONITOR`) were shown before they ran
 /// ([`feed_monitors_before`]).
+#[inline]
 fn feed_monitors(
     server: &Server,
     session: &Session,
@@ -1210,6 +1222,7 @@ fn feed_monitors_before(server: &Server, session: &Session, index: usize, args: 
 
 /// A command's MONITOR line; a script's commands are shown as from `lua`, as in
 /// Redis.
+#[cold]
 fn monitor_line(server: &Server, session: &Session, index: usize, args: &[Vec<u8>]) {
     let name = TABLE[index].name;
     let source = match session.in_script {

@@ -136,7 +136,7 @@ impl KeyspaceEvents {
 
     /// The queued events, oldest first.
     pub fn take(&self) -> Vec<Event> {
-        if self.pending.load(Ordering::Acquire) == 0 {
+        if !self.any_queued() {
             return Vec::new();
         }
         let mut queued = self.queued.lock().unwrap_or_else(|e| e.into_inner());

@@ -234,6 +234,16 @@ impl Entry {
         &stored[..stored.len() - trailer]
     }
 
+    /// A copy of [`Entry::stored_payload`] for an editor to change and store again:
+    /// it leaves room for the trailer, so that [`Entry::into_stored`] does not
+    /// reallocate the buffer to add it.
+    pub fn stored_payload_to_edit(stored: &[u8]) -> Vec<u8> {
+        let payload = Self::stored_payload(stored);
+        let mut out = Vec::with_capacity(payload.len() + TRAILER_MAX);
+        out.extend_from_slice(payload);
+        out
+    }
+
     /// Whether a stored value is held in Redis's larger encoding (see [`Entry::raw`]).
     pub fn stored_raw(stored: &[u8]) -> bool {
         stored.last().is_some_and(|&tag| tag & RAW != 0)
@@ -407,6 +417,22 @@ mod tests {
                     assert_eq!(Entry::stored_kind(&stored), kind);
                     assert_eq!(Entry::decode(stored), entry);
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn a_payload_copied_to_edit_is_stored_again_in_its_own_buffer() {
+        for deadline in [None, Some(1_700_000_000_000)] {
+            for payload in [&b""[..], b"packed fields", &[7; 300]] {
+                let stored = Entry::collection(Kind::Hash, payload.to_vec(), deadline).stored();
+                let copy = Entry::stored_payload_to_edit(&stored);
+                assert_eq!(copy, payload);
+                let buffer = copy.as_ptr();
+                let again = Entry::collection(Kind::Hash, copy, deadline).into_stored();
+                assert_eq!(again, stored);
+                // The trailer fitted in the room left for it: nothing was reallocated.
+                assert_eq!(again.as_ptr(), buffer);
             }
         }
     }

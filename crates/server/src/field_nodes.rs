@@ -582,7 +582,7 @@ impl<'a> FieldEditor<'a> {
                 let table = Table::new(nodes, Entry::stored_payload(s).to_vec());
                 Shape::Split(table, BTreeMap::new())
             }
-            Some(s) => Shape::Packed(Entry::stored_payload(s).to_vec()),
+            Some(s) => Shape::Packed(Entry::stored_payload_to_edit(s)),
         };
         FieldEditor {
             nodes,

@@ -894,7 +894,7 @@ impl<'a> ZsetEditor<'a> {
             Some(s) if Entry::stored_is_node_table(s) => {
                 Shape::Split(Box::new(Split::new(nodes, Entry::stored_payload(s))))
             }
-            Some(s) => Shape::Packed(Entry::stored_payload(s).to_vec()),
+            Some(s) => Shape::Packed(Entry::stored_payload_to_edit(s)),
         };
         ZsetEditor {
             nodes,

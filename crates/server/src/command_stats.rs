@@ -151,6 +151,10 @@ pub struct CommandStats {
     /// replies are the uncommon path, so one lock does.
     errors: Mutex<Vec<(String, u64)>>,
     error_replies: AtomicU64,
+    /// The clock commands are timed by: read raw (the CPU's counter) at a command's
+    /// start and end, and only their difference scaled to time, where an `Instant`
+    /// scales each reading (the two were ~80 instructions of a ~2,400 GET).
+    clock: quanta::Clock,
 }
 
 impl CommandStats {
@@ -166,7 +170,20 @@ impl CommandStats {
             slowlog: Mutex::default(),
             errors: Mutex::default(),
             error_replies: AtomicU64::new(0),
+            clock: quanta::Clock::new(),
         }
+    }
+
+    /// The clock's reading now, for [`CommandStats::took_since`].
+    #[inline]
+    pub fn tick(&self) -> u64 {
+        self.clock.raw()
+    }
+
+    /// The time since `started`, a [`CommandStats::tick`] read before the command ran.
+    #[inline]
+    pub fn took_since(&self, started: u64) -> Duration {
+        self.clock.delta(started, self.clock.raw())
     }
 
     /// `(index, histogram)` of every command whose latency histogram holds a call.

@@ -145,9 +145,6 @@ impl Server {
         let users = crate::commands::users::Users::new(config.requirepass().as_deref());
         let scripts = crate::scripting::Scripts::new().expect("Lua starts with its libraries");
         let lua_memory = scripts.lua_memory() as u64;
-        // The clock commands are timed by calibrates itself on first use (under a
-        // millisecond): here, rather than in the first command.
-        quanta::Instant::now();
         let server = Server {
             db,
             gate: Gate::default(),

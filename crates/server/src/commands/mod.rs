@@ -1102,7 +1102,7 @@ fn run(
     }
     remember_reads(server, session, index, stat, args);
     feed_monitors_before(server, session, index, args);
-    let started = quanta::Instant::now();
+    let started = server.command_stats.tick();
     let outcome = (cmd.run)(&mut Ctx { server, session }, args);
     let action = outcome.unwrap_or_else(|e| Action::Reply(storage_error(&e)));
     if matches!(action, Action::Block { .. }) {
@@ -1263,14 +1263,14 @@ fn record(
     index: usize,
     stat: usize,
     args: &[Vec<u8>],
-    started: quanta::Instant,
+    started: u64,
     error: Option<&str>,
 ) {
     if error.is_some_and(|e| e.starts_with(WRONG_ARITY)) {
         server.command_stats.record_rejected(stat);
         return;
     }
-    let took = started.elapsed();
+    let took = server.command_stats.took_since(started);
     server.command_stats.record_call(
         stat,
         took,
@@ -1829,7 +1829,7 @@ fn execute_queued(
                 remember_reads(server, session, index, stat, args);
             }
             feed_monitors_before(server, session, index, args);
-            let started = quanta::Instant::now();
+            let started = server.command_stats.tick();
             let frame = match (cmd.run)(&mut Ctx { server, session }, args) {
                 Ok(
                     Action::Reply(f)

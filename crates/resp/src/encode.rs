@@ -14,8 +14,32 @@ fn push_line(out: &mut Vec<u8>, prefix: u8, text: &[u8]) {
 
 fn push_header(out: &mut Vec<u8>, prefix: u8, n: usize) {
     out.push(prefix);
-    out.extend_from_slice(n.to_string().as_bytes());
+    push_decimal(out, n as u64);
     out.extend_from_slice(b"\r\n");
+}
+
+/// `n` in decimal, as `to_string` writes it, without a string made and freed for it:
+/// every bulk and array header and every integer reply is written through here.
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    // u64::MAX has 20 digits.
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+fn push_signed_decimal(out: &mut Vec<u8>, n: i64) {
+    if n < 0 {
+        out.push(b'-');
+    }
+    push_decimal(out, n.unsigned_abs());
 }
 
 fn push_bulk(out: &mut Vec<u8>, data: &[u8]) {
@@ -90,7 +114,7 @@ impl Frame {
             Frame::Error(s) => push_line(out, b'-', s.as_bytes()),
             Frame::Integer(n) => {
                 out.push(b':');
-                out.extend_from_slice(n.to_string().as_bytes());
+                push_signed_decimal(out, *n);
                 out.extend_from_slice(b"\r\n");
             }
             Frame::Bulk(b) => push_bulk(out, b),
@@ -259,6 +283,24 @@ mod tests {
     }
 
     proptest! {
+        /// Integers and lengths read as Rust's own formatting writes them.
+        #[test]
+        fn decimals_are_written_as_to_string_writes_them(
+            n in prop_oneof![
+                any::<i64>(),
+                Just(i64::MIN),
+                Just(i64::MAX),
+                Just(0i64),
+                -1000i64..1000,
+            ],
+            len in prop_oneof![any::<u64>(), Just(u64::MAX), 0u64..1000],
+        ) {
+            let mut out = b"x".to_vec();
+            push_signed_decimal(&mut out, n);
+            push_decimal(&mut out, len);
+            prop_assert_eq!(out, format!("x{n}{len}").into_bytes());
+        }
+
         /// Digits formatted once and placed agree with formatting in each notation.
         #[test]
         fn doubles_format_as_the_definition_of_g17(

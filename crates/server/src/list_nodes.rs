@@ -145,9 +145,9 @@ impl<'a> Ends<'a> {
 fn body_without(node: &[u8], front: usize, back: usize) -> (&[u8], usize) {
     let kept = packed::count(node) - front - back;
     let mut elements = packed::elements(node);
-    elements.by_ref().take(front).for_each(drop);
+    elements.pass(front);
     let start = elements.remaining_bytes();
-    elements.by_ref().take(kept).for_each(drop);
+    elements.pass(kept);
     let end = elements.remaining_bytes();
     (&start[..start.len() - end.len()], kept)
 }
@@ -430,7 +430,7 @@ fn popped(list: &[u8], end: End, n: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
     } else {
         // Find where the kept elements end, then copy them as one block.
         let body = elements.remaining_bytes();
-        elements.by_ref().take(len - n).for_each(drop);
+        elements.pass(len - n);
         let tail = elements.remaining_bytes();
         b.push_packed(&body[..body.len() - tail.len()], len - n);
         let mut out: Vec<Vec<u8>> = elements.map(<[u8]>::to_vec).collect();
@@ -453,7 +453,7 @@ fn as_end(rest: Vec<u8>) -> Cow<'static, [u8]> {
 /// bytes around the old element copied as they are, only the lengths before it read.
 fn replaced(list: &[u8], at: usize, value: &[u8]) -> Vec<u8> {
     let mut elements = packed::elements(list);
-    elements.by_ref().take(at).for_each(drop);
+    elements.pass(at);
     let start = list.len() - elements.remaining_bytes().len();
     assert!(elements.next().is_some(), "LSET checks the index");
     let after = elements.remaining_bytes();

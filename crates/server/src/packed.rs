@@ -66,6 +66,32 @@ impl<'a> Elements<'a> {
     pub fn remaining_bytes(&self) -> &'a [u8] {
         self.rest
     }
+
+    /// Passes over the next `n` elements (fewer if the value ends first), reading only
+    /// their lengths: a pop at a list's right end, and a read from a rank, find where
+    /// they start this way, in half the instructions of taking each element.
+    pub fn pass(&mut self, n: usize) {
+        let rest = self.rest;
+        let mut at = 0usize;
+        for _ in 0..n {
+            let Some(&first) = rest.get(at) else {
+                break;
+            };
+            // Most elements are under 128 bytes: a length of one byte, read here.
+            if first < 0x80 {
+                at += 1 + usize::from(first);
+                continue;
+            }
+            let Some((len, used)) = varint::get(&rest[at..]) else {
+                debug_assert!(false, "a packed element's length is cut short");
+                at = rest.len();
+                break;
+            };
+            at = at.saturating_add(used).saturating_add(len as usize);
+        }
+        debug_assert!(at <= rest.len(), "a packed element runs past the value");
+        self.rest = rest.get(at..).unwrap_or_default();
+    }
 }
 
 impl<'a> Iterator for Elements<'a> {
@@ -93,6 +119,11 @@ impl<'a> Iterator for Elements<'a> {
         let element = &self.rest[used..end];
         self.rest = &self.rest[end..];
         Some(element)
+    }
+
+    fn nth(&mut self, n: usize) -> Option<&'a [u8]> {
+        self.pass(n);
+        self.next()
     }
 }
 
@@ -277,6 +308,24 @@ mod tests {
             let back: Vec<&[u8]> = elements(&pushed).collect();
             prop_assert_eq!(back[0], &b"head"[..]);
             prop_assert_eq!(back.len(), items.len() + 1);
+        }
+
+        /// Passing over elements lands where taking them one by one does, lengths of
+        /// one varint byte and of several alike, past the end included.
+        #[test]
+        fn passing_over_elements_is_taking_them(
+            items in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..300), 0..40),
+            n in 0usize..45,
+        ) {
+            let packed = pack(items.iter().map(Vec::as_slice));
+            let mut passed = elements(&packed);
+            passed.pass(n);
+            let mut taken = elements(&packed);
+            taken.by_ref().take(n).for_each(drop);
+            prop_assert_eq!(passed.remaining_bytes(), taken.remaining_bytes());
+            prop_assert_eq!(elements(&packed).nth(n), items.get(n).map(Vec::as_slice));
+            let skipped: Vec<&[u8]> = elements(&packed).skip(n).collect();
+            prop_assert_eq!(skipped.len(), items.len().saturating_sub(n));
         }
 
         #[test]

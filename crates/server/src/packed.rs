@@ -69,7 +69,7 @@ impl<'a> Elements<'a> {
 
     /// Passes over the next `n` elements (fewer if the value ends first), reading only
     /// their lengths: a pop at a list's right end, and a read from a rank, find where
-    /// they start this way, in half the instructions of taking each element.
+    /// they start this way, in fewer instructions than taking each element.
     pub fn pass(&mut self, n: usize) {
         let rest = self.rest;
         let mut at = 0usize;

@@ -451,6 +451,12 @@ impl MemoryNodes {
     /// [`MemoryNodes::retire`], given the nodes only `old` named if the editor that
     /// made `new` knows them (`released`), instead of finding them in both tables.
     pub fn retire_known(&self, old: &[u8], new: Option<&[u8]>, released: Option<Vec<u64>>) {
+        // Only a node table names nodes: a plain value's replacement (every string
+        // write) releases none, known without matching the two values' shapes.
+        if !Entry::stored_is_node_table(old) {
+            debug_assert!(released.is_none_or(|known| known.is_empty()));
+            return;
+        }
         let found = || dropped(self, old, new);
         let dropped = match released {
             Some(known) => {

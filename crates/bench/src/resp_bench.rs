@@ -7,7 +7,8 @@
 //! machine that CPU is taken from the servers being measured. Each connection sends
 //! `--pipeline` requests, then reads their replies; a batch's round trip is the latency
 //! of each request in it (as redis-benchmark counts). Throughput is sampled every 100 ms
-//! for the timeline.
+//! for the timeline. Each round's operations are drawn before it starts ([`draw`]), so
+//! the draws' CPU is not taken from the servers while they are measured.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -360,29 +361,75 @@ fn load(addr: &str, keys: u64, value: &[u8]) -> Result<(), String> {
     join_all(handles).map(|_| ())
 }
 
-fn measure(args: &RespArgs, addr: &str, spec: &Spec, round: usize) -> Result<Round, String> {
+/// Operations drawn ahead of a round, split evenly over its connections, each of which
+/// replays its share in a loop (one pass is about as long as a 5-second round at 1.2M
+/// requests/s, about what this machine serves). Drawing as the requests went out took
+/// ~20% of the client's CPU (a zipf draw computes a logarithm and an exponential, and
+/// the key's permutation a few multiplications), which on a machine the client shares
+/// with the server is taken from the server being measured; BENCHMARKS.md, session 81.
+/// 16 bytes an operation: 128 MB.
+const ROUND_OPS: usize = 1 << 23;
+
+/// The operations of round `round` for `clients` connections, `per_connection` each:
+/// connection `c` replays the generator stream `round * clients + c`, so every server
+/// measured in a round is sent the same requests. Drawn on every core.
+fn draw(
+    spec: &Spec,
+    clients: usize,
+    per_connection: usize,
+    seed: u64,
+    round: usize,
+) -> Vec<Arc<[Op]>> {
+    let shared = Shared::new(spec.keys);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = clients.div_ceil(threads);
+    let mut streams: Vec<Option<Arc<[Op]>>> = vec![None; clients];
+    std::thread::scope(|scope| {
+        for (t, share) in streams.chunks_mut(chunk).enumerate() {
+            let shared = shared.clone();
+            scope.spawn(move || {
+                for (i, slot) in share.iter_mut().enumerate() {
+                    let stream = (round * clients + t * chunk + i) as u64;
+                    let generator = Generator::new(spec.clone(), shared.clone(), seed, stream);
+                    *slot = Some(generator.take(per_connection).collect());
+                }
+            });
+        }
+    });
+    streams
+        .into_iter()
+        .map(|s| s.expect("every connection's stream drawn"))
+        .collect()
+}
+
+fn measure(
+    args: &RespArgs,
+    addr: &str,
+    streams: &[Arc<[Op]>],
+    round: usize,
+) -> Result<Round, String> {
     let value = Arc::new(vec![b'v'; args.value_size]);
     let stop = Arc::new(AtomicBool::new(false));
     let ops = Arc::new(AtomicU64::new(0));
-    let shared = Shared::new(args.keys);
     let connections = (0..args.clients)
         .map(|_| connect(addr))
         .collect::<Result<Vec<_>, _>>()?;
-    let (spec, seed, clients, pipeline) = (spec.clone(), args.seed, args.clients, args.pipeline);
+    let pipeline = args.pipeline;
+    let streams = streams.to_vec();
     let drive = {
         let (stop, ops) = (stop.clone(), ops.clone());
         move |c: usize, mut connection: Connection| {
-            let stream = (round * clients + c) as u64;
-            let mut generator = Generator::new(spec.clone(), shared.clone(), seed, stream);
+            let stream = streams[c].clone();
             let (stop, ops, value) = (stop.clone(), ops.clone(), value.clone());
             async move {
                 let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("bounds");
                 let (mut batch, mut key_buf) = (Vec::new(), Vec::new());
+                let mut next = stream.iter().cycle();
                 while !stop.load(Ordering::Relaxed) {
                     batch.clear();
                     let mut commands = 0;
                     for _ in 0..pipeline {
-                        match generator.next().expect("endless") {
+                        match *next.next().expect("a stream holds at least one operation") {
                             Op::Read(k) => command(&mut batch, &[b"GET", key(&mut key_buf, k)]),
                             Op::Update(k) | Op::Insert(k) => {
                                 command(&mut batch, &[b"SET", key(&mut key_buf, k), &value])
@@ -474,9 +521,11 @@ pub fn run(args: RespArgs) -> Result<Vec<ServerResult>, String> {
     let n = args.addr.len();
     let mut rounds: Vec<Vec<Round>> = (0..n).map(|_| Vec::new()).collect();
     for r in 0..args.rounds {
+        let per_connection = (ROUND_OPS / args.clients).max(1);
+        let streams = draw(&spec, args.clients, per_connection, args.seed, r);
         for i in 0..n {
             let s = (i + r) % n;
-            let round = measure(&args, &args.addr[s], &spec, r)?;
+            let round = measure(&args, &args.addr[s], &streams, r)?;
             eprintln!(
                 "round {r} {:<22} {:>12.0} ops/s",
                 args.addr[s], round.ops_per_sec
@@ -572,6 +621,36 @@ mod tests {
             let mut out = Vec::new();
             command(&mut out, &args);
             assert_eq!(out, Frame::command(&args).to_bytes(Protocol::Resp2));
+        }
+    }
+
+    /// A round's streams are its connections' generator streams, whichever thread drew
+    /// them, so all servers of a round get the same requests and rounds differ.
+    #[test]
+    fn each_connection_replays_its_own_generator_stream() {
+        let spec = Spec::new(Workload::A, Distribution::Zipf { theta: 1.22 }, 1000);
+        for clients in [1, 2, 3, 7] {
+            for round in [0, 1] {
+                let streams = draw(&spec, clients, 50, 9, round);
+                assert_eq!(streams.len(), clients);
+                for (c, stream) in streams.iter().enumerate() {
+                    let generator = Generator::new(
+                        spec.clone(),
+                        Shared::new(1000),
+                        9,
+                        (round * clients + c) as u64,
+                    );
+                    assert_eq!(
+                        &stream[..],
+                        &generator.take(50).collect::<Vec<_>>()[..],
+                        "{clients} {round} {c}"
+                    );
+                }
+            }
+            assert_ne!(
+                draw(&spec, clients, 50, 9, 0)[0],
+                draw(&spec, clients, 50, 9, 1)[0]
+            );
         }
     }
 

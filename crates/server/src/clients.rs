@@ -122,6 +122,10 @@ impl Client {
 
     pub fn kill(&self) {
         self.killed.store(true, Ordering::SeqCst);
+        // Every waiter: the connection keeps one waiting across its batches while a
+        // pause or a blocking command waits with another. The permit is for a waiter
+        // that looked at `killed` just before it was set and has yet to register.
+        self.kill.notify_waiters();
         self.kill.notify_one();
     }
 

@@ -895,6 +895,14 @@ impl Connection {
             return Ok(None);
         }
         let client = self.session.client.clone();
+        // The waits between batches, kept from one batch to the next: made anew, each
+        // registered with its notifier and left it again, under the notifier's lock,
+        // every batch (50 instructions of a pipelined SET and GET's 5,761). `Client::kill`
+        // wakes every waiter, since a pause or a blocking command waits with another.
+        let mut stop_between = stop.clone();
+        let mut stopped = std::pin::pin!(stop_between.changed());
+        let mut delivered = std::pin::pin!(client.delivered());
+        let mut killed = std::pin::pin!(client.killed());
         loop {
             let limits = RequestLimits {
                 max_bulk_len: self.server.config.proto_max_bulk_len(),
@@ -1024,6 +1032,11 @@ impl Connection {
                 }
             };
             tokio::select! {
+                // In this order: under load the socket is readable when the task wakes,
+                // and the select ends at its first branch without polling the others
+                // (50 instructions of a pipelined SET and GET's 5,811). None starves:
+                // the top of the loop looks at what they wait for.
+                biased;
                 ready = self.stream.readable() => {
                     ready?;
                     // Room for a read as Redis makes it (PROTO_IOBUF_LEN), kept across
@@ -1071,13 +1084,14 @@ impl Connection {
                 ready = self.stream.writable(), if !self.output.is_empty() => ready?,
                 // Written out at the top of the loop, which is activity as Redis counts
                 // it; a wake-up for the query-buffer cron's cut alone is not.
-                _ = client.delivered() => {
+                _ = &mut delivered => {
+                    delivered.set(client.delivered());
                     if client.has_outbox() {
                         client.touch();
                     }
                 }
-                _ = stop.changed() => return Ok(None),
-                _ = client.killed() => return Err(Ended::killed(&client)),
+                _ = &mut stopped => return Ok(None),
+                _ = &mut killed => return Err(Ended::killed(&client)),
                 _ = idle => return Err(Ended::IdleTimeout),
             }
         }

@@ -1175,6 +1175,40 @@ fn client_pause_holds_writes_or_everything_until_unpause_or_the_deadline() {
     );
 }
 
+/// CLIENT KILL ends at once a client held by a pause and one blocked in BLPOP: each
+/// connection then waits for its kill in two places, between batches and in the wait.
+#[test]
+fn client_kill_ends_a_paused_or_blocked_client_at_once() {
+    use std::io::{ErrorKind, Read, Write};
+    let server = Server::start();
+    let mut admin = server.client();
+    run::<()>(&mut admin, &["CLIENT", "PAUSE", "60000", "WRITE"]);
+    let mut paused = server.raw();
+    paused.write_all(b"SET k v\r\n").unwrap();
+    let mut blocked = server.raw();
+    blocked.write_all(b"BLPOP list 0\r\n").unwrap();
+    for s in [&mut paused, &mut blocked] {
+        assert_eq!(read_within(s, Duration::from_millis(300)), b"", "not held");
+    }
+    for s in [&mut paused, &mut blocked] {
+        let addr = s.local_addr().unwrap().to_string();
+        assert_eq!(
+            run::<i64>(&mut admin, &["CLIENT", "KILL", "ADDR", &addr]),
+            1
+        );
+        // Closed with no reply well before the pause or the block would end.
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut buf = [0u8; 64];
+        match s.read(&mut buf) {
+            Ok(0) => {}
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => {}
+            other => panic!("{addr}: a killed client got {other:?}, not its end"),
+        }
+    }
+    run::<()>(&mut admin, &["CLIENT", "UNPAUSE"]);
+    assert_eq!(run::<Option<String>>(&mut admin, &["GET", "k"]), None);
+}
+
 /// `args` as a RESP request (scripts have line breaks, which inline requests cannot).
 fn request(args: &[&str]) -> Vec<u8> {
     let mut out = format!("*{}\r\n", args.len()).into_bytes();

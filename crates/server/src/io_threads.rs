@@ -442,13 +442,13 @@ const MAX_HOLD: u64 = 640;
 /// tells loads apart that the rate alone does not: serving one key costs half what
 /// a million do, at much the same rate.
 const CHANGE: f64 = 1.5;
+const CHANGED_TICKS: u32 = 3;
 /// A trial of one thread starts only on two busy ticks whose rates are this close, the
 /// two that make its `before`. Measured here (`hotkv-bench resp`, zipf 1.22, P16): a
 /// steady load's 100 ms rates move 5% (median) to 19% (90th percentile) from one tick
 /// to the next; a benchmark's round starting up climbs faster, and a trial begun on its
 /// first ticks found one thread as good as two and kept it for a whole hold.
 const STEADY: f64 = 1.2;
-const CHANGED_TICKS: u32 = 3;
 
 /// Requests a second, and the threads' worth of work they took (`Sample::demand`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

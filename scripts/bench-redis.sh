@@ -10,6 +10,10 @@
 # spreads the keys over N random ones (redis-benchmark's -r); without it every SET and
 # GET goes to one key. HOTKV_BASE_BIN=path/to/hotkv-server also measures that build in
 # the same rounds.
+# It also prints the load generator's busy share: redis-benchmark's CPU time (user +
+# system) over its wall time and threads, median per server and pipeline depth. A
+# client busy all the time is the limit, not the server: with a share of S against
+# redis-server, no server could be measured above 1/S times Redis's rate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
@@ -23,6 +27,9 @@ HOTKV_PORT=${HOTKV_PORT:-6402}
 . scripts/servers.sh
 start_servers "$REDIS_PORT" "$HOTKV_PORT"
 out=$(mktemp)
+busy=$(mktemp)
+result=$(mktemp)
+TIMEFORMAT='%U %S %R'
 for P in $PIPELINES; do
   for r in $(seq "$ROUNDS"); do
     # Alternate which server goes first.
@@ -31,9 +38,27 @@ for P in $PIPELINES; do
       name=${s%%:*}; port=${s##*:}
       tests=(-t "$TESTS"); [ "$TESTS" = default ] && tests=()
       redis-cli -p "$port" flushall >/dev/null
-      redis-benchmark -p "$port" "${tests[@]}" -c "$CLIENTS" -n "$REQUESTS" -P "$P" --threads "$THREADS" ${KEYSPACE:+-r "$KEYSPACE"} -q 2>/dev/null | tr '\r' '\n' |
+      # bash's `time` reports the CPU of the children it waited for: redis-benchmark's.
+      { time redis-benchmark -p "$port" "${tests[@]}" -c "$CLIENTS" -n "$REQUESTS" -P "$P" --threads "$THREADS" ${KEYSPACE:+-r "$KEYSPACE"} -q >"$result" 2>/dev/null; } 2>"$result.time"
+      read -r user system wall <"$result.time"
+      echo "$name P$P $user $system $wall" >>"$busy"
+      tr '\r' '\n' <"$result" |
         awk -F': ' -v n="$name" -v p="$P" -v r="$r" '/requests per second/ {t=$1; gsub(/ /, "_", t); split($2, w, " "); print n, "P" p, t, r, w[1]}' | tee -a "$out"
     done
   done
 done
 print_medians "$out"
+echo "load generator's busy share (CPU / (wall x threads)), median:"
+python3 - "$busy" "$THREADS" <<'PY'
+import sys, statistics, collections
+shares = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    name, p, user, system, wall = line.split()
+    shares[(p, name)].append((float(user) + float(system)) / (float(wall) * int(sys.argv[2])))
+for p in sorted({p for p, _ in shares}):
+    line = f"-P {p[1:]}: " + "  ".join(f"{n} {statistics.median(shares[(p, n)]):.0%}" for q, n in sorted(shares) if q == p)
+    if shares[(p, "redis")]:
+        line += f"  (no server could pass {1 / statistics.median(shares[(p, 'redis')]):.2f}x Redis's rate)"
+    print(line)
+PY
+rm -f "$busy" "$result" "$result.time"

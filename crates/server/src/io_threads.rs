@@ -481,10 +481,14 @@ impl Load {
 
     /// Whether `self` looks like another load than `was`.
     fn differs(self, was: Load) -> bool {
-        let apart = |a: f64, b: f64| a > b * CHANGE || b > a * CHANGE;
         let cost = |l: Load| l.demand / l.rate.max(1.0);
-        apart(self.rate, was.rate) || apart(cost(self), cost(was))
+        !within(self.rate, was.rate, CHANGE) || !within(cost(self), cost(was), CHANGE)
     }
+}
+
+/// Whether neither of `a` and `b` is more than `factor` times the other.
+fn within(a: f64, b: f64, factor: f64) -> bool {
+    a <= b * factor && b <= a * factor
 }
 
 /// Decides, tick by tick, whether one thread or all serve.
@@ -667,10 +671,7 @@ impl Balancer {
     /// Whether the last two ticks were busy with one load, at rates within `STEADY`.
     fn steady(&self) -> bool {
         let [a, b] = self.recent;
-        a.demand >= LIGHT
-            && b.demand >= LIGHT
-            && a.rate <= b.rate * STEADY
-            && b.rate <= a.rate * STEADY
+        a.demand >= LIGHT && b.demand >= LIGHT && within(a.rate, b.rate, STEADY)
     }
 
     /// Starts a trial of `serving`, the other having served `before`; returns the

@@ -365,6 +365,24 @@ impl HotRing {
     /// bytes compared), the same bytes for an inline one. False if it is not, or if
     /// `key` is gone.
     pub fn replace_version(&self, key: &[u8], version: &Version<'_>, new: &[u8]) -> bool {
+        if let VersionValue::Inline(..) = version.value {
+            // An item no one is removing is still the key's, so a value of the same
+            // length is rewritten in the item read, with no second walk of the ring
+            // (`compare_and_set_by` walks from the ring's start, for the predecessor a
+            // replacement needs). Once its write slot is refused the item is gone, and
+            // whatever holds the key now is compared below, as before.
+            let item = version.item;
+            debug_assert_eq!(item.key(), key);
+            if new.len() == item.value_len() && item.begin_write() {
+                if !item.with_value(|v| v == version.value()) {
+                    item.end_write();
+                    return false;
+                }
+                item.write_held(new);
+                item.stamp(self.now());
+                return true;
+            }
+        }
         self.compare_and_set_by(key, new, |cur| match version.value {
             VersionValue::Long(_) => cur == version.item,
             VersionValue::Inline(..) => cur.with_value(|v| v == version.value()),
@@ -862,10 +880,7 @@ impl HotRing {
                 return false;
             }
             if new.len() == cur.value_len() {
-                cur.header()
-                    .value_word
-                    .store(crate::item::pack_inline(new), Ordering::Release);
-                cur.end_write();
+                cur.write_held(new);
                 cur.stamp(self.now());
                 return true;
             }

@@ -406,11 +406,19 @@ impl ItemPtr {
         if !self.begin_write() {
             return false;
         }
+        self.write_held(value);
+        true
+    }
+
+    /// Stores an inline value of the same length while the caller holds the write slot
+    /// (`begin_write`), and lets the slot go.
+    pub(crate) fn write_held(&self, value: &[u8]) {
+        debug_assert!(self.is_inline() && value.len() == self.value_len());
+        debug_assert!(self.load_next().has(Link::WRITING));
         self.header()
             .value_word
             .store(pack_inline(value), Ordering::Release);
         self.end_write();
-        true
     }
 
     /// Ends a write slot taken with `begin_write` by marking the item removed, so no

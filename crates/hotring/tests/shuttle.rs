@@ -243,6 +243,77 @@ fn replaced_versions_are_not_lost() {
     });
 }
 
+/// A read-modify-write of an inline value by version (rewritten in the item read, with
+/// no predecessor in hand) races two read-modify-writes that make the value long, each
+/// replacing the item (RCU). All three are compare-and-sets from the value they read,
+/// so the final value must be one the three make in some order, one after another: a
+/// version written into an item another had replaced would be lost, and the final
+/// value built on the bytes it was to replace.
+#[test]
+fn a_version_replaced_in_its_item_races_replacements_of_the_item() {
+    fn sequential(order: [usize; 3]) -> (bool, Vec<u8>) {
+        let mut value = b"aaaaaaaa".to_vec();
+        let mut replaced = false;
+        for op in order {
+            match op {
+                0 => {
+                    replaced = value == b"aaaaaaaa";
+                    if replaced {
+                        value = b"bbbbbbbb".to_vec();
+                    }
+                }
+                1 => value = [&b"x"[..], &value].concat(),
+                _ => value.push(b'y'),
+            }
+        }
+        (replaced, value)
+    }
+    let orders = [
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ];
+    let allowed: Vec<(bool, Vec<u8>)> = orders.into_iter().map(sequential).collect();
+    explore(move || {
+        let index = Arc::new(HotRing::with_config(tiny(HotspotStrategy::Random, None)));
+        for k in [b"j", b"k", b"l"] {
+            index.insert(k, b"aaaaaaaa");
+        }
+        let rewrite = |index: Arc<HotRing>, f: fn(&[u8]) -> Vec<u8>| loop {
+            let v = index.get(b"k").unwrap();
+            if index.compare_and_set(b"k", &v, &f(&v)) {
+                break;
+            }
+        };
+        let by_version = {
+            let index = index.clone();
+            thread::spawn(move || {
+                let guard = crossbeam_epoch::pin();
+                let v = index.read_version(b"k", &guard).unwrap();
+                v.value() == b"aaaaaaaa" && index.replace_version(b"k", &v, b"bbbbbbbb")
+            })
+        };
+        let prefixed = {
+            let index = index.clone();
+            thread::spawn(move || rewrite(index, |v| [&b"x"[..], v].concat()))
+        };
+        let suffixed = {
+            let index = index.clone();
+            thread::spawn(move || rewrite(index, |v| [v, &b"y"[..]].concat()))
+        };
+        let replaced = by_version.join().unwrap();
+        prefixed.join().unwrap();
+        suffixed.join().unwrap();
+        let outcome = (replaced, index.get(b"k").unwrap());
+        assert!(allowed.contains(&outcome), "not linearizable: {outcome:?}");
+        assert_eq!(index.get(b"j").as_deref(), Some(&b"aaaaaaaa"[..]));
+        assert_eq!(index.get(b"l").as_deref(), Some(&b"aaaaaaaa"[..]));
+    });
+}
+
 /// One key's in-place update (reached from the head, with no predecessor in hand), a
 /// delete and an RCU update that changes the value's length, all at once. The outcome
 /// must be one of the six orders the three could have run in, one after another.

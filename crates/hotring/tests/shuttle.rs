@@ -30,6 +30,17 @@ fn tiny(strategy: HotspotStrategy, max_ring_len: Option<u32>) -> Config {
     }
 }
 
+/// The orders three operations can run in, one after another: the outcomes a race of
+/// the three may have.
+const ORDERS: [[usize; 3]; 6] = [
+    [0, 1, 2],
+    [0, 2, 1],
+    [1, 0, 2],
+    [1, 2, 0],
+    [2, 0, 1],
+    [2, 1, 0],
+];
+
 /// Uniformly random schedules, then PCT's (long runs between a few preemptions), which
 /// reach interleavings where one thread completes several steps inside another's window.
 fn explore(f: impl Fn() + Send + Sync + 'static) {
@@ -268,15 +279,7 @@ fn a_version_replaced_in_its_item_races_replacements_of_the_item() {
         }
         (replaced, value)
     }
-    let orders = [
-        [0, 1, 2],
-        [0, 2, 1],
-        [1, 0, 2],
-        [1, 2, 0],
-        [2, 0, 1],
-        [2, 1, 0],
-    ];
-    let allowed: Vec<(bool, Vec<u8>)> = orders.into_iter().map(sequential).collect();
+    let allowed: Vec<(bool, Vec<u8>)> = ORDERS.into_iter().map(sequential).collect();
     explore(move || {
         let index = Arc::new(HotRing::with_config(tiny(HotspotStrategy::Random, None)));
         for k in [b"j", b"k", b"l"] {
@@ -341,15 +344,7 @@ fn in_place_update_races_delete_and_rcu_update_of_its_item() {
         }
         (out.0, out.1, out.2, value)
     }
-    let orders = [
-        [0, 1, 2],
-        [0, 2, 1],
-        [1, 0, 2],
-        [1, 2, 0],
-        [2, 0, 1],
-        [2, 1, 0],
-    ];
-    let allowed: Vec<Outcome> = orders.into_iter().map(sequential).collect();
+    let allowed: Vec<Outcome> = ORDERS.into_iter().map(sequential).collect();
     explore(move || {
         let index = Arc::new(HotRing::with_config(tiny(HotspotStrategy::Random, None)));
         for k in [b"j", b"k", b"l"] {

@@ -589,8 +589,7 @@ impl Balancer {
                     *light_ticks = 0;
                 }
                 if *light_ticks >= LIGHT_TICKS {
-                    self.state = State::One { saturated: 0 };
-                    return Some(1);
+                    return Some(self.settle(Serving::One));
                 }
                 // `before` must be one load: a tick just after a pause (a benchmark
                 // between rounds) made half of it, and the trial then kept one thread
@@ -621,16 +620,11 @@ impl Balancer {
                     // Back as before, free to try again once the load is back.
                     tracing::debug!(?serving, "io threads: a trial the load left");
                     self.held_until = self.tick;
-                    return match serving {
-                        Serving::All => {
-                            self.state = State::One { saturated: 0 };
-                            Some(1)
-                        }
-                        Serving::One => {
-                            self.state = State::All { light: 0 };
-                            Some(self.threads)
-                        }
+                    let other = match serving {
+                        Serving::All => Serving::One,
+                        Serving::One => Serving::All,
                     };
+                    return Some(self.settle(other));
                 }
                 let tried = measured.scaled(1.0 / f64::from(TRIAL_TICKS));
                 let (one, all) = match serving {
@@ -652,18 +646,12 @@ impl Balancer {
                     // It changed nothing: held off longer next time.
                     self.hold = (self.hold * 2).min(MAX_HOLD);
                 }
-                match keep {
-                    Serving::One => {
-                        self.held_load = one;
-                        self.state = State::One { saturated: 0 };
-                        (serving == Serving::All).then_some(1)
-                    }
-                    Serving::All => {
-                        self.held_load = all;
-                        self.state = State::All { light: 0 };
-                        (serving == Serving::One).then_some(self.threads)
-                    }
-                }
+                self.held_load = match keep {
+                    Serving::One => one,
+                    Serving::All => all,
+                };
+                let threads = self.settle(keep);
+                (keep != serving).then_some(threads)
             }
         }
     }
@@ -684,6 +672,20 @@ impl Balancer {
             measured: Load::default(),
             interrupted: false,
         };
+        self.threads_of(serving)
+    }
+
+    /// Settles on `serving`, its counts of saturated or light ticks begun afresh;
+    /// returns the threads it serves from.
+    fn settle(&mut self, serving: Serving) -> usize {
+        self.state = match serving {
+            Serving::One => State::One { saturated: 0 },
+            Serving::All => State::All { light: 0 },
+        };
+        self.threads_of(serving)
+    }
+
+    fn threads_of(&self, serving: Serving) -> usize {
         match serving {
             Serving::One => 1,
             Serving::All => self.threads,

@@ -27,7 +27,7 @@ use crate::engine_store::{EngineNodes, EngineStore, NodeWrites};
 use crate::entry::{now_ms, Entry, Kind};
 use crate::field_nodes::{FieldEditor, FieldReader};
 use crate::keyspace_events::{self as events, KeyspaceEvents};
-use crate::list_nodes::{self, ListEditor, ListRange};
+use crate::list_nodes::{self, ListEditor, ListRange, RootEdit};
 use crate::nodes::{self, Attempt, MemoryNodes, NodeStore, Outcome};
 use crate::pause::Pause;
 use crate::score_nodes::{ZsetEditor, ZsetReader};
@@ -572,9 +572,24 @@ impl Db {
     pub fn edit_list<R>(
         &self,
         key: &[u8],
+        f: impl FnMut(&mut ListEditor) -> R,
+    ) -> Result<Option<Edited<R>>> {
+        self.edit_list_or_root(key, |_| None, f)
+    }
+
+    /// [`Db::edit_list`], but a split list's root is given first to `in_root`: the
+    /// root it makes and its result, if it makes one, are stored and given back, with
+    /// no node or page changed (see [`RootEdit`]); else `f` edits the list.
+    pub fn edit_list_or_root<R>(
+        &self,
+        key: &[u8],
+        mut in_root: impl FnMut(&RootEdit) -> Option<(Vec<u8>, R)>,
         mut f: impl FnMut(&mut ListEditor) -> R,
     ) -> Result<Option<Edited<R>>> {
         self.edit_collection(key, Kind::List, |nodes, live| {
+            if let Some((root, result)) = live.and_then(RootEdit::of).and_then(|r| in_root(&r)) {
+                return Ok((true, Some(Some(root)), Some(Vec::new()), result));
+            }
             let mut editor = ListEditor::new(nodes, live);
             let existed = editor.exists();
             let result = f(&mut editor);

@@ -251,7 +251,7 @@ fn entries(bytes: &[u8]) -> impl Iterator<Item = Entry> + '_ {
 }
 
 /// The elements a stored table of `R`-byte records counts.
-fn count<const R: usize>(table: &[u8]) -> usize {
+pub fn count<const R: usize>(table: &[u8]) -> usize {
     match stored_form::<R>(table) {
         Form::Inline => word(table, 0, 4) as usize,
         Form::Paged | Form::Grouped => word(table, 0, 8) as usize,

@@ -12,7 +12,7 @@ use super::{NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
 use crate::db::Edited;
 use crate::entry::Kind;
 use crate::keyspace_events::{GENERIC, LIST};
-use crate::list_nodes::{End, ListRange};
+use crate::list_nodes::{End, ListRange, RootEdit};
 use crate::packed::{self, MAX_ELEMENTS};
 
 impl End {
@@ -41,7 +41,14 @@ impl End {
 
 fn push(ctx: &Ctx, args: &[Vec<u8>], end: End, only_existing: bool) -> Reply {
     let items = args[2..].iter().map(Vec::as_slice);
-    let Some(edited) = ctx.db().edit_list(&args[1], |list| {
+    let in_root = |root: &RootEdit| {
+        let len = root.len() + items.len();
+        if len > MAX_ELEMENTS {
+            return None;
+        }
+        Some((root.pushed(end, &args[2..])?, Ok(len)))
+    };
+    let Some(edited) = ctx.db().edit_list_or_root(&args[1], in_root, |list| {
         if only_existing && !list.exists() {
             return Ok(0);
         }
@@ -91,8 +98,13 @@ fn pop(ctx: &Ctx, args: &[Vec<u8>], end: End) -> Reply {
         Some(Some(n)) if n >= 0 => Some(n as usize),
         Some(_) => return error("ERR value is out of range, must be positive"),
     };
-    let Some(edited) = ctx.db().edit_list(&args[1], |list| {
-        list.exists().then(|| list.pop(end, count.unwrap_or(1)))
+    let n = count.unwrap_or(1);
+    let in_root = |root: &RootEdit| {
+        let (root, popped) = root.popped(end, n)?;
+        Some((root, Some(popped)))
+    };
+    let Some(edited) = ctx.db().edit_list_or_root(&args[1], in_root, |list| {
+        list.exists().then(|| list.pop(end, n))
     })?
     else {
         return error(WRONG_TYPE);

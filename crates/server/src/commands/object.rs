@@ -159,8 +159,11 @@ fn collection_encoding(
 ) -> &'static str {
     let count = packed::count(value) as i64;
     // At most `entries` entries, none of whose parts is longer than `bytes`.
-    let small = |entries, bytes, mut lengths: Box<dyn Iterator<Item = usize> + '_>| {
-        count <= limit(entries) && lengths.all(|n| n as i64 <= limit(bytes))
+    // Called on each write of a small hash or sorted set (`held_large`): the lengths
+    // are borrowed, not boxed, and the limit read once.
+    let small = |entries, bytes, mut lengths: &mut dyn Iterator<Item = usize>| {
+        let longest = limit(bytes);
+        count <= limit(entries) && Iterator::all(&mut lengths, |n| n as i64 <= longest)
     };
     match kind {
         Kind::String => unreachable!("strings are named by `encoding`"),
@@ -169,7 +172,7 @@ fn collection_encoding(
             if small(
                 EncodingLimit::HashEntries,
                 EncodingLimit::HashValue,
-                Box::new(packed::elements(value).map(<[u8]>::len)),
+                &mut packed::elements(value).map(<[u8]>::len),
             ) =>
         {
             "listpack"
@@ -186,7 +189,7 @@ fn collection_encoding(
             if small(
                 EncodingLimit::ZsetEntries,
                 EncodingLimit::ZsetValue,
-                Box::new(packed::scored(value).map(|(m, _)| m.len())),
+                &mut packed::scored(value).map(|(m, _)| m.len()),
             ) =>
         {
             "listpack"

@@ -1820,10 +1820,18 @@ mod tests {
                 let done = &done;
                 s.spawn(move || {
                     for i in 0..EACH {
-                        let e = element(p, i);
-                        db.edit_list(key, |l| l.push(End::Right, std::iter::once(e.as_slice())))
-                            .unwrap()
-                            .expect("a list");
+                        let e = vec![element(p, i)];
+                        // Half the pushers edit the root alone where they can, racing
+                        // the editor's writes.
+                        let in_root = |r: &RootEdit| Some((r.pushed(End::Right, &e)?, ()));
+                        let push =
+                            |l: &mut ListEditor| l.push(End::Right, e.iter().map(Vec::as_slice));
+                        match p % 2 {
+                            0 => db.edit_list_or_root(key, in_root, push),
+                            _ => db.edit_list(key, push),
+                        }
+                        .unwrap()
+                        .expect("a list");
                     }
                     done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 });
@@ -1851,7 +1859,7 @@ mod tests {
                 });
             }
             let poppers: Vec<_> = (0..3)
-                .map(|_| {
+                .map(|popper| {
                     let db = &db;
                     let done = &done;
                     s.spawn(move || {
@@ -1859,11 +1867,16 @@ mod tests {
                         loop {
                             let finished =
                                 done.load(std::sync::atomic::Ordering::SeqCst) == PUSHERS;
-                            let out = db
-                                .edit_list(key, |l| l.pop(End::Left, 1 + got.len() % 5))
-                                .unwrap()
-                                .expect("a list")
-                                .result;
+                            let n = 1 + got.len() % 5;
+                            let in_root = |r: &RootEdit| r.popped(End::Left, n);
+                            let pop = |l: &mut ListEditor| l.pop(End::Left, n);
+                            let out = match popper {
+                                0 => db.edit_list_or_root(key, in_root, pop),
+                                _ => db.edit_list(key, pop),
+                            }
+                            .unwrap()
+                            .expect("a list")
+                            .result;
                             if out.is_empty() && finished {
                                 return got;
                             }

@@ -574,7 +574,7 @@ impl Db {
         key: &[u8],
         f: impl FnMut(&mut ListEditor) -> R,
     ) -> Result<Option<Edited<R>>> {
-        self.edit_list_or_root(key, |_| None, f)
+        self.edit_list_with(key, None::<fn(&RootEdit) -> Option<(Vec<u8>, R)>>, f)
     }
 
     /// [`Db::edit_list`], but a split list's root is given first to `in_root`: the
@@ -583,12 +583,26 @@ impl Db {
     pub fn edit_list_or_root<R>(
         &self,
         key: &[u8],
-        mut in_root: impl FnMut(&RootEdit) -> Option<(Vec<u8>, R)>,
+        in_root: impl FnMut(&RootEdit) -> Option<(Vec<u8>, R)>,
+        f: impl FnMut(&mut ListEditor) -> R,
+    ) -> Result<Option<Edited<R>>> {
+        self.edit_list_with(key, Some(in_root), f)
+    }
+
+    /// [`Db::edit_list_or_root`], or [`Db::edit_list`] if `in_root` is `None`: the
+    /// root is not parsed for an edit that cannot use it.
+    fn edit_list_with<R>(
+        &self,
+        key: &[u8],
+        mut in_root: Option<impl FnMut(&RootEdit) -> Option<(Vec<u8>, R)>>,
         mut f: impl FnMut(&mut ListEditor) -> R,
     ) -> Result<Option<Edited<R>>> {
         self.edit_collection(key, Kind::List, |nodes, live| {
-            if let Some((root, result)) = live.and_then(RootEdit::of).and_then(|r| in_root(&r)) {
-                return Ok((true, Some(Some(root)), Some(Vec::new()), result));
+            if let Some(in_root) = in_root.as_mut() {
+                if let Some((root, result)) = live.and_then(RootEdit::of).and_then(|r| in_root(&r))
+                {
+                    return Ok((true, Some(Some(root)), Some(Vec::new()), result));
+                }
             }
             let mut editor = ListEditor::new(nodes, live);
             let existed = editor.exists();

@@ -396,25 +396,43 @@ fn is_long(list: &[u8]) -> bool {
 fn pushed<'a>(
     list: Option<&[u8]>,
     end: End,
-    items: impl Iterator<Item = &'a [u8]> + Clone,
+    items: impl DoubleEndedIterator<Item = &'a [u8]> + ExactSizeIterator + Clone,
 ) -> Vec<u8> {
     let list = list.unwrap_or_default();
-    let extra: usize = items.clone().map(|i| i.len() + 5).sum();
-    let old = packed::elements(list).remaining_bytes();
-    let mut b = Builder::with_capacity(list.len() + extra);
-    if end == End::Left {
-        let items: Vec<&[u8]> = items.collect();
-        for item in items.iter().rev() {
-            b.push(item);
+    let extra: usize = items.clone().map(element_size).sum();
+    // Room for the entry's trailer too (see `Entry::into_stored`).
+    let mut out = Vec::with_capacity(packed::HEADER + list.len() + extra + TRAILER_MAX);
+    put_pushed(&mut out, list, end, items);
+    out
+}
+
+/// Appends to `out` the packed list `list` with `items` pushed one by one at `end`:
+/// its count, the items reversed at the left, the old elements as one block, the
+/// items at the right. The caller keeps the count within [`MAX_ELEMENTS`].
+fn put_pushed<'a>(
+    out: &mut Vec<u8>,
+    list: &[u8],
+    end: End,
+    items: impl DoubleEndedIterator<Item = &'a [u8]> + ExactSizeIterator,
+) {
+    let count = packed::count(list) + items.len();
+    assert!(count <= MAX_ELEMENTS, "a list past 2^32 - 1 elements");
+    out.extend_from_slice(&(count as u32).to_le_bytes());
+    let body = packed::elements(list).remaining_bytes();
+    match end {
+        End::Left => {
+            for item in items.rev() {
+                packed::put_element(out, item);
+            }
+            out.extend_from_slice(body);
         }
-        b.push_packed(old, packed::count(list));
-    } else {
-        b.push_packed(old, packed::count(list));
-        for item in items {
-            b.push(item);
+        End::Right => {
+            out.extend_from_slice(body);
+            for item in items {
+                packed::put_element(out, item);
+            }
         }
     }
-    b.finish()
 }
 
 /// `list` without `n` elements at `end`, and those elements in the order popped.
@@ -613,20 +631,8 @@ impl<'a> RootEdit<'a> {
         if items.is_empty() || size > END_BYTES {
             return None;
         }
-        let count = packed::count(old) + items.len();
         Some(self.root(end, size, |out| {
-            out.extend_from_slice(&(count as u32).to_le_bytes());
-            if end == End::Left {
-                for item in items.iter().rev() {
-                    packed::put_element(out, item);
-                }
-            }
-            out.extend_from_slice(body);
-            if end == End::Right {
-                for item in items {
-                    packed::put_element(out, item);
-                }
-            }
+            put_pushed(out, old, end, items.iter().map(Vec::as_slice));
         }))
     }
 
@@ -638,17 +644,15 @@ impl<'a> RootEdit<'a> {
             return None;
         }
         let (kept, count, out) = parted(old, end, n);
+        let header = (count as u32).to_le_bytes();
         // An end with no elements holds no bytes (see `as_end`).
-        let size = if count == 0 {
-            0
+        let parts: [&[u8]; 2] = if count == 0 {
+            [&[], &[]]
         } else {
-            packed::HEADER + kept.len()
+            [&header, kept]
         };
-        let root = self.root(end, size, |out| {
-            if count > 0 {
-                out.extend_from_slice(&(count as u32).to_le_bytes());
-                out.extend_from_slice(kept);
-            }
+        let root = self.root(end, parts[0].len() + parts[1].len(), |out| {
+            parts.iter().for_each(|p| out.extend_from_slice(p));
         });
         Some((root, out))
     }
@@ -736,8 +740,12 @@ impl<'a> ListEditor<'a> {
 
     /// Pushes `items` one by one at `end`; the caller keeps the length within
     /// [`MAX_ELEMENTS`].
-    pub fn push<'i>(&mut self, end: End, items: impl Iterator<Item = &'i [u8]> + Clone) {
-        let added = items.clone().count();
+    pub fn push<'i>(
+        &mut self,
+        end: End,
+        items: impl DoubleEndedIterator<Item = &'i [u8]> + ExactSizeIterator + Clone,
+    ) {
+        let added = items.len();
         if added == 0 || self.failed.is_some() {
             return;
         }

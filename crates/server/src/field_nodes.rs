@@ -28,6 +28,7 @@
 
 use std::borrow::Cow;
 use std::collections::{btree_map, BTreeMap};
+use std::ops::Range;
 
 use engine::Result;
 use rand::Rng;
@@ -178,7 +179,7 @@ impl<'a> Table<'a> {
 
     /// Replaces nodes `range` by `nodes`, which keep the ranges in order with their
     /// neighbours.
-    fn splice(&mut self, range: std::ops::Range<usize>, nodes: &[NodeRef]) -> Result<()> {
+    fn splice(&mut self, range: Range<usize>, nodes: &[NodeRef]) -> Result<()> {
         let records: Vec<Record> = nodes.iter().map(NodeRef::record).collect();
         let start = range.start;
         self.records.splice(range, &records)?;
@@ -257,16 +258,31 @@ fn body_start(packed: &[u8]) -> usize {
 }
 
 /// Where `field`'s entry lies in the packed value `packed`: its byte range.
-/// Every write of a field scans its node (some hundreds of entries), so the scan
-/// compares lengths and last bytes before calling memcmp: of a node's fields, few share
-/// both with the one sought.
-fn locate(kind: Kind, packed: &[u8], field: &[u8]) -> Option<std::ops::Range<usize>> {
+/// Every write of a field scans its node (some dozens of entries), so the scan reads
+/// lengths where they lie ([`packed::element_at`]), and compares lengths and last bytes
+/// before calling memcmp: of a node's fields, few share both with the one sought. A
+/// ZADD scans its member's node three times (its score read, then written), and the
+/// iterator of entries spent ~45 instructions an entry (BENCHMARKS.md).
+fn locate(kind: Kind, packed: &[u8], field: &[u8]) -> Option<Range<usize>> {
     let mut at = body_start(packed);
-    for (f, entry) in entries(kind, packed) {
-        if f.len() == field.len() && f.last() == field.last() && f == field {
-            return Some(at..at + entry.len());
+    while at < packed.len() {
+        let start = at;
+        let Some(f) = packed::element_at(packed, at) else {
+            debug_assert!(false, "a packed field cut short");
+            return None;
+        };
+        at = f.end;
+        if kind == Kind::Hash {
+            let Some(value) = packed::element_at(packed, at) else {
+                debug_assert!(false, "a packed value cut short");
+                return None;
+            };
+            at = value.end;
         }
-        at += entry.len();
+        let f = &packed[f];
+        if f.len() == field.len() && f.last() == field.last() && f == field {
+            return Some(start..at);
+        }
     }
     None
 }
@@ -546,6 +562,16 @@ struct Loaded {
     changed: bool,
 }
 
+/// Where a field lies in an edit ([`FieldEditor::lookup`]).
+struct Lookup<'n> {
+    /// The node it falls in (0 if not split).
+    at: usize,
+    /// Its entry's bytes in the node; `None` if it is missing.
+    entry: Option<Range<usize>>,
+    /// The node's packed bytes.
+    packed: &'n mut Vec<u8>,
+}
+
 /// A hash or set being changed by one write (see `Db::edit_fields`): fields set and
 /// removed in its packed form or, if split, in the nodes they fall in only. Every
 /// write leaves what it changed within [`FIELD_NODE_BYTES`] at once, so that a
@@ -563,6 +589,13 @@ pub struct FieldEditor<'a> {
     changed: bool,
     /// The first node read that failed (an engine's I/O): the edit then writes nothing.
     failed: Option<engine::Error>,
+    /// The field last looked up by [`FieldEditor::get`] (`found_field`): its node and
+    /// where its entry lies there (`None`: missing). A ZADD reads its member's score
+    /// twice, then writes it, each a search of the table and a scan of the member's
+    /// node (~1,200 instructions) but for this. Cleared by every access to a node
+    /// ([`FieldEditor::node`]), so what it says holds of the bytes as they are.
+    found: Option<(usize, Option<Range<usize>>)>,
+    found_field: Vec<u8>,
 }
 
 impl<'a> FieldEditor<'a> {
@@ -593,6 +626,8 @@ impl<'a> FieldEditor<'a> {
             fresh: Vec::new(),
             changed: false,
             failed: None,
+            found: None,
+            found_field: Vec::new(),
         }
     }
 
@@ -636,22 +671,33 @@ impl<'a> FieldEditor<'a> {
         all
     }
 
-    /// The packed value (or node) that holds `field` if anything does, read if need
-    /// be; `None` if missing, or if a node could not be read.
-    fn home(&mut self, field: &[u8]) -> Option<(usize, &mut Vec<u8>)> {
-        let at = match &self.shape {
-            Shape::Split(table, _) => {
+    /// The node `field` falls in (0 if not split), where its entry lies there (`None`:
+    /// missing), and its packed bytes, read if need be; `None` if missing, or if a node
+    /// could not be read. Known without a search if it is the field last looked up by
+    /// [`FieldEditor::get`] and no node was touched since.
+    fn lookup(&mut self, field: &[u8]) -> Option<Lookup<'_>> {
+        let known = self.found.take().filter(|_| self.found_field == field);
+        let at = match (&known, &self.shape) {
+            (Some((at, _)), _) => *at,
+            (None, Shape::Split(table, _)) => {
                 let found = table.find(field_hash(field));
                 crate::nodes::noted(&mut self.failed, found)?
             }
-            _ => 0,
+            (None, _) => 0,
         };
-        Some((at, self.node(at, false)?))
+        let kind = self.kind;
+        let packed = self.node(at, false)?;
+        let entry = match known {
+            Some((_, entry)) => entry,
+            None => locate(kind, packed, field),
+        };
+        Some(Lookup { at, entry, packed })
     }
 
     /// The packed value, or node `at` of a split one, read if need be and marked
     /// changed if `change`; `None` if missing, or if the node could not be read.
     fn node(&mut self, at: usize, change: bool) -> Option<&mut Vec<u8>> {
+        self.found = None;
         if self.failed.is_some() {
             return None;
         }
@@ -662,7 +708,7 @@ impl<'a> FieldEditor<'a> {
                 if let btree_map::Entry::Vacant(v) = loaded.entry(at) {
                     let read = table
                         .node(at)
-                        .and_then(|n| self.nodes.read(n.id).map(Cow::into_owned));
+                        .and_then(|n| self.nodes.read(n.id).map(|node| packed::editable(&node)));
                     let packed = crate::nodes::noted(&mut self.failed, read)?;
                     v.insert(Loaded {
                         packed,
@@ -697,8 +743,12 @@ impl<'a> FieldEditor<'a> {
     /// missing.
     pub fn get(&mut self, field: &[u8]) -> Option<Vec<u8>> {
         let kind = self.kind;
-        let (_, packed) = self.home(field)?;
-        locate(kind, packed, field).map(|r| value_of(kind, &packed[r]))
+        let Lookup { at, entry, packed } = self.lookup(field)?;
+        let value = entry.clone().map(|r| value_of(kind, &packed[r]));
+        self.found = Some((at, entry));
+        self.found_field.clear();
+        self.found_field.extend_from_slice(field);
+        value
     }
 
     /// Sets `field` to `value` in a hash (a new field goes after the others), adds the
@@ -714,10 +764,14 @@ impl<'a> FieldEditor<'a> {
             self.shape = Shape::Packed(Builder::with_capacity(0).finish());
         }
         let sorted = kind == Kind::Set && matches!(self.shape, Shape::Packed(_));
-        let Some((at, packed)) = self.home(field) else {
+        let Some(Lookup {
+            at,
+            entry: found,
+            packed,
+        }) = self.lookup(field)
+        else {
             return false;
         };
-        let found = locate(kind, packed, field);
         if kind == Kind::Set && found.is_some() {
             return false;
         }
@@ -754,11 +808,12 @@ impl<'a> FieldEditor<'a> {
 
     /// Removes `field`; returns whether it was there.
     pub fn remove(&mut self, field: &[u8]) -> bool {
-        let kind = self.kind;
-        let Some((at, packed)) = self.home(field) else {
-            return false;
-        };
-        let Some(r) = locate(kind, packed, field) else {
+        let Some(Lookup {
+            at,
+            entry: Some(r),
+            packed,
+        }) = self.lookup(field)
+        else {
             return false;
         };
         packed.drain(r);
@@ -965,6 +1020,10 @@ mod tests {
         Set(Vec<u8>, Vec<u8>),
         Remove(Vec<u8>),
         Get(Vec<u8>),
+        /// A read of the field, then a write of it: ZADD's steps, which the read's
+        /// place found serves.
+        GetThenSet(Vec<u8>, Vec<u8>),
+        GetThenRemove(Vec<u8>),
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -976,9 +1035,11 @@ mod tests {
             1 => prop::collection::vec(any::<u8>(), 0..(2 * FIELD_NODE_BYTES)),
         ];
         prop_oneof![
-            6 => (field.clone(), value).prop_map(|(f, v)| Op::Set(f, v)),
+            6 => (field.clone(), value.clone()).prop_map(|(f, v)| Op::Set(f, v)),
             3 => field.clone().prop_map(Op::Remove),
-            1 => field.prop_map(Op::Get),
+            1 => field.clone().prop_map(Op::Get),
+            2 => (field.clone(), value).prop_map(|(f, v)| Op::GetThenSet(f, v)),
+            1 => field.prop_map(Op::GetThenRemove),
         ]
     }
 
@@ -1047,6 +1108,16 @@ mod tests {
                         }
                         Op::Remove(f) => prop_assert_eq!(editor.remove(f), model.remove(f).is_some()),
                         Op::Get(f) => prop_assert_eq!(editor.get(f), model.get(f).cloned()),
+                        Op::GetThenSet(f, v) => {
+                            prop_assert_eq!(editor.get(f), model.get(f).cloned());
+                            let new = editor.set(f, v);
+                            let old = model.insert(f.clone(), value_of(v));
+                            prop_assert_eq!(new, old.is_none());
+                        }
+                        Op::GetThenRemove(f) => {
+                            prop_assert_eq!(editor.get(f), model.get(f).cloned());
+                            prop_assert_eq!(editor.remove(f), model.remove(f).is_some());
+                        }
                     }
                 }
                 let (new, released) = editor.finish_releasing(None).unwrap();
@@ -1056,7 +1127,11 @@ mod tests {
                 let reader = FieldReader::new(&nodes, s);
                 prop_assert_eq!(reader.len(), model.len());
                 for op in &batch {
-                    let (Op::Set(f, _) | Op::Remove(f) | Op::Get(f)) = op;
+                    let (Op::Set(f, _)
+                    | Op::Remove(f)
+                    | Op::Get(f)
+                    | Op::GetThenSet(f, _)
+                    | Op::GetThenRemove(f)) = op;
                     prop_assert_eq!(reader.get(f).unwrap(), model.get(f).cloned());
                 }
                 let whole = Entry::decode(crate::nodes::expand(&nodes, s).unwrap());
@@ -1405,6 +1480,23 @@ mod tests {
         let mut want = members.clone();
         want.sort();
         assert_eq!(popped, want);
+    }
+
+    /// Where a read found a field is forgotten once the fields change other than by a
+    /// write of that field: read, then every field taken, the field is written anew.
+    #[test]
+    fn a_field_read_then_taken_with_all_is_written_anew() {
+        let nodes = MemoryNodes::default();
+        let _pin = crossbeam_epoch::pin();
+        let mut editor = FieldEditor::new(&nodes, Kind::Hash, None, &large);
+        for i in 0..50 {
+            editor.set(format!("f{i}").as_bytes(), b"v");
+        }
+        assert_eq!(editor.get(b"f7"), Some(b"v".to_vec()));
+        assert_eq!(editor.take_all().len(), 50);
+        assert!(editor.set(b"f7", b"w"), "a field taken is new again");
+        assert_eq!(editor.len(), 1);
+        assert_eq!(editor.get(b"f7"), Some(b"w".to_vec()));
     }
 
     /// Taking every field of a split set, after writes that split its nodes again in

@@ -570,7 +570,7 @@ impl<'a> Order<'a> {
         if let btree_map::Entry::Vacant(v) = self.loaded.entry(at) {
             let id = NodeRef::of(&self.records.get(at)?).id;
             v.insert(Loaded {
-                packed: nodes.read(id)?.into_owned(),
+                packed: packed::editable(&nodes.read(id)?),
                 changed: false,
             });
         }

@@ -149,13 +149,15 @@ fn stored_score(bytes: &[u8]) -> f64 {
 
 /// The members of the packed sorted set `packed`, each with the bytes it takes there.
 fn placed(packed: &[u8]) -> impl Iterator<Item = (Range<usize>, &[u8], f64)> + '_ {
-    let mut it = packed::elements(packed);
+    // Lengths read where they lie (`packed::element_at`): a ZADD scans the order node
+    // it leaves and the one it enters.
+    let mut at = packed::HEADER;
     std::iter::from_fn(move || {
-        let start = packed.len() - it.remaining_bytes().len();
-        let member = it.next()?;
-        let score = it.next()?;
-        let end = packed.len() - it.remaining_bytes().len();
-        Some((start..end, member, stored_score(score)))
+        let start = at;
+        let member = packed::element_at(packed, at)?;
+        let score = packed::element_at(packed, member.end)?;
+        at = score.end;
+        Some((start..at, &packed[member], stored_score(&packed[score])))
     })
 }
 

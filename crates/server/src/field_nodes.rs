@@ -260,9 +260,8 @@ fn body_start(packed: &[u8]) -> usize {
 /// Where `field`'s entry lies in the packed value `packed`: its byte range.
 /// Every write of a field scans its node (some dozens of entries), so the scan reads
 /// lengths where they lie ([`packed::element_at`]), and compares lengths and last bytes
-/// before calling memcmp: of a node's fields, few share both with the one sought. A
-/// ZADD scans its member's node three times (its score read, then written), and the
-/// iterator of entries spent ~45 instructions an entry (BENCHMARKS.md).
+/// before calling memcmp: of a node's fields, few share both with the one sought. The
+/// iterator of entries it used spent ~45 instructions an entry (BENCHMARKS.md).
 fn locate(kind: Kind, packed: &[u8], field: &[u8]) -> Option<Range<usize>> {
     let mut at = body_start(packed);
     while at < packed.len() {

@@ -74,25 +74,32 @@ impl<'a> Elements<'a> {
         let rest = self.rest;
         let mut at = 0usize;
         for _ in 0..n {
-            if at == rest.len() {
+            let Some(&first) = rest.get(at) else {
                 break;
+            };
+            // Most elements are under 128 bytes: a length of one byte, read here.
+            if first < 0x80 {
+                at += 1 + usize::from(first);
+                continue;
             }
-            let Some(element) = element_at(rest, at) else {
-                debug_assert!(false, "a packed element cut short");
+            let Some((len, used)) = varint::get(&rest[at..]) else {
+                debug_assert!(false, "a packed element's length is cut short");
                 at = rest.len();
                 break;
             };
-            at = element.end;
+            at = at.saturating_add(used).saturating_add(len as usize);
         }
-        self.rest = &rest[at..];
+        debug_assert!(at <= rest.len(), "a packed element runs past the value");
+        self.rest = rest.get(at..).unwrap_or_default();
     }
 }
 
 /// Where the element whose length starts at `at` of `bytes` (packed elements) lies,
 /// past its length; `None` if `bytes` ends first. Most elements are under 128 bytes:
-/// a length of one byte, read here without a loop, so that a scan that passes over
-/// elements (a pop at a list's right end, a field looked up in a hash's node) costs a
-/// few instructions an element.
+/// a length of one byte, read here without a loop, so that a scan for a field in a
+/// hash's node or a member in an order node costs a few instructions an element.
+/// ([`Elements::pass`] reads them so too, without checking each element's end: a
+/// pop at a list's right end passes over a hundred of them.)
 #[inline]
 pub fn element_at(bytes: &[u8], at: usize) -> Option<Range<usize>> {
     let first = *bytes.get(at)?;

@@ -252,18 +252,13 @@ fn value_of(kind: Kind, entry: &[u8]) -> Vec<u8> {
     it.next().unwrap_or_default().to_vec()
 }
 
-/// Where the first element of the packed value `packed` starts.
-fn body_start(packed: &[u8]) -> usize {
-    packed.len() - packed::elements(packed).remaining_bytes().len()
-}
-
 /// Where `field`'s entry lies in the packed value `packed`: its byte range.
 /// Every write of a field scans its node (some dozens of entries), so the scan reads
 /// lengths where they lie ([`packed::element_at`]), and compares lengths and last bytes
 /// before calling memcmp: of a node's fields, few share both with the one sought. The
 /// iterator of entries it used spent ~45 instructions an entry (BENCHMARKS.md).
 fn locate(kind: Kind, packed: &[u8], field: &[u8]) -> Option<Range<usize>> {
-    let mut at = body_start(packed);
+    let mut at = packed::HEADER;
     while at < packed.len() {
         let start = at;
         let Some(f) = packed::element_at(packed, at) else {
@@ -783,7 +778,7 @@ impl<'a> FieldEditor<'a> {
             None => {
                 let at = if sorted {
                     // A whole set keeps `set_order` (see `packed.rs`).
-                    let mut at = body_start(packed);
+                    let mut at = packed::HEADER;
                     for (m, e) in entries(kind, packed) {
                         if set_order(m, field).is_gt() {
                             break;

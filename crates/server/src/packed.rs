@@ -123,22 +123,14 @@ impl<'a> Iterator for Elements<'a> {
         }
         // Only this module writes packed values; a malformed one is a bug, but ends
         // the iteration rather than reading out of bounds.
-        let Some((len, used)) = varint::get(self.rest) else {
-            debug_assert!(false, "a packed element's length is cut short");
+        let rest = self.rest;
+        let Some(element) = element_at(rest, 0) else {
+            debug_assert!(false, "a packed element is cut short");
             self.rest = &[];
             return None;
         };
-        let end = used
-            .checked_add(len as usize)
-            .filter(|&e| e <= self.rest.len());
-        let Some(end) = end else {
-            debug_assert!(false, "a packed element runs past the value");
-            self.rest = &[];
-            return None;
-        };
-        let element = &self.rest[used..end];
-        self.rest = &self.rest[end..];
-        Some(element)
+        self.rest = &rest[element.end..];
+        Some(&rest[element])
     }
 
     fn nth(&mut self, n: usize) -> Option<&'a [u8]> {

@@ -217,17 +217,21 @@ impl Entry {
     /// 128 records, each counting one element or a node's, and a node of at most
     /// [`crate::nodes::NODE_BYTES`] (4 KB) holds fewer elements than it has bytes (one
     /// element over that alone): at most ~67 million elements a group.
-    fn write(&self, out: &mut Vec<u8>) {
+    fn bytes(&self) -> [u8; REF] {
         let records = u32::try_from(self.records).expect("a group's records fit 32 bits");
         let elements = u32::try_from(self.elements).expect("a group's elements fit 32 bits");
-        // Built whole and added at once: a root is a few hundred of these, and four
-        // appends each were 4% of a ZADD's time.
         let mut bytes = [0u8; REF];
         bytes[..8].copy_from_slice(&self.id.to_le_bytes());
         bytes[8..12].copy_from_slice(&records.to_le_bytes());
         bytes[12..16].copy_from_slice(&elements.to_le_bytes());
         bytes[16..].copy_from_slice(&self.key.to_le_bytes());
-        out.extend_from_slice(&bytes);
+        bytes
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        // Built whole and added at once: a root is a few hundred of these, and four
+        // appends each were 4% of a ZADD's time.
+        out.extend_from_slice(&self.bytes());
     }
 
     /// The entry naming the group of the pages `entries` (as stored) stored as node `id`.
@@ -256,24 +260,6 @@ pub fn count<const R: usize>(table: &[u8]) -> usize {
         Form::Inline => word(table, 0, 4) as usize,
         Form::Paged | Form::Grouped => word(table, 0, 8) as usize,
     }
-}
-
-/// The page of the entries `pages` (a paged root's) holding record `at`, and `at`'s
-/// place in it.
-fn page_holding(pages: &[u8], at: usize) -> (usize, usize) {
-    let mut start = 0;
-    for (p, page) in entries(pages).enumerate() {
-        if at < start + page.records {
-            return (p, at - start);
-        }
-        start += page.records;
-    }
-    panic!("record {at} of {start}");
-}
-
-/// The records of the pages before page `p` of the entries `pages`.
-fn records_before(pages: &[u8], p: usize) -> usize {
-    entries(pages).take(p).map(|page| page.records).sum()
 }
 
 /// The records of page `id`, which the entry naming it (in the node `above`, a root
@@ -556,6 +542,27 @@ struct Stored<'a> {
     /// record, and building the lists of every page to find it and write it back was a
     /// fifth of an HSET's instructions (BENCHMARKS.md).
     patched: Vec<Patch>,
+    /// The index of the first record of each page (or group) the root names, and past
+    /// the last, counted when first needed: an HSET into a large hash asks the table's
+    /// length and the page holding a record four times, and each walk of a root of
+    /// dozens of pages was ~200 instructions.
+    starts: OnceCell<Vec<usize>>,
+}
+
+impl Stored<'_> {
+    /// [`Stored::starts`], of a root of `form`.
+    fn starts(&self, form: Form) -> &[usize] {
+        self.starts.get_or_init(|| {
+            let mut starts = Vec::with_capacity(self.root.len() / REF + 1);
+            starts.push(0);
+            let mut at = 0;
+            for entry in root_entries(form, &self.root) {
+                at += entry.records;
+                starts.push(at);
+            }
+            starts
+        })
+    }
 }
 
 /// A page of a stored paged root, its records as an edit wrote them over.
@@ -578,10 +585,10 @@ impl<'a, const R: usize> Records<'a, R> {
         let count = count::<R>(&table) as u64;
         let (groups, stored) = match form {
             Form::Grouped | Form::Paged => {
-                let patched = Vec::new();
                 let stored = Stored {
                     root: table,
-                    patched,
+                    patched: Vec::new(),
+                    starts: OnceCell::new(),
                 };
                 (OnceCell::new(), Some(Box::new(stored)))
             }
@@ -672,9 +679,9 @@ impl<'a, const R: usize> Records<'a, R> {
 
     /// Records in the table.
     pub fn len(&self) -> usize {
-        match (self.groups.get(), self.stored_root()) {
+        match (self.groups.get(), self.stored.as_deref()) {
             (Some(groups), _) => groups.len(),
-            (None, Some(root)) => root_entries(self.form, root).map(|e| e.records).sum(),
+            (None, Some(stored)) => *stored.starts(self.form).last().expect("past the last"),
             (None, None) => unreachable!("a table's groups or root"),
         }
     }
@@ -734,7 +741,7 @@ impl<'a, const R: usize> Records<'a, R> {
     /// Record `at`.
     pub fn get(&self, at: usize) -> Result<[u8; R]> {
         if let Some(entries) = self.stored_pages() {
-            let (p, i) = page_holding(entries, at);
+            let (p, i) = self.stored_page_holding(at);
             let body = self.stored_page(entries, p)?;
             return Ok(body[i * R..(i + 1) * R].try_into().expect("a record"));
         }
@@ -755,7 +762,7 @@ impl<'a, const R: usize> Records<'a, R> {
             };
             let body = self.stored_page(entries, p)?;
             let within = partition(body.len() / R, |i| pred(self.layout.key(&body[i * R..])));
-            return Ok(records_before(entries, p) + within);
+            return Ok(self.stored_starts()[p] + within);
         }
         let groups = self.groups();
         let g = groups.list.partition_point(|group| pred(group.key));
@@ -835,6 +842,21 @@ impl<'a, const R: usize> Records<'a, R> {
         }
     }
 
+    /// [`Stored::starts`] of the stored root, while the groups are not changed.
+    fn stored_starts(&self) -> &[usize] {
+        let stored = self.stored.as_deref().expect("a table as stored");
+        stored.starts(self.form)
+    }
+
+    /// The page of the stored paged root holding record `at`, and `at`'s place in it.
+    fn stored_page_holding(&self, at: usize) -> (usize, usize) {
+        let starts = self.stored_starts();
+        let records = *starts.last().expect("past the last");
+        assert!(at < records, "record {at} of {records}");
+        let p = starts.partition_point(|&s| s <= at) - 1;
+        (p, at - starts[p])
+    }
+
     /// The root as stored, while the groups are not changed.
     fn stored_root(&self) -> Option<&[u8]> {
         self.stored.as_deref().map(|stored| &stored.root[..])
@@ -870,7 +892,7 @@ impl<'a, const R: usize> Records<'a, R> {
         let Some(entries) = self.stored_pages() else {
             return Ok(false);
         };
-        let (p, i) = page_holding(entries, range.start);
+        let (p, i) = self.stored_page_holding(range.start);
         let page = Entry::read(&entries[p * REF..]);
         if i + records.len() > page.records {
             return Ok(false);
@@ -913,18 +935,17 @@ impl<'a, const R: usize> Records<'a, R> {
         {
             return None;
         }
+        // The stored entries copied whole, the patched pages' written over: a root
+        // names dozens of pages, an edit patches one or two.
         let mut root = Vec::with_capacity(PAGED_HEADER + entries.len() + TRAILER_MAX);
         root.extend_from_slice(&self.count.to_le_bytes());
-        for (p, stored) in entries.chunks_exact(REF).enumerate() {
-            match self.patches().iter().find(|patch| patch.page == p) {
-                Some(patch) => {
-                    let records = &patch.records;
-                    debug_assert_eq!(records.len() / R, Entry::read(stored).records);
-                    let id = self.nodes.write(records);
-                    self.layout.page_entry(id, records).write(&mut root);
-                }
-                None => root.extend_from_slice(stored),
-            }
+        root.extend_from_slice(entries);
+        for patch in self.patches() {
+            let records = &patch.records;
+            let at = PAGED_HEADER + patch.page * REF;
+            debug_assert_eq!(records.len() / R, Entry::read(&root[at..]).records);
+            let id = self.nodes.write(records);
+            root[at..at + REF].copy_from_slice(&self.layout.page_entry(id, records).bytes());
         }
         Some(root)
     }

@@ -284,10 +284,18 @@ pub fn expand(nodes: &dyn NodeStore, table: &[u8]) -> Result<Vec<u8>> {
 /// Where the order nodes whose first score is `score` lie: nodes `.0..` start at or
 /// after it, nodes `.1..` after it.
 fn tied(order: &Records, score: f64) -> Result<(usize, usize)> {
-    Ok((
-        order.partition(|first| f64::from_bits(first).total_cmp(&score).is_lt())?,
-        order.partition(|first| f64::from_bits(first).total_cmp(&score).is_le())?,
-    ))
+    let at_or_after = order.partition(|first| f64::from_bits(first).total_cmp(&score).is_lt())?;
+    // Mostly no node starts with the score: then the first at or after it starts after
+    // it, and a second search of the table (a ZADD makes four) is not needed.
+    if at_or_after == order.len()
+        || f64::from_bits(LAYOUT.key(&order.get(at_or_after)?))
+            .total_cmp(&score)
+            .is_gt()
+    {
+        return Ok((at_or_after, at_or_after));
+    }
+    let after = order.partition(|first| f64::from_bits(first).total_cmp(&score).is_le())?;
+    Ok((at_or_after, after))
 }
 
 /// The order node that holds, or would hold, a member of some score, given where the

@@ -1228,7 +1228,7 @@ impl<'a, const R: usize> Records<'a, R> {
             }
             return Ok(table);
         }
-        if let Some(root) = self.paged_as_they_are()? {
+        if let Some(root) = self.as_they_are()? {
             return Ok(root);
         }
         // Each changed group's page entries, its changed pages written.
@@ -1269,26 +1269,77 @@ impl<'a, const R: usize> Records<'a, R> {
         Ok(root)
     }
 
-    /// The paged root of a table whose pages all stay as they are: one changed group of
-    /// at most [`GROUP_PAGES`] pages, each changed page within a page's bounds, so that
-    /// each is written as it is and the stored ones are named as before. `None` if a
-    /// page is to be cut or joined, or the table needs groups: [`runs`] decides those.
-    /// A write to a large hash, set or sorted set mostly changes one page, and the
-    /// general way's lists of entries and runs over every page were a tenth of an
-    /// HSET's time (BENCHMARKS.md).
-    fn paged_as_they_are(&self) -> Result<Option<Vec<u8>>> {
-        let [group] = &self.groups().list[..] else {
-            return Ok(None);
-        };
-        let level = level(R, PAGE_RECORDS);
-        let pages = self.pages(0)?;
-        let within =
-            |page: &Page| page.id.is_some() || (level.least..=level.most).contains(&page.records);
-        if group.id.is_some() || pages.list.len() > GROUP_PAGES || !pages.list.iter().all(within) {
+    /// The root of a table whose pages and groups all stay as they are, each changed
+    /// one within its level's bounds, so that each is written as it is and the stored
+    /// ones are named as before: with one group, a paged root of at most
+    /// [`GROUP_PAGES`] pages; with more, a grouped root of which at least one group is
+    /// as stored. `None` if a page or group is to be cut or joined, or the table is to
+    /// change form: [`runs`] decides those. A write to a large hash, set or sorted set
+    /// mostly changes one page, and the general way's lists of entries and runs over
+    /// every page were a tenth of an HSET's time (BENCHMARKS.md), and over a third of
+    /// it in a grouped table (a hash of ~630,000 fields).
+    fn as_they_are(&self) -> Result<Option<Vec<u8>>> {
+        let groups = &self.groups().list;
+        // Each check is made before anything is written, so that nothing is written
+        // for a table the general way then writes again.
+        if let [group] = &groups[..] {
+            let pages = self.pages(0)?.list.len();
+            if group.id.is_some() || pages > GROUP_PAGES || !self.pages_stay(0)? {
+                return Ok(None);
+            }
+            let mut root = Vec::with_capacity(PAGED_HEADER + pages * REF + TRAILER_MAX);
+            root.extend_from_slice(&self.count.to_le_bytes());
+            self.write_pages(0, &mut root)?;
+            return Ok(Some(root));
+        }
+        if groups.iter().all(|group| group.id.is_none()) {
             return Ok(None);
         }
-        let mut root = Vec::with_capacity(PAGED_HEADER + pages.list.len() * REF + TRAILER_MAX);
+        let group_level = level(REF, GROUP_PAGES);
+        for (g, group) in groups.iter().enumerate() {
+            if group.id.is_none() {
+                let pages = self.pages(g)?.list.len();
+                if !(group_level.least..=group_level.most).contains(&pages)
+                    || !self.pages_stay(g)?
+                {
+                    return Ok(None);
+                }
+            }
+        }
+        let mut root = Vec::with_capacity(GROUPED_HEADER + groups.len() * REF + TRAILER_MAX);
         root.extend_from_slice(&self.count.to_le_bytes());
+        root.extend_from_slice(&GROUPED_LEVELS.to_le_bytes());
+        for (g, group) in groups.iter().enumerate() {
+            let entry = match group.entry() {
+                Some(stored) => stored,
+                None => {
+                    let mut pages = Vec::with_capacity(self.pages(g)?.list.len() * REF);
+                    self.write_pages(g, &mut pages)?;
+                    let entry = Entry::of_group(self.nodes.write(&pages), &pages);
+                    debug_assert_eq!(
+                        (entry.records, entry.elements),
+                        (group.records, group.elements)
+                    );
+                    entry
+                }
+            };
+            entry.write(&mut root);
+        }
+        Ok(Some(root))
+    }
+
+    /// Whether every changed page of group `g` is within a page's bounds.
+    fn pages_stay(&self, g: usize) -> Result<bool> {
+        let level = level(R, PAGE_RECORDS);
+        let within =
+            |page: &Page| page.id.is_some() || (level.least..=level.most).contains(&page.records);
+        Ok(self.pages(g)?.list.iter().all(within))
+    }
+
+    /// Appends to `out` the entries of group `g`'s pages, its changed ones written as
+    /// they are.
+    fn write_pages(&self, g: usize, out: &mut Vec<u8>) -> Result<()> {
+        let pages = self.pages(g)?;
         for (p, page) in pages.list.iter().enumerate() {
             let entry = match page.entry() {
                 Some(stored) => stored,
@@ -1304,9 +1355,9 @@ impl<'a, const R: usize> Records<'a, R> {
                     entry
                 }
             };
-            entry.write(&mut root);
+            entry.write(out);
         }
-        Ok(Some(root))
+        Ok(())
     }
 }
 

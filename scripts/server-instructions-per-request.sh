@@ -7,17 +7,28 @@
 # valgrind (Debian's package).
 #
 #   bash scripts/server-instructions-per-request.sh BINARY PORT
-#       TEST=one redis-benchmark -t test (default set); N=requests (default 300000;
-#       about 2 minutes under callgrind); R=key space (-r; default 100000; for tests
-#       on one collection such as hset or zadd, its fields). Compare binaries at the
-#       same N: the first requests of a run fill the key space.
+#       TEST=one redis-benchmark -t test (default set); N=requests counted (default
+#       300000; about 2 minutes under callgrind); R=key space (-r; default 100000; for
+#       tests on one collection such as hset or zadd, its fields). Compare binaries
+#       at the same N: the first requests of a run fill the key space.
+#       FILL=requests sent first and not counted, with callgrind's instrumentation off
+#       (several times faster than counted ones): a collection of a million members
+#       is filled by FILL=1000000 R=1000000 and then measured by N=100000. With FILL,
+#       the requests (of TEST set, get, hset, sadd or zadd, as redis-benchmark words
+#       them) come from a seeded generator over one connection (`redis-cli --pipe`):
+#       redis-benchmark's keys are random each run, and a collection filled by them
+#       differed run to run in its nodes' sizes, and so in a write's cost, by up to 5%.
 set -euo pipefail
 bin=$1
 port=$2
 dir=$(mktemp -d)
+fill=${FILL:-0}
+instrumented=yes
+[ "$fill" -gt 0 ] && instrumented=no
 # Counted within connections' serving only: background tasks (expiry, stats) run by
 # the clock, and the clock runs slower under callgrind.
 valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.out" \
+    --instr-atstart=$instrumented \
     --toggle-collect='hotkv_server::connection::Connection::serve*' \
     "$bin" --engine memory --port "$port" --dir "$dir" >/dev/null 2>"$dir/valgrind.log" &
 pid=$!
@@ -27,8 +38,33 @@ for _ in $(seq 120); do
     sleep 0.5
 done
 n=${N:-300000}
-redis-benchmark -p "$port" -t "${TEST:-set}" -r "${R:-100000}" -n "$n" -P 16 -c 50 -q >/dev/null 2>&1
+# Requests `$1` to `$1 + $2` of a seeded sequence, in the protocol, for `redis-cli --pipe`.
+seeded() {
+    python3 - "${TEST:-set}" "${R:-100000}" "$1" "$2" <<'PY'
+import random, sys
+test, space, skip, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+forms = {"set": "SET key:{} xxx", "get": "GET key:{}", "hset": "HSET myhash element:{} xxx",
+         "sadd": "SADD myset element:{}", "zadd": "ZADD myzset 0 element:{}"}
+if test not in forms:
+    sys.exit(f"FILL takes TEST of {', '.join(forms)}, not {test}")
+rng, out = random.Random(86), sys.stdout.buffer
+for i in range(skip + n):
+    words = forms[test].format(f"{rng.randrange(space):012}").split()
+    if i >= skip:
+        out.write(f"*{len(words)}\r\n".encode())
+        for w in words:
+            out.write(f"${len(w)}\r\n{w}\r\n".encode())
+PY
+}
+if [ "$fill" -gt 0 ]; then
+    seeded 0 "$fill" | redis-cli -p "$port" --pipe >/dev/null
+    callgrind_control -i on "$pid" >/dev/null 2>&1
+    seeded "$fill" "$n" | redis-cli -p "$port" --pipe >/dev/null
+    callgrind_control -i off "$pid" >/dev/null 2>&1
+else
+    redis-benchmark -p "$port" -t "${TEST:-set}" -r "${R:-100000}" -n "$n" -P 16 -c 50 -q >/dev/null 2>&1
+fi
 redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
 wait $pid || true
 total=$(grep -o 'Collected : [0-9]*' "$dir/valgrind.log" | grep -o '[0-9]*$')
-echo "$bin: $((total / n)) instructions per ${TEST:-set} request ($total over $n; profile $dir/callgrind.out)"
+echo "$bin: $((total / n)) instructions per ${TEST:-set} request ($total over $n after $fill not counted; profile $dir/callgrind.out)"

@@ -250,7 +250,7 @@ impl Entry {
     }
 }
 
-fn entries(bytes: &[u8]) -> impl Iterator<Item = Entry> + '_ {
+fn entries(bytes: &[u8]) -> impl ExactSizeIterator<Item = Entry> + '_ {
     bytes.chunks_exact(REF).map(Entry::read)
 }
 
@@ -278,6 +278,36 @@ fn read_page<'a, const R: usize>(
         )));
     }
     Ok(body)
+}
+
+/// The page entries of group `id`: a corruption error if they are not whole entries.
+fn read_group(nodes: &dyn NodeStore, id: u64) -> Result<Cow<'_, [u8]>> {
+    let pages = nodes.read(id)?;
+    if pages.is_empty() || !pages.len().is_multiple_of(REF) {
+        return Err(corrupt(format!(
+            "group {id} of a node table holds {} bytes",
+            pages.len()
+        )));
+    }
+    Ok(pages)
+}
+
+/// Whether the page entries `pages` of a group total the records and elements its entry
+/// `group` says; a corruption error if not.
+fn check_group(pages: &[u8], group: Entry) -> Result<()> {
+    let (mut records, mut elements) = (0, 0);
+    for page in entries(pages) {
+        records += page.records;
+        elements += page.elements;
+    }
+    if (records, elements) != (group.records, group.elements) {
+        return Err(corrupt(format!(
+            "group {} of a node table names {records} records of {elements} elements, its \
+             root says {} records of {}",
+            group.id, group.records, group.elements
+        )));
+    }
+    Ok(())
 }
 
 fn corrupt(detail: String) -> engine::Error {
@@ -356,14 +386,7 @@ struct Pages<'a> {
 
 /// The index of the first record of each of `list`, and past the last.
 fn starts<T>(list: &[Node<T>]) -> Vec<usize> {
-    let mut starts = Vec::with_capacity(list.len() + 1);
-    let mut at = 0;
-    for node in list {
-        starts.push(at);
-        at += node.records;
-    }
-    starts.push(at);
-    starts
+    starts_of(list.iter().map(|node| node.records))
 }
 
 impl<'a> Pages<'a> {
@@ -476,7 +499,7 @@ impl<'a> Groups<'a> {
 }
 
 /// The entries of a root in pages or groups: its pages' or its groups'.
-fn root_entries(form: Form, root: &[u8]) -> impl Iterator<Item = Entry> + '_ {
+fn root_entries(form: Form, root: &[u8]) -> impl ExactSizeIterator<Item = Entry> + '_ {
     let header = match form {
         Form::Paged => PAGED_HEADER,
         Form::Grouped => GROUPED_HEADER,
@@ -535,41 +558,66 @@ pub struct Records<'a, const R: usize> {
 /// A table's root as stored, in pages or groups, and what an edit wrote over in it.
 struct Stored<'a> {
     root: Cow<'a, [u8]>,
-    /// Pages of a table stored paged whose records an edit wrote over while its groups
-    /// were not read (each page once, in the order first written): the table is then
-    /// the stored root with these pages' records, and its count. Reading the groups
+    /// Pages of the table whose records an edit wrote over while its groups were not
+    /// read (each page once, in the order first written): the table is then the
+    /// stored root with these pages' records, and its count. Reading the groups
     /// applies them. Most writes to a large hash, set or sorted set change one node's
-    /// record, and building the lists of every page to find it and write it back was a
-    /// fifth of an HSET's instructions (BENCHMARKS.md).
+    /// record, and building the lists of every page (and group) to find it and write
+    /// it back was a fifth of an HSET's instructions in a paged table and two fifths
+    /// in a grouped one (BENCHMARKS.md).
     patched: Vec<Patch>,
+    /// Of a grouped root, the groups holding `patched` pages, their page entries as
+    /// stored: written again with the patched pages' entries when the edit ends.
+    patched_groups: Vec<PatchedGroup<'a>>,
     /// The index of the first record of each page (or group) the root names, and past
     /// the last, counted when first needed: an HSET into a large hash asks the table's
     /// length and the page holding a record four times, and each walk of a root of
     /// dozens of pages was ~200 instructions.
     starts: OnceCell<Vec<usize>>,
+    /// Of a grouped root, [`Records::stored_page_starts`]: the first group it was asked
+    /// of, and its pages' starts.
+    group_starts: OnceCell<(usize, Vec<usize>)>,
 }
 
 impl Stored<'_> {
     /// [`Stored::starts`], of a root of `form`.
     fn starts(&self, form: Form) -> &[usize] {
-        self.starts.get_or_init(|| {
-            let mut starts = Vec::with_capacity(self.root.len() / REF + 1);
-            starts.push(0);
-            let mut at = 0;
-            for entry in root_entries(form, &self.root) {
-                at += entry.records;
-                starts.push(at);
-            }
-            starts
-        })
+        self.starts
+            .get_or_init(|| starts_of(root_entries(form, &self.root).map(|e| e.records)))
     }
 }
 
-/// A page of a stored paged root, its records as an edit wrote them over.
+/// The index of the first record of each of the nodes of `records` records, and past
+/// the last. Sized first, and extended rather than pushed to: grown by `push`, it cost
+/// ~1,600 instructions in jemalloc's `rallocx` an HSET, and pushed to a record at a
+/// time, 1,900 instructions for 128 records against 615.
+fn starts_of(records: impl ExactSizeIterator<Item = usize>) -> Vec<usize> {
+    let mut starts = Vec::with_capacity(records.len() + 1);
+    starts.push(0);
+    let mut at = 0;
+    starts.extend(records.map(|n| {
+        at += n;
+        at
+    }));
+    starts
+}
+
+/// A page of a stored root, its records as an edit wrote them over.
 struct Patch {
-    /// Its place among the root's pages.
+    /// Its group's place among a grouped root's groups; 0 in a paged root, whose pages
+    /// are its one group's.
+    group: usize,
+    /// Its place among its group's pages.
     page: usize,
     records: Vec<u8>,
+}
+
+/// A group of a stored grouped root holding a patched page.
+struct PatchedGroup<'a> {
+    /// Its place among the root's groups.
+    group: usize,
+    /// Its pages' entries, as stored.
+    pages: Cow<'a, [u8]>,
 }
 
 impl<'a, const R: usize> Records<'a, R> {
@@ -588,6 +636,8 @@ impl<'a, const R: usize> Records<'a, R> {
                 let stored = Stored {
                     root: table,
                     patched: Vec::new(),
+                    patched_groups: Vec::new(),
+                    group_starts: OnceCell::new(),
                     starts: OnceCell::new(),
                 };
                 (OnceCell::new(), Some(Box::new(stored)))
@@ -647,24 +697,32 @@ impl<'a, const R: usize> Records<'a, R> {
         }
     }
 
-    /// The groups, read from the stored root when first needed.
+    /// The groups, read from the stored root when first needed, with its patches.
     fn groups(&self) -> &Groups<'a> {
         self.groups.get_or_init(|| {
             let stored = self
                 .stored
                 .as_deref()
                 .expect("groups not read are as stored");
-            let nodes = root_entries(self.form, &stored.root);
-            match self.form {
-                Form::Paged => {
-                    let mut list: Vec<Page> = nodes.map(Node::stored).collect();
-                    for patch in &stored.patched {
-                        let records = Cow::Owned(patch.records.clone());
-                        list[patch.page] = Page::changed(self.layout, records);
-                    }
-                    Groups::new(vec![Group::changed(Pages::new(list))])
+            // The pages of group `g`, whose entries are `pages`, patched.
+            let patched = |g: usize, pages: &[u8]| {
+                let mut list: Vec<Page> = entries(pages).map(Node::stored).collect();
+                for patch in stored.patched.iter().filter(|patch| patch.group == g) {
+                    let records = Cow::Owned(patch.records.clone());
+                    list[patch.page] = Page::changed(self.layout, records);
                 }
-                Form::Grouped => Groups::new(nodes.map(Node::stored).collect()),
+                Group::changed(Pages::new(list))
+            };
+            match self.form {
+                Form::Paged => Groups::new(vec![patched(0, &stored.root[PAGED_HEADER..])]),
+                Form::Grouped => {
+                    let nodes = root_entries(self.form, &stored.root);
+                    let mut list: Vec<Group> = nodes.map(Node::stored).collect();
+                    for read in &stored.patched_groups {
+                        list[read.group] = patched(read.group, &read.pages);
+                    }
+                    Groups::new(list)
+                }
                 Form::Inline => unreachable!("an inline table's groups are read when it is"),
             }
         })
@@ -679,10 +737,9 @@ impl<'a, const R: usize> Records<'a, R> {
 
     /// Records in the table.
     pub fn len(&self) -> usize {
-        match (self.groups.get(), self.stored.as_deref()) {
-            (Some(groups), _) => groups.len(),
-            (None, Some(stored)) => *stored.starts(self.form).last().expect("past the last"),
-            (None, None) => unreachable!("a table's groups or root"),
+        match self.groups.get() {
+            Some(groups) => groups.len(),
+            None => *self.stored_starts().last().expect("past the last"),
         }
     }
 
@@ -704,21 +761,10 @@ impl<'a, const R: usize> Records<'a, R> {
             return Ok(pages);
         }
         let id = group.id.expect("a group not loaded is stored");
-        let body = self.nodes.read(id)?;
+        let body = read_group(self.nodes, id)?;
+        check_group(&body, group.entry().expect("stored"))?;
         let list: Vec<Page> = entries(&body).map(Node::stored).collect();
         let pages = Pages::new(list);
-        let elements: u64 = pages.list.iter().map(|p| p.elements).sum();
-        let whole = !body.is_empty() && body.len().is_multiple_of(REF);
-        if !whole || pages.records() != group.records || elements != group.elements {
-            return Err(corrupt(format!(
-                "group {id} of a node table holds {} bytes naming {} records of {elements} \
-                 elements, its root says {} records of {}",
-                body.len(),
-                pages.records(),
-                group.records,
-                group.elements
-            )));
-        }
         Ok(group.contents.get_or_init(|| pages))
     }
 
@@ -740,9 +786,9 @@ impl<'a, const R: usize> Records<'a, R> {
 
     /// Record `at`.
     pub fn get(&self, at: usize) -> Result<[u8; R]> {
-        if let Some(entries) = self.stored_pages() {
-            let (p, i) = self.stored_page_holding(at);
-            let body = self.stored_page(entries, p)?;
+        if self.unread() {
+            let (g, p, i, pages) = self.stored_find(at)?;
+            let body = self.stored_page(&pages, g, p)?;
             return Ok(body[i * R..(i + 1) * R].try_into().expect("a record"));
         }
         let (g, p, i) = self.find(at)?;
@@ -753,16 +799,8 @@ impl<'a, const R: usize> Records<'a, R> {
     /// The first record whose key fails `pred`, `pred` holding for the keys of the
     /// records up to some point and failing after it: reads one group and one page.
     pub fn partition(&self, pred: impl Fn(u64) -> bool) -> Result<usize> {
-        if let Some(entries) = self.stored_pages() {
-            let n = entries.len() / REF;
-            // A paged root's first page's key is the table's, as a group's is.
-            let after = partition(n, |p| pred(self.stored_page_key(entries, p)));
-            let Some(p) = after.checked_sub(1) else {
-                return Ok(0);
-            };
-            let body = self.stored_page(entries, p)?;
-            let within = partition(body.len() / R, |i| pred(self.layout.key(&body[i * R..])));
-            return Ok(self.stored_starts()[p] + within);
+        if self.unread() {
+            return self.stored_partition(pred);
         }
         let groups = self.groups();
         let g = groups.list.partition_point(|group| pred(group.key));
@@ -775,6 +813,36 @@ impl<'a, const R: usize> Records<'a, R> {
         let body = pages.body::<R>(self.nodes, p)?;
         let within = partition(body.len() / R, |i| pred(self.layout.key(&body[i * R..])));
         Ok(groups.starts[g] + pages.starts[p] + within)
+    }
+
+    /// [`Records::partition`] in the stored root and its patches, nothing built.
+    fn stored_partition(&self, pred: impl Fn(u64) -> bool) -> Result<usize> {
+        let g = match self.form {
+            Form::Paged => 0,
+            _ => {
+                let n = self.stored_starts().len() - 1;
+                let after = partition(n, |g| pred(self.stored_group_key(g)));
+                let Some(g) = after.checked_sub(1) else {
+                    return Ok(0);
+                };
+                g
+            }
+        };
+        let pages = self.stored_group(g)?;
+        let after = partition(pages.len() / REF, |p| {
+            pred(self.stored_page_key(&pages, g, p))
+        });
+        // A paged root's first page's key is the table's, as a group's is.
+        let Some(p) = after.checked_sub(1) else {
+            return Ok(self.stored_starts()[g]);
+        };
+        let body = self.stored_page(&pages, g, p)?;
+        let within = partition(body.len() / R, |i| pred(self.layout.key(&body[i * R..])));
+        let before = match self.form {
+            Form::Paged => self.stored_starts()[p],
+            _ => self.stored_starts()[g] + self.stored_page_starts(g, &pages)[p],
+        };
+        Ok(before + within)
     }
 
     /// The last record whose key holds `pred` (the first record if none does), `pred`
@@ -811,20 +879,12 @@ impl<'a, const R: usize> Records<'a, R> {
                 let Some(group) = last_holding(&root[GROUPED_HEADER..]) else {
                     return Ok(None);
                 };
-                let pages = self.nodes.read(group.id)?;
-                if pages.is_empty() || !pages.len().is_multiple_of(REF) {
-                    return Err(corrupt(format!(
-                        "group {} of a node table holds {} bytes",
-                        group.id,
-                        pages.len()
-                    )));
-                }
-                last_holding(&pages)
+                last_holding(&read_group(self.nodes, group.id)?)
             }
             Form::Inline => None,
         };
         let Some(page) = page else { return Ok(None) };
-        let body = read_page::<R>(self.nodes, page.id, page.records, "group")?;
+        let body = read_page::<R>(self.nodes, page.id, page.records, self.above_pages())?;
         let n = body.len() / R;
         if n == 0 {
             return Ok(None);
@@ -833,13 +893,10 @@ impl<'a, const R: usize> Records<'a, R> {
         Ok(Some(body[i * R..(i + 1) * R].try_into().expect("a record")))
     }
 
-    /// The page entries of the stored paged root while the groups are not read: the
-    /// table is then they and [`Stored::patched`].
-    fn stored_pages(&self) -> Option<&[u8]> {
-        match (self.form, self.groups.get(), self.stored_root()) {
-            (Form::Paged, None, Some(root)) => Some(&root[PAGED_HEADER..]),
-            _ => None,
-        }
+    /// Whether the table is its stored root (in pages or groups), its patches and its
+    /// count: its groups are not read.
+    fn unread(&self) -> bool {
+        self.groups.get().is_none()
     }
 
     /// [`Stored::starts`] of the stored root, while the groups are not changed.
@@ -848,13 +905,62 @@ impl<'a, const R: usize> Records<'a, R> {
         stored.starts(self.form)
     }
 
-    /// The page of the stored paged root holding record `at`, and `at`'s place in it.
-    fn stored_page_holding(&self, at: usize) -> (usize, usize) {
+    /// The page entries of group `g` of the stored root, as stored: a paged root's own
+    /// (its pages are one group's), or a grouped root's group's, read when not patched.
+    fn stored_group(&self, g: usize) -> Result<Cow<'_, [u8]>> {
+        let stored = self.stored.as_deref().expect("a table as stored");
+        if self.form == Form::Paged {
+            return Ok(Cow::Borrowed(&stored.root[PAGED_HEADER..]));
+        }
+        match stored.patched_groups.iter().find(|read| read.group == g) {
+            Some(read) => Ok(Cow::Borrowed(&read.pages)),
+            None => read_group(self.nodes, self.stored_group_entry(g).id),
+        }
+    }
+
+    /// The entry of group `g` of the stored grouped root.
+    fn stored_group_entry(&self, g: usize) -> Entry {
+        let root = self.stored_root().expect("a table as stored");
+        Entry::read(&root[GROUPED_HEADER + g * REF..])
+    }
+
+    /// The group and page of the stored root holding record `at` (a paged root's pages
+    /// are group 0's), `at`'s place in the page, and the group's page entries.
+    fn stored_find(&self, at: usize) -> Result<(usize, usize, usize, Cow<'_, [u8]>)> {
         let starts = self.stored_starts();
         let records = *starts.last().expect("past the last");
         assert!(at < records, "record {at} of {records}");
-        let p = starts.partition_point(|&s| s <= at) - 1;
-        (p, at - starts[p])
+        let e = starts.partition_point(|&s| s <= at) - 1;
+        let within = at - starts[e];
+        let pages = self.stored_group(e)?;
+        if self.form == Form::Paged {
+            return Ok((0, e, within, pages));
+        }
+        let starts = self.stored_page_starts(e, &pages);
+        let group = self.stored_group_entry(e);
+        let named = *starts.last().expect("past the last");
+        if named != group.records {
+            return Err(corrupt(format!(
+                "group {} of a node table names {named} records, its root says {}",
+                group.id, group.records
+            )));
+        }
+        let p = starts.partition_point(|&s| s <= within) - 1;
+        Ok((e, p, within - starts[p], pages))
+    }
+
+    /// The index (within group `g` of the stored grouped root, whose page entries are
+    /// `pages`) of each page's first record, and past the last: counted once for the
+    /// first group an edit looks in (most look in one only, an HSET three times; a walk
+    /// of the entries each time cost 570 instructions more an HSET).
+    fn stored_page_starts(&self, g: usize, pages: &[u8]) -> Cow<'_, [usize]> {
+        let stored = self.stored.as_deref().expect("a table as stored");
+        let records = || starts_of(entries(pages).map(|e| e.records));
+        let (first, starts) = stored.group_starts.get_or_init(|| (g, records()));
+        match *first == g {
+            true => Cow::Borrowed(starts),
+            false => Cow::Owned(records()),
+        }
     }
 
     /// The root as stored, while the groups are not changed.
@@ -867,48 +973,98 @@ impl<'a, const R: usize> Records<'a, R> {
         self.stored.as_deref().map_or(&[], |stored| &stored.patched)
     }
 
-    /// The key of page `p` of the stored paged root `entries` (the key of its first
-    /// record, which an edit may have written over).
-    fn stored_page_key(&self, entries: &[u8], p: usize) -> u64 {
-        match self.patches().iter().find(|patch| patch.page == p) {
+    /// The patch of page `p` of group `g`, if the edit wrote over that page.
+    fn patch(&self, g: usize, p: usize) -> Option<&Patch> {
+        self.patches()
+            .iter()
+            .find(|patch| (patch.group, patch.page) == (g, p))
+    }
+
+    /// The key of group `g` of the stored grouped root: its first page's, which an
+    /// edit may have written over.
+    fn stored_group_key(&self, g: usize) -> u64 {
+        match self.patch(g, 0) {
             Some(patch) if !patch.records.is_empty() => self.layout.key(&patch.records),
-            _ => Entry::read(&entries[p * REF..]).key,
+            _ => self.stored_group_entry(g).key,
         }
     }
 
-    /// The records of page `p` of the stored paged root `entries`, as the edit left them.
-    fn stored_page(&self, entries: &[u8], p: usize) -> Result<Cow<'_, [u8]>> {
-        if let Some(patch) = self.patches().iter().find(|patch| patch.page == p) {
+    /// The key of page `p` of group `g` of the stored root, whose page entries are
+    /// `pages` (the key of its first record, which an edit may have written over).
+    fn stored_page_key(&self, pages: &[u8], g: usize, p: usize) -> u64 {
+        match self.patch(g, p) {
+            Some(patch) if !patch.records.is_empty() => self.layout.key(&patch.records),
+            _ => Entry::read(&pages[p * REF..]).key,
+        }
+    }
+
+    /// The records of page `p` of group `g` of the stored root, whose page entries are
+    /// `pages`, as the edit left them.
+    fn stored_page(&self, pages: &[u8], g: usize, p: usize) -> Result<Cow<'_, [u8]>> {
+        if let Some(patch) = self.patch(g, p) {
             return Ok(Cow::Borrowed(&patch.records));
         }
-        let page = Entry::read(&entries[p * REF..]);
-        read_page::<R>(self.nodes, page.id, page.records, "root")
+        let page = Entry::read(&pages[p * REF..]);
+        read_page::<R>(self.nodes, page.id, page.records, self.above_pages())
     }
 
-    /// [`Records::overwrite`] in a table stored paged whose groups are not read: the
-    /// page's records copied once and written over, nothing else built; false,
-    /// changing nothing, if the table is not such or the range spans pages.
+    /// What names a stored table's pages, for an error's words.
+    fn above_pages(&self) -> &'static str {
+        match self.form {
+            Form::Paged => "root",
+            _ => "group",
+        }
+    }
+
+    /// [`Records::overwrite`] in a table whose groups are not read: the page's records
+    /// copied once and written over (and, in a grouped root, its group's entries read
+    /// once), nothing else built; false, changing nothing, if the groups are read or
+    /// the range spans pages.
     fn overwrite_stored(&mut self, range: &Range<usize>, records: &[[u8; R]]) -> Result<bool> {
-        let Some(entries) = self.stored_pages() else {
-            return Ok(false);
-        };
-        let (p, i) = self.stored_page_holding(range.start);
-        let page = Entry::read(&entries[p * REF..]);
-        if i + records.len() > page.records {
+        if !self.unread() {
             return Ok(false);
         }
-        let known = self.patches().iter().position(|patch| patch.page == p);
-        let body = match known {
-            Some(_) => None,
-            None => Some(self.stored_page(entries, p)?.into_owned()),
+        let (page, body, g, p, i) = {
+            let (g, p, i, pages) = self.stored_find(range.start)?;
+            let page = Entry::read(&pages[p * REF..]);
+            if i + records.len() > page.records {
+                return Ok(false);
+            }
+            let body = match self.patch(g, p) {
+                Some(_) => None,
+                None => Some(self.stored_page(&pages, g, p)?.into_owned()),
+            };
+            (page, body, g, p, i)
         };
-        let patched = &mut self.stored.as_mut().expect("read above").patched;
-        let patch = match (known, body) {
-            (Some(k), _) => &mut patched[k],
-            (None, body) => {
+        let group = match self.form {
+            Form::Grouped if !self.patches().iter().any(|patch| patch.group == g) => {
+                // Checked once, as it is to be written again: its entry is made anew
+                // from its pages' (a read of a record needs only their records).
+                let entry = self.stored_group_entry(g);
+                let pages = read_group(self.nodes, entry.id)?;
+                check_group(&pages, entry)?;
+                Some((entry.id, pages))
+            }
+            _ => None,
+        };
+        let stored = self.stored.as_mut().expect("read above");
+        if let Some((id, pages)) = group {
+            self.replaced.stored.push(id);
+            stored.patched_groups.push(PatchedGroup { group: g, pages });
+        }
+        let patched = &mut stored.patched;
+        let patch = match body {
+            None => patched
+                .iter_mut()
+                .find(|patch| (patch.group, patch.page) == (g, p))
+                .expect("patched before"),
+            Some(records) => {
                 self.replaced.stored.push(page.id);
-                let records = body.expect("read above");
-                patched.push(Patch { page: p, records });
+                patched.push(Patch {
+                    group: g,
+                    page: p,
+                    records,
+                });
                 patched.last_mut().expect("pushed")
             }
         };
@@ -920,34 +1076,89 @@ impl<'a, const R: usize> Records<'a, R> {
         Ok(true)
     }
 
-    /// The root of a table stored paged whose groups were not read, as the edit left
-    /// it: the stored root with its count, and the entries of its patched pages,
-    /// written now; `None` if a patched page is to be joined with a neighbour (or the
-    /// table is to go inline or in groups): [`Records::finish_noting`] does that.
+    /// The root of a table whose groups were not read, as the edit left it: the stored
+    /// root with its count, and the entries of its patched pages (and groups), written
+    /// now; `None` if a patched page or group is to be joined with a neighbour, or the
+    /// table is to change form, as the general way ([`Records::finish_noting`]) would
+    /// (a paged root kept within [`GROUP_PAGES`] pages; a grouped root with a group as
+    /// stored).
     fn patched_root(&self) -> Option<Vec<u8>> {
-        let entries = self.stored_pages()?;
-        let level = level(R, PAGE_RECORDS);
+        if !self.unread() {
+            return None;
+        }
+        let stored = self.stored.as_deref().expect("a table as stored");
+        let header = match self.form {
+            Form::Paged => PAGED_HEADER,
+            Form::Grouped => GROUPED_HEADER,
+            Form::Inline => unreachable!("an inline table's groups are read when it is"),
+        };
+        let entries = &stored.root[header..];
+        let n = entries.len() / REF;
+        let (page_level, group_level) = (level(R, PAGE_RECORDS), level(REF, GROUP_PAGES));
         let within =
-            |patch: &Patch| (level.least..=level.most).contains(&(patch.records.len() / R));
-        if self.stays_inline()
-            || entries.len() / REF > GROUP_PAGES
-            || !self.patches().iter().all(within)
+            |level: Level, bytes: usize| (level.least..=level.most).contains(&(bytes / level.unit));
+        let stays = match self.form {
+            Form::Paged => n <= GROUP_PAGES,
+            _ => {
+                stored.patched_groups.len() < n
+                    && stored
+                        .patched_groups
+                        .iter()
+                        .all(|read| within(group_level, read.pages.len()))
+            }
+        };
+        if !stays
+            || self.stays_inline()
+            || !stored
+                .patched
+                .iter()
+                .all(|patch| within(page_level, patch.records.len()))
         {
             return None;
         }
-        // The stored entries copied whole, the patched pages' written over: a root
-        // names dozens of pages, an edit patches one or two.
-        let mut root = Vec::with_capacity(PAGED_HEADER + entries.len() + TRAILER_MAX);
+        // The stored entries copied whole, the patched ones written over: a root names
+        // dozens of pages or groups, an edit patches one or two.
+        let mut root = Vec::with_capacity(header + entries.len() + TRAILER_MAX);
         root.extend_from_slice(&self.count.to_le_bytes());
-        root.extend_from_slice(entries);
-        for patch in self.patches() {
-            let records = &patch.records;
-            let at = PAGED_HEADER + patch.page * REF;
-            debug_assert_eq!(records.len() / R, Entry::read(&root[at..]).records);
-            let id = self.nodes.write(records);
-            root[at..at + REF].copy_from_slice(&self.layout.page_entry(id, records).bytes());
+        root.extend_from_slice(&stored.root[8..]);
+        if self.form == Form::Paged {
+            // Its elements are its count, which the edit keeps.
+            self.write_patches(0, &mut root[PAGED_HEADER..]);
+            return Some(root);
+        }
+        for read in &stored.patched_groups {
+            let mut pages = read.pages.to_vec();
+            let more = self.write_patches(read.group, &mut pages);
+            let at = GROUPED_HEADER + read.group * REF;
+            let before = Entry::read(&root[at..]);
+            // Its records as stored (an overwrite keeps them), its elements as stored
+            // and changed (checked when the group was first patched): not counted again.
+            let group = Entry {
+                id: self.nodes.write(&pages),
+                records: before.records,
+                elements: before.elements.checked_add_signed(more).expect("elements"),
+                key: Entry::read(&pages).key,
+            };
+            debug_assert_eq!(group, Entry::of_group(group.id, &pages));
+            root[at..at + REF].copy_from_slice(&group.bytes());
         }
         Some(root)
+    }
+
+    /// Writes the patched pages of group `g` to the node store, and their entries over
+    /// theirs in `pages`, the group's page entries; how many more elements they count.
+    fn write_patches(&self, g: usize, pages: &mut [u8]) -> i64 {
+        let mut more = 0;
+        for patch in self.patches().iter().filter(|patch| patch.group == g) {
+            let records = &patch.records;
+            let at = patch.page * REF;
+            let before = Entry::read(&pages[at..]);
+            debug_assert_eq!(records.len() / R, before.records);
+            let page = self.layout.page_entry(self.nodes.write(records), records);
+            more += page.elements as i64 - before.elements as i64;
+            pages[at..at + REF].copy_from_slice(&page.bytes());
+        }
+        more
     }
 
     /// The first record for which `pred` fails, `pred` holding up to some point and
@@ -1950,8 +2161,10 @@ mod tests {
             // One more than it says.
             let n = u32::from_le_bytes(table[at..at + 4].try_into().unwrap());
             table[at..at + 4].copy_from_slice(&(n + 1).to_le_bytes());
-            match Records::new(&nodes, LAYOUT, &table[..]).get(0) {
-                Err(engine::Error::Corruption { detail, .. }) => detail,
+            // A read of the records the damaged count misplaces is an error.
+            let t = Records::new(&nodes, LAYOUT, &table[..]);
+            match (0..records).map(|at| t.get(at)).find(Result::is_err) {
+                Some(Err(engine::Error::Corruption { detail, .. })) => detail,
                 other => panic!("read a damaged table as {other:?}"),
             }
         };
@@ -1961,12 +2174,32 @@ mod tests {
             detail.starts_with("page ") && detail.contains("root says"),
             "{detail}"
         );
-        // The first group's element count.
-        let detail = damaged(3_000, Form::Grouped, GROUPED_HEADER + 12);
+        // The first group's record count, and its element count: a read needs only
+        // the records, a write of the group checks both.
+        let detail = damaged(3_000, Form::Grouped, GROUPED_HEADER + 8);
         assert!(
             detail.starts_with("group ") && detail.contains("root says"),
             "{detail}"
         );
+        let all: Vec<Record> = (0..3_000).map(|i| record(i, i + 1, 1)).collect();
+        let mut table = Records::of(&nodes, LAYOUT, 3_000, &all).finish().unwrap();
+        let at = GROUPED_HEADER + 12;
+        let n = u32::from_le_bytes(table[at..at + 4].try_into().unwrap());
+        table[at..at + 4].copy_from_slice(&(n + 1).to_le_bytes());
+        let mut t = Records::new(&nodes, LAYOUT, &table[..]);
+        assert_eq!(t.get(0).unwrap(), all[0]);
+        match t.splice(0..1, &[record(0, 9, 1)]) {
+            Err(engine::Error::Corruption { detail, .. }) => {
+                assert!(detail.contains("root says"), "{detail}")
+            }
+            other => panic!("wrote into a damaged table: {other:?}"),
+        }
+        match Records::new(&nodes, LAYOUT, &table[..]).elements_before(1) {
+            Err(engine::Error::Corruption { detail, .. }) => {
+                assert!(detail.contains("root says"), "{detail}")
+            }
+            other => panic!("counted a damaged table as {other:?}"),
+        }
         // A group whose node has a length no entries have.
         let all: Vec<Record> = (0..3_000).map(|i| record(i, i + 1, 1)).collect();
         let mut table = Records::of(&nodes, LAYOUT, 3_000, &all).finish().unwrap();
@@ -1976,6 +2209,34 @@ mod tests {
             Records::new(&nodes, LAYOUT, &table[..]).get(0),
             Err(engine::Error::Corruption { .. })
         ));
+    }
+
+    /// A page's first record given a lower key (a sorted set's node whose first member
+    /// went down) is found by that key while the edit holds it as a patch of the
+    /// stored root, and once stored: the page's key, and its group's, are the record's.
+    #[test]
+    fn a_first_record_keyed_lower_is_found_by_its_key() {
+        let nodes = MemoryNodes::default();
+        for (len, form) in [(300, Form::Paged), (3_000, Form::Grouped)] {
+            let all: Vec<Record> = (0..len).map(|i| record(i * 10 + 10, i + 1, 1)).collect();
+            let stored = Records::of(&nodes, LAYOUT, len, &all).finish().unwrap();
+            assert_eq!(stored_form::<RECORD>(&stored), form);
+            let (_, pages) = groups_and_pages(&nodes, &stored);
+            let firsts = pages.iter().scan(0, |at, page| {
+                *at += page.records;
+                Some(*at - page.records)
+            });
+            for at in firsts.skip(1) {
+                let mut want = all.clone();
+                let key = LAYOUT.key(&all[at]) - 5;
+                want[at] = record(key, LAYOUT.id(&all[at]), 1);
+                let mut t = Records::new(&nodes, LAYOUT, &stored[..]);
+                t.splice(at..at + 1, &[want[at]]).unwrap();
+                assert_eq!(t.partition(|k| k <= key).unwrap(), at + 1, "record {at}");
+                assert_eq!(t.last_where(|k| k <= key).unwrap(), want[at]);
+                check(&nodes, &t.finish().unwrap(), &want, &[key - 1, key]);
+            }
+        }
     }
 
     #[test]

@@ -43,13 +43,15 @@ seeded() {
     python3 - "${TEST:-set}" "${R:-100000}" "$1" "$2" <<'PY'
 import random, sys
 test, space, skip, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+# Each {} is a number drawn anew, as each of redis-benchmark's __rand_int__ is.
 forms = {"set": "SET key:{} xxx", "get": "GET key:{}", "hset": "HSET myhash element:{} xxx",
-         "sadd": "SADD myset element:{}", "zadd": "ZADD myzset 0 element:{}"}
+         "sadd": "SADD myset element:{}", "zadd": "ZADD myzset {} element:{}"}
 if test not in forms:
     sys.exit(f"FILL takes TEST of {', '.join(forms)}, not {test}")
 rng, out = random.Random(86), sys.stdout.buffer
 for i in range(skip + n):
-    words = forms[test].format(f"{rng.randrange(space):012}").split()
+    form = forms[test]
+    words = form.format(*(f"{rng.randrange(space):012}" for _ in range(form.count("{}")))).split()
     if i >= skip:
         out.write(f"*{len(words)}\r\n".encode())
         for w in words:

@@ -295,16 +295,12 @@ fn read_group(nodes: &dyn NodeStore, id: u64) -> Result<Cow<'_, [u8]>> {
 /// Whether the page entries `pages` of a group total the records and elements its entry
 /// `group` says; a corruption error if not.
 fn check_group(pages: &[u8], group: Entry) -> Result<()> {
-    let (mut records, mut elements) = (0, 0);
-    for page in entries(pages) {
-        records += page.records;
-        elements += page.elements;
-    }
-    if (records, elements) != (group.records, group.elements) {
+    let named = Entry::of_group(group.id, pages);
+    if (named.records, named.elements) != (group.records, group.elements) {
         return Err(corrupt(format!(
-            "group {} of a node table names {records} records of {elements} elements, its \
-             root says {} records of {}",
-            group.id, group.records, group.elements
+            "group {} of a node table names {} records of {} elements, its root says {} \
+             records of {}",
+            group.id, named.records, named.elements, group.records, group.elements
         )));
     }
     Ok(())
@@ -927,16 +923,34 @@ impl<'a, const R: usize> Records<'a, R> {
     /// The group and page of the stored root holding record `at` (a paged root's pages
     /// are group 0's), `at`'s place in the page, and the group's page entries.
     fn stored_find(&self, at: usize) -> Result<(usize, usize, usize, Cow<'_, [u8]>)> {
+        let (e, within) = self.stored_entry_of(at);
+        let pages = self.stored_group(e)?;
+        let (g, p, i) = self.stored_find_in(e, within, &pages)?;
+        Ok((g, p, i, pages))
+    }
+
+    /// The entry of the stored root (a page of a paged root, a group of a grouped one)
+    /// holding record `at`, and `at`'s place in it.
+    fn stored_entry_of(&self, at: usize) -> (usize, usize) {
         let starts = self.stored_starts();
         let records = *starts.last().expect("past the last");
         assert!(at < records, "record {at} of {records}");
         let e = starts.partition_point(|&s| s <= at) - 1;
-        let within = at - starts[e];
-        let pages = self.stored_group(e)?;
+        (e, at - starts[e])
+    }
+
+    /// [`Records::stored_find`] of the record `within` entry `e` of the stored root,
+    /// whose group's page entries are `pages`.
+    fn stored_find_in(
+        &self,
+        e: usize,
+        within: usize,
+        pages: &[u8],
+    ) -> Result<(usize, usize, usize)> {
         if self.form == Form::Paged {
-            return Ok((0, e, within, pages));
+            return Ok((0, e, within));
         }
-        let starts = self.stored_page_starts(e, &pages);
+        let starts = self.stored_page_starts(e, pages);
         let group = self.stored_group_entry(e);
         let named = *starts.last().expect("past the last");
         if named != group.records {
@@ -946,7 +960,7 @@ impl<'a, const R: usize> Records<'a, R> {
             )));
         }
         let p = starts.partition_point(|&s| s <= within) - 1;
-        Ok((e, p, within - starts[p], pages))
+        Ok((e, p, within - starts[p]))
     }
 
     /// The index (within group `g` of the stored grouped root, whose page entries are
@@ -975,9 +989,14 @@ impl<'a, const R: usize> Records<'a, R> {
 
     /// The patch of page `p` of group `g`, if the edit wrote over that page.
     fn patch(&self, g: usize, p: usize) -> Option<&Patch> {
+        self.patch_place(g, p).map(|at| &self.patches()[at])
+    }
+
+    /// Where [`Records::patch`] lies among the patches.
+    fn patch_place(&self, g: usize, p: usize) -> Option<usize> {
         self.patches()
             .iter()
-            .find(|patch| (patch.group, patch.page) == (g, p))
+            .position(|patch| (patch.group, patch.page) == (g, p))
     }
 
     /// The key of group `g` of the stored grouped root: its first page's, which an
@@ -1024,28 +1043,36 @@ impl<'a, const R: usize> Records<'a, R> {
         if !self.unread() {
             return Ok(false);
         }
-        let (page, body, g, p, i) = {
-            let (g, p, i, pages) = self.stored_find(range.start)?;
-            let page = Entry::read(&pages[p * REF..]);
-            if i + records.len() > page.records {
-                return Ok(false);
-            }
-            let body = match self.patch(g, p) {
-                Some(_) => None,
-                None => Some(self.stored_page(&pages, g, p)?.into_owned()),
-            };
-            (page, body, g, p, i)
-        };
+        let (e, within) = self.stored_entry_of(range.start);
+        let stored = self.stored.as_deref().expect("a table as stored");
         let group = match self.form {
-            Form::Grouped if !self.patches().iter().any(|patch| patch.group == g) => {
-                // Checked once, as it is to be written again: its entry is made anew
-                // from its pages' (a read of a record needs only their records).
-                let entry = self.stored_group_entry(g);
+            Form::Grouped if !stored.patched_groups.iter().any(|read| read.group == e) => {
+                // Read here, to be kept, and checked once, as it is to be written
+                // again: its entry is made anew from its pages' (a read of a record
+                // needs only their records).
+                let entry = self.stored_group_entry(e);
                 let pages = read_group(self.nodes, entry.id)?;
                 check_group(&pages, entry)?;
                 Some((entry.id, pages))
             }
             _ => None,
+        };
+        let (page, body, g, p, i) = {
+            let pages = match &group {
+                Some((_, pages)) => Cow::Borrowed(&pages[..]),
+                None => self.stored_group(e)?,
+            };
+            let (g, p, i) = self.stored_find_in(e, within, &pages)?;
+            let page = Entry::read(&pages[p * REF..]);
+            if i + records.len() > page.records {
+                return Ok(false);
+            }
+            // The page's records to patch, or where its patch lies if it has one.
+            let body = match self.patch_place(g, p) {
+                Some(at) => Err(at),
+                None => Ok(self.stored_page(&pages, g, p)?.into_owned()),
+            };
+            (page, body, g, p, i)
         };
         let stored = self.stored.as_mut().expect("read above");
         if let Some((id, pages)) = group {
@@ -1054,11 +1081,8 @@ impl<'a, const R: usize> Records<'a, R> {
         }
         let patched = &mut stored.patched;
         let patch = match body {
-            None => patched
-                .iter_mut()
-                .find(|patch| (patch.group, patch.page) == (g, p))
-                .expect("patched before"),
-            Some(records) => {
+            Err(at) => &mut patched[at],
+            Ok(records) => {
                 self.replaced.stored.push(page.id);
                 patched.push(Patch {
                     group: g,

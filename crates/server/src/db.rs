@@ -108,6 +108,10 @@ pub struct Db {
     /// data stays as it was (Redis keeps it still for a failover).
     pub pause: Pause,
     expired: AtomicU64,
+    /// In memory, read-modify-writes whose compare-and-set another writer of the key
+    /// beat, and which ran again (INFO hotring's `hotring_lost_write_races`): how much
+    /// a hot key's writers redo.
+    lost_write_races: AtomicU64,
     /// Keys written or deleted by commands since the start, as Redis's `dirty` counts
     /// changes (INFO's rdb_changes_since_last_save).
     changes: StripedCounter,
@@ -197,6 +201,7 @@ impl Db {
             blocked: BlockedKeys::default(),
             pause: Pause::default(),
             expired: AtomicU64::new(0),
+            lost_write_races: AtomicU64::new(0),
             changes: StripedCounter::default(),
         }
     }
@@ -896,6 +901,7 @@ impl Db {
             if done {
                 return Ok(result);
             }
+            self.lost_write_races.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -997,6 +1003,12 @@ impl Db {
     /// Keys deleted because they expired, lazily or actively.
     pub fn expired_count(&self) -> u64 {
         self.expired.load(Ordering::Relaxed)
+    }
+
+    /// Read-modify-writes run again after another writer of their key beat their
+    /// compare-and-set, since the start or CONFIG RESETSTAT.
+    pub fn lost_write_races(&self) -> u64 {
+        self.lost_write_races.load(Ordering::Relaxed)
     }
 
     /// One page of a resumable scan: calls `f` on each live key; returns the next
@@ -1773,6 +1785,7 @@ impl Db {
 
     pub fn reset_stats(&self) {
         self.expired.store(0, Ordering::Relaxed);
+        self.lost_write_races.store(0, Ordering::Relaxed);
         if let Some(nodes) = &self.nodes {
             nodes.reset_freed_later();
         }
@@ -1794,6 +1807,29 @@ impl Db {
 mod tests {
     use super::*;
     use crate::list_nodes::End;
+
+    /// A read-modify-write whose key another writer changes between its read and its
+    /// compare-and-set decides again on the new value, and is counted as a lost race.
+    #[test]
+    fn a_write_beaten_to_its_key_decides_again_and_is_counted() {
+        let db = Db::default();
+        db.set(b"k", b"1", None).unwrap();
+        let mut runs = 0;
+        let seen = db.update(b"k", Kind::String, |e| {
+            runs += 1;
+            if runs == 1 {
+                db.set(b"k", b"2", None).unwrap();
+            }
+            let seen = e.expect("the string").value.clone();
+            let new = [seen.as_slice(), b"+"].concat();
+            (Change::Put(Entry::plain(new, None)), seen)
+        });
+        assert_eq!((runs, seen.unwrap()), (2, b"2".to_vec()));
+        assert_eq!(db.get(b"k").unwrap().unwrap().value, b"2+");
+        assert_eq!(db.lost_write_races(), 1);
+        db.reset_stats();
+        assert_eq!(db.lost_write_races(), 0);
+    }
 
     /// A split list whose nodes are all gone from the store: whatever expanded it would
     /// panic (in memory a node outlives its readers). What needs only the key's type or

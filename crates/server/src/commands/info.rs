@@ -446,6 +446,7 @@ fn write_section(server: &Server, section: &str, out: &mut String) {
             field("hotring_sample_rounds", &s.sample_rounds);
             field("hotring_shifts", &s.shifts);
             field("hotring_splits", &s.splits);
+            field("hotring_lost_write_races", &server.db.lost_write_races());
             let longest = s.ring_lengths.last().map_or(0, |(len, _)| *len);
             field("hotring_ring_length_max_sampled", &longest);
             let lengths: Vec<String> = s

@@ -570,9 +570,9 @@ struct Stored<'a> {
     /// length and the page holding a record four times, and each walk of a root of
     /// dozens of pages was ~200 instructions.
     starts: OnceCell<Vec<usize>>,
-    /// Of a grouped root, [`Records::stored_page_starts`]: the first group it was asked
-    /// of, and its pages' starts.
-    group_starts: OnceCell<(usize, Vec<usize>)>,
+    /// Of a grouped root, [`Records::stored_page_starts`] of each group asked, by its
+    /// place among the root's groups.
+    group_starts: OnceCell<Box<[OnceCell<Vec<usize>>]>>,
 }
 
 impl Stored<'_> {
@@ -964,17 +964,18 @@ impl<'a, const R: usize> Records<'a, R> {
     }
 
     /// The index (within group `g` of the stored grouped root, whose page entries are
-    /// `pages`) of each page's first record, and past the last: counted once for the
-    /// first group an edit looks in (most look in one only, an HSET three times; a walk
-    /// of the entries each time cost 570 instructions more an HSET).
-    fn stored_page_starts(&self, g: usize, pages: &[u8]) -> Cow<'_, [usize]> {
+    /// `pages`) of each page's first record, and past the last: counted once for each
+    /// group an edit looks in (an HSET looks three times, a ZADD at a million members
+    /// in two or three groups; a walk of the entries each time cost 570 instructions
+    /// more an HSET, and a count kept for the first group only, 1,950 more a ZADD).
+    fn stored_page_starts(&self, g: usize, pages: &[u8]) -> &[usize] {
         let stored = self.stored.as_deref().expect("a table as stored");
-        let records = || starts_of(entries(pages).map(|e| e.records));
-        let (first, starts) = stored.group_starts.get_or_init(|| (g, records()));
-        match *first == g {
-            true => Cow::Borrowed(starts),
-            false => Cow::Owned(records()),
-        }
+        let groups = || {
+            let n = stored.starts(self.form).len() - 1;
+            (0..n).map(|_| OnceCell::new()).collect()
+        };
+        stored.group_starts.get_or_init(groups)[g]
+            .get_or_init(|| starts_of(entries(pages).map(|e| e.records)))
     }
 
     /// The root as stored, while the groups are not changed.

@@ -15,9 +15,8 @@
 #       (several times faster than counted ones): a collection of a million members
 #       is filled by FILL=1000000 R=1000000 and then measured by N=100000. With FILL,
 #       the requests (of TEST set, get, hset, sadd or zadd, as redis-benchmark words
-#       them) come from a seeded generator over one connection (`redis-cli --pipe`):
-#       redis-benchmark's keys are random each run, and a collection filled by them
-#       differed run to run in its nodes' sizes, and so in a write's cost, by up to 5%.
+#       them) come from a seeded generator (scripts/seeded_requests.py) over one
+#       connection (`redis-cli --pipe`).
 set -euo pipefail
 bin=$1
 port=$2
@@ -38,25 +37,9 @@ for _ in $(seq 120); do
     sleep 0.5
 done
 n=${N:-300000}
-# Requests `$1` to `$1 + $2` of a seeded sequence, in the protocol, for `redis-cli --pipe`.
+# Requests `$1` to `$1 + $2` of the seeded sequence, for `redis-cli --pipe`.
 seeded() {
-    python3 - "${TEST:-set}" "${R:-100000}" "$1" "$2" <<'PY'
-import random, sys
-test, space, skip, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-# Each {} is a number drawn anew, as each of redis-benchmark's __rand_int__ is.
-forms = {"set": "SET key:{} xxx", "get": "GET key:{}", "hset": "HSET myhash element:{} xxx",
-         "sadd": "SADD myset element:{}", "zadd": "ZADD myzset {} element:{}"}
-if test not in forms:
-    sys.exit(f"FILL takes TEST of {', '.join(forms)}, not {test}")
-rng, out = random.Random(86), sys.stdout.buffer
-for i in range(skip + n):
-    form = forms[test]
-    words = form.format(*(f"{rng.randrange(space):012}" for _ in range(form.count("{}")))).split()
-    if i >= skip:
-        out.write(f"*{len(words)}\r\n".encode())
-        for w in words:
-            out.write(f"${len(w)}\r\n{w}\r\n".encode())
-PY
+    python3 "$(dirname "$0")/seeded_requests.py" "${TEST:-set}" "${R:-100000}" "$1" "$2"
 }
 if [ "$fill" -gt 0 ]; then
     seeded 0 "$fill" | redis-cli -p "$port" --pipe >/dev/null

@@ -595,27 +595,55 @@ pub struct FieldEditor<'a> {
 impl<'a> FieldEditor<'a> {
     /// The hash or set of `kind` stored as `stored` (`None` if missing), its nodes in
     /// `nodes`; `large` tells whether a packed value passes Redis's limits for its
-    /// small encoding.
+    /// small encoding. A split one's table is read where it is stored (a copy of a
+    /// hash's root of a thousand fields cost an HSET 700 instructions).
     pub fn new(
+        nodes: &'a dyn NodeStore,
+        kind: Kind,
+        stored: Option<&'a [u8]>,
+        large: &'a dyn Fn(&[u8]) -> bool,
+    ) -> Self {
+        match stored {
+            Some(s) if Entry::stored_is_node_table(s) => {
+                let table = Table::new(nodes, Entry::stored_payload(s));
+                let shape = Shape::Split(table, BTreeMap::new());
+                Self::of_shape(nodes, kind, shape, Entry::stored_raw(s), large)
+            }
+            _ => Self::whole(nodes, kind, stored, large),
+        }
+    }
+
+    /// [`FieldEditor::new`] of a hash or set stored whole (not split), copied: `stored`
+    /// need not outlive the editor.
+    pub fn whole(
         nodes: &'a dyn NodeStore,
         kind: Kind,
         stored: Option<&[u8]>,
         large: &'a dyn Fn(&[u8]) -> bool,
     ) -> Self {
-        assert!(matches!(kind, Kind::Hash | Kind::Set));
-        let shape = match stored {
-            None => Shape::Missing,
-            Some(s) if Entry::stored_is_node_table(s) => {
-                let table = Table::new(nodes, Entry::stored_payload(s).to_vec());
-                Shape::Split(table, BTreeMap::new())
-            }
-            Some(s) => Shape::Packed(Entry::stored_payload_to_edit(s)),
+        let Some(s) = stored else {
+            return Self::of_shape(nodes, kind, Shape::Missing, false, large);
         };
+        assert!(!Entry::stored_is_node_table(s), "a split hash or set");
+        let shape = Shape::Packed(Entry::stored_payload_to_edit(s));
+        Self::of_shape(nodes, kind, shape, Entry::stored_raw(s), large)
+    }
+
+    /// An editor of the hash or set of `kind` held as `shape`, in Redis's large
+    /// encoding if `raw`.
+    fn of_shape(
+        nodes: &'a dyn NodeStore,
+        kind: Kind,
+        shape: Shape<'a>,
+        raw: bool,
+        large: &'a dyn Fn(&[u8]) -> bool,
+    ) -> Self {
+        assert!(matches!(kind, Kind::Hash | Kind::Set));
         FieldEditor {
             nodes,
             kind,
             shape,
-            raw: stored.is_some_and(Entry::stored_raw),
+            raw,
             large,
             fresh: Vec::new(),
             changed: false,

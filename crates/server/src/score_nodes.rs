@@ -528,9 +528,9 @@ struct Order<'a> {
 }
 
 impl<'a> Order<'a> {
-    fn new(nodes: &'a dyn NodeStore, table: &[u8]) -> Self {
+    fn new(nodes: &'a dyn NodeStore, table: &'a [u8]) -> Self {
         Order {
-            records: Records::new(nodes, LAYOUT, table.to_vec()),
+            records: Records::new(nodes, LAYOUT, table),
             loaded: BTreeMap::new(),
         }
     }
@@ -792,7 +792,7 @@ type MembersAfter = (Option<Vec<u8>>, Option<Vec<u64>>);
 struct Split<'a> {
     members: FieldEditor<'a>,
     /// The members half the member editor started from.
-    members_base: Vec<u8>,
+    members_base: Cow<'a, [u8]>,
     /// Whether `members_base` was stored before the edit (if not, the edit split the
     /// set): nodes the final half names and a stored base does not are the edit's own.
     members_stored: bool,
@@ -826,11 +826,11 @@ fn always(_: &[u8]) -> bool {
 }
 
 impl<'a> Split<'a> {
-    fn new(nodes: &'a dyn NodeStore, table: &[u8]) -> Self {
+    fn new(nodes: &'a dyn NodeStore, table: &'a [u8]) -> Self {
         let (members, order) = halves(table);
         Split {
             members: FieldEditor::new(nodes, Kind::Hash, Some(members), &always),
-            members_base: members.to_vec(),
+            members_base: Cow::Borrowed(members),
             members_stored: true,
             order: Order::new(nodes, order),
         }
@@ -841,8 +841,8 @@ impl<'a> Split<'a> {
     fn of(nodes: &'a dyn NodeStore, packed: &[u8]) -> Self {
         let members = members_hash(packed);
         Split {
-            members: FieldEditor::new(nodes, Kind::Hash, Some(&members), &always),
-            members_base: members,
+            members: FieldEditor::whole(nodes, Kind::Hash, Some(&members), &always),
+            members_base: Cow::Owned(members),
             members_stored: false,
             order: Order::of(nodes, packed),
         }
@@ -866,7 +866,7 @@ impl<'a> Split<'a> {
         };
         let after = match outcome {
             None if self.members_stored => return Ok((None, Some(Vec::new()))),
-            None => self.members_base.clone(),
+            None => self.members_base.to_vec(),
             Some(None) => Vec::new(),
             Some(Some(stored)) => stored,
         };
@@ -882,7 +882,7 @@ impl<'a> Split<'a> {
         let Some(after) = after.filter(|a| !a.is_empty()) else {
             return Ok(());
         };
-        let before = self.members_stored.then_some(self.members_base.as_slice());
+        let before = self.members_stored.then_some(&self.members_base[..]);
         for id in nodes::dropped(nodes, after, before)? {
             nodes.discard(id);
         }
@@ -896,7 +896,7 @@ impl<'a> ZsetEditor<'a> {
     /// encoding.
     pub fn new(
         nodes: &'a dyn NodeStore,
-        stored: Option<&[u8]>,
+        stored: Option<&'a [u8]>,
         large: &'a dyn Fn(&[u8]) -> bool,
     ) -> Self {
         let shape = match stored {

@@ -608,6 +608,14 @@ struct Patch {
     records: Vec<u8>,
 }
 
+/// The page [`Records::overwrite_stored`] writes over.
+enum PageToPatch {
+    /// Patched before, at this place among the patches.
+    Patched(usize),
+    /// Not patched yet: its records as stored.
+    Stored(Vec<u8>),
+}
+
 /// A group of a stored grouped root holding a patched page.
 struct PatchedGroup<'a> {
     /// Its place among the root's groups.
@@ -1046,15 +1054,11 @@ impl<'a, const R: usize> Records<'a, R> {
         }
         let (e, within) = self.stored_entry_of(range.start);
         let stored = self.stored.as_deref().expect("a table as stored");
+        // A group not patched yet is read here, to be kept.
         let group = match self.form {
             Form::Grouped if !stored.patched_groups.iter().any(|read| read.group == e) => {
-                // Read here, to be kept, and checked once, as it is to be written
-                // again: its entry is made anew from its pages' (a read of a record
-                // needs only their records).
                 let entry = self.stored_group_entry(e);
-                let pages = read_group(self.nodes, entry.id)?;
-                check_group(&pages, entry)?;
-                Some((entry.id, pages))
+                Some((entry, read_group(self.nodes, entry.id)?))
             }
             _ => None,
         };
@@ -1068,22 +1072,24 @@ impl<'a, const R: usize> Records<'a, R> {
             if i + records.len() > page.records {
                 return Ok(false);
             }
-            // The page's records to patch, or where its patch lies if it has one.
             let body = match self.patch_place(g, p) {
-                Some(at) => Err(at),
-                None => Ok(self.stored_page(&pages, g, p)?.into_owned()),
+                Some(at) => PageToPatch::Patched(at),
+                None => PageToPatch::Stored(self.stored_page(&pages, g, p)?.into_owned()),
             };
             (page, body, g, p, i)
         };
         let stored = self.stored.as_mut().expect("read above");
-        if let Some((id, pages)) = group {
-            self.replaced.stored.push(id);
+        if let Some((entry, pages)) = group {
+            // Checked once, as it is to be written again: its entry is made anew from
+            // its pages' (a read of a record needs only their records).
+            check_group(&pages, entry)?;
+            self.replaced.stored.push(entry.id);
             stored.patched_groups.push(PatchedGroup { group: g, pages });
         }
         let patched = &mut stored.patched;
         let patch = match body {
-            Err(at) => &mut patched[at],
-            Ok(records) => {
+            PageToPatch::Patched(at) => &mut patched[at],
+            PageToPatch::Stored(records) => {
                 self.replaced.stored.push(page.id);
                 patched.push(Patch {
                     group: g,

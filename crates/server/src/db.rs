@@ -1397,14 +1397,6 @@ impl Db {
         Ok(())
     }
 
-    /// Whether the engine holds writes back now.
-    pub fn holds_writes_back(&self) -> bool {
-        match &self.store {
-            Store::Memory(_) => false,
-            Store::Engine(store, _) => store.holds_writes_back(),
-        }
-    }
-
     /// When the engine's writes reach the disk from now on; the memory engine keeps
     /// nothing to sync.
     pub fn set_fsync(&self, policy: lsm::FsyncPolicy) -> Result<()> {

@@ -874,10 +874,6 @@ impl EngineStore {
         self.engine.write_held_back()
     }
 
-    pub fn holds_writes_back(&self) -> bool {
-        self.engine.holds_writes_back()
-    }
-
     pub fn set_fsync(&self, policy: engine::FsyncPolicy) -> Result<()> {
         self.engine.set_fsync(policy)
     }

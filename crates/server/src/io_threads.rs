@@ -249,6 +249,11 @@ impl Place {
         }
     }
 
+    /// Whether this thread serves other connections too.
+    pub fn shared(&self) -> bool {
+        self.thread().live.load(Ordering::Relaxed) > 1
+    }
+
     /// Where the connection is to move, if the balancer asked one of this thread's
     /// to and none has answered yet. The caller moves between requests, with nothing
     /// of its own left on this thread (see `Connection::run`), by running itself on

@@ -73,12 +73,7 @@ impl ChainingHash {
             t.get()
         });
         if tick.is_multiple_of(self.sample_period) {
-            let s = self.counters.mine();
-            s.accesses.fetch_add(1, StdOrdering::Relaxed);
-            s.visits.fetch_add(visits as u64, StdOrdering::Relaxed);
-            if visits == 1 {
-                s.head_hits.fetch_add(1, StdOrdering::Relaxed);
-            }
+            self.counters.mine().count_access(visits, visits == 1);
         }
     }
 

@@ -284,8 +284,7 @@ impl HotRing {
             return;
         }
         let stripe = self.counters.mine();
-        stripe.accesses.fetch_add(1, StdOrdering::Relaxed);
-        stripe.visits.fetch_add(visits as u64, StdOrdering::Relaxed);
+        stripe.count_access(visits, hot);
         // Only sampling acts on a shift; the other strategies skip the watch.
         let following_shift = match self.config.strategy {
             HotspotStrategy::Sampling => stripe.shift_watch.note(hot, visits),
@@ -300,7 +299,6 @@ impl HotRing {
             TICK.with(|t| t.set(tick.wrapping_add(self.config.sample_period - 1)));
         }
         if hot {
-            stripe.head_hits.fetch_add(1, StdOrdering::Relaxed);
             if is_calm(head.total()) && !head.active() {
                 if let Some(item) = counted {
                     // The head's lead (see CALM_TRIGGER); no write once it is full.

@@ -156,11 +156,6 @@ pub trait Engine: Send + Sync {
         Ok(())
     }
 
-    /// Whether writes are held back now (so [`Engine::write_held_back`] has work).
-    fn holds_writes_back(&self) -> bool {
-        false
-    }
-
     /// When writes reach the disk from now on (Redis's CONFIG SET appendfsync). An
     /// engine whose policy is fixed when it opens refuses.
     fn set_fsync(&self, policy: FsyncPolicy) -> Result<()> {

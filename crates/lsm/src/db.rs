@@ -1260,15 +1260,12 @@ impl Engine for Lsm {
     }
 
     fn write_held_back(&self) -> Result<()> {
-        if !self.holds_writes_back() {
+        // Called before every reply: the log's lock only when records wait.
+        if !self.inner.log_behind.load(Ordering::Acquire) {
             return Ok(());
         }
         let mut log = self.inner.lock_log();
         self.inner.write_held_back(&mut log)
-    }
-
-    fn holds_writes_back(&self) -> bool {
-        self.inner.log_behind.load(Ordering::Acquire)
     }
 
     fn set_fsync(&self, policy: FsyncPolicy) -> Result<()> {

@@ -27,9 +27,9 @@ pub(crate) struct Stripe {
 impl Stripe {
     /// Counts one access that visited `visits` items, a head hit if `hit`. Loads and
     /// stores, not read-modify-writes: a stripe has one writer unless more than
-    /// `STRIPES` threads record at once, and then a lost count only blurs a statistic,
-    /// where a locked add costs every counted access ~20 cycles (BENCHMARKS.md,
-    /// session 89).
+    /// `STRIPES` threads record at once, and then a lost count only blurs a statistic;
+    /// a locked add would make every counted access wait for its store, for no other
+    /// writer (BENCHMARKS.md, session 89).
     #[inline]
     pub(crate) fn count_access(&self, visits: u32, hit: bool) {
         let add = |counter: &AtomicU64, n: u64| {

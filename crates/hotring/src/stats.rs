@@ -234,18 +234,17 @@ pub struct Stats {
 
 #[cfg(test)]
 mod tests {
+    use rand::{rngs::SmallRng, Rng, SeedableRng};
+
     use super::{Ordering, Stripe};
 
     #[test]
     fn a_stripes_one_writer_counts_every_access() {
         let stripe = Stripe::default();
-        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rng = SmallRng::seed_from_u64(89);
         let (mut visits, mut hits) = (0u64, 0u64);
         for _ in 0..10_000 {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            let (v, hit) = ((rng % 9) as u32 + 1, rng.is_multiple_of(3));
+            let (v, hit) = (rng.gen_range(1..=9u32), rng.gen_bool(1.0 / 3.0));
             stripe.count_access(v, hit);
             visits += u64::from(v);
             hits += u64::from(hit);

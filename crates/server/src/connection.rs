@@ -367,11 +367,12 @@ impl Connection {
         // a load generator) is then woken once for a burst of replies, not once for
         // each: a wakeup is most of the kernel's work in a send on loopback, and
         // under redis-benchmark `-P 16` on one key, woken for each, LPUSH and INCR
-        // ran 1.29x and 1.13x slower (BENCHMARKS.md). And any write a reply shows (this client's or another's)
-        // must be in the log before the reply leaves, so that a crash of the process
-        // cannot lose it: one log write then covers them all, as Redis writes its
-        // append-only file once per turn. Alone on its thread, a connection has
-        // nobody to wait for (a yield cost redis-benchmark `-c 1` 5%).
+        // ran 1.29x and 1.13x slower (BENCHMARKS.md). And any write a reply shows
+        // (this client's or another's) must be in the log before the reply leaves, so
+        // that a crash of the process cannot lose it: one log write then covers them
+        // all, as Redis writes its append-only file once per turn. Alone on its
+        // thread, a connection has nobody to wait for (a yield cost redis-benchmark
+        // `-c 1` 5%).
         if self.place.shared() {
             after_ready_tasks().await;
         }

@@ -43,7 +43,8 @@ run cargo test --workspace --release
 HOTKV_TEST_ENGINE=lsm run cargo test -p server --release --tests
 run cargo test -p hotring -p workload -p engine -p lsm
 run cargo test -p hotring --release --features shuttle --test shuttle
-# The head hint's catch-up after racing head moves (directory.rs).
+# The head hint's catch-up and the second entries after racing head moves and
+# removals (directory.rs).
 run cargo test -p hotring --release --features shuttle --lib directory::model
 # The EXEC gate's model (the engine crate's unit tests, built on shuttle's primitives).
 run cargo test -p engine --release --features shuttle --lib gate::model

@@ -2,6 +2,15 @@
 //! inheritance, and the reclamation handshake that keeps a head from ever pointing at
 //! a freed item.
 //!
+//! Beyond the seed, each slot has a second entry (`directory.rs`): a lookup of a key
+//! at or past it starts there rather than at the head or the rehash item. A sampling
+//! round places it where, beside the head it chose, it shortens the walks most
+//! (`best_second`); random movement leaves it the item the head moved off. With one
+//! entry, the accesses that miss the head walk its cold neighbours, each a cache miss:
+//! at zipf 0.99 and 8 keys a ring a second entry took items per read from 1.69 to
+//! 1.42 (BENCHMARKS.md, session 90). Second entries follow the same handshake as
+//! heads, below, and inherit as heads do.
+//!
 //! The hazard: a head move reads item X, then stores X into a slot's head. If X is
 //! removed and reclaimed between the read and the store, the head would dangle for
 //! every reader that pins afterwards, which the epoch collector does not protect. So
@@ -13,13 +22,14 @@
 //!    first take it out of the head, then clear `PINNED`; if its unlinker already set
 //!    `UNLINKED`, the unlinker left the reclamation to us, so we retire X.
 //!
-//! The thread that unlinks X (exactly one CAS succeeds) moves the head of the slot
-//! covering X off X, then sets `UNLINKED`; if it finds `PINNED`, the pinner retires X
-//! instead. A pin fails once X is marked, so no head can take X after its unlinker
-//! checked the head. A head only ever points into its own slot's hash range, so one
-//! slot of the current directory is the only place to check; the slots of a directory
-//! that a doubling replaced are read only by threads pinned before the replacement,
-//! which the grace period covers. Rehash items are never reclaimed and need no pin.
+//! The thread that unlinks X (exactly one CAS succeeds) moves the head and the second
+//! entry of the slot covering X off X, then sets `UNLINKED`; if it finds `PINNED`, the
+//! pinner retires X instead. A pin fails once X is marked, so no entry can take X
+//! after its unlinker checked the slot. Heads and second entries only ever point into
+//! their own slot's hash range, so one slot of the current directory is the only place
+//! to check; the slots of a directory that a doubling replaced are read only by threads
+//! pinned before the replacement, which the grace period covers. Rehash items are never
+//! reclaimed and need no pin.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ordering as StdOrdering};
@@ -28,7 +38,7 @@ use crossbeam_epoch::Guard;
 
 use crate::directory::SlotRef;
 use crate::index::{HotRing, HotspotStrategy};
-use crate::item::ItemPtr;
+use crate::item::{Item, ItemPtr};
 use crate::link::{Head, Link};
 use crate::stats::{now_ms, HOT_SAMPLE_PERIOD};
 
@@ -317,6 +327,11 @@ impl HotRing {
                 if item.as_raw() != head.target() && self.try_install_head(slot, head, item, guard)
                 {
                     stripe.head_moves.fetch_add(1, StdOrdering::Relaxed);
+                    // The item the head leaves was hot a moment ago: it stays an entry.
+                    let left = self
+                        .item(head.target(), guard)
+                        .expect("a head is never null");
+                    let _ = self.try_install_second(slot, slot.load_second(), left, guard);
                 }
             }
             HotspotStrategy::Sampling => {
@@ -487,6 +502,20 @@ impl HotRing {
         if chosen.as_raw() != head.target() && self.try_install_head(slot, head, chosen, guard) {
             stripe.head_moves.fetch_add(1, StdOrdering::Relaxed);
         }
+        let counts: Vec<u64> = ring_items.iter().map(|(_, n)| *n).collect();
+        let second = best_second(&counts, best, base)
+            .map(|s| ring_items[s].0)
+            .filter(|item| !item.is_sentinel());
+        let word = slot.load_second();
+        match second {
+            Some(item) if !SlotRef::second_is(word, item) => {
+                let _ = self.try_install_second(slot, word, item, guard);
+            }
+            None if !word.is_null() => {
+                let _ = slot.cas_second(word, None);
+            }
+            _ => {}
+        }
         let head = slot.load_head();
         if !head.active() {
             let _ = slot.cas_head(head, head.with_sampling(false, found));
@@ -559,8 +588,10 @@ impl HotRing {
         if released.is_ok() {
             return;
         }
-        // Removed while pinned: our head store may have come after its unlinker looked.
+        // Removed while pinned: our head or second store may have come after its
+        // unlinker looked.
         self.move_head_off(slot, item, false, guard);
+        self.move_second_off(slot, item, false, guard);
         let old = item
             .update_next(|l| Some(l.without(Link::PINNED)))
             .expect("an unconditional update always applies");
@@ -576,6 +607,7 @@ impl HotRing {
         // the current directory that can hold the item.
         let slot = self.slot_for(item.hash(), guard);
         self.move_head_off(slot, item, true, guard);
+        self.move_second_off(slot, item, true, guard);
         let old = item
             .update_next(|l| Some(l.with(Link::UNLINKED)))
             .expect("an unconditional update always applies");
@@ -612,14 +644,80 @@ impl HotRing {
         }
     }
 
+    /// Makes sure `slot`'s second entry no longer points at the removed `item`: with
+    /// `inherit`, the item's successor takes its place as the head's does (for an RCU
+    /// update, the new version); otherwise, and whenever that fails, it is cleared.
+    fn move_second_off(&self, slot: SlotRef<'_>, item: ItemPtr, inherit: bool, guard: &Guard) {
+        loop {
+            let word = slot.load_second();
+            if !SlotRef::second_is(word, item) {
+                return;
+            }
+            if inherit {
+                let successor = self.item(item.load_next().target(), guard);
+                if successor.is_some_and(|s| self.try_install_second(slot, word, s, guard)) {
+                    return;
+                }
+            }
+            if slot.cas_second(word, None) {
+                return;
+            }
+        }
+    }
+
+    /// Sets `slot`'s second entry from the word `expected` to `to`, under the pin of the
+    /// handshake at the top of this file, as a head move. Fails if the word changed,
+    /// `to` is being removed or is pinned, or it lies outside the slot's range.
+    pub(crate) fn try_install_second(
+        &self,
+        slot: SlotRef<'_>,
+        expected: *mut Item,
+        to: ItemPtr,
+        guard: &Guard,
+    ) -> bool {
+        // Reclamation looks for an item's entries in its own slot only.
+        if to.is_sentinel() || !slot.covers(to.hash()) || !pin(to) {
+            return false;
+        }
+        let set = slot.cas_second(expected, Some(to));
+        self.unpin(slot, to, guard);
+        set
+    }
+
     /// Hands an unlinked, unpinned item to the epoch collector.
     pub(crate) fn retire(&self, item: ItemPtr, guard: &Guard) {
-        // SAFETY: the item is unlinked (no list word points at it), no head points at it
-        // (the handshake above), and no head can take it again (it is marked, so pins
-        // fail). It is retired exactly once: by its unlinker, or by the pinner that
-        // cleared `PINNED` after `UNLINKED` was set.
+        // SAFETY: the item is unlinked (no list word points at it), no head or second
+        // entry points at it (the handshake above), and none can take it again (it is
+        // marked, so pins fail). It is retired exactly once: by its unlinker, or by the
+        // pinner that cleared `PINNED` after `UNLINKED` was set.
         unsafe { item.retire(guard) }
     }
+}
+
+/// Where in a slot's items (`counts`, the accesses each drew in ring order) a second
+/// entry saves the most walking beside a head at `head`, if anywhere. Past the head,
+/// position `s` shortens the walks to it and the items after it by `s - head` each;
+/// before the head, the walks to it and the items up to the head no longer start at
+/// the rehash item, `base + s + 1` shorter each (`base` as in `HotRing::adjust`).
+fn best_second(counts: &[u64], head: usize, base: u64) -> Option<usize> {
+    let mut from = vec![0u64; counts.len() + 1];
+    for i in (0..counts.len()).rev() {
+        from[i] = from[i + 1] + counts[i];
+    }
+    (0..counts.len())
+        .filter(|&s| s != head)
+        .map(|s| {
+            let saved = if s > head {
+                (s - head) as u64 * from[s]
+            } else {
+                (base + s as u64 + 1) * (from[s] - from[head])
+            };
+            (saved, s)
+        })
+        .filter(|&(saved, _)| saved > 0)
+        // Of equal savings, the first position.
+        .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
+        .map(|(_, s)| s)
 }
 
 /// Takes the head-move pin on `item` unless it is being removed or already pinned.
@@ -636,7 +734,7 @@ mod tests {
 
     use rand::{rngs::SmallRng, Rng, SeedableRng};
 
-    use super::{ShiftWatch, SHIFT_FOLLOW_MS, SHIFT_WINDOW};
+    use super::{best_second, ShiftWatch, SHIFT_FOLLOW_MS, SHIFT_WINDOW};
 
     /// Feeds `watch` `windows` windows of counted accesses that hit the head (one
     /// item) with probability `rate`, or else walk 2-9 items; the mark of the shift it
@@ -722,5 +820,65 @@ mod tests {
         let second = feed(&watch, &mut rng, 0.4, 1);
         assert!(second.is_some());
         assert_ne!(second, first);
+    }
+
+    /// Items an access walks past, summed over `counts` (ring order), with entries at
+    /// `entries` (sorted): a lookup starts at the last entry at or before its item, or
+    /// at the rehash item, `base` items before the slot's first, as `search` does.
+    fn walked(counts: &[u64], entries: &[usize], base: u64) -> u64 {
+        (0..counts.len())
+            .map(|i| {
+                let extra = match entries.iter().rev().find(|&&e| e <= i) {
+                    Some(&e) => (i - e) as u64,
+                    None => base + i as u64 + 1,
+                };
+                counts[i] * extra
+            })
+            .sum()
+    }
+
+    #[test]
+    fn the_second_entry_is_where_the_walks_are_shortest() {
+        let mut rng = SmallRng::seed_from_u64(5);
+        for _ in 0..2000 {
+            let len = rng.gen_range(2..12);
+            let counts: Vec<u64> = (0..len)
+                .map(|_| {
+                    if rng.gen_bool(0.3) {
+                        0
+                    } else {
+                        rng.gen_range(0..50)
+                    }
+                })
+                .collect();
+            let head = rng.gen_range(0..len);
+            let base = rng.gen_range(0..4);
+            let alone = walked(&counts, &[head], base);
+            let best = (0..len)
+                .filter(|&s| s != head)
+                .map(|s| walked(&counts, &[s.min(head), s.max(head)], base))
+                .min()
+                .expect("two items at least");
+            match best_second(&counts, head, base) {
+                Some(s) => {
+                    assert_ne!(s, head);
+                    let with = walked(&counts, &[s.min(head), s.max(head)], base);
+                    assert_eq!(with, best, "{counts:?} head {head} base {base}: {s}");
+                    assert!(with < alone);
+                }
+                // None only where no second entry shortens any walk.
+                None => assert_eq!(best, alone, "{counts:?} head {head} base {base}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_second_entry_goes_to_the_hot_item_the_head_leaves_far() {
+        // The head at the hottest item; the runner-up before it, reached from the
+        // rehash item until it is an entry.
+        assert_eq!(best_second(&[10, 1, 1, 50, 1], 3, 0), Some(0));
+        assert_eq!(best_second(&[50, 1, 1, 10], 0, 0), Some(3));
+        // Nothing else is read: no entry saves anything.
+        assert_eq!(best_second(&[5, 0, 0], 0, 0), None);
     }
 }

@@ -398,8 +398,9 @@ impl HotRing {
         self.pin().contains_key(key)
     }
 
-    /// Walks from the head to `key`. Returns the live item holding it, the items
-    /// visited, and whether the head item itself was the answer.
+    /// Walks from the slot's best entry (its second entry, its head or its rehash item)
+    /// to `key`. Returns the live item holding it, the items visited, and whether the
+    /// entry item itself was the answer.
     #[inline]
     fn search(
         &self,
@@ -409,6 +410,20 @@ impl HotRing {
         key: &[u8],
         guard: &Guard,
     ) -> (Option<ItemPtr>, u32, bool) {
+        if let Some(second) = slot.second_before(hash) {
+            let link = second.load_next();
+            if !link.has(Link::OCCUPIED) {
+                match second.cmp_linked(link, hash, Some(key)) {
+                    CmpOrdering::Equal => return (Some(second), 1, true),
+                    CmpOrdering::Less => {
+                        let (found, visits) = self.walk(second, 1, hash, key, guard, |_| {});
+                        return (found, visits, false);
+                    }
+                    // Past the key (the hints tied): the head's way below is right.
+                    CmpOrdering::Greater => {}
+                }
+            }
+        }
         if let Some(sentinel) = slot.start_before_head(hash) {
             let (found, visits) = self.walk(sentinel, 1, hash, key, guard, |_| {});
             return (found, visits, false);
@@ -510,11 +525,17 @@ impl HotRing {
         guard: &Guard,
     ) -> Position {
         'restart: loop {
-            // Start at the head if it is before the key and still in the list, else at
-            // the ring's rehash item, which always is; each is read only if the walk
-            // starts there, as each is a cache miss.
+            // Start at the second entry or the head if it is before the key and still in
+            // the list, else at the ring's rehash item, which always is; each is read
+            // only if the walk starts there, as each is a cache miss.
+            let from_second = slot.second_before(hash).and_then(|second| {
+                let link = second.load_next();
+                (!link.has(Link::OCCUPIED)
+                    && second.cmp_linked(link, hash, key) == CmpOrdering::Less)
+                    .then_some((second, link))
+            });
             let before_head = slot.start_before_head(hash);
-            let from_head = before_head.is_none().then(|| {
+            let from_head = (from_second.is_none() && before_head.is_none()).then(|| {
                 let head = self
                     .item(slot.load_head().target(), guard)
                     .expect("a ring head is never null");
@@ -522,10 +543,11 @@ impl HotRing {
                 (!link.has(Link::OCCUPIED) && head.cmp_linked(link, hash, key) == CmpOrdering::Less)
                     .then_some((head, link))
             });
-            let (mut pred, mut pred_link) = from_head.flatten().unwrap_or_else(|| {
-                let sentinel = before_head.unwrap_or_else(|| slot.sentinel());
-                (sentinel, sentinel.load_next())
-            });
+            let (mut pred, mut pred_link) =
+                from_second.or(from_head.flatten()).unwrap_or_else(|| {
+                    let sentinel = before_head.unwrap_or_else(|| slot.sentinel());
+                    (sentinel, sentinel.load_next())
+                });
             let mut visits = 1;
             loop {
                 let Some(cur) = self.item(pred_link.target(), guard) else {

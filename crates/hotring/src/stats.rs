@@ -210,7 +210,8 @@ pub struct Stats {
     pub rings: usize,
     /// Directory slots (2^global depth).
     pub directory_slots: usize,
-    /// Share of accesses answered by the item the ring's head points at.
+    /// Share of accesses answered by the item a slot's entry points at: its head or
+    /// its second entry.
     pub head_hit_rate: f64,
     /// Items (including rehash items) visited per access.
     pub items_per_access: f64,

@@ -448,17 +448,21 @@ mod model {
 
     use crate::{Config, HotRing, HotspotStrategy};
 
-    fn scenario() {
-        // One slot; random movement with every access counted moves the head to each
-        // cold item read.
-        let index = Arc::new(HotRing::with_config(Config {
+    /// One slot; random movement with every access counted moves the head to each cold
+    /// item read.
+    fn one_slot() -> Arc<HotRing> {
+        Arc::new(HotRing::with_config(Config {
             strategy: HotspotStrategy::Random,
             initial_depth: 0,
             max_ring_len: None,
             split_cost: None,
             shared_split_len: None,
             sample_period: 1,
-        }));
+        }))
+    }
+
+    fn scenario() {
+        let index = one_slot();
         for k in [b"a", b"b", b"c", b"d"] {
             index.insert(k, b"v");
         }
@@ -497,14 +501,7 @@ mod model {
     /// The narrow race of the handshake: the second entry taking the item the head
     /// leaves while that item is removed.
     fn second_races_removal() {
-        let index = Arc::new(HotRing::with_config(Config {
-            strategy: HotspotStrategy::Random,
-            initial_depth: 0,
-            max_ring_len: None,
-            split_cost: None,
-            shared_split_len: None,
-            sample_period: 1,
-        }));
+        let index = one_slot();
         for k in [b"a", b"b", b"c"] {
             index.insert(k, b"v");
         }

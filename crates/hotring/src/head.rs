@@ -5,11 +5,11 @@
 //! Beyond the seed, each slot has a second entry (`directory.rs`): a lookup of a key
 //! at or past it starts there rather than at the head or the rehash item. A sampling
 //! round places it where, beside the head it chose, it shortens the walks most
-//! (`best_second`); random movement leaves it the item the head moved off. With one
-//! entry, the accesses that miss the head walk its cold neighbours, each a cache miss:
-//! at zipf 0.99 and 8 keys a ring a second entry took items per read from 1.69 to
-//! 1.42 (BENCHMARKS.md, session 90). Second entries follow the same handshake as
-//! heads, below, and inherit as heads do.
+//! (`best_second`); random movement, and a round's guess, leave it the item the head
+//! moved off. With one entry, the accesses that miss the head walk its cold
+//! neighbours, each a cache miss: at zipf 0.99 and 8 keys a ring a second entry took
+//! items per read from 1.69 to 1.37 (BENCHMARKS.md, session 90). Second entries follow
+//! the same handshake as heads, below, and inherit as heads do.
 //!
 //! The hazard: a head move reads item X, then stores X into a slot's head. If X is
 //! removed and reclaimed between the read and the store, the head would dangle for
@@ -327,11 +327,7 @@ impl HotRing {
                 if item.as_raw() != head.target() && self.try_install_head(slot, head, item, guard)
                 {
                     stripe.head_moves.fetch_add(1, StdOrdering::Relaxed);
-                    // The item the head leaves was hot a moment ago: it stays an entry.
-                    let left = self
-                        .item(head.target(), guard)
-                        .expect("a head is never null");
-                    let _ = self.try_install_second(slot, slot.load_second(), left, guard);
+                    self.keep_as_second(slot, head, guard);
                 }
             }
             HotspotStrategy::Sampling => {
@@ -381,6 +377,7 @@ impl HotRing {
                     // once; the round then settles where the samples say.
                     let head = if self.try_install_head(slot, head, item, guard) {
                         stripe.head_moves.fetch_add(1, StdOrdering::Relaxed);
+                        self.keep_as_second(slot, head, guard);
                         head.retarget(item.as_raw())
                     } else {
                         head
@@ -642,6 +639,15 @@ impl HotRing {
                 self.note_head_moved(slot, guard);
             }
         }
+    }
+
+    /// After a move of `slot`'s head off `left`, makes the item it left the second
+    /// entry: it was hot a moment ago.
+    fn keep_as_second(&self, slot: SlotRef<'_>, left: Head, guard: &Guard) {
+        let item = self
+            .item(left.target(), guard)
+            .expect("a head is never null");
+        let _ = self.try_install_second(slot, slot.load_second(), item, guard);
     }
 
     /// Makes sure `slot`'s second entry no longer points at the removed `item`: with

@@ -288,8 +288,11 @@ fn a_ring_shared_by_slots_splits_before_a_slot_holds_three_items() {
     assert_eq!(split_stats.len, long_stats.len);
     assert_eq!(split_stats.directory_slots, long_stats.directory_slots);
     assert!(split_stats.rings > 2 * long_stats.rings, "{split_stats:?}");
+    // Second entries shorten the long rings' walks too (session 90: 1.85 against 2.20
+    // items, from 1.94 against 2.45 with heads alone); the early splits still cut a
+    // tenth at least.
     assert!(
-        split < long - 0.4,
+        split < long * 0.9,
         "{split} items per lookup with early splits, {long} without"
     );
 }

@@ -8,8 +8,8 @@
 //!
 //! Each slot holds its own head pointer, always at an item of the slot's own hash range
 //! (or at a rehash item), beside it its ring's rehash item, where a lookup for a key
-//! before the head starts, and a second entry, an item of its range where a lookup for
-//! a key past it starts: the three share a cache line, so a lookup costs one line of
+//! before the head starts, and two more entries, items of its range where a lookup
+//! for a key past them starts: the four share a cache line, so a lookup costs one line of
 //! the directory and then the items (with the rehash item in a parallel array, a
 //! uniform load missed in it on every other lookup). What only inserts and splits
 //! need lives in a parallel array.
@@ -29,11 +29,14 @@ struct SlotHead {
     /// while the index lives) in the low 48 bits, and in the high 16 the head's
     /// [`hint`] (layout in `POINTERS.md`).
     start: AtomicPtr<Item>,
-    /// The *second word*: a second entry into the slot's items, a data item of its
-    /// range, in the low 48 bits and its [`hint`] in the high 16; null for none. Set
-    /// and cleared under the head's reclamation handshake (`head.rs`).
-    second: AtomicPtr<Item>,
+    /// The *entry words*: more entries into the slot's items besides the head, each a
+    /// data item of its range in the low 48 bits and its [`hint`] in the high 16; null
+    /// for none. Set and cleared under the head's reclamation handshake (`head.rs`).
+    entries: [AtomicPtr<Item>; ENTRIES],
 }
+
+/// Entry words a slot has besides its head: the slot's 32 bytes hold two.
+pub(crate) const ENTRIES: usize = 2;
 
 /// Where the head hint sits in the start word.
 const HINT_SHIFT: u32 = ADDRESS_BITS;
@@ -134,12 +137,12 @@ impl Directory {
                 let start = sentinel
                     .as_raw()
                     .map_addr(|a| a | head_hint(head, depth) << HINT_SHIFT);
-                // A doubling places no second entries: each would need the handshake's
-                // pin, and the next sampling round places them again.
+                // A doubling places no entries besides the heads: each would need the
+                // handshake's pin, and the next sampling round places them again.
                 let head = SlotHead {
                     head: AtomicPtr::new(Head::to(head.as_raw()).0),
                     start: AtomicPtr::new(start),
-                    second: AtomicPtr::new(std::ptr::null_mut()),
+                    entries: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
                 };
                 (head, meta)
             })
@@ -235,52 +238,60 @@ impl<'g> SlotRef<'g> {
         (hint(hash, self.dir.depth) < start.addr() >> HINT_SHIFT).then(|| Self::sentinel_of(start))
     }
 
-    /// The slot's second entry, if it is where a lookup of `hash` starts: at or before
-    /// the key by its hint, and past the head or with the key before the head. The
-    /// hints may lag and tie, so the caller reads the item to be sure; a walk from any
-    /// live item at or before the key is right, whatever the hints said.
+    /// The entry word nearest before `hash` by its hint, if a lookup of `hash` starts
+    /// there: at or before the key, and past the head or with the key before the head.
+    /// The hints may lag and tie, so the caller reads the item to be sure; a walk from
+    /// any live item at or before the key is right, whatever the hints said.
     #[inline]
-    pub(crate) fn second_before(&self, hash: u64) -> Option<ItemPtr> {
+    pub(crate) fn entry_before(&self, hash: u64) -> Option<ItemPtr> {
         let slot = &self.dir.heads[self.index];
-        let second = slot.second.load(Ordering::Acquire);
-        if second.addr() & ADDRESS_MASK == 0 {
-            return None;
-        }
         let key = hint(hash, self.dir.depth);
-        let at = second.addr() >> HINT_SHIFT;
+        let mut best: Option<(*mut Item, usize)> = None;
+        for word in &slot.entries {
+            let word = word.load(Ordering::Acquire);
+            let at = word.addr() >> HINT_SHIFT;
+            if word.addr() & ADDRESS_MASK != 0 && at <= key && best.is_none_or(|(_, b)| at > b) {
+                best = Some((word, at));
+            }
+        }
+        let (word, at) = best?;
         let head = slot.start.load(Ordering::Acquire).addr() >> HINT_SHIFT;
-        (at <= key && (at > head || key < head)).then(|| {
-            // SAFETY: a second entry is a data item that its unlinker takes out of the
-            // word before retiring it, and that no one can put back once it is marked
+        (at > head || key < head).then(|| {
+            // SAFETY: an entry is a data item that its unlinker takes out of the entry
+            // words before retiring it, and that no one can put back once it is marked
             // (the handshake in `head.rs`), so it lives as long as the caller's guard,
             // pinned before it read the word.
-            unsafe { ItemPtr::from_raw(second.map_addr(|a| a & ADDRESS_MASK)) }
+            unsafe { ItemPtr::from_raw(word.map_addr(|a| a & ADDRESS_MASK)) }
                 .expect("checked non-null")
         })
     }
 
-    /// The second word as it is: compare it to an item with [`second_is`], replace it
-    /// with [`cas_second`].
+    /// Entry word `i` as it is: compare it to an item with [`SlotRef::entry_is`],
+    /// replace it with [`SlotRef::cas_entry`].
     #[inline]
-    pub(crate) fn load_second(&self) -> *mut Item {
-        self.dir.heads[self.index].second.load(Ordering::Acquire)
+    pub(crate) fn load_entry(&self, i: usize) -> *mut Item {
+        self.dir.heads[self.index].entries[i].load(Ordering::Acquire)
     }
 
-    /// Whether the second word `word` points at `item`.
-    pub(crate) fn second_is(word: *mut Item, item: ItemPtr) -> bool {
+    /// The item entry word `word` points at, null for none.
+    pub(crate) fn entry_target(word: *mut Item) -> *mut Item {
+        word.map_addr(|a| a & ADDRESS_MASK)
+    }
+
+    /// Whether the entry word `word` points at `item`.
+    pub(crate) fn entry_is(word: *mut Item, item: ItemPtr) -> bool {
         word.addr() & ADDRESS_MASK == item.as_raw().addr()
     }
 
-    /// Replaces the second word `current` with `to` (none for `None`), its hint beside
-    /// it. Fails if the word changed.
-    pub(crate) fn cas_second(&self, current: *mut Item, to: Option<ItemPtr>) -> bool {
+    /// Replaces entry word `i` from `current` to `to` (none for `None`), its hint
+    /// beside it. Fails if the word changed.
+    pub(crate) fn cas_entry(&self, i: usize, current: *mut Item, to: Option<ItemPtr>) -> bool {
         let new = to.map_or(std::ptr::null_mut(), |item| {
             debug_assert!(!item.is_sentinel() && self.covers(item.hash()));
             let bits = hint(item.hash(), self.dir.depth) << HINT_SHIFT;
             item.as_raw().map_addr(|a| a | bits)
         });
-        self.dir.heads[self.index]
-            .second
+        self.dir.heads[self.index].entries[i]
             .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
     }
@@ -338,13 +349,13 @@ mod tests {
     use crate::link::Link;
 
     /// Checks, once the threads moving entries are done, that every slot's hint is its
-    /// head's, as a lookup assumes, and that every second entry is a live data item of
+    /// head's, as a lookup assumes, and that every entry word holds a live data item of
     /// its slot's range beside its own hint, as reclamation does. How many slots' heads
-    /// are data items, and how many slots have a second entry.
+    /// are data items, and how many entry words hold one.
     pub(super) fn check_entries(index: &HotRing) -> (usize, usize) {
         let guard = epoch::pin();
         let dir = index.directory(&guard);
-        let (mut heads, mut seconds) = (0, 0);
+        let (mut heads, mut entries) = (0, 0);
         for i in 0..dir.len() {
             let slot = SlotRef { dir, index: i };
             let head = index
@@ -358,21 +369,26 @@ mod tests {
                 "slot {i} of {}",
                 dir.len()
             );
-            let word = slot.load_second();
-            if word.is_null() {
-                continue;
+            for e in 0..ENTRIES {
+                let word = slot.load_entry(e);
+                if word.is_null() {
+                    continue;
+                }
+                entries += 1;
+                let entry = index
+                    .item(word.map_addr(|a| a & ADDRESS_MASK), &guard)
+                    .expect("an entry word with a hint has an address");
+                assert!(!entry.is_sentinel(), "slot {i}: a rehash item as entry {e}");
+                assert!(
+                    slot.covers(entry.hash()),
+                    "slot {i}: entry {e} out of range"
+                );
+                let link = entry.load_next();
+                assert!(!link.has(Link::OCCUPIED), "slot {i}: a removed entry {e}");
+                assert_eq!(word.addr() >> HINT_SHIFT, hint(entry.hash(), dir.depth));
             }
-            seconds += 1;
-            let second = index
-                .item(word.map_addr(|a| a & ADDRESS_MASK), &guard)
-                .expect("a second word with a hint has an address");
-            assert!(!second.is_sentinel(), "slot {i}: a rehash item as second");
-            assert!(slot.covers(second.hash()), "slot {i}: second out of range");
-            let link = second.load_next();
-            assert!(!link.has(Link::OCCUPIED), "slot {i}: a removed second");
-            assert_eq!(word.addr() >> HINT_SHIFT, hint(second.hash(), dir.depth));
         }
-        (heads, seconds)
+        (heads, entries)
     }
 
     /// Reads `reads` keys of `0..keys`, one in 50 of them hot (which ones depends on
@@ -404,9 +420,9 @@ mod tests {
         let index = filled(keys);
         read_hot(&index, keys, 400_000, 1);
         assert!(index.stats().splits > 0, "the index never split");
-        let (placed, seconds) = check_entries(&index);
+        let (placed, entries) = check_entries(&index);
         assert!(placed > 1000, "only {placed} heads left their rehash items");
-        assert!(seconds > 1000, "only {seconds} slots have a second entry");
+        assert!(entries > 2000, "only {entries} entry words hold an item");
         // Removals move heads off the removed items (to a successor or the rehash
         // item); RCU updates move them to the new versions.
         for k in (0..keys).step_by(3) {
@@ -430,18 +446,18 @@ mod tests {
                 s.spawn(move || read_hot(index, keys, 200_000, 10 + t));
             }
         });
-        let (placed, seconds) = check_entries(&index);
+        let (placed, entries) = check_entries(&index);
         assert!(
-            placed > 100 && seconds > 100,
-            "{placed} heads, {seconds} seconds"
+            placed > 100 && entries > 200,
+            "{placed} heads, {entries} entries"
         );
     }
 }
 
-/// Shuttle's schedules of threads moving one slot's head (and with it its second
-/// entry, which takes the item the head leaves) while others bring its hint up and one
+/// Shuttle's schedules of threads moving one slot's head (and with it its entries,
+/// which take the items the head leaves) while others bring its hint up and one
 /// removes and replaces the items they move to: whatever the interleaving, the hint
-/// left is the head's and the second entry is a live item.
+/// left is the head's and every entry is a live item.
 #[cfg(all(test, feature = "shuttle"))]
 mod model {
     use std::sync::Arc;
@@ -498,15 +514,17 @@ mod model {
         assert_eq!(index.len(), 3);
     }
 
-    /// The narrow race of the handshake: the second entry taking the item the head
-    /// leaves while that item is removed.
-    fn second_races_removal() {
+    /// The narrow races of the handshake: the first entry taking the item the head
+    /// leaves ("b"), and the second taking what the first held ("a"), while `victim`
+    /// is removed.
+    fn entry_races_removal(victim: &'static [u8]) {
         let index = one_slot();
         for k in [b"a", b"b", b"c"] {
             index.insert(k, b"v");
         }
-        // The first read places the head at the slot's first item, the second moves it
-        // to "b"; the reader's read of "c" moves it on, leaving "b" to the second entry.
+        // The first read places the head at the slot's first item, "a"; the second moves
+        // it to "b", leaving "a" to the first entry. The reader's read of "c" moves it
+        // on, leaving "b" to the first entry and moving "a" to the second.
         index.get(b"b");
         index.get(b"b");
         let reader = {
@@ -515,19 +533,21 @@ mod model {
         };
         let remover = {
             let index = index.clone();
-            shuttle::thread::spawn(move || assert!(index.remove(b"b")))
+            shuttle::thread::spawn(move || assert!(index.remove(victim)))
         };
         reader.join().unwrap();
         remover.join().unwrap();
         super::tests::check_entries(&index);
-        assert_eq!(index.get(b"b"), None);
+        assert_eq!(index.get(victim), None);
     }
 
     #[test]
     fn entries_left_by_racing_moves_and_removals_are_right_in_every_schedule() {
         shuttle::check_random(scenario, 3000);
         shuttle::check_pct(scenario, 3000, 3);
-        shuttle::check_random(second_races_removal, 3000);
-        shuttle::check_pct(second_races_removal, 3000, 3);
+        for victim in [&b"b"[..], b"a"] {
+            shuttle::check_random(move || entry_races_removal(victim), 3000);
+            shuttle::check_pct(move || entry_races_removal(victim), 3000, 3);
+        }
     }
 }

@@ -2,14 +2,15 @@
 //! inheritance, and the reclamation handshake that keeps a head from ever pointing at
 //! a freed item.
 //!
-//! Beyond the seed, each slot has a second entry (`directory.rs`): a lookup of a key
-//! at or past it starts there rather than at the head or the rehash item. A sampling
-//! round places it where, beside the head it chose, it shortens the walks most
-//! (`best_second`); random movement, and a round's guess, leave it the item the head
-//! moved off. With one entry, the accesses that miss the head walk its cold
-//! neighbours, each a cache miss: at zipf 0.99 and 8 keys a ring a second entry took
-//! items per read from 1.69 to 1.37 (BENCHMARKS.md, session 90). Second entries follow
-//! the same handshake as heads, below, and inherit as heads do.
+//! Beyond the seed, each slot has two more entries (`directory.rs`): a lookup of a key
+//! at or past one starts at the nearest rather than at the head or the rehash item. A
+//! sampling round places them, one after the other, where beside the head it chose
+//! and the entry placed before they shorten the walks most (`best_entry`); random
+//! movement, and a round's guess, leave the first the item the head moved off and
+//! move what it held to the second. With one entry, the accesses that miss the head
+//! walk its cold neighbours, each a cache miss: at zipf 0.99 and 8 keys a ring a
+//! second entry took items per read from 1.69 to 1.37 (BENCHMARKS.md, session 90).
+//! Entries follow the same handshake as heads, below, and inherit as heads do.
 //!
 //! The hazard: a head move reads item X, then stores X into a slot's head. If X is
 //! removed and reclaimed between the read and the store, the head would dangle for
@@ -22,10 +23,10 @@
 //!    first take it out of the head, then clear `PINNED`; if its unlinker already set
 //!    `UNLINKED`, the unlinker left the reclamation to us, so we retire X.
 //!
-//! The thread that unlinks X (exactly one CAS succeeds) moves the head and the second
-//! entry of the slot covering X off X, then sets `UNLINKED`; if it finds `PINNED`, the
+//! The thread that unlinks X (exactly one CAS succeeds) moves the head and the entries
+//! of the slot covering X off X, then sets `UNLINKED`; if it finds `PINNED`, the
 //! pinner retires X instead. A pin fails once X is marked, so no entry can take X
-//! after its unlinker checked the slot. Heads and second entries only ever point into
+//! after its unlinker checked the slot. Heads and entries only ever point into
 //! their own slot's hash range, so one slot of the current directory is the only place
 //! to check; the slots of a directory that a doubling replaced are read only by threads
 //! pinned before the replacement, which the grace period covers. Rehash items are never
@@ -36,7 +37,7 @@ use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ordering as
 
 use crossbeam_epoch::Guard;
 
-use crate::directory::SlotRef;
+use crate::directory::{SlotRef, ENTRIES};
 use crate::index::{HotRing, HotspotStrategy};
 use crate::item::{Item, ItemPtr};
 use crate::link::{Head, Link};
@@ -327,7 +328,7 @@ impl HotRing {
                 if item.as_raw() != head.target() && self.try_install_head(slot, head, item, guard)
                 {
                     stripe.head_moves.fetch_add(1, StdOrdering::Relaxed);
-                    self.keep_as_second(slot, head, guard);
+                    self.keep_as_entry(slot, head, guard);
                 }
             }
             HotspotStrategy::Sampling => {
@@ -377,7 +378,7 @@ impl HotRing {
                     // once; the round then settles where the samples say.
                     let head = if self.try_install_head(slot, head, item, guard) {
                         stripe.head_moves.fetch_add(1, StdOrdering::Relaxed);
-                        self.keep_as_second(slot, head, guard);
+                        self.keep_as_entry(slot, head, guard);
                         head.retarget(item.as_raw())
                     } else {
                         head
@@ -500,18 +501,22 @@ impl HotRing {
             stripe.head_moves.fetch_add(1, StdOrdering::Relaxed);
         }
         let counts: Vec<u64> = ring_items.iter().map(|(_, n)| *n).collect();
-        let second = best_second(&counts, best, base)
-            .map(|s| ring_items[s].0)
-            .filter(|item| !item.is_sentinel());
-        let word = slot.load_second();
-        match second {
-            Some(item) if !SlotRef::second_is(word, item) => {
-                let _ = self.try_install_second(slot, word, item, guard);
+        // The rehash item may be the head, never an entry.
+        let first = usize::from(ring_items[0].0.is_sentinel());
+        let mut taken = vec![best];
+        for e in 0..ENTRIES {
+            let place = best_entry(&counts, &taken, base, first);
+            taken.extend(place);
+            let word = slot.load_entry(e);
+            match place.map(|p| ring_items[p].0) {
+                Some(item) if !SlotRef::entry_is(word, item) => {
+                    let _ = self.try_install_entry(slot, e, word, item, guard);
+                }
+                None if !word.is_null() => {
+                    let _ = slot.cas_entry(e, word, None);
+                }
+                _ => {}
             }
-            None if !word.is_null() => {
-                let _ = slot.cas_second(word, None);
-            }
-            _ => {}
         }
         let head = slot.load_head();
         if !head.active() {
@@ -585,10 +590,10 @@ impl HotRing {
         if released.is_ok() {
             return;
         }
-        // Removed while pinned: our head or second store may have come after its
+        // Removed while pinned: our head or entry store may have come after its
         // unlinker looked.
         self.move_head_off(slot, item, false, guard);
-        self.move_second_off(slot, item, false, guard);
+        self.move_entries_off(slot, item, false, guard);
         let old = item
             .update_next(|l| Some(l.without(Link::PINNED)))
             .expect("an unconditional update always applies");
@@ -604,7 +609,7 @@ impl HotRing {
         // the current directory that can hold the item.
         let slot = self.slot_for(item.hash(), guard);
         self.move_head_off(slot, item, true, guard);
-        self.move_second_off(slot, item, true, guard);
+        self.move_entries_off(slot, item, true, guard);
         let old = item
             .update_next(|l| Some(l.with(Link::UNLINKED)))
             .expect("an unconditional update always applies");
@@ -641,42 +646,54 @@ impl HotRing {
         }
     }
 
-    /// After a move of `slot`'s head off `left`, makes the item it left the second
-    /// entry: it was hot a moment ago.
-    fn keep_as_second(&self, slot: SlotRef<'_>, left: Head, guard: &Guard) {
+    /// After a move of `slot`'s head off `left`, makes the item it left the first entry
+    /// (it was hot a moment ago) and moves what the first entry held to the second.
+    fn keep_as_entry(&self, slot: SlotRef<'_>, left: Head, guard: &Guard) {
         let item = self
             .item(left.target(), guard)
             .expect("a head is never null");
-        let _ = self.try_install_second(slot, slot.load_second(), item, guard);
-    }
-
-    /// Makes sure `slot`'s second entry no longer points at the removed `item`: with
-    /// `inherit`, the item's successor takes its place as the head's does (for an RCU
-    /// update, the new version); otherwise, and whenever that fails, it is cleared.
-    fn move_second_off(&self, slot: SlotRef<'_>, item: ItemPtr, inherit: bool, guard: &Guard) {
-        loop {
-            let word = slot.load_second();
-            if !SlotRef::second_is(word, item) {
-                return;
-            }
-            if inherit {
-                let successor = self.item(item.load_next().target(), guard);
-                if successor.is_some_and(|s| self.try_install_second(slot, word, s, guard)) {
-                    return;
-                }
-            }
-            if slot.cas_second(word, None) {
-                return;
+        let first = slot.load_entry(0);
+        if SlotRef::entry_is(first, item) || !self.try_install_entry(slot, 0, first, item, guard) {
+            return;
+        }
+        if let Some(older) = self.item(SlotRef::entry_target(first), guard) {
+            let second = slot.load_entry(1);
+            if !SlotRef::entry_is(second, older) {
+                let _ = self.try_install_entry(slot, 1, second, older, guard);
             }
         }
     }
 
-    /// Sets `slot`'s second entry from the word `expected` to `to`, under the pin of the
+    /// Makes sure no entry word of `slot` points at the removed `item`: with `inherit`,
+    /// the item's successor takes its place as the head's does (for an RCU update, the
+    /// new version); otherwise, and whenever that fails, the word is cleared.
+    fn move_entries_off(&self, slot: SlotRef<'_>, item: ItemPtr, inherit: bool, guard: &Guard) {
+        for e in 0..ENTRIES {
+            loop {
+                let word = slot.load_entry(e);
+                if !SlotRef::entry_is(word, item) {
+                    break;
+                }
+                if inherit {
+                    let successor = self.item(item.load_next().target(), guard);
+                    if successor.is_some_and(|s| self.try_install_entry(slot, e, word, s, guard)) {
+                        break;
+                    }
+                }
+                if slot.cas_entry(e, word, None) {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Sets `slot`'s entry word `e` from `expected` to `to`, under the pin of the
     /// handshake at the top of this file, as a head move. Fails if the word changed,
     /// `to` is being removed or is pinned, or it lies outside the slot's range.
-    pub(crate) fn try_install_second(
+    pub(crate) fn try_install_entry(
         &self,
         slot: SlotRef<'_>,
+        e: usize,
         expected: *mut Item,
         to: ItemPtr,
         guard: &Guard,
@@ -685,40 +702,40 @@ impl HotRing {
         if to.is_sentinel() || !slot.covers(to.hash()) || !pin(to) {
             return false;
         }
-        let set = slot.cas_second(expected, Some(to));
+        let set = slot.cas_entry(e, expected, Some(to));
         self.unpin(slot, to, guard);
         set
     }
 
     /// Hands an unlinked, unpinned item to the epoch collector.
     pub(crate) fn retire(&self, item: ItemPtr, guard: &Guard) {
-        // SAFETY: the item is unlinked (no list word points at it), no head or second
-        // entry points at it (the handshake above), and none can take it again (it is
+        // SAFETY: the item is unlinked (no list word points at it), no head or entry
+        // word points at it (the handshake above), and none can take it again (it is
         // marked, so pins fail). It is retired exactly once: by its unlinker, or by the
         // pinner that cleared `PINNED` after `UNLINKED` was set.
         unsafe { item.retire(guard) }
     }
 }
 
-/// Where in a slot's items (`counts`, the accesses each drew in ring order) a second
-/// entry saves the most walking beside a head at `head`, if anywhere. Past the head,
-/// position `s` shortens the walks to it and the items after it by `s - head` each;
-/// before the head, the walks to it and the items up to the head no longer start at
-/// the rehash item, `base + s + 1` shorter each (`base` as in `HotRing::adjust`).
-fn best_second(counts: &[u64], head: usize, base: u64) -> Option<usize> {
+/// Where in a slot's items (`counts`, the accesses each drew in ring order), from
+/// position `first` on, one more entry saves the most walking beside the head and
+/// entries at the positions `taken`, if anywhere. An entry at `s` shortens the walks to
+/// it and to the items after it up to the next entry: by `s - p` each, `p` the nearest
+/// entry before it, or if there is none by `base + s + 1`, as those walks start at the
+/// rehash item (`base` as in `HotRing::adjust`).
+fn best_entry(counts: &[u64], taken: &[usize], base: u64, first: usize) -> Option<usize> {
     let mut from = vec![0u64; counts.len() + 1];
     for i in (0..counts.len()).rev() {
         from[i] = from[i + 1] + counts[i];
     }
-    (0..counts.len())
-        .filter(|&s| s != head)
+    (first..counts.len())
+        .filter(|s| !taken.contains(s))
         .map(|s| {
-            let saved = if s > head {
-                (s - head) as u64 * from[s]
-            } else {
-                (base + s as u64 + 1) * (from[s] - from[head])
-            };
-            (saved, s)
+            let before = taken.iter().copied().filter(|&t| t < s).max();
+            let next = taken.iter().copied().filter(|&t| t > s).min();
+            let reached = from[s] - from[next.unwrap_or(counts.len())];
+            let step = before.map_or(base + s as u64 + 1, |p| (s - p) as u64);
+            (step * reached, s)
         })
         .filter(|&(saved, _)| saved > 0)
         // Of equal savings, the first position.
@@ -740,7 +757,7 @@ mod tests {
 
     use rand::{rngs::SmallRng, Rng, SeedableRng};
 
-    use super::{best_second, ShiftWatch, SHIFT_FOLLOW_MS, SHIFT_WINDOW};
+    use super::{best_entry, ShiftWatch, SHIFT_FOLLOW_MS, SHIFT_WINDOW};
 
     /// Feeds `watch` `windows` windows of counted accesses that hit the head (one
     /// item) with probability `rate`, or else walk 2-9 items; the mark of the shift it
@@ -843,11 +860,19 @@ mod tests {
             .sum()
     }
 
+    /// `entries` with `s` added, sorted.
+    fn with(entries: &[usize], s: usize) -> Vec<usize> {
+        let mut all = entries.to_vec();
+        all.push(s);
+        all.sort_unstable();
+        all
+    }
+
     #[test]
-    fn the_second_entry_is_where_the_walks_are_shortest() {
+    fn each_entry_goes_where_the_walks_are_shortest() {
         let mut rng = SmallRng::seed_from_u64(5);
-        for _ in 0..2000 {
-            let len = rng.gen_range(2..12);
+        for round in 0..4000 {
+            let len = rng.gen_range(3..12);
             let counts: Vec<u64> = (0..len)
                 .map(|_| {
                     if rng.gen_bool(0.3) {
@@ -857,34 +882,48 @@ mod tests {
                     }
                 })
                 .collect();
-            let head = rng.gen_range(0..len);
             let base = rng.gen_range(0..4);
-            let alone = walked(&counts, &[head], base);
-            let best = (0..len)
-                .filter(|&s| s != head)
-                .map(|s| walked(&counts, &[s.min(head), s.max(head)], base))
-                .min()
-                .expect("two items at least");
-            match best_second(&counts, head, base) {
-                Some(s) => {
-                    assert_ne!(s, head);
-                    let with = walked(&counts, &[s.min(head), s.max(head)], base);
-                    assert_eq!(with, best, "{counts:?} head {head} base {base}: {s}");
-                    assert!(with < alone);
+            let first = rng.gen_range(0..2);
+            // The head, and on every other round an entry placed before.
+            let mut taken = vec![rng.gen_range(0..len)];
+            if round % 2 == 1 {
+                let s = rng.gen_range(first..len);
+                if !taken.contains(&s) {
+                    taken.push(s);
                 }
-                // None only where no second entry shortens any walk.
-                None => assert_eq!(best, alone, "{counts:?} head {head} base {base}"),
+            }
+            taken.sort_unstable();
+            let alone = walked(&counts, &taken, base);
+            let best = (first..len)
+                .filter(|s| !taken.contains(s))
+                .map(|s| walked(&counts, &with(&taken, s), base))
+                .min()
+                .unwrap_or(alone);
+            let case = format!("{counts:?} taken {taken:?} base {base} first {first}");
+            match best_entry(&counts, &taken, base, first) {
+                Some(s) => {
+                    assert!(s >= first && !taken.contains(&s), "{case}: {s}");
+                    let walks = walked(&counts, &with(&taken, s), base);
+                    assert_eq!(walks, best, "{case}: {s}");
+                    assert!(walks < alone, "{case}: {s}");
+                }
+                // None only where no entry shortens any walk.
+                None => assert_eq!(best, alone, "{case}"),
             }
         }
     }
 
     #[test]
-    fn a_second_entry_goes_to_the_hot_item_the_head_leaves_far() {
+    fn an_entry_goes_to_the_hot_item_the_head_leaves_far() {
         // The head at the hottest item; the runner-up before it, reached from the
         // rehash item until it is an entry.
-        assert_eq!(best_second(&[10, 1, 1, 50, 1], 3, 0), Some(0));
-        assert_eq!(best_second(&[50, 1, 1, 10], 0, 0), Some(3));
+        assert_eq!(best_entry(&[10, 1, 1, 50, 1], &[3], 0, 0), Some(0));
+        assert_eq!(best_entry(&[50, 1, 1, 10], &[0], 0, 0), Some(3));
+        // The next entry goes to the third hottest, in the longest walk left.
+        assert_eq!(best_entry(&[50, 1, 9, 1, 10], &[0, 4], 0, 0), Some(2));
+        // Not to the rehash item when the caller starts past it.
+        assert_eq!(best_entry(&[9, 5, 0, 1], &[3], 0, 1), Some(1));
         // Nothing else is read: no entry saves anything.
-        assert_eq!(best_second(&[5, 0, 0], 0, 0), None);
+        assert_eq!(best_entry(&[5, 0, 0], &[0], 0, 0), None);
     }
 }

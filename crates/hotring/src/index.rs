@@ -398,7 +398,7 @@ impl HotRing {
         self.pin().contains_key(key)
     }
 
-    /// Walks from the slot's best entry (its second entry, its head or its rehash item)
+    /// Walks from the slot's best entry (an entry word's item, its head or its rehash item)
     /// to `key`. Returns the live item holding it, the items visited, and whether the
     /// entry item itself was the answer.
     #[inline]
@@ -410,13 +410,13 @@ impl HotRing {
         key: &[u8],
         guard: &Guard,
     ) -> (Option<ItemPtr>, u32, bool) {
-        if let Some(second) = slot.second_before(hash) {
-            let link = second.load_next();
+        if let Some(entry) = slot.entry_before(hash) {
+            let link = entry.load_next();
             if !link.has(Link::OCCUPIED) {
-                match second.cmp_linked(link, hash, Some(key)) {
-                    CmpOrdering::Equal => return (Some(second), 1, true),
+                match entry.cmp_linked(link, hash, Some(key)) {
+                    CmpOrdering::Equal => return (Some(entry), 1, true),
                     CmpOrdering::Less => {
-                        let (found, visits) = self.walk(second, 1, hash, key, guard, |_| {});
+                        let (found, visits) = self.walk(entry, 1, hash, key, guard, |_| {});
                         return (found, visits, false);
                     }
                     // Past the key (the hints tied): the head's way below is right.
@@ -525,17 +525,17 @@ impl HotRing {
         guard: &Guard,
     ) -> Position {
         'restart: loop {
-            // Start at the second entry or the head if it is before the key and still in
-            // the list, else at the ring's rehash item, which always is; each is read
+            // Start at an entry word's item or the head if it is before the key and still
+            // in the list, else at the ring's rehash item, which always is; each is read
             // only if the walk starts there, as each is a cache miss.
-            let from_second = slot.second_before(hash).and_then(|second| {
-                let link = second.load_next();
+            let from_entry = slot.entry_before(hash).and_then(|entry| {
+                let link = entry.load_next();
                 (!link.has(Link::OCCUPIED)
-                    && second.cmp_linked(link, hash, key) == CmpOrdering::Less)
-                    .then_some((second, link))
+                    && entry.cmp_linked(link, hash, key) == CmpOrdering::Less)
+                    .then_some((entry, link))
             });
             let before_head = slot.start_before_head(hash);
-            let from_head = (from_second.is_none() && before_head.is_none()).then(|| {
+            let from_head = (from_entry.is_none() && before_head.is_none()).then(|| {
                 let head = self
                     .item(slot.load_head().target(), guard)
                     .expect("a ring head is never null");
@@ -544,7 +544,7 @@ impl HotRing {
                     .then_some((head, link))
             });
             let (mut pred, mut pred_link) =
-                from_second.or(from_head.flatten()).unwrap_or_else(|| {
+                from_entry.or(from_head.flatten()).unwrap_or_else(|| {
                     let sentinel = before_head.unwrap_or_else(|| slot.sentinel());
                     (sentinel, sentinel.load_next())
                 });

@@ -96,11 +96,9 @@ pub(crate) const MAX_DEPTH: u32 = 40;
 
 #[inline]
 pub(crate) fn prefix_of(hash: u64, depth: u32) -> u64 {
-    if depth == 0 {
-        0
-    } else {
-        hash >> (64 - depth)
-    }
+    debug_assert!(depth <= 63);
+    // Two shifts, as a shift by 64 (depth 0) is not one.
+    (hash >> 1) >> (63 - depth)
 }
 
 /// The smallest hash under `prefix` at `depth`: its rehash item's hash.
@@ -158,6 +156,16 @@ impl Directory {
         self.heads.len()
     }
 
+    /// Slot `index`.
+    #[inline]
+    pub(crate) fn slot(&self, index: usize) -> SlotRef<'_> {
+        SlotRef {
+            dir: self,
+            index,
+            line: &self.heads[index],
+        }
+    }
+
     #[inline]
     pub(crate) fn index_of(&self, hash: u64) -> usize {
         prefix_of(hash, self.depth) as usize
@@ -183,28 +191,38 @@ impl Directory {
     }
 }
 
+/// Where a lookup starts besides the head ([`SlotRef::starts`]).
+pub(crate) struct Starts {
+    /// An entry at or before the key, nearer to it than the head.
+    pub(crate) entry: Option<ItemPtr>,
+    /// The ring's rehash item, when the head is past the key.
+    pub(crate) before_head: Option<ItemPtr>,
+}
+
 /// A slot together with the directory it belongs to, which gives its hash range.
 #[derive(Clone, Copy)]
 pub(crate) struct SlotRef<'g> {
     pub(crate) dir: &'g Directory,
     pub(crate) index: usize,
+    /// `dir`'s slot `index`, looked up once.
+    line: &'g SlotHead,
 }
 
 impl<'g> SlotRef<'g> {
     /// Where the slot's head word lives, for a prefetch.
     #[inline]
     pub(crate) fn head_address(&self) -> *const AtomicPtr<Item> {
-        &self.dir.heads[self.index].head
+        &self.line.head
     }
 
     #[inline]
     pub(crate) fn load_head(&self) -> Head {
-        Head(self.dir.heads[self.index].head.load(Ordering::Acquire))
+        Head(self.line.head.load(Ordering::Acquire))
     }
 
     #[inline]
     pub(crate) fn cas_head(&self, current: Head, new: Head) -> Result<Head, Head> {
-        self.dir.heads[self.index]
+        self.line
             .head
             .compare_exchange(current.0, new.0, Ordering::AcqRel, Ordering::Acquire)
             .map(Head)
@@ -219,7 +237,7 @@ impl<'g> SlotRef<'g> {
 
     #[inline]
     fn load_start(&self) -> *mut Item {
-        self.dir.heads[self.index].start.load(Ordering::Acquire)
+        self.line.start.load(Ordering::Acquire)
     }
 
     #[inline]
@@ -229,48 +247,48 @@ impl<'g> SlotRef<'g> {
             .expect("every slot has a rehash item")
     }
 
-    /// The ring's rehash item if the head hint says the head is past `hash`, where a
-    /// lookup of it starts instead. A hint may lag a move of the head; the walk from
-    /// the rehash item is right either way, and only its length depends on the hint.
+    /// Where a lookup of `hash` may start besides the head, from the slot's line
+    /// alone: the entry word nearest before the key by its hint, if that is past the
+    /// head or the key is before the head; and the ring's rehash item, if the head
+    /// hint says the head is past the key. Hints may lag and tie, so the caller reads
+    /// an entry to be sure; a walk from any live item at or before the key is right,
+    /// whatever the hints said, and only its length depends on them.
     #[inline]
-    pub(crate) fn start_before_head(&self, hash: u64) -> Option<ItemPtr> {
-        let start = self.load_start();
-        (hint(hash, self.dir.depth) < start.addr() >> HINT_SHIFT).then(|| Self::sentinel_of(start))
-    }
-
-    /// The entry word nearest before `hash` by its hint, if a lookup of `hash` starts
-    /// there: at or before the key, and past the head or with the key before the head.
-    /// The hints may lag and tie, so the caller reads the item to be sure; a walk from
-    /// any live item at or before the key is right, whatever the hints said.
-    #[inline]
-    pub(crate) fn entry_before(&self, hash: u64) -> Option<ItemPtr> {
-        let slot = &self.dir.heads[self.index];
+    pub(crate) fn starts(&self, hash: u64) -> Starts {
         let key = hint(hash, self.dir.depth);
-        let mut best: Option<(*mut Item, usize)> = None;
-        for word in &slot.entries {
-            let word = word.load(Ordering::Acquire);
-            let at = word.addr() >> HINT_SHIFT;
-            if word.addr() & ADDRESS_MASK != 0 && at <= key && best.is_none_or(|(_, b)| at > b) {
-                best = Some((word, at));
-            }
-        }
-        let (word, at) = best?;
-        let head = slot.start.load(Ordering::Acquire).addr() >> HINT_SHIFT;
-        (at > head || key < head).then(|| {
+        let start = self.line.start.load(Ordering::Acquire);
+        let head = start.addr() >> HINT_SHIFT;
+        let before_head = (key < head).then(|| Self::sentinel_of(start));
+        // The entry with the greatest hint at or before the key's. A word is null or
+        // holds an item (whose hint may be 0).
+        let [first, second] = &self.line.entries;
+        let (w0, w1) = (
+            first.load(Ordering::Acquire),
+            second.load(Ordering::Acquire),
+        );
+        let (a0, a1) = (w0.addr() >> HINT_SHIFT, w1.addr() >> HINT_SHIFT);
+        let (ok0, ok1) = (!w0.is_null() && a0 <= key, !w1.is_null() && a1 <= key);
+        let (word, at) = if ok1 && (!ok0 || a1 > a0) {
+            (w1, a1)
+        } else {
+            (w0, a0)
+        };
+        let entry = ((ok0 || ok1) && (at > head || key < head)).then(|| {
             // SAFETY: an entry is a data item that its unlinker takes out of the entry
             // words before retiring it, and that no one can put back once it is marked
             // (the handshake in `head.rs`), so it lives as long as the caller's guard,
             // pinned before it read the word.
             unsafe { ItemPtr::from_raw(word.map_addr(|a| a & ADDRESS_MASK)) }
                 .expect("checked non-null")
-        })
+        });
+        Starts { entry, before_head }
     }
 
     /// Entry word `i` as it is: compare it to an item with [`SlotRef::entry_is`],
     /// replace it with [`SlotRef::cas_entry`].
     #[inline]
     pub(crate) fn load_entry(&self, i: usize) -> *mut Item {
-        self.dir.heads[self.index].entries[i].load(Ordering::Acquire)
+        self.line.entries[i].load(Ordering::Acquire)
     }
 
     /// The item entry word `word` points at, null for none.
@@ -291,14 +309,14 @@ impl<'g> SlotRef<'g> {
             let bits = hint(item.hash(), self.dir.depth) << HINT_SHIFT;
             item.as_raw().map_addr(|a| a | bits)
         });
-        self.dir.heads[self.index].entries[i]
+        self.line.entries[i]
             .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
     }
 
     /// Replaces the start word's rehash item or hint, keeping the other part.
     fn update_start(&self, f: impl Fn(*mut Item) -> *mut Item) {
-        let word = &self.dir.heads[self.index].start;
+        let word = &self.line.start;
         let mut current = word.load(Ordering::Acquire);
         loop {
             let new = f(current);
@@ -357,7 +375,7 @@ mod tests {
         let dir = index.directory(&guard);
         let (mut heads, mut entries) = (0, 0);
         for i in 0..dir.len() {
-            let slot = SlotRef { dir, index: i };
+            let slot = dir.slot(i);
             let head = index
                 .item(slot.load_head().target(), &guard)
                 .expect("a ring head is never null");

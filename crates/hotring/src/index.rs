@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 use crossbeam_epoch::{self as epoch, Guard};
 
-use crate::directory::{first_hash, Directory, SlotRef};
+use crate::directory::{first_hash, Directory, SlotRef, Starts};
 use crate::item::{ring_hash, ItemPtr, CLOCK_MASK, INLINE_VALUE_MAX};
 use crate::link::{Head, Link};
 use crate::stats::{Counters, Stats};
@@ -229,10 +229,7 @@ impl HotRing {
     #[inline]
     pub(crate) fn slot_for<'g>(&self, hash: u64, guard: &'g Guard) -> SlotRef<'g> {
         let dir = self.directory(guard);
-        SlotRef {
-            dir,
-            index: dir.index_of(hash),
-        }
+        dir.slot(dir.index_of(hash))
     }
 
     /// An item pointer read from the index under `_guard`.
@@ -410,7 +407,8 @@ impl HotRing {
         key: &[u8],
         guard: &Guard,
     ) -> (Option<ItemPtr>, u32, bool) {
-        if let Some(entry) = slot.entry_before(hash) {
+        let starts = slot.starts(hash);
+        if let Some(entry) = starts.entry {
             let link = entry.load_next();
             if !link.has(Link::OCCUPIED) {
                 match entry.cmp_linked(link, hash, Some(key)) {
@@ -424,7 +422,7 @@ impl HotRing {
                 }
             }
         }
-        if let Some(sentinel) = slot.start_before_head(hash) {
+        if let Some(sentinel) = starts.before_head {
             let (found, visits) = self.walk(sentinel, 1, hash, key, guard, |_| {});
             return (found, visits, false);
         }
@@ -528,13 +526,13 @@ impl HotRing {
             // Start at an entry word's item or the head if it is before the key and still
             // in the list, else at the ring's rehash item, which always is; each is read
             // only if the walk starts there, as each is a cache miss.
-            let from_entry = slot.entry_before(hash).and_then(|entry| {
+            let Starts { entry, before_head } = slot.starts(hash);
+            let from_entry = entry.and_then(|entry| {
                 let link = entry.load_next();
                 (!link.has(Link::OCCUPIED)
                     && entry.cmp_linked(link, hash, key) == CmpOrdering::Less)
                     .then_some((entry, link))
             });
-            let before_head = slot.start_before_head(hash);
             let from_head = (from_entry.is_none() && before_head.is_none()).then(|| {
                 let head = self
                     .item(slot.load_head().target(), guard)

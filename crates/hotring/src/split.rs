@@ -53,10 +53,7 @@ impl HotRing {
         let ring = prefix_of(sentinel.hash(), depth);
         let boundary_hash = first_hash(ring * 2 + 1, depth + 1);
         let boundary = ItemPtr::alloc_sentinel(boundary_hash, std::ptr::null_mut());
-        let lower = SlotRef {
-            dir,
-            index: dir.index_of(sentinel.hash()),
-        };
+        let lower = dir.slot(dir.index_of(sentinel.hash()));
         loop {
             let pos = self.find(lower, boundary_hash, None, guard);
             if Self::link_new(&pos, boundary, Link::REHASH) {
@@ -66,7 +63,7 @@ impl HotRing {
         let slots = dir.slots_of(ring, depth);
         let mid = slots.start + slots.len() / 2;
         for i in slots {
-            let s = SlotRef { dir, index: i };
+            let s = dir.slot(i);
             if i >= mid {
                 s.set_sentinel(boundary);
                 // A head parked on the old rehash item would make every lookup walk the
@@ -104,17 +101,14 @@ impl HotRing {
         // Heads copied into the new directory stay pinned until it is published: a head
         // item removed meanwhile is then taken out of the new slot by `unpin`.
         let pinned: Vec<Option<ItemPtr>> = (0..old.len())
-            .map(|i| SlotRef { dir: old, index: i })
+            .map(|i| old.slot(i))
             .map(|s| {
                 self.item(s.load_head().target(), guard)
                     .filter(|h| !h.is_sentinel() && pin(*h))
             })
             .collect();
         let new = Directory::new(old.depth + 1, |j| {
-            let parent = SlotRef {
-                dir: old,
-                index: j >> 1,
-            };
+            let parent = old.slot(j >> 1);
             let sentinel = parent.sentinel();
             let head = match pinned[j >> 1] {
                 Some(h) if prefix_of(h.hash(), old.depth + 1) == j as u64 => h,
@@ -134,10 +128,7 @@ impl HotRing {
         // the collector, which cannot free it while `guard` is pinned.
         let published: &'g Directory = unsafe { &*new };
         for h in pinned.into_iter().flatten() {
-            let slot = SlotRef {
-                dir: published,
-                index: published.index_of(h.hash()),
-            };
+            let slot = published.slot(published.index_of(h.hash()));
             self.unpin(slot, h, guard);
         }
         // SAFETY: unpublished by the swap; threads that loaded it are pinned, and the

@@ -211,7 +211,7 @@ pub struct Stats {
     /// Directory slots (2^global depth).
     pub directory_slots: usize,
     /// Share of accesses answered by the item a slot's entry points at: its head or
-    /// its second entry.
+    /// one of its entry words.
     pub head_hit_rate: f64,
     /// Items (including rehash items) visited per access.
     pub items_per_access: f64,

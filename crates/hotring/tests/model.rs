@@ -363,6 +363,39 @@ fn sampling_moves_the_head_to_the_hot_key() {
 }
 
 #[test]
+fn three_hot_keys_of_a_ring_are_each_read_where_a_lookup_starts() {
+    // The head and the slot's two entry words: a ring whose three hot keys lie apart
+    // reads each of them at an entry point once rounds have placed them, where with
+    // two entry points one of the three would walk from its neighbour.
+    let index = one_ring_of_16(HotspotStrategy::Sampling);
+    let order: Vec<Vec<u8>> = index.iter().map(|(k, _)| k).collect();
+    assert_eq!(order.len(), 16);
+    // Drawn 3 : 2 : 1 in a cycle of six, which every-fifth-access counting sees whole.
+    let cycle = [
+        &order[2], &order[7], &order[2], &order[13], &order[7], &order[2],
+    ];
+    let read = |n: usize| {
+        for k in cycle.iter().cycle().take(n) {
+            assert!(index.contains_key(k));
+        }
+    };
+    read(30_000);
+    index.reset_access_stats();
+    read(6_000);
+    let stats = index.stats();
+    assert!(
+        stats.head_hit_rate > 0.95,
+        "hit rate {} at the entry points",
+        stats.head_hit_rate
+    );
+    assert!(
+        stats.items_per_access < 1.05,
+        "{} items per lookup",
+        stats.items_per_access
+    );
+}
+
+#[test]
 fn the_head_is_weighed_by_what_a_lookup_behind_it_really_walks() {
     // A lookup whose key lies before the head starts again at the ring's rehash item,
     // not around a circle. Two warm keys, the 2nd item drawn twice as often as the
@@ -666,6 +699,27 @@ fn random_movement_follows_a_single_hotspot() {
         index.get(&[7]);
     }
     assert!(index.stats().head_hit_rate > 0.99);
+}
+
+#[test]
+fn random_movement_keeps_the_heads_last_two_places_as_entries() {
+    // Three keys read in turn: each move of the head leaves the key it left to the
+    // first entry word and moves that word's key to the second, so all three end up
+    // where lookups start and the head stops moving.
+    let index = one_ring_of_16(HotspotStrategy::Random);
+    let keys = [[3u8], [9], [14]];
+    let read = |n: usize| {
+        for k in keys.iter().cycle().take(n) {
+            assert!(index.contains_key(k));
+        }
+    };
+    read(300);
+    let moves = index.stats().head_moves;
+    index.reset_access_stats();
+    read(3_000);
+    let stats = index.stats();
+    assert_eq!(stats.head_moves, moves, "the head kept moving");
+    assert_eq!(stats.head_hit_rate, 1.0);
 }
 
 #[test]

@@ -284,6 +284,40 @@ impl<'g> SlotRef<'g> {
         Starts { entry, before_head }
     }
 
+    /// Where a walk for the item before `hash`'s key may start: the head and the
+    /// entry words whose hints are at or before the key's, nearest to the key first,
+    /// null where there is none. A write needs the predecessor, so the entry point
+    /// nearest a key is no start when it is the key's own item (a hot key written):
+    /// the caller reads these in turn until one is live and before the key, and walks
+    /// from the ring's rehash item if none is. Hints may lag and tie; only the walk's
+    /// length depends on them.
+    #[inline]
+    pub(crate) fn starts_before(&self, hash: u64) -> [*mut Item; 1 + ENTRIES] {
+        let key = hint(hash, self.dir.depth);
+        let head_hint = self.line.start.load(Ordering::Acquire).addr() >> HINT_SHIFT;
+        let head = self.load_head().target();
+        let mut points = [(head_hint, head); 1 + ENTRIES];
+        for (point, word) in points[1..].iter_mut().zip(&self.line.entries) {
+            let word = word.load(Ordering::Acquire);
+            *point = (word.addr() >> HINT_SHIFT, Self::entry_target(word));
+        }
+        // Three words: an insertion sort, nearest (greatest hint) first.
+        for i in 1..points.len() {
+            let mut j = i;
+            while j > 0 && points[j - 1].0 < points[j].0 {
+                points.swap(j - 1, j);
+                j -= 1;
+            }
+        }
+        points.map(|(at, item)| {
+            if at <= key {
+                item
+            } else {
+                std::ptr::null_mut()
+            }
+        })
+    }
+
     /// Entry word `i` as it is: compare it to an item with [`SlotRef::entry_is`],
     /// replace it with [`SlotRef::cas_entry`].
     #[inline]

@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 use crossbeam_epoch::{self as epoch, Guard};
 
-use crate::directory::{first_hash, Directory, SlotRef, Starts};
+use crate::directory::{first_hash, Directory, SlotRef};
 use crate::item::{ring_hash, ItemPtr, CLOCK_MASK, INLINE_VALUE_MAX};
 use crate::link::{Head, Link};
 use crate::stats::{Counters, Stats};
@@ -145,6 +145,9 @@ pub(crate) struct Position {
     pub(crate) pred_link: Link,
     pub(crate) cur: Option<(ItemPtr, Link)>,
     pub(crate) visits: u32,
+    /// `pred` is where the walk started, and that was the head or an entry word's
+    /// item: an access charged to `pred` was served at an entry point.
+    pub(crate) pred_is_start: bool,
 }
 
 /// What a write may do.
@@ -523,29 +526,25 @@ impl HotRing {
         guard: &Guard,
     ) -> Position {
         'restart: loop {
-            // Start at an entry word's item or the head if it is before the key and still
-            // in the list, else at the ring's rehash item, which always is; each is read
-            // only if the walk starts there, as each is a cache miss.
-            let Starts { entry, before_head } = slot.starts(hash);
-            let from_entry = entry.and_then(|entry| {
-                let link = entry.load_next();
-                (!link.has(Link::OCCUPIED)
-                    && entry.cmp_linked(link, hash, key) == CmpOrdering::Less)
-                    .then_some((entry, link))
-            });
-            let from_head = (from_entry.is_none() && before_head.is_none()).then(|| {
-                let head = self
-                    .item(slot.load_head().target(), guard)
-                    .expect("a ring head is never null");
-                let link = head.load_next();
-                (!link.has(Link::OCCUPIED) && head.cmp_linked(link, hash, key) == CmpOrdering::Less)
-                    .then_some((head, link))
-            });
-            let (mut pred, mut pred_link) =
-                from_entry.or(from_head.flatten()).unwrap_or_else(|| {
-                    let sentinel = before_head.unwrap_or_else(|| slot.sentinel());
-                    (sentinel, sentinel.load_next())
+            // Start at the entry point (the head or an entry word's item) nearest before
+            // the key and still in the list, else at the ring's rehash item, which always
+            // is; each is read only if the ones nearer the key were no start, as each is
+            // a cache miss.
+            let from_start = slot
+                .starts_before(hash)
+                .into_iter()
+                .filter_map(|p| self.item(p, guard))
+                .find_map(|item| {
+                    let link = item.load_next();
+                    (!link.has(Link::OCCUPIED)
+                        && item.cmp_linked(link, hash, key) == CmpOrdering::Less)
+                        .then_some((item, link))
                 });
+            let mut pred_is_start = from_start.is_some();
+            let (mut pred, mut pred_link) = from_start.unwrap_or_else(|| {
+                let sentinel = slot.sentinel();
+                (sentinel, sentinel.load_next())
+            });
             let mut visits = 1;
             loop {
                 let Some(cur) = self.item(pred_link.target(), guard) else {
@@ -554,6 +553,7 @@ impl HotRing {
                         pred_link,
                         cur: None,
                         visits,
+                        pred_is_start,
                     };
                 };
                 let cur_link = cur.load_next();
@@ -582,12 +582,14 @@ impl HotRing {
                 visits += 1;
                 if cur.cmp_linked(cur_link, hash, key) == CmpOrdering::Less {
                     (pred, pred_link) = (cur, cur_link);
+                    pred_is_start = false;
                 } else {
                     return Position {
                         pred,
                         pred_link,
                         cur: Some((cur, cur_link)),
                         visits,
+                        pred_is_start,
                     };
                 }
             }
@@ -661,9 +663,20 @@ impl HotRing {
                             cur.with_value(shown);
                         }
                         // An RCU update is an access to the predecessor, whose `next` it
-                        // rewrites: that is what makes a write-hot item's predecessor the head.
-                        let hot = head.target() == pos.pred.as_raw();
-                        self.after_access(slot, head, Some(pos.pred), hot, pos.visits, hash, guard);
+                        // rewrites: that is what makes a write-hot item's predecessor the
+                        // head, or an entry beside the head on the item when it is read too.
+                        // The head is read again: on `cur` it has just moved to `new`, and
+                        // every CAS on the word read before would fail (no head move, no
+                        // round) for as long as the head stays on a rewritten key.
+                        self.after_access(
+                            slot,
+                            slot.load_head(),
+                            Some(pos.pred),
+                            pos.pred_is_start,
+                            pos.visits,
+                            hash,
+                            guard,
+                        );
                         break Written::Updated;
                     }
                 }
@@ -763,8 +776,17 @@ impl HotRing {
             crate::sync::spin();
             return false;
         }
-        new.next()
-            .store(Link::to(cur_link.target(), 0).0, Ordering::Relaxed);
+        // The new version takes over the old one's access count, which a sampling round
+        // reads: a value rewritten as often as it is read would otherwise lose its
+        // round's reads at every write, and the round would put the head on the
+        // predecessor its writes charge. A count added to `cur` since `cur_link` was
+        // read fails the CAS below.
+        new.next().store(
+            Link::to(cur_link.target(), 0)
+                .with_counter(cur_link.counter())
+                .0,
+            Ordering::Relaxed,
+        );
         // Keep a head-move pin: its owner still has to release it (see `head.rs`).
         let marked = Link::to(
             new.as_raw(),

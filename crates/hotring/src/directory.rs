@@ -278,8 +278,7 @@ impl<'g> SlotRef<'g> {
             // words before retiring it, and that no one can put back once it is marked
             // (the handshake in `head.rs`), so it lives as long as the caller's guard,
             // pinned before it read the word.
-            unsafe { ItemPtr::from_raw(word.map_addr(|a| a & ADDRESS_MASK)) }
-                .expect("checked non-null")
+            unsafe { ItemPtr::from_raw(Self::entry_target(word)) }.expect("checked non-null")
         });
         Starts { entry, before_head }
     }
@@ -428,7 +427,7 @@ mod tests {
                 }
                 entries += 1;
                 let entry = index
-                    .item(word.map_addr(|a| a & ADDRESS_MASK), &guard)
+                    .item(SlotRef::entry_target(word), &guard)
                     .expect("an entry word with a hint has an address");
                 assert!(!entry.is_sentinel(), "slot {i}: a rehash item as entry {e}");
                 assert!(

@@ -776,17 +776,9 @@ impl HotRing {
             crate::sync::spin();
             return false;
         }
-        // The new version takes over the old one's access count, which a sampling round
-        // reads: a value rewritten as often as it is read would otherwise lose its
-        // round's reads at every write, and the round would put the head on the
-        // predecessor its writes charge. A count added to `cur` since `cur_link` was
-        // read fails the CAS below.
-        new.next().store(
-            Link::to(cur_link.target(), 0)
-                .with_counter(cur_link.counter())
-                .0,
-            Ordering::Relaxed,
-        );
+        // A count added to `cur` since `cur_link` was read fails the CAS below.
+        new.next()
+            .store(cur_link.for_new_version().0, Ordering::Relaxed);
         // Keep a head-move pin: its owner still has to release it (see `head.rs`).
         let marked = Link::to(
             new.as_raw(),
@@ -930,9 +922,7 @@ impl HotRing {
             // in-place write can slip between the comparison and the replacement.
             let fresh = self.alloc(hash, key, new);
             let old = cur.update_next(|l| {
-                fresh
-                    .next()
-                    .store(Link::to(l.target(), 0).0, Ordering::Relaxed);
+                fresh.next().store(l.for_new_version().0, Ordering::Relaxed);
                 Some(Link::to(
                     fresh.as_raw(),
                     Link::OCCUPIED | (l.bits() & Link::PINNED),

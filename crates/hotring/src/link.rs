@@ -76,6 +76,15 @@ impl Link {
                 .map_addr(|a| (a & !Self::COUNTER_MASK) | (n << Self::COUNTER_SHIFT)),
         )
     }
+    /// The `next` word of a new version of the item whose word this is: the same
+    /// successor and access count, no flags. The count goes along because a sampling
+    /// round reads it: a value rewritten as often as it is read would otherwise lose
+    /// the round's reads at every write, and the round would put the head on the
+    /// predecessor its writes charge.
+    #[inline]
+    pub(crate) fn for_new_version(self) -> Link {
+        Link::to(self.target(), 0).with_counter(self.counter())
+    }
 }
 
 /// A ring's head word: Active (sampling in progress), a 15-bit total access counter,

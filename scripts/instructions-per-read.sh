@@ -5,10 +5,10 @@
 #
 #   scripts/instructions-per-read.sh IMPL [DIST] [RATIO]     (defaults: zipf:1.22, 8)
 #
-# Uses target/release/hotkv-bench, or the binary in $HOTKV_BENCH_BIN. The count still
-# depends on how many reads the timed seconds hold under valgrind (the warm-up's
-# sampling rounds weigh more in a short run): compare builds run side by side, with
-# similar read counts.
+# Uses target/release/hotkv-bench, or the binary in $HOTKV_BENCH_BIN. The warm-up and
+# the measured run are a fixed number of reads (--ops, default 2,000,000 each), so the
+# count does not depend on how fast valgrind ran; what is left to vary is the index's
+# own use of time (a shift followed for a fixed number of milliseconds).
 set -euo pipefail
 impl=${1:?usage: $0 IMPL [DIST] [RATIO]}
 dist=${2:-zipf:1.22}
@@ -17,7 +17,7 @@ bin=${HOTKV_BENCH_BIN:-target/release/hotkv-bench}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" index --keys 131072 \
-    --rounds 1 --seconds 2 --workload c --dist "$dist" --ratio "$ratio" --threads 1 \
+    --rounds 1 --ops "${OPS:-2000000}" --workload c --dist "$dist" --ratio "$ratio" --threads 1 \
     --impl "$impl" > /dev/null 2>&1
 # The calling tree lists `serve` once per caller: the load's puts and the timed reads.
 # The reads are the caller with the most calls.
@@ -33,5 +33,5 @@ for line in sys.stdin:
             best = (instructions, reads)
 if best is None:
     sys.exit('no Target::serve in the profile')
-print(f'$impl $dist ratio $ratio: {best[0] / best[1]:.1f} instructions a read over {best[1]} reads')
+print(f'$impl $dist ratio $ratio: {best[0] / best[1]:.1f} instructions a read ({best[0]} over {best[1]} reads)')
 "

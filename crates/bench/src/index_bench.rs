@@ -52,6 +52,11 @@ pub struct IndexArgs {
     /// Seconds per measured run.
     #[arg(long, default_value_t = 2.0)]
     pub seconds: f64,
+    /// Operations each thread runs in every run (the warm-up too) instead of running for
+    /// --seconds: the same work each time, for counting instructions under valgrind
+    /// (`scripts/instructions-per-read.sh`), where a timed run's length varies.
+    #[arg(long, conflicts_with = "shift_at", value_parser = clap::value_parser!(u64).range(1..))]
+    pub ops: Option<u64>,
     /// Rounds; each round runs every implementation once, in rotating order.
     #[arg(long, default_value_t = 5)]
     pub rounds: usize,
@@ -79,6 +84,8 @@ pub struct ImplResult {
     /// Median over rounds.
     pub ops_per_sec: f64,
     pub rounds_ops_per_sec: Vec<f64>,
+    /// Operations all threads ran in each round.
+    pub rounds_operations: Vec<u64>,
     /// Median over rounds of this impl's throughput divided by chain's in the same round.
     pub ratio_vs_chain: Option<f64>,
     pub items_per_read: Option<f64>,
@@ -109,6 +116,8 @@ pub struct ImplResult {
     /// Operations per batch (one epoch pin each, where the map pins).
     pub batch: u32,
     pub seconds: f64,
+    /// Operations a thread ran in each run, when --ops is given.
+    pub ops: Option<u64>,
 }
 
 /// Operations per thread generated ahead of the run and replayed in a loop, so the
@@ -139,6 +148,8 @@ struct Loaded {
 
 struct Run {
     ops_per_sec: f64,
+    /// Operations all threads ran.
+    operations: u64,
     reaction_delay_ms: Option<f64>,
     timeline: Vec<f64>,
     cpu_timeline: Option<Vec<f64>>,
@@ -262,6 +273,7 @@ pub fn run(args: IndexArgs) -> Result<Vec<ImplResult>, String> {
                     .as_ref()
                     .map(|c| median(&ops.iter().zip(c).map(|(a, b)| a / b).collect::<Vec<_>>())),
                 rounds_ops_per_sec: ops,
+                rounds_operations: l.runs.iter().map(|r| r.operations).collect(),
                 items_per_read,
                 head_hit_rate,
                 bytes_per_key: l.bytes_per_key,
@@ -284,6 +296,7 @@ pub fn run(args: IndexArgs) -> Result<Vec<ImplResult>, String> {
                 threads: args.threads,
                 batch: args.batch,
                 seconds: args.seconds,
+                ops: args.ops,
             }
         })
         .collect();
@@ -307,7 +320,8 @@ fn load(target: &dyn Target, keys: u64, value_size: usize, threads: usize) {
     });
 }
 
-/// One run of `seconds` over the loaded target; `run` numbers it (0 for the warm-up).
+/// One run of `seconds` (or of `--ops` operations a thread) over the loaded target;
+/// `run` numbers it (0 for the warm-up).
 fn measure_run(l: &Loaded, args: &IndexArgs, run: u64, seconds: f64, shift_at: Option<f64>) -> Run {
     let stop = AtomicBool::new(false);
     let counters: Vec<CachePadded<AtomicU64>> =
@@ -324,6 +338,7 @@ fn measure_run(l: &Loaded, args: &IndexArgs, run: u64, seconds: f64, shift_at: O
         args,
         run,
         stop: &stop,
+        ops: args.ops,
     };
     let total = std::thread::scope(|s| {
         let workers: Vec<_> = (0..args.threads)
@@ -337,7 +352,7 @@ fn measure_run(l: &Loaded, args: &IndexArgs, run: u64, seconds: f64, shift_at: O
         let mut last = 0u64;
         let mut last_cpu = cpu_time::process_cpu_ns();
         let mut shifted = false;
-        while start.elapsed() < duration {
+        while args.ops.is_none() && start.elapsed() < duration {
             std::thread::sleep(tick.min(duration.saturating_sub(start.elapsed())));
             if let Some(at) = shift_at {
                 if !shifted && start.elapsed().as_secs_f64() >= at {
@@ -359,7 +374,10 @@ fn measure_run(l: &Loaded, args: &IndexArgs, run: u64, seconds: f64, shift_at: O
             }
             last_totals = totals;
         }
-        stop.store(true, Ordering::Relaxed);
+        // With --ops the workers stop by themselves.
+        if args.ops.is_none() {
+            stop.store(true, Ordering::Relaxed);
+        }
         workers
             .into_iter()
             .map(|w| w.join().expect("worker panicked"))
@@ -378,6 +396,7 @@ fn measure_run(l: &Loaded, args: &IndexArgs, run: u64, seconds: f64, shift_at: O
         .map(|(at, items)| recovery_ms(items, at, |window, steady| window <= 1.1 * steady));
     Run {
         ops_per_sec: total as f64 / elapsed,
+        operations: total,
         reaction_delay_ms,
         timeline,
         cpu_timeline,
@@ -418,10 +437,12 @@ struct RunContext<'a> {
     /// The run's number (0 for the warm-up).
     run: u64,
     stop: &'a AtomicBool,
+    /// Operations to run before stopping, instead of waiting for `stop`.
+    ops: Option<u64>,
 }
 
-/// One worker's run: replays `stream` until told to stop, publishing its count of
-/// operations in `counter` every ~1,024.
+/// One worker's run: replays `stream` until told to stop or `ops` are done, publishing
+/// its count of operations in `counter` every ~1,024.
 fn drive(ctx: &RunContext, stream: &[Op], thread: usize, counter: &AtomicU64) -> u64 {
     let RunContext {
         target,
@@ -429,6 +450,7 @@ fn drive(ctx: &RunContext, stream: &[Op], thread: usize, counter: &AtomicU64) ->
         args,
         run,
         stop,
+        ops,
     } = *ctx;
     let mut done = 0u64;
     let mut reported = 0u64;
@@ -466,6 +488,9 @@ fn drive(ctx: &RunContext, stream: &[Op], thread: usize, counter: &AtomicU64) ->
             buf[0] = buf[0].wrapping_add(1);
             target.serve(&batch, &buf);
             batch.clear();
+            if ops.is_some_and(|n| done >= n) {
+                break 'run;
+            }
             if done - reported >= 1024 {
                 reported = done;
                 counter.store(done, Ordering::Relaxed);

@@ -117,6 +117,40 @@ fn index_serves_batches_of_operations() {
     }
 }
 
+/// `--ops` runs every round for the same operations, whatever the time they take.
+#[test]
+fn index_with_ops_runs_that_many_operations_a_thread() {
+    let (rows, _) = run_json(
+        "ops",
+        &[
+            "index",
+            "--impl",
+            "hotring-s,chain",
+            "--workload",
+            "a",
+            "--keys",
+            "20000",
+            "--threads",
+            "2",
+            "--ops",
+            "30000",
+            "--rounds",
+            "3",
+        ],
+    );
+    assert_eq!(rows.len(), 2);
+    for row in &rows {
+        assert_eq!(row["ops"].as_u64(), Some(30_000), "{row}");
+        let rounds: Vec<u64> = row["rounds_operations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_u64().unwrap())
+            .collect();
+        assert_eq!(rounds, [60_000; 3], "{row}");
+    }
+}
+
 #[test]
 fn shift_at_reports_a_timeline_and_a_reaction_delay() {
     let (rows, _) = run_json(

@@ -338,7 +338,6 @@ fn measure_run(l: &Loaded, args: &IndexArgs, run: u64, seconds: f64, shift_at: O
         args,
         run,
         stop: &stop,
-        ops: args.ops,
     };
     let total = std::thread::scope(|s| {
         let workers: Vec<_> = (0..args.threads)
@@ -437,11 +436,9 @@ struct RunContext<'a> {
     /// The run's number (0 for the warm-up).
     run: u64,
     stop: &'a AtomicBool,
-    /// Operations to run before stopping, instead of waiting for `stop`.
-    ops: Option<u64>,
 }
 
-/// One worker's run: replays `stream` until told to stop or `ops` are done, publishing
+/// One worker's run: replays `stream` until told to stop or `--ops` are done, publishing
 /// its count of operations in `counter` every ~1,024.
 fn drive(ctx: &RunContext, stream: &[Op], thread: usize, counter: &AtomicU64) -> u64 {
     let RunContext {
@@ -450,7 +447,6 @@ fn drive(ctx: &RunContext, stream: &[Op], thread: usize, counter: &AtomicU64) ->
         args,
         run,
         stop,
-        ops,
     } = *ctx;
     let mut done = 0u64;
     let mut reported = 0u64;
@@ -488,7 +484,7 @@ fn drive(ctx: &RunContext, stream: &[Op], thread: usize, counter: &AtomicU64) ->
             buf[0] = buf[0].wrapping_add(1);
             target.serve(&batch, &buf);
             batch.clear();
-            if ops.is_some_and(|n| done >= n) {
+            if args.ops.is_some_and(|n| done >= n) {
                 break 'run;
             }
             if done - reported >= 1024 {

@@ -240,7 +240,8 @@ impl HotRing {
     pub(crate) fn item(&self, p: *mut crate::item::Item, _guard: &Guard) -> Option<ItemPtr> {
         // SAFETY: pointers in the index's words are null or point to items that are
         // reclaimed only after a grace period covering every guard pinned when they
-        // were still reachable, which includes `_guard` (see `head.rs` for the head).
+        // were still reachable, which includes `_guard` (see `head.rs` for the head and
+        // the entry words).
         unsafe { ItemPtr::from_raw(p) }
     }
 
